@@ -1,0 +1,3 @@
+from sparkreport.cli import main
+
+main()

@@ -1,0 +1,59 @@
+"""The command line: a thin layer that parses options and calls typed functions.
+
+Each stage's commands live in their own module; heavy libraries (pandas, altair, mkdocs) are
+imported inside the commands so ``sparkreport --help`` stays instant and the executor runs
+with only its runtime dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from sparkreport import __version__
+
+#: module → command names it defines; loaded lazily by the group.
+_COMMANDS: dict[str, tuple[str, ...]] = {
+    "sparkreport.cli.ingest_cmds": ("ingest", "formats", "metrics"),
+    "sparkreport.cli.data_cmds": ("dataset", "stats", "compare", "check"),
+    "sparkreport.cli.site_cmds": ("render", "build", "serve"),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported only when listed or invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        for commands in _COMMANDS.values():
+            names.update(commands)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        for module_name, commands in _COMMANDS.items():
+            if cmd_name in commands:
+                try:
+                    module = importlib.import_module(module_name)
+                except ModuleNotFoundError as exc:
+                    if exc.name and exc.name.startswith("sparkreport"):
+                        return None
+                    raise click.ClickException(
+                        f"`sparkreport {cmd_name}` needs the Python package {exc.name!r} — "
+                        f"install it with `pip install sparkreport` (full install)"
+                    ) from None
+                command = getattr(module, cmd_name.replace("-", "_") + "_command", None)
+                if isinstance(command, click.Command):
+                    return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sparkreport")
+def main() -> None:
+    """Turn LLM-inference benchmark runs into a statistically honest results site.
+
+    \b
+    Pipeline:  ingest / run  →  runs/  →  dataset  →  stats · compare · check
+               →  render (Markdown + charts)  →  build (MkDocs site)
+    """

@@ -1,0 +1,42 @@
+"""Option bundles shared by several commands (flags default to None: config decides)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_RUNS_DIR = Path("runs")
+
+
+def runs_dir_option(func: F) -> F:
+    return click.option(
+        "--runs-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=DEFAULT_RUNS_DIR,
+        show_default=True,
+        help="The run store: runs/<campaign>/<run_id>/run.json.",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON (a documented contract) instead of a table.")(func)
+
+
+def strict_option(func: F) -> F:
+    return click.option("--strict", is_flag=True, default=None, help="Exit 1 on any error-level finding (for CI).")(func)
+
+
+def parse_labels(values: tuple[str, ...]) -> dict[str, str]:
+    """``KEY=VALUE`` pairs → dict; a malformed pair is a usage error (exit 2)."""
+    labels = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--label")
+        labels[key.strip()] = value.strip()
+    return labels

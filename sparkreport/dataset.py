@@ -1,0 +1,268 @@
+"""The dataset: the run store flattened into tidy tables with declared columns.
+
+``runs``: one row per run (record_type ``run``), flat columns, units in the names, labels as
+``label.<key>``. ``summaries``: one row per published arm × metric (n, mean, sd) for results
+published without per-run data. A metric a source did not report is NaN, never 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.errors import DataError
+from sparkreport.schema import SCHEMA_VERSION, RunRecord
+from sparkreport.store import RunStore
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+DATASET_SCHEMA_VERSION = 1
+
+#: Identity and context columns of the runs table, in order, with their pandas dtypes.
+RUN_COLUMNS: dict[str, str] = {
+    "run_id": "string",
+    "campaign": "string",
+    "model": "string",
+    "model_name": "string",
+    "model_id": "string",
+    "environment": "string",
+    "environment_kind": "string",
+    "iteration": "Int64",
+    "started_at": "string",
+    "started_at_local": "string",
+    "exit_code": "Int64",
+    "ok": "boolean",
+    "status_reason": "string",
+    "warnings": "string",
+    "engine": "string",
+    "engine_version": "string",
+    "backend": "string",
+    "cuda": "string",
+    "driver": "string",
+    "image": "string",
+    "image_digest": "string",
+    "gpu_name": "string",
+    "memory_pool_gib": "Float64",
+    "unified_memory": "boolean",
+    "num_requests_planned": "Int64",
+    "input_len": "Float64",
+    "output_len": "Float64",
+    "batch_size": "Int64",
+    "concurrency": "Int64",
+    "source_format": "string",
+    "source_path": "string",
+    "source_sha256": "string",
+    "run_path": "string",
+}
+#: Metrics always present as columns (NaN when missing), so downstream code can rely on them.
+CORE_METRICS = (
+    "output_throughput_tok_s",
+    "request_throughput_req_s",
+    "peak_memory_gib",
+    "kv_cache_gib",
+    "start_temp_c",
+    "end_temp_c",
+)
+SUMMARY_COLUMNS: dict[str, str] = {
+    "run_id": "string",
+    "campaign": "string",
+    "model": "string",
+    "model_name": "string",
+    "model_id": "string",
+    "environment": "string",
+    "environment_kind": "string",
+    "metric": "string",
+    "unit": "string",
+    "n": "Int64",
+    "mean": "Float64",
+    "sd": "Float64",
+    "sd_as_published": "Float64",
+    "sd_ddof_as_published": "Int64",
+    "unit_as_published": "string",
+    "gpu_name": "string",
+    "memory_pool_gib": "Float64",
+    "source_path": "string",
+    "notes": "string",
+    "run_path": "string",
+}
+
+
+@dataclass
+class Dataset:
+    """The tidy tables, plus the content hash that identifies this exact data."""
+
+    runs: pd.DataFrame
+    summaries: pd.DataFrame
+    records: list[RunRecord]
+    digest: str
+
+    @property
+    def metric_columns(self) -> list[str]:
+        """Metric columns of the runs table that hold at least one value."""
+        return [c for c in self.runs.columns if metric_catalog.is_metric(c) and self.runs[c].notna().any()]
+
+    @property
+    def label_columns(self) -> list[str]:
+        return [c for c in self.runs.columns if c.startswith("label.")]
+
+    def is_empty(self) -> bool:
+        return self.runs.empty and self.summaries.empty
+
+
+def _display(record: RunRecord) -> str:
+    return record.model.display_name or record.model.id or record.model.name
+
+
+def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
+    row: dict[str, object] = {
+        "run_id": record.run_id,
+        "campaign": record.campaign,
+        "model": record.model.name,
+        "model_name": _display(record),
+        "model_id": record.model.id,
+        "environment": record.environment.name,
+        "environment_kind": record.environment.kind,
+        "iteration": record.iteration,
+        "started_at": record.started_at,
+        "started_at_local": record.started_at_local,
+        "exit_code": record.status.exit_code,
+        "ok": record.status.ok,
+        "status_reason": record.status.reason,
+        "warnings": "; ".join(record.status.warnings) or None,
+        "engine": record.software.engine,
+        "engine_version": record.software.engine_version,
+        "backend": record.software.backend,
+        "cuda": record.software.cuda,
+        "driver": record.software.driver,
+        "image": record.software.image,
+        "image_digest": record.software.image_digest,
+        "gpu_name": record.hardware.gpu_name,
+        "memory_pool_gib": record.hardware.memory_pool_gib,
+        "unified_memory": record.hardware.unified_memory,
+        "num_requests_planned": record.workload.num_requests,
+        "input_len": record.workload.input_len,
+        "output_len": record.workload.output_len,
+        "batch_size": record.workload.batch_size,
+        "concurrency": record.workload.concurrency,
+        "source_format": record.provenance.format,
+        "source_path": record.provenance.source_path,
+        "source_sha256": record.provenance.source_sha256,
+        "run_path": run_path,
+    }
+    row.update(record.metrics)
+    row.update({f"label.{k}": v for k, v in record.labels.items()})
+    return row
+
+
+def _summary_rows(record: RunRecord, run_path: str) -> list[dict[str, object]]:
+    return [
+        {
+            "run_id": record.run_id,
+            "campaign": record.campaign,
+            "model": record.model.name,
+            "model_name": _display(record),
+            "model_id": record.model.id,
+            "environment": record.environment.name,
+            "environment_kind": record.environment.kind,
+            "metric": metric,
+            "unit": metric_catalog.unit_of(metric),
+            "n": stat.n,
+            "mean": stat.mean,
+            "sd": stat.sd,
+            "sd_as_published": stat.sd_as_published,
+            "sd_ddof_as_published": stat.sd_ddof_as_published,
+            "unit_as_published": stat.unit_as_published,
+            "gpu_name": record.hardware.gpu_name,
+            "memory_pool_gib": record.hardware.memory_pool_gib,
+            "source_path": record.provenance.source_path,
+            "notes": "; ".join(record.provenance.notes) or None,
+            "run_path": run_path,
+        }
+        for metric, stat in record.summary.items()
+    ]
+
+
+def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None) -> Dataset:
+    """Flatten validated records into the runs and summaries tables."""
+    import pandas as pd
+
+    paths = run_paths or [f"{r.campaign}/{r.run_id}" for r in records]
+    run_rows = []
+    summary_rows: list[dict[str, object]] = []
+    for record, path in zip(records, paths, strict=True):
+        if record.record_type == "run":
+            run_rows.append(_run_row(record, path))
+        else:
+            summary_rows.extend(_summary_rows(record, path))
+    runs = pd.DataFrame(run_rows)
+    for column in (*RUN_COLUMNS, *CORE_METRICS):
+        if column not in runs.columns:
+            runs[column] = None
+    metric_cols = sorted(c for c in runs.columns if metric_catalog.is_metric(c) and c not in CORE_METRICS)
+    labels = sorted(c for c in runs.columns if c.startswith("label."))
+    runs = runs[[*RUN_COLUMNS, *CORE_METRICS, *metric_cols, *labels]]
+    runs = runs.astype({**RUN_COLUMNS, **{c: "Float64" for c in (*CORE_METRICS, *metric_cols)},
+                        **{c: "string" for c in labels}})
+    runs = runs.sort_values(["campaign", "model", "environment", "iteration", "run_id"],
+                            na_position="last", kind="stable").reset_index(drop=True)
+    summaries = pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS)
+    digest = hashlib.sha256(
+        json.dumps([r.to_dict() for r in records], sort_keys=True, default=str).encode()
+    ).hexdigest()
+    return Dataset(runs=runs, summaries=summaries, records=records, digest=digest)
+
+
+def load_dataset(runs_dir: Path) -> Dataset:
+    """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file)."""
+    store = RunStore(runs_dir)
+    if not runs_dir.is_dir():
+        raise DataError(f"{runs_dir}: no such run store — ingest results first (`sparkreport ingest FILE`)")
+    files = store.run_files()
+    records = [store.load(path) for path in files]
+    paths = [str(path.parent.relative_to(runs_dir)) for path in files]
+    return build_dataset(records, paths)
+
+
+def export(dataset: Dataset, out: Path) -> Path:
+    """Write the runs table to CSV, Parquet or JSON (chosen by suffix), atomically."""
+    import os
+    import tempfile
+
+    suffix = out.suffix.lower()
+    if suffix not in {".csv", ".parquet", ".json"}:
+        raise DataError(f"{out}: unknown output type {suffix or '(none)'} — use .csv, .parquet or .json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    os.close(fd)
+    try:
+        frame = dataset.runs
+        if suffix == ".csv":
+            frame.to_csv(tmp, index=False)
+        elif suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            meta = dict(table.schema.metadata or {})
+            meta[b"sparkreport.dataset_schema_version"] = str(DATASET_SCHEMA_VERSION).encode()
+            meta[b"sparkreport.run_schema_version"] = str(SCHEMA_VERSION).encode()
+            meta[b"sparkreport.dataset_sha256"] = dataset.digest.encode()
+            pq.write_table(table.replace_schema_metadata(meta), tmp)
+        else:
+            payload = {
+                "schema_version": DATASET_SCHEMA_VERSION,
+                "dataset_sha256": dataset.digest,
+                "runs": json.loads(frame.to_json(orient="records")),
+                "summaries": json.loads(dataset.summaries.to_json(orient="records")),
+            }
+            Path(tmp).write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out

@@ -1,0 +1,56 @@
+"""The project's error types.
+
+Every error a user can meet is one line: what is wrong, where (file and line when there is one)
+and what to do about it. The hierarchy is rooted in ``click.ClickException`` so the CLI prints
+the message and exits 1 without a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+class SparkreportError(click.ClickException):
+    """Base of every error sparkreport reports to a user (exit code 1)."""
+
+    exit_code = 1
+
+    def format_message(self) -> str:
+        return self.message
+
+
+class InputError(SparkreportError):
+    """A file the user gave us is broken: names the file, the line when known, and the fix."""
+
+    def __init__(self, path: str | Path, problem: str, *, line: int | None = None, fix: str = ""):
+        self.path = str(path)
+        self.line = line
+        self.problem = problem
+        self.fix = fix
+        where = f"{self.path}:{line}" if line is not None else self.path
+        text = f"{where}: {problem}"
+        if fix:
+            text += f" — {fix}"
+        super().__init__(text)
+
+
+class ParseError(InputError):
+    """Raised by parsers; the only exception type allowed to leave a parser."""
+
+
+class SchemaError(InputError):
+    """A run.json that cannot be read (wrong shape, from the future, …)."""
+
+
+class ConfigError(InputError):
+    """A broken project configuration file."""
+
+
+class DataError(SparkreportError):
+    """The data cannot answer the question asked (no runs, unknown metric, …)."""
+
+
+class BuildError(SparkreportError):
+    """The site could not be rendered or built."""

@@ -1,0 +1,154 @@
+"""Ingest: results that exist already → run folders in the store.
+
+``ingest_paths`` detects each file's format by content (or takes ``--format``), parses the
+whole file before writing anything, and writes each run folder atomically. Re-ingesting a
+source adds nothing: its runs keep their ids and are reported as already present.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sparkreport import __version__
+from sparkreport.errors import InputError, ParseError, SparkreportError
+from sparkreport.ingest import phase1, summary, trtllm  # noqa: F401  (built-in parsers register)
+from sparkreport.ingest.base import PARSERS, ParsedRun, Parser, Source
+from sparkreport.schema import slug
+from sparkreport.store import RawFile, RunStore
+
+__all__ = ["IngestOptions", "IngestReport", "detect_parser", "ingest_paths", "PARSERS"]
+
+
+@dataclass
+class IngestOptions:
+    campaign: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    format: str | None = None
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    rejected: list[InputError] = field(default_factory=list)
+    files: int = 0
+
+
+def detect_parser(source: Source, forced: str | None = None) -> Parser:
+    """The parser for ``source``: the forced one, or the first whose ``detect`` says yes."""
+    if forced:
+        if forced not in PARSERS:
+            raise SparkreportError(
+                f"unknown format {forced!r} — choose one of: {', '.join(PARSERS)} (`sparkreport formats`)"
+            )
+        return PARSERS[forced]()
+    if source.path.stat().st_size == 0:
+        raise ParseError(source.path, "the file is empty", fix="point ingest at a results file")
+    if source.looks_binary():
+        raise ParseError(source.path, "is a binary file, not benchmark output",
+                         fix=f"formats read: {', '.join(PARSERS)}")
+    for cls in PARSERS.values():
+        parser = cls()
+        try:
+            if parser.detect(source):
+                return parser
+        except OSError:
+            continue
+    raise ParseError(source.path, "format not recognised",
+                     fix=f"tried {', '.join(PARSERS)}; pass --format NAME if you know it")
+
+
+#: Inside a folder, files that are documentation rather than results are left alone.
+_NOT_RESULTS = ("readme", "license", "licence", "copying", "notice")
+
+
+def _is_doc(path: Path) -> bool:
+    return path.name.lower().startswith(_NOT_RESULTS) or path.suffix.lower() in {".md", ".rst"}
+
+
+def _expand(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(
+                p for p in sorted(path.rglob("*"))
+                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                and not _is_doc(p)
+            )
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError(path, "no such file or directory", fix="check the path")
+    return files
+
+
+def _parse(source: Source, parser: Parser) -> list[ParsedRun]:
+    try:
+        return parser.parse(source)
+    except ParseError:
+        raise
+    except OSError as exc:
+        raise ParseError(source.path, f"cannot be read ({exc.strerror})", fix="check permissions") from None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+        # A parser bug or an input shape nobody foresaw: still one line, still the file.
+        raise ParseError(source.path, f"could not be parsed as {parser.name} ({type(exc).__name__}: {exc})",
+                         fix="check the file, or report the format to sparkreport") from None
+
+
+def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> IngestReport:
+    """Ingest files and folders into ``store``; bad files are collected, good ones written."""
+    report = IngestReport()
+    files = _expand(paths)
+    sources = [Source(p) for p in files]
+    plan: list[tuple[Source, Parser]] = []
+    claimed: set[Path] = set()
+    for source in sources:
+        try:
+            parser = detect_parser(source, options.format)
+        except ParseError as exc:
+            report.rejected.append(exc)
+            continue
+        plan.append((source, parser))
+        claimed.update(p.resolve() for p in parser.companions(source))
+    known = store.existing_ids()
+    ingested_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    for source, parser in plan:
+        if source.path.resolve() in claimed:
+            continue
+        report.files += 1
+        try:
+            runs = _parse(source, parser)
+        except ParseError as exc:
+            report.rejected.append(exc)
+            continue
+        for run in runs:
+            _finish(run, source, parser, options, ingested_at)
+            rid = run.record.run_id
+            if rid in known:
+                report.skipped.append(rid)
+                continue
+            raw = list(run.raw)
+            if run.keep_source_once:
+                kept = store.keep_source(run.record.campaign, source.path, source.sha256)
+                run.record.provenance.raw_files.insert(0, kept)
+            store.write(run.record, raw)
+            known.add(rid)
+            report.added.append(rid)
+    return report
+
+
+def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptions, when: str) -> None:
+    record = run.record
+    record.campaign = slug(options.campaign or run.campaign or parser.default_campaign)
+    record.run_id = slug(run.natural_id or f"{parser.name}-{source.sha256[:12]}")
+    record.labels.update(options.labels)
+    prov = record.provenance
+    prov.source_path = str(source.path)
+    prov.source_sha256 = source.sha256
+    prov.source_locator = run.locator
+    prov.format = parser.name
+    prov.ingested_at = when
+    prov.sparkreport_version = __version__
+    prov.raw_files.extend(item.name for item in run.raw if isinstance(item, RawFile))

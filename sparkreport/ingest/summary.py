@@ -1,0 +1,202 @@
+"""Published-summary tables: per-arm n, mean and sd for results published without per-run data.
+
+Two spellings of the same thing:
+
+* YAML with ``sparkreport: published-summary`` at the top, campaign-level facts (source,
+  hardware, software, workload, environments, models) and a list of ``arms``;
+* CSV with at least the columns ``model, environment, metric, n, mean`` (optional ``sd``,
+  ``unit``, ``sd_ddof``, ``model_id``).
+
+``sd_ddof: 0`` says the source printed a population SD; it is converted to the sample SD
+(``sd · sqrt(n / (n − 1))``) and the published figure is kept beside it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.errors import ParseError
+from sparkreport.ingest.base import ParsedRun, Parser, Source, register, stable_id
+from sparkreport.schema import (
+    ENVIRONMENT_KINDS,
+    Environment,
+    Hardware,
+    Model,
+    RunRecord,
+    Software,
+    SummaryStat,
+    Workload,
+    slug,
+)
+from sparkreport.store import RawFile
+
+MARKER = "published-summary"
+_CSV_REQUIRED = ("model", "environment", "metric", "n", "mean")
+#: unit as published → factor to the canonical unit, per canonical unit.
+_CONVERSIONS: dict[str, dict[str, float]] = {
+    "GiB": {"GiB": 1.0, "MiB": 1 / 1024, "GB": 1e9 / 2**30},
+    "ms": {"ms": 1.0, "s": 1000.0},
+    "s": {"s": 1.0, "ms": 0.001},
+    "tok/s": {"tok/s": 1.0, "tokens/s": 1.0, "tokens/sec": 1.0},
+    "req/s": {"req/s": 1.0, "requests/s": 1.0, "req/sec": 1.0},
+    "°C": {"°C": 1.0, "C": 1.0},
+}
+
+
+def _stat(metric: str, spec: dict[str, Any], n: Any, ddof: Any, path: Path, where: str) -> SummaryStat:
+    if not metric_catalog.is_metric(metric):
+        raise ParseError(path, f"{where}: {metric!r} is not a canonical metric name",
+                         fix="use a name from `sparkreport metrics`")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ParseError(path, f"{where}: n must be a positive integer, found {n!r}", fix="give the run count")
+    mean = spec.get("mean")
+    sd = spec.get("sd")
+    for what, value in (("mean", mean), ("sd", sd)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value)):
+            raise ParseError(path, f"{where}: {what} must be a number, found {value!r}", fix="fix that value")
+    if mean is None:
+        raise ParseError(path, f"{where}: mean is missing", fix="every arm needs a mean")
+    canonical = metric_catalog.unit_of(metric)
+    unit = spec.get("unit") or canonical
+    factor = _CONVERSIONS.get(canonical, {canonical: 1.0}).get(unit)
+    if factor is None:
+        raise ParseError(path, f"{where}: unit {unit!r} cannot be converted to {canonical!r}",
+                         fix=f"give the figure in {canonical}")
+    ddof = 1 if ddof is None else ddof
+    if ddof not in (0, 1):
+        raise ParseError(path, f"{where}: sd_ddof must be 0 or 1", fix="0 = population SD, 1 = sample SD")
+    sample_sd = None
+    if sd is not None:
+        sample_sd = float(sd) * factor
+        if ddof == 0 and n > 1:
+            sample_sd *= math.sqrt(n / (n - 1))
+    return SummaryStat(
+        n=n, mean=float(mean) * factor, sd=sample_sd,
+        sd_as_published=None if sd is None else float(sd),
+        sd_ddof_as_published=None if sd is None else ddof,
+        unit_as_published=unit,
+    )
+
+
+@register
+class PublishedSummaryParser(Parser):
+    name = "published-summary"
+    description = "per-arm published figures (n, mean, sd, unit) as sparkreport YAML or CSV"
+    versions = "sparkreport published-summary v1"
+    default_campaign = "published"
+
+    def detect(self, source: Source) -> bool:
+        head = source.head_text.lstrip("\ufeff")
+        if f"sparkreport: {MARKER}" in head:
+            return True
+        first = head.splitlines()[0] if head else ""
+        columns = {c.strip().lower() for c in first.split(",")}
+        return all(c in columns for c in _CSV_REQUIRED)
+
+    def parse(self, source: Source) -> list[ParsedRun]:
+        text = source.text()
+        if f"sparkreport: {MARKER}" in text[:4096]:
+            return self._yaml(source, text)
+        return self._csv(source, text)
+
+    def _yaml(self, source: Source, text: str) -> list[ParsedRun]:
+        path = source.path
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise ParseError(path, f"is not valid YAML ({getattr(exc, 'problem', exc)})",
+                             line=mark.line + 1 if mark else None, fix="fix the YAML syntax") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("arms"), list):
+            raise ParseError(path, "needs a list under 'arms'", fix="see the published-summary format in the README")
+        ddof = doc.get("sd_ddof")
+        envs = doc.get("environments") or {}
+        models = doc.get("models") or {}
+        runs = []
+        for index, arm in enumerate(doc["arms"]):
+            where = f"arms[{index}]"
+            if not isinstance(arm, dict) or not isinstance(arm.get("metrics"), dict):
+                raise ParseError(path, f"{where} needs model, environment, n and metrics",
+                                 fix="see the published-summary format in the README")
+            stats = {}
+            for metric, spec in arm["metrics"].items():
+                if not isinstance(spec, dict):
+                    spec = {"mean": spec}
+                stats[metric] = _stat(metric, spec, spec.get("n", arm.get("n")),
+                                      spec.get("sd_ddof", arm.get("sd_ddof", ddof)), path,
+                                      f"{where}.metrics.{metric}")
+            model_key = str(arm.get("model", "unknown"))
+            env_key = str(arm.get("environment", "unknown"))
+            runs.append(self._run(source, doc, model_key, models.get(model_key) or {},
+                                  env_key, envs.get(env_key) or {}, stats, arm.get("note")))
+        return runs
+
+    def _csv(self, source: Source, text: str) -> list[ParsedRun]:
+        path = source.path
+        reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+        fields = [f.strip().lower() for f in reader.fieldnames or []]
+        reader.fieldnames = fields
+        arms: dict[tuple[str, str], dict[str, SummaryStat]] = {}
+        ids: dict[str, str] = {}
+        for row in reader:
+            line = reader.line_num
+            if None in row or any(row.get(c) in (None, "") for c in _CSV_REQUIRED):
+                raise ParseError(path, "row is missing a value or has extra cells", line=line,
+                                 fix=f"each row needs {', '.join(_CSV_REQUIRED)}")
+            try:
+                n = int(row["n"])
+                spec: dict[str, Any] = {"mean": float(row["mean"]), "unit": row.get("unit") or None}
+                if row.get("sd"):
+                    spec["sd"] = float(row["sd"])
+                ddof = int(row["sd_ddof"]) if row.get("sd_ddof") else None
+            except ValueError as exc:
+                raise ParseError(path, f"not a number ({exc})", line=line, fix="fix that cell") from None
+            key = (row["model"].strip(), row["environment"].strip())
+            try:
+                arms.setdefault(key, {})[row["metric"].strip()] = _stat(
+                    row["metric"].strip(), spec, n, ddof, path, "row")
+            except ParseError as exc:
+                raise ParseError(path, exc.problem, line=line, fix=exc.fix) from None
+            if row.get("model_id"):
+                ids[key[0]] = row["model_id"].strip()
+        if not arms:
+            raise ParseError(path, "has a header but no rows", fix="add one row per arm and metric")
+        return [
+            self._run(source, {}, model, {"id": ids.get(model)}, env, {}, stats, None)
+            for (model, env), stats in arms.items()
+        ]
+
+    def _run(self, source: Source, doc: dict[str, Any], model_key: str, model: dict[str, Any],
+             env_key: str, env: dict[str, Any], stats: dict[str, SummaryStat], note: Any) -> ParsedRun:
+        path = source.path
+        kind = env.get("kind", env_key if env_key in ENVIRONMENT_KINDS else "unknown")
+        try:
+            record = RunRecord(
+                run_id="", campaign="", record_type="arm_summary",
+                model=Model(id=model.get("id"), name=model_key,
+                            display_name=model.get("display_name") or model.get("id") or model_key),
+                environment=Environment(name=env_key, kind=kind, details=dict(env.get("details") or {})),
+                workload=Workload(**(doc.get("workload") or {})),
+                software=Software(**(doc.get("software") or {})),
+                hardware=Hardware(**(doc.get("hardware") or {})),
+                summary=stats,
+            )
+        except TypeError as exc:
+            raise ParseError(path, f"unknown field ({exc})", fix="see the published-summary format") from None
+        if doc.get("source"):
+            record.provenance.notes.append(f"published in: {doc['source']}")
+        if note:
+            record.provenance.notes.append(str(note))
+        natural = slug(f"summary-{model_key}-{env_key}-{stable_id(source.sha256)[:8]}")
+        campaign = doc.get("campaign")
+        return ParsedRun(record=record, natural_id=natural,
+                         raw=[RawFile(source.path.name, source=source.path)],
+                         campaign=slug(str(campaign)) if campaign else None)

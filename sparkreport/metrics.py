@@ -1,0 +1,115 @@
+"""The canonical metric names: the dataset contract.
+
+Units live in the names (``_gib``, ``_tok_s``, ``_ms``, ``_c``). A metric a source does not
+report is missing (``None`` in run.json, NaN in the dataset), never 0.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Direction = Literal["higher", "lower", "none"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One canonical metric: its name, unit, a human label and which direction is better."""
+
+    name: str
+    unit: str
+    label: str
+    direction: Direction = "none"
+    integer: bool = False
+    digits: int = 2
+
+
+_BASE: list[Metric] = [
+    Metric("request_throughput_req_s", "req/s", "Request throughput", "higher", digits=4),
+    Metric("output_throughput_tok_s", "tok/s", "Output throughput", "higher"),
+    Metric("total_token_throughput_tok_s", "tok/s", "Total token throughput", "higher"),
+    Metric("per_user_output_throughput_tok_s", "tok/s", "Per-user output throughput", "higher"),
+    Metric("per_gpu_output_throughput_tok_s", "tok/s", "Per-GPU output throughput", "higher"),
+    Metric("total_latency_ms", "ms", "Total latency", "lower"),
+    Metric("duration_s", "s", "Benchmark duration", "lower"),
+    Metric("num_requests", "requests", "Requests", integer=True, digits=0),
+    Metric("failed_requests", "requests", "Failed requests", "lower", integer=True, digits=0),
+    Metric("max_concurrency", "requests", "Max concurrency", integer=True, digits=0),
+    Metric("request_rate_req_s", "req/s", "Request rate"),
+    Metric("total_input_tokens", "tokens", "Total input tokens", integer=True, digits=0),
+    Metric("total_output_tokens", "tokens", "Total output tokens", integer=True, digits=0),
+    Metric("avg_input_len", "tokens", "Average input length"),
+    Metric("avg_output_len", "tokens", "Average output length"),
+    Metric("kv_cache_gib", "GiB", "KV cache", "higher"),
+    Metric("kv_cache_fraction", "", "KV cache memory fraction", digits=3),
+    Metric("kv_cache_max_tokens", "tokens", "KV cache capacity", "higher", integer=True, digits=0),
+    Metric("memory_total_gib", "GiB", "Device memory total"),
+    Metric("memory_available_gib", "GiB", "Memory available for KV cache", "higher"),
+    Metric("peak_memory_gib", "GiB", "Peak memory", "lower"),
+    Metric("tp_size", "", "Tensor parallel size", integer=True, digits=0),
+    Metric("pp_size", "", "Pipeline parallel size", integer=True, digits=0),
+    Metric("ep_size", "", "Expert parallel size", integer=True, digits=0),
+    Metric("max_batch_size", "", "Max batch size", integer=True, digits=0),
+    Metric("max_num_tokens", "tokens", "Max tokens", integer=True, digits=0),
+    Metric("start_temp_c", "°C", "GPU temperature at start", "none", digits=1),
+    Metric("end_temp_c", "°C", "GPU temperature at end", "none", digits=1),
+]
+
+PERCENTILE_FAMILIES: dict[str, tuple[str, str, Direction]] = {
+    "latency_ms": ("ms", "Request latency", "lower"),
+    "ttft_ms": ("ms", "Time to first token", "lower"),
+    "tpot_ms": ("ms", "Time per output token", "lower"),
+    "itl_ms": ("ms", "Inter-token latency", "lower"),
+    "e2el_ms": ("ms", "End-to-end latency", "lower"),
+    "gtps_tok_s": ("tok/s", "Generation throughput per user", "higher"),
+}
+PERCENTILE_STATS = ("mean", "p50", "p90", "p95", "p99", "min", "max")
+
+_PERCENTILE_RE = re.compile(
+    r"^(?P<family>" + "|".join(PERCENTILE_FAMILIES) + r")_(?P<stat>mean|min|max|p\d+(?:_\d+)?)$"
+)
+
+METRICS: dict[str, Metric] = {m.name: m for m in _BASE}
+
+#: The metrics the core pages lead with, in order.
+PRIMARY_METRICS = (
+    "output_throughput_tok_s",
+    "request_throughput_req_s",
+    "peak_memory_gib",
+    "kv_cache_gib",
+)
+
+
+def lookup(name: str) -> Metric | None:
+    """Return the catalog entry for ``name`` (percentile names are generated), or None."""
+    if name in METRICS:
+        return METRICS[name]
+    match = _PERCENTILE_RE.match(name)
+    if not match:
+        return None
+    unit, label, direction = PERCENTILE_FAMILIES[match["family"]]
+    stat = match["stat"]
+    stat_label = {"mean": "mean", "min": "minimum", "max": "maximum"}.get(
+        stat, stat.replace("_", ".").upper()
+    )
+    return Metric(name, unit, f"{label} ({stat_label})", direction)
+
+
+def is_metric(name: str) -> bool:
+    """True when ``name`` is a canonical metric name."""
+    return lookup(name) is not None
+
+
+def unit_of(name: str) -> str:
+    """The unit of a canonical metric ('' when dimensionless or unknown)."""
+    metric = lookup(name)
+    return metric.unit if metric else ""
+
+
+def all_names() -> list[str]:
+    """Every fixed name plus every percentile name with the standard stats."""
+    names = list(METRICS)
+    for family in PERCENTILE_FAMILIES:
+        names.extend(f"{family}_{stat}" for stat in PERCENTILE_STATS)
+    return names

@@ -1,0 +1,302 @@
+"""The run record: what one ``runs/<campaign>/<run_id>/run.json`` holds.
+
+Validated once, at the boundary (``RunRecord.from_dict``); after that the code trusts it.
+Every file carries ``schema_version``; older versions are migrated step by step, newer ones
+are refused with a message that says how to upgrade.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.errors import SchemaError
+
+SCHEMA_VERSION = 1
+
+RecordType = Literal["run", "arm_summary"]
+ENVIRONMENT_KINDS = ("native", "chroot", "container", "cgroup", "unknown")
+
+#: ``MIGRATIONS[n]`` turns a version-n dict into a version-(n+1) dict. Version 1 is the first
+#: released shape, so the chain is empty today; the loader already walks it.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+_SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of ``text`` (letters, digits, '.', '_', '-')."""
+    cleaned = _SLUG_RE.sub("-", text.strip()).strip("-.")
+    return cleaned or "unnamed"
+
+
+@dataclass
+class Model:
+    id: str | None = None
+    name: str = "unknown"
+    display_name: str | None = None
+
+
+@dataclass
+class Environment:
+    name: str = "unknown"
+    kind: str = "unknown"
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Workload:
+    num_requests: int | None = None
+    input_len: float | None = None
+    output_len: float | None = None
+    batch_size: int | None = None
+    concurrency: int | None = None
+    kv_cache_fraction: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Software:
+    engine: str | None = None
+    engine_version: str | None = None
+    backend: str | None = None
+    cuda: str | None = None
+    driver: str | None = None
+    image: str | None = None
+    image_digest: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Hardware:
+    gpu_name: str | None = None
+    memory_pool_gib: float | None = None
+    unified_memory: bool | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Status:
+    exit_code: int | None = None
+    ok: bool = True
+    reason: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Provenance:
+    source_path: str = ""
+    source_sha256: str = ""
+    source_locator: str | None = None
+    format: str = ""
+    ingested_at: str = ""
+    sparkreport_version: str = ""
+    raw_files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SummaryStat:
+    """A published per-arm figure: n, mean and (sample) sd, as far as the source gave them."""
+
+    n: int
+    mean: float
+    sd: float | None = None
+    sd_as_published: float | None = None
+    sd_ddof_as_published: int | None = None
+    unit_as_published: str | None = None
+
+
+@dataclass
+class RunRecord:
+    """One run (``record_type='run'``) or one published arm summary (``'arm_summary'``)."""
+
+    run_id: str
+    campaign: str
+    record_type: RecordType = "run"
+    iteration: int | None = None
+    started_at: str | None = None
+    started_at_local: str | None = None
+    model: Model = field(default_factory=Model)
+    environment: Environment = field(default_factory=Environment)
+    workload: Workload = field(default_factory=Workload)
+    software: Software = field(default_factory=Software)
+    hardware: Hardware = field(default_factory=Hardware)
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    summary: dict[str, SummaryStat] = field(default_factory=dict)
+    status: Status = field(default_factory=Status)
+    provenance: Provenance = field(default_factory=Provenance)
+    labels: dict[str, str] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, keys in a stable order (schema_version first)."""
+        data = asdict(self)
+        ordered: dict[str, Any] = {"schema_version": data.pop("schema_version")}
+        ordered.update(data)
+        if self.record_type == "run":
+            ordered.pop("summary")
+        return ordered
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str | Path = "<run.json>") -> RunRecord:
+        """Validate a run.json dict (migrating older versions) into a record."""
+        if not isinstance(data, dict):
+            raise SchemaError(path, "run.json must hold a JSON object", fix=_REINGEST)
+        data = migrate(data, path)
+        reader = _Reader(path)
+        record_type = reader.choice(data, "record_type", ("run", "arm_summary"), default="run")
+        return cls(
+            schema_version=SCHEMA_VERSION,
+            run_id=reader.text(data, "run_id", required=True) or "",
+            campaign=reader.text(data, "campaign", required=True) or "",
+            record_type=record_type,  # type: ignore[arg-type]
+            iteration=reader.integer(data, "iteration"),
+            started_at=reader.text(data, "started_at"),
+            started_at_local=reader.text(data, "started_at_local"),
+            model=reader.section(data, "model", Model),
+            environment=reader.section(data, "environment", Environment),
+            workload=reader.section(data, "workload", Workload),
+            software=reader.section(data, "software", Software),
+            hardware=reader.section(data, "hardware", Hardware),
+            metrics=reader.metrics(data),
+            summary=reader.summary(data),
+            status=reader.section(data, "status", Status),
+            provenance=reader.section(data, "provenance", Provenance),
+            labels=reader.labels(data),
+        )
+
+
+_REINGEST = "re-create it with `sparkreport ingest` from its source"
+
+
+def migrate(data: dict[str, Any], path: str | Path) -> dict[str, Any]:
+    """Bring ``data`` up to SCHEMA_VERSION, one step at a time; refuse files from the future."""
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise SchemaError(path, f"schema_version is {version!r}, expected an integer ≥ 1", fix=_REINGEST)
+    if version > SCHEMA_VERSION:
+        raise SchemaError(
+            path,
+            f"written by a newer sparkreport (schema_version {version}; this one reads up to "
+            f"{SCHEMA_VERSION})",
+            fix="upgrade sparkreport (`pip install -U sparkreport`)",
+        )
+    while version < SCHEMA_VERSION:
+        data = MIGRATIONS[version](dict(data))
+        version += 1
+        data["schema_version"] = version
+    return data
+
+
+class _Reader:
+    """Type-checks run.json fields, naming the key path in every complaint."""
+
+    def __init__(self, path: str | Path):
+        self.path = path
+
+    def fail(self, key: str, problem: str) -> SchemaError:
+        return SchemaError(self.path, f"field {key!r} {problem}", fix=_REINGEST)
+
+    def text(self, data: dict[str, Any], key: str, *, required: bool = False, where: str = "") -> str | None:
+        value = data.get(key)
+        if value is None:
+            if required:
+                raise self.fail(where + key, "is missing")
+            return None
+        if not isinstance(value, str):
+            raise self.fail(where + key, f"must be a string, not {type(value).__name__}")
+        return value
+
+    def integer(self, data: dict[str, Any], key: str, where: str = "") -> int | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(where + key, f"must be an integer, not {value!r}")
+        return value
+
+    def choice(self, data: dict[str, Any], key: str, options: tuple[str, ...], default: str) -> str:
+        value = data.get(key, default)
+        if value not in options:
+            raise self.fail(key, f"must be one of {', '.join(options)}, not {value!r}")
+        return str(value)
+
+    def section(self, data: dict[str, Any], key: str, kind: type[Any]) -> Any:
+        value = data.get(key) or {}
+        if not isinstance(value, dict):
+            raise self.fail(key, "must be an object")
+        known = kind.__dataclass_fields__
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise self.fail(f"{key}.{unknown[0]}", "is not a known field")
+        for name, spec in known.items():
+            if name in value and value[name] is not None:
+                _check_type(self, f"{key}.{name}", value[name], spec.type)
+        return kind(**value)
+
+    def metrics(self, data: dict[str, Any]) -> dict[str, float | None]:
+        value = data.get("metrics") or {}
+        if not isinstance(value, dict):
+            raise self.fail("metrics", "must be an object of metric name → number")
+        out: dict[str, float | None] = {}
+        for name, number in value.items():
+            if not metric_catalog.is_metric(name):
+                raise self.fail(f"metrics.{name}", "is not a canonical metric name")
+            if number is None:
+                out[name] = None
+            elif isinstance(number, bool) or not isinstance(number, int | float):
+                raise self.fail(f"metrics.{name}", f"must be a number or null, not {number!r}")
+            elif not math.isfinite(number):
+                raise self.fail(f"metrics.{name}", "must be finite")
+            else:
+                out[name] = float(number)
+        return out
+
+    def summary(self, data: dict[str, Any]) -> dict[str, SummaryStat]:
+        value = data.get("summary") or {}
+        if not isinstance(value, dict):
+            raise self.fail("summary", "must be an object")
+        out = {}
+        for name, stat in value.items():
+            if not metric_catalog.is_metric(name):
+                raise self.fail(f"summary.{name}", "is not a canonical metric name")
+            out[name] = self.section({name: stat}, name, SummaryStat)
+        return out
+
+    def labels(self, data: dict[str, Any]) -> dict[str, str]:
+        value = data.get("labels") or {}
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise self.fail("labels", "must be an object of string → string")
+        return dict(value)
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+    "dict": (dict,),
+    "list": (list,),
+}
+
+
+def _check_type(reader: _Reader, key: str, value: Any, annotation: Any) -> None:
+    """Check ``value`` against a dataclass annotation string such as ``'float | None'``."""
+    allowed: tuple[type, ...] = ()
+    for part in str(annotation).replace(" ", "").split("|"):
+        base = part.split("[")[0]
+        allowed += _TYPES.get(base, ())
+    if not allowed:
+        return
+    if isinstance(value, bool) and bool not in allowed:
+        raise reader.fail(key, f"must not be a boolean ({value!r})")
+    if not isinstance(value, allowed):
+        raise reader.fail(key, f"has the wrong type ({type(value).__name__})")

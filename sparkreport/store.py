@@ -1,0 +1,133 @@
+"""The run store: ``runs/<campaign>/<run_id>/run.json`` plus the raw files beside it.
+
+``runs/`` is the source of truth; everything downstream is regenerated from it. Writes are
+atomic: a run folder is assembled under a temporary name and renamed into place, so a
+crash leaves either the whole run or nothing. Sources that hold many runs (an aggregate
+JSON) are kept once per campaign under ``_sources/<sha256[:16]>/`` and referenced from each
+run's ``provenance.raw_files``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparkreport.errors import SchemaError, SparkreportError
+from sparkreport.schema import RunRecord
+
+RUN_FILE = "run.json"
+SOURCES_DIR = "_sources"
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """A raw file to keep beside a run: copied from ``source`` or written from ``content``."""
+
+    name: str
+    source: Path | None = None
+    content: bytes | None = None
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of a file, read in chunks (bounded memory)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    """Write JSON to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RunStore:
+    """A folder of campaigns, each a folder of runs."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def run_dir(self, campaign: str, run_id: str) -> Path:
+        return self.root / campaign / run_id
+
+    def run_files(self) -> list[Path]:
+        """Every run.json in the store, sorted (campaign, run_id)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(self.root.glob(f"*/*/{RUN_FILE}"))
+
+    def existing_ids(self) -> set[str]:
+        """The run ids already stored, in any campaign."""
+        return {path.parent.name for path in self.run_files()}
+
+    def load(self, path: Path) -> RunRecord:
+        """Read and validate one run.json."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise SchemaError(path, "is not UTF-8 text", fix="re-create it with `sparkreport ingest`") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(
+                path, f"is not valid JSON ({exc.msg})", line=exc.lineno,
+                fix="re-create it with `sparkreport ingest` from its source",
+            ) from None
+        return RunRecord.from_dict(data, path)
+
+    def iter_runs(self) -> Iterator[RunRecord]:
+        for path in self.run_files():
+            yield self.load(path)
+
+    def load_all(self) -> list[RunRecord]:
+        """All records; raises on the first unreadable run.json (naming it)."""
+        return list(self.iter_runs())
+
+    def keep_source(self, campaign: str, source: Path, sha256: str) -> str:
+        """Keep a multi-run source once per campaign; return its path relative to a run dir."""
+        folder = self.root / campaign / SOURCES_DIR / sha256[:16]
+        target = folder / source.name
+        if not target.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{source.name}.", dir=folder)
+            os.close(fd)
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, target)
+        return f"../{SOURCES_DIR}/{sha256[:16]}/{source.name}"
+
+    def write(self, record: RunRecord, raw: list[RawFile]) -> Path:
+        """Write one run folder atomically; the folder must not exist yet."""
+        final = self.run_dir(record.campaign, record.run_id)
+        if final.exists():
+            raise SparkreportError(f"{final}: run already stored — remove the folder to re-ingest it")
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{record.run_id}.", dir=final.parent))
+        try:
+            for item in raw:
+                target = staging / item.name
+                if item.source is not None:
+                    shutil.copyfile(item.source, target)
+                else:
+                    target.write_bytes(item.content or b"")
+            write_json_atomic(staging / RUN_FILE, record.to_dict())
+            os.rename(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return final
