@@ -18,6 +18,7 @@ _COMMANDS: dict[str, tuple[str, ...]] = {
     "sparkreport.cli.ingest_cmds": ("ingest", "formats", "metrics"),
     "sparkreport.cli.data_cmds": ("dataset", "stats", "compare", "check"),
     "sparkreport.cli.site_cmds": ("render", "build", "serve"),
+    "sparkreport.cli.run_cmds": ("run",),
 }
 
 
