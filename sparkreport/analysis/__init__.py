@@ -1,0 +1,15 @@
+"""Analysis: pure functions over the dataset (pandas in, typed results out).
+
+The CLI, the pages, the posts and the diff all read the same numbers from here.
+"""
+
+from sparkreport.analysis.arms import arm_stats, included_runs, inclusion_rule_text, records_from_frame
+from sparkreport.analysis.checks import CHECKS, Finding, check, register_check
+from sparkreport.analysis.claims import claim_sentence
+from sparkreport.analysis.compare import compare
+from sparkreport.config import AnalysisOptions
+
+__all__ = [
+    "AnalysisOptions", "CHECKS", "Finding", "arm_stats", "check", "claim_sentence", "compare",
+    "included_runs", "inclusion_rule_text", "records_from_frame", "register_check",
+]

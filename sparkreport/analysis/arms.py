@@ -1,0 +1,135 @@
+"""Arms (campaign × model × environment [× labels]) and what the statistics include.
+
+The inclusion rule is explicit: failed runs are out unless ``include_failed``; duplicate
+iterations are kept or thinned per ``duplicates``; every exclusion carries its reason so the
+site and ``check`` can say what was left out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.analysis.statistics import describe, describe_summary
+from sparkreport.config import AnalysisOptions
+from sparkreport.dataset import Dataset
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ARM_KEYS = ["campaign", "model", "environment"]
+STATS_COLUMNS = [
+    "campaign", "model", "model_name", "environment", "metric", "unit", "n", "mean", "sd",
+    "median", "min", "max", "cv", "ci_low", "ci_high", "source",
+]
+
+
+def inclusion_rule_text(opts: AnalysisOptions) -> str:
+    """The inclusion rule in one sentence, for the site and the CLI."""
+    failed = "included" if opts.include_failed else "excluded"
+    dup = {
+        "all": "every run of a repeated iteration is kept",
+        "first": "only the earliest run of a repeated iteration is kept",
+        "last": "only the latest run of a repeated iteration is kept",
+    }[opts.duplicates]
+    return (
+        f"Runs with a non-zero exit code are {failed}; {dup} (analysis.duplicates: {opts.duplicates}); "
+        "a metric a run did not report is left out of that metric's statistics only."
+    )
+
+
+def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
+    """The runs table plus ``included`` (bool) and ``exclusion_reason``."""
+    runs = ds.runs.copy()
+    runs["included"] = True
+    runs["exclusion_reason"] = None
+    if not opts.include_failed:
+        failed = ~runs["ok"].fillna(False).astype(bool)
+        runs.loc[failed, "included"] = False
+        runs.loc[failed, "exclusion_reason"] = [
+            f"failed run (exit code {code})" if code is not None and code == code else "failed run"
+            for code in runs.loc[failed, "exit_code"].astype(object)
+        ]
+    if opts.duplicates != "all":
+        candidates = runs[runs["included"] & runs["iteration"].notna()]
+        order = candidates.sort_values(["started_at_local", "started_at", "run_id"], na_position="last")
+        keep = "first" if opts.duplicates == "first" else "last"
+        dropped = order.duplicated([*ARM_KEYS, "iteration"], keep=keep)
+        for index in order.index[dropped]:
+            runs.at[index, "included"] = False
+            runs.at[index, "exclusion_reason"] = (
+                f"repeat of iteration {runs.at[index, 'iteration']} (analysis.duplicates: {opts.duplicates})"
+            )
+    return runs
+
+
+def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
+              metrics: list[str] | None = None) -> pd.DataFrame:
+    """Per arm and metric: n, mean, sd, median, min, max, CV and the t-based CI of the mean.
+
+    Per-run arms use the included runs; published-summary arms use their published n, mean
+    and sd (median/min/max unknown). ``by`` adds label columns (``label.<key>``) to the arm.
+    """
+    import pandas as pd
+
+    keys = ARM_KEYS + [c if c.startswith("label.") else f"label.{c}" for c in (by or [])]
+    rows: list[dict[str, object]] = []
+    runs = included_runs(ds, opts)
+    runs = runs[runs["included"]]
+    wanted = metrics or ds.metric_columns
+    for column in keys:
+        if column not in runs.columns:
+            runs[column] = None
+    if not runs.empty:
+        for arm, group in runs.groupby(keys, dropna=False, sort=True):
+            arm_values = dict(zip(keys, arm, strict=True))
+            for metric in wanted:
+                values = group[metric].dropna().astype(float).tolist() if metric in group else []
+                if not values:
+                    continue
+                d = describe(values, opts.confidence)
+                rows.append({
+                    **arm_values, "model_name": group["model_name"].iloc[0], "metric": metric,
+                    "unit": metric_catalog.unit_of(metric), **d.__dict__, "source": "runs",
+                })
+    for _, row in ds.summaries.iterrows():
+        if metrics and row["metric"] not in metrics:
+            continue
+        sd = None if pd.isna(row["sd"]) else float(row["sd"])
+        d = describe_summary(int(row["n"]), float(row["mean"]), sd, opts.confidence)
+        rows.append({
+            **{k: row[k] for k in ARM_KEYS}, **{k: None for k in keys[3:]},
+            "model_name": row["model_name"], "metric": row["metric"], "unit": row["unit"],
+            **d.__dict__, "source": "published",
+        })
+    frame = pd.DataFrame(rows, columns=[*STATS_COLUMNS[:4], *keys[3:], *STATS_COLUMNS[4:]])
+    for column in ("mean", "sd", "median", "min", "max", "cv", "ci_low", "ci_high"):
+        frame[column] = frame[column].astype(float)
+    frame["n"] = frame["n"].astype(int)
+    return frame.sort_values([*keys, "metric"], kind="stable").reset_index(drop=True)
+
+
+def records_from_frame(frame: pd.DataFrame) -> list[dict[str, object]]:
+    """DataFrame rows as JSON-ready dicts (NaN → None)."""
+    out = []
+    for row in frame.to_dict(orient="records"):
+        out.append({
+            str(k): (None if isinstance(v, float) and math.isnan(v) else _plain(v)) for k, v in row.items()
+        })
+    return out
+
+
+def _plain(value: object) -> object:
+    if value is None:
+        return None
+    try:
+        import pandas as pd
+
+        if pd.isna(value):  # type: ignore[call-overload]
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(value, "item"):
+        return value.item()  # numpy scalar → Python
+    return value

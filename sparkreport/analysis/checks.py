@@ -1,0 +1,192 @@
+"""Data-quality checks: what in the data could mislead the statistics.
+
+Each check is a small function registered in ``CHECKS``; each finding names its severity,
+a stable code, a message with the numbers it used, and the runs concerned. Nothing is
+dropped or included silently: when a finding affects what the statistics use, its message
+says which runs they use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.analysis.arms import ARM_KEYS, included_runs
+from sparkreport.config import AnalysisOptions
+from sparkreport.dataset import Dataset
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass
+class Finding:
+    severity: Severity
+    code: str
+    message: str
+    runs: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"severity": self.severity, "code": self.code, "message": self.message, "runs": self.runs}
+
+
+CheckFn = Callable[[Dataset, "pd.DataFrame", AnalysisOptions], list[Finding]]
+CHECKS: dict[str, CheckFn] = {}
+
+
+def register_check(name: str) -> Callable[[CheckFn], CheckFn]:
+    """Decorator: add a check (extensions register the same way)."""
+
+    def add(fn: CheckFn) -> CheckFn:
+        CHECKS[name] = fn
+        return fn
+
+    return add
+
+
+def _arm(row: tuple[object, ...]) -> str:
+    return "/".join(str(x) for x in row)
+
+
+def planned_per_campaign(runs: pd.DataFrame, opts: AnalysisOptions) -> dict[str, int]:
+    """Runs planned per arm: the configured number, or the highest iteration seen per campaign."""
+    planned: dict[str, int] = {}
+    for campaign, group in runs.groupby("campaign"):
+        if opts.planned_iterations is not None:
+            planned[str(campaign)] = opts.planned_iterations
+        elif group["iteration"].notna().any():
+            planned[str(campaign)] = int(group["iteration"].max())
+    return planned
+
+
+@register_check("duplicates")
+def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    findings = []
+    with_iter = runs[runs["iteration"].notna()]
+    for arm, group in with_iter.groupby(ARM_KEYS):
+        repeated = group[group.duplicated("iteration", keep=False)]
+        if repeated.empty:
+            continue
+        used = group["included"].sum()
+        iterations = sorted({int(i) for i in repeated["iteration"]})
+        detail = ", ".join(
+            f"iteration {i} ×{int((group['iteration'] == i).sum())}" for i in iterations
+        )
+        if opts.duplicates == "all":
+            use = f"the statistics use all {used} runs of this arm (analysis.duplicates: all)"
+        else:
+            use = (f"the statistics use {used} runs, keeping the {opts.duplicates} run of each "
+                   f"iteration (analysis.duplicates: {opts.duplicates})")
+        findings.append(Finding(
+            "error", "duplicate-iteration",
+            f"{_arm(arm)}: {len(group)} runs where iterations 1–{int(group['iteration'].max())} were "
+            f"planned; repeated: {detail}; {use}",
+            sorted(repeated["run_id"].tolist()),
+        ))
+    return findings
+
+
+@register_check("failed")
+def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    failed = runs[~runs["ok"].fillna(False).astype(bool)]
+    findings = []
+    for arm, group in failed.groupby(ARM_KEYS):
+        codes = sorted({str(c) for c in group["exit_code"].astype(object) if c is not None and c == c})
+        state = "included" if opts.include_failed else "excluded from the statistics"
+        findings.append(Finding(
+            "warning", "failed-run",
+            f"{_arm(arm)}: {len(group)} failed run(s) (exit code {', '.join(codes) or 'unknown'}); {state}",
+            sorted(group["run_id"].tolist()),
+        ))
+    return findings
+
+
+@register_check("missing-metrics")
+def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    findings = []
+    used = runs[runs["included"]]
+    for arm, group in used.groupby(ARM_KEYS):
+        for metric in ds.metric_columns:
+            missing = group[group[metric].isna()]
+            if 0 < len(missing) < len(group):
+                findings.append(Finding(
+                    "warning", "missing-metric",
+                    f"{_arm(arm)}: {metric} missing in {len(missing)} of {len(group)} runs; its "
+                    f"statistics use the {len(group) - len(missing)} runs that report it",
+                    sorted(missing["run_id"].tolist()),
+                ))
+        absent = [m for m in metric_catalog.PRIMARY_METRICS if group[m].isna().all()]
+        if absent:
+            findings.append(Finding(
+                "info", "metric-not-reported",
+                f"{_arm(arm)}: the source does not report {', '.join(absent)}", [],
+            ))
+    return findings
+
+
+@register_check("arm-size")
+def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    findings = []
+    planned = planned_per_campaign(runs, opts)
+    for arm, group in runs[runs["included"]].groupby(ARM_KEYS):
+        target = planned.get(str(arm[0]))
+        n = len(group)
+        if target is not None and n < target:
+            findings.append(Finding(
+                "warning", "arm-too-small",
+                f"{_arm(arm)}: {n} usable runs, {target} planned", sorted(group["run_id"].tolist()),
+            ))
+        if n == 1:
+            findings.append(Finding(
+                "warning", "single-run-arm",
+                f"{_arm(arm)}: a single run — no spread, no confidence interval, no test",
+                group["run_id"].tolist(),
+            ))
+    for _, row in ds.summaries.drop_duplicates(["run_id"]).iterrows():
+        metrics_without_sd = ds.summaries[(ds.summaries["run_id"] == row["run_id"]) & ds.summaries["sd"].isna()]
+        if not metrics_without_sd.empty:
+            names = ", ".join(metrics_without_sd["metric"])
+            findings.append(Finding(
+                "info", "published-without-sd",
+                f"{row['campaign']}/{row['model']}/{row['environment']}: published figures without a "
+                f"standard deviation ({names}) — no confidence interval or test is possible",
+                [row["run_id"]],
+            ))
+    return findings
+
+
+@register_check("noise")
+def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    findings = []
+    for arm, group in runs[runs["included"]].groupby(ARM_KEYS):
+        for metric in ds.metric_columns:
+            entry = metric_catalog.lookup(metric)
+            if entry is None or entry.direction == "none":
+                continue
+            values = group[metric].dropna().astype(float)
+            if len(values) < 2 or values.mean() == 0:
+                continue
+            cv = float(values.std(ddof=1) / abs(values.mean()))
+            if math.isfinite(cv) and cv > opts.cv_threshold:
+                findings.append(Finding(
+                    "warning", "high-cv",
+                    f"{_arm(arm)}: {metric} varies by CV {cv:.1%} (threshold {opts.cv_threshold:.0%}) "
+                    f"over {len(values)} runs", sorted(group["run_id"].tolist()),
+                ))
+    return findings
+
+
+def check(ds: Dataset, opts: AnalysisOptions | None = None) -> list[Finding]:
+    """Run every registered check; findings sorted by severity, then code."""
+    opts = opts or AnalysisOptions()
+    runs = included_runs(ds, opts)
+    findings: list[Finding] = []
+    for fn in CHECKS.values():
+        findings.extend(fn(ds, runs, opts))
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.code, f.message))

@@ -1,0 +1,79 @@
+"""Sentences from statistical results: only what the numbers support.
+
+"equivalent" is written only when TOST passed against the declared margin; a difference is
+called higher/lower only when the Holm-adjusted p-value says so; everything else is "no
+significant difference detected", which is not a claim of sameness.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from sparkreport import metrics as metric_catalog
+
+
+def fmt(value: float, digits: int = 2) -> str:
+    """A number for prose: fixed decimals, NaN as 'n/a'."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def _ci(low: float, high: float, digits: int, suffix: str = "") -> str:
+    """'95% CI a to b' (empty when the interval is unknown)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return f"95% CI {fmt(low, digits)} to {fmt(high, digits)}{suffix}"
+
+
+def _noun(label: str) -> str:
+    """Lower-case a label for mid-sentence use, keeping acronyms ('KV cache')."""
+    return label if label[:2].isupper() else label[:1].lower() + label[1:]
+
+
+def claim_sentence(row: Mapping[str, Any]) -> str:
+    """One key-finding sentence for one comparison row (a ``compare`` result)."""
+    metric = str(row["metric"])
+    entry = metric_catalog.lookup(metric)
+    noun = _noun(entry.label if entry else metric)
+    unit = f" {row['unit']}" if row.get("unit") else ""
+    digits = entry.digits if entry else 2
+    who = f"{row.get('model_name') or row['model']}"
+    cand, base = row["candidate"], row["baseline"]
+    mean_b, mean_c = float(row["mean_baseline"]), float(row["mean_candidate"])
+    means = f"{fmt(mean_c, digits)} vs {fmt(mean_b, digits)}{unit}"
+    diff = f"a difference of {fmt(mean_c - mean_b, digits)}{unit}"
+    diff_ci = _ci(float(row["diff_ci_low"]), float(row["diff_ci_high"]), digits)
+    verdict = row["verdict"]
+    margin_pct = abs(float(row["margin"]) / mean_b) * 100 if mean_b else float("nan")
+    if verdict == "equivalent":
+        return (f"{who}: {noun} is equivalent in {cand} and {base} within the declared "
+                f"±{fmt(margin_pct, 0)}% margin ({means}; {diff}, {diff_ci}; "
+                f"TOST p {_p_eq(row.get('p_tost', float('nan')))}).")
+    if verdict in ("higher", "lower"):
+        ratio_ci = _ci(float(row["ratio_ci_low"]), float(row["ratio_ci_high"]), 2, "×")
+        ratio_part = f"{fmt(float(row['ratio']), 2)}× the {noun} of {base}"
+        if ratio_ci:
+            ratio_part += f" ({ratio_ci})"
+        return (f"{who}: {cand} had {ratio_part}: {means}, {diff}"
+                f"{' (' + diff_ci + ')' if diff_ci else ''}, Holm-adjusted p {_p_eq(row['p_holm'])}.")
+    if not math.isfinite(float(row["p_welch"])):
+        return (f"{who}: {noun} {fmt(mean_c, digits)} in {cand} vs {fmt(mean_b, digits)}{unit} in {base} "
+                f"— published without a spread, so no test is possible.")
+    return (f"{who}: no significant difference detected in {noun} between {cand} and {base} "
+            f"({means}, Holm-adjusted p {_p_eq(row['p_holm'])}); equivalence within "
+            f"±{fmt(margin_pct, 0)}% was not shown either.")
+
+
+def _p_eq(p: float) -> str:
+    text = _p(p)
+    return text if text.startswith("<") else f"= {text}"
+
+
+def _p(p: float) -> str:
+    p = float(p)
+    if not math.isfinite(p):
+        return "n/a"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"

@@ -1,0 +1,139 @@
+"""Two-arm comparisons: candidate vs baseline, per campaign × model × metric.
+
+Difference with a Welch CI; ratio with a seeded bootstrap CI; Welch and Mann–Whitney
+p-values; Holm adjustment (of the Welch p-values) across every comparison in the report;
+Hedges' g; TOST equivalence against a declared margin. Arms known only from published
+summaries get the tests summary statistics allow, and ``skipped`` names the others.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.analysis import statistics as st
+from sparkreport.analysis.arms import included_runs
+from sparkreport.config import AnalysisOptions
+from sparkreport.dataset import Dataset
+from sparkreport.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+COMPARE_KEYS = [
+    "model", "metric", "unit", "baseline", "candidate", "n_baseline", "n_candidate",
+    "mean_baseline", "mean_candidate", "diff", "diff_ci_low", "diff_ci_high", "ratio",
+    "ratio_ci_low", "ratio_ci_high", "p_welch", "p_mannwhitney", "p_holm", "hedges_g",
+    "equivalent", "verdict",
+]
+#: Extra columns of the DataFrame (also in --json, documented in the README).
+EXTRA_KEYS = ["campaign", "model_name", "margin", "p_tost", "skipped"]
+VERDICTS = ("higher", "lower", "equivalent", "inconclusive")
+
+
+@dataclass
+class _Arm:
+    n: int
+    mean: float
+    sd: float
+    values: list[float] | None  # None for a published summary
+
+
+def _arms(ds: Dataset, opts: AnalysisOptions, factor: str) -> dict[tuple[str, str, str, str], _Arm]:
+    """(campaign, model, factor level, metric) → arm data."""
+    import pandas as pd
+
+    out: dict[tuple[str, str, str, str], _Arm] = {}
+    runs = included_runs(ds, opts)
+    runs = runs[runs["included"]]
+    if factor not in runs.columns and not runs.empty:
+        raise DataError(f"no column {factor!r} to compare on — use environment, campaign or label.<key>")
+    for (campaign, model, level), group in runs.groupby(["campaign", "model", factor], dropna=True):
+        for metric in ds.metric_columns:
+            values = group[metric].dropna().astype(float).tolist()
+            if values:
+                d = st.describe(values)
+                out[(str(campaign), str(model), str(level), metric)] = _Arm(d.n, d.mean, d.sd, values)
+    if factor in ds.summaries.columns:
+        for _, row in ds.summaries.iterrows():
+            sd = float(row["sd"]) if not pd.isna(row["sd"]) else st.NAN
+            key = (str(row["campaign"]), str(row["model"]), str(row[factor]), str(row["metric"]))
+            out[key] = _Arm(int(row["n"]), float(row["mean"]), sd, None)
+    return out
+
+
+def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
+            opts: AnalysisOptions | None = None, metrics: list[str] | None = None) -> pd.DataFrame:
+    """Every candidate level of ``factor`` against ``baseline``, per campaign × model × metric."""
+    import pandas as pd
+
+    opts = opts or AnalysisOptions()
+    arms = _arms(ds, opts, factor)
+    names = dict(zip(ds.runs["model"], ds.runs["model_name"], strict=False))
+    names.update(dict(zip(ds.summaries["model"], ds.summaries["model_name"], strict=False)))
+    levels = sorted({key[2] for key in arms})
+    if arms and baseline not in levels:
+        raise DataError(f"no {factor} called {baseline!r} — the data has: {', '.join(levels)}")
+    rows = []
+    for (campaign, model, level, metric), base in sorted(arms.items()):
+        if level != baseline:
+            continue
+        if metrics is not None and metric not in metrics:
+            continue
+        entry = metric_catalog.lookup(metric)
+        if metrics is None and (entry is None or entry.direction == "none"):
+            continue  # covariates (temperatures, settings) are described, not tested
+        for candidate in levels:
+            other = arms.get((campaign, model, candidate, metric))
+            if candidate == baseline or other is None:
+                continue
+            rows.append(_compare_one(base, other, opts, metric) | {
+                "campaign": campaign, "model": model, "model_name": names.get(model, model),
+                "metric": metric, "unit": metric_catalog.unit_of(metric),
+                "baseline": baseline, "candidate": candidate,
+            })
+    frame = pd.DataFrame(rows, columns=[*COMPARE_KEYS, *EXTRA_KEYS])
+    if frame.empty:
+        return frame
+    frame["p_holm"] = st.holm(frame["p_welch"].astype(float).tolist())
+    frame["verdict"] = [_verdict(r, opts) for r in frame.itertuples()]
+    return frame.sort_values(["campaign", "model", "metric", "candidate"], kind="stable").reset_index(drop=True)
+
+
+def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str) -> dict[str, object]:
+    skipped = []
+    margin = opts.margin_for(metric) * abs(a.mean)
+    diff = b.mean - a.mean
+    low, high = st.diff_interval(a.mean, a.sd, a.n, b.mean, b.sd, b.n, opts.confidence)
+    ratio = b.mean / a.mean if a.mean != 0 else st.NAN
+    if a.values is not None and b.values is not None:
+        r_low, r_high = st.bootstrap_ratio_ci(a.values, b.values, seed=opts.bootstrap_seed,
+                                              resamples=opts.bootstrap_resamples, confidence=opts.confidence)
+        p_mw = st.mann_whitney(a.values, b.values)
+    else:
+        r_low = r_high = p_mw = st.NAN
+        skipped += ["Mann–Whitney U", "bootstrap ratio CI"]
+    p_welch = st.welch_from_stats(a.mean, a.sd, a.n, b.mean, b.sd, b.n)
+    if not math.isfinite(p_welch):
+        skipped += ["Welch t-test", "difference CI", "TOST", "Hedges' g"]
+    p_tost = st.tost_from_stats(a.mean, a.sd, a.n, b.mean, b.sd, b.n, margin)
+    return {
+        "n_baseline": a.n, "n_candidate": b.n, "mean_baseline": a.mean, "mean_candidate": b.mean,
+        "diff": diff, "diff_ci_low": low, "diff_ci_high": high, "ratio": ratio,
+        "ratio_ci_low": r_low, "ratio_ci_high": r_high, "p_welch": p_welch, "p_mannwhitney": p_mw,
+        "p_holm": st.NAN, "hedges_g": st.hedges_g(a.mean, a.sd, a.n, b.mean, b.sd, b.n),
+        "equivalent": bool(math.isfinite(p_tost) and p_tost < opts.alpha), "verdict": "inconclusive",
+        "margin": margin, "p_tost": p_tost, "skipped": ", ".join(dict.fromkeys(skipped)) or None,
+    }
+
+
+def _verdict(row: object, opts: AnalysisOptions) -> str:
+    """equivalent when TOST passed; higher/lower when Holm-adjusted Welch p < alpha; else inconclusive."""
+    if getattr(row, "equivalent"):
+        return "equivalent"
+    p = float(getattr(row, "p_holm"))
+    if math.isfinite(p) and p < opts.alpha:
+        return "higher" if float(getattr(row, "diff")) > 0 else "lower"
+    return "inconclusive"

@@ -1,0 +1,156 @@
+"""`sparkreport dataset`, `stats`, `compare` and `check`: the analysis, on the terminal."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sparkreport.cli.options import json_option, runs_dir_option, strict_option
+
+
+def config_option(func: Any) -> Any:
+    return click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+                        help="Project configuration (default: ./sparkreport.yml when present).")(func)
+
+
+def duplicates_option(func: Any) -> Any:
+    return click.option("--duplicates", type=click.Choice(["all", "first", "last"]), default=None,
+                        help="Repeated iterations: keep all, or the first/last of each "
+                             "(overrides analysis.duplicates).")(func)
+
+
+def _setup(runs_dir: Path, config_path: Path | None, duplicates: str | None) -> tuple[Any, Any]:
+    from sparkreport.config import load_config
+    from sparkreport.dataset import load_dataset
+    from sparkreport.errors import DataError
+
+    config = load_config(config_path)
+    if duplicates is not None:
+        config.analysis.duplicates = duplicates
+    ds = load_dataset(runs_dir)
+    if ds.is_empty():
+        raise DataError(f"{runs_dir}: no runs — ingest results first (`sparkreport ingest FILE`)")
+    return ds, config
+
+
+def _cell(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) >= 1e5 or (value != 0 and abs(value) < 1e-3) else f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    """A plain aligned table (no dependencies)."""
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    for r in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+
+
+@click.command("dataset")
+@runs_dir_option
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the runs table to FILE.csv, FILE.parquet or FILE.json.")
+def dataset_command(runs_dir: Path, out: Path | None) -> None:
+    """Flatten the run store into one tidy table (one row per run).
+
+    Without --out, prints a one-line summary of what the table holds.
+    """
+    from sparkreport.dataset import export, load_dataset
+
+    ds = load_dataset(runs_dir)
+    if out is not None:
+        export(ds, out)
+        click.echo(f"{len(ds.runs)} runs, {len(ds.runs.columns)} columns → {out}")
+        return
+    click.echo(f"{len(ds.runs)} runs in {ds.runs['campaign'].nunique()} campaign(s), "
+               f"{len(ds.summaries)} published summary figures; metrics: "
+               f"{', '.join(ds.metric_columns) or 'none'}")
+    click.echo(f"dataset sha256 {ds.digest}")
+
+
+@click.command("stats")
+@runs_dir_option
+@config_option
+@duplicates_option
+@click.option("--by", "by", multiple=True, metavar="LABEL",
+              help="Also split arms by this label (repeatable), e.g. --by software.trtllm.")
+@click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable).")
+@json_option
+def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
+                  by: tuple[str, ...], metrics: tuple[str, ...], as_json: bool) -> None:
+    """Per arm (campaign × model × environment): n, mean, sd, median, min, max, CV, 95% t-CI."""
+    from sparkreport.analysis import arm_stats, records_from_frame
+
+    ds, config = _setup(runs_dir, config_path, duplicates)
+    frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None)
+    rows = records_from_frame(frame.drop(columns=["model_name"]))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    columns = [c for c in rows[0] if c not in ("unit", "source")] if rows else []
+    print_table(rows, columns)
+
+
+@click.command("compare")
+@runs_dir_option
+@config_option
+@duplicates_option
+@click.option("--factor", default=None, help="What differs between arms (default: environment).")
+@click.option("--baseline", default=None, help="The factor level the others are compared to (default: native).")
+@click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable).")
+@json_option
+def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
+                    factor: str | None, baseline: str | None, metrics: tuple[str, ...], as_json: bool) -> None:
+    """Candidate vs baseline per model × metric: difference, ratio, tests, TOST, verdict."""
+    from sparkreport.analysis import claim_sentence, compare, records_from_frame
+
+    ds, config = _setup(runs_dir, config_path, duplicates)
+    frame = compare(ds, factor or config.factor, baseline or config.baseline, config.analysis,
+                    metrics=list(metrics) or None)
+    rows = records_from_frame(frame)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    print_table(rows, ["model", "metric", "candidate", "n_baseline", "n_candidate", "ratio",
+                       "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
+    click.echo()
+    for row in frame.to_dict(orient="records"):
+        click.echo(f"- {claim_sentence(row)}")
+
+
+@click.command("check")
+@runs_dir_option
+@config_option
+@duplicates_option
+@json_option
+@strict_option
+def check_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
+                  as_json: bool, strict: bool | None) -> None:
+    """Data-quality findings: duplicates, failed runs, missing metrics, small or noisy arms.
+
+    With --strict, exits 1 when any finding is an error.
+    """
+    from sparkreport.analysis import check, inclusion_rule_text
+
+    ds, config = _setup(runs_dir, config_path, duplicates)
+    findings = check(ds, config.analysis)
+    if as_json:
+        click.echo(json.dumps([f.to_dict() for f in findings], indent=2))
+    else:
+        click.echo(f"Inclusion rule: {inclusion_rule_text(config.analysis)}")
+        for f in findings:
+            click.echo(f"{f.severity:<7} {f.code:<20} {f.message}")
+        counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
+        click.echo(f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)")
+    if strict and any(f.severity == "error" for f in findings):
+        raise SystemExit(1)

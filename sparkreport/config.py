@@ -1,0 +1,111 @@
+"""The project configuration file, ``sparkreport.yml`` (optional; every key has a default).
+
+Validated once here into typed options; an unknown key or a wrong type is a one-line error
+naming the file and the key. Command-line flags default to None and override the file only
+when given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sparkreport.errors import ConfigError
+from sparkreport.metrics import is_metric
+
+CONFIG_FILE = "sparkreport.yml"
+DUPLICATE_POLICIES = ("all", "first", "last")
+
+
+@dataclass
+class AnalysisOptions:
+    """What the statistics include and how they decide."""
+
+    #: Several runs with the same (campaign, model, environment, iteration): keep all of them,
+    #: or only the first / last by start time. Either way `check` names them.
+    duplicates: str = "all"
+    #: Include runs whose exit code was not 0 (never by default).
+    include_failed: bool = False
+    #: Runs planned per arm; None = the highest iteration number seen in the campaign.
+    planned_iterations: int | None = None
+    confidence: float = 0.95
+    #: Coefficient of variation above which an arm is flagged as noisy.
+    cv_threshold: float = 0.05
+    #: Equivalence margin as a fraction of the baseline mean (TOST), unless per-metric below.
+    equivalence_margin: float = 0.02
+    margins: dict[str, float] = field(default_factory=dict)
+    alpha: float = 0.05
+    bootstrap_resamples: int = 10_000
+    bootstrap_seed: int = 20251108
+
+    def margin_for(self, metric: str) -> float:
+        return self.margins.get(metric, self.equivalence_margin)
+
+
+@dataclass
+class ProjectConfig:
+    title: str = "LLM inference benchmark results"
+    description: str = ""
+    factor: str = "environment"
+    baseline: str = "native"
+    analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
+    path: Path | None = None
+
+
+def _check(path: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    if isinstance(value, bool) and kind in (int, float, (int, float)):
+        raise ConfigError(path, f"{key} must be a number, not {value!r}", fix="fix the value")
+    if not isinstance(value, kind):
+        raise ConfigError(path, f"{key} has the wrong type ({type(value).__name__})", fix="fix the value")
+    return value
+
+
+def load_config(path: Path | None = None) -> ProjectConfig:
+    """Read ``path`` (default ``./sparkreport.yml`` when it exists) into a ProjectConfig."""
+    if path is None:
+        default = Path(CONFIG_FILE)
+        if not default.exists():
+            return ProjectConfig()
+        path = default
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(path, "no such file", fix="create it or drop --config") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(path, f"is not valid YAML ({getattr(exc, 'problem', exc)})",
+                          line=mark.line + 1 if mark else None, fix="fix the YAML syntax") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(path, "must be a mapping of settings", fix="see the README's configuration section")
+    config = ProjectConfig(path=path)
+    top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict}
+    for key, value in doc.items():
+        if key not in top:
+            raise ConfigError(path, f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
+        _check(path, key, value, top[key])
+        if key != "analysis":
+            setattr(config, key, value)
+    analysis = doc.get("analysis") or {}
+    kinds: dict[str, type | tuple[type, ...]] = {
+        "duplicates": str, "include_failed": bool, "planned_iterations": int, "confidence": (int, float),
+        "cv_threshold": (int, float), "equivalence_margin": (int, float), "margins": dict,
+        "alpha": (int, float), "bootstrap_resamples": int, "bootstrap_seed": int,
+    }
+    known = {f.name for f in fields(AnalysisOptions)}
+    for key, value in analysis.items():
+        if key not in known:
+            raise ConfigError(path, f"unknown setting analysis.{key}", fix=f"known: {', '.join(sorted(known))}")
+        if value is not None:
+            _check(path, f"analysis.{key}", value, kinds[key])
+        setattr(config.analysis, key, value)
+    if config.analysis.duplicates not in DUPLICATE_POLICIES:
+        raise ConfigError(path, f"analysis.duplicates must be one of {', '.join(DUPLICATE_POLICIES)}",
+                          fix="all keeps every run, first/last keep one per iteration")
+    for metric, margin in config.analysis.margins.items():
+        if not is_metric(metric) or isinstance(margin, bool) or not isinstance(margin, int | float):
+            raise ConfigError(path, f"analysis.margins.{metric} must name a metric and a fraction",
+                              fix="e.g. output_throughput_tok_s: 0.02")
+    return config
