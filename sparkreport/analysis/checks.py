@@ -149,6 +149,13 @@ def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
                 group["run_id"].tolist(),
             ))
     for _, row in ds.summaries.drop_duplicates(["run_id"]).iterrows():
+        if int(row["n"]) == 1:
+            findings.append(Finding(
+                "warning", "single-run-arm",
+                f"{row['campaign']}/{row['model']}/{row['environment']}: published from a single run — "
+                "no spread, no confidence interval, no test", [row["run_id"]],
+            ))
+            continue
         metrics_without_sd = ds.summaries[(ds.summaries["run_id"] == row["run_id"]) & ds.summaries["sd"].isna()]
         if not metrics_without_sd.empty:
             names = ", ".join(metrics_without_sd["metric"])

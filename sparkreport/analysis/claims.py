@@ -60,7 +60,7 @@ def claim_sentence(row: Mapping[str, Any]) -> str:
         return (f"{who}: {cand} had {ratio_part}: {means}, {diff}"
                 f"{' (' + diff_ci + ')' if diff_ci else ''}, Holm-adjusted p {_p_eq(row['p_holm'])}.")
     if not math.isfinite(float(row["p_welch"])):
-        return (f"{who}: {noun} {fmt(mean_c, digits)} in {cand} vs {fmt(mean_b, digits)}{unit} in {base} "
+        return (f"{who}: {noun} {fmt(mean_c, digits)}{unit} in {cand} vs {fmt(mean_b, digits)}{unit} in {base} "
                 f"— published without a spread, so no test is possible.")
     return (f"{who}: no significant difference detected in {noun} between {cand} and {base} "
             f"({means}, Holm-adjusted p {_p_eq(row['p_holm'])}); equivalence within "
