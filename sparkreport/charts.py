@@ -1,0 +1,220 @@
+"""Charts: Altair → Vega-Lite specs (embedded by the site) and static SVG fallbacks.
+
+Every chart is built from a small, already-aggregated frame: per-run values (a handful of
+runs per arm) or per-arm statistics. Altair's 5000-row limit is respected, never switched
+off: a per-run chart whose data would pass it is drawn from per-arm quantiles instead.
+Altair and vl-convert are imported inside the functions so the executor never needs them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sparkreport import metrics as metric_catalog
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Altair's own limit on rows embedded in one chart; we aggregate rather than lift it.
+MAX_ROWS = 5000
+#: Width of one chart panel in pixels (fits Material's content column).
+PANEL_WIDTH = 420
+PANEL_HEIGHT = 220
+#: The Vega-Lite version the specs target (what Altair emits and the site vendors).
+VEGALITE_VERSION = "6.4"
+
+PUBLISHED = "published figures"
+MEASURED = "per-run data"
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """One chart: a file-safe name, a title, alt text, the Vega-Lite spec and its row count."""
+
+    name: str
+    title: str
+    description: str
+    spec: dict[str, Any] = field(repr=False)
+    rows: int
+
+
+def metric_title(metric: str) -> str:
+    """'Peak memory (GiB)' — the axis title of a metric."""
+    entry = metric_catalog.lookup(metric)
+    label = entry.label if entry else metric
+    unit = entry.unit if entry else ""
+    return f"{label} ({unit})" if unit else label
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Plain JSON-safe rows (pandas NA → None)."""
+    rows = []
+    for record in frame.astype(object).to_dict(orient="records"):
+        clean: dict[str, Any] = {}
+        for key, value in record.items():
+            if isinstance(value, float | int) and not isinstance(value, bool):
+                clean[str(key)] = _finite(value)
+            elif value is None or (not isinstance(value, str) and value != value):
+                clean[str(key)] = None
+            else:
+                clean[str(key)] = value if isinstance(value, str | bool) else str(value)
+        rows.append(clean)
+    return rows
+
+
+def _finish(chart: Any, name: str, title: str, description: str, rows: int) -> ChartSpec:
+    spec = chart.properties(title=title).to_dict()
+    return ChartSpec(name=name, title=title, description=description, spec=spec, rows=rows)
+
+
+def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> ChartSpec | None:
+    """Per-run values per arm: a box per environment with every run drawn as a point.
+
+    ``runs`` holds one row per run with ``environment``, ``run_id``, ``iteration`` and the
+    metric column, plus optionally ``included`` (excluded runs are drawn hollow). Returns None
+    when no run reports the metric. Above :data:`MAX_ROWS` runs the chart shows per-arm
+    quantiles instead of points.
+    """
+    import altair as alt
+
+    if metric not in runs.columns:
+        return None
+    frame = runs[runs[metric].notna()].copy()
+    if frame.empty:
+        return None
+    frame["included"] = frame["included"].astype(bool) if "included" in frame else True
+    frame["status"] = frame["included"].map({True: "included", False: "excluded"})
+    axis = metric_title(metric)
+    y_title = alt.Y("environment:N", title=None)
+    description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
+                   "the included runs.")
+    if len(frame) > MAX_ROWS:
+        return _quantile_chart(frame, metric, name=name, title=title, axis=axis)
+    # Deterministic jitter (same output on every render): spread each arm's runs in order.
+    frame["jitter"] = frame.groupby("environment", sort=False).cumcount() % 7 / 6
+    data = _records(frame[["environment", "run_id", "iteration", "status", "jitter", metric]].rename(
+        columns={metric: "value"}))
+    base = alt.Chart(alt.Data(values=data))
+    box = base.transform_filter(alt.datum.status == "included").mark_boxplot(
+        extent="min-max", opacity=0.35, size=22, median={"color": "#333"}
+    ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=False)), y=y_title,
+             color=alt.Color("environment:N", legend=None))
+    points = base.mark_point(size=45, filled=True, opacity=0.9).encode(
+        x="value:Q", y=y_title, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
+        color=alt.Color("environment:N", legend=None),
+        shape=alt.Shape("status:N", title="run", scale=alt.Scale(domain=["included", "excluded"],
+                                                                  range=["circle", "cross"])),
+        tooltip=[alt.Tooltip("run_id:N", title="run"), alt.Tooltip("iteration:Q"),
+                 alt.Tooltip("value:Q", title=axis, format=".4~f"), alt.Tooltip("status:N")],
+    )
+    chart = alt.layer(box, points).properties(width=PANEL_WIDTH, height=alt.Step(46))
+    return _finish(chart, name, title, description, rows=len(data))
+
+
+def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str) -> ChartSpec:
+    """The per-run chart for arms too large to embed: min–max rule and quartile bar per arm."""
+    import altair as alt
+
+    included = frame[frame["included"]]
+    grouped = included.groupby("environment")[metric]
+    summary = grouped.quantile([0.0, 0.25, 0.5, 0.75, 1.0]).unstack()
+    summary.columns = ["min", "q1", "median", "q3", "max"]
+    summary["n"] = grouped.size()
+    data = _records(summary.reset_index())
+    base = alt.Chart(alt.Data(values=data)).encode(y=alt.Y("environment:N", title=None),
+                                                   color=alt.Color("environment:N", legend=None))
+    chart = alt.layer(
+        base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=False)), x2="max:Q"),
+        base.mark_bar(size=18, opacity=0.5).encode(x="q1:Q", x2="q3:Q"),
+        base.mark_tick(color="#333", size=18).encode(x="median:Q", tooltip=["n:Q", "median:Q"]),
+    ).properties(width=PANEL_WIDTH, height=alt.Step(46))
+    description = f"{axis} per environment: range, quartiles and median of {len(included)} runs."
+    return _finish(chart, name, title, description, rows=len(data))
+
+
+def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
+                confidence: float = 0.95) -> ChartSpec | None:
+    """Arm means with their confidence intervals as error bars, one row per environment.
+
+    ``stats`` is shaped like ``arm_stats`` (``environment, metric, n, mean, ci_low, ci_high,
+    source``); published-summary arms are marked as published figures. None when empty.
+    """
+    import altair as alt
+
+    frame = stats[(stats["metric"] == metric) & stats["mean"].notna()].copy()
+    if frame.empty:
+        return None
+    frame["origin"] = frame["source"].map(lambda s: PUBLISHED if s == "published" else MEASURED)
+    frame["arm"] = frame["environment"].astype(str) + frame["source"].map(
+        lambda s: " (published)" if s == "published" else "")
+    data = _records(frame[["arm", "environment", "origin", "n", "mean", "ci_low", "ci_high"]])
+    axis = metric_title(metric)
+    level = f"{confidence:.0%}"
+    base = alt.Chart(alt.Data(values=data)).encode(y=alt.Y("arm:N", title=None))
+    bars = base.mark_errorbar(ticks=True).encode(
+        x=alt.X("ci_low:Q", title=axis, scale=alt.Scale(zero=False)), x2="ci_high:Q",
+        color=alt.Color("environment:N", legend=None))
+    points = base.mark_point(filled=True, size=70).encode(
+        x="mean:Q", color=alt.Color("environment:N", legend=None),
+        shape=alt.Shape("origin:N", title="source", scale=alt.Scale(domain=[MEASURED, PUBLISHED],
+                                                                     range=["circle", "diamond"])),
+        tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("origin:N", title="source"), alt.Tooltip("n:Q"),
+                 alt.Tooltip("mean:Q", format=".4~f"),
+                 alt.Tooltip("ci_low:Q", title=f"{level} CI low", format=".4~f"),
+                 alt.Tooltip("ci_high:Q", title=f"{level} CI high", format=".4~f")],
+    )
+    chart = alt.layer(bars, points).properties(width=PANEL_WIDTH, height=alt.Step(46))
+    description = f"Mean {axis} per environment with its {level} confidence interval."
+    return _finish(chart, name, title, description, rows=len(data))
+
+
+def memory_scatter(points: pd.DataFrame, *, name: str, title: str) -> ChartSpec | None:
+    """KV cache against peak memory: one point per run (or per published arm mean).
+
+    ``points`` has ``model_name, environment, peak_memory_gib, kv_cache_gib`` and ``origin``
+    (:data:`MEASURED` or :data:`PUBLISHED`). None when no point has both figures. Above
+    :data:`MAX_ROWS` points, each arm is reduced to its mean.
+    """
+    import altair as alt
+
+    frame = points[points["peak_memory_gib"].notna() & points["kv_cache_gib"].notna()].copy()
+    if frame.empty:
+        return None
+    if "origin" not in frame:
+        frame["origin"] = MEASURED
+    columns = ["model_name", "environment", "origin", "peak_memory_gib", "kv_cache_gib"]
+    if len(frame) > MAX_ROWS:
+        frame = frame.groupby(["model_name", "environment", "origin"], as_index=False)[
+            ["peak_memory_gib", "kv_cache_gib"]].mean()
+    data = _records(frame[columns])
+    chart = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=60, opacity=0.8).encode(
+        x=alt.X("peak_memory_gib:Q", title=metric_title("peak_memory_gib"), scale=alt.Scale(zero=False)),
+        y=alt.Y("kv_cache_gib:Q", title=metric_title("kv_cache_gib"), scale=alt.Scale(zero=False)),
+        color=alt.Color("environment:N", title="environment"),
+        shape=alt.Shape("model_name:N", title="model"),
+        tooltip=[alt.Tooltip("model_name:N", title="model"), alt.Tooltip("environment:N"),
+                 alt.Tooltip("origin:N", title="source"),
+                 alt.Tooltip("peak_memory_gib:Q", title="peak (GiB)", format=".2f"),
+                 alt.Tooltip("kv_cache_gib:Q", title="KV cache (GiB)", format=".2f")],
+    ).properties(width=PANEL_WIDTH + 80, height=PANEL_HEIGHT + 80)
+    description = ("KV cache against peak memory, one point per run (published arms: one point "
+                   "per arm mean), coloured by environment, shaped by model.")
+    return _finish(chart, name, title, description, rows=len(data))
+
+
+def to_svg(spec: dict[str, Any]) -> str:
+    """Render a Vega-Lite spec to a static SVG with vl-convert (the no-JavaScript fallback)."""
+    import vl_convert
+
+    version = "v" + VEGALITE_VERSION.replace(".", "_")
+    return str(vl_convert.vegalite_to_svg(spec, vl_version=version))
