@@ -105,7 +105,7 @@ class Phase1AggregateParser(Parser):
 
     def detect(self, source: Source) -> bool:
         head = source.head_text.lstrip()
-        return head.startswith("{") and '"models"' in head and '"model_name"' in head
+        return head.startswith("{") and '"models"' in head[:4096]
 
     def parse(self, source: Source) -> list[ParsedRun]:
         data = source.json()

@@ -1,0 +1,39 @@
+"""Shared fixtures: the real Phase 1 data (read from ../shared, never copied) and stores."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sparkreport.dataset import Dataset, load_dataset
+from sparkreport.ingest import IngestOptions, ingest_paths
+from sparkreport.store import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("SPARKREPORT_SHARED", REPO.parent / "shared"))
+PHASE1_JSON = SHARED / "data" / "phase1-gb10" / "all_benchmark_results.json"
+
+
+@pytest.fixture(scope="session")
+def phase1_json() -> Path:
+    if not PHASE1_JSON.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{PHASE1_JSON} is missing: CI must have shared/ beside the checkout")
+        pytest.skip("the Phase 1 data in ../shared is not available")
+    return PHASE1_JSON
+
+
+@pytest.fixture(scope="session")
+def phase1_store(tmp_path_factory: pytest.TempPathFactory, phase1_json: Path) -> Path:
+    """A run store holding the 63 real Phase 1 runs (read-only for tests)."""
+    root = tmp_path_factory.mktemp("phase1") / "runs"
+    report = ingest_paths([phase1_json], RunStore(root), IngestOptions())
+    assert len(report.added) == 63 and not report.rejected
+    return root
+
+
+@pytest.fixture(scope="session")
+def phase1_dataset(phase1_store: Path) -> Dataset:
+    return load_dataset(phase1_store)

@@ -1,0 +1,136 @@
+"""compare / check / stats on the CLI: JSON contracts, verdicts, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sparkreport.analysis import AnalysisOptions, check, claim_sentence, compare, included_runs
+from sparkreport.analysis.compare import COMPARE_KEYS
+from sparkreport.cli import main
+from sparkreport.dataset import build_dataset
+from sparkreport.schema import Environment, Model, RunRecord, Status
+
+STATS_KEYS = ["campaign", "model", "environment", "metric", "unit", "n", "mean", "sd", "median",
+              "min", "max", "cv", "ci_low", "ci_high", "source"]
+CHECK_KEYS = ["severity", "code", "message", "runs"]
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout + result.stderr
+
+
+def test_stats_json_contract(phase1_store: Path) -> None:
+    code, out = invoke("stats", "--runs-dir", str(phase1_store), "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert all(list(r) == STATS_KEYS for r in rows)
+    gpt = next(r for r in rows if (r["model"], r["environment"], r["metric"]) ==
+               ("gpt120b", "native", "kv_cache_gib"))
+    assert gpt["n"] == 13 and gpt["source"] == "runs"
+
+
+def test_compare_json_contract_and_reproducibility(phase1_store: Path) -> None:
+    code, first = invoke("compare", "--runs-dir", str(phase1_store), "--json")
+    assert code == 0
+    rows = json.loads(first)
+    assert all(list(r)[: len(COMPARE_KEYS)] == COMPARE_KEYS for r in rows)
+    assert {r["verdict"] for r in rows} <= {"higher", "lower", "equivalent", "inconclusive"}
+    assert invoke("compare", "--runs-dir", str(phase1_store), "--json")[1] == first  # seeded bootstrap
+    kv = {r["model"]: r for r in rows if r["metric"] == "kv_cache_gib"}
+    assert kv["deepseek"]["verdict"] == "lower" and kv["deepseek"]["ratio_ci_high"] < 0.4
+    tput = {r["model"]: r for r in rows if r["metric"] == "output_throughput_tok_s"}
+    assert all(r["verdict"] == "equivalent" and r["equivalent"] for r in tput.values())
+
+
+def test_check_flags_the_13_run_arm_and_strict_fails(phase1_store: Path) -> None:
+    code, out = invoke("check", "--runs-dir", str(phase1_store), "--json")
+    assert code == 0
+    findings = json.loads(out)
+    assert all(list(f) == CHECK_KEYS for f in findings)
+    dup = [f for f in findings if f["code"] == "duplicate-iteration"]
+    assert len(dup) == 1 and dup[0]["severity"] == "error"
+    assert dup[0]["message"].startswith("phase1/gpt120b/native: 13 runs where iterations 1–10 were planned")
+    assert "the statistics use all 13 runs" in dup[0]["message"]
+    assert len(dup[0]["runs"]) == 4
+    code, _ = invoke("check", "--runs-dir", str(phase1_store), "--strict")
+    assert code == 1
+
+
+def test_duplicates_policy_changes_what_stats_use(phase1_store: Path) -> None:
+    code, out = invoke("stats", "--runs-dir", str(phase1_store), "--json", "--duplicates", "last",
+                       "--metric", "kv_cache_gib")
+    rows = {(r["model"], r["environment"]): r for r in json.loads(out)}
+    assert rows[("gpt120b", "native")]["n"] == 10
+    code, out = invoke("check", "--runs-dir", str(phase1_store), "--duplicates", "last")
+    assert "keeping the last run of each iteration" in out
+
+
+def _run(rid: str, env: str, value: float, ok: bool = True, iteration: int = 1) -> RunRecord:
+    return RunRecord(run_id=rid, campaign="c", iteration=iteration, model=Model(name="m"),
+                     environment=Environment(name=env), metrics={"output_throughput_tok_s": value},
+                     status=Status(exit_code=0 if ok else 1, ok=ok))
+
+
+def _dataset(base: list[float], cand: list[float]):  # type: ignore[no-untyped-def]
+    records = [_run(f"b{i}", "native", v, iteration=i + 1) for i, v in enumerate(base)]
+    records += [_run(f"c{i}", "container", v, iteration=i + 1) for i, v in enumerate(cand)]
+    return build_dataset(records)
+
+
+def test_verdicts() -> None:
+    rng = np.random.default_rng(1)
+    base = list(100 + rng.normal(0, 0.5, 10))
+    assert compare(_dataset(base, [v * 1.10 for v in base])).loc[0, "verdict"] == "higher"
+    assert compare(_dataset(base, [v * 0.90 for v in base])).loc[0, "verdict"] == "lower"
+    assert compare(_dataset(base, list(100 + rng.normal(0, 0.5, 10)))).loc[0, "verdict"] == "equivalent"
+    noisy = compare(_dataset(list(100 + rng.normal(0, 8, 3)), list(100 + rng.normal(0, 8, 3))))
+    assert noisy.loc[0, "verdict"] == "inconclusive"
+    sentence = claim_sentence(noisy.iloc[0].to_dict())
+    assert "no significant difference detected" in sentence and "equivalent" not in sentence.split(";")[0]
+
+
+def test_failed_runs_are_excluded_and_reported() -> None:
+    records = [_run(f"b{i}", "native", 100.0 + i, iteration=i + 1) for i in range(3)]
+    records.append(_run("bad", "native", 1.0, ok=False, iteration=4))
+    ds = build_dataset(records)
+    runs = included_runs(ds, AnalysisOptions())
+    assert runs.set_index("run_id").loc["bad", "exclusion_reason"] == "failed run (exit code 1)"
+    findings = check(ds)
+    failed = [f for f in findings if f.code == "failed-run"]
+    assert failed[0].runs == ["bad"] and "excluded from the statistics" in failed[0].message
+    small = [f for f in findings if f.code == "arm-too-small"]
+    assert small and small[0].message == "c/m/native: 3 usable runs, 4 planned"
+
+
+def test_high_cv_is_flagged() -> None:
+    ds = _dataset([100, 120, 80, 110], [100, 101, 99, 100])
+    codes = [(f.code, f.message.split(":")[0]) for f in check(ds)]
+    assert ("high-cv", "c/m/native") in codes and ("high-cv", "c/m/container") not in codes
+
+
+def test_empty_store_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "r").mkdir()
+    code, out = invoke("stats", "--runs-dir", str(tmp_path / "r"))
+    assert code == 1 and out.strip() == f"Error: {tmp_path / 'r'}: no runs — ingest results first (`sparkreport ingest FILE`)"
+
+
+def test_unknown_baseline(phase1_store: Path) -> None:
+    code, out = invoke("compare", "--runs-dir", str(phase1_store), "--baseline", "docker")
+    assert code == 1 and "no environment called 'docker' — the data has: container, native" in out
+
+
+def test_embedded_default_published_figures() -> None:
+    repo = Path(__file__).resolve().parents[1]
+    code, out = invoke("stats", "--runs-dir", str(repo / "runs"), "--json", "--metric", "output_throughput_tok_s")
+    rows = [r for r in json.loads(out) if r["campaign"] == "phase1-published"]
+    assert len(rows) == 6 and all(r["source"] == "published" and r["n"] == 10 for r in rows)
+    deepseek = next(r for r in rows if r["model"] == "deepseek" and r["environment"] == "native")
+    # published σ = 0.55 is a population SD; the sample SD is 0.55·√(10/9)
+    assert deepseek["sd"] == pytest.approx(0.55 * (10 / 9) ** 0.5)
+    assert deepseek["median"] is None

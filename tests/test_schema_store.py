@@ -1,0 +1,139 @@
+"""run.json validation, versioning and the atomic store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sparkreport import schema
+from sparkreport.cli import main
+from sparkreport.errors import SchemaError
+from sparkreport.ingest import IngestOptions, ingest_paths
+from sparkreport.schema import Model, RunRecord, SummaryStat
+from sparkreport.store import RawFile, RunStore
+
+
+def test_roundtrip() -> None:
+    record = RunRecord(run_id="r1", campaign="c", model=Model(id="org/m", name="m"),
+                       metrics={"kv_cache_gib": 1.5, "ttft_ms_p99": 20.0}, labels={"a": "b"})
+    assert RunRecord.from_dict(record.to_dict()) == record
+    summary = RunRecord(run_id="s", campaign="c", record_type="arm_summary",
+                        summary={"kv_cache_gib": SummaryStat(n=10, mean=44.3)})
+    assert RunRecord.from_dict(summary.to_dict()) == summary
+
+
+def test_future_schema_is_refused() -> None:
+    data = RunRecord(run_id="r", campaign="c").to_dict() | {"schema_version": 99}
+    with pytest.raises(SchemaError) as info:
+        RunRecord.from_dict(data, "runs/c/r/run.json")
+    assert str(info.value.format_message()) == (
+        "runs/c/r/run.json: written by a newer sparkreport (schema_version 99; this one reads up to 1)"
+        " — upgrade sparkreport (`pip install -U sparkreport`)"
+    )
+
+
+def test_older_schema_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pretend the current version is 2 with a v1→v2 step that renames a field."""
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
+
+    def v1_to_v2(data: dict) -> dict:  # type: ignore[type-arg]
+        data["labels"] = {"migrated": "yes", **data.get("labels", {})}
+        return data
+
+    monkeypatch.setitem(schema.MIGRATIONS, 1, v1_to_v2)
+    old = RunRecord(run_id="r", campaign="c").to_dict() | {"schema_version": 1}
+    record = RunRecord.from_dict(old)
+    assert record.labels == {"migrated": "yes"} and record.schema_version == 2
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"metrics": {"kv_cache_gib": "x"}}, "field 'metrics.kv_cache_gib' must be a number or null, not 'x'"),
+        ({"metrics": {"kv_cache": 1}}, "field 'metrics.kv_cache' is not a canonical metric name"),
+        ({"model": {"name": 3}}, "field 'model.name' has the wrong type (int)"),
+        ({"model": {"nickname": "x"}}, "field 'model.nickname' is not a known field"),
+        ({"run_id": None}, "field 'run_id' is missing"),
+        ({"schema_version": "1"}, "schema_version is '1', expected an integer ≥ 1"),
+    ],
+)
+def test_bad_run_json_fields(patch: dict, message: str) -> None:  # type: ignore[type-arg]
+    data = RunRecord(run_id="r", campaign="c").to_dict() | patch
+    with pytest.raises(SchemaError) as info:
+        RunRecord.from_dict(data, "x/run.json")
+    assert info.value.problem == message
+
+
+def test_a_broken_run_json_in_the_store_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "runs" / "c" / "r1" / "run.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"schema_version": 1, "run_id": ')
+    result = CliRunner().invoke(main, ["stats", "--runs-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"Error: {bad}:1: is not valid JSON (Expecting value) — re-create it with `sparkreport ingest` from its source"
+    )
+
+
+def test_write_is_atomic_and_refuses_overwrite(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    record = RunRecord(run_id="r1", campaign="c")
+    store.write(record, [RawFile("raw.log", content=b"hello")])
+    assert sorted(p.name for p in (tmp_path / "c" / "r1").iterdir()) == ["raw.log", "run.json"]
+    with pytest.raises(Exception, match="run already stored"):
+        store.write(record, [])
+    assert [p.name for p in (tmp_path / "c").iterdir()] == ["r1"]  # no staging folder left behind
+
+
+def test_failed_raw_copy_leaves_nothing(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        store.write(RunRecord(run_id="r1", campaign="c"), [RawFile("x", source=tmp_path / "missing")])
+    assert list((tmp_path / "c").iterdir()) == []
+
+
+SUMMARY_CSV = """model,environment,metric,unit,n,mean,sd,sd_ddof
+llama,native,output_throughput_tok_s,tok/s,10,100.0,2.0,0
+llama,container,output_throughput_tok_s,tok/s,10,101.0,2.0,0
+llama,native,total_latency_ms,s,10,1.5,,
+"""
+
+
+def test_summary_csv(tmp_path: Path) -> None:
+    source = tmp_path / "published.csv"
+    source.write_text(SUMMARY_CSV)
+    report = ingest_paths([source], RunStore(tmp_path / "r"), IngestOptions(campaign="pub"))
+    assert len(report.added) == 2 and not report.rejected
+    records = {r.environment.name: r for r in RunStore(tmp_path / "r").iter_runs()}
+    stat = records["native"].summary["output_throughput_tok_s"]
+    assert stat.sd == pytest.approx(2.0 * (10 / 9) ** 0.5) and stat.sd_as_published == 2.0
+    assert records["native"].summary["total_latency_ms"].mean == 1500.0  # s → ms
+
+
+def test_summary_csv_bad_row_names_the_line(tmp_path: Path) -> None:
+    source = tmp_path / "published.csv"
+    source.write_text(SUMMARY_CSV.replace("101.0", "lots"))
+    result = CliRunner().invoke(main, ["ingest", str(source), "--runs-dir", str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert f"error: {source}:3: not a number" in result.stderr
+
+
+def test_summary_yaml_unknown_unit(tmp_path: Path) -> None:
+    source = tmp_path / "s.yml"
+    source.write_text(
+        "sparkreport: published-summary\narms:\n  - model: m\n    environment: native\n    n: 3\n"
+        "    metrics:\n      peak_memory_gib: {mean: 3, unit: furlongs}\n"
+    )
+    report = ingest_paths([source], RunStore(tmp_path / "r"), IngestOptions())
+    assert report.rejected[0].problem == (
+        "arms[0].metrics.peak_memory_gib: unit 'furlongs' cannot be converted to 'GiB'"
+    )
+
+
+def test_run_json_is_stable_json(phase1_store: Path) -> None:
+    path = next(phase1_store.glob("*/*/run.json"))
+    data = json.loads(path.read_text())
+    assert list(data)[:3] == ["schema_version", "run_id", "campaign"]
