@@ -54,12 +54,11 @@ def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
     if opts.duplicates != "all":
         candidates = runs[runs["included"] & runs["iteration"].notna()]
         order = candidates.sort_values(["started_at_local", "started_at", "run_id"], na_position="last")
-        keep = "first" if opts.duplicates == "first" else "last"
-        dropped = order.duplicated([*ARM_KEYS, "iteration"], keep=keep)
+        dropped = order.duplicated([*ARM_KEYS, "iteration"], keep="first" if opts.duplicates == "first" else "last")
         for index in order.index[dropped]:
             runs.at[index, "included"] = False
             runs.at[index, "exclusion_reason"] = (
-                f"repeat of iteration {runs.at[index, 'iteration']} (analysis.duplicates: {opts.duplicates})"
+                f"repeat of iteration {runs.at[index, 'iteration']!s} (analysis.duplicates: {opts.duplicates})"
             )
     return runs
 

@@ -33,7 +33,7 @@ def _noun(label: str) -> str:
     return label if label[:2].isupper() else label[:1].lower() + label[1:]
 
 
-def claim_sentence(row: Mapping[str, Any]) -> str:
+def claim_sentence(row: Mapping[Any, Any]) -> str:
     """One key-finding sentence for one comparison row (a ``compare`` result)."""
     metric = str(row["metric"])
     entry = metric_catalog.lookup(metric)

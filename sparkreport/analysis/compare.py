@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
@@ -98,7 +98,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     if frame.empty:
         return frame
     frame["p_holm"] = st.holm(frame["p_welch"].astype(float).tolist())
-    frame["verdict"] = [_verdict(r, opts) for r in frame.itertuples()]
+    frame["verdict"] = [_verdict(r, opts) for r in frame.to_dict(orient="records")]
     return frame.sort_values(["campaign", "model", "metric", "candidate"], kind="stable").reset_index(drop=True)
 
 
@@ -129,11 +129,11 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str) -> dict[s
     }
 
 
-def _verdict(row: object, opts: AnalysisOptions) -> str:
+def _verdict(row: dict[Any, Any], opts: AnalysisOptions) -> str:
     """equivalent when TOST passed; higher/lower when Holm-adjusted Welch p < alpha; else inconclusive."""
-    if getattr(row, "equivalent"):
+    if row["equivalent"]:
         return "equivalent"
-    p = float(getattr(row, "p_holm"))
+    p = float(row["p_holm"])
     if math.isfinite(p) and p < opts.alpha:
-        return "higher" if float(getattr(row, "diff")) > 0 else "lower"
+        return "higher" if float(row["diff"]) > 0 else "lower"
     return "inconclusive"

@@ -43,7 +43,9 @@ def _cell(value: Any, digits: int = 4) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) >= 1e5 or (value != 0 and abs(value) < 1e-3) else f"{value:.{digits}f}".rstrip("0").rstrip(".")
+        if abs(value) >= 1e5 or (value != 0 and abs(value) < 1e-3):
+            return f"{value:.{digits}g}"
+        return f"{value:.{digits}f}".rstrip("0").rstrip(".")
     return str(value)
 
 

@@ -24,11 +24,15 @@ def runs_dir_option(func: F) -> F:
 
 
 def json_option(func: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON (a documented contract) instead of a table.")(func)
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON (a documented contract) instead of a table."
+    )(func)
 
 
 def strict_option(func: F) -> F:
-    return click.option("--strict", is_flag=True, default=None, help="Exit 1 on any error-level finding (for CI).")(func)
+    return click.option(
+        "--strict", is_flag=True, default=None, help="Exit 1 on any error-level finding (for CI)."
+    )(func)
 
 
 def parse_labels(values: tuple[str, ...]) -> dict[str, str]:
