@@ -9,14 +9,17 @@ run's ``provenance.raw_files``.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from sparkreport.errors import SchemaError, SparkreportError
 from sparkreport.schema import RunRecord
@@ -32,6 +35,24 @@ class RawFile:
     name: str
     source: Path | None = None
     content: bytes | None = None
+
+
+class TableLike(Protocol):
+    """What :meth:`RunStore.write` needs of a table (``sparkreport.ingest.base.Table``)."""
+
+    name: str
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+def table_csv(table: TableLike) -> bytes:
+    """A table as CSV bytes (header row first; None becomes an empty cell)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(table.columns)
+    for row in table.rows:
+        writer.writerow(["" if value is None else value for value in row])
+    return buffer.getvalue().encode("utf-8")
 
 
 def sha256_file(path: Path) -> str:
@@ -111,8 +132,12 @@ class RunStore:
             os.replace(tmp, target)
         return f"../{SOURCES_DIR}/{sha256[:16]}/{source.name}"
 
-    def write(self, record: RunRecord, raw: list[RawFile]) -> Path:
-        """Write one run folder atomically; the folder must not exist yet."""
+    def write(self, record: RunRecord, raw: list[RawFile],
+              tables: Sequence[TableLike] | None = None) -> Path:
+        """Write one run folder atomically; the folder must not exist yet.
+
+        ``tables`` (per-request / per-sample data) are written as ``<name>.csv`` beside run.json.
+        """
         final = self.run_dir(record.campaign, record.run_id)
         if final.exists():
             raise SparkreportError(f"{final}: run already stored — remove the folder to re-ingest it")
@@ -125,6 +150,8 @@ class RunStore:
                     shutil.copyfile(item.source, target)
                 else:
                     target.write_bytes(item.content or b"")
+            for table in tables or []:
+                (staging / f"{table.name}.csv").write_bytes(table_csv(table))
             write_json_atomic(staging / RUN_FILE, record.to_dict())
             os.rename(staging, final)
         except BaseException:

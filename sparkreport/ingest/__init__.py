@@ -13,7 +13,15 @@ from pathlib import Path
 
 from sparkreport import __version__
 from sparkreport.errors import InputError, ParseError, SparkreportError
-from sparkreport.ingest import phase1, summary, trtllm  # noqa: F401  (built-in parsers register)
+from sparkreport.ingest import (  # noqa: F401  (built-in parsers register)
+    nvidia_smi,
+    phase1,
+    summary,
+    trtllm,
+    trtllm_json,
+    vllm,
+    vllm_json,
+)
 from sparkreport.ingest.base import PARSERS, ParsedRun, Parser, Source
 from sparkreport.schema import slug
 from sparkreport.store import RawFile, RunStore
@@ -133,7 +141,7 @@ def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> 
             if run.keep_source_once:
                 kept = store.keep_source(run.record.campaign, source.path, source.sha256)
                 run.record.provenance.raw_files.insert(0, kept)
-            store.write(run.record, raw)
+            store.write(run.record, raw, run.tables)
             known.add(rid)
             report.added.append(rid)
     return report
@@ -152,3 +160,6 @@ def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptio
     prov.ingested_at = when
     prov.sparkreport_version = __version__
     prov.raw_files.extend(item.name for item in run.raw if isinstance(item, RawFile))
+    for table in run.tables:
+        prov.notes.append(f"table {table.name}.csv: {table.description or table.name} "
+                          f"({len(table.rows)} rows)")

@@ -71,6 +71,19 @@ class Source:
 
 
 @dataclass
+class Table:
+    """A per-request or per-sample table a source holds (kept as ``<name>.csv`` beside run.json).
+
+    Column names carry their units (``ttft_ms``, ``power_draw_w``); a missing value is None.
+    """
+
+    name: str
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    description: str = ""
+
+
+@dataclass
 class ParsedRun:
     """A run as a parser saw it; the ingest adds campaign, labels and provenance."""
 
@@ -81,6 +94,8 @@ class ParsedRun:
     keep_source_once: bool = False
     #: Campaign the source itself names (used when ``--campaign`` is not given).
     campaign: str | None = None
+    #: Per-request / per-sample tables, written as ``<name>.csv`` beside run.json.
+    tables: list[Table] = field(default_factory=list)
 
 
 class Parser:

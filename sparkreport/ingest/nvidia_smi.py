@@ -1,0 +1,217 @@
+"""``nvidia-smi --query-gpu=… --format=csv[,noheader][,nounits]`` samples (formats.md §5).
+
+The CSV becomes a ``samples`` time series: one row per line, column names with their unit in
+the name (``memory.used [MiB]`` → ``memory_used_mib``, ``utilization.gpu [%]`` →
+``utilization_gpu_pct``, ``temperature.gpu`` → ``temperature_gpu_c``). ``[N/A]``,
+``[Not Supported]``, ``[Insufficient Permissions]`` become empty (null), never 0. On GB10
+(DGX Spark) every memory field is ``[N/A]``: the run records that the GPU reported no memory
+(unified memory) instead of a zero.
+
+A samples file is attached to a benchmark run when it sits beside that run's log as
+``<log stem>.nvidia-smi.csv`` or ``<log stem>.smi.csv`` (see :func:`sample_companions`);
+on its own it is ingested as a monitoring-only run.
+
+``noheader`` files have no column names: they are inferred from the values' units where that
+is unambiguous (``%``, ``MiB``, ``W``, ``MHz``, a timestamp, a GPU name), else ``col<N>``.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Any
+
+from sparkreport.errors import ParseError
+from sparkreport.ingest.base import ParsedRun, Parser, Source, Table, register, stable_id
+from sparkreport.ingest.memory_log import to_gib
+from sparkreport.ingest.text import NULL_WORDS, NotANumber, iter_lines, require_content, to_number
+from sparkreport.schema import Hardware, RunRecord, Status
+from sparkreport.store import RawFile
+
+_HEADER_FIELD = re.compile(r"^(?P<name>[a-z_][a-z0-9_.]*)(?: \[(?P<unit>[^\]]+)\])?$")
+_TIMESTAMP = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?$")
+_VALUE_UNIT = re.compile(r"^[-+]?\d+(?:\.\d+)?\s*(?P<unit>%|MiB|W|MHz|GiB|KiB|C)$")
+_UNIT_SUFFIX = {"%": "pct", "MiB": "mib", "W": "w", "MHz": "mhz", "GiB": "gib", "KiB": "kib", "C": "c"}
+_TEXT_FIELDS = {"timestamp", "name", "pci.bus_id", "driver_version", "uuid", "serial", "vbios_version",
+                "pstate", "compute_mode", "compute_cap", "gpu_name", "gpu_bus_id"}
+_KNOWN_PREFIXES = ("timestamp", "index", "name", "memory.", "utilization.", "power.", "temperature.",
+                   "clocks.", "pstate", "fan.", "driver_version", "pci.", "uuid", "compute_", "enforced.",
+                   "clocks_", "gpu_", "ecc.", "encoder.", "count", "serial", "vbios_version")
+#: units nvidia-smi puts in the header → the suffix used in the column name
+_INFER_ORDER = {"%": ("utilization.gpu", "utilization.memory"), "MiB": ("memory.used", "memory.total"),
+                "W": ("power.draw", "power.limit"), "MHz": ("clocks.sm", "clocks.mem")}
+
+
+def column_name(field: str, unit: str | None) -> str:
+    """``memory.used`` + ``MiB`` → ``memory_used_mib``; temperature gets ``_c``."""
+    base = field.replace(".", "_")
+    if unit is None and field.startswith("temperature."):
+        return f"{base}_c"
+    if unit is None:
+        return base
+    return f"{base}_{_UNIT_SUFFIX.get(unit, re.sub(r'[^a-z0-9]+', '', unit.lower()))}"
+
+
+def _split(line: str) -> list[str]:
+    return [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
+
+
+def _is_header(cells: list[str]) -> bool:
+    return all(_HEADER_FIELD.match(c) and c.startswith(_KNOWN_PREFIXES) for c in cells)
+
+
+def _infer(cells: list[str]) -> list[tuple[str, str | None]]:
+    """Column (field, unit) guesses for a header-less file, from its first row."""
+    used: dict[str, int] = {}
+    out: list[tuple[str, str | None]] = []
+    for index, cell in enumerate(cells):
+        if _TIMESTAMP.match(cell):
+            out.append(("timestamp", None))
+        elif (m := _VALUE_UNIT.match(cell)) and m["unit"] in _INFER_ORDER:
+            names = _INFER_ORDER[m["unit"]]
+            n = used.get(m["unit"], 0)
+            used[m["unit"]] = n + 1
+            out.append((names[n], m["unit"]) if n < len(names) else (f"col{index}", m["unit"]))
+        elif cell.startswith("NVIDIA ") or (cell and not cell[0].isdigit() and cell.lower()
+                                            not in NULL_WORDS and not cell.startswith("[")):
+            out.append(("name", None))
+        elif index == 0 and cell.isdigit():
+            out.append(("index", None))
+        else:
+            out.append((f"col{index}", None))
+    return out
+
+
+def read_samples(path: Path) -> tuple[Table, dict[str, Any]]:
+    """The samples table of a query-gpu CSV, plus facts (gpu name, memory, temperatures)."""
+    fields: list[tuple[str, str | None]] | None = None
+    table: Table | None = None
+    inferred = False
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        cells = _split(line)
+        if fields is None:
+            if _is_header(cells):
+                fields = [(m["name"], m["unit"]) for m in (_HEADER_FIELD.match(c) for c in cells) if m]
+                table = Table("samples", [column_name(f, u) for f, u in fields],
+                              description="nvidia-smi --query-gpu samples")
+                continue
+            fields = _infer(cells)
+            inferred = True
+            table = Table("samples", [column_name(f, u) for f, u in fields],
+                          description="nvidia-smi --query-gpu samples (header-less: columns inferred)")
+        assert table is not None
+        if len(cells) != len(fields):
+            raise ParseError(path, f"row has {len(cells)} fields, the header {len(fields)}", line=number,
+                             fix="ingest the CSV nvidia-smi wrote, unchanged")
+        row: list[Any] = []
+        for (field, _unit), cell in zip(fields, cells, strict=True):
+            if cell.lower() in NULL_WORDS:
+                row.append(None)
+            elif field in _TEXT_FIELDS or field.startswith("col") and not cell[:1].isdigit():
+                row.append(cell)
+            else:
+                try:
+                    row.append(to_number(cell))
+                except NotANumber:
+                    raise ParseError(path, f"{field} should be a number, found {cell!r}", line=number,
+                                     fix="ingest the CSV nvidia-smi wrote, unchanged") from None
+        table.rows.append(row)
+    if table is None or not table.rows:
+        raise ParseError(path, "holds no nvidia-smi samples", fix="ingest a CSV with at least one row")
+    return table, _facts(table, fields or [], inferred)
+
+
+def _first(table: Table, column: str) -> Any:
+    if column not in table.columns:
+        return None
+    index = table.columns.index(column)
+    return next((row[index] for row in table.rows if row[index] is not None), None)
+
+
+def _last(table: Table, column: str) -> Any:
+    if column not in table.columns:
+        return None
+    index = table.columns.index(column)
+    return next((row[index] for row in reversed(table.rows) if row[index] is not None), None)
+
+
+def _facts(table: Table, fields: list[tuple[str, str | None]], inferred: bool) -> dict[str, Any]:
+    facts: dict[str, Any] = {"samples": len(table.rows), "columns_inferred": inferred}
+    facts["gpu_name"] = _first(table, "name")
+    memory_columns = [column_name(f, u) for f, u in fields if f.startswith("memory.")]
+    facts["memory_columns"] = memory_columns
+    facts["memory_reported"] = any(_first(table, c) is not None for c in memory_columns)
+    for field, unit in fields:
+        if field == "memory.total" and unit in {"MiB", "GiB", "KiB", None}:
+            value = _first(table, column_name(field, unit))
+            if value is not None:
+                facts["memory_total_gib"] = to_gib(float(value), unit or "MiB")
+    facts["start_temp_c"] = _first(table, "temperature_gpu_c")
+    facts["end_temp_c"] = _last(table, "temperature_gpu_c")
+    return facts
+
+
+def sample_companions(log: Path) -> list[Path]:
+    """nvidia-smi CSVs that belong to the run logged in ``log`` (same stem)."""
+    return [p for p in (log.with_name(log.stem + ".nvidia-smi.csv"), log.with_name(log.stem + ".smi.csv"))
+            if p.exists()]
+
+
+def attach_samples(run: ParsedRun, path: Path) -> None:
+    """Add a samples CSV (its table, temperatures and GPU facts) to a parsed run."""
+    table, facts = read_samples(path)
+    run.tables.append(table)
+    _apply(run.record, facts)
+
+
+def _apply(record: RunRecord, facts: dict[str, Any]) -> None:
+    for metric in ("start_temp_c", "end_temp_c", "memory_total_gib"):
+        if facts.get(metric) is not None and record.metrics.get(metric) is None:
+            record.metrics[metric] = float(facts[metric])
+    hardware = record.hardware
+    if hardware.gpu_name is None and isinstance(facts.get("gpu_name"), str):
+        hardware.gpu_name = facts["gpu_name"]
+    details = {k: facts[k] for k in ("samples", "columns_inferred", "memory_reported")}
+    if facts["memory_columns"] and not facts["memory_reported"]:
+        details["memory_note"] = ("nvidia-smi reported every memory field as unavailable ([N/A]); "
+                                  "on GB10 / iGPUs memory is unified and not reported by NVML")
+        if "GB10" in (hardware.gpu_name or ""):
+            hardware.unified_memory = True
+    hardware.details["nvidia_smi"] = details
+
+
+@register
+class NvidiaSmiCsvParser(Parser):
+    """``nvidia-smi --query-gpu`` CSV samples."""
+
+    name = "nvidia-smi-csv"
+    description = "nvidia-smi --query-gpu … --format=csv samples (header/noheader, units/nounits)"
+    versions = "NVIDIA drivers 4xx – 580 ([N/A], [Not Supported], [Insufficient Permissions]; GB10)"
+
+    def detect(self, source: Source) -> bool:
+        lines = [line for line in source.head_text.splitlines() if line.strip()][:5]
+        if not lines or "," not in lines[0]:
+            return False
+        try:
+            first = _split(lines[0])
+        except (csv.Error, StopIteration):
+            return False
+        if _is_header(first):
+            return True
+        if not any(re.search(r"\d|\[N/A\]|\[Not Supported\]", cell) for cell in first):
+            return False  # another CSV's header row
+        text = "\n".join(lines)
+        return bool(re.search(r"\[N/A\]|\[Not Supported\]|NVIDIA |\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}",
+                              text)) and len({len(_split(line)) for line in lines}) == 1
+
+    def parse(self, source: Source) -> list[ParsedRun]:
+        require_content(source.path)
+        table, facts = read_samples(source.path)
+        record = RunRecord(run_id="", campaign="", hardware=Hardware(), status=Status(ok=True))
+        record.provenance.notes.append("monitoring samples only (no benchmark results in this file)")
+        _apply(record, facts)
+        return [ParsedRun(record=record, natural_id=f"nvidia-smi-{stable_id(source.sha256)}",
+                          raw=[RawFile(source.path.name, source=source.path)], tables=[table])]
