@@ -174,7 +174,7 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
                  alt.Tooltip("ci_high:Q", title=f"{level} CI high", format=".4~f")],
     )
     chart = alt.layer(bars, points).properties(width=PANEL_WIDTH, height=alt.Step(46))
-    description = f"Mean {axis} per environment with its {level} confidence interval."
+    description = f"{axis}: mean per environment with its {level} confidence interval."
     return _finish(chart, name, title, description, rows=len(data))
 
 

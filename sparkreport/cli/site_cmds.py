@@ -1,0 +1,91 @@
+"""`sparkreport render`, `build` and `serve`: the results site."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from sparkreport.cli.options import DEFAULT_RUNS_DIR, runs_dir_option
+
+if TYPE_CHECKING:
+    from sparkreport.render import RenderOptions
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def render_options(func: F) -> F:
+    """--runs-dir, --docs-dir and --config, shared by render, build and serve."""
+    func = click.option(
+        "--config", "config_path", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+        help="Project configuration (default: ./sparkreport.yml when present); its folder is the "
+             "project root (hand-written docs/, templates/, mkdocs.yml).")(func)
+    func = click.option(
+        "--docs-dir", type=click.Path(path_type=Path, file_okay=False),
+        help="Where the generated Markdown goes (default: build/docs in the project; emptied on "
+             "every render, never the hand-written docs/).")(func)
+    return runs_dir_option(func)
+
+
+def make_options(command: str, runs_dir: Path, docs_dir: Path | None, config_path: Path | None) -> RenderOptions:
+    """Options for ``render`` from CLI flags (paths given on the command line are cwd-relative)."""
+    from sparkreport.render import RenderOptions
+
+    shown = f"sparkreport {command}"
+    if runs_dir != DEFAULT_RUNS_DIR:
+        shown += f" --runs-dir {runs_dir}"
+    if config_path is not None:
+        shown += f" --config {config_path}"
+    return RenderOptions(
+        runs_dir=runs_dir.resolve(),
+        docs_dir=docs_dir.resolve() if docs_dir is not None else None,
+        config_path=config_path.resolve() if config_path is not None else None,
+        command=shown,
+    )
+
+
+@click.command("render")
+@render_options
+def render_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | None) -> None:
+    """Write the site's Markdown pages, charts and downloads (every number filled in).
+
+    The project's hand-written docs/ is copied into the output first; a project's
+    templates/ folder overrides the packaged page templates by file name.
+    """
+    from sparkreport.render import render
+
+    result = render(make_options("render", runs_dir, docs_dir, config_path))
+    click.echo(f"{len(result.pages)} pages, {result.chart_count} charts → {result.docs_dir}")
+
+
+@click.command("build")
+@render_options
+@click.option("--site-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Where the built site goes (default: site/ in the project).")
+@click.option("--strict/--no-strict", default=True, show_default=True,
+              help="Fail on any MkDocs warning (broken link, missing page).")
+def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | None,
+                  site_dir: Path | None, strict: bool) -> None:
+    """Render the pages, then build the static site with MkDocs (Material theme)."""
+    from sparkreport.site import build
+
+    result = build(make_options("build", runs_dir, docs_dir, config_path),
+                   site_dir.resolve() if site_dir is not None else None, strict=strict)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(f"{len(result.render.pages)} pages, {result.render.chart_count} charts → "
+               f"{result.site_dir} (open {result.site_dir / 'index.html'}, or serve the folder "
+               f"with `python -m http.server -d {result.site_dir}`)")
+
+
+@click.command("serve")
+@render_options
+@click.option("--dev-addr", metavar="IP:PORT", default=None, help="Address to serve on (default 127.0.0.1:8000).")
+def serve_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | None,
+                  dev_addr: str | None) -> None:
+    """Render the pages and preview the site with `mkdocs serve` (re-run after changing runs/)."""
+    from sparkreport.site import serve
+
+    serve(make_options("serve", runs_dir, docs_dir, config_path), dev_addr)

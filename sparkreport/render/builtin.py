@@ -1,0 +1,275 @@
+"""The built-in pages: Home, Methodology, Data quality, Runs, Downloads (+ Results, Memory).
+
+Each class only gathers numbers the analysis already computed; the wording lives in the
+templates, which a project can override by name.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from sparkreport.render import memory, results  # noqa: F401  (register Results and Memory)
+from sparkreport.render.context import SiteData
+from sparkreport.render.pages import Page, PageDoc, register
+from sparkreport.render.tables import metric_label, plain, recorded_settings, rows
+
+#: Raw files with these suffixes get ``.txt`` appended when published, so MkDocs copies them
+#: verbatim instead of rendering them as pages.
+PAGE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
+
+
+def campaign_overview(site: SiteData) -> list[dict[str, Any]]:
+    """One row per campaign: what kind of data it holds, its models, environments and size."""
+    ds = site.dataset
+    out = []
+    for campaign in sorted({r.campaign for r in ds.records}):
+        runs = ds.runs[ds.runs["campaign"] == campaign]
+        sums = ds.summaries[ds.summaries["campaign"] == campaign]
+        frame = runs if not runs.empty else sums
+        out.append({
+            "campaign": campaign,
+            "published": runs.empty,
+            "models": sorted(set(frame["model_name"].astype(str))),
+            "environments": sorted(set(frame["environment"].astype(str))),
+            "runs": len(runs),
+            "arms": int(sums[["model", "environment"]].drop_duplicates().shape[0]) if not sums.empty else 0,
+        })
+    return out
+
+
+def published_keys(site: SiteData) -> set[tuple[str, str]]:
+    """(campaign, model) pairs whose figures are published summaries, not per-run data."""
+    sums = site.dataset.summaries
+    return set(zip(sums["campaign"].astype(str), sums["model"].astype(str), strict=True))
+
+
+@register
+class HomePage(Page):
+    name = "home"
+    title = "Home"
+    template = "home.md"
+    folder = ""
+    order = 0
+
+    def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
+        from sparkreport.analysis import claim_sentence
+
+        published = published_keys(site)
+        findings: dict[str, list[dict[str, Any]]] = {}
+        for row in rows(site.comparisons):
+            findings.setdefault(str(row["campaign"]), []).append({
+                **row, "sentence": claim_sentence(row),
+                "published": (row["campaign"], row["model"]) in published,
+            })
+        severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
+        return {"campaigns": campaign_overview(site), "findings": findings, "severities": severities}
+
+
+@register
+class MethodologyPage(Page):
+    name = "methodology"
+    title = "Methodology"
+    template = "methodology.md"
+    folder = "methodology"
+    order = 30
+
+    def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
+        records = site.dataset.records
+        sections = {}
+        for section in ("workload", "software", "hardware"):
+            found, missing = recorded_settings(records, section)
+            sections[section] = {"rows": found, "missing": missing}
+        environments: dict[str, dict[str, Any]] = {}
+        for record in records:
+            env = environments.setdefault(record.environment.name, {
+                "name": record.environment.name, "kinds": [], "details": {}, "campaigns": []})
+            for key, bucket in (("kinds", record.environment.kind), ("campaigns", record.campaign)):
+                if bucket not in env[key]:
+                    env[key].append(bucket)
+            for key, value in record.environment.details.items():
+                env["details"].setdefault(str(key), [])
+                if value not in env["details"][str(key)]:
+                    env["details"][str(key)].append(value)
+        sources: dict[tuple[str, str], dict[str, Any]] = {}
+        for record in records:
+            key = (record.campaign, record.provenance.source_sha256 or record.provenance.source_path)
+            entry = sources.setdefault(key, {
+                "campaign": record.campaign, "path": record.provenance.source_path,
+                "sha256": record.provenance.source_sha256, "format": record.provenance.format,
+                "records": 0, "notes": []})
+            entry["records"] += 1
+            for note in record.provenance.notes:
+                if note not in entry["notes"]:
+                    entry["notes"].append(note)
+        cooldown = sorted({f"{k}: {v}" for r in records for k, v in r.workload.details.items()
+                           if "cooldown" in str(k).lower()})
+        return {
+            "campaigns": [r["campaign"] for r in campaign_overview(site)],
+            "sections": sections,
+            "environments": sorted(environments.values(), key=lambda e: e["name"]),
+            "sources": sorted(sources.values(), key=lambda s: (s["campaign"], s["path"])),
+            "arms": arm_table(site),
+            "cooldown": cooldown,
+            "options": site.config.analysis,
+        }
+
+
+def arm_table(site: SiteData) -> list[dict[str, Any]]:
+    """What each arm contains: runs recorded and used (with the reasons for any left out)."""
+    out = []
+    runs = site.runs
+    if not runs.empty:
+        for (campaign, model, env), group in runs.groupby(["campaign", "model", "environment"], sort=True):
+            iterations = group["iteration"].dropna()
+            excluded = group[~group["included"].astype(bool)]
+            out.append({
+                "campaign": campaign, "model": model, "model_name": group["model_name"].iloc[0],
+                "environment": env, "published": False, "recorded": len(group),
+                "included": int(group["included"].astype(bool).sum()),
+                "iterations": (f"{int(iterations.min())}–{int(iterations.max())}"
+                               if not iterations.empty else None),
+                "distinct_iterations": int(iterations.nunique()),
+                "excluded": [{"run_id": r, "reason": why} for r, why in
+                             zip(excluded["run_id"], excluded["exclusion_reason"], strict=True)],
+            })
+    sums = site.dataset.summaries
+    if not sums.empty:
+        for (campaign, model, env), group in sums.groupby(["campaign", "model", "environment"], sort=True):
+            ns = sorted({int(n) for n in group["n"].dropna()})
+            out.append({
+                "campaign": campaign, "model": model, "model_name": group["model_name"].iloc[0],
+                "environment": env, "published": True, "recorded": None, "included": None,
+                "n": " / ".join(str(n) for n in ns), "iterations": None, "distinct_iterations": None,
+                "metrics": [metric_label(str(m)) for m in group["metric"]], "excluded": [],
+            })
+    return out
+
+
+@register
+class QualityPage(Page):
+    name = "quality"
+    title = "Data quality"
+    template = "quality.md"
+    folder = "quality"
+    order = 40
+
+    def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
+        order = {"error": 0, "warning": 1, "info": 2}
+        findings = sorted(site.findings, key=lambda f: (order.get(f.severity, 3), f.code))
+        excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
+        return {
+            "findings": [{"severity": f.severity, "code": f.code, "message": f.message,
+                          "runs": f.runs} for f in findings],
+            "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
+            if not excluded.empty else [],
+            "runs_href": doc.href("runs/index.md"),
+        }
+
+
+@register
+class RunsPage(Page):
+    name = "runs"
+    title = "Runs"
+    template = "runs.md"
+    folder = "runs"
+    order = 50
+    files_dir = "files"
+
+    def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
+        target = out / self.folder / self.files_dir
+        campaigns = sorted({r.campaign for r in site.dataset.records})
+        for campaign in campaigns:
+            copy_campaign(site.runs_dir / campaign, target / campaign)
+        included = dict(zip(site.runs["run_id"], site.runs["included"], strict=True)) \
+            if not site.runs.empty else {}
+        reasons = dict(zip(site.runs["run_id"], site.runs["exclusion_reason"], strict=True)) \
+            if not site.runs.empty else {}
+        paths = dict(zip(site.dataset.runs["run_id"], site.dataset.runs["run_path"], strict=True))
+        paths.update(zip(site.dataset.summaries["run_id"], site.dataset.summaries["run_path"], strict=True))
+        entries: dict[str, list[dict[str, Any]]] = {c: [] for c in campaigns}
+        for record in sorted(site.dataset.records, key=lambda r: (r.campaign, r.model.name,
+                                                                    r.environment.name, r.iteration or 0,
+                                                                    r.run_id)):
+            run_path = str(paths.get(record.run_id, f"{record.campaign}/{record.run_id}"))
+            entries[record.campaign].append({
+                "run_id": record.run_id, "published": record.record_type == "arm_summary",
+                "model_name": record.model.display_name or record.model.name,
+                "environment": record.environment.name, "iteration": record.iteration,
+                "ok": record.status.ok, "exit_code": record.status.exit_code,
+                "included": plain(included.get(record.run_id)),
+                "reason": plain(reasons.get(record.run_id)),
+                "files": run_files(target, run_path, record.provenance.raw_files, self.files_dir),
+            })
+        return {"campaigns": entries}
+
+
+def copy_campaign(source: Path, target: Path) -> None:
+    """Copy a campaign folder's files verbatim (page-like suffixes get ``.txt``)."""
+    if not source.is_dir():
+        return
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+            continue
+        dest = target / published_name(relative.as_posix())
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+
+
+def published_name(relative: str) -> str:
+    """The name a raw file is published under (``notes.md`` → ``notes.md.txt``)."""
+    return relative + ".txt" if relative.lower().endswith(PAGE_SUFFIXES) else relative
+
+
+def run_files(files_root: Path, run_path: str, raw_files: list[str], prefix: str) -> list[dict[str, str]]:
+    """Links (relative to the Runs page) to a run's run.json and raw files, as published."""
+    import posixpath
+
+    folder = files_root / run_path
+    names = sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+    names.sort(key=lambda n: (n != "run.json", n))
+    shared = [r for r in raw_files if r.startswith("../")]
+    out = []
+    for name in names + [published_name(r) for r in shared]:
+        resolved = posixpath.normpath(posixpath.join(run_path, name))
+        if (files_root / resolved).is_file():
+            out.append({"name": posixpath.basename(name), "href": quote(f"{prefix}/{resolved}")})
+    return out
+
+
+@register
+class DownloadsPage(Page):
+    name = "downloads"
+    title = "Downloads"
+    template = "downloads.md"
+    folder = "downloads"
+    order = 60
+
+    def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
+        from sparkreport.dataset import export
+        from sparkreport.store import sha256_file
+
+        folder = out / self.folder
+        files = []
+        described = {
+            "dataset.csv": ("CSV", "the runs table: one row per run", len(site.dataset.runs)),
+            "dataset.parquet": ("Parquet", "the runs table, typed, with the dataset hash in its metadata",
+                                len(site.dataset.runs)),
+            "dataset.json": ("JSON", "the runs and the published summaries, with schema version and hash",
+                             len(site.dataset.runs) + len(site.dataset.summaries)),
+        }
+        for name, (kind, what, count) in described.items():
+            path = export(site.dataset, folder / name)
+            files.append({"name": name, "format": kind, "what": what, "rows": count,
+                          "size": path.stat().st_size, "sha256": sha256_file(path)})
+        if not site.dataset.summaries.empty:
+            path = folder / "published-summaries.csv"
+            site.dataset.summaries.to_csv(path, index=False)
+            files.append({"name": path.name, "format": "CSV",
+                          "what": "published figures: one row per arm and metric (n, mean, sd)",
+                          "rows": len(site.dataset.summaries), "size": path.stat().st_size,
+                          "sha256": sha256_file(path)})
+        return {"files": files}

@@ -1,0 +1,107 @@
+"""Everything the pages read, computed once per render from the run store.
+
+The pages never compute statistics themselves: they read ``stats`` (``arm_stats``),
+``comparisons`` (``compare``), ``findings`` (``check``) and ``runs`` (``included_runs``)
+from here, so every page, post and CLI command shows the same numbers.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkreport import __version__
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sparkreport.analysis import Finding
+    from sparkreport.config import ProjectConfig
+    from sparkreport.dataset import Dataset
+
+
+@dataclass
+class Provenance:
+    """What every page's footer says about where its numbers came from."""
+
+    dataset_sha256: str
+    run_count: int
+    summary_count: int
+    version: str
+    command: str
+    git_commit: str | None = None
+
+
+@dataclass
+class SiteData:
+    """The dataset and every analysis result the pages show."""
+
+    dataset: Dataset
+    config: ProjectConfig
+    runs_dir: Path
+    stats: pd.DataFrame
+    comparisons: pd.DataFrame
+    findings: list[Finding]
+    runs: pd.DataFrame
+    inclusion_rule: str
+    provenance: Provenance
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def confidence_label(self) -> str:
+        """'95%' — the confidence level every interval on the site uses."""
+        return f"{self.config.analysis.confidence:.0%}"
+
+    def models(self) -> list[tuple[str, str]]:
+        """(model key, display name) of every model with per-run or published data, in order."""
+        seen: dict[str, str] = {}
+        for frame in (self.dataset.runs, self.dataset.summaries):
+            for key, name in zip(frame["model"], frame["model_name"], strict=True):
+                seen.setdefault(str(key), str(name))
+        return sorted(seen.items(), key=lambda item: item[1].lower())
+
+
+def git_commit(root: Path) -> str | None:
+    """The project's current git commit (short, '+dirty' when modified), or None outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if dirty else head or None
+
+
+def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,
+                    project_root: Path) -> SiteData:
+    """Run the analysis over ``dataset`` once and bundle what the pages need."""
+    from sparkreport.analysis import arm_stats, check, compare, included_runs, inclusion_rule_text
+
+    import pandas as pd
+
+    from sparkreport.errors import DataError
+
+    opts = config.analysis
+    stats = arm_stats(dataset, opts)
+    extra: dict[str, Any] = {}
+    try:
+        comparisons = compare(dataset, config.factor, config.baseline, opts)
+    except DataError as exc:  # e.g. no arm at the baseline level: say so on the pages
+        comparisons = pd.DataFrame()
+        extra["compare_note"] = exc.format_message()
+    provenance = Provenance(
+        dataset_sha256=dataset.digest,
+        run_count=len(dataset.runs),
+        summary_count=int(dataset.summaries["run_id"].nunique()) if not dataset.summaries.empty else 0,
+        version=__version__,
+        command=command,
+        git_commit=git_commit(project_root),
+    )
+    return SiteData(
+        dataset=dataset, config=config, runs_dir=runs_dir, stats=stats, comparisons=comparisons,
+        findings=check(dataset, opts), runs=included_runs(dataset, opts),
+        inclusion_rule=inclusion_rule_text(opts), provenance=provenance, extra=extra,
+    )

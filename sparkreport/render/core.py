@@ -1,0 +1,185 @@
+"""``render``: prepare the output docs folder, then write every registered page into it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sparkreport.errors import BuildError
+from sparkreport.render.pages import NavItem, PageDoc
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from sparkreport.config import ProjectConfig
+    from sparkreport.render.context import SiteData
+
+#: Marks a folder as written by ``render``: only such a folder is ever emptied.
+MARKER = ".sparkreport-generated"
+DEFAULT_DOCS_DIR = Path("build") / "docs"
+CHARTS_DIR = "charts"
+
+
+@dataclass
+class RenderOptions:
+    """What to render and where (paths relative to the project root unless absolute)."""
+
+    runs_dir: Path = Path("runs")
+    #: Output folder for the Markdown; default ``<project>/build/docs``.
+    docs_dir: Path | None = None
+    #: ``sparkreport.yml``; default ``<project>/sparkreport.yml`` when it exists.
+    config_path: Path | None = None
+    #: The project (hand-written ``docs/``, ``templates/``, ``mkdocs.yml``); default: the
+    #: config file's folder, else the current directory.
+    project_root: Path | None = None
+    #: The command printed in every page's footer as the way to regenerate it.
+    command: str | None = None
+
+
+@dataclass
+class RenderResult:
+    """What ``render`` wrote: the docs folder, the pages, and the nav in order."""
+
+    project_root: Path
+    docs_dir: Path
+    config: ProjectConfig
+    pages: list[PageDoc]
+    nav: list[NavItem]
+    handwritten: list[str] = field(default_factory=list)
+
+    @property
+    def chart_count(self) -> int:
+        return sum(len(page.charts) for page in self.pages)
+
+
+def resolve_root(options: RenderOptions) -> Path:
+    """The project root: given, else the config file's folder, else the current directory."""
+    if options.project_root is not None:
+        return options.project_root.resolve()
+    if options.config_path is not None:
+        return options.config_path.resolve().parent
+    return Path.cwd().resolve()
+
+
+def _under(root: Path, path: Path) -> Path:
+    return path if path.is_absolute() else root / path
+
+
+def render(options: RenderOptions) -> RenderResult:
+    """Render every registered page into the docs folder; returns what was written."""
+    from sparkreport.config import CONFIG_FILE, load_config
+    from sparkreport.dataset import load_dataset
+    from sparkreport.render.context import build_site_data
+    from sparkreport.render.markdown import make_environment
+    from sparkreport.render.pages import registered_pages
+    from sparkreport.site.assets import copy_assets
+
+    root = resolve_root(options)
+    config_path = options.config_path
+    if config_path is None and (root / CONFIG_FILE).is_file():
+        config_path = root / CONFIG_FILE
+    config = load_config(config_path)
+    runs_dir = _under(root, options.runs_dir).resolve()
+    dataset = load_dataset(runs_dir)
+    if dataset.is_empty():
+        raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
+    docs_dir = _under(root, options.docs_dir or DEFAULT_DOCS_DIR).resolve()
+    prepare_docs_dir(docs_dir, root / "docs")
+    handwritten = copy_handwritten(root / "docs", docs_dir)
+    copy_assets(docs_dir)
+    command = options.command or default_command(root, runs_dir)
+    site = build_site_data(dataset, config, runs_dir, command, root)
+    env = make_environment(root / "templates")
+    written: list[PageDoc] = []
+    nav: list[NavItem] = []
+    for page in registered_pages():
+        docs = page.docs(site, docs_dir)
+        for doc in docs:
+            if doc.path in handwritten:
+                raise BuildError(
+                    f"{root / 'docs' / doc.path}: collides with the generated {page.title} page — "
+                    f"rename it, or change the page through templates/{page.template}")
+            write_page(env, site, doc, docs_dir)
+        written += docs
+        if docs:
+            nav.append(page.nav(docs))
+    return RenderResult(project_root=root, docs_dir=docs_dir, config=config, pages=written, nav=nav,
+                        handwritten=[p for p in handwritten if p.endswith(".md")])
+
+
+def default_command(root: Path, runs_dir: Path) -> str:
+    """'sparkreport build --runs-dir runs' with the runs dir relative to the project."""
+    try:
+        shown = runs_dir.relative_to(root).as_posix()
+    except ValueError:
+        shown = str(runs_dir)
+    return f"sparkreport build --runs-dir {shown}"
+
+
+def prepare_docs_dir(docs_dir: Path, source_docs: Path) -> None:
+    """Empty ``docs_dir`` for a fresh render — only if render made it, never hand-written docs."""
+    if source_docs.exists() and (docs_dir == source_docs.resolve() or source_docs.resolve() in docs_dir.parents):
+        raise BuildError(f"{docs_dir}: is the project's hand-written docs/ — generated pages go "
+                         "elsewhere (default build/docs); pass another --docs-dir")
+    if docs_dir.exists():
+        if not docs_dir.is_dir():
+            raise BuildError(f"{docs_dir}: exists and is not a folder — pass another --docs-dir")
+        if any(docs_dir.iterdir()) and not (docs_dir / MARKER).exists():
+            raise BuildError(f"{docs_dir}: not empty and not written by sparkreport render — "
+                             "pass an empty or new --docs-dir")
+        shutil.rmtree(docs_dir)
+    docs_dir.mkdir(parents=True)
+    (docs_dir / MARKER).write_text("Written by `sparkreport render`; emptied on every render.\n",
+                                   encoding="utf-8")
+
+
+def copy_handwritten(source: Path, docs_dir: Path) -> list[str]:
+    """Copy the project's docs/ into the output; returns the copied paths (posix, relative)."""
+    copied: list[str] = []
+    if not source.is_dir():
+        return copied
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if not path.is_file() or any(part.startswith(".") for part in relative.parts):
+            continue
+        target = docs_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        copied.append(relative.as_posix())
+    return copied
+
+
+def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: Path) -> None:
+    """Render one document's template and write it with its charts."""
+    import jinja2
+
+    from sparkreport.charts import to_svg
+
+    context = {
+        "site": site, "page": doc, "provenance": site.provenance, "title": site.config.title,
+        "ci_label": site.confidence_label, "href": doc.href, "charts": doc.charts, **doc.context,
+    }
+    try:
+        text = env.get_template(doc.template).render(context)
+    except jinja2.TemplateSyntaxError as exc:
+        raise BuildError(f"{exc.filename or doc.template}:{exc.lineno}: template error: {exc.message}") from None
+    except jinja2.TemplateError as exc:
+        raise BuildError(f"{doc.template}: cannot render {doc.path}: {exc}") from None
+    target = docs_dir / doc.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write_text(target, text)
+    for chart in doc.charts:
+        folder = target.parent / CHARTS_DIR
+        folder.mkdir(exist_ok=True)
+        _write_text(folder / f"{chart.name}.vl.json", json.dumps(chart.spec, indent=1, sort_keys=True) + "\n")
+        _write_text(folder / f"{chart.name}.svg", to_svg(chart.spec))
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

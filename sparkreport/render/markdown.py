@@ -1,0 +1,160 @@
+"""The Jinja2 environment that writes Markdown: loaders, escaping and number formatting.
+
+Templates ship in ``sparkreport/templates/``; a project's ``templates/`` folder is searched
+first, so a file there overrides the packaged one of the same name.
+
+Every ``{{ value }}`` is escaped for Markdown unless it is :class:`markupsafe.Markup`
+(what the link, code and chart helpers return): model names, labels and run ids are user
+data and must show as text, never as HTML or Markdown syntax.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from markupsafe import Markup
+
+from sparkreport import metrics as metric_catalog
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from sparkreport.charts import ChartSpec
+
+PACKAGE_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+MISSING = "—"
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}|])")
+#: '<' that could open a tag or comment, '&' that could start an entity; '< 0.001' stays as is.
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?\w+;)")
+
+
+def md_escape(value: Any) -> str:
+    """Text safe in Markdown prose or a table cell: no HTML tag, entity or Markdown syntax."""
+    if value is None:
+        return MISSING
+    text = re.sub(r"\s+", " ", str(value))
+    text = _HTML_START.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", text)
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, Markup):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return MISSING
+    return md_escape(value)
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN and pandas NA."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value) or (isinstance(value, float) and not math.isfinite(value))
+    except (TypeError, ValueError):
+        return True
+
+
+def digits_for(metric: str | None) -> int:
+    """Decimals a metric is shown with (from the metric catalog; 2 by default)."""
+    entry = metric_catalog.lookup(metric) if metric else None
+    return entry.digits if entry else 2
+
+
+def num(value: Any, metric: str | None = None, digits: int | None = None) -> str:
+    """A number with the metric's decimals and thousands separators; '—' when missing."""
+    if is_missing(value):
+        return MISSING
+    places = digits if digits is not None else digits_for(metric)
+    return f"{float(value):,.{places}f}"
+
+
+def ci(low: Any, high: Any, metric: str | None = None, digits: int | None = None) -> str:
+    """'a to b' for an interval; '—' when either end is missing."""
+    if is_missing(low) or is_missing(high):
+        return MISSING
+    return f"{num(low, metric, digits)} to {num(high, metric, digits)}"
+
+
+def pvalue(p: Any) -> str:
+    """'< 0.001' or three decimals; '—' when the test was not possible."""
+    if is_missing(p):
+        return MISSING
+    return "< 0.001" if float(p) < 0.001 else f"{float(p):.3f}"
+
+
+def percent(value: Any, digits: int = 1) -> str:
+    """A fraction as a percentage ('8.8%')."""
+    if is_missing(value):
+        return MISSING
+    return f"{float(value) * 100:.{digits}f}%"
+
+
+def code(value: Any) -> Markup:
+    """An inline code span that survives backticks in the text."""
+    text = " ".join(str(value).split())
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Markup(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def skipped_note(skipped: Any) -> Markup:
+    """' *Not possible from published figures: …*' after a sentence, or nothing."""
+    if is_missing(skipped) or not skipped:
+        return Markup("")
+    return Markup(f" *Not possible from published figures: {md_escape(skipped)}.*")
+
+
+def h(value: Any) -> Markup:
+    """HTML-escaped text, for use inside raw-HTML blocks (where Markdown escapes would show)."""
+    return Markup(html.escape(" ".join(str(value).split()), quote=True))
+
+
+def link(text: Any, target: str) -> Markup:
+    """A Markdown link with escaped text (``target`` is produced by us, not user data)."""
+    return Markup(f"[{md_escape(text)}]({target})")
+
+
+def chart_html(chart: ChartSpec, folder: str = "charts") -> Markup:
+    """The chart placeholder: vega-embed draws into it; the SVG shows without JavaScript.
+
+    Written as one raw-HTML line so every Markdown engine passes it through unchanged. Paths
+    are relative to the page, which always sits at ``<section>/index.md`` so the same relative
+    URL works with and without MkDocs' directory URLs.
+    """
+    base = f"{folder}/{chart.name}"
+    title = html.escape(chart.title, quote=True)
+    alt = html.escape(chart.description, quote=True)
+    return Markup(
+        f'<div class="sparkreport-chart" id="chart-{html.escape(chart.name, quote=True)}" '
+        f'data-spec="{html.escape(base, quote=True)}.vl.json" role="figure" aria-label="{title}">'
+        f'<noscript><img src="{html.escape(base, quote=True)}.svg" alt="{alt}"></noscript></div>'
+    )
+
+
+def make_environment(project_templates: Path | None) -> jinja2.Environment:
+    """A Jinja2 environment: the project's templates first, then the packaged ones."""
+    import jinja2
+
+    loaders: list[jinja2.BaseLoader] = []
+    if project_templates is not None and project_templates.is_dir():
+        loaders.append(jinja2.FileSystemLoader(str(project_templates)))
+    loaders.append(jinja2.FileSystemLoader(str(PACKAGE_TEMPLATES)))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=False,
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h)
+    env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue, percent=percent,
+                       code=code, is_missing=is_missing, MISSING=MISSING)
+    return env

@@ -1,0 +1,102 @@
+"""Generated pages: one small class per page, in a registry.
+
+A page class names its template and its place in the nav, and turns the site data into one
+or more :class:`PageDoc` (Results writes one document per model). Built-in pages register
+the same way an extension would: decorate a :class:`Page` subclass with :func:`register`.
+Each document lives at ``<folder>/index.md`` (Home at ``index.md``), its charts and files
+beside it, so relative links work with and without directory URLs.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+if TYPE_CHECKING:
+    from sparkreport.charts import ChartSpec
+    from sparkreport.render.context import SiteData
+
+#: A nav entry: ``(title, "path/index.md")`` or ``(title, [children])``.
+NavItem = tuple[str, "str | list[NavItem]"]
+
+
+@dataclass
+class PageDoc:
+    """One generated Markdown file: where it goes, its title, template, context and charts."""
+
+    path: str
+    title: str
+    template: str
+    context: dict[str, Any] = field(default_factory=dict)
+    charts: list[ChartSpec] = field(default_factory=list)
+
+    @property
+    def folder(self) -> str:
+        """The page's folder inside the docs dir ('' for the home page)."""
+        return posixpath.dirname(self.path)
+
+    def href(self, target: str) -> str:
+        """A Markdown link from this page to ``target`` (a path inside the docs dir)."""
+        return posixpath.relpath(target, self.folder or ".")
+
+
+class Page:
+    """Base class of a generated page; subclasses set the class attributes and context."""
+
+    #: Registry key (also the CLI/config name of the page).
+    name: ClassVar[str] = ""
+    #: Nav title.
+    title: ClassVar[str] = ""
+    #: Template file name (looked up in the project's templates/ first).
+    template: ClassVar[str] = ""
+    #: Folder inside the docs dir; '' for the home page.
+    folder: ClassVar[str] = ""
+    #: Position in the nav (lower first).
+    order: ClassVar[int] = 100
+
+    @property
+    def path(self) -> str:
+        """Where the page's Markdown goes, relative to the docs dir."""
+        return f"{self.folder}/index.md" if self.folder else "index.md"
+
+    def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
+        """The documents this page writes; ``out`` is the docs dir (for files it ships)."""
+        doc = PageDoc(self.path, self.title, self.template)
+        doc.context = self.context(site, doc, out)
+        doc.charts = self.charts(site, doc)
+        return [doc]
+
+    def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
+        """Template variables beyond the shared ones (``site``, ``page``, ``provenance``)."""
+        return {}
+
+    def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
+        """Charts written beside the page (``charts/<name>.vl.json`` and ``.svg``)."""
+        return []
+
+    def nav(self, docs: list[PageDoc]) -> NavItem:
+        """This page's nav entry: a link, or a section when it wrote several documents."""
+        if len(docs) == 1:
+            return (self.title, docs[0].path)
+        return (self.title, [(doc.title, doc.path) for doc in docs])
+
+
+PAGES: dict[str, type[Page]] = {}
+P = TypeVar("P", bound=type[Page])
+
+
+def register(cls: P) -> P:
+    """Class decorator: add a page to the registry under ``cls.name``."""
+    if not cls.name or not cls.template:
+        raise TypeError(f"{cls.__name__} needs a name and a template")
+    PAGES[cls.name] = cls
+    return cls
+
+
+def registered_pages() -> list[Page]:
+    """Instances of every registered page (built-ins included), in nav order."""
+    import sparkreport.render.builtin  # noqa: F401  (registers the built-in pages)
+
+    return [cls() for cls in sorted(PAGES.values(), key=lambda c: (c.order, c.name))]

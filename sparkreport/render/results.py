@@ -1,0 +1,103 @@
+"""The Results pages: one page per model, a table, the comparisons and charts per metric."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkreport.render.pages import Page, PageDoc, register
+from sparkreport.render.tables import metric_label, metric_order, rows
+from sparkreport.schema import slug
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sparkreport.charts import ChartSpec
+    from sparkreport.render.context import SiteData
+
+
+def arm_labels(frame: pd.DataFrame) -> pd.Series:
+    """The label of each row's arm: the environment, prefixed by the campaign when several."""
+    if frame["campaign"].nunique() > 1:
+        return frame["campaign"].astype(str) + " · " + frame["environment"].astype(str)
+    return frame["environment"].astype(str)
+
+
+@register
+class ResultsPage(Page):
+    name = "results"
+    title = "Results"
+    template = "results.md"
+    folder = "results"
+    order = 10
+
+    overview_template = "results_index.md"
+
+    def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
+        docs = []
+        for model, model_name in site.models():
+            doc = PageDoc(f"{self.folder}/{slug(model)}/index.md", model_name, self.template)
+            doc.context, doc.charts = self.model_context(site, model, model_name)
+            docs.append(doc)
+        overview = PageDoc(self.path, "Overview", self.overview_template)
+        overview.context = {"models": [self.overview_row(site, doc) for doc in docs]}
+        return [overview, *docs]
+
+    def overview_row(self, site: SiteData, doc: PageDoc) -> dict[str, Any]:
+        """One model's primary metrics for the overview page."""
+        from sparkreport import metrics as metric_catalog
+
+        stats = site.stats[(site.stats["model"] == doc.context["model"])
+                           & site.stats["metric"].isin(metric_catalog.PRIMARY_METRICS)]
+        found = []
+        for metric in metric_order(stats["metric"]):
+            for row in rows(stats[stats["metric"] == metric]):
+                found.append({**row, "label": metric_label(metric)})
+        return {"model_name": doc.title, "path": doc.path, "rows": found}
+
+    def model_context(self, site: SiteData, model: str, model_name: str
+                      ) -> tuple[dict[str, Any], list[ChartSpec]]:
+        """The sections (one per metric) and charts of one model's page."""
+        from sparkreport.analysis import claim_sentence
+        from sparkreport.charts import means_chart, per_run_chart
+
+        stats = site.stats[site.stats["model"] == model].copy()
+        compared = (site.comparisons[site.comparisons["model"] == model]
+                    if not site.comparisons.empty else site.comparisons)
+        runs = site.runs[site.runs["model"] == model].copy()
+        charts: list[ChartSpec] = []
+        sections = []
+        if not stats.empty:
+            stats["arm"] = arm_labels(stats)
+        if not runs.empty:
+            runs["environment"] = arm_labels(runs)
+        for metric in metric_order(stats["metric"]):
+            arms = stats[stats["metric"] == metric]
+            label = metric_label(metric)
+            section_charts = []
+            if not runs.empty:
+                chart = per_run_chart(runs, metric, name=f"{slug(metric)}-runs",
+                                      title=f"{label}: every run")
+                if chart is not None:
+                    section_charts.append(chart)
+            chart = means_chart(arms.assign(environment=arms["arm"]), metric, name=f"{slug(metric)}-means",
+                                title=f"{label}: mean and {site.confidence_label} CI",
+                                confidence=site.config.analysis.confidence)
+            if chart is not None:
+                section_charts.append(chart)
+            charts += section_charts
+            comparisons = [] if compared.empty else [
+                {**row, "sentence": claim_sentence(row)}
+                for row in rows(compared[compared["metric"] == metric])
+            ]
+            sections.append({
+                "metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
+                "arms": rows(arms), "comparisons": comparisons, "charts": section_charts,
+                "published": bool((arms["source"] == "published").any()),
+            })
+        context = {
+            "model": model, "model_name": model_name, "sections": sections,
+            "campaigns": sorted(set(stats["campaign"].astype(str))) if not stats.empty else [],
+            "n_runs": len(runs), "n_included": int(runs["included"].astype(bool).sum()) if len(runs) else 0,
+        }
+        return context, charts

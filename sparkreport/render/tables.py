@@ -1,0 +1,96 @@
+"""Small table helpers shared by the built-in pages (frames → plain dict rows)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from sparkreport import metrics as metric_catalog
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sparkreport.schema import RunRecord
+
+
+def plain(value: Any) -> Any:
+    """pandas/numpy scalars → Python; NaN and NA → None."""
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    try:
+        if value != value:  # pandas NA / NaT
+            return None
+    except (TypeError, ValueError):
+        return None
+    return value
+
+
+def rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame as a list of dicts with plain values."""
+    return [{str(k): plain(v) for k, v in record.items()} for record in frame.to_dict(orient="records")]
+
+
+def metric_order(names: Iterable[str]) -> list[str]:
+    """Primary metrics first (in their catalog order), then the rest alphabetically."""
+    present = list(dict.fromkeys(names))
+    primary = [m for m in metric_catalog.PRIMARY_METRICS if m in present]
+    return primary + sorted(m for m in present if m not in primary)
+
+
+def metric_label(metric: str) -> str:
+    """The human label of a metric ('KV cache')."""
+    entry = metric_catalog.lookup(metric)
+    return entry.label if entry else metric
+
+
+def value_text(value: Any) -> str:
+    """A recorded setting as text (numbers without trailing zeros, booleans as yes/no)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {value_text(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(value_text(v) for v in value)
+    return str(value)
+
+
+def recorded_settings(records: list[RunRecord], section: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """What the records say about one section (workload, software, hardware), per campaign.
+
+    Returns ``(rows, not_recorded)``: each row is ``{"field": name, "values": {campaign: text}}``
+    (several distinct values joined with ' / '); ``not_recorded`` names the fields no record
+    filled in. Free-form ``details`` keys become fields of their own.
+    """
+    campaigns = sorted({r.campaign for r in records})
+    seen: dict[str, dict[str, list[str]]] = {}
+    names: list[str] = []
+    for record in records:
+        part = getattr(record, section)
+        items: list[tuple[str, Any]] = [(f.name, getattr(part, f.name)) for f in fields(part)
+                                        if f.name != "details"]
+        items += [(str(k), v) for k, v in sorted(getattr(part, "details", {}).items())]
+        for name, value in items:
+            if name not in names:
+                names.append(name)
+            if value is None or value == "" or value == {} or value == []:
+                continue
+            bucket = seen.setdefault(name, {}).setdefault(record.campaign, [])
+            text = value_text(value)
+            if text not in bucket:
+                bucket.append(text)
+    out = []
+    for name in names:
+        if name not in seen:
+            continue
+        out.append({"field": name.replace("_", " "),
+                    "values": {c: " / ".join(seen[name].get(c, [])) or None for c in campaigns}})
+    missing = [n.replace("_", " ") for n in names if n not in seen]
+    return out, missing

@@ -1,0 +1,93 @@
+/* sparkreport: draw every chart placeholder with vega-embed (served from this site).
+ *
+ * A placeholder is <div class="sparkreport-chart" data-spec="charts/NAME.vl.json"> holding a
+ * <noscript> SVG fallback. Charts are drawn on page load and again after Material's instant
+ * navigation (document$), and redrawn when the colour scheme switches between light and dark.
+ */
+(function () {
+  "use strict";
+
+  var SELECTOR = ".sparkreport-chart";
+
+  function isDark() {
+    var scheme = document.body && document.body.getAttribute("data-md-color-scheme");
+    return scheme === "slate";
+  }
+
+  function showFallback(el) {
+    var noscript = el.querySelector("noscript");
+    if (!noscript || el.querySelector("img.sparkreport-fallback")) {
+      return;
+    }
+    var holder = document.createElement("div");
+    holder.innerHTML = noscript.textContent || "";
+    var img = holder.querySelector("img");
+    if (img) {
+      img.className = "sparkreport-fallback";
+      el.appendChild(img);
+    }
+  }
+
+  function draw(el) {
+    var url = new URL(el.getAttribute("data-spec"), window.location.href).href;
+    var old = el.querySelector(".sparkreport-chart-view");
+    if (old) {
+      old.parentNode.removeChild(old);
+    }
+    var target = document.createElement("div");
+    target.className = "sparkreport-chart-view";
+    el.appendChild(target);
+    el.setAttribute("data-state", "drawing");
+    var options = {
+      renderer: "svg",
+      actions: { export: true, source: false, compiled: false, editor: false },
+      theme: isDark() ? "dark" : undefined
+    };
+    return window.vegaEmbed(target, url, options).then(function () {
+      el.setAttribute("data-state", "drawn");
+    }).catch(function (error) {
+      el.setAttribute("data-state", "fallback");
+      if (target.parentNode) {
+        target.parentNode.removeChild(target);
+      }
+      showFallback(el);
+      console.warn("sparkreport: could not draw " + url + " (" + error + "); showing the static SVG");
+    });
+  }
+
+  function drawAll() {
+    var nodes = document.querySelectorAll(SELECTOR);
+    if (!nodes.length) {
+      return;
+    }
+    if (typeof window.vegaEmbed !== "function") {
+      Array.prototype.forEach.call(nodes, showFallback);
+      return;
+    }
+    Array.prototype.forEach.call(nodes, draw);
+  }
+
+  function watchScheme() {
+    if (!window.MutationObserver || !document.body) {
+      return;
+    }
+    var observer = new MutationObserver(function (changes) {
+      for (var i = 0; i < changes.length; i++) {
+        if (changes[i].attributeName === "data-md-color-scheme") {
+          drawAll();
+          return;
+        }
+      }
+    });
+    observer.observe(document.body, { attributes: true });
+  }
+
+  if (window.document$ && typeof window.document$.subscribe === "function") {
+    window.document$.subscribe(drawAll);
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", drawAll);
+  } else {
+    drawAll();
+  }
+  watchScheme();
+})();
