@@ -40,6 +40,9 @@ class Model:
     id: str | None = None
     name: str = "unknown"
     display_name: str | None = None
+    #: An inline model description (params_b, active_params_b, layers, kv_heads, head_dim,
+    #: dtype, weight_gb) for models the catalog does not know.
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

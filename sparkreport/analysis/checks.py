@@ -31,9 +31,12 @@ class Finding:
     code: str
     message: str
     runs: list[str] = field(default_factory=list)
+    #: The numbers the finding used (physical checks), for scripts and the site.
+    numbers: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
-        return {"severity": self.severity, "code": self.code, "message": self.message, "runs": self.runs}
+        return {"severity": self.severity, "code": self.code, "message": self.message, "runs": self.runs,
+                "numbers": self.numbers}
 
 
 CheckFn = Callable[[Dataset, "pd.DataFrame", AnalysisOptions], list[Finding]]
