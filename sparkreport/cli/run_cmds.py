@@ -1,0 +1,63 @@
+"""`sparkreport run`: execute a benchmark campaign into the run store.
+
+Imports only the light execute package (no pandas, altair or mkdocs), so it works on a GPU
+machine that has only click, PyYAML, nvidia-ml-py and the workload's own stack.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sparkreport.cli.options import runs_dir_option
+
+
+@click.command("run")
+@click.argument("campaign_file", metavar="CAMPAIGN.yaml", type=click.Path(path_type=Path, dir_okay=False))
+@runs_dir_option
+@click.option("--dry-run", is_flag=True, help="Print the plan and its estimated duration; run nothing.")
+@click.option("--resume", is_flag=True,
+              help="Finish an interrupted campaign: run only the cells that have no run folder yet.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output; warnings, errors and the summary only.")
+def run_command(campaign_file: Path, runs_dir: Path, dry_run: bool, resume: bool, quiet: bool) -> None:
+    """Run the benchmark campaign CAMPAIGN.yaml into RUNS_DIR/<campaign>/.
+
+    The plan crosses models × environments × cache states × iterations, in randomized
+    blocks (seeded, recorded) or sequentially. Before each run the GPU cools down; during it
+    a sampler records NVML, /proc/meminfo and cgroup memory. Each run becomes one folder
+    (run.json + logs + samples.csv.gz); a failed run is recorded and the campaign goes on.
+    Exit 1 when a run failed or cells were left (interrupted, environment unavailable).
+
+    \b
+    Example campaign (campaigns/smoke-fake.yaml):
+      campaign: smoke-fake
+      models: [{name: small, params: {throughput_tok_s: 120}}]
+      environments: [{kind: native}, {kind: cgroup, memory_limit: 4GiB}]
+      workload: {kind: fake, sleep_s: 0.1}
+      iterations: 3
+      cooldown: {min_s: 0}
+    """
+    from sparkreport.execute.campaign import load_campaign
+    from sparkreport.execute.plan import format_duration
+    from sparkreport.execute.runner import RunOptions, run_campaign
+
+    campaign = load_campaign(campaign_file)
+    options = RunOptions(runs_dir=runs_dir, dry_run=dry_run, resume=resume, quiet=quiet)
+    report = run_campaign(campaign, options)
+    if dry_run:
+        return
+    folder = runs_dir / campaign.name
+    parts = [f"{len(report.written)} ok", f"{len(report.failed)} failed"]
+    if report.already:
+        parts.append(f"{len(report.already)} already present")
+    if report.skipped:
+        parts.append(f"{len(report.skipped)} skipped (environment unavailable)")
+    click.echo(f"{', '.join(parts)} → {folder}")
+    if report.interrupted:
+        pending = report.planned - len(report.already) - len(report.written) - len(report.failed)
+        raise click.ClickException(
+            f"interrupted with {pending} run(s) left — `sparkreport run {campaign_file} --resume` finishes it "
+            f"(about {format_duration(report.estimate_s)} in all was planned)")
+    if report.failed or report.skipped:
+        raise SystemExit(1)
