@@ -3,8 +3,8 @@
 The CLI, the pages, the posts and the diff all read the same numbers from here.
 """
 
-from sparkreport.analysis.arms import arm_stats, included_runs, inclusion_rule_text, records_from_frame
 from sparkreport.analysis import physics as _physics  # noqa: F401  (registers the physical checks)
+from sparkreport.analysis.arms import arm_stats, included_runs, inclusion_rule_text, records_from_frame
 from sparkreport.analysis.checks import CHECKS, Finding, check, register_check
 from sparkreport.analysis.claims import claim_sentence
 from sparkreport.analysis.compare import compare

@@ -66,7 +66,7 @@ def arm_points(ds: Dataset, runs: pd.DataFrame) -> list[ArmPoint]:
     points: list[ArmPoint] = []
     used = runs[runs["included"]]
     for (campaign, model, env), group in used.groupby(["campaign", "model", "environment"]):
-        tput = group["output_throughput_tok_s"].dropna().astype(float)
+        values = group["output_throughput_tok_s"].dropna().astype(float)
         concurrency = group["concurrency"].dropna()
         if concurrency.empty:
             concurrency = group["batch_size"].dropna()
@@ -78,8 +78,8 @@ def arm_points(ds: Dataset, runs: pd.DataFrame) -> list[ArmPoint]:
             sorted(group["run_id"].tolist()), str(gpu.iloc[0]) if len(gpu) else None,
             _mean(group["memory_pool_gib"]), float(concurrency.max()) if len(concurrency) else None,
             _mean(group["peak_memory_gib"]), _mean(group["kv_cache_gib"]),
-            float(tput.mean()) if len(tput) else None,
-            float(tput.std(ddof=1) / tput.mean()) if len(tput) > 1 and tput.mean() else None,
+            float(values.mean()) if len(values) else None,
+            float(values.std(ddof=1) / values.mean()) if len(values) > 1 and values.mean() else None,
             match_model(group["model_id"].dropna().iloc[0] if group["model_id"].notna().any() else None,
                         str(model), details.get((str(campaign), str(model)))),
             match_hardware(str(gpu.iloc[0]) if len(gpu) else None),
@@ -284,9 +284,11 @@ def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
         known = {e: t for e, t in temps.items() if t is not None}
         if len(known) >= 2 and max(known.values()) - min(known.values()) > TEMP_IMBALANCE_C:
             detail = ", ".join(f"{e} {t:.1f} °C" for e, t in known.items())
-            findings.append(Finding("warning", "covariate-temperature",
-                                    f"{campaign}/{model}: arms started at different GPU temperatures ({detail})",
-                                    sorted(group["run_id"]), {f"start_temp_c_{e}": round(t, 2) for e, t in known.items()}))
+            findings.append(Finding(
+                "warning", "covariate-temperature",
+                f"{campaign}/{model}: arms started at different GPU temperatures ({detail})",
+                sorted(group["run_id"]), {f"start_temp_c_{e}": round(t, 2) for e, t in known.items()},
+            ))
         times = group.dropna(subset=["started_at_local"])
         spans = {e: (t["started_at_local"].min(), t["started_at_local"].max())
                  for e, t in times.groupby("environment") if len(t) > 1}
@@ -294,7 +296,7 @@ def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
             ordered = sorted(spans.items(), key=lambda kv: kv[1][0])
             blocks = all(ordered[i][1][1] < ordered[i + 1][1][0] for i in range(len(ordered) - 1))
             if blocks:
-                detail = "; ".join(f"{e} {lo[:16]}–{hi[:16]}" for e, (lo, hi) in ordered)
+                detail = "; ".join(f"{e} {str(lo)[:16]}–{str(hi)[:16]}" for e, (lo, hi) in ordered)
                 findings.append(Finding(
                     "warning", "covariate-order",
                     f"{campaign}/{model}: environments ran in separate time blocks ({detail}), so drift over time "
