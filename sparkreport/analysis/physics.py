@@ -296,7 +296,7 @@ def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
             ordered = sorted(spans.items(), key=lambda kv: kv[1][0])
             blocks = all(ordered[i][1][1] < ordered[i + 1][1][0] for i in range(len(ordered) - 1))
             if blocks:
-                detail = "; ".join(f"{e} {str(lo)[:16]}–{str(hi)[:16]}" for e, (lo, hi) in ordered)
+                detail = "; ".join(f"{e!s} {str(lo)[:16]}–{str(hi)[:16]}" for e, (lo, hi) in ordered)
                 findings.append(Finding(
                     "warning", "covariate-order",
                     f"{campaign}/{model}: environments ran in separate time blocks ({detail}), so drift over time "
