@@ -134,3 +134,24 @@ def test_embedded_default_published_figures() -> None:
     # published σ = 0.55 is a population SD; the sample SD is 0.55·√(10/9)
     assert deepseek["sd"] == pytest.approx(0.55 * (10 / 9) ** 0.5)
     assert deepseek["median"] is None
+
+
+def test_claim_wording_for_every_verdict() -> None:
+    from sparkreport.analysis import Finding
+
+    base = {"model": "m", "model_name": "M", "metric": "kv_cache_gib", "unit": "GiB", "baseline": "native",
+            "candidate": "container", "mean_baseline": 40.0, "mean_candidate": 20.0, "diff": -20.0,
+            "diff_ci_low": -22.0, "diff_ci_high": -18.0, "ratio": 0.5, "ratio_ci_low": 0.45, "ratio_ci_high": 0.55,
+            "p_welch": 1e-9, "p_holm": 1e-8, "p_tost": 0.9, "margin": 0.8, "min_detectable_effect": 2.0}
+    lower = claim_sentence(base | {"verdict": "lower"})
+    assert lower == ("M: container had 0.50× the KV cache of native (95% CI 0.45 to 0.55×): 20.00 vs 40.00 GiB, "
+                     "a difference of -20.00 GiB (95% CI -22.00 to -18.00), Holm-adjusted p < 0.001.")
+    equivalent = claim_sentence(base | {"verdict": "equivalent", "mean_candidate": 40.1, "p_tost": 0.01})
+    assert "is equivalent in container and native within the declared ±2% margin" in equivalent
+    inconclusive = claim_sentence(base | {"verdict": "inconclusive", "p_holm": 0.3})
+    assert "no significant difference detected" in inconclusive and "minimum detectable effect 5.0%" in inconclusive
+    assert "equivalent" not in inconclusive.replace("equivalence", "")
+    untestable = claim_sentence(base | {"verdict": "inconclusive", "p_welch": float("nan")})
+    assert untestable.endswith("published without a spread, so no test is possible.")
+    flagged = claim_sentence(base | {"verdict": "lower"}, [Finding("error", "roofline", "x", ["r1"])])
+    assert flagged.endswith("⚠ These runs have error-level findings (roofline): see Data quality before relying on this.")

@@ -8,10 +8,11 @@ significant difference detected", which is not a claim of sameness.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sparkreport import metrics as metric_catalog
+from sparkreport.analysis.checks import Finding
 
 
 def fmt(value: float, digits: int = 2) -> str:
@@ -33,8 +34,26 @@ def _noun(label: str) -> str:
     return label if label[:2].isupper() else label[:1].lower() + label[1:]
 
 
-def claim_sentence(row: Mapping[Any, Any]) -> str:
-    """One key-finding sentence for one comparison row (a ``compare`` result)."""
+def claim_sentence(row: Mapping[Any, Any], flagged: Sequence[Finding] = ()) -> str:
+    """One key-finding sentence for one comparison row (a ``compare`` result).
+
+    ``flagged``: error-level findings about the runs behind the row; the sentence then carries
+    a visible warning naming them (use ``errors_for`` to pick them).
+    """
+    sentence = _sentence(row)
+    if flagged:
+        codes = ", ".join(dict.fromkeys(f.code for f in flagged))
+        sentence += f" ⚠ These runs have error-level findings ({codes}): see Data quality before relying on this."
+    return sentence
+
+
+def errors_for(row: Mapping[Any, Any], findings: Sequence[Finding], run_ids: Sequence[str]) -> list[Finding]:
+    """The error-level findings that concern any of ``run_ids`` (the runs behind ``row``)."""
+    wanted = set(run_ids)
+    return [f for f in findings if f.severity == "error" and wanted.intersection(f.runs)]
+
+
+def _sentence(row: Mapping[Any, Any]) -> str:
     metric = str(row["metric"])
     entry = metric_catalog.lookup(metric)
     noun = _noun(entry.label if entry else metric)
@@ -62,8 +81,12 @@ def claim_sentence(row: Mapping[Any, Any]) -> str:
     if not math.isfinite(float(row["p_welch"])):
         return (f"{who}: {noun} {fmt(mean_c, digits)}{unit} in {cand} vs {fmt(mean_b, digits)}{unit} in {base} "
                 f"— published without a spread, so no test is possible.")
+    mde = float(row.get("min_detectable_effect", float("nan")))
+    mde_text = ""
+    if mean_b and math.isfinite(mde):
+        mde_text = f", minimum detectable effect {fmt(abs(mde / mean_b) * 100, 1)}%"
     return (f"{who}: no significant difference detected in {noun} between {cand} and {base} "
-            f"({means}, Holm-adjusted p {_p_eq(row['p_holm'])}); equivalence within "
+            f"({means}, Holm-adjusted p {_p_eq(row['p_holm'])}{mde_text}); equivalence within "
             f"±{fmt(margin_pct, 0)}% was not shown either.")
 
 

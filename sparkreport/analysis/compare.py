@@ -29,7 +29,7 @@ COMPARE_KEYS = [
     "equivalent", "verdict",
 ]
 #: Extra columns of the DataFrame (also in --json, documented in the README).
-EXTRA_KEYS = ["campaign", "model_name", "margin", "p_tost", "skipped"]
+EXTRA_KEYS = ["campaign", "model_name", "margin", "p_tost", "min_detectable_effect", "skipped"]
 VERDICTS = ("higher", "lower", "equivalent", "inconclusive")
 
 
@@ -125,7 +125,9 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str) -> dict[s
         "ratio_ci_low": r_low, "ratio_ci_high": r_high, "p_welch": p_welch, "p_mannwhitney": p_mw,
         "p_holm": st.NAN, "hedges_g": st.hedges_g(a.mean, a.sd, a.n, b.mean, b.sd, b.n),
         "equivalent": bool(math.isfinite(p_tost) and p_tost < opts.alpha), "verdict": "inconclusive",
-        "margin": margin, "p_tost": p_tost, "skipped": ", ".join(dict.fromkeys(skipped)) or None,
+        "margin": margin, "p_tost": p_tost,
+        "min_detectable_effect": st.min_detectable_effect(a.sd, a.n, b.sd, b.n, opts.alpha),
+        "skipped": ", ".join(dict.fromkeys(skipped)) or None,
     }
 
 

@@ -156,3 +156,15 @@ def tost_from_stats(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int
     p_lower = float(sps.t.sf((diff + margin) / se, df))  # H0: diff <= -margin
     p_upper = float(sps.t.cdf((diff - margin) / se, df))  # H0: diff >= +margin
     return max(p_lower, p_upper)
+
+
+def min_detectable_effect(s1: float, n1: int, s2: float, n2: int, alpha: float = 0.05,
+                          power: float = 0.8) -> float:
+    """The smallest |difference| a two-sided Welch test at ``alpha`` detects with ``power``."""
+    if n1 < 2 or n2 < 2 or not (math.isfinite(s1) and math.isfinite(s2)):
+        return NAN
+    se = math.sqrt(s1**2 / n1 + s2**2 / n2)
+    df = welch_df(s1, n1, s2, n2)
+    if not math.isfinite(df):
+        return 0.0
+    return float(sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(power, df)) * se
