@@ -38,6 +38,7 @@ _TEXT_FIELDS = {"timestamp", "name", "pci.bus_id", "driver_version", "uuid", "se
 _KNOWN_PREFIXES = ("timestamp", "index", "name", "memory.", "utilization.", "power.", "temperature.",
                    "clocks.", "pstate", "fan.", "driver_version", "pci.", "uuid", "compute_", "enforced.",
                    "clocks_", "gpu_", "ecc.", "encoder.", "count", "serial", "vbios_version")
+_GPU_NAME_PREFIXES = ("NVIDIA", "Tesla", "Quadro", "GeForce", "TITAN")
 #: units nvidia-smi puts in the header → the suffix used in the column name
 _INFER_ORDER = {"%": ("utilization.gpu", "utilization.memory"), "MiB": ("memory.used", "memory.total"),
                 "W": ("power.draw", "power.limit"), "MHz": ("clocks.sm", "clocks.mem")}
@@ -73,10 +74,9 @@ def _infer(cells: list[str]) -> list[tuple[str, str | None]]:
             n = used.get(m["unit"], 0)
             used[m["unit"]] = n + 1
             out.append((names[n], m["unit"]) if n < len(names) else (f"col{index}", m["unit"]))
-        elif cell.startswith("NVIDIA ") or (cell and not cell[0].isdigit() and cell.lower()
-                                            not in NULL_WORDS and not cell.startswith("[")):
+        elif cell.startswith(_GPU_NAME_PREFIXES):
             out.append(("name", None))
-        elif index == 0 and cell.isdigit():
+        elif index <= 1 and cell.isdigit() and ("index", None) not in out:
             out.append(("index", None))
         else:
             out.append((f"col{index}", None))
@@ -99,6 +99,9 @@ def read_samples(path: Path) -> tuple[Table, dict[str, Any]]:
                               description="nvidia-smi --query-gpu samples")
                 continue
             fields = _infer(cells)
+            if all(name.startswith("col") for name, _unit in fields):
+                raise ParseError(path, "has no nvidia-smi header and no recognisable nvidia-smi values",
+                                 line=number, fix="query with --format=csv (keep the header)")
             inferred = True
             table = Table("samples", [column_name(f, u) for f, u in fields],
                           description="nvidia-smi --query-gpu samples (header-less: columns inferred)")

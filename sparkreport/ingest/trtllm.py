@@ -34,6 +34,7 @@ from sparkreport.ingest.text import (
     iter_lines,
     normalise_label,
     require_content,
+    scaled,
     strip_prefix,
     to_number,
 )
@@ -333,7 +334,7 @@ class _Reader:
             run.metrics["kv_cache_fraction"] = parsed / 100.0 if "%" in value or parsed > 1 else parsed
         elif label in _NUMERIC:
             metric, factor = _NUMERIC[label]
-            run.metrics[metric] = parsed * factor
+            run.metrics[metric] = scaled(parsed, factor)
         else:
             part, key = _DETAIL_NUMBERS[label]
             run.parts[part][key] = parsed

@@ -32,6 +32,7 @@ from sparkreport.ingest.text import (
     iter_lines,
     normalise_label,
     require_content,
+    scaled,
     strip_prefix,
     to_number,
 )
@@ -93,6 +94,14 @@ def percentile_stat(p: str) -> str:
     """``"99"`` → ``p99``, ``"99.9"`` → ``p99_9``, ``"50.0"`` → ``p50``."""
     value = float(p)
     return "p" + (str(int(value)) if value.is_integer() else repr(value).replace(".", "_"))
+
+
+_NAMESPACE_ITEM = re.compile(r"\b(model|backend)='([^']*)'")
+
+
+def _namespace_facts(line: str) -> dict[str, str]:
+    """``model`` and ``backend`` from the ``Namespace(...)`` line old benchmark scripts print."""
+    return dict(_NAMESPACE_ITEM.findall(line))
 
 
 def _command_facts(command: str) -> dict[str, str]:
@@ -170,6 +179,9 @@ class _Reader:
         if match := _COMMAND.search(line):
             self.context = {"command": match["cmd"].strip()}
             return
+        if line.startswith("Namespace(") and (facts := _namespace_facts(line)):
+            self.context = {"namespace": facts}
+            return
         if match := _THROUGHPUT.match(line):
             run = self._new("throughput", number)
             run.metrics["request_throughput_req_s"] = float(match["req"])
@@ -182,14 +194,14 @@ class _Reader:
             run = self._new("latency", number)
             value = self._number("Avg latency", match["v"], number)
             if value is not None:
-                run.metrics["latency_ms_mean"] = value * 1000.0
+                run.metrics["latency_ms_mean"] = scaled(value, 1000.0)
             self.runs.append(run)
             return
         if match := _PCT_LATENCY.match(line):
             latency = self._last("latency")
             value = self._number(f"{match['p']}% percentile latency", match["v"], number)
             if latency is not None and value is not None:
-                latency.metrics[f"latency_ms_{percentile_stat(match['p'])}"] = value * 1000.0
+                latency.metrics[f"latency_ms_{percentile_stat(match['p'])}"] = scaled(value, 1000.0)
                 latency.last_line = number
             return
         if match := _LABEL.match(line):
@@ -199,6 +211,10 @@ class _Reader:
         run = VllmRun(kind=kind, first_line=number, last_line=number)
         context = self.context
         self.context = {}
+        namespace = context.pop("namespace", None)
+        if namespace:
+            run.model = namespace.get("model")
+            run.backend = namespace.get("backend")
         command = context.pop("command", None)
         if command:
             facts = _command_facts(command)

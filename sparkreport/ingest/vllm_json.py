@@ -31,7 +31,7 @@ from sparkreport.ingest.base import (
     stable_id,
     text_field,
 )
-from sparkreport.ingest.text import iter_json_objects
+from sparkreport.ingest.text import iter_json_objects, scaled
 from sparkreport.ingest.vllm import percentile_stat
 from sparkreport.schema import Model, RunRecord, Software, Status, Workload
 from sparkreport.store import RawFile
@@ -119,7 +119,7 @@ def _requests(obj: dict[str, Any], path: Path, where: str) -> Table | None:
         table.rows.append([
             i, number(at(inputs, i, "input_lens"), path, f"{where}.input_lens[{i}]"),
             number(at(outputs, i, "output_lens"), path, f"{where}.output_lens[{i}]"),
-            None if ttft is None else ttft * 1000.0,
+            None if ttft is None else scaled(ttft, 1000.0),
             sum(itl_values) / len(itl_values) * 1000.0 if itl_values else None,
             len(itl_values) if itl is not None else None,
             error if error else None,
@@ -214,7 +214,7 @@ def latency_record(obj: dict[str, Any], path: Path, where: str) -> tuple[RunReco
     metrics: dict[str, float] = {}
     avg = number(obj.get("avg_latency"), path, f"{where}.avg_latency")
     if avg is not None:
-        metrics["latency_ms_mean"] = avg * 1000.0
+        metrics["latency_ms_mean"] = scaled(avg, 1000.0)
     pcts = obj.get("percentiles")
     if pcts is not None:
         if not isinstance(pcts, dict):
@@ -227,7 +227,7 @@ def latency_record(obj: dict[str, Any], path: Path, where: str) -> tuple[RunReco
                                  fix=_FIX) from None
             parsed = number(value, path, f"{where}.percentiles.{key}")
             if parsed is not None:
-                metrics[f"latency_ms_{stat}"] = parsed * 1000.0
+                metrics[f"latency_ms_{stat}"] = scaled(parsed, 1000.0)
     tables: list[Table] = []
     latencies = _list(obj, "latencies", path, where)
     if latencies is not None:
@@ -235,7 +235,7 @@ def latency_record(obj: dict[str, Any], path: Path, where: str) -> tuple[RunReco
                       description="per-iteration latencies of vllm bench latency (s → ms)")
         for i, value in enumerate(latencies):
             parsed = number(value, path, f"{where}.latencies[{i}]")
-            table.rows.append([i, None if parsed is None else parsed * 1000.0])
+            table.rows.append([i, None if parsed is None else scaled(parsed, 1000.0)])
         tables.append(table)
     record = RunRecord(
         run_id="", campaign="",
