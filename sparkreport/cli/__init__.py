@@ -19,6 +19,7 @@ _COMMANDS: dict[str, tuple[str, ...]] = {
     "sparkreport.cli.data_cmds": ("dataset", "stats", "compare", "check"),
     "sparkreport.cli.site_cmds": ("render", "build", "serve"),
     "sparkreport.cli.run_cmds": ("run",),
+    "sparkreport.cli.diff_cmds": ("diff",),
 }
 
 

@@ -1,0 +1,217 @@
+"""Diff two sets of runs (two software versions, two drivers, any two selections).
+
+Comparable first: a "what changed" table of every recorded field that differs between the
+sides; cells (model × environment) whose workload differs are *not comparable* and are never
+diffed unless a field is explicitly allowed to differ. Then, per cell and metric: the ratio
+b/a with a seeded bootstrap CI, Welch and Mann–Whitney p-values, Holm across the whole diff,
+and a direction-aware verdict that needs both significance and a minimum effect.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.analysis import statistics as st
+from sparkreport.analysis.arms import included_runs
+from sparkreport.config import AnalysisOptions
+from sparkreport.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sparkreport.dataset import Dataset
+
+CELL_KEYS = ["model", "environment"]
+#: Workload fields: a cell whose sides differ in any of these is not comparable.
+WORKLOAD_FIELDS = ["num_requests_planned", "input_len", "output_len", "batch_size", "concurrency"]
+#: Context fields shown in the "what changed" table.
+CONTEXT_FIELDS = ["engine", "engine_version", "backend", "cuda", "driver", "image", "image_digest", "gpu_name",
+                  "memory_pool_gib", "environment_kind", "campaign"]
+VERDICTS = ("improved", "regressed", "unchanged", "inconclusive", "not comparable", "missing in a", "missing in b")
+DIFF_KEYS = ["model", "environment", "metric", "unit", "direction", "n_a", "n_b", "mean_a", "mean_b", "ratio",
+             "ratio_ci_low", "ratio_ci_high", "change_pct", "p_welch", "p_mannwhitney", "p_holm", "p_tost",
+             "min_effect", "verdict", "reason"]
+
+
+@dataclass
+class Selector:
+    """``key=value[,key=value…]`` over dataset columns; a bare key also matches ``label.<key>``."""
+
+    text: str
+    conditions: list[tuple[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, text: str) -> Selector:
+        conditions = []
+        for part in text.split(","):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise DataError(f"selector {text!r}: {part!r} is not KEY=VALUE (e.g. engine_version=1.2.0)")
+            conditions.append((key.strip(), value.strip()))
+        return cls(text, conditions)
+
+    def apply(self, runs: pd.DataFrame) -> pd.DataFrame:
+        mask = None
+        for key, value in self.conditions:
+            column = key if key in runs.columns else f"label.{key}"
+            if column not in runs.columns:
+                labels = sorted(c for c in runs.columns if c.startswith("label."))
+                raise DataError(f"selector {self.text!r}: no column or label {key!r} — labels here: "
+                                f"{', '.join(labels) or 'none'}")
+            hit = runs[column].astype("string") == value
+            mask = hit if mask is None else mask & hit
+        assert mask is not None
+        return runs[mask.fillna(False)]
+
+
+@dataclass
+class DiffOptions:
+    allow_mismatch: list[str] = field(default_factory=list)
+    min_effect: float = 0.02
+    min_effects: dict[str, float] = field(default_factory=dict)
+    directions: dict[str, str] = field(default_factory=dict)
+    metrics: list[str] | None = None
+
+    def effect_for(self, metric: str) -> float:
+        return self.min_effects.get(metric, self.min_effect)
+
+
+@dataclass
+class DiffResult:
+    changed: list[dict[str, Any]]
+    cells: pd.DataFrame
+    not_comparable: list[dict[str, Any]]
+
+    def counts(self) -> dict[str, int]:
+        return {v: int((self.cells["verdict"] == v).sum()) for v in VERDICTS} if not self.cells.empty else {}
+
+
+def _values(frame: pd.DataFrame, column: str) -> list[str]:
+    if column not in frame.columns:
+        return []
+    return sorted({str(v) for v in frame[column].dropna().unique()})
+
+
+def what_changed(a: pd.DataFrame, b: pd.DataFrame) -> list[dict[str, Any]]:
+    """Every recorded context, workload or label field whose values differ between the sides."""
+    labels = sorted({c for c in [*a.columns, *b.columns] if c.startswith("label.")})
+    rows = []
+    for column in [*CONTEXT_FIELDS, *WORKLOAD_FIELDS, *labels]:
+        va, vb = _values(a, column), _values(b, column)
+        if va != vb:
+            none = "(not recorded)"
+            rows.append({"field": column, "a": ", ".join(va) or none, "b": ", ".join(vb) or none})
+    return rows
+
+
+def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOptions) -> DiffResult:
+    """Diff two runs tables (already selected); see the module docstring for the rules."""
+    import pandas as pd
+
+    if a.empty or b.empty:
+        raise DataError(f"side {'a' if a.empty else 'b'} selects no runs — check the selector")
+    metrics = dopts.metrics or sorted(
+        {m for m in a.columns if metric_catalog.is_metric(m) and a[m].notna().any()}
+        | {m for m in b.columns if metric_catalog.is_metric(m) and b[m].notna().any()}
+    )
+    metrics = [m for m in metrics if _direction(m, dopts) != "none"]
+    rows: list[dict[str, Any]] = []
+    not_comparable = []
+    cells = sorted(set(map(tuple, a[CELL_KEYS].astype(str).values)) | set(map(tuple, b[CELL_KEYS].astype(str).values)))
+    for cell in cells:
+        ca = a[(a["model"].astype(str) == cell[0]) & (a["environment"].astype(str) == cell[1])]
+        cb = b[(b["model"].astype(str) == cell[0]) & (b["environment"].astype(str) == cell[1])]
+        base = {"model": cell[0], "environment": cell[1]}
+        if ca.empty or cb.empty:
+            not_comparable.append(base | {"reason": f"only in {'b' if ca.empty else 'a'}"})
+            continue
+        mismatch = [f for f in WORKLOAD_FIELDS if f not in dopts.allow_mismatch and _values(ca, f) != _values(cb, f)]
+        if mismatch:
+            reason = "; ".join(f"{f}: {', '.join(_values(ca, f)) or '-'} vs {', '.join(_values(cb, f)) or '-'}"
+                               for f in mismatch)
+            not_comparable.append(base | {"reason": f"workload differs ({reason})"})
+            for metric in metrics:
+                rows.append(_row(base, metric, dopts) | {"verdict": "not comparable", "reason": reason})
+            continue
+        for metric in metrics:
+            rows.append(_cell_metric(base, ca, cb, metric, opts, dopts))
+    frame = pd.DataFrame(rows, columns=DIFF_KEYS)
+    tested = frame["p_welch"].astype(float)
+    frame["p_holm"] = st.holm(tested.tolist())
+    frame["verdict"] = [_verdict(r, opts) for r in frame.to_dict(orient="records")]
+    return DiffResult(what_changed(a, b), frame, not_comparable)
+
+
+def _direction(metric: str, dopts: DiffOptions) -> str:
+    if metric in dopts.directions:
+        return dopts.directions[metric]
+    entry = metric_catalog.lookup(metric)
+    return entry.direction if entry else "none"
+
+
+def _row(base: dict[str, Any], metric: str, dopts: DiffOptions) -> dict[str, Any]:
+    nan = st.NAN
+    return base | {
+        "metric": metric, "unit": metric_catalog.unit_of(metric), "direction": _direction(metric, dopts),
+        "n_a": 0, "n_b": 0, "mean_a": nan, "mean_b": nan, "ratio": nan, "ratio_ci_low": nan, "ratio_ci_high": nan,
+        "change_pct": nan, "p_welch": nan, "p_mannwhitney": nan, "p_holm": nan, "p_tost": nan,
+        "min_effect": dopts.effect_for(metric), "verdict": "inconclusive", "reason": None,
+    }
+
+
+def _cell_metric(base: dict[str, Any], ca: pd.DataFrame, cb: pd.DataFrame, metric: str, opts: AnalysisOptions,
+                 dopts: DiffOptions) -> dict[str, Any]:
+    row = _row(base, metric, dopts)
+    va = ca[metric].dropna().astype(float).tolist() if metric in ca else []
+    vb = cb[metric].dropna().astype(float).tolist() if metric in cb else []
+    if not va or not vb:
+        if va or vb:
+            side = "a" if not va else "b"
+            row["verdict"] = f"missing in {side}"
+            row["reason"] = f"side {side} does not report {metric}"
+        return row | {"n_a": len(va), "n_b": len(vb)}
+    da, db = st.describe(va), st.describe(vb)
+    effect = dopts.effect_for(metric)
+    row.update({
+        "n_a": da.n, "n_b": db.n, "mean_a": da.mean, "mean_b": db.mean,
+        "ratio": db.mean / da.mean if da.mean else st.NAN,
+        "p_welch": st.welch_from_stats(da.mean, da.sd, da.n, db.mean, db.sd, db.n),
+        "p_mannwhitney": st.mann_whitney(va, vb),
+        "p_tost": st.tost_from_stats(da.mean, da.sd, da.n, db.mean, db.sd, db.n, effect * abs(da.mean)),
+    })
+    row["change_pct"] = (row["ratio"] - 1) * 100 if math.isfinite(row["ratio"]) else st.NAN
+    row["ratio_ci_low"], row["ratio_ci_high"] = st.bootstrap_ratio_ci(
+        va, vb, seed=opts.bootstrap_seed, resamples=opts.bootstrap_resamples, confidence=opts.confidence)
+    return row
+
+
+def _verdict(row: dict[Any, Any], opts: AnalysisOptions) -> str:
+    """improved/regressed: Holm p < alpha and |change| ≥ the minimum effect, in the metric's good/bad
+    direction; unchanged: TOST equivalence within the minimum effect; else inconclusive."""
+    if row["verdict"] in ("not comparable", "missing in a", "missing in b"):
+        return str(row["verdict"])
+    p = float(row["p_holm"])
+    change = float(row["ratio"]) - 1 if math.isfinite(float(row["ratio"])) else st.NAN
+    if math.isfinite(p) and p < opts.alpha and math.isfinite(change) and abs(change) >= float(row["min_effect"]):
+        better = change > 0 if row["direction"] == "higher" else change < 0
+        return "improved" if better else "regressed"
+    p_tost = float(row["p_tost"])
+    if math.isfinite(p_tost) and p_tost < opts.alpha:
+        return "unchanged"
+    return "inconclusive"
+
+
+def select_sides(ds_a: Dataset, ds_b: Dataset, sel_a: Selector | None, sel_b: Selector | None,
+                 opts: AnalysisOptions) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The included runs of each side, after its selector."""
+    a = included_runs(ds_a, opts)
+    b = included_runs(ds_b, opts)
+    a, b = a[a["included"]], b[b["included"]]
+    if sel_a is not None:
+        a = sel_a.apply(a)
+    if sel_b is not None:
+        b = sel_b.apply(b)
+    return a, b

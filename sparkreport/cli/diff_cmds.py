@@ -1,0 +1,128 @@
+"""`sparkreport diff`: what changed between two sets of runs, as a table, JSON, Markdown or CI gate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sparkreport.cli.data_cmds import config_option, print_table
+
+
+@click.command("diff")
+@click.option("--a", "sel_a", metavar="SELECTOR", help="Side a: KEY=VALUE[,KEY=VALUE] over dataset columns or labels.")
+@click.option("--b", "sel_b", metavar="SELECTOR", help="Side b, likewise (e.g. engine_version=1.2.0).")
+@click.option("--runs-dir", type=click.Path(path_type=Path, file_okay=False), default=Path("runs"), show_default=True,
+              help="The run store both selectors read.")
+@click.option("--a-runs", type=click.Path(path_type=Path, file_okay=False), help="A separate run store for side a.")
+@click.option("--b-runs", type=click.Path(path_type=Path, file_okay=False), help="A separate run store for side b.")
+@config_option
+@click.option("--allow-mismatch", multiple=True, metavar="FIELD",
+              help="A workload field that may differ between the sides (repeatable).")
+@click.option("--min-effect", type=float, default=None, help="Smallest relative change that counts (default 0.02).")
+@click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the documented JSON shape.")
+@click.option("--markdown", is_flag=True, help="Print Markdown (for a pull-request comment).")
+@click.option("--fail-on", type=click.Choice(["regression", "inconclusive"]), default=None,
+              help="Exit 1 when any cell is regressed (or, with 'inconclusive', regressed or inconclusive).")
+def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: Path | None, b_runs: Path | None,
+                 config_path: Path | None, allow_mismatch: tuple[str, ...], min_effect: float | None,
+                 metrics: tuple[str, ...], as_json: bool, markdown: bool, fail_on: str | None) -> None:
+    """Diff two software versions (or any two selections of runs), cell by cell.
+
+    Cells are model × environment. A cell whose workload differs between the sides is not
+    comparable and is not diffed. Exit codes: 0 = no gated verdict, 1 = --fail-on hit (or an
+    error), 2 = bad invocation.
+    """
+    from sparkreport.analysis.diff import DiffOptions, Selector, diff, select_sides
+    from sparkreport.config import load_config
+    from sparkreport.dataset import load_dataset
+
+    if not (sel_a or a_runs) or not (sel_b or b_runs):
+        raise click.UsageError("give each side a selector (--a/--b) or a run store (--a-runs/--b-runs)")
+    if as_json and markdown:
+        raise click.UsageError("choose one of --json and --markdown")
+    config = load_config(config_path)
+    ds_a = load_dataset(a_runs or runs_dir)
+    ds_b = ds_a if (b_runs or runs_dir) == (a_runs or runs_dir) else load_dataset(b_runs or runs_dir)
+    a, b = select_sides(ds_a, ds_b, Selector.parse(sel_a) if sel_a else None,
+                        Selector.parse(sel_b) if sel_b else None, config.analysis)
+    dopts = DiffOptions(allow_mismatch=list(allow_mismatch), metrics=list(metrics) or None,
+                        min_effect=min_effect if min_effect is not None else config.analysis.equivalence_margin,
+                        min_effects=dict(config.analysis.margins))
+    result = diff(a, b, config.analysis, dopts)
+    payload = diff_payload(result, sel_a or str(a_runs), sel_b or str(b_runs))
+    if as_json:
+        click.echo(json.dumps(payload, indent=2))
+    elif markdown:
+        click.echo(diff_markdown(payload))
+    else:
+        _print(payload)
+    gated = {"regression": {"regressed"}, "inconclusive": {"regressed", "inconclusive"}}.get(fail_on or "", set())
+    if any(cell["verdict"] in gated for cell in payload["cells"]):
+        raise SystemExit(1)
+
+
+def diff_payload(result: Any, a: str, b: str) -> dict[str, Any]:
+    """The JSON shape (schema_version 1): sides, what changed, not-comparable cells, per-metric cells."""
+    from sparkreport.analysis.arms import records_from_frame
+
+    return {
+        "schema_version": 1,
+        "a": a,
+        "b": b,
+        "what_changed": result.changed,
+        "not_comparable": result.not_comparable,
+        "counts": result.counts(),
+        "cells": records_from_frame(result.cells),
+    }
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def diff_markdown(payload: dict[str, Any]) -> str:
+    """A Markdown report: what changed, then one row per cell × metric."""
+    lines = [f"### sparkreport diff: `{payload['a']}` → `{payload['b']}`", ""]
+    counts = ", ".join(f"{n} {v}" for v, n in payload["counts"].items() if n)
+    lines += [f"**{counts or 'nothing to compare'}**", "", "#### What changed", ""]
+    if payload["what_changed"]:
+        lines += ["| field | a | b |", "|---|---|---|"]
+        lines += [f"| {r['field']} | {r['a']} | {r['b']} |" for r in payload["what_changed"]]
+    else:
+        lines.append("Nothing recorded differs between the sides.")
+    if payload["not_comparable"]:
+        lines += ["", "#### Not comparable", ""]
+        lines += [f"- {r['model']} / {r['environment']}: {r['reason']}" for r in payload["not_comparable"]]
+    lines += ["", "#### Results", "",
+              "| model | environment | metric | a | b | change | 95% CI of b/a | p (Holm) | verdict |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for c in payload["cells"]:
+        change = f"{c['change_pct']:+.1f}%" if c["change_pct"] is not None else "-"
+        ci = (f"{c['ratio_ci_low']:.3f}–{c['ratio_ci_high']:.3f}" if c["ratio_ci_low"] is not None else "-")
+        lines.append(f"| {c['model']} | {c['environment']} | {c['metric']} | {_fmt(c['mean_a'])} | {_fmt(c['mean_b'])} "
+                     f"| {change} | {ci} | {_fmt(c['p_holm'], 4)} | **{c['verdict']}** |")
+    return "\n".join(lines)
+
+
+def _print(payload: dict[str, Any]) -> None:
+    click.echo(f"a: {payload['a']}\nb: {payload['b']}\n")
+    click.echo("What changed:")
+    if payload["what_changed"]:
+        print_table(payload["what_changed"], ["field", "a", "b"])
+    else:
+        click.echo("  nothing recorded differs")
+    for r in payload["not_comparable"]:
+        click.echo(f"not comparable: {r['model']}/{r['environment']}: {r['reason']}")
+    click.echo()
+    print_table(payload["cells"], ["model", "environment", "metric", "n_a", "n_b", "mean_a", "mean_b", "change_pct",
+                                   "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
+    click.echo()
+    click.echo(", ".join(f"{n} {v}" for v, n in payload["counts"].items() if n))

@@ -1,0 +1,142 @@
+"""sparkreport diff: planted changes are found, and only there; mismatches are refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from sparkreport.analysis import AnalysisOptions
+from sparkreport.analysis.diff import DiffOptions, diff
+from sparkreport.cli import main
+from sparkreport.dataset import Dataset
+
+FAST = AnalysisOptions(bootstrap_resamples=500)
+
+
+def sides(ds: Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
+    a = ds.runs[ds.runs["ok"].astype(bool)].copy()
+    return a, a.copy()
+
+
+def test_planted_regression_is_found_and_only_there(phase1_dataset: Dataset) -> None:
+    a, b = sides(phase1_dataset)
+    cell = (b["model"] == "deepseek") & (b["environment"] == "native")
+    b.loc[cell, "output_throughput_tok_s"] = b.loc[cell, "output_throughput_tok_s"] * 0.9
+    result = diff(a, b, FAST, DiffOptions())
+    regressed = result.cells[result.cells["verdict"] == "regressed"]
+    assert regressed[["model", "environment", "metric"]].values.tolist() == [
+        ["deepseek", "native", "output_throughput_tok_s"]]
+    assert regressed["change_pct"].iloc[0] == pytest.approx(-10.0)
+    assert not (result.cells["verdict"] == "improved").any()
+
+
+def test_direction_awareness(phase1_dataset: Dataset) -> None:
+    a, b = sides(phase1_dataset)
+    cell = (b["model"] == "qwen72b") & (b["environment"] == "container")
+    b.loc[cell, "peak_memory_gib"] = b.loc[cell, "peak_memory_gib"] * 0.8  # less memory is better
+    result = diff(a, b, FAST, DiffOptions())
+    row = result.cells[(result.cells["model"] == "qwen72b") & (result.cells["environment"] == "container")
+                       & (result.cells["metric"] == "peak_memory_gib")]
+    assert row["verdict"].iloc[0] == "improved"
+
+
+def test_resampled_copy_raises_no_regression(phase1_dataset: Dataset) -> None:
+    a, _ = sides(phase1_dataset)
+    rng = np.random.default_rng(11)
+    b = pd.concat([g.sample(len(g), replace=True, random_state=int(rng.integers(1 << 30)))
+                   for _, g in a.groupby(["model", "environment"])])
+    result = diff(a, b, FAST, DiffOptions())
+    assert not result.cells["verdict"].isin(["regressed", "improved"]).any()
+
+
+def _simulated(rng: np.random.Generator, n: int = 10) -> pd.DataFrame:
+    rows = []
+    for model, level in (("m7b", 120.0), ("m70b", 20.0), ("m1b", 400.0)):
+        for env in ("native", "container"):
+            for i in range(n):
+                rows.append({"model": model, "environment": env, "run_id": f"{model}-{env}-{i}",
+                             "output_throughput_tok_s": level * rng.normal(1, 0.01),
+                             "request_throughput_req_s": level / 128 * rng.normal(1, 0.01),
+                             "peak_memory_gib": 50 * rng.normal(1, 0.02),
+                             "kv_cache_gib": 30 * rng.normal(1, 0.03)})
+    return pd.DataFrame(rows)
+
+
+def test_false_regression_rate_is_at_most_5_percent() -> None:
+    rng = np.random.default_rng(2024)
+    trials = 200
+    false = 0
+    for _ in range(trials):
+        result = diff(_simulated(rng), _simulated(rng), FAST, DiffOptions(min_effect=0.0))
+        false += bool((result.cells["verdict"] == "regressed").any())
+    print(f"false 'regressed' share per diff: {false / trials:.3f}")
+    assert false / trials <= 0.05
+
+
+def test_workload_mismatch_is_not_comparable(phase1_dataset: Dataset) -> None:
+    a, b = sides(phase1_dataset)
+    b.loc[b["model"] == "deepseek", "output_len"] = 256.0
+    result = diff(a, b, FAST, DiffOptions())
+    cells = result.cells[result.cells["model"] == "deepseek"]
+    assert set(cells["verdict"]) == {"not comparable"}
+    assert any("output_len: 128.0 vs 256.0" in r["reason"] for r in result.not_comparable)
+    allowed = diff(a, b, FAST, DiffOptions(allow_mismatch=["output_len"]))
+    assert "not comparable" not in set(allowed.cells["verdict"])
+
+
+def test_metric_one_side_lacks_is_missing_not_changed(phase1_dataset: Dataset) -> None:
+    a, b = sides(phase1_dataset)
+    b["kv_cache_gib"] = np.nan
+    result = diff(a, b, FAST, DiffOptions())
+    kv = result.cells[result.cells["metric"] == "kv_cache_gib"]
+    assert set(kv["verdict"]) == {"missing in b"}
+
+
+@pytest.fixture()
+def two_stores(phase1_store: Path, tmp_path: Path) -> tuple[Path, Path]:
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    shutil.copytree(phase1_store, a)
+    shutil.copytree(phase1_store, b)
+    for run_json in b.glob("phase1/gpt120b-container-*/run.json"):
+        data = json.loads(run_json.read_text())
+        data["metrics"]["output_throughput_tok_s"] *= 0.85
+        run_json.write_text(json.dumps(data))
+    return a, b
+
+
+def test_cli_three_outputs_and_gate(two_stores: tuple[Path, Path]) -> None:
+    a, b = two_stores
+    runner = CliRunner()
+    args = ["diff", "--a-runs", str(a), "--b-runs", str(b), "--metric", "output_throughput_tok_s"]
+    table = runner.invoke(main, args)
+    assert table.exit_code == 0, table.output
+    assert "gpt120b   container    output_throughput_tok_s" in table.output and "regressed" in table.output
+    payload = json.loads(runner.invoke(main, [*args, "--json"]).output)
+    assert payload["schema_version"] == 1 and payload["counts"]["regressed"] == 1
+    assert [c["verdict"] for c in payload["cells"] if c["model"] == "gpt120b" and c["environment"] == "container"] == [
+        "regressed"]
+    markdown = runner.invoke(main, [*args, "--markdown"]).output
+    assert markdown.startswith(f"### sparkreport diff: `{a}` → `{b}`")
+    assert "| gpt120b | container | output_throughput_tok_s |" in markdown and "**regressed**" in markdown
+    assert runner.invoke(main, [*args, "--fail-on", "regression"]).exit_code == 1
+    same = runner.invoke(main, ["diff", "--a-runs", str(a), "--b-runs", str(a), "--fail-on", "regression"])
+    assert same.exit_code == 0
+
+
+def test_cli_selectors_and_usage_errors(phase1_store: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["diff", "--runs-dir", str(phase1_store), "--a", "environment=native"])
+    assert result.exit_code == 2 and "give each side a selector" in result.output
+    result = runner.invoke(main, ["diff", "--runs-dir", str(phase1_store), "--a", "nope=1", "--b", "campaign=phase1"])
+    assert result.exit_code == 1 and "no column or label 'nope'" in result.output
+    result = runner.invoke(main, ["diff", "--runs-dir", str(phase1_store), "--a", "environment=native",
+                                  "--b", "environment=container"])
+    assert result.exit_code == 0
+    assert "environment_kind  chroot  container" in result.output  # what changed comes first
