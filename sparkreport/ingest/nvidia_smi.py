@@ -55,7 +55,13 @@ def column_name(field: str, unit: str | None) -> str:
 
 
 def _split(line: str) -> list[str]:
-    return [cell.strip() for cell in next(csv.reader([line], skipinitialspace=True))]
+    """The cells of one CSV line (nvidia-smi never quotes; a stray quote or CR is tolerated)."""
+    line = line.replace("\r", "")
+    try:
+        cells = next(csv.reader([line], skipinitialspace=True), [])
+    except csv.Error:
+        cells = line.split(",")
+    return [cell.strip() for cell in cells]
 
 
 def _is_header(cells: list[str]) -> bool:

@@ -417,6 +417,13 @@ def _layout(run: TrtllmReport) -> str | None:
     return None
 
 
+_REQUIRED_SINCE_0_19 = (
+    {"per user output throughput [w/ ctx] (tps/user)", "per user output throughput (tokens/sec/user)"},
+    {"per gpu output throughput (tps/gpu)", "per gpu output throughput (tokens/sec/gpu)"},
+    {"average request latency (ms)"},
+)
+
+
 def _check_complete(run: TrtllmReport) -> None:
     """Note why a report looks cut off (each era prints a known set of lines)."""
     if not run.saw_performance:
@@ -425,6 +432,11 @@ def _check_complete(run: TrtllmReport) -> None:
     if not run.labels & {"total latency (ms)", "total latency (seconds)"}:
         run.truncation.append("PERFORMANCE OVERVIEW is incomplete (no Total Latency)")
     layout = _layout(run)
+    if "request" in run.sections:  # 0.19+: PERFORMANCE OVERVIEW always ends with these lines
+        for group in _REQUIRED_SINCE_0_19:
+            if not run.labels & group:
+                run.truncation.append(f"PERFORMANCE OVERVIEW is incomplete (no {sorted(group)[0]!r})")
+                break
     for family, count in run.breakdowns.items():
         if count < _BREAKDOWN_KEYS:
             run.truncation.append(f"the {family.upper()} breakdown is incomplete ({count} values)")
