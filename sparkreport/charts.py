@@ -160,12 +160,11 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     data = _records(frame[["arm", "environment", "origin", "n", "mean", "ci_low", "ci_high"]])
     axis = metric_title(metric)
     level = f"{confidence:.0%}"
-    base = alt.Chart(alt.Data(values=data)).encode(y=alt.Y("arm:N", title=None))
-    bars = base.mark_errorbar(ticks=True).encode(
-        x=alt.X("ci_low:Q", title=axis, scale=alt.Scale(zero=False)), x2="ci_high:Q",
-        color=alt.Color("environment:N", legend=None))
-    points = base.mark_point(filled=True, size=70).encode(
-        x="mean:Q", color=alt.Color("environment:N", legend=None),
+    with_ci = [row for row in data if row["ci_low"] is not None and row["ci_high"] is not None]
+    y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data])
+    points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=70).encode(
+        x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
+        color=alt.Color("environment:N", legend=None),
         shape=alt.Shape("origin:N", title="source", scale=alt.Scale(domain=[MEASURED, PUBLISHED],
                                                                      range=["circle", "diamond"])),
         tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("origin:N", title="source"), alt.Tooltip("n:Q"),
@@ -173,8 +172,13 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
                  alt.Tooltip("ci_low:Q", title=f"{level} CI low", format=".4~f"),
                  alt.Tooltip("ci_high:Q", title=f"{level} CI high", format=".4~f")],
     )
-    chart = alt.layer(bars, points).properties(width=PANEL_WIDTH, height=alt.Step(46))
-    description = f"{axis}: mean per environment with its {level} confidence interval."
+    layers = [points]
+    if with_ci:  # an arm published without a spread has no interval: draw its mean alone
+        layers.insert(0, alt.Chart(alt.Data(values=with_ci)).mark_errorbar(ticks=True).encode(
+            x=alt.X("ci_low:Q", title=axis), x2="ci_high:Q", y=y,
+            color=alt.Color("environment:N", legend=None)))
+    chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(46))
+    description = f"{axis}: mean per environment with its {level} confidence interval where known."
     return _finish(chart, name, title, description, rows=len(data))
 
 

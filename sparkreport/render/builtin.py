@@ -14,7 +14,7 @@ from urllib.parse import quote
 from sparkreport.render import memory, results  # noqa: F401  (register Results and Memory)
 from sparkreport.render.context import SiteData
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import metric_label, plain, recorded_settings, rows
+from sparkreport.render.tables import claims, metric_label, plain, recorded_settings, rows
 
 #: Raw files with these suffixes get ``.txt`` appended when published, so MkDocs copies them
 #: verbatim instead of rendering them as pages.
@@ -55,15 +55,11 @@ class HomePage(Page):
     order = 0
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        from sparkreport.analysis import claim_sentence
-
         published = published_keys(site)
         findings: dict[str, list[dict[str, Any]]] = {}
-        for row in rows(site.comparisons):
-            findings.setdefault(str(row["campaign"]), []).append({
-                **row, "sentence": claim_sentence(row),
-                "published": (row["campaign"], row["model"]) in published,
-            })
+        for row in claims(site.comparisons):
+            row["published"] = (row["campaign"], row["model"]) in published
+            findings.setdefault(str(row["campaign"]), []).append(row)
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
         return {"campaigns": campaign_overview(site), "findings": findings, "severities": severities}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import metric_label, metric_order, rows
+from sparkreport.render.tables import claims, metric_label, metric_order, rows
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
@@ -58,7 +58,6 @@ class ResultsPage(Page):
     def model_context(self, site: SiteData, model: str, model_name: str
                       ) -> tuple[dict[str, Any], list[ChartSpec]]:
         """The sections (one per metric) and charts of one model's page."""
-        from sparkreport.analysis import claim_sentence
         from sparkreport.charts import means_chart, per_run_chart
 
         stats = site.stats[site.stats["model"] == model].copy()
@@ -86,10 +85,7 @@ class ResultsPage(Page):
             if chart is not None:
                 section_charts.append(chart)
             charts += section_charts
-            comparisons = [] if compared.empty else [
-                {**row, "sentence": claim_sentence(row)}
-                for row in rows(compared[compared["metric"] == metric])
-            ]
+            comparisons = [] if compared.empty else claims(compared[compared["metric"] == metric])
             sections.append({
                 "metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
                 "arms": rows(arms), "comparisons": comparisons, "charts": section_charts,

@@ -36,6 +36,16 @@ def rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{str(k): plain(v) for k, v in record.items()} for record in frame.to_dict(orient="records")]
 
 
+def claims(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Comparison rows (plain values) each with its key-finding ``sentence``."""
+    from sparkreport.analysis import claim_sentence
+
+    if frame.empty:
+        return []
+    return [{**{str(k): plain(v) for k, v in raw.items()}, "sentence": claim_sentence(raw)}
+            for raw in frame.to_dict(orient="records")]
+
+
 def metric_order(names: Iterable[str]) -> list[str]:
     """Primary metrics first (in their catalog order), then the rest alphabetically."""
     present = list(dict.fromkeys(names))

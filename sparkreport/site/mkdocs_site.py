@@ -9,6 +9,7 @@ Then it runs MkDocs through its Python API.
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 from collections.abc import Iterator
@@ -74,10 +75,10 @@ def page_title(path: Path) -> str:
 
 
 def nav_entries(items: list[NavItem]) -> list[dict[str, Any]]:
-    """Nav items as MkDocs config data."""
+    """Nav items as MkDocs config data; titles are HTML-escaped (the theme prints them raw)."""
     out: list[dict[str, Any]] = []
     for title, target in items:
-        out.append({title: target if isinstance(target, str) else nav_entries(target)})
+        out.append({html.escape(title, quote=False): target if isinstance(target, str) else nav_entries(target)})
     return out
 
 
@@ -89,7 +90,7 @@ def site_nav(result: RenderResult, project: dict[str, Any]) -> list[Any]:
     for relative in sorted(result.handwritten):
         if any(relative.startswith(prefix) for prefix in NAV_SKIP):
             continue
-        nav.append({page_title(result.docs_dir / relative): relative})
+        nav.append({html.escape(page_title(result.docs_dir / relative), quote=False): relative})
     return nav
 
 

@@ -1,0 +1,247 @@
+"""The built site in a real browser: headless Debian Chromium driven by Playwright.
+
+The site is built from the real Phase 1 runs plus published figures, served by
+``python -m http.server`` on 127.0.0.1, and every page is opened offline: every chart
+placeholder must hold an SVG or canvas drawn by vega-embed, with no console errors and no
+request leaving localhost. Skipped only outside CI when Chromium or Playwright is missing;
+under ``CI=true`` that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from sparkreport.ingest import IngestOptions, ingest_paths
+from sparkreport.render import RenderOptions
+from sparkreport.site import BuildResult, build
+from sparkreport.store import RunStore
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path(os.environ.get("SPARKREPORT_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+DRAWN = ("Array.from(document.querySelectorAll('.sparkreport-chart'))"
+         ".every(e => e.dataset.state === 'drawn' || e.dataset.state === 'fallback')")
+HOSTILE_SUMMARY = (
+    "model,environment,metric,n,mean,sd\n"
+    "\"<img src=x onerror=alert(1)>\",native,output_throughput_tok_s,5,100.0,1.0\n"
+    "\"<img src=x onerror=alert(1)>\",container,output_throughput_tok_s,5,99.0,1.0\n"
+)
+
+
+def require_browser() -> None:
+    """Skip (or, under CI=true, fail) when Chromium or Playwright is not installed."""
+    problem = None
+    if not CHROMIUM.exists():
+        problem = f"{CHROMIUM} is missing (apt-get install chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "the playwright package is missing (pip install playwright; never `playwright install`)"
+    if problem is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser tests cannot be skipped in CI: {problem}")
+    pytest.skip(problem)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path) -> BuildResult:
+    """A site from per-run data, published figures, and a model name that is an HTML tag."""
+    require_browser()
+    project = tmp_path_factory.mktemp("browser-project")
+    runs = project / "runs"
+    shutil.copytree(phase1_store, runs)
+    hostile = project / "hostile.csv"
+    hostile.write_text(HOSTILE_SUMMARY, encoding="utf-8")
+    sources = [hostile, *sorted((REPO / "examples").glob("*.yml"))]
+    report = ingest_paths(sources, RunStore(runs), IngestOptions())
+    assert not report.rejected, [e.format_message() for e in report.rejected]
+    return build(RenderOptions(runs_dir=runs, project_root=project), project / "site")
+
+
+@pytest.fixture(scope="module")
+def server(built: BuildResult) -> Iterator[str]:
+    """``python -m http.server`` on a free 127.0.0.1 port, serving the built site."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+         "--directory", str(built.site_dir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    pytest.fail("python -m http.server did not start")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(server: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def site_pages(site_dir: Path) -> list[str]:
+    """Every HTML page of the built site (paths relative to its root), raw run files excepted."""
+    pages = []
+    for path in sorted(site_dir.rglob("*.html")):
+        relative = path.relative_to(site_dir).as_posix()
+        if relative == "404.html" or relative.startswith("runs/files/"):
+            continue
+        pages.append(relative.removesuffix("index.html"))
+    return pages
+
+
+class PageVisit:
+    """One page opened in a fresh context, recording console errors, dialogs and requests."""
+
+    def __init__(self, browser: Any, url: str, color_scheme: str = "light"):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=color_scheme)
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.errors.append(f"page error: {exc}"))
+        self.page.on("dialog", self._dialog)
+        self.page.on("response", lambda r: r.status >= 400 and self.errors.append(f"HTTP {r.status}: {r.url}"))
+        self.context.route("**/*", self._route)
+        self.page.goto(url, wait_until="networkidle")
+        self.page.wait_for_function(DRAWN, timeout=20_000)
+
+    def _console(self, message: Any) -> None:
+        if message.type in ("error", "warning"):
+            self.errors.append(f"console {message.type}: {message.text}")
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        self.requests.append(url)
+        if urlparse(url).scheme in ("http", "https") and urlparse(url).hostname not in LOCAL_HOSTS:
+            route.abort()
+        else:
+            route.continue_()
+
+    def charts(self) -> list[dict[str, Any]]:
+        return list(self.page.eval_on_selector_all(".sparkreport-chart", """els => els.map(e => ({
+            id: e.id, state: e.dataset.state,
+            views: e.querySelectorAll('.sparkreport-chart-view').length,
+            drawn: e.querySelectorAll('.sparkreport-chart-view svg.marks, .sparkreport-chart-view canvas.marks').length,
+            background: (e.querySelector('.sparkreport-chart-view svg.marks') || {style: {}}).style.backgroundColor,
+            marks: e.querySelectorAll('.sparkreport-chart-view svg .mark-symbol path, '
+                                      + '.sparkreport-chart-view svg .mark-rule line').length,
+        }))"""))
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def test_site_has_the_generated_pages(built: BuildResult) -> None:
+    pages = site_pages(built.site_dir)
+    for expected in ("", "results/", "memory/", "methodology/", "quality/", "runs/", "downloads/"):
+        assert expected in pages
+    assert len([p for p in pages if p.startswith("results/") and p != "results/"]) >= 4
+
+
+def test_every_page_draws_its_charts_offline(built: BuildResult, server: str, browser: Any) -> None:
+    total = 0
+    for relative in site_pages(built.site_dir):
+        visit = PageVisit(browser, server + relative)
+        try:
+            charts = visit.charts()
+            for chart in charts:
+                assert chart["state"] == "drawn", f"{relative}#{chart['id']}: {chart['state']}"
+                assert chart["drawn"] >= 1, f"{relative}#{chart['id']}: no svg/canvas"
+                assert chart["marks"] >= 1, f"{relative}#{chart['id']}: chart drawn without marks"
+            assert not visit.errors, f"{relative}: {visit.errors}"
+            assert not visit.dialogs, f"{relative}: a script ran: {visit.dialogs}"
+            outside = [u for u in visit.requests
+                       if urlparse(u).scheme in ("http", "https") and urlparse(u).hostname not in LOCAL_HOSTS]
+            assert not outside, f"{relative}: requests left localhost: {outside}"
+            total += len(charts)
+        finally:
+            visit.close()
+    assert total >= 10
+
+
+def test_results_page_screenshot(built: BuildResult, server: str, browser: Any, tmp_path: Path) -> None:
+    """A results page renders with its tables and charts (screenshot kept for inspection)."""
+    visit = PageVisit(browser, server + "results/gpt120b/")
+    try:
+        assert visit.page.locator("table").count() >= 4
+        assert "gpt-oss-120b" in visit.page.title()
+        out = Path(os.environ.get("SPARKREPORT_SCREENSHOTS", tmp_path))
+        out.mkdir(parents=True, exist_ok=True)
+        visit.page.screenshot(path=str(out / "results-gpt120b.png"), full_page=False)
+        visit.page.locator(".sparkreport-chart").first.screenshot(path=str(out / "chart.png"))
+        assert (out / "results-gpt120b.png").stat().st_size > 10_000
+    finally:
+        visit.close()
+
+
+def test_hostile_model_name_shows_as_text(built: BuildResult, server: str, browser: Any) -> None:
+    slug_pages = [p for p in site_pages(built.site_dir) if p.startswith("results/img")]
+    assert slug_pages, site_pages(built.site_dir)
+    visit = PageVisit(browser, server + slug_pages[0])
+    try:
+        heading = visit.page.locator("article h1").first.inner_text()
+        assert heading == "<img src=x onerror=alert(1)>"
+        assert visit.page.locator("article img[src='x']").count() == 0
+        assert not visit.dialogs
+    finally:
+        visit.close()
+
+
+def test_charts_redraw_in_the_dark_palette(built: BuildResult, server: str, browser: Any) -> None:
+    visit = PageVisit(browser, server + "memory/")
+    try:
+        visit.page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        visit.page.wait_for_function(DRAWN, timeout=20_000)
+        visit.page.wait_for_timeout(500)
+        visit.page.wait_for_function(DRAWN, timeout=20_000)
+        charts = visit.charts()
+        assert charts and all(c["state"] == "drawn" and c["views"] == 1 and c["drawn"] == 1 for c in charts)
+        assert all(c["background"] == "rgb(51, 51, 51)" for c in charts), charts  # vega's dark theme
+        assert not visit.errors
+    finally:
+        visit.close()
