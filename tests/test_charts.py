@@ -1,0 +1,107 @@
+"""Charts: Vega-Lite specs from small frames, the 5000-row limit kept, SVG fallbacks."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from sparkreport import charts
+from sparkreport.dataset import Dataset
+
+
+def values_of(spec: dict) -> list[dict]:
+    """Every inline data row of a (possibly layered) spec."""
+    found = list(spec.get("data", {}).get("values", []))
+    for layer in spec.get("layer", []):
+        found += values_of(layer)
+    return found
+
+
+def test_per_run_chart_embeds_every_run(phase1_dataset: Dataset) -> None:
+    runs = phase1_dataset.runs[phase1_dataset.runs["model"] == "gpt120b"]
+    chart = charts.per_run_chart(runs, "kv_cache_gib", name="kv-runs", title="KV cache")
+    assert chart is not None
+    assert chart.rows == 23
+    rows = chart.spec["data"]["values"] if "data" in chart.spec else values_of(chart.spec)
+    assert sorted(r["value"] for r in rows) == sorted(runs["kv_cache_gib"].astype(float))
+    assert {r["environment"] for r in rows} == {"native", "container"}
+    assert chart.spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v6")
+    json.dumps(chart.spec)  # plain JSON, no NaN or numpy scalars
+
+
+def test_per_run_chart_is_deterministic(phase1_dataset: Dataset) -> None:
+    runs = phase1_dataset.runs[phase1_dataset.runs["model"] == "qwen72b"]
+    first = charts.per_run_chart(runs, "peak_memory_gib", name="a", title="t")
+    second = charts.per_run_chart(runs, "peak_memory_gib", name="a", title="t")
+    assert first is not None and second is not None
+    assert json.dumps(first.spec, sort_keys=True) == json.dumps(second.spec, sort_keys=True)
+
+
+def test_excluded_runs_are_marked() -> None:
+    runs = pd.DataFrame({"environment": ["a", "a", "b"], "run_id": ["r1", "r2", "r3"],
+                         "iteration": [1, 1, 1], "x_ms": [1.0, 2.0, 3.0],
+                         "included": [True, False, True]})
+    runs = runs.rename(columns={"x_ms": "total_latency_ms"})
+    chart = charts.per_run_chart(runs, "total_latency_ms", name="l", title="t")
+    assert chart is not None
+    statuses = {r["run_id"]: r["status"] for r in chart.spec["data"]["values"]}
+    assert statuses == {"r1": "included", "r2": "excluded", "r3": "included"}
+
+
+def test_large_arms_are_aggregated_not_unlimited() -> None:
+    n = charts.MAX_ROWS + 1000
+    runs = pd.DataFrame({"environment": ["native", "container"] * (n // 2), "run_id": [f"r{i}" for i in range(n)],
+                         "iteration": range(n), "kv_cache_gib": [float(i % 97) for i in range(n)]})
+    chart = charts.per_run_chart(runs, "kv_cache_gib", name="big", title="big")
+    assert chart is not None
+    assert chart.rows == 2  # one row of quantiles per arm
+    rows = values_of(chart.spec)
+    assert {r["environment"] for r in rows} == {"native", "container"}
+    assert all(r["min"] <= r["q1"] <= r["median"] <= r["q3"] <= r["max"] for r in rows)
+
+
+def test_altair_row_limit_is_still_on(phase1_dataset: Dataset) -> None:
+    import altair as alt
+
+    assert alt.data_transformers.active == "default"
+    big = pd.DataFrame({"x": range(charts.MAX_ROWS + 1)})
+    with pytest.raises(alt.MaxRowsError):
+        alt.Chart(big).mark_point().encode(x="x").to_dict()
+
+
+def test_means_chart_uses_the_given_intervals() -> None:
+    stats = pd.DataFrame({
+        "environment": ["native", "container"], "metric": ["kv_cache_gib"] * 2, "n": [10, 10],
+        "mean": [44.3, 16.6], "ci_low": [43.7, 15.5], "ci_high": [45.0, 17.6], "source": ["runs", "published"],
+    })
+    chart = charts.means_chart(stats, "kv_cache_gib", name="m", title="t")
+    assert chart is not None
+    rows = {r["arm"]: r for r in values_of(chart.spec)}
+    assert rows["native"]["ci_low"] == 43.7 and rows["native"]["ci_high"] == 45.0
+    assert rows["container (published)"]["origin"] == charts.PUBLISHED
+
+
+def test_means_chart_without_any_interval_draws_means_only() -> None:
+    stats = pd.DataFrame({"environment": ["native"], "metric": ["peak_memory_gib"], "n": [1], "mean": [78.3],
+                          "ci_low": [math.nan], "ci_high": [math.nan], "source": ["published"]})
+    chart = charts.means_chart(stats, "peak_memory_gib", name="m", title="t")
+    assert chart is not None
+    assert len(chart.spec["layer"]) == 1
+    assert charts.means_chart(stats, "kv_cache_gib", name="m", title="t") is None
+
+
+def test_memory_scatter_and_svg_fallback(phase1_dataset: Dataset) -> None:
+    points = phase1_dataset.runs.assign(origin=charts.MEASURED)
+    chart = charts.memory_scatter(points, name="mem", title="KV cache against peak memory")
+    assert chart is not None and chart.rows == 63
+    svg = charts.to_svg(chart.spec)
+    assert svg.startswith("<svg") and "KV cache (GiB)" in svg and "Peak memory (GiB)" in svg
+
+
+def test_metric_without_values_gives_no_chart(phase1_dataset: Dataset) -> None:
+    assert charts.per_run_chart(phase1_dataset.runs, "ttft_ms_p99", name="x", title="x") is None
+    empty = phase1_dataset.runs.assign(kv_cache_gib=None)
+    assert charts.memory_scatter(empty, name="x", title="x") is None

@@ -1,0 +1,290 @@
+"""Render: the Markdown pages carry exactly the analysis numbers, for per-run and published data."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from sparkreport import __version__
+from sparkreport.analysis import arm_stats, claim_sentence, compare
+from sparkreport.cli import main
+from sparkreport.config import AnalysisOptions
+from sparkreport.dataset import Dataset, load_dataset
+from sparkreport.errors import BuildError
+from sparkreport.ingest import IngestOptions, ingest_paths
+from sparkreport.render import RenderOptions, RenderResult, render
+from sparkreport.render.markdown import md_escape, num
+from sparkreport.store import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+#: The Phase 1 study's published per-arm means (its report's tables), which the per-run data
+#: must reproduce on the Results overview.
+PUBLISHED_MEANS = {
+    ("deepseek", "native"): ("119.79", "70.47", "44.31"),
+    ("deepseek", "container"): ("119.40", "101.30", "16.57"),
+    ("qwen72b", "native"): ("119.33", "70.03", "44.71"),
+    ("qwen72b", "container"): ("119.51", "90.02", "26.72"),
+}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path) -> RenderResult:
+    project = tmp_path_factory.mktemp("render-runs")
+    return render(RenderOptions(runs_dir=phase1_store, project_root=project))
+
+
+@pytest.fixture(scope="module")
+def summaries_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Only published figures: the examples the embedded default was made from."""
+    root = tmp_path_factory.mktemp("summaries") / "runs"
+    report = ingest_paths(sorted((REPO / "examples").glob("*.yml")), RunStore(root), IngestOptions())
+    assert report.added and not report.rejected
+    return root
+
+
+@pytest.fixture(scope="module")
+def rendered_summaries(tmp_path_factory: pytest.TempPathFactory, summaries_store: Path) -> RenderResult:
+    return render(RenderOptions(runs_dir=summaries_store, project_root=tmp_path_factory.mktemp("render-sums")))
+
+
+def page(result: RenderResult, path: str) -> str:
+    return (result.docs_dir / path).read_text(encoding="utf-8")
+
+
+def table_rows(text: str, first_cells: tuple[str, ...]) -> list[list[str]]:
+    """Markdown table rows whose leading cells equal ``first_cells``."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith("| "):
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            if tuple(cells[: len(first_cells)]) == first_cells:
+                found.append(cells)
+    return found
+
+
+def sections(text: str) -> dict[str, str]:
+    """'## heading' → the text under it."""
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def test_every_page_is_written_with_a_nav(rendered: RenderResult) -> None:
+    paths = [p.path for p in rendered.pages]
+    assert paths[0] == "index.md"
+    for expected in ("results/index.md", "results/deepseek/index.md", "results/gpt120b/index.md",
+                     "results/qwen72b/index.md", "memory/index.md", "methodology/index.md",
+                     "quality/index.md", "runs/index.md", "downloads/index.md"):
+        assert (rendered.docs_dir / expected).is_file(), expected
+    titles = [item[0] for item in rendered.nav]
+    assert titles == ["Home", "Results", "Unified memory", "Methodology", "Data quality", "Runs", "Downloads"]
+
+
+def test_results_tables_equal_arm_stats(rendered: RenderResult, phase1_dataset: Dataset) -> None:
+    stats = arm_stats(phase1_dataset, AnalysisOptions())
+    checked = 0
+    for model in ("deepseek", "gpt120b", "qwen72b"):
+        text = page(rendered, f"results/{model}/index.md")
+        by_heading = sections(text)
+        for row in stats[stats["model"] == model].to_dict(orient="records"):
+            heading = next(h for h in by_heading if h.startswith(_label(row["metric"])))
+            cells = table_rows(by_heading[heading], ("phase1", row["environment"], "runs"))
+            assert len(cells) == 1, (model, row["metric"], row["environment"])
+            n, mean, sd, ci_text, median, low, high = cells[0][3:10]
+            assert int(n) == row["n"]
+            assert mean == num(row["mean"], row["metric"])
+            assert sd == num(row["sd"], row["metric"])
+            assert ci_text == f"{num(row['ci_low'], row['metric'])} to {num(row['ci_high'], row['metric'])}"
+            assert (median, low, high) == tuple(num(row[k], row["metric"]) for k in ("median", "min", "max"))
+            checked += 1
+    assert checked == len(stats) > 30
+
+
+def _label(metric: str) -> str:
+    from sparkreport.metrics import lookup
+
+    entry = lookup(metric)
+    assert entry is not None
+    return entry.label
+
+
+def test_overview_reproduces_the_published_means(rendered: RenderResult) -> None:
+    text = page(rendered, "results/index.md")
+    for (model, env), (throughput, peak, kv) in PUBLISHED_MEANS.items():
+        model_part = sections(text)
+        block = next(body for heading, body in model_part.items() if f"({model}/index.md)" in heading)
+        means = {cells[0]: cells[5] for cells in (r for r in _all_rows(block) if r[2] == env)}
+        assert means["Output throughput (tok/s)"] == throughput
+        assert means["Peak memory (GiB)"] == peak
+        assert means["KV cache (GiB)"] == kv
+
+
+def _all_rows(block: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip().strip("|").split(" | ")]
+            for line in block.splitlines() if line.startswith("| ") and not line.startswith("| Metric")]
+
+
+def test_key_findings_are_the_claim_sentences(rendered: RenderResult, phase1_dataset: Dataset) -> None:
+    home = page(rendered, "index.md")
+    comparisons = compare(phase1_dataset, "environment", "native", AnalysisOptions())
+    assert len(comparisons) == 12
+    for row in comparisons.to_dict(orient="records"):
+        assert f"- {md_escape(claim_sentence(row))}" in home
+    equivalent = int(comparisons["equivalent"].sum())
+    assert home.count(" is equivalent in ") == equivalent
+    inconclusive = int((comparisons["verdict"] == "inconclusive").sum())
+    assert home.count("no significant difference detected in ") == inconclusive
+
+
+def test_provenance_footer_on_every_page(rendered: RenderResult, phase1_dataset: Dataset) -> None:
+    for doc in rendered.pages:
+        text = page(rendered, doc.path)
+        footer = text.rsplit("\n---\n", 1)[-1]
+        assert phase1_dataset.digest in footer, doc.path
+        assert "63 runs" in footer and f"sparkreport {__version__}" in footer
+        assert "regenerate with <code>sparkreport build --runs-dir " in footer
+
+
+def test_methodology_is_read_from_the_records(rendered: RenderResult) -> None:
+    text = page(rendered, "methodology/index.md")
+    assert table_rows(text, ("gpu name", "NVIDIA GB10"))
+    assert table_rows(text, ("num requests", "50"))
+    assert table_rows(text, ("memory pool gib", "119.64"))
+    assert "nvcr.io/nvidia/tensorrt-llm/release:spark-single-gpu-dev" in text
+    assert "**Inclusion rule:** Runs with a non-zero exit code are excluded" in text
+    arm = table_rows(text, ("phase1", "gpt-oss-120b", "native"))
+    assert arm and arm[0][4:7] == ["13", "13", "1–10 (10 distinct)"]
+
+
+def test_quality_page_names_the_duplicate_runs(rendered: RenderResult) -> None:
+    text = page(rendered, "quality/index.md")
+    rows = table_rows(text, ("error", "`duplicate-iteration`"))
+    assert len(rows) == 1 and "13 runs" in rows[0][2]
+    assert "`gpt120b-native-iter01-20251108_195154`" in rows[0][3]
+
+
+def test_runs_page_links_to_copied_raw_files(rendered: RenderResult) -> None:
+    text = page(rendered, "runs/index.md")
+    links = re.findall(r"\]\((files/[^)]+)\)", text)
+    assert len(links) >= 63 * 3
+    for target in set(links):
+        assert (rendered.docs_dir / "runs" / target).is_file(), target
+    assert "files/phase1/_sources/" in text  # the shared aggregate source, copied once
+
+
+def test_downloads_are_the_dataset(rendered: RenderResult, phase1_dataset: Dataset) -> None:
+    folder = rendered.docs_dir / "downloads"
+    csv = pd.read_csv(folder / "dataset.csv")
+    assert len(csv) == 63 and "kv_cache_gib" in csv.columns
+    parquet = pd.read_parquet(folder / "dataset.parquet")
+    assert sorted(parquet["run_id"]) == sorted(phase1_dataset.runs["run_id"])
+    text = page(rendered, "downloads/index.md")
+    assert "[dataset.parquet](dataset.parquet)" in text and "[dataset.csv](dataset.csv)" in text
+
+
+def test_charts_are_written_beside_their_page(rendered: RenderResult) -> None:
+    for doc in rendered.pages:
+        text = page(rendered, doc.path)
+        for chart in doc.charts:
+            base = rendered.docs_dir / doc.folder / "charts" / chart.name
+            assert base.with_suffix(".vl.json").is_file() and base.with_suffix(".svg").is_file()
+            assert f'data-spec="charts/{chart.name}.vl.json"' in text
+            assert f'<noscript><img src="charts/{chart.name}.svg"' in text
+    assert rendered.chart_count >= 3 * 6 * 2
+
+
+def test_summaries_only_store_renders_published_figures(rendered_summaries: RenderResult) -> None:
+    home = page(rendered_summaries, "index.md")
+    assert "— published figures" in home and "0 runs and" in home
+    deepseek = page(rendered_summaries, "results/deepseek/index.md")
+    row = table_rows(deepseek, ("phase1-published", "native", "*published*"))
+    assert row and row[0][3] == "10"
+    assert "**published figures**" in deepseek
+    budget = sections(page(rendered_summaries, "memory/index.md"))["Memory budget"]
+    native = table_rows(budget, ("unified-memory-post", "model not named in the post", "native"))
+    assert native[0][4:10] == ["119.64", "78.31", "41.33", "0.90", "37.20", "37.26"]  # 0.9 × 41.33
+    runs = page(rendered_summaries, "runs/index.md")
+    assert "published figures" in runs
+
+
+def test_project_template_overrides_by_name(tmp_path: Path, phase1_store: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "home.md").write_text(
+        '{% extends "_base.md" %}{% block body %}# Our own home\n\n'
+        "{{ provenance.run_count }} runs in {{ findings|length }} campaign(s).\n{% endblock %}\n",
+        encoding="utf-8")
+    result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    home = page(result, "index.md")
+    assert home.startswith("# Our own home\n\n63 runs in 1 campaign(s).")
+    assert "sparkreport " + __version__ in home  # the packaged footer still applies
+    assert page(result, "methodology/index.md").startswith("# Methodology")
+
+
+def test_user_data_is_escaped(tmp_path: Path) -> None:
+    source = tmp_path / "odd.csv"
+    source.write_text("model,environment,metric,n,mean,sd\n"
+                      '"<script>alert(1)</script> *x*",native,kv_cache_gib,3,1.0,0.1\n', encoding="utf-8")
+    runs = tmp_path / "runs"
+    assert not ingest_paths([source], RunStore(runs), IngestOptions()).rejected
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
+    text = page(result, "results/index.md")
+    assert "<script>" not in text and r"&lt;script>alert(1)&lt;/script> \*x\*" in text
+
+
+def test_handwritten_docs_are_copied_and_collisions_refused(tmp_path: Path, phase1_store: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "about.md").write_text("# About\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    assert (result.docs_dir / "about.md").read_text(encoding="utf-8") == "# About\n"
+    assert result.handwritten == ["about.md"]
+    assert not (docs / "index.md").exists()  # nothing generated into the source tree
+    (docs / "index.md").write_text("# Mine\n", encoding="utf-8")
+    with pytest.raises(BuildError, match="collides with the generated Home page"):
+        render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+
+
+def test_docs_dir_is_never_a_folder_render_did_not_make(tmp_path: Path, phase1_store: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    with pytest.raises(BuildError, match="hand-written docs"):
+        render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path, docs_dir=tmp_path / "docs"))
+    other = tmp_path / "precious"
+    other.mkdir()
+    (other / "keep.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(BuildError, match="not written by sparkreport render"):
+        render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path, docs_dir=other))
+    assert (other / "keep.txt").exists()
+
+
+def test_rerender_replaces_the_previous_output(tmp_path: Path, phase1_store: Path) -> None:
+    first = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    stale = first.docs_dir / "results" / "gone" / "index.md"
+    stale.parent.mkdir()
+    stale.write_text("old", encoding="utf-8")
+    render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    assert not stale.exists()
+
+
+def test_render_cli(tmp_path: Path, phase1_store: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    result = CliRunner().invoke(main, ["render", "--runs-dir", str(runs), "--docs-dir", str(tmp_path / "out" / "docs")])
+    assert result.exit_code == 0, result.output
+    assert re.fullmatch(r"10 pages, \d+ charts → .*/out/docs\n", result.output)
+
+
+def test_render_cli_errors_are_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["render", "--runs-dir", str(tmp_path / "nothing")])
+    assert result.exit_code == 1
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(main, ["render", "--runs-dir", str(tmp_path / "empty")])
+    assert result.exit_code == 1 and "no runs to render" in result.output
+
+
+def test_dataset_digest_matches_store(rendered: RenderResult, phase1_store: Path) -> None:
+    assert load_dataset(phase1_store).digest in page(rendered, "downloads/index.md")
