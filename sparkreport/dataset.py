@@ -100,6 +100,8 @@ class Dataset:
     summaries: pd.DataFrame
     records: list[RunRecord]
     digest: str
+    #: Each record's folder, relative to the run store (same order as ``records``).
+    paths: list[str]
 
     @property
     def metric_columns(self) -> list[str]:
@@ -112,6 +114,19 @@ class Dataset:
 
     def is_empty(self) -> bool:
         return self.runs.empty and self.summaries.empty
+
+    def table(self, name: str, runs_dir: Path) -> pd.DataFrame:
+        """One per-run table (``requests``, ``samples``, …) of every run that has it, stacked,
+        with ``run_id`` first. Read on demand: the tidy runs table stays small."""
+        import pandas as pd
+
+        frames = []
+        for record, path in zip(self.records, self.paths, strict=True):
+            if name in record.provenance.tables:
+                frame = pd.read_csv(runs_dir / path / f"{name}.csv")
+                frame.insert(0, "run_id", record.run_id)
+                frames.append(frame)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"run_id": []})
 
 
 def _display(record: RunRecord) -> str:
@@ -214,7 +229,7 @@ def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None) 
     digest = hashlib.sha256(
         json.dumps([r.to_dict() for r in records], sort_keys=True, default=str).encode()
     ).hexdigest()
-    return Dataset(runs=runs, summaries=summaries, records=records, digest=digest)
+    return Dataset(runs=runs, summaries=summaries, records=records, digest=digest, paths=list(paths))
 
 
 def load_dataset(runs_dir: Path) -> Dataset:

@@ -100,6 +100,8 @@ class Provenance:
     ingested_at: str = ""
     sparkreport_version: str = ""
     raw_files: list[str] = field(default_factory=list)
+    #: Tables written beside run.json as ``<name>.csv`` (e.g. ``requests``, ``samples``).
+    tables: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 

@@ -137,3 +137,17 @@ def test_run_json_is_stable_json(phase1_store: Path) -> None:
     path = next(phase1_store.glob("*/*/run.json"))
     data = json.loads(path.read_text())
     assert list(data)[:3] == ["schema_version", "run_id", "campaign"]
+
+
+def test_per_run_tables_are_listed_and_loadable(tmp_path: Path) -> None:
+    from sparkreport.dataset import load_dataset
+
+    fixture = Path(__file__).parent / "fixtures" / "trtllm-request-json"
+    source = sorted(p for p in fixture.iterdir() if not p.name.endswith(".expected.json"))[0]
+    report = ingest_paths([source], RunStore(tmp_path / "r"), IngestOptions())
+    assert report.added and not report.rejected
+    ds = load_dataset(tmp_path / "r")
+    assert ds.records[0].provenance.tables == ["requests"]
+    requests = ds.table("requests", tmp_path / "r")
+    assert list(requests.columns)[0] == "run_id" and len(requests) > 0
+    assert ds.table("samples", tmp_path / "r").empty

@@ -161,5 +161,6 @@ def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptio
     prov.sparkreport_version = __version__
     prov.raw_files.extend(item.name for item in run.raw if isinstance(item, RawFile))
     for table in run.tables:
+        prov.tables.append(table.name)
         prov.notes.append(f"table {table.name}.csv: {table.description or table.name} "
                           f"({len(table.rows)} rows)")
