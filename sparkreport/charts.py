@@ -124,11 +124,14 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
 def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str) -> ChartSpec:
     """The per-run chart for arms too large to embed: min–max rule and quartile bar per arm."""
     import altair as alt
+    import pandas as pd
 
     included = frame[frame["included"]]
     grouped = included.groupby("environment")[metric]
-    summary = grouped.quantile([0.0, 0.25, 0.5, 0.75, 1.0]).unstack()
-    summary.columns = ["min", "q1", "median", "q3", "max"]
+    summary = pd.DataFrame({
+        name: grouped.quantile(q) for name, q in
+        (("min", 0.0), ("q1", 0.25), ("median", 0.5), ("q3", 0.75), ("max", 1.0))
+    })
     summary["n"] = grouped.size()
     data = _records(summary.reset_index())
     base = alt.Chart(alt.Data(values=data)).encode(y=alt.Y("environment:N", title=None),

@@ -85,14 +85,14 @@ class MethodologyPage(Page):
             for key, bucket in (("kinds", record.environment.kind), ("campaigns", record.campaign)):
                 if bucket not in env[key]:
                     env[key].append(bucket)
-            for key, value in record.environment.details.items():
-                env["details"].setdefault(str(key), [])
-                if value not in env["details"][str(key)]:
-                    env["details"][str(key)].append(value)
+            for detail, value in record.environment.details.items():
+                known = env["details"].setdefault(str(detail), [])
+                if value not in known:
+                    known.append(value)
         sources: dict[tuple[str, str], dict[str, Any]] = {}
         for record in records:
-            key = (record.campaign, record.provenance.source_sha256 or record.provenance.source_path)
-            entry = sources.setdefault(key, {
+            source = (record.campaign, record.provenance.source_sha256 or record.provenance.source_path)
+            entry = sources.setdefault(source, {
                 "campaign": record.campaign, "path": record.provenance.source_path,
                 "sha256": record.provenance.source_sha256, "format": record.provenance.format,
                 "records": 0, "notes": []})

@@ -78,10 +78,9 @@ def git_commit(root: Path) -> str | None:
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,
                     project_root: Path) -> SiteData:
     """Run the analysis over ``dataset`` once and bundle what the pages need."""
-    from sparkreport.analysis import arm_stats, check, compare, included_runs, inclusion_rule_text
-
     import pandas as pd
 
+    from sparkreport.analysis import arm_stats, check, compare, included_runs, inclusion_rule_text
     from sparkreport.errors import DataError
 
     opts = config.analysis

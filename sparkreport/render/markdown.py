@@ -155,6 +155,6 @@ def make_environment(project_templates: Path | None) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h)
-    env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue, percent=percent,
-                       code=code, is_missing=is_missing, MISSING=MISSING)
+    env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
+                       percent=percent, code=code, is_missing=is_missing, MISSING=MISSING)
     return env

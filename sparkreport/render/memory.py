@@ -63,7 +63,8 @@ def budget_rows(site: SiteData) -> list[dict[str, Any]]:
         if record.workload.kv_cache_fraction is not None:
             fractions.setdefault(key, record.workload.kv_cache_fraction)
     out = []
-    for key, row in means.iterrows():
+    for index, row in means.iterrows():
+        key = (str(index[0]), str(index[1]), str(index[2]))  # type: ignore[index]
         values = {m: plain(row.get(m)) for m in BUDGET_METRICS}
         peak = values["peak_memory_gib"]
         if peak is None:
