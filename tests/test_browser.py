@@ -245,3 +245,42 @@ def test_charts_redraw_in_the_dark_palette(built: BuildResult, server: str, brow
         assert not visit.errors
     finally:
         visit.close()
+
+
+def test_charts_survive_instant_navigation(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path,
+                                           browser: Any) -> None:
+    """With Material's navigation.instant on, charts are drawn on pages reached without a reload."""
+    project = tmp_path_factory.mktemp("instant-project")
+    port = free_port()
+    (project / "mkdocs.yml").write_text(  # instant navigation needs site_url
+        f"site_name: Instant\nsite_url: http://127.0.0.1:{port}/\n"
+        "theme:\n  name: material\n  features:\n    - navigation.instant\n", encoding="utf-8")
+    result = build(RenderOptions(runs_dir=phase1_store, project_root=project), project / "site")
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                             "--directory", str(result.site_dir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "http.server did not start"
+                time.sleep(0.1)
+        visit = PageVisit(browser, f"http://127.0.0.1:{port}/")
+        try:
+            visit.page.evaluate("window.__sameDocument = true")
+            visit.page.locator("a.md-nav__link[href$='memory/']").first.click()
+            visit.page.wait_for_url("**/memory/")
+            visit.page.wait_for_selector(".sparkreport-chart")
+            visit.page.wait_for_function(DRAWN, timeout=20_000)
+            assert visit.page.evaluate("window.__sameDocument === true"), "the page was reloaded, not instant"
+            charts = visit.charts()
+            assert charts and all(c["state"] == "drawn" and c["drawn"] == 1 for c in charts), charts
+            assert not visit.errors
+        finally:
+            visit.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
