@@ -15,11 +15,20 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.analysis.checks import Finding
 
 
-def fmt(value: float, digits: int = 2) -> str:
-    """A number for prose: fixed decimals, NaN as 'n/a'."""
-    if value is None or not math.isfinite(value):
+def _num(value: Any) -> float:
+    """A float from a number, None or NaN (None → NaN), so rows from JSON or pandas both work."""
+    try:
+        return float(value) if value is not None else float("nan")
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    """A number for prose: fixed decimals, NaN or None as 'n/a'."""
+    number = _num(value)
+    if not math.isfinite(number):
         return "n/a"
-    return f"{value:,.{digits}f}"
+    return f"{number:,.{digits}f}"
 
 
 def _ci(low: float, high: float, digits: int, suffix: str = "") -> str:
@@ -53,7 +62,8 @@ def errors_for(row: Mapping[Any, Any], findings: Sequence[Finding], run_ids: Seq
     return [f for f in findings if f.severity == "error" and wanted.intersection(f.runs)]
 
 
-def _sentence(row: Mapping[Any, Any]) -> str:
+def _sentence(raw: Mapping[Any, Any]) -> str:
+    row = {k: (_num(v) if k in _NUMERIC else v) for k, v in raw.items()}
     metric = str(row["metric"])
     entry = metric_catalog.lookup(metric)
     noun = _noun(entry.label if entry else metric)
@@ -88,6 +98,10 @@ def _sentence(row: Mapping[Any, Any]) -> str:
     return (f"{who}: no significant difference detected in {noun} between {cand} and {base} "
             f"({means}, Holm-adjusted p {_p_eq(row['p_holm'])}{mde_text}); equivalence within "
             f"±{fmt(margin_pct, 0)}% was not shown either.")
+
+
+_NUMERIC = {"mean_baseline", "mean_candidate", "diff", "diff_ci_low", "diff_ci_high", "ratio", "ratio_ci_low",
+            "ratio_ci_high", "p_welch", "p_holm", "p_tost", "margin", "min_detectable_effect"}
 
 
 def _p_eq(p: float) -> str:
