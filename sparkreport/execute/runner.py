@@ -147,8 +147,9 @@ class CampaignRunner:
         self.clock = clock
         self.sleep = sleep
         self.cpu_load = cpu_load
-        self.store = RunStore(options.runs_dir)
-        self.folder = options.runs_dir / campaign.name
+        # Absolute: workloads run with their work folder as cwd, and inside chroot/docker.
+        self.store = RunStore(Path(options.runs_dir).absolute())
+        self.folder = self.store.root / campaign.name
         self.meta = self.folder / META_DIR
         self.journal = Journal(self.meta / "journal.jsonl")
         self.workload: BaseWorkload = WORKLOADS[campaign.workload.kind](campaign.workload)
