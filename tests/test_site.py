@@ -55,7 +55,7 @@ def test_generated_config_inherits_the_project(built: BuildResult, project: Path
     assert titles[:7] == ["Home", "Results", "Unified memory", "Methodology", "Data quality", "Runs", "Downloads"]
     assert "About this site" in titles
     home = (built.site_dir / "index.html").read_text(encoding="utf-8")
-    assert "<title>sparkreport — DGX Spark inference results</title>" in home  # site_name inherited
+    assert "<title>DGX Spark inference results</title>" in home  # site_name inherited
 
 
 def test_site_needs_nothing_from_other_hosts(built: BuildResult) -> None:

@@ -173,8 +173,10 @@ def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
 
 @register_check("noise")
 def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """One finding per arm listing the outcome metrics whose CV is above the threshold."""
     findings = []
     for arm, group in runs[runs["included"]].groupby(ARM_KEYS):
+        noisy: dict[str, float] = {}
         for metric in ds.metric_columns:
             entry = metric_catalog.lookup(metric)
             if entry is None or entry.direction == "none":
@@ -184,11 +186,14 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
                 continue
             cv = float(values.std(ddof=1) / abs(values.mean()))
             if math.isfinite(cv) and cv > opts.cv_threshold:
-                findings.append(Finding(
-                    "warning", "high-cv",
-                    f"{_arm(arm)}: {metric} varies by CV {cv:.1%} (threshold {opts.cv_threshold:.0%}) "
-                    f"over {len(values)} runs", sorted(group["run_id"].tolist()),
-                ))
+                noisy[metric] = cv
+        if noisy:
+            listed = ", ".join(f"{m} {cv:.1%}" for m, cv in sorted(noisy.items(), key=lambda kv: -kv[1]))
+            findings.append(Finding(
+                "warning", "high-cv",
+                f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(group)} runs — {listed}",
+                sorted(group["run_id"].tolist()), {m: round(cv, 4) for m, cv in noisy.items()},
+            ))
     return findings
 
 

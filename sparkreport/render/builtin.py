@@ -19,6 +19,9 @@ from sparkreport.render.tables import claims, metric_label, plain, recorded_sett
 #: Raw files with these suffixes get ``.txt`` appended when published, so MkDocs copies them
 #: verbatim instead of rendering them as pages.
 PAGE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
+#: Findings of the physical-plausibility checks, which the home page leads with.
+PHYSICAL_CODES = ("capacity-weights", "capacity-peak", "roofline", "size-insensitive", "derived-identity",
+                  "covariate-order", "covariate-temperature")
 
 
 def campaign_overview(site: SiteData) -> list[dict[str, Any]]:
@@ -57,11 +60,13 @@ class HomePage(Page):
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         published = published_keys(site)
         findings: dict[str, list[dict[str, Any]]] = {}
-        for row in claims(site.comparisons):
+        for row in claims(site.comparisons, site.findings, site.arm_runs()):
             row["published"] = (row["campaign"], row["model"]) in published
             findings.setdefault(str(row["campaign"]), []).append(row)
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
-        return {"campaigns": campaign_overview(site), "findings": findings, "severities": severities}
+        physical = [f for f in site.findings if f.code in PHYSICAL_CODES and f.severity != "info"]
+        return {"campaigns": campaign_overview(site), "findings": findings, "severities": severities,
+                "plausibility": [{"severity": f.severity, "code": f.code, "message": f.message} for f in physical]}
 
 
 @register

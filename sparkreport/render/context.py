@@ -54,6 +54,19 @@ class SiteData:
         """'95%' — the confidence level every interval on the site uses."""
         return f"{self.config.analysis.confidence:.0%}"
 
+    def arm_runs(self) -> dict[tuple[str, str, str], list[str]]:
+        """(campaign, model, environment) → the run ids (or published-arm ids) behind that arm."""
+        out: dict[tuple[str, str, str], list[str]] = {}
+        for record in self.dataset.records:
+            key = (record.campaign, record.model.name, record.environment.name)
+            out.setdefault(key, []).append(record.run_id)
+        return out
+
+    @property
+    def errors(self) -> list[Finding]:
+        """The error-level findings (shown as a banner on every page while unresolved)."""
+        return [f for f in self.findings if f.severity == "error"]
+
     def models(self) -> list[tuple[str, str]]:
         """(model key, display name) of every model with per-run or published data, in order."""
         seen: dict[str, str] = {}

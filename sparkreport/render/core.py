@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sparkreport.errors import BuildError
 from sparkreport.render.pages import NavItem, PageDoc
+from sparkreport.render.posts import PostDoc
 
 if TYPE_CHECKING:
     import jinja2
@@ -50,6 +51,8 @@ class RenderResult:
     pages: list[PageDoc]
     nav: list[NavItem]
     handwritten: list[str] = field(default_factory=list)
+    #: Blog posts (``blog/posts/``) with their bindings filled in.
+    posts: list[PostDoc] = field(default_factory=list)
 
     @property
     def chart_count(self) -> int:
@@ -71,18 +74,20 @@ def _under(root: Path, path: Path) -> Path:
 
 def render(options: RenderOptions) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written."""
-    from sparkreport.config import CONFIG_FILE, load_config
+    from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.render.context import build_site_data
     from sparkreport.render.markdown import make_environment
     from sparkreport.render.pages import registered_pages
+    from sparkreport.render.posts import render_posts
     from sparkreport.site.assets import copy_assets
 
     root = resolve_root(options)
     config_path = options.config_path
     if config_path is None and (root / CONFIG_FILE).is_file():
         config_path = root / CONFIG_FILE
-    config = load_config(config_path)
+    # The project root's sparkreport.yml, not the current directory's: render may run elsewhere.
+    config = load_config(config_path) if config_path is not None else ProjectConfig()
     runs_dir = _under(root, options.runs_dir).resolve()
     dataset = load_dataset(runs_dir)
     if dataset.is_empty():
@@ -107,8 +112,11 @@ def render(options: RenderOptions) -> RenderResult:
         written += docs
         if docs:
             nav.append(page.nav(docs))
+    footer = env.get_template("_footer.md")
+    posts = render_posts(site, docs_dir, root / "docs", written, footer=lambda: footer.render(
+        site=site, provenance=site.provenance, title=site.config.title, ci_label=site.confidence_label))
     return RenderResult(project_root=root, docs_dir=docs_dir, config=config, pages=written, nav=nav,
-                        handwritten=[p for p in handwritten if p.endswith(".md")])
+                        handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts)
 
 
 def default_command(root: Path, runs_dir: Path) -> str:

@@ -109,11 +109,75 @@ class MemoryPage(Page):
         pools = sorted({r.hardware.memory_pool_gib for r in site.dataset.records
                         if r.hardware.memory_pool_gib is not None})
         return {"arms": wide, "budget": budget_rows(site), "pools": pools,
-                "unified": any(r.hardware.unified_memory for r in site.dataset.records)}
+                "unified": any(r.hardware.unified_memory for r in site.dataset.records),
+                "identity": identity_fits(site), "ledger": ledger_summary(site)}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
         from sparkreport.charts import memory_scatter
 
+        out = []
+        waterfall = budget_chart(budget_rows(site))
+        if waterfall is not None:
+            out.append(waterfall)
         chart = memory_scatter(scatter_points(site), name="kv-vs-peak",
                                title="KV cache against peak memory")
-        return [chart] if chart is not None else []
+        if chart is not None:
+            out.append(chart)
+        return out
+
+
+def identity_fits(site: SiteData) -> list[dict[str, Any]]:
+    """The derived-identity fits (KV = fraction × free + c) per campaign, with their numbers."""
+    return [
+        {"campaign": f.message.split(":")[0], "message": f.message, **f.numbers}
+        for f in site.findings if f.code == "derived-identity"
+    ]
+
+
+#: Keys in a run's environment/hardware details that the executor's memory ledger writes.
+LEDGER_HINTS = ("meminfo", "cgroup", "page_cache", "ledger", "shm")
+
+
+def ledger_summary(site: SiteData) -> dict[str, Any]:
+    """Which runs recorded a memory ledger (/proc/meminfo, cgroup statistics, cache state)."""
+    with_ledger = []
+    keys: set[str] = set()
+    for record in site.dataset.records:
+        found = {k for section in (record.environment.details, record.hardware.details, record.workload.details)
+                 for k in section if any(h in k.lower() for h in LEDGER_HINTS)}
+        if found:
+            with_ledger.append(record.run_id)
+            keys |= found
+    return {"runs": len(with_ledger), "total": len(site.dataset.records), "fields": sorted(keys)}
+
+
+def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
+    """The memory budget as stacked bars per arm: peak (weights + runtime) → KV cache → left free."""
+    import altair as alt
+
+    from sparkreport.charts import PANEL_WIDTH, _finish
+
+    data = []
+    for b in budget:
+        if b["pool"] is None or b["peak"] is None:
+            continue
+        arm = f"{b['model_name']} · {b['environment']}"
+        kv = b["kv"] or 0.0
+        rest = max(b["pool"] - b["peak"] - kv, 0.0)
+        for order, (part, value) in enumerate((("peak before KV cache", b["peak"]), ("KV cache", kv),
+                                               ("left free", rest))):
+            data.append({"arm": arm, "campaign": b["campaign"], "part": part, "gib": round(value, 3),
+                         "order": order})
+    if not data:
+        return None
+    chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
+        y=alt.Y("arm:N", title=None, sort=None),
+        x=alt.X("sum(gib):Q", title="GiB of the memory pool", stack="zero"),
+        color=alt.Color("part:N", title="budget", sort=["peak before KV cache", "KV cache", "left free"]),
+        order=alt.Order("order:Q"),
+        row=alt.Row("campaign:N", title=None),
+        tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("part:N"), alt.Tooltip("gib:Q", format=".2f", title="GiB")],
+    ).properties(width=PANEL_WIDTH + 80).resolve_scale(y="independent")
+    description = ("The memory pool of each arm split into the peak before the KV cache, the KV cache "
+                   "and what is left free (means).")
+    return _finish(chart, "memory-budget", "Memory budget per arm", description, rows=len(data))

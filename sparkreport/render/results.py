@@ -85,7 +85,8 @@ class ResultsPage(Page):
             if chart is not None:
                 section_charts.append(chart)
             charts += section_charts
-            comparisons = [] if compared.empty else claims(compared[compared["metric"] == metric])
+            comparisons = [] if compared.empty else claims(compared[compared["metric"] == metric],
+                                                                   site.findings, site.arm_runs())
             sections.append({
                 "metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
                 "arms": rows(arms), "comparisons": comparisons, "charts": section_charts,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ from sparkreport import metrics as metric_catalog
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sparkreport.analysis import Finding
     from sparkreport.schema import RunRecord
 
 
@@ -36,14 +37,27 @@ def rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{str(k): plain(v) for k, v in record.items()} for record in frame.to_dict(orient="records")]
 
 
-def claims(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Comparison rows (plain values) each with its key-finding ``sentence``."""
-    from sparkreport.analysis import claim_sentence
+def claims(frame: pd.DataFrame, findings: Sequence[Finding] = (),
+           arm_runs: Mapping[tuple[str, str, str], list[str]] | None = None) -> list[dict[str, Any]]:
+    """Comparison rows (plain values) each with its key-finding ``sentence``.
+
+    With ``findings`` and ``arm_runs`` ((campaign, model, level) → run ids), a sentence about
+    runs that have error-level findings carries a visible warning, and ``flagged`` lists them.
+    """
+    from sparkreport.analysis import claim_sentence, errors_for
 
     if frame.empty:
         return []
-    return [{**{str(k): plain(v) for k, v in raw.items()}, "sentence": claim_sentence(raw)}
-            for raw in frame.to_dict(orient="records")]
+    out = []
+    for raw in frame.to_dict(orient="records"):
+        runs: list[str] = []
+        if arm_runs is not None:
+            for level in (raw["baseline"], raw["candidate"]):
+                runs += arm_runs.get((str(raw["campaign"]), str(raw["model"]), str(level)), [])
+        flagged = errors_for(raw, findings, runs) if findings else []
+        out.append({**{str(k): plain(v) for k, v in raw.items()}, "sentence": claim_sentence(raw, flagged),
+                    "flagged": [f.code for f in flagged]})
+    return out
 
 
 def metric_order(names: Iterable[str]) -> list[str]:
