@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from sparkreport.errors import BuildError
+from sparkreport.site import blog_feed
 from sparkreport.site.assets import javascript_paths, stylesheet_paths
 
 if TYPE_CHECKING:
@@ -132,6 +133,9 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
     config["theme"] = theme
     if isinstance(project.get("hooks"), list):
         config["hooks"] = [_absolute(result.project_root, h) for h in project["hooks"]]
+    if result.posts:  # Material's blog plugin lists the posts; our hook writes blog/feed.xml
+        config["plugins"] = blog_plugins(project.get("plugins"))
+        config["hooks"] = [*config.get("hooks", []), str(Path(blog_feed.__file__).resolve())]
     config["extra_css"] = _merged(project.get("extra_css"), stylesheet_paths())
     config["extra_javascript"] = _merged(project.get("extra_javascript"), javascript_paths())
     config["nav"] = site_nav(result, project)
@@ -140,6 +144,21 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def blog_plugins(parent: Any) -> list[Any]:
+    """The project's plugins plus ``blog`` (the generated list replaces the inherited one)."""
+    if isinstance(parent, dict):
+        items: list[Any] = [{name: options} for name, options in parent.items()]
+    elif isinstance(parent, list):
+        items = list(parent)
+    else:
+        items = ["search"]  # MkDocs' default when a project lists no plugins
+    names = {item if isinstance(item, str) else next(iter(item), None)
+             for item in items if isinstance(item, str | dict)}
+    if not names & {"blog", "material/blog"}:
+        items.append("blog")
+    return items
 
 
 def _merged(parent: Any, ours: list[str]) -> list[Any]:

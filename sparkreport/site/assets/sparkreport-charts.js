@@ -1,8 +1,11 @@
 /* sparkreport: draw every chart placeholder with vega-embed (served from this site).
  *
  * A placeholder is <div class="sparkreport-chart" data-spec="charts/NAME.vl.json"> holding a
- * <noscript> SVG fallback. Charts are drawn on page load and again after Material's instant
- * navigation (document$), and redrawn when the colour scheme switches between light and dark.
+ * <noscript> SVG fallback, or (in blog posts, whose URLs the blog plugin decides) a
+ * <span class="sparkreport-chart"> holding the static SVG as an <img> whose src MkDocs made
+ * relative to the page: the spec is the same path ending in .vl.json. Charts are drawn on page
+ * load and again after Material's instant navigation (document$), and redrawn when the colour
+ * scheme switches between light and dark.
  */
 (function () {
   "use strict";
@@ -28,8 +31,17 @@
     }
   }
 
+  function specUrl(el) {
+    var spec = el.getAttribute("data-spec");
+    var img = el.querySelector("img:not(.sparkreport-fallback)");
+    if (!spec && img) {
+      spec = img.getAttribute("src").replace(/\.svg$/, ".vl.json");
+    }
+    return new URL(spec, window.location.href).href;
+  }
+
   function draw(el) {
-    var url = new URL(el.getAttribute("data-spec"), window.location.href).href;
+    var url = specUrl(el);
     var old = el.querySelector(".sparkreport-chart-view");
     if (old) {
       old.parentNode.removeChild(old);
