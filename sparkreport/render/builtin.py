@@ -6,19 +6,23 @@ templates, which a project can override by name.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from sparkreport.render import memory, results  # noqa: F401  (register Results and Memory)
+from sparkreport.render import memory, results, runs_index  # noqa: F401  (register Results, Memory, Runs)
 from sparkreport.render.context import SiteData
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import claims, metric_label, plain, recorded_settings, rows
 
-#: Raw files with these suffixes get ``.txt`` appended when published, so MkDocs copies them
-#: verbatim instead of rendering them as pages.
-PAGE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
+# The Runs page (grouped and paginated) lives in runs_index; its helpers stay importable here.
+from sparkreport.render.runs_index import (  # noqa: F401
+    PAGE_SUFFIXES,
+    RunsPage,
+    copy_campaign,
+    published_name,
+    run_files,
+)
+from sparkreport.render.tables import claims, metric_label, recorded_settings, rows
+
 #: Findings of the physical-plausibility checks, which the home page leads with.
 PHYSICAL_CODES = ("capacity-weights", "capacity-peak", "roofline", "size-insensitive", "derived-identity",
                   "covariate-order", "covariate-temperature")
@@ -168,77 +172,6 @@ class QualityPage(Page):
             if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),
         }
-
-
-@register
-class RunsPage(Page):
-    name = "runs"
-    title = "Runs"
-    template = "runs.md"
-    folder = "runs"
-    order = 50
-    files_dir = "files"
-
-    def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        target = out / self.folder / self.files_dir
-        campaigns = sorted({r.campaign for r in site.dataset.records})
-        for campaign in campaigns:
-            copy_campaign(site.runs_dir / campaign, target / campaign)
-        included = dict(zip(site.runs["run_id"], site.runs["included"], strict=True)) \
-            if not site.runs.empty else {}
-        reasons = dict(zip(site.runs["run_id"], site.runs["exclusion_reason"], strict=True)) \
-            if not site.runs.empty else {}
-        paths = dict(zip(site.dataset.runs["run_id"], site.dataset.runs["run_path"], strict=True))
-        paths.update(zip(site.dataset.summaries["run_id"], site.dataset.summaries["run_path"], strict=True))
-        entries: dict[str, list[dict[str, Any]]] = {c: [] for c in campaigns}
-        for record in sorted(site.dataset.records, key=lambda r: (r.campaign, r.model.name,
-                                                                    r.environment.name, r.iteration or 0,
-                                                                    r.run_id)):
-            run_path = str(paths.get(record.run_id, f"{record.campaign}/{record.run_id}"))
-            entries[record.campaign].append({
-                "run_id": record.run_id, "published": record.record_type == "arm_summary",
-                "model_name": record.model.display_name or record.model.name,
-                "environment": record.environment.name, "iteration": record.iteration,
-                "ok": record.status.ok, "exit_code": record.status.exit_code,
-                "included": plain(included.get(record.run_id)),
-                "reason": plain(reasons.get(record.run_id)),
-                "files": run_files(target, run_path, record.provenance.raw_files, self.files_dir),
-            })
-        return {"campaigns": entries}
-
-
-def copy_campaign(source: Path, target: Path) -> None:
-    """Copy a campaign folder's files verbatim (page-like suffixes get ``.txt``)."""
-    if not source.is_dir():
-        return
-    for path in sorted(source.rglob("*")):
-        relative = path.relative_to(source)
-        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
-            continue
-        dest = target / published_name(relative.as_posix())
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, dest)
-
-
-def published_name(relative: str) -> str:
-    """The name a raw file is published under (``notes.md`` → ``notes.md.txt``)."""
-    return relative + ".txt" if relative.lower().endswith(PAGE_SUFFIXES) else relative
-
-
-def run_files(files_root: Path, run_path: str, raw_files: list[str], prefix: str) -> list[dict[str, str]]:
-    """Links (relative to the Runs page) to a run's run.json and raw files, as published."""
-    import posixpath
-
-    folder = files_root / run_path
-    names = sorted(p.name for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
-    names.sort(key=lambda n: (n != "run.json", n))
-    shared = [r for r in raw_files if r.startswith("../")]
-    out = []
-    for name in names + [published_name(r) for r in shared]:
-        resolved = posixpath.normpath(posixpath.join(run_path, name))
-        if (files_root / resolved).is_file():
-            out.append({"name": posixpath.basename(name), "href": quote(f"{prefix}/{resolved}")})
-    return out
 
 
 @register

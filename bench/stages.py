@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""One pipeline stage per process, for ``bench/run.py`` to time (wall time and peak RSS).
+
+    python bench/stages.py ingest SOURCES RUNS_DIR      # a generated campaign → run store
+    python bench/stages.py dataset RUNS_DIR             # load_dataset (read + validate + flatten)
+    python bench/stages.py analysis PROJECT             # load_dataset + the site's analysis
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main(argv: list[str]) -> int:
+    stage, *args = argv
+    started = time.perf_counter()
+    if stage == "ingest":
+        from synth import ingest_campaign
+
+        totals = ingest_campaign(Path(args[0]), Path(args[1]))
+        print(json.dumps(totals))
+        if totals["rejected"]:
+            return 1
+    elif stage == "dataset":
+        from sparkreport.dataset import load_dataset
+
+        ds = load_dataset(Path(args[0]))
+        print(json.dumps({"runs": len(ds.runs), "columns": len(ds.runs.columns)}))
+    elif stage == "analysis":
+        from sparkreport.config import load_config
+        from sparkreport.dataset import load_dataset
+        from sparkreport.render.context import build_site_data
+
+        project = Path(args[0])
+        config = load_config(project / "sparkreport.yml")
+        ds = load_dataset(project / "runs")
+        site = build_site_data(ds, config, project / "runs", "bench", project)
+        print(json.dumps({"stats": len(site.stats), "comparisons": len(site.comparisons),
+                          "findings": len(site.findings)}))
+    else:
+        print(f"unknown stage {stage!r}", file=sys.stderr)
+        return 2
+    print(f"{stage}: {time.perf_counter() - started:.2f} s in-process", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

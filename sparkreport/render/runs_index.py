@@ -1,0 +1,240 @@
+"""The Runs pages: every record, grouped and paginated so the site stays usable at 10 000 runs.
+
+A small store (at most :data:`PAGE_SIZE` records) keeps one Runs page listing every record.
+A larger one gets an index (one row per campaign × model × environment group: runs, failed,
+used in the statistics, links) and one page per group, split into pages of
+:data:`PAGE_SIZE` rows; only the index is in the nav. Runs with monitoring samples get a
+time-series chart on their group page, downsampled with LTTB (the full series is linked:
+the run's ``samples.csv``). Every run's files are copied beside the pages, verbatim.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from sparkreport.render.pages import NavItem, Page, PageDoc, register
+from sparkreport.render.tables import plain
+from sparkreport.schema import slug
+
+if TYPE_CHECKING:
+    from sparkreport.charts import ChartSpec
+    from sparkreport.render.context import SiteData
+    from sparkreport.schema import RunRecord
+
+#: Raw files with these suffixes get ``.txt`` appended when published, so MkDocs copies them
+#: verbatim instead of rendering them as pages.
+PAGE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
+#: Rows per Runs page (about 400 bytes of Markdown each: pages stay far below 1.5 MB).
+PAGE_SIZE = 250
+#: Points per series in a samples chart (LTTB); the full series is in samples.csv.
+SAMPLE_POINTS = 400
+#: Sample columns drawn, when present.
+SAMPLE_SERIES = ("power_draw_w", "temperature_gpu_c", "utilization_gpu_pct")
+
+
+@register
+class RunsPage(Page):
+    name = "runs"
+    title = "Runs"
+    template = "runs.md"
+    group_template = "runs_group.md"
+    folder = "runs"
+    order = 50
+    files_dir = "files"
+
+    def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
+        target = out / self.folder / self.files_dir
+        campaigns = sorted({r.campaign for r in site.dataset.records})
+        for campaign in campaigns:
+            copy_campaign(site.runs_dir / campaign, target / campaign)
+        entries = self.entries(site, target)
+        index = PageDoc(self.path, self.title, self.template)
+        if len(site.dataset.records) <= PAGE_SIZE:
+            index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
+                             "groups": None, **self.limits()}
+            index.charts = self.sample_charts(site, index, entries)
+            return [index]
+        docs: list[PageDoc] = []
+        groups: dict[str, list[dict[str, Any]]] = {c: [] for c in campaigns}
+        by_group: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        for entry in entries:
+            by_group.setdefault((entry["campaign"], entry["model_name"], entry["environment"]), []).append(entry)
+        for (campaign, model_name, environment), members in by_group.items():
+            pages = [members[i:i + PAGE_SIZE] for i in range(0, len(members), PAGE_SIZE)]
+            base = f"{self.folder}/{slug(campaign)}/{slug(model_name)}--{slug(environment)}"
+            paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(pages))]
+            for k, chunk in enumerate(pages):
+                title = f"{model_name} · {environment}" + (f" ({k + 1}/{len(pages)})" if len(pages) > 1 else "")
+                doc = PageDoc(paths[k], title, self.group_template)
+                doc.context = {
+                    "campaign": campaign, "model_name": model_name, "environment": environment,
+                    "entries": [dict(e, files=[dict(f, href=doc.href(f"{self.folder}/{f['href']}"))
+                                               for f in e["files"]]) for e in chunk],
+                    "page_number": k + 1, "page_count": len(pages),
+                    "pages": [{"number": j + 1, "href": doc.href(p)} for j, p in enumerate(paths)],
+                    "index_href": doc.href(self.path), **self.limits(),
+                }
+                doc.charts = self.sample_charts(site, doc, chunk)
+                docs.append(doc)
+            groups[campaign].append({
+                "model_name": model_name, "environment": environment, "runs": len(members),
+                "published": sum(bool(e["published"]) for e in members),
+                "failed": sum(not e["published"] and not e["ok"] for e in members),
+                "included": sum(bool(e["included"]) for e in members),
+                "sampled": sum(bool(e["samples"]) for e in members),
+                "pages": [{"number": j + 1, "href": index.href(p)} for j, p in enumerate(paths)],
+            })
+        index.context = {"campaigns": None, "groups": groups, **self.limits()}
+        return [index, *docs]
+
+    @staticmethod
+    def limits() -> dict[str, int]:
+        return {"page_size": PAGE_SIZE, "sample_points": SAMPLE_POINTS}
+
+    def nav(self, docs: list[PageDoc]) -> NavItem:
+        """Only the index: the group pages are reached from its table (the nav stays short)."""
+        return (self.title, docs[0].path)
+
+    def entries(self, site: SiteData, files_root: Path) -> list[dict[str, Any]]:
+        """One row per record, in (campaign, model, environment, iteration, run id) order."""
+        runs = site.runs
+        included = dict(zip(runs["run_id"], runs["included"], strict=True)) if not runs.empty else {}
+        reasons = dict(zip(runs["run_id"], runs["exclusion_reason"], strict=True)) if not runs.empty else {}
+        paths = dict(zip([r.run_id for r in site.dataset.records], site.dataset.paths, strict=True))
+        out = []
+        for record in sorted(site.dataset.records, key=_order):
+            run_path = paths.get(record.run_id, f"{record.campaign}/{record.run_id}")
+            out.append({
+                "run_id": record.run_id, "campaign": record.campaign,
+                "published": record.record_type == "arm_summary",
+                "model_name": record.model.display_name or record.model.name,
+                "environment": record.environment.name, "iteration": record.iteration,
+                "ok": record.status.ok, "exit_code": record.status.exit_code,
+                "included": plain(included.get(record.run_id)),
+                "reason": plain(reasons.get(record.run_id)),
+                "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir),
+                "samples": "samples" in record.provenance.tables,
+                "run_path": run_path, "chart": None, "samples_href": None,
+            })
+        return out
+
+    def sample_charts(self, site: SiteData, doc: PageDoc, entries: list[dict[str, Any]]) -> list[ChartSpec]:
+        """One LTTB-downsampled monitoring chart per run with samples; sets ``entry['chart']``."""
+        charts = []
+        for entry in entries:
+            if not entry["samples"]:
+                continue
+            chart = samples_chart(site.runs_dir / entry["run_path"] / "samples.csv", name=f"samples-{entry['run_id']}",
+                                  title=f"{entry['run_id']}: monitoring samples")
+            if chart is not None:
+                entry["chart"] = chart
+                entry["samples_href"] = next((f["href"] for f in entry["files"] if f["name"] == "samples.csv"), None)
+                charts.append(chart)
+        return charts
+
+
+def _order(record: RunRecord) -> tuple[str, str, str, int, str]:
+    return (record.campaign, record.model.name, record.environment.name, record.iteration or 0, record.run_id)
+
+
+def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
+    """Power, temperature and utilization over elapsed minutes, each series LTTB-downsampled."""
+    import altair as alt
+    import numpy as np
+    import pandas as pd
+
+    from sparkreport.charts import PANEL_WIDTH, _finish
+    from sparkreport.lttb import lttb
+
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, ValueError):
+        return None
+    series = [c for c in SAMPLE_SERIES if c in frame.columns and frame[c].notna().any()]
+    if not series or frame.empty:
+        return None
+    if "timestamp" in frame.columns:
+        stamps = pd.to_datetime(frame["timestamp"], format="%Y/%m/%d %H:%M:%S.%f", errors="coerce")
+        elapsed = ((stamps - stamps.iloc[0]).dt.total_seconds() / 60.0).to_numpy(dtype=float)
+    else:
+        elapsed = np.arange(len(frame), dtype=float)
+    if not np.isfinite(elapsed).all():
+        elapsed = np.arange(len(frame), dtype=float)
+    data: list[dict[str, Any]] = []
+    for column in series:
+        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+        keep = np.isfinite(values)
+        xs, ys = lttb(elapsed[keep], values[keep], SAMPLE_POINTS)
+        data += [{"minute": round(float(x), 4), "value": float(y), "series": column} for x, y in zip(xs, ys,
+                                                                                                       strict=True)]
+    chart = alt.Chart(alt.Data(values=data)).mark_line(strokeWidth=1).encode(
+        x=alt.X("minute:Q", title="elapsed (min)"), y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
+        row=alt.Row("series:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+        color=alt.Color("series:N", legend=None),
+    ).properties(width=PANEL_WIDTH, height=70).resolve_scale(y="independent")
+    description = (f"{', '.join(series)} over the run ({len(frame)} samples, drawn with at most "
+                   f"{SAMPLE_POINTS} points per series by LTTB; samples.csv has every sample).")
+    return _finish(chart, name, title, description, rows=len(data))
+
+
+def copy_campaign(source: Path, target: Path) -> None:
+    """Copy a campaign folder's files verbatim (page-like suffixes get ``.txt``).
+
+    Files are hard-linked when the file system allows (MkDocs copies them into the site, so
+    the site never shares them); a target that is already the same file is left alone.
+    """
+    if not source.is_dir():
+        return
+    for folder, dirnames, filenames in os.walk(source):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        relative_folder = Path(folder).relative_to(source)
+        made = False
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            path = Path(folder) / name
+            dest = target / published_name((relative_folder / name).as_posix())
+            if not made:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                made = True
+            _link_or_copy(path, dest)
+
+
+def _link_or_copy(path: Path, dest: Path) -> None:
+    try:
+        os.link(path, dest)
+    except FileExistsError:
+        if not os.path.samefile(path, dest):
+            dest.unlink()
+            _link_or_copy(path, dest)
+    except OSError:
+        shutil.copyfile(path, dest)
+
+
+def published_name(relative: str) -> str:
+    """The name a raw file is published under (``notes.md`` → ``notes.md.txt``)."""
+    return relative + ".txt" if relative.lower().endswith(PAGE_SUFFIXES) else relative
+
+
+def run_files(files_root: Path, run_path: str, raw_files: list[str], prefix: str) -> list[dict[str, str]]:
+    """Links (relative to the Runs page) to a run's run.json and raw files, as published."""
+    folder = files_root / run_path
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file())
+    except OSError:
+        names = []
+    names.sort(key=lambda n: (n != "run.json", n))
+    shared = [r for r in raw_files if r.startswith("../")]
+    out = []
+    for name in names:
+        out.append({"name": name, "href": quote(f"{prefix}/{run_path}/{name}")})
+    for name in (published_name(r) for r in shared):
+        resolved = posixpath.normpath(posixpath.join(run_path, name))
+        if (files_root / resolved).is_file():
+            out.append({"name": posixpath.basename(name), "href": quote(f"{prefix}/{resolved}")})
+    return out
