@@ -52,7 +52,7 @@ def on_page_content(html_text: str, page: Any, config: Any, files: Any) -> None:
     created = _created(getattr(getattr(post_config, "date", None), "created", None) or meta.get("date"))
     categories = list(getattr(post_config, "categories", None) or meta.get("categories") or [])
     description = str(meta.get("description") or _first_paragraph(html_text))
-    _items.append(_Item(str(page.title or page.file.name), page.url, created, description,
+    _items.append(_Item(html.unescape(str(page.title or page.file.name)), page.url, created, description,
                         [str(c) for c in categories]))
 
 

@@ -1,0 +1,309 @@
+"""Blog posts with live data: every bound number equals `sparkreport stats`, bad bindings fail
+the build with file:line, code stays literal, and the site's posts and feed build strictly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sparkreport.analysis import claim_sentence, errors_for
+from sparkreport.cli import main
+from sparkreport.errors import BuildError
+from sparkreport.ingest import IngestOptions, ingest_paths
+from sparkreport.render import RenderOptions, render
+from sparkreport.render.markdown import md_escape, num
+from sparkreport.render.posts import BindingError, find_bindings, parse_binding
+from sparkreport.site import BuildResult, build
+from sparkreport.store import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def stats_json(runs: Path, *extra: str) -> list[dict[str, object]]:
+    result = CliRunner().invoke(main, ["stats", "--json", "--runs-dir", str(runs), *extra])
+    assert result.exit_code == 0, result.output
+    return list(json.loads(result.output))
+
+
+def project_with(tmp_path: Path, post: str, name: str = "post.md") -> Path:
+    project = tmp_path / "project"
+    (project / "docs" / "blog" / "posts").mkdir(parents=True)
+    (project / "docs" / "blog" / "index.md").write_text("# Blog\n", encoding="utf-8")
+    (project / "docs" / "blog" / "posts" / name).write_text(post, encoding="utf-8")
+    return project
+
+
+def render_post(project: Path, runs: Path, name: str = "post.md") -> str:
+    result = render(RenderOptions(runs_dir=runs, project_root=project))
+    return (result.docs_dir / "blog" / "posts" / name).read_text(encoding="utf-8")
+
+
+def body(text: str) -> str:
+    """A rendered post without its front matter and provenance footer."""
+    return text.split("\n---\n", 1)[1].rsplit("\n---\n", 1)[0].strip() if text.startswith("---") else \
+        text.rsplit("\n---\n", 1)[0].strip()
+
+
+@pytest.fixture(scope="module")
+def published_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded default: the published figures in examples/."""
+    root = tmp_path_factory.mktemp("published") / "runs"
+    report = ingest_paths(sorted((REPO / "examples").glob("*.yml")), RunStore(root), IngestOptions())
+    assert report.added and not report.rejected
+    return root
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+@pytest.mark.parametrize("stat", ["mean", "median", "sd", "min", "max", "n", "ci_low", "ci_high"])
+def test_value_equals_stats_for_per_run_arms(tmp_path: Path, phase1_store: Path, stat: str) -> None:
+    row = next(r for r in stats_json(phase1_store)
+               if (r["model"], r["environment"], r["metric"]) == ("qwen72b", "container", "kv_cache_gib"))
+    post = f'KV: {{{{ value("kv_cache_gib", model="qwen72b", environment="container", stat="{stat}") }}}}\n'
+    text = body(render_post(project_with(tmp_path, post), phase1_store))
+    expected = str(row["n"]) if stat == "n" else f"{num(row[stat], 'kv_cache_gib')} GiB"
+    assert text == f"KV: {expected}"
+
+
+def test_value_reads_published_summaries(tmp_path: Path, published_store: Path) -> None:
+    rows = {(r["model"], r["environment"], r["metric"]): r for r in stats_json(published_store)}
+    post = ('{{ value("peak_memory_gib", model="deepseek", environment="native") }} / '
+            '{{ value("output_throughput_tok_s", model_name="gpt-oss-120b", environment="container", stat="sd") }} / '
+            '{{ value("kv_cache_fraction", model="unnamed", environment="native") }} / '
+            '{{ value("peak_memory_gib", campaign="unified-memory-post", environment="container", unit=False) }}\n')
+    text = body(render_post(project_with(tmp_path, post), published_store))
+    sd = rows[("gpt120b", "container", "output_throughput_tok_s")]["sd"]
+    assert text == f"70.47 GiB / {num(sd, 'output_throughput_tok_s')} tok/s / 0.900 / 104.92"
+    assert rows[("deepseek", "native", "peak_memory_gib")]["mean"] == 70.47
+
+
+def test_compare_is_the_claim_sentence_with_its_warning(tmp_path: Path, published_store: Path) -> None:
+    result = CliRunner().invoke(main, ["compare", "--json", "--runs-dir", str(published_store)])
+    rows = [r for r in json.loads(result.output)
+            if (r["model"], r["metric"]) == ("qwen72b", "output_throughput_tok_s")]
+    assert len(rows) == 1
+    post = '{{ compare("output_throughput_tok_s", model="qwen72b", factor="environment", baseline="native") }}\n'
+    text = body(render_post(project_with(tmp_path, post), published_store))
+    from sparkreport.analysis import check
+    from sparkreport.config import AnalysisOptions
+    from sparkreport.dataset import load_dataset
+
+    ds = load_dataset(published_store)
+    findings = check(ds, AnalysisOptions())
+    flagged = errors_for(rows[0], findings, list(ds.summaries.loc[ds.summaries["model"] == "qwen72b", "run_id"]))
+    assert {f.code for f in flagged} == {"capacity-peak", "capacity-weights", "roofline", "size-insensitive"}
+    assert text == md_escape(claim_sentence(rows[0], flagged))
+    assert "equivalent in container and native" in text and "⚠ These runs have error-level findings" in text
+
+
+def test_compare_on_per_run_data(tmp_path: Path, phase1_store: Path) -> None:
+    post = '{{ compare("peak_memory_gib", model="deepseek") }}\n'
+    text = body(render_post(project_with(tmp_path, post), phase1_store))
+    assert text.startswith("DeepSeek-R1-Distill-Qwen-7B: container had 1.44× the peak memory of native (95% CI ")
+
+
+def test_tables_and_charts_come_from_the_pages(tmp_path: Path, published_store: Path) -> None:
+    post = ('Intro.\n\n{{ table("arms", metric="kv_cache_gib", model="deepseek") }}\n\n'
+            '{{ chart("memory/kv-vs-peak") }}\n\n{{ table("findings", code="roofline") }}\n')
+    result = render(RenderOptions(runs_dir=published_store, project_root=project_with(tmp_path, post)))
+    text = (result.docs_dir / "blog" / "posts" / "post.md").read_text(encoding="utf-8")
+    assert ("| phase1-published | DeepSeek-R1-Distill-Qwen-7B | native | *published* | 10 | 44.31 | — | — "
+            "| — | — | — |") in text
+    assert '<span class="sparkreport-chart" id="chart-post-1-kv-vs-peak" role="figure"' in text
+    assert "](../../memory/charts/kv-vs-peak.svg)</span>" in text
+    assert (result.docs_dir / "memory" / "charts" / "kv-vs-peak.vl.json").is_file()
+    assert text.count("| error | roofline |") == 2
+    assert result.posts[0].bindings == 3 and result.posts[0].charts == ["memory/kv-vs-peak"]
+
+
+# --------------------------------------------------------------------------- literal code
+
+
+def test_code_blocks_and_front_matter_stay_literal(tmp_path: Path, published_store: Path) -> None:
+    post = (
+        "---\ndate: 2026-01-01\ndescription: '{{ not a binding }}'\n---\n\n# T\n\n"
+        "Inline `{{ value(\"x\") }}` and ``{{ value(\"y\") }}`` stay; "
+        '{{ value("kv_cache_gib", model="deepseek", environment="native") }} is filled.\n\n'
+        "```python\n{{ value(\"nope\") }}\n```\n\n"
+        "~~~~\n{{ compare(\"nope\") }}\n```\nstill code\n~~~~\n\n"
+        "   ```\n   {{ chart(\"nope\") }}\n   ```\n"
+    )
+    text = render_post(project_with(tmp_path, post), published_store)
+    assert "description: '{{ not a binding }}'" in text
+    assert 'Inline `{{ value("x") }}` and ``{{ value("y") }}`` stay; 44.31 GiB is filled.' in text
+    assert '```python\n{{ value("nope") }}\n```' in text
+    assert '~~~~\n{{ compare("nope") }}\n```\nstill code\n~~~~' in text
+    assert '   ```\n   {{ chart("nope") }}\n   ```' in text
+
+
+def test_find_bindings_skips_code_only() -> None:
+    text = 'a {{ value("m") }} `{{ x }}` b\n\n```\n{{ y }}\n```\n{{ chart("c") }}'
+    assert [inner.strip() for _, _, inner in find_bindings(text)] == ['value("m")', 'chart("c")']
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(("binding", "problem"), [
+    ('value("kv_cache_gb", model="deepseek", environment="native")',
+     "unknown metric 'kv_cache_gb' — metrics in the data: kv_cache_fraction, kv_cache_gib, memory_available_gib, "
+     "memory_total_gib, output_throughput_tok_s, peak_memory_gib"),
+    ('value("kv_cache_gib", model="llama", environment="native")',
+     "no arm with kv_cache_gib has model='llama' — model values here: deepseek, gpt120b, qwen72b, unnamed"),
+    ('value("kv_cache_gib", model="deepseek")',
+     "matches 2 arms (phase1-published/deepseek/container; phase1-published/deepseek/native) — add campaign=, "
+     "model= or environment= to pick one"),
+    ('value("kv_cache_gib", model="deepseek", environment="native", stat="median")',
+     "median is missing (NaN) for phase1-published/deepseek/native — published figures give: mean 44.31, n 10"),
+    ('value("kv_cache_gib", model="deepseek", environment="native", stat="p99")',
+     "unknown stat 'p99' — one of mean, median, sd, min, max, n, ci_low, ci_high"),
+    ('value("kv_cache_gib", gpu="h100")', "unknown filter 'gpu' — filters: campaign, model, model_name, "
+     "environment, label_KEY"),
+    ('compare("kv_cache_gib")', "matches 4 comparisons (phase1-published/deepseek container vs native; "
+     "phase1-published/gpt120b container vs native; phase1-published/qwen72b container vs native; "
+     "unified-memory-post/unnamed container vs native) — add campaign=, model= or candidate= to pick one"),
+    ('compare("kv_cache_gib", model="deepseek", baseline="bare-metal")',
+     "no environment called 'bare-metal' — the data has: container, native"),
+    ('chart("memory/kv-vs-peak", size=3)', "chart(): got an unexpected keyword argument 'size'"),
+    ('value(__import__("os").system("true"))', "arguments must be literals (strings, numbers, True/False/None)"),
+    ('open("/etc/passwd")', "unknown function 'open' — bindings are value(…), compare(…), chart(…), table(…)"),
+    ("kv_cache_gib", "not a binding — write one of value(…), compare(…), chart(…), table(…)"),
+    ('value("kv_cache_gib", model="deepseek", environment="native", colour="red")',
+     "unknown filter 'colour' — filters: campaign, model, model_name, environment, label_KEY"),
+])
+def test_bad_binding_fails_with_file_line_and_what_exists(tmp_path: Path, published_store: Path, binding: str,
+                                                          problem: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = project_with(tmp_path, f"---\ndate: 2026-01-01\n---\n\n# Post\n\nFine text.\nSee {{{{ {binding} }}}}.\n",
+                           name="bad.md")
+    monkeypatch.chdir(project)
+    with pytest.raises(BuildError) as raised:
+        render(RenderOptions(runs_dir=published_store, project_root=project))
+    message = raised.value.format_message()
+    assert message == f"docs/blog/posts/bad.md:8: {{{{ {binding} }}}}: {problem}"
+    assert "\n" not in message
+
+
+def test_unknown_chart_and_table_list_what_exists(tmp_path: Path, published_store: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    project = project_with(tmp_path, '# P\n\n{{ chart("memory/nope") }}\n', name="c.md")
+    monkeypatch.chdir(project)
+    with pytest.raises(BuildError) as raised:
+        render(RenderOptions(runs_dir=published_store, project_root=project))
+    message = raised.value.format_message()
+    assert message.startswith('docs/blog/posts/c.md:3: {{ chart("memory/nope") }}: no chart \'memory/nope\' — charts: ')
+    assert "memory/kv-vs-peak, " in message and "results/deepseek/kv_cache_gib-means" in message
+    (project / "docs" / "blog" / "posts" / "c.md").write_text('# P\n\n{{ table("runs") }}\n', encoding="utf-8")
+    with pytest.raises(BuildError, match=r"^docs/blog/posts/c\.md:3: \{\{ table\(\"runs\"\) \}\}: no table 'runs' "
+                                         r"— tables: arms, comparisons, findings$"):
+        render(RenderOptions(runs_dir=published_store, project_root=project))
+
+
+def test_table_must_stand_alone(tmp_path: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = project_with(tmp_path, 'x {{ table("findings") }}\n', name="t.md")
+    monkeypatch.chdir(project)
+    with pytest.raises(BuildError, match=r"^docs/blog/posts/t\.md:1: .*table\(\) must stand on a line of its own$"):
+        render(RenderOptions(runs_dir=published_store, project_root=project))
+
+
+def test_bad_binding_fails_the_build_cli(tmp_path: Path, published_store: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    project = project_with(tmp_path, '# P\n\n{{ value("nope_gib") }}\n', name="p.md")
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(main, ["build", "--runs-dir", str(published_store)])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: docs/blog/posts/p.md:3: {{ value(\"nope_gib\") }}: unknown metric")
+    assert result.output.count("\n") == 1
+    assert not (project / "site").exists()
+
+
+def test_parse_binding_never_evaluates() -> None:
+    binding = parse_binding(' value("m", model="a", **{"label.gpu": "h100"}, label_os="linux") ', 3)
+    assert (binding.function, binding.args, binding.kwargs, binding.line) == (
+        "value", ("m",), {"model": "a", "label.gpu": "h100", "label_os": "linux"}, 3)
+    for bad in ('value(*["m"])', "value(lambda: 1)", 'value("m".upper())', "value(m)"):
+        with pytest.raises(BindingError):
+            parse_binding(bad, 1)
+
+
+def test_label_filters(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for gpu, mean in (("h100", 10.0), ("h200", 20.0)):
+        csv = tmp_path / f"{gpu}.csv"
+        csv.write_text(f"model,environment,metric,n,mean,sd\nm,native,output_throughput_tok_s,3,{mean},1.0\n",
+                       encoding="utf-8")
+        report = ingest_paths([csv], RunStore(runs), IngestOptions(campaign=gpu, labels={"gpu": gpu}))
+        assert not report.rejected
+    project = project_with(tmp_path, '{{ value("output_throughput_tok_s", campaign="h200") }}\n')
+    assert body(render_post(project, runs)) == "20.00 tok/s"
+
+
+# --------------------------------------------------------------------------- the site's own posts
+
+
+@pytest.fixture(scope="module")
+def site_with_posts(tmp_path_factory: pytest.TempPathFactory, published_store: Path) -> BuildResult:
+    """This repository's mkdocs.yml, docs/ and posts over the embedded default data."""
+    project = tmp_path_factory.mktemp("posts-site")
+    shutil.copy(REPO / "mkdocs.yml", project / "mkdocs.yml")
+    shutil.copytree(REPO / "docs", project / "docs")
+    return build(RenderOptions(runs_dir=published_store, project_root=project), strict=True)
+
+
+def test_site_posts_build_strictly_with_the_blog(site_with_posts: BuildResult) -> None:
+    posts = site_with_posts.render.posts
+    assert len(posts) >= 3 and all(p.bindings >= 5 for p in posts)
+    html = {p.title: next(site_with_posts.site_dir.joinpath("blog").rglob(f"*/{slug}/index.html"))
+            for p, slug in ((p, p.title.lower().replace(",", "").replace(" ", "-")) for p in posts)
+            if p.title.startswith("Docker vs native")}
+    page = next(iter(html.values())).read_text(encoding="utf-8")
+    assert page.count("{{") == 1  # the one shown inside code
+    assert "70.47 GiB" in page and "TOST p &lt; 0.001" in page
+    assert 'class="sparkreport-provenance"' in page
+    assert not site_with_posts.warnings
+
+
+def test_site_post_numbers_match_stats(site_with_posts: BuildResult, published_store: Path) -> None:
+    rows = {(r["model"], r["environment"], r["metric"]): r for r in stats_json(published_store)}
+    docs = site_with_posts.render.docs_dir / "blog" / "posts"
+    budget = (docs / "unified-memory-budget.md").read_text(encoding="utf-8")
+    for env in ("native", "container"):
+        for metric in ("memory_total_gib", "peak_memory_gib", "memory_available_gib", "kv_cache_gib"):
+            assert f"{num(rows[('unnamed', env, metric)]['mean'], metric)} GiB" in budget
+    recomputed = (docs / "phase1-recomputed.md").read_text(encoding="utf-8")
+    sd = rows[("deepseek", "native", "output_throughput_tok_s")]
+    assert (f"{num(sd['sd'], 'output_throughput_tok_s')} tok/s over\n{sd['n']} runs" in recomputed)
+    assert f"from\n{num(sd['ci_low'], 'x')} tok/s to\n{num(sd['ci_high'], 'x')} tok/s." in recomputed
+    assert '`{{ value("peak_memory_gib", model="deepseek", environment="native") }}`' in recomputed
+
+
+def test_rss_feed_lists_the_posts(site_with_posts: BuildResult) -> None:
+    feed = ET.parse(site_with_posts.site_dir / "blog" / "feed.xml").getroot()
+    items = feed.findall("channel/item")
+    assert len(items) == len(site_with_posts.render.posts)
+    dates = [i.findtext("pubDate") for i in items]
+    assert dates[0] and dates[0].startswith("Sat, 21 Nov 2026")  # newest first
+    for item in items:
+        link = item.findtext("link") or ""
+        assert (site_with_posts.site_dir / "blog" / link / "index.html").is_file(), link
+        assert item.findtext("title") and item.findtext("description")
+    assert feed.findtext("channel/title") == "DGX Spark inference results — blog"
+
+
+def test_feed_links_are_absolute_with_site_url(tmp_path: Path, published_store: Path) -> None:
+    project = project_with(tmp_path, "---\ndate: 2026-02-03\n---\n\n# Fish & chips < 3\n\nText.\n")
+    (project / "mkdocs.yml").write_text("site_name: S\nsite_url: https://example.org/r/\n", encoding="utf-8")
+    result = build(RenderOptions(runs_dir=published_store, project_root=project), strict=True)
+    item = ET.parse(result.site_dir / "blog" / "feed.xml").getroot().find("channel/item")
+    assert item is not None
+    assert item.findtext("title") == "Fish & chips < 3"
+    link = item.findtext("link") or ""
+    assert link.startswith("https://example.org/r/blog/2026/02/03/") and link.endswith("/")
+    assert (result.site_dir / link.removeprefix("https://example.org/r/") / "index.html").is_file()
+    assert item.findtext("guid") == link
+    assert item.findtext("description") == "Text."
