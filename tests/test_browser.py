@@ -40,7 +40,34 @@ HOSTILE_SUMMARY = (
     "model,environment,metric,n,mean,sd\n"
     "\"<img src=x onerror=alert(1)>\",native,output_throughput_tok_s,5,100.0,1.0\n"
     "\"<img src=x onerror=alert(1)>\",container,output_throughput_tok_s,5,99.0,1.0\n"
+    "\"<script>alert(1)</script>\",native,output_throughput_tok_s,5,80.0,1.0\n"
+    "\"<script>alert(1)</script>\",container,output_throughput_tok_s,5,79.5,1.0\n"
 )
+SCRIPT_MODEL = "<script>alert(1)</script>"
+#: A post binding every kind of live data, including the model whose name is a script tag.
+POST = """---
+date: 2026-01-02
+categories: [Browser]
+description: A post with live data, drawn offline.
+---
+
+# Live data in a post
+
+Throughput of the script-named model:
+{{ value("output_throughput_tok_s", model="<script>alert(1)</script>", environment="native") }}.
+
+- {{ compare("output_throughput_tok_s", model="<script>alert(1)</script>") }}
+
+<!-- more -->
+
+{{ table("arms", metric="output_throughput_tok_s", model="<script>alert(1)</script>") }}
+
+{{ chart("results/script-alert-1-script/output_throughput_tok_s-means") }}
+
+{{ chart("memory/kv-vs-peak") }}
+"""
+#: Each page with everything it loads (shared assets counted once per page) stays under this.
+PAGE_BUDGET = 1_500_000
 
 
 def require_browser() -> None:
@@ -78,6 +105,10 @@ def built(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path) -> Build
     sources = [hostile, *sorted((REPO / "examples").glob("*.yml"))]
     report = ingest_paths(sources, RunStore(runs), IngestOptions())
     assert not report.rejected, [e.format_message() for e in report.rejected]
+    posts = project / "docs" / "blog" / "posts"
+    posts.mkdir(parents=True)
+    shutil.copy(REPO / "docs" / "blog" / "index.md", posts.parent / "index.md")
+    (posts / "live-data.md").write_text(POST, encoding="utf-8")
     return build(RenderOptions(runs_dir=runs, project_root=project), project / "site")
 
 
@@ -284,3 +315,101 @@ def test_charts_survive_instant_navigation(tmp_path_factory: pytest.TempPathFact
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def post_page(site_dir: Path) -> str:
+    """The built post's path (the blog plugin puts it under blog/YYYY/MM/DD/slug/)."""
+    (found,) = [p for p in site_pages(site_dir) if p.startswith("blog/2026/") and p.endswith("/live-data-in-a-post/")]
+    return found
+
+
+def test_posts_and_the_blog_index_load_offline(built: BuildResult, server: str, browser: Any) -> None:
+    """The blog index and the post load with no console error; the post's charts are drawn."""
+    for relative, charts_expected in (("blog/", 0), (post_page(built.site_dir), 2)):
+        visit = PageVisit(browser, server + relative)
+        try:
+            charts = visit.charts()
+            assert len(charts) == charts_expected, (relative, charts)
+            assert all(c["state"] == "drawn" and c["drawn"] == 1 and c["marks"] >= 1 for c in charts), charts
+            assert not visit.errors, f"{relative}: {visit.errors}"
+            assert not visit.dialogs
+            if charts_expected:  # the static SVG gives way to the drawn chart
+                hidden = visit.page.eval_on_selector_all(
+                    ".sparkreport-chart > img", "els => els.map(e => getComputedStyle(e).display)")
+                assert hidden == ["none"] * charts_expected, hidden
+            else:
+                assert visit.page.locator("a[href='feed.xml']").count() == 1
+                assert "Live data in a post" in visit.page.locator("article, .md-content").first.inner_text()
+        finally:
+            visit.close()
+    assert (built.site_dir / "blog" / "feed.xml").is_file()
+
+
+def test_script_named_model_is_text_everywhere(built: BuildResult, server: str, browser: Any) -> None:
+    """A model called <script>alert(1)</script> shows as text on its page, the home page and the
+    post (value, compare sentence and table); no script with its body exists and none runs."""
+    pages = ["", "results/script-alert-1-script/", post_page(built.site_dir)]
+    for relative in pages:
+        visit = PageVisit(browser, server + relative)
+        try:
+            text = visit.page.locator("article").first.inner_text()
+            assert SCRIPT_MODEL in text, relative
+            injected = visit.page.evaluate(
+                "Array.from(document.scripts).filter(s => s.textContent.includes('alert(1)')).length")
+            assert injected == 0, relative
+            assert not visit.dialogs and not visit.errors, (relative, visit.dialogs, visit.errors)
+        finally:
+            visit.close()
+    visit = PageVisit(browser, server + post_page(built.site_dir))
+    try:
+        article = visit.page.locator("article").first.inner_text()
+        assert "Throughput of the script-named model:\n80.00 tok/s." in article or \
+            "Throughput of the script-named model: 80.00 tok/s." in article
+        assert f"{SCRIPT_MODEL}: no significant difference detected" in article or \
+            f"{SCRIPT_MODEL}: output throughput" in article
+        cells = visit.page.locator("article table td").all_inner_texts()
+        assert SCRIPT_MODEL in cells
+    finally:
+        visit.close()
+
+
+def test_page_weight_budget(built: BuildResult, server: str, browser: Any) -> None:
+    """Every page with what it loads (each file counted once) stays within 1.5 MB."""
+    heaviest = ("", 0)
+    for relative in site_pages(built.site_dir):
+        visit = PageVisit(browser, server + relative)
+        try:
+            local = {urlparse(u).path for u in visit.requests if urlparse(u).hostname in LOCAL_HOSTS}
+        finally:
+            visit.close()
+        total = 0
+        for path in local:
+            file = built.site_dir / path.lstrip("/")
+            if file.is_dir():
+                file = file / "index.html"
+            if file.is_file():
+                total += file.stat().st_size
+        assert total <= PAGE_BUDGET, f"{relative}: {total:,} bytes with its assets (budget {PAGE_BUDGET:,})"
+        heaviest = max(heaviest, (relative, total), key=lambda item: item[1])
+    assert heaviest[1] > 500_000, heaviest  # the vendored Vega builds were counted
+
+
+def test_no_chart_embeds_more_than_5000_rows(built: BuildResult) -> None:
+    """Every chart spec the site serves embeds at most 5000 data rows (Altair's limit, kept on)."""
+    import json
+
+    def rows(node: Any) -> int:
+        if isinstance(node, dict):
+            own = len(node["values"]) if isinstance(node.get("values"), list) else 0
+            datasets = sum(len(v) for v in node.get("datasets", {}).values()) if isinstance(
+                node.get("datasets"), dict) else 0
+            return own + datasets + sum(rows(v) for k, v in node.items() if k not in ("values", "datasets"))
+        if isinstance(node, list):
+            return sum(rows(v) for v in node)
+        return 0
+
+    specs = sorted(built.site_dir.rglob("*.vl.json"))
+    assert len(specs) >= 10
+    for spec in specs:
+        count = rows(json.loads(spec.read_text(encoding="utf-8")))
+        assert 0 < count <= 5000, (spec, count)
