@@ -72,10 +72,41 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
+#: Rows handed to Altair as a one-row placeholder (see :func:`inline`), by placeholder token.
+_PENDING: dict[str, list[dict[str, Any]]] = {}
+_MARK = "__sparkreport_rows__"
+
+
+def inline(values: list[dict[str, Any]]) -> Any:
+    """Inline chart data, without Altair validating every value (which costs more than the rest
+    of the chart at a few thousand rows): Altair gets a one-row placeholder and :func:`_finish`
+    puts the real rows into the spec."""
+    import altair as alt
+
+    token = f"{len(_PENDING)}-{id(values)}"
+    _PENDING[token] = values
+    return alt.Data(values=[{_MARK: token}])
+
+
+def _fill(node: Any) -> Any:
+    """Replace placeholders made by :func:`inline` with their rows, anywhere in a spec."""
+    if isinstance(node, dict):
+        values = node.get("values")
+        if isinstance(values, list) and len(values) == 1 and isinstance(values[0], dict) and _MARK in values[0]:
+            return {**node, "values": _PENDING.pop(values[0][_MARK])}
+        return {key: _fill(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_fill(item) for item in node]
+    return node
+
+
 def _finish(chart: Any, name: str, title: str, description: str, rows: int) -> ChartSpec:
     # Validation against the Vega-Lite schema costs ~40% of a chart's build time; the specs are
     # ours and fixed in shape (validated in the tests), so the build skips it.
-    spec = chart.properties(title=title).to_dict(validate=False)
+    try:
+        spec = _fill(chart.properties(title=title).to_dict(validate=False))
+    finally:
+        _PENDING.clear()
     return ChartSpec(name=name, title=title, description=description, spec=spec, rows=rows)
 
 
@@ -106,7 +137,7 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
     frame["jitter"] = frame.groupby("environment", sort=False).cumcount() % 7 / 6
     data = _records(frame[["environment", "run_id", "iteration", "status", "jitter", metric]].rename(
         columns={metric: "value"}))
-    base = alt.Chart(alt.Data(values=data))
+    base = alt.Chart(inline(data))
     box = base.transform_filter(alt.datum.status == "included").mark_boxplot(
         extent="min-max", opacity=0.35, size=22, median={"color": "#333"}
     ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=False)), y=y_title,
@@ -136,7 +167,7 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
     })
     summary["n"] = grouped.size()
     data = _records(summary.reset_index())
-    base = alt.Chart(alt.Data(values=data)).encode(y=alt.Y("environment:N", title=None),
+    base = alt.Chart(inline(data)).encode(y=alt.Y("environment:N", title=None),
                                                    color=alt.Color("environment:N", legend=None))
     chart = alt.layer(
         base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=False)), x2="max:Q"),
@@ -167,7 +198,7 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     level = f"{confidence:.0%}"
     with_ci = [row for row in data if row["ci_low"] is not None and row["ci_high"] is not None]
     y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data])
-    points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=70).encode(
+    points = alt.Chart(inline(data)).mark_point(filled=True, size=70).encode(
         x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
         color=alt.Color("environment:N", legend=None),
         shape=alt.Shape("origin:N", title="source", scale=alt.Scale(domain=[MEASURED, PUBLISHED],
@@ -179,7 +210,7 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     )
     layers = [points]
     if with_ci:  # an arm published without a spread has no interval: draw its mean alone
-        layers.insert(0, alt.Chart(alt.Data(values=with_ci)).mark_errorbar(ticks=True).encode(
+        layers.insert(0, alt.Chart(inline(with_ci)).mark_errorbar(ticks=True).encode(
             x=alt.X("ci_low:Q", title=axis), x2="ci_high:Q", y=y,
             color=alt.Color("environment:N", legend=None)))
     chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(46))
@@ -206,7 +237,7 @@ def memory_scatter(points: pd.DataFrame, *, name: str, title: str) -> ChartSpec 
         frame = frame.groupby(["model_name", "environment", "origin"], as_index=False)[
             ["peak_memory_gib", "kv_cache_gib"]].mean()
     data = _records(frame[columns])
-    chart = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=60, opacity=0.8).encode(
+    chart = alt.Chart(inline(data)).mark_point(filled=True, size=60, opacity=0.8).encode(
         x=alt.X("peak_memory_gib:Q", title=metric_title("peak_memory_gib"), scale=alt.Scale(zero=False)),
         y=alt.Y("kv_cache_gib:Q", title=metric_title("kv_cache_gib"), scale=alt.Scale(zero=False)),
         color=alt.Color("environment:N", title="environment"),

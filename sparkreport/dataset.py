@@ -232,15 +232,40 @@ def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None) 
     return Dataset(runs=runs, summaries=summaries, records=records, digest=digest, paths=list(paths))
 
 
-def load_dataset(runs_dir: Path) -> Dataset:
-    """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file)."""
+def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
+    """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file).
+
+    With ``cache_dir`` (a build's ``build/cache``), each validated record is kept by its
+    run.json's content hash, so a rebuild reads and validates only the files that changed.
+    """
     store = RunStore(runs_dir)
     if not runs_dir.is_dir():
         raise DataError(f"{runs_dir}: no such run store — ingest results first (`sparkreport ingest FILE`)")
     files = store.run_files()
-    records = [store.load(path) for path in files]
+    records = [store.load(path) for path in files] if cache_dir is None else _cached_records(store, files, cache_dir)
     paths = [str(path.parent.relative_to(runs_dir)) for path in files]
     return build_dataset(records, paths)
+
+
+def _cached_records(store: RunStore, files: list[Path], cache_dir: Path) -> list[RunRecord]:
+    from sparkreport.cache import HashMemo, RecordCache, package_digest
+
+    memo = HashMemo(cache_dir / "hashes.json")
+    cache = RecordCache(cache_dir / "records.pickle", salt=package_digest(memo))
+    records = []
+    digests = set()
+    for path in files:
+        digest = memo.digest(path)
+        digests.add(digest)
+        record = cache.get(digest)
+        if record is None:
+            record = store.load(path)
+            cache.put(digest, record)
+        records.append(record)
+    cache.keep_only(digests)
+    cache.save()
+    memo.save()
+    return records
 
 
 def export(dataset: Dataset, out: Path) -> Path:

@@ -20,31 +20,39 @@ if TYPE_CHECKING:
 def lttb_indices(x: ArrayLike, y: ArrayLike, threshold: int) -> NDArray[np.intp]:
     """The indices of the points LTTB keeps (sorted; all of them when ``len <= threshold``).
 
-    ``x`` must be increasing; NaN values in ``y`` are never chosen over finite ones.
+    ``x`` must be increasing; points whose ``y`` is not finite are never kept.
     """
     xs = np.asarray(x, dtype=float)
     ys = np.asarray(y, dtype=float)
-    n = xs.size
     if xs.shape != ys.shape:
         raise ValueError("x and y must have the same length")
+    finite = np.flatnonzero(np.isfinite(ys) & np.isfinite(xs))
+    if finite.size < xs.size:
+        return finite[lttb_indices(xs[finite], ys[finite], threshold)]
+    n = xs.size
     if threshold >= n or n <= 2:
         return np.arange(n, dtype=np.intp)
     if threshold < 3:
         raise ValueError("threshold must be at least 3")
-    ys = np.where(np.isfinite(ys), ys, np.nan)
-    edges = np.linspace(1, n - 1, threshold - 1).astype(np.intp)  # bucket b = [edges[b], edges[b+1])
+    # Buckets 0 … threshold-3 split the points between the first and the last.
+    edges = np.linspace(1, n - 1, threshold - 1).astype(np.intp)
+    edges = np.maximum(edges, np.arange(1, threshold))[: threshold - 1]
+    edges = np.minimum(edges, n - 1)
+    starts, stops = edges[:-1], np.maximum(edges[1:], edges[:-1] + 1)
+    # The mean point of each bucket (and of the last point, for the final bucket's "next").
+    sum_x = np.add.reduceat(xs, starts)
+    sum_y = np.add.reduceat(ys, starts)
+    counts = np.diff(np.append(starts, n))
+    mean_x = np.append(sum_x / counts, xs[-1])
+    mean_y = np.append(sum_y / counts, ys[-1])
     kept = np.empty(threshold, dtype=np.intp)
     kept[0], kept[-1] = 0, n - 1
     previous = 0
     for bucket in range(threshold - 2):
-        start, stop = edges[bucket], max(edges[bucket + 1], edges[bucket] + 1)
-        nxt_start, nxt_stop = edges[bucket + 1], (edges[bucket + 2] if bucket + 2 < len(edges) else n)
-        nxt_stop = max(nxt_stop, nxt_start + 1)
-        next_x = xs[nxt_start:nxt_stop].mean()
-        next_y = np.nanmean(ys[nxt_start:nxt_stop]) if np.isfinite(ys[nxt_start:nxt_stop]).any() else 0.0
-        px, py = xs[previous], ys[previous] if np.isfinite(ys[previous]) else 0.0
-        area = np.abs((px - next_x) * (ys[start:stop] - py) - (px - xs[start:stop]) * (next_y - py))
-        area = np.where(np.isnan(area), -1.0, area)
+        start, stop = starts[bucket], stops[bucket]
+        px, py = xs[previous], ys[previous]
+        nx, ny = mean_x[bucket + 1], mean_y[bucket + 1]
+        area = np.abs((px - nx) * (ys[start:stop] - py) - (px - xs[start:stop]) * (ny - py))
         previous = int(start + np.argmax(area))
         kept[bucket + 1] = previous
     return kept

@@ -7,8 +7,9 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from sparkreport.cache import CACHE_DIR
 from sparkreport.errors import BuildError
 from sparkreport.render.pages import NavItem, PageDoc
 from sparkreport.render.posts import PostDoc
@@ -89,10 +90,11 @@ def render(options: RenderOptions) -> RenderResult:
     # The project root's sparkreport.yml, not the current directory's: render may run elsewhere.
     config = load_config(config_path) if config_path is not None else ProjectConfig()
     runs_dir = _under(root, options.runs_dir).resolve()
-    dataset = load_dataset(runs_dir)
+    docs_dir = _under(root, options.docs_dir or DEFAULT_DOCS_DIR).resolve()
+    cache_dir = docs_dir.parent / CACHE_DIR
+    dataset = load_dataset(runs_dir, cache_dir=cache_dir)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
-    docs_dir = _under(root, options.docs_dir or DEFAULT_DOCS_DIR).resolve()
     prepare_docs_dir(docs_dir, root / "docs")
     handwritten = copy_handwritten(root / "docs", docs_dir)
     copy_assets(docs_dir)
@@ -101,6 +103,7 @@ def render(options: RenderOptions) -> RenderResult:
     env = make_environment(root / "templates")
     written: list[PageDoc] = []
     nav: list[NavItem] = []
+    svg_jobs: list[tuple[Path, dict[str, Any]]] = []
     for page in registered_pages():
         docs = page.docs(site, docs_dir)
         for doc in docs:
@@ -108,10 +111,11 @@ def render(options: RenderOptions) -> RenderResult:
                 raise BuildError(
                     f"{root / 'docs' / doc.path}: collides with the generated {page.title} page — "
                     f"rename it, or change the page through templates/{page.template}")
-            write_page(env, site, doc, docs_dir)
+            write_page(env, site, doc, docs_dir, svg_jobs)
         written += docs
         if docs:
             nav.append(page.nav(docs))
+    write_svgs(svg_jobs, cache_dir)
     footer = env.get_template("_footer.md")
     posts = render_posts(site, docs_dir, root / "docs", written, footer=lambda: footer.render(
         site=site, provenance=site.provenance, title=site.config.title, ci_label=site.confidence_label))
@@ -161,8 +165,13 @@ def copy_handwritten(source: Path, docs_dir: Path) -> list[str]:
     return copied
 
 
-def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: Path) -> None:
-    """Render one document's template and write it with its charts."""
+def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: Path,
+               svg_jobs: list[tuple[Path, dict[str, Any]]] | None = None) -> None:
+    """Render one document's template and write it with its charts.
+
+    With ``svg_jobs``, the SVG fallbacks are queued there for :func:`write_svgs` (cached,
+    rendered in parallel) instead of being drawn one by one here.
+    """
     import jinja2
 
     from sparkreport.charts import to_svg
@@ -184,7 +193,39 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
         folder = target.parent / CHARTS_DIR
         folder.mkdir(exist_ok=True)
         _write_text(folder / f"{chart.name}.vl.json", json.dumps(chart.spec, indent=1, sort_keys=True) + "\n")
-        _write_text(folder / f"{chart.name}.svg", to_svg(chart.spec))
+        if svg_jobs is None:
+            _write_text(folder / f"{chart.name}.svg", to_svg(chart.spec))
+        else:
+            svg_jobs.append((folder / f"{chart.name}.svg", chart.spec))
+
+
+def write_svgs(jobs: list[tuple[Path, dict[str, Any]]], cache_dir: Path | None) -> None:
+    """Write each chart's SVG fallback: from the cache when the same spec was drawn before
+    (keyed by the spec's sha256 and the vl-convert version), else drawn in a thread pool."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import vl_convert
+
+    from sparkreport.cache import BlobCache, sha256_bytes
+    from sparkreport.charts import VEGALITE_VERSION, to_svg
+
+    cache = BlobCache(cache_dir / "svg", "svg") if cache_dir is not None else None
+    salt = f"{getattr(vl_convert, '__version__', '')}\0{VEGALITE_VERSION}\0".encode()
+    missing: list[tuple[Path, dict[str, Any], str]] = []
+    for path, spec in jobs:
+        key = sha256_bytes(salt + json.dumps(spec, sort_keys=True).encode())
+        cached = cache.get(key) if cache is not None else None
+        if cached is not None:
+            _write_text(path, cached.decode("utf-8"))
+        else:
+            missing.append((path, spec, key))
+    if not missing:
+        return
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        for (path, _spec, key), svg in zip(missing, pool.map(lambda job: to_svg(job[1]), missing), strict=True):
+            _write_text(path, svg)
+            if cache is not None:
+                cache.put(key, svg.encode("utf-8"))
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -148,7 +148,7 @@ def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
     import numpy as np
     import pandas as pd
 
-    from sparkreport.charts import PANEL_WIDTH, _finish
+    from sparkreport.charts import PANEL_WIDTH, _finish, inline
     from sparkreport.lttb import lttb
 
     try:
@@ -172,7 +172,7 @@ def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
         xs, ys = lttb(elapsed[keep], values[keep], SAMPLE_POINTS)
         data += [{"minute": round(float(x), 4), "value": float(y), "series": column} for x, y in zip(xs, ys,
                                                                                                        strict=True)]
-    chart = alt.Chart(alt.Data(values=data)).mark_line(strokeWidth=1).encode(
+    chart = alt.Chart(inline(data)).mark_line(strokeWidth=1).encode(
         x=alt.X("minute:Q", title="elapsed (min)"), y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
         row=alt.Row("series:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
         color=alt.Color("series:N", legend=None),

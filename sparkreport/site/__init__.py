@@ -24,19 +24,39 @@ class BuildResult:
     config_file: Path
     render: RenderResult
     warnings: list[str] = field(default_factory=list)
+    #: True when nothing the build reads had changed and the previous site was kept as is.
+    cached: bool = False
 
 
 def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool = True) -> BuildResult:
-    """Render the pages, write the MkDocs config and build the site into ``site_dir``."""
+    """Render the pages, write the MkDocs config and build the site into ``site_dir``.
+
+    A build whose inputs (run store, config, templates, docs, package) are unchanged since the
+    last successful one keeps that site and returns at once (:mod:`sparkreport.site.incremental`).
+    """
+    from sparkreport.cache import HashMemo
     from sparkreport.render import render
+    from sparkreport.render.core import resolve_root
+    from sparkreport.site import incremental
     from sparkreport.site.mkdocs_site import build_site, write_config
 
-    result = render(options)
     target = site_dir or DEFAULT_SITE_DIR
     if not target.is_absolute():
-        target = result.project_root / target
+        target = resolve_root(options) / target
+    cache_dir = incremental.cache_dir_for(options)
+    memo = HashMemo(cache_dir / "hashes.json")
+    key = incremental.build_key(options, target, strict, memo)
+    memo.save()
+    state = incremental.load_state(cache_dir, key, target)
+    if state is not None:
+        return BuildResult(site_dir=target, config_file=Path(state["config_file"]),
+                           render=incremental.result_from_state(state, options),
+                           warnings=list(state["warnings"]), cached=True)
+    (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
+    result = render(options)
     config_file = write_config(result, target)
     warnings = build_site(config_file, strict=strict)
+    incremental.save_state(cache_dir, key, target, config_file, result, warnings)
     return BuildResult(site_dir=target, config_file=config_file, render=result, warnings=warnings)
 
 

@@ -1,0 +1,194 @@
+"""Content-hash caches for incremental builds, kept under ``build/cache/`` (never the source tree).
+
+Three caches, each keyed by the sha256 of what it was computed from, so a stale entry is never
+used — it is simply not found:
+
+* :class:`HashMemo` — each file's sha256, remembered with its (size, mtime, inode) so an
+  unchanged file is not read again (the way git's index avoids re-hashing);
+* :class:`RecordCache` — each run.json's validated record, by the file's content hash;
+* :class:`BlobCache` — derived files (chart SVGs) by the hash of their input.
+
+:func:`inputs_digest` combines the hashes of everything a build reads (run store, config,
+templates, hand-written docs, MkDocs config, the sparkreport package itself) into one key; a
+build whose key matches the last successful one has nothing to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+#: Bump to drop every cache written by an older layout.
+CACHE_VERSION = 1
+CACHE_DIR = "cache"
+
+
+def _atomic_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class HashMemo:
+    """File sha256s remembered by (size, mtime_ns, inode); persisted as one JSON file."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.entries: dict[str, list[Any]] = {}
+        self.changed = False
+        if path is not None and path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if data.get("version") == CACHE_VERSION:
+                    self.entries = data["files"]
+            except (OSError, ValueError, KeyError):
+                self.entries = {}
+
+    def digest(self, path: Path, stat: os.stat_result | None = None) -> str:
+        """The file's sha256, read only when its size, mtime or inode changed."""
+        stat = stat or path.stat()
+        key = str(path)
+        sig = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+        entry = self.entries.get(key)
+        if entry is not None and entry[:3] == sig:
+            return str(entry[3])
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        value = digest.hexdigest()
+        self.entries[key] = [*sig, value]
+        self.changed = True
+        return value
+
+    def save(self) -> None:
+        if self.path is not None and self.changed:
+            _atomic_bytes(self.path, json.dumps({"version": CACHE_VERSION, "files": self.entries}).encode())
+            self.changed = False
+
+
+def walk_files(root: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
+    """(posix path relative to root, path, stat) of every regular file under ``root``, sorted,
+    hidden files and folders (``.name``) left out."""
+    if not root.is_dir():
+        return
+    stack = [(root, "")]
+    while stack:
+        folder, prefix = stack.pop()
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda e: e.name, reverse=True)
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            relative = f"{prefix}{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((Path(entry.path), relative + "/"))
+            elif entry.is_file():
+                yield relative, Path(entry.path), entry.stat()
+
+
+def tree_digest(root: Path, memo: HashMemo) -> str:
+    """One sha256 over every file under ``root`` (relative path + content hash)."""
+    digest = hashlib.sha256()
+    for relative, path, stat in sorted(walk_files(root)):
+        digest.update(f"{relative}\0{memo.digest(path, stat)}\n".encode())
+    return digest.hexdigest()
+
+
+def package_digest(memo: HashMemo) -> str:
+    """The sparkreport package's own files: a code or template change invalidates every cache."""
+    import sparkreport
+
+    return tree_digest(Path(sparkreport.__file__).resolve().parent, memo)
+
+
+def inputs_digest(parts: Iterable[tuple[str, str]]) -> str:
+    """One key from named parts (each already a digest or a plain value)."""
+    digest = hashlib.sha256(f"sparkreport-cache-{CACHE_VERSION}\n".encode())
+    for name, value in parts:
+        digest.update(f"{name}\0{value}\n".encode())
+    return digest.hexdigest()
+
+
+class BlobCache:
+    """Derived files by the hash of their input: ``<dir>/<hash[:2]>/<hash>.<suffix>``."""
+
+    def __init__(self, root: Path, suffix: str):
+        self.root = root
+        self.suffix = suffix
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.{self.suffix}"
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            data = self._path(key).read_bytes()
+        except OSError:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return data
+
+    def put(self, key: str, data: bytes) -> None:
+        _atomic_bytes(self._path(key), data)
+
+
+class RecordCache:
+    """Validated run records (as pickled dicts of parsed JSON) by the run.json's content hash.
+
+    Reading a run.json costs a JSON parse and a validation; this keeps the validated record
+    for files whose bytes did not change. One pickle file, rewritten when something changed.
+    """
+
+    def __init__(self, path: Path | None, salt: str = ""):
+        self.path = path
+        #: What else the records depend on (the package's code): a different salt drops them all.
+        self.salt = salt
+        self.entries: dict[str, Any] = {}
+        self.changed = False
+        if path is not None and path.is_file():
+            try:
+                with path.open("rb") as handle:
+                    data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
+                if isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("salt") == salt:
+                    self.entries = data["records"]
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, ValueError):
+                self.entries = {}
+
+    def get(self, digest: str) -> Any:
+        return self.entries.get(digest)
+
+    def put(self, digest: str, record: Any) -> None:
+        self.entries[digest] = record
+        self.changed = True
+
+    def keep_only(self, digests: set[str]) -> None:
+        """Forget records no longer in the store (the cache does not grow without bound)."""
+        stale = [d for d in self.entries if d not in digests]
+        for digest in stale:
+            del self.entries[digest]
+        self.changed = self.changed or bool(stale)
+
+    def save(self) -> None:
+        if self.path is not None and self.changed:
+            payload = {"version": CACHE_VERSION, "salt": self.salt, "records": self.entries}
+            _atomic_bytes(self.path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+            self.changed = False

@@ -1,0 +1,125 @@
+"""Incremental builds: skip the whole build when none of its inputs changed.
+
+The key is one sha256 over the content hashes of everything a build reads — the run store
+(every file), ``sparkreport.yml``, the project's ``mkdocs.yml``, ``docs/``, ``templates/`` and
+``overrides/``, the sparkreport package itself (code, templates, assets), the MkDocs and
+Material versions, the project's git commit (printed in every footer) and the build's own
+options. File hashes are remembered by (size, mtime, inode) in ``build/cache/hashes.json``, so
+an unchanged file is not read again. After a successful build the key and what the build wrote
+are kept in ``build/cache/build.json``; the next build with the same key and an intact site
+returns that at once. Anything changed → a full build (whose dataset and chart caches still
+skip the unchanged runs and charts).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkreport.cache import CACHE_DIR, HashMemo, inputs_digest, package_digest, tree_digest
+
+if TYPE_CHECKING:
+    from sparkreport.render import RenderOptions, RenderResult
+
+STATE_FILE = "build.json"
+#: Folders of the project root a build reads.
+PROJECT_FOLDERS = ("docs", "templates", "overrides")
+PROJECT_FILES = ("sparkreport.yml", "mkdocs.yml")
+
+
+def cache_dir_for(options: RenderOptions) -> Path:
+    """``build/cache`` beside the docs folder the build renders into."""
+    from sparkreport.render.core import DEFAULT_DOCS_DIR, resolve_root
+
+    root = resolve_root(options)
+    docs = options.docs_dir or DEFAULT_DOCS_DIR
+    docs = docs if docs.is_absolute() else root / docs
+    return docs.resolve().parent / CACHE_DIR
+
+
+def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo: HashMemo) -> str:
+    """The content key of a build: equal keys build identical sites."""
+    import mkdocs
+
+    from sparkreport import __version__
+    from sparkreport.render.context import git_commit
+    from sparkreport.render.core import resolve_root
+
+    root = resolve_root(options)
+    runs = options.runs_dir if options.runs_dir.is_absolute() else root / options.runs_dir
+    parts: list[tuple[str, str]] = [
+        ("version", __version__), ("package", package_digest(memo)), ("runs", tree_digest(runs, memo)),
+        ("mkdocs", mkdocs.__version__), ("material", _material_version()),
+        ("commit", git_commit(root) or ""), ("strict", str(strict)), ("site_dir", str(site_dir)),
+        ("docs_dir", str(options.docs_dir)), ("command", str(options.command)),
+        ("config_path", str(options.config_path)),
+    ]
+    for name in PROJECT_FOLDERS:
+        parts.append((name, tree_digest(root / name, memo)))
+    files = [root / name for name in PROJECT_FILES]
+    if options.config_path is not None:
+        files.append(options.config_path)
+    for path in files:
+        parts.append((str(path), memo.digest(path) if path.is_file() else "absent"))
+    return inputs_digest(parts)
+
+
+def _material_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mkdocs-material")
+    except PackageNotFoundError:
+        return ""
+
+
+def load_state(cache_dir: Path, key: str, site_dir: Path) -> dict[str, Any] | None:
+    """What the last build with this key wrote, when its site is still there; else None."""
+    try:
+        state = json.loads((cache_dir / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if state.get("key") != key or state.get("site_dir") != str(site_dir):
+        return None
+    if not (site_dir / "index.html").is_file() or not Path(state.get("config_file", "")).is_file():
+        return None
+    return state
+
+
+def save_state(cache_dir: Path, key: str, site_dir: Path, config_file: Path, result: RenderResult,
+               warnings: list[str]) -> None:
+    from sparkreport.cache import _atomic_bytes
+
+    state = {
+        "key": key, "site_dir": str(site_dir), "config_file": str(config_file),
+        "project_root": str(result.project_root), "docs_dir": str(result.docs_dir),
+        "pages": [{"path": p.path, "title": p.title, "template": p.template,
+                   "charts": [[c.name, c.title, c.description, c.rows] for c in p.charts]} for p in result.pages],
+        "nav": result.nav, "handwritten": result.handwritten, "warnings": warnings,
+    }
+    _atomic_bytes(cache_dir / STATE_FILE, json.dumps(state).encode())
+
+
+def result_from_state(state: dict[str, Any], options: RenderOptions) -> RenderResult:
+    """A RenderResult describing the cached build (pages, nav, charts by name; no contexts)."""
+    from sparkreport.charts import ChartSpec
+    from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
+    from sparkreport.render import RenderResult
+    from sparkreport.render.pages import PageDoc
+
+    root = Path(state["project_root"])
+    config_path = options.config_path or (root / CONFIG_FILE if (root / CONFIG_FILE).is_file() else None)
+    config = load_config(config_path) if config_path is not None else ProjectConfig()
+    pages = []
+    for page in state["pages"]:
+        doc = PageDoc(page["path"], page["title"], page["template"])
+        doc.charts = [ChartSpec(name=n, title=t, description=d, spec={}, rows=r) for n, t, d, r in page["charts"]]
+        pages.append(doc)
+    return RenderResult(project_root=root, docs_dir=Path(state["docs_dir"]), config=config, pages=pages,
+                        nav=_nav(state["nav"]), handwritten=list(state["handwritten"]))
+
+
+def _nav(items: list[Any]) -> list[Any]:
+    """JSON lists back into the (title, target) tuples of a nav."""
+    return [(title, target if isinstance(target, str) else _nav(target)) for title, target in items]
