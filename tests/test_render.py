@@ -269,7 +269,9 @@ def test_rerender_replaces_the_previous_output(tmp_path: Path, phase1_store: Pat
     assert not stale.exists()
 
 
-def test_render_cli(tmp_path: Path, phase1_store: Path) -> None:
+def test_render_cli(tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Run outside the repository: its docs/blog posts bind to runs/, not to these per-run data.
+    monkeypatch.chdir(tmp_path)
     runs = tmp_path / "runs"
     shutil.copytree(phase1_store, runs)
     result = CliRunner().invoke(main, ["render", "--runs-dir", str(runs), "--docs-dir", str(tmp_path / "out" / "docs")])
