@@ -85,7 +85,7 @@ class HashMemo:
 
 def walk_files(root: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
     """(posix path relative to root, path, stat) of every regular file under ``root``, sorted,
-    hidden files and folders (``.name``) left out."""
+    hidden files and folders (``.name``) and ``__pycache__`` (written by imports) left out."""
     if not root.is_dir():
         return
     stack = [(root, "")]
@@ -94,7 +94,7 @@ def walk_files(root: Path) -> Iterator[tuple[str, Path, os.stat_result]]:
         with os.scandir(folder) as scan:
             entries = sorted(scan, key=lambda e: e.name, reverse=True)
         for entry in entries:
-            if entry.name.startswith("."):
+            if entry.name.startswith(".") or entry.name == "__pycache__":
                 continue
             relative = f"{prefix}{entry.name}"
             if entry.is_dir(follow_symlinks=False):

@@ -38,6 +38,8 @@ _TEXT_FIELDS = {"timestamp", "name", "pci.bus_id", "driver_version", "uuid", "se
 _KNOWN_PREFIXES = ("timestamp", "index", "name", "memory.", "utilization.", "power.", "temperature.",
                    "clocks.", "pstate", "fan.", "driver_version", "pci.", "uuid", "compute_", "enforced.",
                    "clocks_", "gpu_", "ecc.", "encoder.", "count", "serial", "vbios_version")
+#: Distinct cells remembered per column (bounded memory on columns that never repeat).
+_MEMO_LIMIT = 4096
 _GPU_NAME_PREFIXES = ("NVIDIA", "Tesla", "Quadro", "GeForce", "TITAN")
 #: units nvidia-smi puts in the header → the suffix used in the column name
 _INFER_ORDER = {"%": ("utilization.gpu", "utilization.memory"), "MiB": ("memory.used", "memory.total"),
@@ -94,6 +96,7 @@ def read_samples(path: Path) -> tuple[Table, dict[str, Any]]:
     fields: list[tuple[str, str | None]] | None = None
     table: Table | None = None
     inferred = False
+    memos: list[dict[str, Any]] = []
     for number, line in iter_lines(path):
         if not line.strip():
             continue
@@ -112,21 +115,32 @@ def read_samples(path: Path) -> tuple[Table, dict[str, Any]]:
             table = Table("samples", [column_name(f, u) for f, u in fields],
                           description="nvidia-smi --query-gpu samples (header-less: columns inferred)")
         assert table is not None
+        if not memos:
+            memos = [{} for _ in fields]
         if len(cells) != len(fields):
             raise ParseError(path, f"row has {len(cells)} fields, the header {len(fields)}", line=number,
                              fix="ingest the CSV nvidia-smi wrote, unchanged")
         row: list[Any] = []
-        for (field, _unit), cell in zip(fields, cells, strict=True):
+        for (field, _unit), cell, seen in zip(fields, cells, memos, strict=True):
+            # Samples repeat their values (a GPU name, "96 %", "[N/A]"): each distinct cell of a
+            # column is converted once (an hour at 10 Hz is 36 000 rows).
+            if cell in seen:
+                row.append(seen[cell])
+                continue
+            value: Any
             if cell.lower() in NULL_WORDS:
-                row.append(None)
+                value = None
             elif field in _TEXT_FIELDS or field.startswith("col") and not cell[:1].isdigit():
-                row.append(cell)
+                value = cell
             else:
                 try:
-                    row.append(to_number(cell))
+                    value = to_number(cell)
                 except NotANumber:
                     raise ParseError(path, f"{field} should be a number, found {cell!r}", line=number,
                                      fix="ingest the CSV nvidia-smi wrote, unchanged") from None
+            if len(seen) < _MEMO_LIMIT:
+                seen[cell] = value
+            row.append(value)
         table.rows.append(row)
     if table is None or not table.rows:
         raise ParseError(path, "holds no nvidia-smi samples", fix="ingest a CSV with at least one row")

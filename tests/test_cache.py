@@ -1,0 +1,131 @@
+"""Incremental builds: an unchanged rebuild reuses the cache, a changed run.json is picked up."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sparkreport.cache import BlobCache, HashMemo, RecordCache
+from sparkreport.dataset import load_dataset
+from sparkreport.render import RenderOptions
+from sparkreport.site import build
+
+
+def _project(tmp_path: Path, phase1_store: Path) -> Path:
+    project = tmp_path / "project"
+    shutil.copytree(phase1_store, project / "runs")
+    (project / "mkdocs.yml").write_text("site_name: cache test\n", encoding="utf-8")
+    return project
+
+
+def _options(project: Path) -> RenderOptions:
+    return RenderOptions(runs_dir=project / "runs", project_root=project, command="sparkreport build")
+
+
+def test_unchanged_rebuild_reuses_the_build_and_a_changed_run_is_picked_up(
+        tmp_path: Path, phase1_store: Path) -> None:
+    project = _project(tmp_path, phase1_store)
+    first = build(_options(project))
+    assert not first.cached
+    assert (project / "build" / "cache" / "build.json").is_file()
+    index = project / "site" / "index.html"
+    stamp = index.stat().st_mtime_ns
+
+    second = build(_options(project))
+    assert second.cached
+    assert index.stat().st_mtime_ns == stamp  # nothing was rewritten
+    assert [p.path for p in second.render.pages] == [p.path for p in first.render.pages]
+    assert second.render.chart_count == first.render.chart_count
+
+    run_json = sorted((project / "runs").glob("*/*/run.json"))[0]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] = 4242.4242
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+    third = build(_options(project))
+    assert not third.cached
+    published = project / "site" / "runs" / "files" / run_json.parent.relative_to(project / "runs") / "run.json"
+    assert json.loads(published.read_text(encoding="utf-8"))["metrics"]["output_throughput_tok_s"] == 4242.4242
+    csv = (project / "build" / "docs" / "downloads" / "dataset.csv").read_text(encoding="utf-8")
+    assert "4242.4242" in csv
+    assert build(_options(project)).cached
+
+
+def test_a_template_change_invalidates_the_build(tmp_path: Path, phase1_store: Path) -> None:
+    project = _project(tmp_path, phase1_store)
+    build(_options(project))
+    (project / "templates").mkdir()
+    (project / "templates" / "runs.md").write_text(
+        '{% extends "_base.md" %}{% block body %}# Runs\n\nOverridden runs page.\n{% endblock %}\n',
+        encoding="utf-8")
+    again = build(_options(project))
+    assert not again.cached
+    assert "Overridden runs page." in (project / "build" / "docs" / "runs" / "index.md").read_text(encoding="utf-8")
+
+
+def test_a_deleted_site_is_rebuilt(tmp_path: Path, phase1_store: Path) -> None:
+    project = _project(tmp_path, phase1_store)
+    build(_options(project))
+    shutil.rmtree(project / "site")
+    again = build(_options(project))
+    assert not again.cached
+    assert (project / "site" / "index.html").is_file()
+
+
+def test_dataset_cache_reads_changed_files_and_matches_an_uncached_read(tmp_path: Path, phase1_store: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    cache = tmp_path / "cache"
+    plain = load_dataset(runs)
+    cached = load_dataset(runs, cache_dir=cache)
+    assert cached.digest == plain.digest
+    assert load_dataset(runs, cache_dir=cache).digest == plain.digest  # from the cache this time
+
+    run_json = sorted(runs.glob("*/*/run.json"))[-1]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["labels"]["note"] = "changed"
+    run_json.write_text(json.dumps(data), encoding="utf-8")
+    changed = load_dataset(runs, cache_dir=cache)
+    assert changed.digest != plain.digest
+    assert changed.digest == load_dataset(runs).digest
+    assert "changed" in set(changed.runs["label.note"].dropna())
+
+
+def test_record_cache_drops_entries_of_another_salt(tmp_path: Path) -> None:
+    path = tmp_path / "records.pickle"
+    cache = RecordCache(path, salt="a")
+    cache.put("d1", {"x": 1})
+    cache.save()
+    assert RecordCache(path, salt="a").get("d1") == {"x": 1}
+    assert RecordCache(path, salt="b").get("d1") is None
+
+
+def test_hash_memo_rehashes_a_rewritten_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_text("one", encoding="utf-8")
+    memo = HashMemo(tmp_path / "memo.json")
+    first = memo.digest(path)
+    memo.save()
+    path.write_text("two!", encoding="utf-8")
+    assert HashMemo(tmp_path / "memo.json").digest(path) != first
+
+
+def test_blob_cache_round_trip(tmp_path: Path) -> None:
+    cache = BlobCache(tmp_path / "svg", "svg")
+    assert cache.get("ab" * 32) is None
+    cache.put("ab" * 32, b"<svg/>")
+    assert cache.get("ab" * 32) == b"<svg/>"
+    assert (cache.hits, cache.misses) == (1, 1)
+
+
+@pytest.mark.parametrize("name", ["hashes.json", "records.pickle"])
+def test_a_corrupt_cache_file_is_ignored(tmp_path: Path, phase1_store: Path, name: str) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / name).write_bytes(b"\x00not a cache")
+    assert load_dataset(runs, cache_dir=cache).digest == load_dataset(runs).digest
