@@ -112,8 +112,11 @@ def generate(out: Path, options: SynthOptions) -> dict[str, Any]:
     cells = plan(options)
     n_vllm = round(min(options.models, len(MODEL_CATALOG)) * options.vllm_fraction)
     vllm_models = set(range(min(options.models, len(MODEL_CATALOG)) - n_vllm, len(MODEL_CATALOG)))
-    sampled = set(rng.choice(len(cells), size=min(options.sampled, len(cells)), replace=False).tolist()) \
-        if options.sampled else set()
+    # Samples attach to a trtllm-bench log (``<log stem>.nvidia-smi.csv``); vLLM JSON has no such
+    # companion, so only log runs are sampled.
+    loggable = [i for i, cell in enumerate(cells) if cell[1] not in vllm_models]
+    sampled = set(rng.choice(loggable, size=min(options.sampled, len(loggable)), replace=False).tolist()) \
+        if options.sampled and loggable else set()
     groups: dict[tuple[str, str], Group] = {}
     version_index = {v: i for i, v in enumerate(dict.fromkeys(c[0] for c in cells))}
     start = np.datetime64("2026-01-05T08:00:00")

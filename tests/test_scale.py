@@ -1,0 +1,123 @@
+"""Scale: the synthetic campaign ingests cleanly; Runs pages are grouped and paginated; LTTB."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparkreport.dataset import load_dataset
+from sparkreport.lttb import lttb, lttb_indices
+from sparkreport.render import RenderOptions, render
+from sparkreport.render import runs_index
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def _synth():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_synth", BENCH / "synth.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_synth"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    synth = _synth()
+    root = tmp_path_factory.mktemp("synth")
+    options = synth.SynthOptions(runs=60, sampled=2, sample_hours=0.02, models=4, iterations=5,
+                                 vllm_fraction=0.25, seed=7)
+    synth.generate(root / "sources", options)
+    totals = synth.ingest_campaign(root / "sources", root / "project" / "runs")
+    assert totals == {"added": 60, "skipped": 0, "rejected": 0, "files": 60}
+    (root / "project" / "sparkreport.yml").write_text((root / "sources" / "sparkreport.yml").read_text())
+    return root / "sources", root / "project"
+
+
+def test_generator_is_seeded(tmp_path: Path) -> None:
+    synth = _synth()
+    options = synth.SynthOptions(runs=12, sampled=1, sample_hours=0.001, models=2, iterations=3, seed=3)
+    synth.generate(tmp_path / "a", options)
+    synth.generate(tmp_path / "b", options)
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    assert files_a == files_b
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files_a)
+    assert sum(1 for f in files_a if f.name.endswith(".nvidia-smi.csv")) == 1
+
+
+def test_synthetic_runs_carry_their_labels_formats_and_samples(campaign: tuple[Path, Path]) -> None:
+    _sources, project = campaign
+    ds = load_dataset(project / "runs")
+    assert len(ds.runs) == 60
+    assert set(ds.runs["label.env"]) == {"native", "docker"}
+    assert set(ds.runs["source_format"]) == {"trtllm-log", "vllm-json"}
+    assert ds.runs["output_throughput_tok_s"].notna().all()
+    sampled = [r for r in ds.records if "samples" in r.provenance.tables]
+    assert len(sampled) == 2
+    assert all(r.metrics.get("start_temp_c") is not None for r in sampled)
+
+
+def test_runs_pages_are_grouped_and_paginated(campaign: tuple[Path, Path], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    _sources, project = campaign
+    monkeypatch.setattr(runs_index, "PAGE_SIZE", 4)
+    result = render(RenderOptions(runs_dir=project / "runs", project_root=project,
+                                  docs_dir=tmp_path / "out" / "docs"))
+    runs_docs = [p for p in result.pages if p.path.startswith("runs/")]
+    groups = [p for p in runs_docs if p.path != "runs/index.md"]
+    assert groups, "a store larger than a page gets group pages"
+    assert all(len(p.context["entries"]) <= 4 for p in groups)
+    listed = sorted(e["run_id"] for p in groups for e in p.context["entries"])
+    assert listed == sorted(r.run_id for r in load_dataset(project / "runs").records)
+    assert dict(result.nav)["Runs"] == "runs/index.md"  # only the index in the nav
+    index = (result.docs_dir / "runs" / "index.md").read_text(encoding="utf-8")
+    for doc in groups:
+        text = (result.docs_dir / doc.path).read_text(encoding="utf-8")
+        for entry in doc.context["entries"]:
+            for link in entry["files"]:
+                assert (result.docs_dir / doc.folder / link["href"]).is_file(), link
+        if doc.context["page_number"] == 1:
+            assert doc.path.removeprefix("runs/") in index
+        assert "all runs" in text
+    charts = [c for p in groups for c in p.charts]
+    assert len(charts) == 2  # one monitoring chart per sampled run
+    for chart in charts:
+        series = {row["series"] for row in chart.spec["data"]["values"]}
+        assert series == {"power_draw_w", "temperature_gpu_c", "utilization_gpu_pct"}
+        assert chart.rows <= 3 * runs_index.SAMPLE_POINTS
+
+
+def test_every_page_stays_small(campaign: tuple[Path, Path], tmp_path: Path) -> None:
+    _sources, project = campaign
+    result = render(RenderOptions(runs_dir=project / "runs", project_root=project,
+                                  docs_dir=tmp_path / "out" / "docs"))
+    sizes = {p.path: (result.docs_dir / p.path).stat().st_size for p in result.pages}
+    assert max(sizes.values()) < 1.5 * 2**20
+
+
+def test_lttb_keeps_ends_peaks_and_order() -> None:
+    x = np.arange(36_000, dtype=float)
+    y = np.sin(x / 900.0)
+    y[12_345] = 40.0
+    keep = lttb_indices(x, y, 400)
+    assert len(keep) == 400
+    assert keep[0] == 0 and keep[-1] == 35_999
+    assert np.all(np.diff(keep) > 0)
+    assert 12_345 in keep
+
+
+def test_lttb_short_series_and_gaps() -> None:
+    xs, ys = lttb([0, 1, 2], [5, 6, 7], 10)
+    assert list(xs) == [0, 1, 2] and list(ys) == [5, 6, 7]
+    y = np.arange(1000, dtype=float)
+    y[10:20] = np.nan
+    keep = lttb_indices(np.arange(1000.0), y, 50)
+    assert len(keep) == 50 and np.isfinite(y[keep]).all()
+    with pytest.raises(ValueError):
+        lttb_indices([0, 1, 2, 3], [0, 1, 2, 3], 2)
