@@ -11,8 +11,7 @@ import pytest
 
 from sparkreport.dataset import load_dataset
 from sparkreport.lttb import lttb, lttb_indices
-from sparkreport.render import RenderOptions, render
-from sparkreport.render import runs_index
+from sparkreport.render import RenderOptions, render, runs_index
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
