@@ -220,7 +220,11 @@ class CampaignRunner:
         self.meta.mkdir(parents=True, exist_ok=True)
         if not (self.meta / "plan.json").exists() or not self.options.resume:
             plan.save(self.meta / "plan.json")
-            shutil.copyfile(self.campaign.path, self.meta / "campaign.yaml")
+            # The copy kept with the runs must not carry a secret the campaign declares.
+            secrets = secret_values({**self.campaign.env, **{k: v for e in self.environments.values()
+                                                             for k, v in e.declared_env().items()}})
+            text = redact_text(self.campaign.path.read_text(encoding="utf-8"), secrets)
+            (self.meta / "campaign.yaml").write_text(text, encoding="utf-8")
         self.gpu = self.open_gpu()
         self.run_preflight()
         self.host = host_facts(self.gpu)
@@ -382,6 +386,9 @@ class CampaignRunner:
                 outcome = self.execute(env, launch, cell, remaining)
                 outcomes.append(outcome)
                 exit_code = outcome.exit_code
+                if "start_error" in outcome.details:
+                    reason = f"could not start in {env.name!r}: {outcome.details['start_error']}"
+                    break
                 if outcome.timed_out:
                     reason = f"timed out after {self.campaign.timeout_s:g} s in step {step.name!r} (killed)"
                     break
