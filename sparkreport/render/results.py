@@ -74,16 +74,12 @@ class ResultsPage(Page):
             arms = stats[stats["metric"] == metric]
             label = metric_label(metric)
             section_charts = []
-            # A metric every run reports with one value (tp size, requests planned) gets its
-            # table, not two charts of a single point: at scale, charts are most of the build.
-            constant = (not runs.empty and metric in runs.columns and runs[metric].dropna().nunique() <= 1
-                        and not (arms["source"] == "published").any())
-            if not runs.empty and not constant:
+            if not runs.empty:
                 chart = per_run_chart(runs, metric, name=f"{slug(metric)}-runs",
                                       title=f"{label}: every run")
                 if chart is not None:
                     section_charts.append(chart)
-            chart = None if constant else means_chart(
+            chart = means_chart(
                 arms.assign(environment=arms["arm"]), metric, name=f"{slug(metric)}-means",
                 title=f"{label}: mean and {site.confidence_label} CI", confidence=site.config.analysis.confidence)
             if chart is not None:
