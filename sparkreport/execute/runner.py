@@ -87,10 +87,10 @@ class Journal:
 
     def __init__(self, path: Path):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
 
     def write(self, event: str, **data: Any) -> None:
         """Append one event."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"t": utc_now(), "event": event, **data}, sort_keys=True)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")
@@ -131,7 +131,7 @@ class Progress:
             click.echo("\r" + " " * 150 + "\r", nl=False)
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):  # not Exception: no `except Exception` may swallow it
     """SIGINT or SIGTERM arrived during a run."""
 
 
@@ -263,6 +263,8 @@ class CampaignRunner:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
             self.progress.clear()
+            with contextlib.suppress(OSError):
+                (self.folder / WORK_DIR).rmdir()  # only when empty
         if not self.report.interrupted:
             self.journal.write("campaign-end", written=len(self.report.written),
                                failed=len(self.report.failed), skipped=len(self.report.skipped))
