@@ -475,7 +475,14 @@ class DockerEnvironment(ExecEnvironment):
         kwargs["ulimits"] = [docker.types.Ulimit(name=name, soft=value, hard=value)
                              for name, value in (self.option("ulimits") or {}).items()]
         client = self.client()
-        container = client.containers.run(**kwargs)
+        kwargs.pop("detach")
+        container = client.containers.create(**kwargs)
+        try:
+            container.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)  # a container that never started leaves nothing
+            raise
         return DockerExecution(client, container, launch.log_path)
 
     def describe(self) -> dict[str, Any]:
