@@ -91,7 +91,9 @@ class RunStore:
         """Every run.json in the store, sorted (campaign, run_id)."""
         if not self.root.is_dir():
             return []
-        return sorted(self.root.glob(f"*/*/{RUN_FILE}"))
+        # Dot-folders are staging folders of an interrupted write (or hidden files): not runs.
+        return sorted(p for p in self.root.glob(f"*/*/{RUN_FILE}")
+                      if not p.parent.name.startswith(".") and not p.parent.parent.name.startswith("."))
 
     def existing_ids(self) -> set[str]:
         """The run ids already stored, in any campaign."""

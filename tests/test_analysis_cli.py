@@ -156,3 +156,20 @@ def test_claim_wording_for_every_verdict() -> None:
     assert untestable.endswith("published without a spread, so no test is possible.")
     flagged = claim_sentence(base | {"verdict": "lower"}, [Finding("error", "roofline", "x", ["r1"])])
     assert flagged.endswith("⚠ These runs have error-level findings (roofline): see Data quality before relying on this.")
+
+
+def test_design_labels_are_not_repeats() -> None:
+    """cold and warm runs of the same iteration are two conditions, not a duplicated iteration."""
+    records = []
+    for env in ("native", "cgroup"):
+        for i in range(1, 4):
+            for cache in ("cold", "warm"):
+                r = _run(f"{env}-{cache}-{i}", env, 100.0 + i, iteration=i)
+                r.labels = {"cache": cache, "plan_index": f"{env}{cache}{i}"}
+                records.append(r)
+    ds = build_dataset(records)
+    assert not [f for f in check(ds) if f.code == "duplicate-iteration"]
+    records.append(_run("native-cold-1-again", "native", 101.0, iteration=1))
+    records[-1].labels = {"cache": "cold", "plan_index": "x"}
+    found = [f for f in check(build_dataset(records)) if f.code == "duplicate-iteration"]
+    assert len(found) == 1 and found[0].runs == ["native-cold-1", "native-cold-1-again"]

@@ -151,3 +151,12 @@ def test_per_run_tables_are_listed_and_loadable(tmp_path: Path) -> None:
     requests = ds.table("requests", tmp_path / "r")
     assert list(requests.columns)[0] == "run_id" and len(requests) > 0
     assert ds.table("samples", tmp_path / "r").empty
+
+
+def test_staging_folders_are_not_runs(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    store.write(RunRecord(run_id="r1", campaign="c"), [])
+    stray = tmp_path / "c" / ".r2.abc123"
+    stray.mkdir()
+    (stray / "run.json").write_text(json.dumps(RunRecord(run_id="r2", campaign="c").to_dict()))
+    assert [p.parent.name for p in store.run_files()] == ["r1"]

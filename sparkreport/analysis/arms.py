@@ -25,6 +25,28 @@ STATS_COLUMNS = [
 ]
 
 
+def design_labels(runs: pd.DataFrame) -> list[str]:
+    """Label columns that are design factors within arms (e.g. ``label.cache`` = cold / warm).
+
+    A label is a design factor when, inside some arm, it takes several values but fewer values
+    than the arm has runs; a label unique to every run (a plan index) identifies runs, not
+    conditions. Two runs with the same iteration but different design labels are not repeats.
+    """
+    factors = []
+    for column in (c for c in runs.columns if c.startswith("label.")):
+        for _, group in runs.groupby(ARM_KEYS):
+            distinct = group[column].nunique(dropna=True)
+            if 1 < distinct < len(group):
+                factors.append(column)
+                break
+    return factors
+
+
+def repeat_key(runs: pd.DataFrame) -> list[str]:
+    """The columns that identify one planned run: the arm, the iteration and any design labels."""
+    return [*ARM_KEYS, "iteration", *design_labels(runs)]
+
+
 def inclusion_rule_text(opts: AnalysisOptions) -> str:
     """The inclusion rule in one sentence, for the site and the CLI."""
     failed = "included" if opts.include_failed else "excluded"
@@ -54,7 +76,7 @@ def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
     if opts.duplicates != "all":
         candidates = runs[runs["included"] & runs["iteration"].notna()]
         order = candidates.sort_values(["started_at_local", "started_at", "run_id"], na_position="last")
-        dropped = order.duplicated([*ARM_KEYS, "iteration"], keep="first" if opts.duplicates == "first" else "last")
+        dropped = order.duplicated(repeat_key(runs), keep="first" if opts.duplicates == "first" else "last")
         for index in order.index[dropped]:
             runs.at[index, "included"] = False
             runs.at[index, "exclusion_reason"] = (

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.analysis.arms import ARM_KEYS, included_runs
+from sparkreport.analysis.arms import ARM_KEYS, included_runs, repeat_key
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
 
@@ -72,8 +72,9 @@ def planned_per_campaign(runs: pd.DataFrame, opts: AnalysisOptions) -> dict[str,
 def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     with_iter = runs[runs["iteration"].notna()]
+    per_arm = repeat_key(with_iter)[len(ARM_KEYS):]
     for arm, group in with_iter.groupby(ARM_KEYS):
-        repeated = group[group.duplicated("iteration", keep=False)]
+        repeated = group[group.duplicated(per_arm, keep=False)]
         if repeated.empty:
             continue
         used = group["included"].sum()
