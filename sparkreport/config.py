@@ -37,6 +37,8 @@ class AnalysisOptions:
     #: Equivalence margin as a fraction of the baseline mean (TOST), unless per-metric below.
     equivalence_margin: float = 0.02
     margins: dict[str, float] = field(default_factory=dict)
+    #: Metrics compare/diff test by default (None: sparkreport.metrics.KEY_METRICS).
+    compare_metrics: list[str] | None = None
     alpha: float = 0.05
     bootstrap_resamples: int = 10_000
     bootstrap_seed: int = 20251108
@@ -91,7 +93,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     analysis = doc.get("analysis") or {}
     kinds: dict[str, type | tuple[type, ...]] = {
         "duplicates": str, "include_failed": bool, "planned_iterations": int, "confidence": (int, float),
-        "cv_threshold": (int, float), "equivalence_margin": (int, float), "margins": dict,
+        "cv_threshold": (int, float), "equivalence_margin": (int, float), "margins": dict, "compare_metrics": list,
         "alpha": (int, float), "bootstrap_resamples": int, "bootstrap_seed": int,
     }
     known = {f.name for f in fields(AnalysisOptions)}
@@ -104,6 +106,10 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     if config.analysis.duplicates not in DUPLICATE_POLICIES:
         raise ConfigError(path, f"analysis.duplicates must be one of {', '.join(DUPLICATE_POLICIES)}",
                           fix="all keeps every run, first/last keep one per iteration")
+    for metric in config.analysis.compare_metrics or []:
+        if not isinstance(metric, str) or not is_metric(metric):
+            raise ConfigError(path, f"analysis.compare_metrics: {metric!r} is not a canonical metric name",
+                              fix="see `sparkreport metrics`")
     for metric, margin in config.analysis.margins.items():
         if not is_metric(metric) or isinstance(margin, bool) or not isinstance(margin, int | float):
             raise ConfigError(path, f"analysis.margins.{metric} must name a metric and a fraction",

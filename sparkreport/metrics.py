@@ -81,6 +81,20 @@ PRIMARY_METRICS = (
 )
 
 
+#: The outcome metrics `compare` and `diff` test by default: few, so that Holm's correction
+#: across a report keeps its power. Every other metric is described (stats, tables, charts) and
+#: can be tested on request (``--metric`` or ``analysis.compare_metrics``).
+KEY_METRICS = (
+    "output_throughput_tok_s",
+    "request_throughput_req_s",
+    "peak_memory_gib",
+    "kv_cache_gib",
+    "ttft_ms_mean",
+    "tpot_ms_mean",
+    "latency_ms_mean",
+)
+
+
 def lookup(name: str) -> Metric | None:
     """Return the catalog entry for ``name`` (percentile names are generated), or None."""
     if name in METRICS:

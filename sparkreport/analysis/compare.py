@@ -70,6 +70,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     import pandas as pd
 
     opts = opts or AnalysisOptions()
+    wanted = set(metrics or opts.compare_metrics or metric_catalog.KEY_METRICS)
     arms = _arms(ds, opts, factor)
     names = dict(zip(ds.runs["model"], ds.runs["model_name"], strict=False))
     names.update(dict(zip(ds.summaries["model"], ds.summaries["model_name"], strict=False)))
@@ -80,11 +81,9 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     for (campaign, model, level, metric), base in sorted(arms.items()):
         if level != baseline:
             continue
-        if metrics is not None and metric not in metrics:
-            continue
         entry = metric_catalog.lookup(metric)
-        if metrics is None and (entry is None or entry.direction == "none"):
-            continue  # covariates (temperatures, settings) are described, not tested
+        if metric not in wanted or entry is None:
+            continue  # covariates and secondary metrics are described, not tested
         for candidate in levels:
             other = arms.get((campaign, model, candidate, metric))
             if candidate == baseline or other is None:

@@ -113,10 +113,9 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
 
     if a.empty or b.empty:
         raise DataError(f"side {'a' if a.empty else 'b'} selects no runs — check the selector")
-    metrics = dopts.metrics or sorted(
-        {m for m in a.columns if metric_catalog.is_metric(m) and a[m].notna().any()}
-        | {m for m in b.columns if metric_catalog.is_metric(m) and b[m].notna().any()}
-    )
+    present = ({m for m in a.columns if metric_catalog.is_metric(m) and a[m].notna().any()}
+               | {m for m in b.columns if metric_catalog.is_metric(m) and b[m].notna().any()})
+    metrics = dopts.metrics or sorted(present & set(opts.compare_metrics or metric_catalog.KEY_METRICS))
     metrics = [m for m in metrics if _direction(m, dopts) != "none"]
     rows: list[dict[str, Any]] = []
     not_comparable = []
