@@ -48,12 +48,25 @@ class AnalysisOptions:
 
 
 @dataclass
+class NamedDiff:
+    """A diff the site shows as a page (``diffs:`` in sparkreport.yml)."""
+
+    name: str
+    a: str
+    b: str
+    title: str = ""
+    allow_mismatch: list[str] = field(default_factory=list)
+    metrics: list[str] | None = None
+
+
+@dataclass
 class ProjectConfig:
     title: str = "LLM inference benchmark results"
     description: str = ""
     factor: str = "environment"
     baseline: str = "native"
     analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
+    diffs: list[NamedDiff] = field(default_factory=list)
     path: Path | None = None
 
 
@@ -83,13 +96,14 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     if not isinstance(doc, dict):
         raise ConfigError(path, "must be a mapping of settings", fix="see the README's configuration section")
     config = ProjectConfig(path=path)
-    top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict}
+    top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list}
     for key, value in doc.items():
         if key not in top:
             raise ConfigError(path, f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
         _check(path, key, value, top[key])
-        if key != "analysis":
+        if key not in ("analysis", "diffs"):
             setattr(config, key, value)
+    config.diffs = [_named_diff(path, i, item) for i, item in enumerate(doc.get("diffs") or [])]
     analysis = doc.get("analysis") or {}
     kinds: dict[str, type | tuple[type, ...]] = {
         "duplicates": str, "include_failed": bool, "planned_iterations": int, "confidence": (int, float),
@@ -115,3 +129,19 @@ def load_config(path: Path | None = None) -> ProjectConfig:
             raise ConfigError(path, f"analysis.margins.{metric} must name a metric and a fraction",
                               fix="e.g. output_throughput_tok_s: 0.02")
     return config
+
+
+def _named_diff(path: Path, index: int, item: Any) -> NamedDiff:
+    where = f"diffs[{index}]"
+    if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("name", "a", "b")):
+        raise ConfigError(path, f"{where} needs name, a and b (selectors, e.g. engine_version=1.2.0)",
+                          fix="see the README's diff section")
+    known = {f.name for f in fields(NamedDiff)}
+    unknown = sorted(set(item) - known)
+    if unknown:
+        raise ConfigError(path, f"unknown setting {where}.{unknown[0]}", fix=f"known: {', '.join(sorted(known))}")
+    for key in ("allow_mismatch", "metrics"):
+        value = item.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ConfigError(path, f"{where}.{key} must be a list of names", fix="e.g. [output_len]")
+    return NamedDiff(**item)

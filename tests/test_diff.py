@@ -140,3 +140,31 @@ def test_cli_selectors_and_usage_errors(phase1_store: Path) -> None:
                                   "--b", "environment=container"])
     assert result.exit_code == 0
     assert "environment_kind  chroot  container" in result.output  # what changed comes first
+
+
+def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
+    """The embedded runs' example diff: the H200 control campaign, cold vs warm page cache."""
+    from sparkreport.render import RenderOptions, render
+
+    repo = Path(__file__).resolve().parents[1]
+    shutil.copy(repo / "sparkreport.yml", tmp_path / "sparkreport.yml")
+    result = render(RenderOptions(runs_dir=repo / "runs", project_root=tmp_path,
+                                  config_path=tmp_path / "sparkreport.yml"))
+    page = (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "index.md").read_text(encoding="utf-8")
+    assert page.startswith("# H200 control: cold vs warm page cache")
+    changed = page[page.index("## What changed"):page.index("## Results")]
+    assert "| label.cache | cold | warm |" in changed
+    assert "plan" not in changed  # per-run identifiers are not "changes"
+    assert "| llama-3-8b | native | KV cache | 111.80 | 111.80 | +0.0% |" in page
+    charts = {p.name for p in (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "charts").glob("*.vl.json")}
+    assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts
+
+
+def test_bad_named_diff_is_a_one_line_build_error(phase1_store: Path, tmp_path: Path) -> None:
+    from sparkreport.errors import BuildError
+    from sparkreport.render import RenderOptions, render
+
+    config = tmp_path / "sparkreport.yml"
+    config.write_text("diffs:\n  - name: x\n    a: nope=1\n    b: environment=native\n", encoding="utf-8")
+    with pytest.raises(BuildError, match=r"sparkreport.yml: diff 'x': selector 'nope=1': no column or label 'nope'"):
+        render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path, config_path=config))

@@ -95,11 +95,17 @@ def _values(frame: pd.DataFrame, column: str) -> list[str]:
     return sorted({str(v) for v in frame[column].dropna().unique()})
 
 
+def _identifies_runs(frame: pd.DataFrame, column: str) -> bool:
+    return column in frame.columns and len(frame) > 1 and frame[column].nunique(dropna=True) == len(frame)
+
+
 def what_changed(a: pd.DataFrame, b: pd.DataFrame) -> list[dict[str, Any]]:
     """Every recorded context, workload or label field whose values differ between the sides."""
     labels = sorted({c for c in [*a.columns, *b.columns] if c.startswith("label.")})
     rows = []
     for column in [*CONTEXT_FIELDS, *WORKLOAD_FIELDS, *labels]:
+        if column in labels and _identifies_runs(a, column) and _identifies_runs(b, column):
+            continue  # a label unique to every run (a plan index) names runs, not conditions
         va, vb = _values(a, column), _values(b, column)
         if va != vb:
             none = "(not recorded)"

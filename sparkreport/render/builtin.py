@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sparkreport.render import memory, results, runs_index  # noqa: F401  (register Results, Memory, Runs)
+from sparkreport.render import diffs, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
 from sparkreport.render.pages import Page, PageDoc, register
 

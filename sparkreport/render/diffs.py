@@ -1,0 +1,124 @@
+"""Diff pages: one page per diff named in ``sparkreport.yml`` (``diffs:``).
+
+Each page shows what changed between the sides first, the cells that are not comparable, then
+per cell × metric the ratio b/a with its bootstrap CI and the verdict, with a chart per metric
+of both sides' runs and one of the ratios with their CIs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkreport.render.pages import Page, PageDoc, register
+from sparkreport.render.tables import metric_label, rows
+from sparkreport.schema import slug
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sparkreport.charts import ChartSpec
+    from sparkreport.config import NamedDiff
+    from sparkreport.render.context import SiteData
+
+
+@register
+class DiffPage(Page):
+    name = "diffs"
+    title = "Diffs"
+    template = "diff.md"
+    folder = "diffs"
+    order = 25
+
+    def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
+        docs = []
+        for named in site.config.diffs:
+            doc = PageDoc(f"{self.folder}/{slug(named.name)}/index.md", named.title or named.name, self.template)
+            doc.context, doc.charts = diff_context(site, named)
+            docs.append(doc)
+        return docs
+
+    def nav(self, docs: list[PageDoc]) -> tuple[str, Any]:
+        return (self.title, [(doc.title, doc.path) for doc in docs])
+
+
+def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list[ChartSpec]]:
+    """Run one named diff over the site's dataset; its tables and charts."""
+    from sparkreport.analysis.diff import DiffOptions, Selector, diff, select_sides
+    from sparkreport.errors import BuildError, DataError
+
+    opts = site.config.analysis
+    try:
+        a, b = select_sides(site.dataset, site.dataset, Selector.parse(named.a), Selector.parse(named.b), opts)
+        result = diff(a, b, opts, DiffOptions(allow_mismatch=list(named.allow_mismatch), metrics=named.metrics,
+                                              min_effect=opts.equivalence_margin, min_effects=dict(opts.margins)))
+    except DataError as exc:
+        where = site.config.path or "sparkreport.yml"
+        raise BuildError(f"{where}: diff {named.name!r}: {exc.format_message()}") from None
+    cells = rows(result.cells)
+    for cell in cells:
+        cell["label"] = metric_label(str(cell["metric"]))
+    charts = []
+    for metric in dict.fromkeys(result.cells["metric"]):
+        chart = sides_chart(a, b, str(metric), named)
+        if chart is not None:
+            charts.append(chart)
+        ratio = ratio_chart(result.cells[result.cells["metric"] == metric], str(metric))
+        if ratio is not None:
+            charts.append(ratio)
+    context = {"named": named, "changed": result.changed, "not_comparable": result.not_comparable,
+               "cells": cells, "counts": {k: v for k, v in result.counts().items() if v},
+               "n_a": len(a), "n_b": len(b)}
+    return context, charts
+
+
+def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff) -> ChartSpec | None:
+    """Both sides' runs per cell (a strip per side), aggregated if it would pass 5000 rows."""
+    import altair as alt
+    import pandas as pd
+
+    from sparkreport.charts import MAX_ROWS, PANEL_WIDTH, _finish, _records, metric_title
+
+    if metric not in a.columns or metric not in b.columns:
+        return None
+    frame = pd.concat([a.assign(side=f"a: {named.a}"), b.assign(side=f"b: {named.b}")], ignore_index=True)
+    frame = frame[frame[metric].notna()].copy()
+    if frame.empty:
+        return None
+    frame["cell"] = frame["model_name"].astype(str) + " · " + frame["environment"].astype(str)
+    frame = frame[["cell", "side", metric]]
+    if len(frame) > MAX_ROWS:
+        frame = frame.groupby(["cell", "side"], as_index=False)[metric].mean()
+    data = _records(frame)
+    chart = alt.Chart(alt.Data(values=data)).mark_tick(thickness=2).encode(
+        x=alt.X(f"{metric}:Q", title=metric_title(metric), scale=alt.Scale(zero=False)),
+        y=alt.Y("cell:N", title=None),
+        yOffset=alt.YOffset("side:N"),
+        color=alt.Color("side:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
+        tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("side:N"), alt.Tooltip(f"{metric}:Q", format=".4g")],
+    ).properties(width=PANEL_WIDTH)
+    return _finish(chart, f"{metric}-sides", f"{metric_label(metric)}: both sides' runs",
+                   f"{metric_label(metric)} of every run on each side, per model and environment.", len(data))
+
+
+def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
+    """The ratio b/a per cell with its bootstrap CI, and the line of no change at 1."""
+    import altair as alt
+
+    from sparkreport.charts import PANEL_WIDTH, _finish, _records
+
+    frame = cells[cells["ratio"].notna()].copy()
+    if frame.empty:
+        return None
+    frame["cell"] = frame["model"].astype(str) + " · " + frame["environment"].astype(str)
+    data = _records(frame[["cell", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]])
+    base = alt.Chart(alt.Data(values=data))
+    bars = base.mark_rule().encode(x=alt.X("ratio_ci_low:Q", title="b / a (95% CI)", scale=alt.Scale(zero=False)),
+                                   x2="ratio_ci_high:Q", y=alt.Y("cell:N", title=None))
+    points = base.mark_point(filled=True, size=60).encode(
+        x="ratio:Q", y="cell:N", color=alt.Color("verdict:N", title="verdict"),
+        tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("ratio:Q", format=".4f"), alt.Tooltip("verdict:N")])
+    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 4]).encode(x="one:Q")
+    chart = (bars + points + one).properties(width=PANEL_WIDTH)
+    return _finish(chart, f"{metric}-ratio", f"{metric_label(metric)}: ratio b/a",
+                   f"The ratio of means b/a of {metric_label(metric)} per cell with its bootstrap CI.", len(data))
