@@ -88,7 +88,7 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
     frame["cell"] = frame["model_name"].astype(str) + " · " + frame["environment"].astype(str)
     frame = frame[["cell", "side", metric]]
     if len(frame) > MAX_ROWS:
-        frame = frame.groupby(["cell", "side"], as_index=False)[metric].mean()
+        frame = frame.groupby(["cell", "side"], as_index=False)[[metric]].mean()
     data = _records(frame)
     chart = alt.Chart(alt.Data(values=data)).mark_tick(thickness=2).encode(
         x=alt.X(f"{metric}:Q", title=metric_title(metric), scale=alt.Scale(zero=False)),
