@@ -48,3 +48,16 @@ def test_memory_page_shows_the_identity_and_the_explanations(pages: Path) -> Non
     assert "## Why would a container hold more memory?" in memory
     assert "cgroup accounting of unified memory" in memory and "page cache" in memory
     assert (pages / "memory" / "charts" / "memory-budget.vl.json").exists() or "memory-budget" in memory
+
+
+def test_file_system_failure_is_one_line(tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkreport.errors import BuildError
+    from sparkreport.render import core
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise FileNotFoundError(2, "No such file or directory", str(tmp_path / "docs" / "x.svg"))
+
+    monkeypatch.setattr(core, "write_svgs", broken)
+    with pytest.raises(BuildError) as info:
+        render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path, docs_dir=tmp_path / "build" / "docs"))
+    assert info.value.format_message().startswith(f"{tmp_path / 'docs' / 'x.svg'}: No such file or directory — ")

@@ -74,7 +74,20 @@ def _under(root: Path, path: Path) -> Path:
 
 
 def render(options: RenderOptions) -> RenderResult:
-    """Render every registered page into the docs folder; returns what was written."""
+    """Render every registered page into the docs folder; returns what was written.
+
+    A file-system failure (disk full, a folder removed under us by a concurrent build) is a
+    one-line BuildError naming the path, never a traceback.
+    """
+    try:
+        return _render(options)
+    except OSError as exc:
+        where = exc.filename or "the docs folder"
+        raise BuildError(f"{where}: {exc.strerror or exc} — check free space and that no other "
+                         "render writes to the same --docs-dir, then run it again") from None
+
+
+def _render(options: RenderOptions) -> RenderResult:
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.render.context import build_site_data
