@@ -68,13 +68,14 @@ class CampaignReport:
     already: list[str] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)  # --cluster: the node or worker died; --resume reruns them
     interrupted: bool = False
     estimate_s: float = 0.0
 
     @property
     def complete(self) -> bool:
         """True when every planned cell has a folder and none is missing a capability."""
-        return not self.unavailable and not self.interrupted and not self.skipped
+        return not self.unavailable and not self.interrupted and not self.skipped and not self.lost
 
 
 def utc_now() -> str:
@@ -217,14 +218,7 @@ class CampaignRunner:
             self.print_plan(plan, pending)
             return self.report
         self.check_capabilities()
-        self.meta.mkdir(parents=True, exist_ok=True)
-        if not (self.meta / "plan.json").exists() or not self.options.resume:
-            plan.save(self.meta / "plan.json")
-            # The copy kept with the runs must not carry a secret the campaign declares.
-            secrets = secret_values({**self.campaign.env, **{k: v for e in self.environments.values()
-                                                             for k, v in e.declared_env().items()}})
-            text = redact_text(self.campaign.path.read_text(encoding="utf-8"), secrets)
-            (self.meta / "campaign.yaml").write_text(text, encoding="utf-8")
+        self.save_meta(plan)
         self.gpu = self.open_gpu()
         self.run_preflight()
         self.host = host_facts(self.gpu)
@@ -269,6 +263,17 @@ class CampaignRunner:
             self.journal.write("campaign-end", written=len(self.report.written),
                                failed=len(self.report.failed), skipped=len(self.report.skipped))
         return self.report
+
+    def save_meta(self, plan: Plan) -> None:
+        """Keep the plan and the campaign file (secrets redacted) in ``_campaign/``."""
+        self.meta.mkdir(parents=True, exist_ok=True)
+        if not (self.meta / "plan.json").exists() or not self.options.resume:
+            plan.save(self.meta / "plan.json")
+            # The copy kept with the runs must not carry a secret the campaign declares.
+            secrets = secret_values({**self.campaign.env, **{k: v for e in self.environments.values()
+                                                             for k, v in e.declared_env().items()}})
+            text = redact_text(self.campaign.path.read_text(encoding="utf-8"), secrets)
+            (self.meta / "campaign.yaml").write_text(text, encoding="utf-8")
 
     def on_signal(self, signum: int, frame: FrameType | None) -> None:
         """SIGINT/SIGTERM: stop the run in flight (its cell stays pending) and stop."""
@@ -349,6 +354,15 @@ class CampaignRunner:
 
     def run_cell(self, plan: Plan, cell: Cell, env: ExecEnvironment, last_end: float | None) -> RunRecord:
         """Run one cell and write its folder (failed or not)."""
+        record, raw = self.execute_cell(plan, cell, env, last_end)
+        self.store.write(record, raw)
+        self.journal.write("run-end", run_id=cell.run_id, ok=record.status.ok, reason=record.status.reason)
+        (self.report.written if record.status.ok else self.report.failed).append(cell.run_id)
+        return record
+
+    def execute_cell(self, plan: Plan, cell: Cell, env: ExecEnvironment,
+                     last_end: float | None) -> tuple[RunRecord, list[RawFile]]:
+        """Cooldown, cache, run and monitor one cell: its record and raw files (written by the caller)."""
         model = self.campaign.model(cell.model)
         workdir = self.folder / WORK_DIR / cell.run_id
         shutil.rmtree(workdir, ignore_errors=True)
@@ -418,11 +432,8 @@ class CampaignRunner:
         raw = self.raw_files(workdir, logs, result, outcomes, sampler if monitor else None,
                              {**self.campaign.env, **env.declared_env(), **os.environ})
         record.provenance.raw_files = [item.name for item in raw]
-        self.store.write(record, raw)
-        shutil.rmtree(workdir, ignore_errors=True)
-        self.journal.write("run-end", run_id=cell.run_id, ok=record.status.ok, reason=reason)
-        (self.report.written if record.status.ok else self.report.failed).append(cell.run_id)
-        return record
+        shutil.rmtree(workdir, ignore_errors=True)  # every raw file is held as bytes by now
+        return record, raw
 
     def execute(self, env: ExecEnvironment, launch: Launch, cell: Cell, timeout_s: float) -> Outcome:
         """Start one step, wait up to ``timeout_s``, kill the whole of it on timeout."""
