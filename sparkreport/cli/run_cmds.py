@@ -73,15 +73,16 @@ def run_command(campaign_file: Path, runs_dir: Path, dry_run: bool, resume: bool
     if report.lost:
         parts.append(f"{len(report.lost)} lost (worker or node died)")
     click.echo(f"{', '.join(parts)} → {folder}")
+    again = f"sparkreport run {campaign_file}"
+    if cluster:
+        again += f" --cluster {cluster}" + ("" if gpus_per_run == 1 else f" --gpus-per-run {gpus_per_run:g}")
     if report.interrupted:
         pending = report.planned - len(report.already) - len(report.written) - len(report.failed)
         raise click.ClickException(
-            f"interrupted with {pending} run(s) left — `sparkreport run {campaign_file} --resume` finishes it "
+            f"interrupted with {pending} run(s) left — `{again} --resume` finishes it "
             f"(about {format_duration(report.estimate_s)} in all was planned)")
     if report.lost:
         raise click.ClickException(
-            f"{len(report.lost)} run(s) lost with their worker or node — `sparkreport run {campaign_file} "
-            f"--cluster {cluster}{'' if gpus_per_run == 1 else f' --gpus-per-run {gpus_per_run:g}'} --resume` "
-            "runs them")
+            f"{len(report.lost)} run(s) lost with their worker or node — `{again} --resume` runs them")
     if report.failed or report.skipped:
         raise SystemExit(1)

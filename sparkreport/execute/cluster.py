@@ -150,9 +150,9 @@ class ClusterRunner(CampaignRunner):
         except Interrupted:
             self.report.interrupted = True
             self.journal.write("campaign-interrupted", signal=self.signal)
-            for ref in outstanding:
+            for ref in outstanding:  # not force: the task gets KeyboardInterrupt and kills its run
                 with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+                    ray.cancel(ref)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -334,7 +334,14 @@ def run_cell_task(campaign: Campaign, plan: Plan, cell: Cell) -> dict[str, Any]:
                                f"node {node['ip']} — run the Ray workers as root, or use `cache: warm` / `as-is`")
     marker = _cooldown_file(gpu_ids)
     started = time.monotonic()
-    record, raw = runner.execute_cell(plan, cell, env, _read_last_end(marker))
+    try:
+        record, raw = runner.execute_cell(plan, cell, env, _read_last_end(marker))
+    except BaseException:  # ray.cancel (KeyboardInterrupt) or a bug: leave no benchmark running on the node
+        if runner.current is not None:
+            with contextlib.suppress(Exception):
+                runner.current.kill()
+        runner.current = None
+        raise
     _write_last_end(marker, runner.clock())
     record.workload.details["cluster"] = {**node, "task_s": round(time.monotonic() - started, 3)}
     return {"record": record.to_dict(), "raw": [(item.name, item.content or b"") for item in raw],
