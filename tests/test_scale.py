@@ -120,3 +120,17 @@ def test_lttb_short_series_and_gaps() -> None:
     assert len(keep) == 50 and np.isfinite(y[keep]).all()
     with pytest.raises(ValueError):
         lttb_indices([0, 1, 2, 3], [0, 1, 2, 3], 2)
+
+
+def test_methodology_summarises_many_sources_and_varying_settings() -> None:
+    from sparkreport.render.builtin import MAX_SOURCES_LISTED, summarise_sources
+    from sparkreport.render.tables import _distinct_text
+
+    many = [{"campaign": "c", "path": f"/d/run{i}.log", "format": "trtllm-log", "sha256": f"{i:064x}",
+             "records": 1, "notes": ["n"]} for i in range(MAX_SOURCES_LISTED + 1)]
+    rows = summarise_sources(many)
+    assert rows == [{"campaign": "c", "format": "trtllm-log", "sha256": None, "records": 51, "notes": ["n"],
+                     "files": 51, "path": "51 files (each listed with its run on the Runs pages)"}]
+    assert summarise_sources(many[:3]) == many[:3]
+    assert _distinct_text(["1", "2", "3"]) == "1 / 2 / 3"
+    assert _distinct_text([str(v) for v in range(10)]) == "10 distinct values, 0–9"

@@ -109,17 +109,43 @@ class MethodologyPage(Page):
             for note in record.provenance.notes:
                 if note not in entry["notes"]:
                     entry["notes"].append(note)
+        source_rows = summarise_sources(list(sources.values()))
         cooldown = sorted({f"{k}: {v}" for r in records for k, v in r.workload.details.items()
                            if "cooldown" in str(k).lower()})
         return {
             "campaigns": [r["campaign"] for r in campaign_overview(site)],
             "sections": sections,
             "environments": sorted(environments.values(), key=lambda e: e["name"]),
-            "sources": sorted(sources.values(), key=lambda s: (s["campaign"], s["path"])),
+            "sources": source_rows,
             "arms": arm_table(site),
             "cooldown": cooldown,
             "options": site.config.analysis,
         }
+
+
+#: Above this many source files, the Methodology page lists them per campaign and format.
+MAX_SOURCES_LISTED = 50
+
+
+def summarise_sources(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sources table: one row per file, or one per (campaign, format) when there are many
+    (every file is still listed with its run on the Runs pages)."""
+    ordered = sorted(sources, key=lambda s: (s["campaign"], s["path"]))
+    if len(ordered) <= MAX_SOURCES_LISTED:
+        return ordered
+    grouped: dict[tuple[str, str], dict[str, Any]] = {}
+    for s in ordered:
+        entry = grouped.setdefault((s["campaign"], s["format"]), {
+            "campaign": s["campaign"], "format": s["format"], "sha256": None, "records": 0, "notes": [],
+            "files": 0})
+        entry["files"] += 1
+        entry["records"] += s["records"]
+        for note in s["notes"]:
+            if note not in entry["notes"] and len(entry["notes"]) < 5:
+                entry["notes"].append(note)
+    for entry in grouped.values():
+        entry["path"] = f"{entry['files']} files (each listed with its run on the Runs pages)"
+    return list(grouped.values())
 
 
 def arm_table(site: SiteData) -> list[dict[str, Any]]:

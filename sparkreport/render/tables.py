@@ -86,6 +86,28 @@ def value_text(value: Any) -> str:
     return str(value)
 
 
+#: Beyond this many distinct values a setting is summarised (it varies per run: a measurement).
+MAX_DISTINCT = 6
+
+
+def _distinct_text(values: list[str]) -> str | None:
+    """'a / b / c', or for many values 'N distinct values, min–max' (numbers) / 'N distinct values'."""
+    if not values:
+        return None
+    if len(values) <= MAX_DISTINCT:
+        return " / ".join(values)
+    numbers = []
+    for text in values:
+        try:
+            numbers.append(float(text))
+        except ValueError:
+            break
+    else:
+        return f"{len(values)} distinct values, {min(numbers):g}–{max(numbers):g}"
+    text = f"{len(values)} distinct values (e.g. {values[0]})"
+    return text if len(text) <= 200 else f"{len(values)} distinct values"
+
+
 def recorded_settings(records: list[RunRecord], section: str) -> tuple[list[dict[str, Any]], list[str]]:
     """What the records say about one section (workload, software, hardware), per campaign.
 
@@ -115,6 +137,6 @@ def recorded_settings(records: list[RunRecord], section: str) -> tuple[list[dict
         if name not in seen:
             continue
         out.append({"field": name.replace("_", " "),
-                    "values": {c: " / ".join(seen[name].get(c, [])) or None for c in campaigns}})
+                    "values": {c: _distinct_text(seen[name].get(c, [])) for c in campaigns}})
     missing = [n.replace("_", " ") for n in names if n not in seen]
     return out, missing
