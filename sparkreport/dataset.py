@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import DataError
@@ -127,6 +128,27 @@ class Dataset:
                 frame.insert(0, "run_id", record.run_id)
                 frames.append(frame)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"run_id": []})
+
+
+def plain(value: Any) -> Any:
+    """pandas/numpy scalars → Python; NaN, NA and NaT → None (for JSON and templates)."""
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    try:
+        if value != value:  # pandas NA / NaT
+            return None
+    except (TypeError, ValueError):
+        return None
+    return value
+
+
+def frame_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame as a list of dicts with plain values (the JSON contracts, the page tables)."""
+    return [{str(k): plain(v) for k, v in record.items()} for record in frame.to_dict(orient="records")]
 
 
 def _display(record: RunRecord) -> str:

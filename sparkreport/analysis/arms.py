@@ -7,7 +7,6 @@ site and ``check`` can say what was left out.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from sparkreport import metrics as metric_catalog
@@ -129,28 +128,3 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
         frame[column] = frame[column].astype(float)
     frame["n"] = frame["n"].astype(int)
     return frame.sort_values([*keys, "metric"], kind="stable").reset_index(drop=True)
-
-
-def records_from_frame(frame: pd.DataFrame) -> list[dict[str, object]]:
-    """DataFrame rows as JSON-ready dicts (NaN → None)."""
-    out = []
-    for row in frame.to_dict(orient="records"):
-        out.append({
-            str(k): (None if isinstance(v, float) and math.isnan(v) else _plain(v)) for k, v in row.items()
-        })
-    return out
-
-
-def _plain(value: object) -> object:
-    if value is None:
-        return None
-    try:
-        import pandas as pd
-
-        if pd.isna(value):  # type: ignore[call-overload]
-            return None
-    except (TypeError, ValueError):
-        pass
-    if hasattr(value, "item"):
-        return value.item()  # numpy scalar → Python
-    return value

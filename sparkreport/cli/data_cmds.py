@@ -91,11 +91,12 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
 def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
                   by: tuple[str, ...], metrics: tuple[str, ...], as_json: bool) -> None:
     """Per arm (campaign × model × environment): n, mean, sd, median, min, max, CV, 95% t-CI."""
-    from sparkreport.analysis import arm_stats, records_from_frame
+    from sparkreport.analysis import arm_stats
+    from sparkreport.dataset import frame_rows
 
     ds, config = _setup(runs_dir, config_path, duplicates)
     frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None)
-    rows = records_from_frame(frame.drop(columns=["model_name"]))
+    rows = frame_rows(frame.drop(columns=["model_name"]))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -114,12 +115,13 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
 def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
                     factor: str | None, baseline: str | None, metrics: tuple[str, ...], as_json: bool) -> None:
     """Candidate vs baseline per model × metric: difference, ratio, tests, TOST, verdict."""
-    from sparkreport.analysis import claim_sentence, compare, records_from_frame
+    from sparkreport.analysis import claim_sentence, compare
+    from sparkreport.dataset import frame_rows
 
     ds, config = _setup(runs_dir, config_path, duplicates)
     frame = compare(ds, factor or config.factor, baseline or config.baseline, config.analysis,
                     metrics=list(metrics) or None)
-    rows = records_from_frame(frame)
+    rows = frame_rows(frame)
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return

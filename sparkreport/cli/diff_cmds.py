@@ -67,7 +67,7 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
 
 def diff_payload(result: Any, a: str, b: str) -> dict[str, Any]:
     """The JSON shape (schema_version 1): sides, what changed, not-comparable cells, per-metric cells."""
-    from sparkreport.analysis.arms import records_from_frame
+    from sparkreport.dataset import frame_rows
 
     return {
         "schema_version": 1,
@@ -76,7 +76,7 @@ def diff_payload(result: Any, a: str, b: str) -> dict[str, Any]:
         "what_changed": result.changed,
         "not_comparable": result.not_comparable,
         "counts": result.counts(),
-        "cells": records_from_frame(result.cells),
+        "cells": frame_rows(result.cells),
     }
 
 

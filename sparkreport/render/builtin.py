@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sparkreport.dataset import frame_rows as rows
 from sparkreport.render import diffs, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
 from sparkreport.render.pages import Page, PageDoc, register
@@ -21,7 +22,7 @@ from sparkreport.render.runs_index import (  # noqa: F401
     published_name,
     run_files,
 )
-from sparkreport.render.tables import claims, metric_label, recorded_settings, rows
+from sparkreport.render.tables import claims, metric_label, recorded_settings
 
 #: Findings of the physical-plausibility checks, which the home page leads with.
 PHYSICAL_CODES = ("capacity-weights", "capacity-peak", "roofline", "size-insensitive", "derived-identity",

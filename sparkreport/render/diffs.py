@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkreport.dataset import frame_rows as rows
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import metric_label, rows
+from sparkreport.render.tables import metric_label
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:

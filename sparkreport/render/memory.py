@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkreport.dataset import plain
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import plain
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,7 +95,7 @@ class MemoryPage(Page):
     order = 20
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        from sparkreport.render.tables import rows
+        from sparkreport.dataset import frame_rows as rows
 
         pairs = site.stats[site.stats["metric"].isin(["peak_memory_gib", "kv_cache_gib"])]
         wide = []

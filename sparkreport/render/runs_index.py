@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from sparkreport.dataset import plain
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
-from sparkreport.render.tables import plain
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:

@@ -2,39 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
+from sparkreport.dataset import plain
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from sparkreport.analysis import Finding
     from sparkreport.schema import RunRecord
-
-
-def plain(value: Any) -> Any:
-    """pandas/numpy scalars → Python; NaN and NA → None."""
-    if value is None:
-        return None
-    if hasattr(value, "item") and not isinstance(value, str):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    try:
-        if value != value:  # pandas NA / NaT
-            return None
-    except (TypeError, ValueError):
-        return None
-    return value
-
-
-def rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """A frame as a list of dicts with plain values."""
-    return [{str(k): plain(v) for k, v in record.items()} for record in frame.to_dict(orient="records")]
 
 
 def claims(frame: pd.DataFrame, findings: Sequence[Finding] = (),
