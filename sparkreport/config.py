@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from sparkreport.errors import ConfigError
-from sparkreport.metrics import is_metric
+from sparkreport.metrics import KEY_METRICS, is_metric
 
 CONFIG_FILE = "sparkreport.yml"
 DUPLICATE_POLICIES = ("all", "first", "last")
@@ -42,6 +42,11 @@ class AnalysisOptions:
     alpha: float = 0.05
     bootstrap_resamples: int = 10_000
     bootstrap_seed: int = 20251108
+
+    @property
+    def tested_metrics(self) -> tuple[str, ...]:
+        """The metrics compare, diff and the noise check test by default."""
+        return tuple(self.compare_metrics or KEY_METRICS)
 
     def margin_for(self, metric: str) -> float:
         return self.margins.get(metric, self.equivalence_margin)

@@ -179,7 +179,7 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
     for arm, group in runs[runs["included"]].groupby(ARM_KEYS):
         noisy: dict[str, float] = {}
         for metric in ds.metric_columns:
-            if metric not in (opts.compare_metrics or metric_catalog.KEY_METRICS):
+            if metric not in opts.tested_metrics:
                 continue
             values = group[metric].dropna().astype(float)
             if len(values) < 2 or values.mean() == 0:

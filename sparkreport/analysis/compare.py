@@ -70,7 +70,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     import pandas as pd
 
     opts = opts or AnalysisOptions()
-    wanted = set(metrics or opts.compare_metrics or metric_catalog.KEY_METRICS)
+    wanted = set(metrics or opts.tested_metrics)
     arms = _arms(ds, opts, factor)
     names = dict(zip(ds.runs["model"], ds.runs["model_name"], strict=False))
     names.update(dict(zip(ds.summaries["model"], ds.summaries["model_name"], strict=False)))

@@ -121,7 +121,7 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
         raise DataError(f"side {'a' if a.empty else 'b'} selects no runs — check the selector")
     present = ({m for m in a.columns if metric_catalog.is_metric(m) and a[m].notna().any()}
                | {m for m in b.columns if metric_catalog.is_metric(m) and b[m].notna().any()})
-    metrics = dopts.metrics or sorted(present & set(opts.compare_metrics or metric_catalog.KEY_METRICS))
+    metrics = dopts.metrics or sorted(present & set(opts.tested_metrics))
     metrics = [m for m in metrics if _direction(m, dopts) != "none"]
     rows: list[dict[str, Any]] = []
     not_comparable = []
