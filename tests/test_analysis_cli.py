@@ -173,3 +173,12 @@ def test_design_labels_are_not_repeats() -> None:
     records[-1].labels = {"cache": "cold", "plan_index": "x"}
     found = [f for f in check(build_dataset(records)) if f.code == "duplicate-iteration"]
     assert len(found) == 1 and found[0].runs == ["native-cold-1", "native-cold-1-again"]
+
+
+@pytest.mark.parametrize("command", ["stats", "compare", "diff"])
+def test_unknown_metric_is_a_usage_error(phase1_store: Path, command: str) -> None:
+    args = [command, "--metric", "bogus"]
+    args += ["--a-runs", str(phase1_store), "--b-runs", str(phase1_store)] if command == "diff" else \\
+        ["--runs-dir", str(phase1_store)]
+    code, out = invoke(*args)
+    assert code == 2 and "'bogus' is not a canonical metric name (see `sparkreport metrics`)" in out

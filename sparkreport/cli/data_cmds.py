@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from sparkreport.cli.options import json_option, runs_dir_option, strict_option
+from sparkreport.cli.options import json_option, metric_option, runs_dir_option, strict_option
 
 
 def config_option(func: Any) -> Any:
@@ -86,7 +86,7 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
 @duplicates_option
 @click.option("--by", "by", multiple=True, metavar="LABEL",
               help="Also split arms by this label (repeatable), e.g. --by software.trtllm.")
-@click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable).")
+@metric_option
 @json_option
 def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
                   by: tuple[str, ...], metrics: tuple[str, ...], as_json: bool) -> None:
@@ -110,7 +110,7 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
 @duplicates_option
 @click.option("--factor", default=None, help="What differs between arms (default: environment).")
 @click.option("--baseline", default=None, help="The factor level the others are compared to (default: native).")
-@click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable).")
+@metric_option
 @json_option
 def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
                     factor: str | None, baseline: str | None, metrics: tuple[str, ...], as_json: bool) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from sparkreport.cli.data_cmds import config_option, print_table
+from sparkreport.cli.options import metric_option
 
 
 @click.command("diff")
@@ -22,7 +23,7 @@ from sparkreport.cli.data_cmds import config_option, print_table
 @click.option("--allow-mismatch", multiple=True, metavar="FIELD",
               help="A workload field that may differ between the sides (repeatable).")
 @click.option("--min-effect", type=float, default=None, help="Smallest relative change that counts (default 0.02).")
-@click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable).")
+@metric_option
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON shape.")
 @click.option("--markdown", is_flag=True, help="Print Markdown (for a pull-request comment).")
 @click.option("--fail-on", type=click.Choice(["regression", "inconclusive"]), default=None,

@@ -44,3 +44,18 @@ def parse_labels(values: tuple[str, ...]) -> dict[str, str]:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--label")
         labels[key.strip()] = value.strip()
     return labels
+
+
+def _check_metrics(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    from sparkreport.metrics import is_metric
+
+    for name in values:
+        if not is_metric(name):
+            raise click.BadParameter(f"{name!r} is not a canonical metric name (see `sparkreport metrics`)")
+    return values
+
+
+def metric_option(func: F) -> F:
+    """``--metric NAME`` (repeatable), checked against the canonical names."""
+    return click.option("--metric", "metrics", multiple=True, callback=_check_metrics, metavar="NAME",
+                        help="Only these metrics (repeatable; names from `sparkreport metrics`).")(func)
