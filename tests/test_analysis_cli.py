@@ -178,7 +178,9 @@ def test_design_labels_are_not_repeats() -> None:
 @pytest.mark.parametrize("command", ["stats", "compare", "diff"])
 def test_unknown_metric_is_a_usage_error(phase1_store: Path, command: str) -> None:
     args = [command, "--metric", "bogus"]
-    args += ["--a-runs", str(phase1_store), "--b-runs", str(phase1_store)] if command == "diff" else \\
-        ["--runs-dir", str(phase1_store)]
+    if command == "diff":
+        args += ["--a-runs", str(phase1_store), "--b-runs", str(phase1_store)]
+    else:
+        args += ["--runs-dir", str(phase1_store)]
     code, out = invoke(*args)
     assert code == 2 and "'bogus' is not a canonical metric name (see `sparkreport metrics`)" in out
