@@ -117,12 +117,20 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         row[f"{name}_s"], row[f"{name}_mib"] = round(wall, 2), round(rss)
         print(f"  n={n:>6} {name:<9} {wall:8.2f} s  {rss:7.0f} MiB", file=sys.stderr)
 
+    def set_aside(path: Path) -> None:
+        # Deleting 10 000 run folders keeps ext4 busy for seconds after rmtree returns, which
+        # would be charged to the next stage: move the old tree aside, delete it at the end.
+        if path.exists():
+            trash = work / ".trash"
+            trash.mkdir(exist_ok=True)
+            path.rename(trash / f"{path.name}-{time.time_ns()}")
+
     def clean_store() -> None:
-        shutil.rmtree(runs, ignore_errors=True)
+        set_aside(runs)
 
     def clean_build() -> None:
-        shutil.rmtree(project / "build", ignore_errors=True)
-        shutil.rmtree(project / "site", ignore_errors=True)
+        set_aside(project / "build")
+        set_aside(project / "site")
 
     if "ingest" not in skip or not runs.exists():
         skip.discard("ingest")
@@ -140,6 +148,7 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         first.write_text(json.dumps(data, indent=2) + "\n")
 
     stage("rebuild1", [*sparkreport, "build"], touch_one)
+    shutil.rmtree(work / ".trash", ignore_errors=True)
     site = project / "site"
     if site.exists():
         pages, largest, name = folder_stats(site, ".html")

@@ -42,7 +42,7 @@ class TableLike(Protocol):
 
     name: str
     columns: list[str]
-    rows: list[list[Any]]
+    rows: list[Sequence[Any]]
 
 
 def table_csv(table: TableLike) -> bytes:
@@ -50,8 +50,7 @@ def table_csv(table: TableLike) -> bytes:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(table.columns)
-    for row in table.rows:
-        writer.writerow(["" if value is None else value for value in row])
+    writer.writerows(table.rows)  # csv writes None as an empty cell
     return buffer.getvalue().encode("utf-8")
 
 
@@ -83,6 +82,8 @@ class RunStore:
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        #: Campaign folders known to exist (one mkdir per campaign, not one per run written).
+        self._made: set[Path] = set()
 
     def run_dir(self, campaign: str, run_id: str) -> Path:
         return self.root / campaign / run_id
@@ -96,8 +97,20 @@ class RunStore:
                       if not p.parent.name.startswith(".") and not p.parent.parent.name.startswith("."))
 
     def existing_ids(self) -> set[str]:
-        """The run ids already stored, in any campaign."""
-        return {path.parent.name for path in self.run_files()}
+        """The run ids already taken, in any campaign: every run folder, finished or not (a
+        folder without run.json still blocks :meth:`write`). Read from directory entries only,
+        no stat per run, since ingest asks once per call on stores of tens of thousands."""
+        ids: set[str] = set()
+        if not self.root.is_dir():
+            return ids
+        with os.scandir(self.root) as campaigns:
+            for campaign in campaigns:
+                if campaign.name.startswith(".") or not campaign.is_dir():
+                    continue
+                with os.scandir(campaign.path) as runs:
+                    ids.update(run.name for run in runs
+                               if not run.name.startswith(".") and run.name != SOURCES_DIR and run.is_dir())
+        return ids
 
     def load(self, path: Path) -> RunRecord:
         """Read and validate one run.json."""
@@ -143,7 +156,9 @@ class RunStore:
         final = self.run_dir(record.campaign, record.run_id)
         if final.exists():
             raise SparkreportError(f"{final}: run already stored — remove the folder to re-ingest it")
-        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.parent not in self._made:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            self._made.add(final.parent)
         staging = Path(tempfile.mkdtemp(prefix=f".{record.run_id}.", dir=final.parent))
         try:
             for item in raw:
@@ -154,7 +169,10 @@ class RunStore:
                     target.write_bytes(item.content or b"")
             for table in tables or []:
                 (staging / f"{table.name}.csv").write_bytes(table_csv(table))
-            write_json_atomic(staging / RUN_FILE, record.to_dict())
+            # The staging folder is private until the rename: run.json needs no atomic write of its own.
+            with (staging / RUN_FILE).open("w", encoding="utf-8") as handle:
+                json.dump(record.to_dict(), handle, indent=2, ensure_ascii=False)
+                handle.write("\n")
             os.rename(staging, final)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

@@ -227,3 +227,49 @@ def test_random_text_gives_result_or_parse_error(parts: list[str], fmt: str) -> 
 def test_random_bytes_give_result_or_parse_error(blob: bytes, fmt: str) -> None:
     with written(blob) as path:
         parse(fmt, path)
+
+
+CELLS = st.one_of(st.integers(0, 200_000).map(str), st.sampled_from(NULLS + ["96 %", "7650 MiB", "12.x", "", " 5 ",
+                                                                           '"7"', "NVIDIA GB10", "2025/01/01 00:00:00.1"]))
+
+
+@given(st.lists(st.lists(CELLS, min_size=4, max_size=4), min_size=1, max_size=12),
+       st.sampled_from(["\n", "\r\n"]), st.booleans(), st.sampled_from(["", "", "\r", "  \n", "\xff", ", 1"]))
+@SETTINGS
+def test_nvidia_smi_fast_reader_agrees_with_the_row_reader(rows: list[list[str]], newline: str, blank: bool,
+                                                           damage: str) -> None:
+    """The pyarrow path of read_samples gives what the line-by-line reader gives, or hands the
+    file to it (so errors still name their line)."""
+    from sparkreport.ingest import nvidia_smi
+
+    header = "index, name, utilization.gpu [%], memory.used [MiB]"
+    lines = [header] + [", ".join(row) for row in rows]
+    if blank:
+        lines.insert(len(lines) // 2 + 1, "")
+    text = newline.join(lines) + newline
+    if damage:
+        text = text[: len(text) // 2] + damage + text[len(text) // 2:]
+    with written(text) as path:
+        try:
+            expected = nvidia_smi._read_rows(path)
+        except ParseError as exc:
+            expected_error: ParseError | None = exc
+        else:
+            expected_error = None
+        try:
+            got = nvidia_smi.read_samples(path)
+        except ParseError as exc:
+            assert expected_error is not None and exc.format_message() == expected_error.format_message()
+            return
+    assert expected_error is None
+    assert (got[0].columns, [list(r) for r in got[0].rows], got[1]) == (expected[0].columns, expected[0].rows,
+                                                                       expected[1])
+
+
+def test_nvidia_smi_plain_files_take_the_columnar_path() -> None:
+    from sparkreport.ingest import nvidia_smi
+
+    fixture = Path(__file__).parent / "fixtures" / "nvidia-smi-csv" / "h100_header_units.csv"
+    fast = nvidia_smi._read_columnar(fixture)
+    assert fast is not None
+    assert [list(r) for r in fast[0].rows] == nvidia_smi._read_rows(fixture)[0].rows

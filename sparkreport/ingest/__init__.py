@@ -8,6 +8,7 @@ source adds nothing: its runs keep their ids and are reported as already present
 from __future__ import annotations
 
 import datetime as dt
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,29 +123,69 @@ def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> 
         claimed.update(p.resolve() for p in parser.companions(source))
     known = store.existing_ids()
     ingested_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    for source, parser in plan:
-        if source.path.resolve() in claimed:
-            continue
-        report.files += 1
-        try:
-            runs = _parse(source, parser)
-        except ParseError as exc:
-            report.rejected.append(exc)
-            continue
-        for run in runs:
-            _finish(run, source, parser, options, ingested_at)
-            rid = run.record.run_id
-            if rid in known:
-                report.skipped.append(rid)
+    with _Writer(store) as writer:
+        for source, parser in plan:
+            if source.path.resolve() in claimed:
                 continue
-            raw = list(run.raw)
-            if run.keep_source_once:
-                kept = store.keep_source(run.record.campaign, source.path, source.sha256)
-                run.record.provenance.raw_files.insert(0, kept)
-            store.write(run.record, raw, run.tables)
-            known.add(rid)
-            report.added.append(rid)
+            report.files += 1
+            try:
+                runs = _parse(source, parser)
+            except ParseError as exc:
+                report.rejected.append(exc)
+                continue
+            for run in runs:
+                _finish(run, source, parser, options, ingested_at)
+                rid = run.record.run_id
+                if rid in known:
+                    report.skipped.append(rid)
+                    continue
+                if run.keep_source_once:
+                    kept = store.keep_source(run.record.campaign, source.path, source.sha256)
+                    run.record.provenance.raw_files.insert(0, kept)
+                writer.write(run)
+                known.add(rid)
+                report.added.append(rid)
     return report
+
+
+class _Writer:
+    """Writes parsed runs into the store on a few threads while the next file is parsed.
+
+    A run folder costs a handful of file-system calls (a staging folder, the raw copy, run.json,
+    a rename), which on a busy disk take longer than parsing the run; they release the GIL, so
+    they overlap. At most ``2 × workers`` runs wait in memory. Each write stays atomic; the first
+    failure is raised once every queued write has finished (nothing is left half-written).
+    """
+
+    def __init__(self, store: RunStore, workers: int = 4):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.store = store
+        self.workers = workers
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sparkreport-write")
+        self.pending: list[Future[Path]] = []
+        self.error: BaseException | None = None
+
+    def write(self, run: ParsedRun) -> None:
+        self.pending.append(self.pool.submit(self.store.write, run.record, list(run.raw), run.tables))
+        if len(self.pending) >= 2 * self.workers:
+            self._collect(self.pending.pop(0))
+
+    def _collect(self, future: Future[Path]) -> None:
+        try:
+            future.result()
+        except BaseException as exc:  # noqa: BLE001 — re-raised in __exit__, after the other writes
+            self.error = self.error or exc
+
+    def __enter__(self) -> _Writer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for future in self.pending:
+            self._collect(future)
+        self.pool.shutdown(wait=True)
+        if self.error is not None and exc_info[0] is None:
+            raise self.error
 
 
 def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptions, when: str) -> None:

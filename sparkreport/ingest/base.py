@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -79,7 +80,7 @@ class Table:
 
     name: str
     columns: list[str]
-    rows: list[list[Any]] = field(default_factory=list)
+    rows: list[Sequence[Any]] = field(default_factory=list)
     description: str = ""
 
 

@@ -91,8 +91,79 @@ def _infer(cells: list[str]) -> list[tuple[str, str | None]]:
     return out
 
 
+def _convert(field: str, cell: str) -> Any:
+    """One cell's value: None for the null words, text for text fields, else a number.
+
+    Raises NotANumber for a numeric field whose cell is not a number.
+    """
+    if cell.lower() in NULL_WORDS:
+        return None
+    if field in _TEXT_FIELDS or field.startswith("col") and not cell[:1].isdigit():
+        return cell
+    return to_number(cell)
+
+
+def _read_columnar(path: Path) -> tuple[Table, list[tuple[str, str | None]]] | None:
+    """The fast path of :func:`read_samples`: the whole CSV through pyarrow, each distinct cell
+    of a column converted once. None when the file is not the plain case (no header on the
+    first line, a ragged row, bad bytes, a value that is not a number): the row-wise reader
+    then parses it and names the line of any error.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    data = path.read_bytes()
+    first_line = data.split(b"\n", 1)[0]
+    # Quotes and lone carriage returns are read differently by pyarrow than by csv.reader: rare
+    # enough in nvidia-smi output to leave to the row-wise reader.
+    if b"\x00" in data or b'"' in data or data.count(b"\r") != data.count(b"\r\n") or not first_line.strip():
+        return None
+    try:
+        cells = _split(first_line.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    if not _is_header(cells):
+        return None
+    fields = [(m["name"], m["unit"]) for m in (_HEADER_FIELD.match(c) for c in cells) if m]
+    names = [f"c{i}" for i in range(len(fields))]
+    try:
+        frame = pacsv.read_csv(
+            pa.py_buffer(data),
+            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
+            parse_options=pacsv.ParseOptions(newlines_in_values=False),
+            convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.string()),
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowException):
+        return None
+    columns: list[list[Any]] = []
+    for (field, _unit), name in zip(fields, names, strict=True):
+        column = pc.utf8_trim_whitespace(frame.column(name)).combine_chunks()
+        if field in _TEXT_FIELDS:  # timestamps: every cell distinct, kept as text unless a null word
+            columns.append([None if cell.lower() in NULL_WORDS else cell for cell in column.to_pylist()])
+            continue
+        encoded = column.dictionary_encode()
+        try:
+            converted = [_convert(field, cell) for cell in encoded.dictionary.to_pylist()]
+        except NotANumber:
+            return None
+        columns.append([converted[i] for i in encoded.indices.to_numpy(zero_copy_only=False).tolist()])
+    table = Table("samples", [column_name(f, u) for f, u in fields], description="nvidia-smi --query-gpu samples")
+    table.rows = list(zip(*columns, strict=True))
+    return table, fields
+
+
 def read_samples(path: Path) -> tuple[Table, dict[str, Any]]:
     """The samples table of a query-gpu CSV, plus facts (gpu name, memory, temperatures)."""
+    fast = _read_columnar(path)
+    if fast is not None and fast[0].rows:
+        table, fields = fast
+        return table, _facts(table, fields, False)
+    return _read_rows(path)
+
+
+def _read_rows(path: Path) -> tuple[Table, dict[str, Any]]:
+    """:func:`read_samples` line by line: every file shape, and errors that name their line."""
     fields: list[tuple[str, str | None]] | None = None
     table: Table | None = None
     inferred = False
@@ -127,17 +198,11 @@ def read_samples(path: Path) -> tuple[Table, dict[str, Any]]:
             if cell in seen:
                 row.append(seen[cell])
                 continue
-            value: Any
-            if cell.lower() in NULL_WORDS:
-                value = None
-            elif field in _TEXT_FIELDS or field.startswith("col") and not cell[:1].isdigit():
-                value = cell
-            else:
-                try:
-                    value = to_number(cell)
-                except NotANumber:
-                    raise ParseError(path, f"{field} should be a number, found {cell!r}", line=number,
-                                     fix="ingest the CSV nvidia-smi wrote, unchanged") from None
+            try:
+                value = _convert(field, cell)
+            except NotANumber:
+                raise ParseError(path, f"{field} should be a number, found {cell!r}", line=number,
+                                 fix="ingest the CSV nvidia-smi wrote, unchanged") from None
             if len(seen) < _MEMO_LIMIT:
                 seen[cell] = value
             row.append(value)
