@@ -64,6 +64,9 @@ class NamedDiff:
     metrics: list[str] | None = None
 
 
+CHART_CHOICES = ("tested", "all")
+
+
 @dataclass
 class ProjectConfig:
     title: str = "LLM inference benchmark results"
@@ -72,7 +75,14 @@ class ProjectConfig:
     baseline: str = "native"
     analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
     diffs: list[NamedDiff] = field(default_factory=list)
+    #: Which metrics get charts on the Results pages: ``tested`` (the metrics compare tests,
+    #: ``analysis.tested_metrics``) or ``all``. Every metric gets its table either way.
+    charts: str = "tested"
     path: Path | None = None
+
+    def charted(self, metric: str) -> bool:
+        """Whether the Results pages draw charts for ``metric``."""
+        return self.charts == "all" or metric in self.analysis.tested_metrics
 
 
 def _check(path: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
@@ -101,13 +111,17 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     if not isinstance(doc, dict):
         raise ConfigError(path, "must be a mapping of settings", fix="see the README's configuration section")
     config = ProjectConfig(path=path)
-    top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list}
+    top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
+           "charts": str}
     for key, value in doc.items():
         if key not in top:
             raise ConfigError(path, f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
         _check(path, key, value, top[key])
         if key not in ("analysis", "diffs"):
             setattr(config, key, value)
+    if config.charts not in CHART_CHOICES:
+        raise ConfigError(path, f"charts must be one of {', '.join(CHART_CHOICES)}, not {config.charts!r}",
+                          fix="tested draws the metrics compare tests; all draws every metric")
     config.diffs = [_named_diff(path, i, item) for i, item in enumerate(doc.get("diffs") or [])]
     analysis = doc.get("analysis") or {}
     kinds: dict[str, type | tuple[type, ...]] = {

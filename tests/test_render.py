@@ -194,7 +194,32 @@ def test_charts_are_written_beside_their_page(rendered: RenderResult) -> None:
             assert base.with_suffix(".vl.json").is_file() and base.with_suffix(".svg").is_file()
             assert f'data-spec="charts/{chart.name}.vl.json"' in text
             assert f'<noscript><img src="charts/{chart.name}.svg"' in text
-    assert rendered.chart_count >= 3 * 6 * 2
+    charted = {chart.name.rsplit("-", 1)[0] for doc in rendered.pages if doc.path.startswith("results/")
+               for chart in doc.charts}
+    # the tested metrics the Phase 1 data has; its other metrics (temperatures, model load time) get tables
+    assert charted == {"output_throughput_tok_s", "request_throughput_req_s", "peak_memory_gib", "kv_cache_gib"}
+    text = page(rendered, "results/qwen72b/index.md")
+    assert "Charts are drawn for the metrics the comparisons test (Output throughput" in text
+
+
+def test_charts_all_draws_every_metric(tmp_path: Path, phase1_store: Path) -> None:
+    (tmp_path / "sparkreport.yml").write_text("charts: all\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    results = [doc for doc in result.pages if doc.path.startswith("results/") and doc.charts]
+    assert len({chart.name for doc in results for chart in doc.charts}) > 3 * 2
+    assert "Charts are drawn for the metrics" not in page(result, results[0].path)
+
+
+def test_unknown_charts_setting_is_a_one_line_error(tmp_path: Path) -> None:
+    from sparkreport.config import load_config
+    from sparkreport.errors import ConfigError
+
+    (tmp_path / "sparkreport.yml").write_text("title: x\ncharts: some\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "sparkreport.yml")
+    assert info.value.format_message() == (
+        f"{tmp_path / 'sparkreport.yml'}: charts must be one of tested, all, not 'some' — tested draws the "
+        "metrics compare tests; all draws every metric")
 
 
 def test_summaries_only_store_renders_published_figures(rendered_summaries: RenderResult) -> None:

@@ -59,8 +59,6 @@ class ResultsPage(Page):
     def model_context(self, site: SiteData, model: str, model_name: str
                       ) -> tuple[dict[str, Any], list[ChartSpec]]:
         """The sections (one per metric) and charts of one model's page."""
-        from sparkreport.charts import means_chart, per_run_chart
-
         stats = site.stats[site.stats["model"] == model].copy()
         compared = (site.comparisons[site.comparisons["model"] == model]
                     if not site.comparisons.empty else site.comparisons)
@@ -74,17 +72,7 @@ class ResultsPage(Page):
         for metric in metric_order(stats["metric"]):
             arms = stats[stats["metric"] == metric]
             label = metric_label(metric)
-            section_charts = []
-            if not runs.empty:
-                chart = per_run_chart(runs, metric, name=f"{slug(metric)}-runs",
-                                      title=f"{label}: every run")
-                if chart is not None:
-                    section_charts.append(chart)
-            chart = means_chart(
-                arms.assign(environment=arms["arm"]), metric, name=f"{slug(metric)}-means",
-                title=f"{label}: mean and {site.confidence_label} CI", confidence=site.config.analysis.confidence)
-            if chart is not None:
-                section_charts.append(chart)
+            section_charts = self.metric_charts(site, runs, arms, metric, label) if site.config.charted(metric) else []
             charts += section_charts
             comparisons = [] if compared.empty else claims(compared[compared["metric"] == metric],
                                                                    site.findings, site.arm_runs())
@@ -94,8 +82,23 @@ class ResultsPage(Page):
                 "published": bool((arms["source"] == "published").any()),
             })
         context = {
+            "charted": [metric_label(m) for m in metric_order(stats["metric"]) if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections,
             "campaigns": sorted(set(stats["campaign"].astype(str))) if not stats.empty else [],
             "n_runs": len(runs), "n_included": int(runs["included"].astype(bool).sum()) if len(runs) else 0,
         }
         return context, charts
+
+    @staticmethod
+    def metric_charts(site: SiteData, runs: pd.DataFrame, arms: pd.DataFrame, metric: str,
+                      label: str) -> list[ChartSpec]:
+        """Every run per arm, and the arm means with their CIs."""
+        from sparkreport.charts import means_chart, per_run_chart
+
+        charts = []
+        if not runs.empty:
+            charts.append(per_run_chart(runs, metric, name=f"{slug(metric)}-runs", title=f"{label}: every run"))
+        charts.append(means_chart(
+            arms.assign(environment=arms["arm"]), metric, name=f"{slug(metric)}-means",
+            title=f"{label}: mean and {site.confidence_label} CI", confidence=site.config.analysis.confidence))
+        return [chart for chart in charts if chart is not None]
