@@ -315,3 +315,31 @@ def test_render_cli_errors_are_one_line(tmp_path: Path) -> None:
 
 def test_dataset_digest_matches_store(rendered: RenderResult, phase1_store: Path) -> None:
     assert load_dataset(phase1_store).digest in page(rendered, "downloads/index.md")
+
+
+def test_home_summarises_key_findings_past_its_budget(tmp_path: Path, phase1_store: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkreport.render.builtin import HomePage
+
+    full = page(render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path / "a")), "index.md")
+    monkeypatch.setattr(HomePage, "SENTENCE_BUDGET", 2)
+    short = page(render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path / "b")), "index.md")
+    sentences = [line for line in full.splitlines() if line.startswith("- ") and ": " in line and "**" not in line]
+    assert "comparisons, too many to read here" in short and "too many" not in full
+    kept = [line for line in short.splitlines() if line in sentences]
+    assert 0 < len(kept) < len(sentences)
+    more = re.search(r"^- … and (\d+) more comparisons \((.+)\)\.$", short, re.MULTILINE)
+    assert more is not None and int(more[1]) == len(sentences) - len(kept)
+
+
+def test_summarise_claims_keeps_flagged_then_largest_differences() -> None:
+    from sparkreport.render.builtin import summarise_claims
+
+    rows = [{"verdict": v, "ratio": r, "flagged": f, "published": False, "id": i}
+            for i, (v, r, f) in enumerate([("equivalent", 1.0, []), ("higher", 1.05, []), ("lower", 0.7, []),
+                                           ("inconclusive", 1.2, ["capacity"]), ("inconclusive", 1.01, [])])]
+    out = summarise_claims(rows, 2)
+    assert [row["id"] for row in out["shown"]] == [2, 3]  # flagged first, then the largest difference
+    assert out["more"] == 3
+    assert out["more_by_verdict"] == ["1 equivalent", "1 higher", "1 with no significant difference detected"]
+    assert summarise_claims(rows, None)["shown"] == rows

@@ -62,16 +62,54 @@ class HomePage(Page):
     folder = ""
     order = 0
 
+    #: Sentences the home page lists in full; above, each campaign shows its largest differences
+    #: and counts the rest (every sentence is on its model's Results page).
+    SENTENCE_BUDGET = 120
+    #: Physical findings listed before "and N more" (all of them are on Data quality).
+    PHYSICAL_BUDGET = 20
+
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         published = published_keys(site)
-        findings: dict[str, list[dict[str, Any]]] = {}
+        by_campaign: dict[str, list[dict[str, Any]]] = {}
         for row in claims(site.comparisons, site.findings, site.arm_runs()):
             row["published"] = (row["campaign"], row["model"]) in published
-            findings.setdefault(str(row["campaign"]), []).append(row)
+            by_campaign.setdefault(str(row["campaign"]), []).append(row)
+        total = sum(len(rows) for rows in by_campaign.values())
+        per_campaign = None if total <= self.SENTENCE_BUDGET else max(3, self.SENTENCE_BUDGET // len(by_campaign))
+        findings = {campaign: summarise_claims(rows, per_campaign) for campaign, rows in by_campaign.items()}
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
         physical = [f for f in site.findings if f.code in PHYSICAL_CODES and f.severity != "info"]
         return {"campaigns": campaign_overview(site), "findings": findings, "severities": severities,
-                "plausibility": [{"severity": f.severity, "code": f.code, "message": f.message} for f in physical]}
+                "summarised": per_campaign is not None, "sentences": total,
+                "plausibility": [{"severity": f.severity, "code": f.code, "message": f.message}
+                                 for f in physical[:self.PHYSICAL_BUDGET]],
+                "plausibility_more": max(0, len(physical) - self.PHYSICAL_BUDGET)}
+
+
+def summarise_claims(rows: list[dict[str, Any]], limit: int | None) -> dict[str, Any]:
+    """One campaign's key-finding sentences for the home page: all of them, or (with ``limit``)
+    the flagged ones and the largest differences first, up to ``limit``, and the rest counted
+    by verdict."""
+    shown = rows
+    if limit is not None and len(rows) > limit:
+        def weight(row: dict[str, Any]) -> tuple[int, int, float]:
+            ratio = row.get("ratio")
+            effect = abs(float(ratio) - 1) if isinstance(ratio, int | float) and ratio == ratio else 0.0
+            return (not row["flagged"], row["verdict"] not in ("higher", "lower"), -effect)
+
+        ranked = sorted(rows, key=weight)
+        keep = {id(row) for row in ranked[:limit]}
+        shown = [row for row in rows if id(row) in keep]  # in the comparison table's order
+    hidden = [row for row in rows if row not in shown]
+    counts: dict[str, int] = {}
+    for row in hidden:
+        counts[str(row["verdict"])] = counts.get(str(row["verdict"]), 0) + 1
+    return {"published": rows[0]["published"], "shown": shown, "more": len(hidden),
+            "more_by_verdict": [f"{n} {_VERDICT_WORDS.get(verdict, verdict)}" for verdict, n in sorted(counts.items())]}
+
+
+_VERDICT_WORDS = {"higher": "higher", "lower": "lower", "equivalent": "equivalent",
+                  "inconclusive": "with no significant difference detected"}
 
 
 @register

@@ -48,6 +48,7 @@ class SiteData:
     inclusion_rule: str
     provenance: Provenance
     extra: dict[str, Any] = field(default_factory=dict)
+    _arm_runs: dict[tuple[str, str, str], list[str]] | None = field(default=None, init=False, repr=False)
 
     @property
     def confidence_label(self) -> str:
@@ -55,12 +56,16 @@ class SiteData:
         return f"{self.config.analysis.confidence:.0%}"
 
     def arm_runs(self) -> dict[tuple[str, str, str], list[str]]:
-        """(campaign, model, environment) → the run ids (or published-arm ids) behind that arm."""
-        out: dict[tuple[str, str, str], list[str]] = {}
-        for record in self.dataset.records:
-            key = (record.campaign, record.model.name, record.environment.name)
-            out.setdefault(key, []).append(record.run_id)
-        return out
+        """(campaign, model, environment) → the run ids (or published-arm ids) behind that arm.
+
+        Computed once per render (pages ask for it per model and per post); do not modify it.
+        """
+        if self._arm_runs is None:
+            self._arm_runs = {}
+            for record in self.dataset.records:
+                key = (record.campaign, record.model.name, record.environment.name)
+                self._arm_runs.setdefault(key, []).append(record.run_id)
+        return self._arm_runs
 
     @property
     def errors(self) -> list[Finding]:

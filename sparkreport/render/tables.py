@@ -27,13 +27,14 @@ def claims(frame: pd.DataFrame, findings: Sequence[Finding] = (),
 
     if frame.empty:
         return []
+    errors = [f for f in findings if f.severity == "error"]
     out = []
     for raw in frame.to_dict(orient="records"):
         runs: list[str] = []
         if arm_runs is not None:
             for level in (raw["baseline"], raw["candidate"]):
                 runs += arm_runs.get((str(raw["campaign"]), str(raw["model"]), str(level)), [])
-        flagged = errors_for(raw, findings, runs) if findings else []
+        flagged = errors_for(raw, errors, runs) if errors else []
         out.append({**{str(k): plain(v) for k, v in raw.items()}, "sentence": claim_sentence(raw, flagged),
                     "flagged": [f.code for f in flagged]})
     return out
