@@ -84,6 +84,7 @@ def test_runs_pages_are_grouped_and_paginated(campaign: tuple[Path, Path], tmp_p
         if doc.context["page_number"] == 1:
             assert doc.path.removeprefix("runs/") in index
         assert "all runs" in text
+        assert text.startswith("---\nsearch:\n  exclude: true\n---\n")  # out of the search index
     charts = [c for p in groups for c in p.charts]
     assert len(charts) == 2  # one monitoring chart per sampled run
     for chart in charts:
