@@ -8,11 +8,12 @@ Writes, under ``OUT``::
     sources/<version>/<environment>/<model>/<run>.json              vllm bench serve --save-result JSON
     sources/<version>/<environment>/<model>/<run>.nvidia-smi.csv    10 Hz nvidia-smi samples (a subset)
     manifest.json                                                   what was generated, and the ingest groups
-    sparkreport.yml                                                 compare label.env, baseline native
+    sparkreport.yml                                                 compare environments, baseline native
 
 Neither format records the execution environment, so each ``<version>/<environment>`` folder is
-one ingest group with the labels ``env`` and ``version`` (``ingest_campaign`` does it, or
-``sparkreport ingest FOLDER --campaign synth-<version> --label env=… --label version=…``).
+one ingest group, given its environment and the labels ``env`` and ``version``
+(``ingest_campaign`` does it, or ``sparkreport ingest FOLDER --campaign synth-<version>
+--environment … --label env=… --label version=…``).
 
 Everything is seeded: the same arguments write byte-identical files.
 
@@ -85,6 +86,7 @@ class Group:
     path: str
     campaign: str
     labels: dict[str, str]
+    environment: str = "unknown"
     runs: int = 0
 
 
@@ -128,7 +130,7 @@ def generate(out: Path, options: SynthOptions) -> dict[str, Any]:
         key = (version, env)
         if key not in groups:
             groups[key] = Group(path=f"sources/{version}/{env}", campaign=f"synth-{version}",
-                                labels={"env": env, "version": version})
+                                labels={"env": env, "version": version}, environment=env)
         groups[key].runs += 1
         env_factor, env_memory = ENVIRONMENT_EFFECTS.get(env, (1.0, 0.0))
         # Releases drift slowly (±1%) with an occasional regression.
@@ -163,8 +165,8 @@ def generate(out: Path, options: SynthOptions) -> dict[str, Any]:
     }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     (out / "sparkreport.yml").write_text(
-        "# Written by bench/synth.py: the synthetic campaign compares environments (label env).\n"
-        "title: Synthetic campaign\nfactor: label.env\nbaseline: native\n", encoding="utf-8")
+        "# Written by bench/synth.py: the synthetic campaign compares environments.\n"
+        "title: Synthetic campaign\nfactor: environment\nbaseline: native\n", encoding="utf-8")
     return manifest
 
 
@@ -340,7 +342,8 @@ def ingest_campaign(source: Path, runs_dir: Path) -> dict[str, int]:
     totals = {"added": 0, "skipped": 0, "rejected": 0, "files": 0}
     for group in manifest["groups"]:
         report = ingest_paths([source / group["path"]], store,
-                              IngestOptions(campaign=group["campaign"], labels=dict(group["labels"])))
+                              IngestOptions(campaign=group["campaign"], labels=dict(group["labels"]),
+                                            environment=group.get("environment", group["labels"]["env"])))
         totals["added"] += len(report.added)
         totals["skipped"] += len(report.skipped)
         totals["rejected"] += len(report.rejected)

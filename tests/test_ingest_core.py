@@ -206,3 +206,13 @@ def test_seed_pair_metadata_and_log(tmp_path: Path) -> None:
                             "native_gpt120b_iter1_20251108_195154_metadata.json", "run.json"]
     # the same run from the aggregate file would get the same id, so it is not stored twice
     assert record.run_id == "gpt120b-native-iter01-20251108_195154"
+
+
+def test_environment_option_names_the_environment_of_every_run(tmp_path: Path) -> None:
+    source = Path(__file__).parent / "fixtures" / "trtllm-log"
+    log = sorted(source.glob("*.log"))[0]
+    result = CliRunner().invoke(main, ["ingest", str(log), "--runs-dir", str(tmp_path / "runs"),
+                                       "--environment", "docker", "-q"])
+    assert result.exit_code == 0, result.output
+    (record,) = load_dataset(tmp_path / "runs").records
+    assert (record.environment.name, record.environment.kind) == ("docker", "container")

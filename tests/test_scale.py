@@ -55,6 +55,7 @@ def test_synthetic_runs_carry_their_labels_formats_and_samples(campaign: tuple[P
     ds = load_dataset(project / "runs")
     assert len(ds.runs) == 60
     assert set(ds.runs["label.env"]) == {"native", "docker"}
+    assert (ds.runs["environment"] == ds.runs["label.env"]).all()  # ingested with --environment
     assert set(ds.runs["source_format"]) == {"trtllm-log", "vllm-json"}
     assert ds.runs["output_throughput_tok_s"].notna().all()
     sampled = [r for r in ds.records if "samples" in r.provenance.tables]

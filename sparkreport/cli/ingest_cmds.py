@@ -15,11 +15,15 @@ from sparkreport.cli.options import parse_labels, runs_dir_option
 @click.option("--campaign", help="Campaign name (default: what the source names, else per format).")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
               help="Set a label on every run ingested (repeatable), e.g. software.trtllm=1.2.0rc3.")
+@click.option("--environment", metavar="NAME",
+              help="The environment every run ran in (native, docker, …): trtllm-bench and vLLM output "
+                   "do not record it, and the statistics group runs by campaign, model and environment.")
 @click.option("--format", "format_name", metavar="NAME",
               help="Skip detection and read every file as this format (see `sparkreport formats`).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary line and errors.")
 def ingest_command(sources: tuple[Path, ...], runs_dir: Path, campaign: str | None,
-                   labels: tuple[str, ...], format_name: str | None, quiet: bool) -> None:
+                   labels: tuple[str, ...], environment: str | None, format_name: str | None,
+                   quiet: bool) -> None:
     """Ingest existing results (files or folders) into the run store.
 
     The format is detected from each file's content. Files that cannot be read are
@@ -27,9 +31,11 @@ def ingest_command(sources: tuple[Path, ...], runs_dir: Path, campaign: str | No
     anything was rejected.
     """
     from sparkreport.ingest import IngestOptions, ingest_paths
+    from sparkreport.schema import slug
     from sparkreport.store import RunStore
 
-    options = IngestOptions(campaign=campaign, labels=parse_labels(labels), format=format_name)
+    options = IngestOptions(campaign=campaign, labels=parse_labels(labels), format=format_name,
+                            environment=slug(environment) if environment else None)
     report = ingest_paths(list(sources), RunStore(runs_dir), options)
     if not quiet:
         for run_id in report.added:

@@ -25,6 +25,10 @@ from sparkreport.ingest import (  # noqa: F401  (built-in parsers register)
 )
 from sparkreport.ingest.base import PARSERS, ParsedRun, Parser, Source
 from sparkreport.schema import slug
+
+#: ``--environment`` names that say which kind of environment it was.
+KIND_OF = {"native": "native", "chroot": "chroot", "docker": "container", "podman": "container",
+           "container": "container", "cgroup": "cgroup"}
 from sparkreport.store import RawFile, RunStore
 
 __all__ = ["IngestOptions", "IngestReport", "detect_parser", "ingest_paths", "PARSERS"]
@@ -35,6 +39,9 @@ class IngestOptions:
     campaign: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
     format: str | None = None
+    #: The execution environment of every run ingested (trtllm-bench and vLLM output do not
+    #: record it); replaces what a source names, which is kept as ``details.named_by_source``.
+    environment: str | None = None
 
 
 @dataclass
@@ -193,6 +200,13 @@ def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptio
     record.campaign = slug(options.campaign or run.campaign or parser.default_campaign)
     record.run_id = slug(run.natural_id or f"{parser.name}-{source.sha256[:12]}")
     record.labels.update(options.labels)
+    if options.environment:
+        environment = record.environment
+        if environment.name not in ("unknown", options.environment):
+            environment.details["named_by_source"] = environment.name
+        environment.name = options.environment
+        if environment.kind == "unknown":
+            environment.kind = KIND_OF.get(options.environment, "unknown")
     prov = record.provenance
     prov.source_path = str(source.path)
     prov.source_sha256 = source.sha256
