@@ -65,6 +65,9 @@ class NamedDiff:
 
 
 CHART_CHOICES = ("tested", "all")
+STATIC_CHART_CHOICES = ("auto", "all", "posts")
+#: Above this many charts, ``static_charts: auto`` draws SVG fallbacks only for the posts' charts.
+STATIC_CHART_LIMIT = 100
 
 
 @dataclass
@@ -78,7 +81,17 @@ class ProjectConfig:
     #: Which metrics get charts on the Results pages: ``tested`` (the metrics compare tests,
     #: ``analysis.tested_metrics``) or ``all``. Every metric gets its table either way.
     charts: str = "tested"
+    #: Static SVG fallbacks (for readers without JavaScript; vl-convert takes ~0.5 s a chart):
+    #: ``all`` charts, only the charts ``posts`` show as images, or ``auto`` = all up to
+    #: :data:`STATIC_CHART_LIMIT` charts on the site, posts' above.
+    static_charts: str = "auto"
     path: Path | None = None
+
+    def static_fallbacks(self, chart_count: int) -> bool:
+        """Whether every chart of a site with ``chart_count`` charts gets a static SVG fallback."""
+        if self.static_charts == "auto":
+            return chart_count <= STATIC_CHART_LIMIT
+        return self.static_charts == "all"
 
     def charted(self, metric: str) -> bool:
         """Whether the Results pages draw charts for ``metric``."""
@@ -112,7 +125,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         raise ConfigError(path, "must be a mapping of settings", fix="see the README's configuration section")
     config = ProjectConfig(path=path)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
-           "charts": str}
+           "charts": str, "static_charts": str}
     for key, value in doc.items():
         if key not in top:
             raise ConfigError(path, f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
@@ -122,6 +135,10 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     if config.charts not in CHART_CHOICES:
         raise ConfigError(path, f"charts must be one of {', '.join(CHART_CHOICES)}, not {config.charts!r}",
                           fix="tested draws the metrics compare tests; all draws every metric")
+    if config.static_charts not in STATIC_CHART_CHOICES:
+        raise ConfigError(path, f"static_charts must be one of {', '.join(STATIC_CHART_CHOICES)}, "
+                          f"not {config.static_charts!r}",
+                          fix=f"auto draws SVG fallbacks for sites of up to {STATIC_CHART_LIMIT} charts")
     config.diffs = [_named_diff(path, i, item) for i, item in enumerate(doc.get("diffs") or [])]
     analysis = doc.get("analysis") or {}
     kinds: dict[str, type | tuple[type, ...]] = {

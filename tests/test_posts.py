@@ -307,3 +307,26 @@ def test_feed_links_are_absolute_with_site_url(tmp_path: Path, published_store: 
     assert (result.site_dir / link.removeprefix("https://example.org/r/") / "index.html").is_file()
     assert item.findtext("guid") == link
     assert item.findtext("description") == "Text."
+
+
+def test_static_charts_posts_draws_svgs_only_for_the_posts_charts(tmp_path: Path, published_store: Path) -> None:
+    project = project_with(tmp_path, '# P\n\n{{ chart("memory/kv-vs-peak") }}\n')
+    (project / "sparkreport.yml").write_text("static_charts: posts\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=published_store, project_root=project))
+    svgs = sorted(p.relative_to(result.docs_dir).as_posix() for p in result.docs_dir.rglob("*.svg"))
+    assert svgs == ["memory/charts/kv-vs-peak.svg"] and result.svg_count == 1
+    assert result.chart_count > 1
+    memory = (result.docs_dir / "memory" / "index.md").read_text(encoding="utf-8")
+    assert '<noscript><img src="charts/kv-vs-peak.svg"' not in memory
+    assert '(<a href="charts/kv-vs-peak.vl.json">Vega-Lite spec</a>; the chart needs JavaScript)</noscript>' in memory
+
+
+def test_static_charts_auto_stops_drawing_svgs_past_the_limit(tmp_path: Path, published_store: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkreport import config
+
+    small = render(RenderOptions(runs_dir=published_store, project_root=tmp_path / "a"))
+    assert small.svg_count == small.chart_count > 0
+    monkeypatch.setattr(config, "STATIC_CHART_LIMIT", small.chart_count - 1)
+    large = render(RenderOptions(runs_dir=published_store, project_root=tmp_path / "b"))
+    assert large.svg_count == 0 and not list(large.docs_dir.rglob("*.svg"))

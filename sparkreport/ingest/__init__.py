@@ -25,13 +25,13 @@ from sparkreport.ingest import (  # noqa: F401  (built-in parsers register)
 )
 from sparkreport.ingest.base import PARSERS, ParsedRun, Parser, Source
 from sparkreport.schema import slug
+from sparkreport.store import RawFile, RunStore
+
+__all__ = ["IngestOptions", "IngestReport", "detect_parser", "ingest_paths", "PARSERS"]
 
 #: ``--environment`` names that say which kind of environment it was.
 KIND_OF = {"native": "native", "chroot": "chroot", "docker": "container", "podman": "container",
            "container": "container", "cgroup": "cgroup"}
-from sparkreport.store import RawFile, RunStore
-
-__all__ = ["IngestOptions", "IngestReport", "detect_parser", "ingest_paths", "PARSERS"]
 
 
 @dataclass

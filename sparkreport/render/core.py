@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import posixpath
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +56,8 @@ class RenderResult:
     handwritten: list[str] = field(default_factory=list)
     #: Blog posts (``blog/posts/``) with their bindings filled in.
     posts: list[PostDoc] = field(default_factory=list)
+    #: Static SVG fallbacks written (every chart, or only those posts show: ``static_charts``).
+    svg_count: int = 0
 
     @property
     def chart_count(self) -> int:
@@ -91,7 +95,7 @@ def _render(options: RenderOptions) -> RenderResult:
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.render.context import build_site_data
-    from sparkreport.render.markdown import make_environment
+    from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pages import registered_pages
     from sparkreport.render.posts import render_posts
     from sparkreport.site.assets import copy_assets
@@ -114,9 +118,7 @@ def _render(options: RenderOptions) -> RenderResult:
     command = options.command or default_command(root, runs_dir)
     site = build_site_data(dataset, config, runs_dir, command, root)
     env = make_environment(root / "templates")
-    written: list[PageDoc] = []
-    nav: list[NavItem] = []
-    svg_jobs: list[tuple[Path, dict[str, Any]]] = []
+    planned = []
     for page in registered_pages():
         docs = page.docs(site, docs_dir)
         for doc in docs:
@@ -124,16 +126,35 @@ def _render(options: RenderOptions) -> RenderResult:
                 raise BuildError(
                     f"{root / 'docs' / doc.path}: collides with the generated {page.title} page — "
                     f"rename it, or change the page through templates/{page.template}")
+        planned.append((page, docs))
+    chart_total = sum(len(doc.charts) for _page, docs in planned for doc in docs)
+    static = config.static_fallbacks(chart_total)
+    env.globals["chart"] = functools.partial(chart_html, static=static)
+    written: list[PageDoc] = []
+    nav: list[NavItem] = []
+    svg_jobs: list[tuple[Path, dict[str, Any]]] = []
+    for page, docs in planned:
+        for doc in docs:
             write_page(env, site, doc, docs_dir, svg_jobs)
         written += docs
         if docs:
             nav.append(page.nav(docs))
-    write_svgs(svg_jobs, cache_dir)
     footer = env.get_template("_footer.md")
     posts = render_posts(site, docs_dir, root / "docs", written, footer=lambda: footer.render(
         site=site, provenance=site.provenance, title=site.config.title, ci_label=site.confidence_label))
+    if not static:  # only the charts posts show as images
+        wanted = {docs_dir / svg_path(name) for post in posts for name in post.charts}
+        svg_jobs = [(path, spec) for path, spec in svg_jobs if path in wanted]
+    write_svgs(svg_jobs, cache_dir)
     return RenderResult(project_root=root, docs_dir=docs_dir, config=config, pages=written, nav=nav,
-                        handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts)
+                        handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
+                        svg_count=len(svg_jobs))
+
+
+def svg_path(chart_key: str) -> str:
+    """``results/qwen72b/kv-vs-peak`` (a post's chart name) → ``results/qwen72b/charts/kv-vs-peak.svg``."""
+    folder, _, name = chart_key.rpartition("/")
+    return posixpath.join(folder, CHARTS_DIR, f"{name}.svg")
 
 
 def default_command(root: Path, runs_dir: Path) -> str:

@@ -120,20 +120,22 @@ def link(text: Any, target: str) -> Markup:
     return Markup(f"[{md_escape(text)}]({target})")
 
 
-def chart_html(chart: ChartSpec, folder: str = "charts") -> Markup:
-    """The chart placeholder: vega-embed draws into it; the SVG shows without JavaScript.
+def chart_html(chart: ChartSpec, folder: str = "charts", *, static: bool = True) -> Markup:
+    """The chart placeholder: vega-embed draws into it; without JavaScript the static SVG shows
+    (``static``), or else the chart's description and a link to its Vega-Lite spec.
 
     Written as one raw-HTML line so every Markdown engine passes it through unchanged. Paths
     are relative to the page, which always sits at ``<section>/index.md`` so the same relative
     URL works with and without MkDocs' directory URLs.
     """
-    base = f"{folder}/{chart.name}"
+    base = html.escape(f"{folder}/{chart.name}", quote=True)
     title = html.escape(chart.title, quote=True)
     alt = html.escape(chart.description, quote=True)
+    fallback = (f'<img src="{base}.svg" alt="{alt}">' if static else
+                f'{alt} (<a href="{base}.vl.json">Vega-Lite spec</a>; the chart needs JavaScript)')
     return Markup(
         f'<div class="sparkreport-chart" id="chart-{html.escape(chart.name, quote=True)}" '
-        f'data-spec="{html.escape(base, quote=True)}.vl.json" role="figure" aria-label="{title}">'
-        f'<noscript><img src="{html.escape(base, quote=True)}.svg" alt="{alt}"></noscript></div>'
+        f'data-spec="{base}.vl.json" role="figure" aria-label="{title}"><noscript>{fallback}</noscript></div>'
     )
 
 

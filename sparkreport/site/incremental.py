@@ -97,6 +97,7 @@ def save_state(cache_dir: Path, key: str, site_dir: Path, config_file: Path, res
         "pages": [{"path": p.path, "title": p.title, "template": p.template,
                    "charts": [[c.name, c.title, c.description, c.rows] for c in p.charts]} for p in result.pages],
         "nav": result.nav, "handwritten": result.handwritten, "warnings": warnings,
+        "svg_count": result.svg_count,
     }
     _atomic_bytes(cache_dir / STATE_FILE, json.dumps(state).encode())
 
@@ -117,7 +118,8 @@ def result_from_state(state: dict[str, Any], options: RenderOptions) -> RenderRe
         doc.charts = [ChartSpec(name=n, title=t, description=d, spec={}, rows=r) for n, t, d, r in page["charts"]]
         pages.append(doc)
     return RenderResult(project_root=root, docs_dir=Path(state["docs_dir"]), config=config, pages=pages,
-                        nav=_nav(state["nav"]), handwritten=list(state["handwritten"]))
+                        nav=_nav(state["nav"]), handwritten=list(state["handwritten"]),
+                        svg_count=int(state.get("svg_count", 0)))
 
 
 def _nav(items: list[Any]) -> list[Any]:
