@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -167,13 +168,18 @@ def test_quality_page_names_the_duplicate_runs(rendered: RenderResult) -> None:
     assert "`gpt120b-native-iter01-20251108_195154`" in rows[0][3]
 
 
-def test_runs_page_links_to_copied_raw_files(rendered: RenderResult) -> None:
+def test_runs_page_links_to_every_runs_raw_files(rendered: RenderResult, phase1_store: Path) -> None:
+    from sparkreport.site.run_files import MANIFEST
+
     text = page(rendered, "runs/index.md")
     links = re.findall(r'<a href="(files/[^"]+)">', text)
     assert len(links) >= 63 * 3
+    # The site build copies each campaign folder of the manifest to its place (site/run_files.py).
+    published = json.loads((rendered.docs_dir / MANIFEST).read_text(encoding="utf-8"))
+    assert published == {"runs/files/phase1": str(phase1_store.resolve() / "phase1")}
     for target in set(links):
-        assert (rendered.docs_dir / "runs" / target).is_file(), target
-    assert "files/phase1/_sources/" in text  # the shared aggregate source, copied once
+        assert (phase1_store / target.removeprefix("files/")).is_file(), target
+    assert "files/phase1/_sources/" in text  # the shared aggregate source, published once
 
 
 def test_downloads_are_the_dataset(rendered: RenderResult, phase1_dataset: Dataset) -> None:

@@ -142,3 +142,16 @@ def test_site_commands_have_help() -> None:
     for command in ("render", "build", "serve"):
         result = runner.invoke(main, [command, "--help"])
         assert result.exit_code == 0 and "--runs-dir" in result.output and "--docs-dir" in result.output
+
+
+def test_every_runs_files_are_copied_into_the_site_not_linked(built: BuildResult, phase1_store: Path) -> None:
+    site = built.site_dir
+    html = (site / "runs" / "index.html").read_text(encoding="utf-8")
+    links = set(re.findall(r'<a href="(files/[^"]+)">', html))
+    assert len(links) >= 63 * 2 + 1  # run.json and the raw record of each run, and the shared source
+    for link in links:
+        copy = site / "runs" / link
+        original = phase1_store / link.removeprefix("files/")
+        assert copy.read_bytes() == original.read_bytes(), link
+        assert not copy.samefile(original)  # the site never shares a file with the run store
+    assert not (site / ".sparkreport-run-files.json").exists()

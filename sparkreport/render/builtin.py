@@ -13,15 +13,6 @@ from sparkreport.dataset import frame_rows as rows
 from sparkreport.render import diffs, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
 from sparkreport.render.pages import Page, PageDoc, register
-
-# The Runs page (grouped and paginated) lives in runs_index; its helpers stay importable here.
-from sparkreport.render.runs_index import (  # noqa: F401
-    PAGE_SUFFIXES,
-    RunsPage,
-    copy_campaign,
-    published_name,
-    run_files,
-)
 from sparkreport.render.tables import claims, metric_label, recorded_settings
 
 #: Findings of the physical-plausibility checks, which the home page leads with.

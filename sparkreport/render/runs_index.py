@@ -5,14 +5,14 @@ A larger one gets an index (one row per campaign × model × environment group: 
 used in the statistics, links) and one page per group, split into pages of
 :data:`PAGE_SIZE` rows; only the index is in the nav. Runs with monitoring samples get a
 time-series chart on their group page, downsampled with LTTB (the full series is linked:
-the run's ``samples.csv``). Every run's files are copied beside the pages, verbatim.
+the run's ``samples.csv``). Every run's files are published verbatim beside the pages, copied
+into the site after MkDocs' build (:mod:`sparkreport.site.run_files`).
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -20,15 +20,13 @@ from urllib.parse import quote
 from sparkreport.dataset import plain
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
+from sparkreport.site.run_files import published_name, write_manifest
 
 if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
     from sparkreport.schema import RunRecord
 
-#: Raw files with these suffixes get ``.txt`` appended when published, so MkDocs copies them
-#: verbatim instead of rendering them as pages.
-PAGE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
 #: Rows per Runs page (about 400 bytes of Markdown each: pages stay far below 1.5 MB).
 PAGE_SIZE = 250
 #: Points per series in a samples chart (LTTB); the full series is in samples.csv.
@@ -48,11 +46,10 @@ class RunsPage(Page):
     files_dir = "files"
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        target = out / self.folder / self.files_dir
         campaigns = sorted({r.campaign for r in site.dataset.records})
-        for campaign in campaigns:
-            copy_campaign(site.runs_dir / campaign, target / campaign)
-        entries = self.entries(site, target)
+        # The files themselves are copied into the site after MkDocs' build (site/run_files.py).
+        write_manifest(out, {f"{self.folder}/{self.files_dir}/{c}": site.runs_dir / c for c in campaigns})
+        entries = self.entries(site, site.runs_dir)
         index = PageDoc(self.path, self.title, self.template)
         if len(site.dataset.records) <= PAGE_SIZE:
             index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
@@ -182,59 +179,21 @@ def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
     return _finish(chart, name, title, description, rows=len(data))
 
 
-def copy_campaign(source: Path, target: Path) -> None:
-    """Copy a campaign folder's files verbatim (page-like suffixes get ``.txt``).
-
-    Files are hard-linked when the file system allows (MkDocs copies them into the site, so
-    the site never shares them); a target that is already the same file is left alone.
-    """
-    if not source.is_dir():
-        return
-    for folder, dirnames, filenames in os.walk(source):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        relative_folder = Path(folder).relative_to(source)
-        made = False
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            path = Path(folder) / name
-            dest = target / published_name((relative_folder / name).as_posix())
-            if not made:
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                made = True
-            _link_or_copy(path, dest)
-
-
-def _link_or_copy(path: Path, dest: Path) -> None:
-    try:
-        os.link(path, dest)
-    except FileExistsError:
-        if not os.path.samefile(path, dest):
-            dest.unlink()
-            _link_or_copy(path, dest)
-    except OSError:
-        shutil.copyfile(path, dest)
-
-
-def published_name(relative: str) -> str:
-    """The name a raw file is published under (``notes.md`` → ``notes.md.txt``)."""
-    return relative + ".txt" if relative.lower().endswith(PAGE_SUFFIXES) else relative
-
-
-def run_files(files_root: Path, run_path: str, raw_files: list[str], prefix: str) -> list[dict[str, str]]:
+def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str) -> list[dict[str, str]]:
     """Links (relative to the Runs page) to a run's run.json and raw files, as published."""
-    folder = files_root / run_path
+    folder = runs_dir / run_path
     try:
-        names = sorted(e.name for e in os.scandir(folder) if e.is_file())
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file() and not e.name.startswith("."))
     except OSError:
         names = []
     names.sort(key=lambda n: (n != "run.json", n))
     shared = [r for r in raw_files if r.startswith("../")]
     out = []
     for name in names:
-        out.append({"name": name, "href": quote(f"{prefix}/{run_path}/{name}")})
-    for name in (published_name(r) for r in shared):
+        out.append({"name": published_name(name), "href": quote(f"{prefix}/{run_path}/{published_name(name)}")})
+    for name in shared:
         resolved = posixpath.normpath(posixpath.join(run_path, name))
-        if (files_root / resolved).is_file():
-            out.append({"name": posixpath.basename(name), "href": quote(f"{prefix}/{resolved}")})
+        if (runs_dir / resolved).is_file():
+            out.append({"name": posixpath.basename(published_name(name)),
+                        "href": quote(f"{prefix}/{published_name(resolved)}")})
     return out

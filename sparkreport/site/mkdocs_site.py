@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from sparkreport.errors import BuildError
-from sparkreport.site import blog_feed
+from sparkreport.site import blog_feed, run_files
 from sparkreport.site.assets import javascript_paths, stylesheet_paths
 
 if TYPE_CHECKING:
@@ -131,8 +131,9 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
     if isinstance(parent_theme, dict) and parent_theme.get("custom_dir"):
         theme["custom_dir"] = _absolute(result.project_root, parent_theme["custom_dir"])
     config["theme"] = theme
-    if isinstance(project.get("hooks"), list):
-        config["hooks"] = [_absolute(result.project_root, h) for h in project["hooks"]]
+    project_hooks = project["hooks"] if isinstance(project.get("hooks"), list) else []
+    config["hooks"] = [_absolute(result.project_root, h) for h in project_hooks]
+    config["hooks"].append(str(Path(run_files.__file__).resolve()))  # publishes the runs' files after the build
     if result.posts:  # Material's blog plugin lists the posts; our hook writes blog/feed.xml
         config["plugins"] = blog_plugins(project.get("plugins"))
         config["hooks"] = [*config.get("hooks", []), str(Path(blog_feed.__file__).resolve())]
