@@ -216,3 +216,29 @@ def test_environment_option_names_the_environment_of_every_run(tmp_path: Path) -
     assert result.exit_code == 0, result.output
     (record,) = load_dataset(tmp_path / "runs").records
     assert (record.environment.name, record.environment.kind) == ("docker", "container")
+
+
+def test_a_failing_write_is_one_line_and_leaves_only_whole_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    logs = [str(p) for p in sorted((Path(__file__).parent / "fixtures" / "trtllm-log").glob("*.log"))]
+    assert len(logs) >= 3
+    original = RunStore.write
+    calls = []
+
+    def full_disk(self: RunStore, record: object, raw: object, tables: object = None) -> Path:
+        calls.append(record)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device", str(tmp_path / "runs" / "x"))
+        return original(self, record, raw, tables)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RunStore, "write", full_disk)
+    result = CliRunner().invoke(main, ["ingest", *logs, "--runs-dir", str(tmp_path / "runs"), "-q"])
+    assert result.exit_code == 1
+    stored = [p for p in (tmp_path / "runs").rglob("run.json")]
+    assert result.output.splitlines()[-1] == (
+        f"Error: {tmp_path / 'runs' / 'x'}: No space left on device — {len(stored)} runs were stored (each one "
+        "whole); free space or fix permissions, then run the same ingest again to add the rest")
+    assert not [p for p in (tmp_path / "runs").rglob(".*")]  # no staging folder left behind
+    monkeypatch.setattr(RunStore, "write", original)
+    again = CliRunner().invoke(main, ["ingest", *logs, "--runs-dir", str(tmp_path / "runs"), "-q"])
+    assert again.exit_code == 0 and f" added, {len(stored)} already present, 0 rejected" in again.output

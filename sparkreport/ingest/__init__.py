@@ -129,6 +129,23 @@ def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> 
         plan.append((source, parser))
         claimed.update(p.resolve() for p in parser.companions(source))
     known = store.existing_ids()
+    before = set(known)
+    try:
+        _write_all(plan, claimed, known, store, options, report)
+    except OSError as exc:  # disk full, permissions: the runs written so far are whole
+        try:
+            stored = f"{len(store.existing_ids() - before)} runs were stored (each one whole)"
+        except OSError:
+            stored = "the runs stored so far are whole"
+        raise SparkreportError(
+            f"{exc.filename or store.root}: {exc.strerror or exc} — {stored}; free space or fix "
+            "permissions, then run the same ingest again to add the rest") from None
+    return report
+
+
+def _write_all(plan: list[tuple[Source, Parser]], claimed: set[Path], known: set[str], store: RunStore,
+               options: IngestOptions, report: IngestReport) -> None:
+    """Parse each planned source and write its runs (skipping ids already stored)."""
     ingested_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     with _Writer(store) as writer:
         for source, parser in plan:
@@ -152,7 +169,6 @@ def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> 
                 writer.write(run)
                 known.add(rid)
                 report.added.append(rid)
-    return report
 
 
 class _Writer:
@@ -174,6 +190,8 @@ class _Writer:
         self.error: BaseException | None = None
 
     def write(self, run: ParsedRun) -> None:
+        if self.error is not None:  # stop queueing after the first failure
+            raise self.error
         self.pending.append(self.pool.submit(self.store.write, run.record, list(run.raw), run.tables))
         if len(self.pending) >= 2 * self.workers:
             self._collect(self.pending.pop(0))
