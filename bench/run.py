@@ -154,6 +154,10 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         pages, largest, name = folder_stats(site, ".html")
         row["pages"], row["largest_page_kib"], row["largest_page"] = pages, round(largest / 1024), name
         row["site_mib"] = round(sum(p.stat().st_size for p in site.rglob("*") if p.is_file()) / 2**20)
+        row["charts"] = sum(1 for _ in site.rglob("charts/*.vl.json"))
+        row["svgs"] = sum(1 for _ in site.rglob("charts/*.svg"))
+        index = site / "search" / "search_index.json"
+        row["search_index_kib"] = round(index.stat().st_size / 1024) if index.exists() else 0
         md_pages, _largest, _name = folder_stats(project / "build" / "docs", ".md")
         if "mkdocs" not in skip:
             plain = plain_site(work / f"n{n}" / "plain", md_pages)
@@ -169,7 +173,9 @@ COLUMNS = [("runs", "runs"), ("ingest_s", "ingest s"), ("ingest_mib", "MiB"), ("
            ("dataset_mib", "MiB"), ("analysis_s", "analysis s"), ("analysis_mib", "MiB"),
            ("render_s", "render s"), ("render_mib", "MiB"), ("build_s", "build s"), ("build_mib", "MiB"),
            ("rebuild_s", "rebuild s"), ("rebuild1_s", "1 changed s"), ("mkdocs_s", "bare mkdocs s"),
-           ("build_over_mkdocs", "build/mkdocs"), ("pages", "pages"), ("largest_page_kib", "largest page KiB")]
+           ("build_over_mkdocs", "build/mkdocs"), ("pages", "pages"), ("largest_page_kib", "largest page KiB"),
+           ("charts", "charts"), ("svgs", "SVG fallbacks"), ("search_index_kib", "search index KiB"),
+           ("site_mib", "site MiB")]
 
 
 def table(rows: list[dict[str, object]]) -> str:
