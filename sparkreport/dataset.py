@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,9 +105,13 @@ class Dataset:
     #: Each record's folder, relative to the run store (same order as ``records``).
     paths: list[str]
 
-    @property
+    @cached_property
     def metric_columns(self) -> list[str]:
-        """Metric columns of the runs table that hold at least one value."""
+        """Metric columns of the runs table that hold at least one value.
+
+        Computed once: the tables are not modified after ``build_dataset`` (the analysis asks
+        for this in every check and comparison).
+        """
         return [c for c in self.runs.columns if metric_catalog.is_metric(c) and self.runs[c].notna().any()]
 
     @property

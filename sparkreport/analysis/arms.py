@@ -7,10 +7,12 @@ site and ``check`` can say what was left out.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.analysis.statistics import describe, describe_summary
+from sparkreport.analysis.statistics import describe_many, describe_summary
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
 
@@ -31,14 +33,37 @@ def design_labels(runs: pd.DataFrame) -> list[str]:
     than the arm has runs; a label unique to every run (a plan index) identifies runs, not
     conditions. Two runs with the same iteration but different design labels are not repeats.
     """
+    arms = runs.groupby(ARM_KEYS)
+    runs_per_arm = arms.size()
     factors = []
     for column in (c for c in runs.columns if c.startswith("label.")):
-        for _, group in runs.groupby(ARM_KEYS):
-            distinct = group[column].nunique(dropna=True)
-            if 1 < distinct < len(group):
-                factors.append(column)
-                break
+        distinct = arms[column].nunique(dropna=True)
+        if ((distinct > 1) & (distinct < runs_per_arm)).any():
+            factors.append(column)
     return factors
+
+
+def arm_rows(runs: pd.DataFrame, keys: list[str], *, dropna: bool = True) -> list[tuple[Any, np.ndarray]]:
+    """Each arm's key and the positions of its rows in ``runs`` (in table order).
+
+    The groups, keys and order of ``runs.groupby(keys, dropna=dropna)``, without a DataFrame per
+    group: at thousands of arms, slicing numpy arrays by these positions is what keeps the
+    analysis fast.
+    """
+    import pandas as pd
+
+    positions = pd.Series(np.arange(len(runs)), index=runs.index)
+    return [(arm, rows.to_numpy()) for arm, rows in positions.groupby([runs[k] for k in keys], dropna=dropna)]
+
+
+def float_matrix(runs: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Numeric ``columns`` of ``runs`` as one float matrix (a row per run), NaN where missing."""
+    return runs[columns].to_numpy(dtype=float, na_value=np.nan)
+
+
+def reported(values: np.ndarray) -> np.ndarray:
+    """The values that are not missing (NaN), in order."""
+    return values[~np.isnan(values)]
 
 
 def repeat_key(runs: pd.DataFrame) -> list[str]:
@@ -102,17 +127,24 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
         if column not in runs.columns:
             runs[column] = None
     if not runs.empty:
-        for arm, group in runs.groupby(keys, dropna=False, sort=True):
+        present = list(dict.fromkeys(m for m in wanted if m in runs.columns))
+        index_of = {metric: j for j, metric in enumerate(present)}
+        values = float_matrix(runs, present)
+        labels: list[dict[str, object]] = []
+        samples: list[np.ndarray] = []
+        for arm, positions in arm_rows(runs, keys, dropna=False):
             arm_values = dict(zip(keys, arm, strict=True))
+            model_name = runs["model_name"].iloc[positions[0]]
             for metric in wanted:
-                values = group[metric].dropna().astype(float).tolist() if metric in group else []
-                if not values:
+                if metric not in index_of:
                     continue
-                d = describe(values, opts.confidence)
-                rows.append({
-                    **arm_values, "model_name": group["model_name"].iloc[0], "metric": metric,
-                    "unit": metric_catalog.unit_of(metric), **d.__dict__, "source": "runs",
-                })
+                sample = reported(values[positions, index_of[metric]])
+                if sample.size:
+                    labels.append({**arm_values, "model_name": model_name, "metric": metric})
+                    samples.append(sample)
+        for label, d in zip(labels, describe_many(samples, opts.confidence), strict=True):
+            rows.append({**label, "unit": metric_catalog.unit_of(str(label["metric"])), **d.__dict__,
+                         "source": "runs"})
     for _, row in ds.summaries.iterrows():
         if metrics and row["metric"] not in metrics:
             continue

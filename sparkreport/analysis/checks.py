@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.analysis.arms import ARM_KEYS, included_runs, repeat_key
+from sparkreport.analysis.arms import ARM_KEYS, arm_rows, float_matrix, included_runs, repeat_key, reported
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
 
@@ -59,24 +59,24 @@ def _arm(row: tuple[object, ...]) -> str:
 
 def planned_per_campaign(runs: pd.DataFrame, opts: AnalysisOptions) -> dict[str, int]:
     """Runs planned per arm: the configured number, or the highest iteration seen per campaign."""
-    planned: dict[str, int] = {}
-    for campaign, group in runs.groupby("campaign"):
-        if opts.planned_iterations is not None:
-            planned[str(campaign)] = opts.planned_iterations
-        elif group["iteration"].notna().any():
-            planned[str(campaign)] = int(group["iteration"].max())
-    return planned
+    highest = runs.groupby("campaign")["iteration"].max()
+    if opts.planned_iterations is not None:
+        return {str(campaign): opts.planned_iterations for campaign in highest.index}
+    return {str(campaign): int(iteration) for campaign, iteration in highest.dropna().items()}
 
 
 @register_check("duplicates")
 def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     with_iter = runs[runs["iteration"].notna()]
-    per_arm = repeat_key(with_iter)[len(ARM_KEYS):]
-    for arm, group in with_iter.groupby(ARM_KEYS):
-        repeated = group[group.duplicated(per_arm, keep=False)]
-        if repeated.empty:
+    # A repeat shares the arm and the per-arm key; rows without an arm belong to no group.
+    repeats = with_iter.duplicated(repeat_key(with_iter), keep=False) & with_iter[ARM_KEYS].notna().all(axis=1)
+    described = with_iter[["iteration", "included", "run_id"]]
+    for arm, positions in arm_rows(with_iter, ARM_KEYS):
+        if not repeats.iloc[positions].any():
             continue
+        group = described.iloc[positions]
+        repeated = group[repeats.iloc[positions]]
         used = group["included"].sum()
         iterations = sorted({int(i) for i in repeated["iteration"]})
         detail = ", ".join(
@@ -115,17 +115,23 @@ def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
 def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     used = runs[runs["included"]]
-    for arm, group in used.groupby(ARM_KEYS):
-        for metric in ds.metric_columns:
-            missing = group[group[metric].isna()]
-            if 0 < len(missing) < len(group):
+    metrics = ds.metric_columns
+    missing = used[metrics].isna().to_numpy()
+    primary_missing = used[list(metric_catalog.PRIMARY_METRICS)].isna().to_numpy()
+    run_ids = used["run_id"].to_numpy(dtype=object)
+    for arm, positions in arm_rows(used, ARM_KEYS):
+        n = len(positions)
+        missing_per_metric = missing[positions].sum(axis=0)
+        for j, metric in enumerate(metrics):
+            n_missing = int(missing_per_metric[j])
+            if 0 < n_missing < n:
                 findings.append(Finding(
                     "warning", "missing-metric",
-                    f"{_arm(arm)}: {metric} missing in {len(missing)} of {len(group)} runs; its "
-                    f"statistics use the {len(group) - len(missing)} runs that report it",
-                    sorted(missing["run_id"].tolist()),
+                    f"{_arm(arm)}: {metric} missing in {n_missing} of {n} runs; its "
+                    f"statistics use the {n - n_missing} runs that report it",
+                    sorted(run_ids[positions[missing[positions, j]]].tolist()),
                 ))
-        absent = [m for m in metric_catalog.PRIMARY_METRICS if group[m].isna().all()]
+        absent = [m for k, m in enumerate(metric_catalog.PRIMARY_METRICS) if primary_missing[positions, k].all()]
         if absent:
             findings.append(Finding(
                 "info", "metric-not-reported",
@@ -138,19 +144,21 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
 def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     planned = planned_per_campaign(runs, opts)
-    for arm, group in runs[runs["included"]].groupby(ARM_KEYS):
+    used = runs[runs["included"]]
+    run_ids = used["run_id"].to_numpy(dtype=object)
+    for arm, positions in arm_rows(used, ARM_KEYS):
         target = planned.get(str(arm[0]))
-        n = len(group)
+        n = len(positions)
         if target is not None and n < target:
             findings.append(Finding(
                 "warning", "arm-too-small",
-                f"{_arm(arm)}: {n} usable runs, {target} planned", sorted(group["run_id"].tolist()),
+                f"{_arm(arm)}: {n} usable runs, {target} planned", sorted(run_ids[positions].tolist()),
             ))
         if n == 1:
             findings.append(Finding(
                 "warning", "single-run-arm",
                 f"{_arm(arm)}: a single run — no spread, no confidence interval, no test",
-                group["run_id"].tolist(),
+                run_ids[positions].tolist(),
             ))
     for _, row in ds.summaries.drop_duplicates(["run_id"]).iterrows():
         if int(row["n"]) == 1:
@@ -176,23 +184,25 @@ def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
 def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     """One finding per arm listing the outcome metrics whose CV is above the threshold."""
     findings = []
-    for arm, group in runs[runs["included"]].groupby(ARM_KEYS):
+    used = runs[runs["included"]]
+    tested = [m for m in ds.metric_columns if m in opts.tested_metrics]
+    values = float_matrix(used, tested)
+    run_ids = used["run_id"].to_numpy(dtype=object)
+    for arm, positions in arm_rows(used, ARM_KEYS):
         noisy: dict[str, float] = {}
-        for metric in ds.metric_columns:
-            if metric not in opts.tested_metrics:
+        for j, metric in enumerate(tested):
+            sample = reported(values[positions, j])
+            if len(sample) < 2 or sample.mean() == 0:
                 continue
-            values = group[metric].dropna().astype(float)
-            if len(values) < 2 or values.mean() == 0:
-                continue
-            cv = float(values.std(ddof=1) / abs(values.mean()))
+            cv = float(sample.std(ddof=1) / abs(sample.mean()))
             if math.isfinite(cv) and cv > opts.cv_threshold:
                 noisy[metric] = cv
         if noisy:
             listed = ", ".join(f"{m} {cv:.1%}" for m, cv in sorted(noisy.items(), key=lambda kv: -kv[1]))
             findings.append(Finding(
                 "warning", "high-cv",
-                f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(group)} runs — {listed}",
-                sorted(group["run_id"].tolist()), {m: round(cv, 4) for m, cv in noisy.items()},
+                f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(positions)} runs — {listed}",
+                sorted(run_ids[positions].tolist()), {m: round(cv, 4) for m, cv in noisy.items()},
             ))
     return findings
 

@@ -12,9 +12,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
-from sparkreport.analysis.arms import included_runs
+from sparkreport.analysis.arms import arm_rows, float_matrix, included_runs, reported
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
 from sparkreport.errors import DataError
@@ -50,12 +52,18 @@ def _arms(ds: Dataset, opts: AnalysisOptions, factor: str) -> dict[tuple[str, st
     runs = runs[runs["included"]]
     if factor not in runs.columns and not runs.empty:
         raise DataError(f"no column {factor!r} to compare on — use environment, campaign or label.<key>")
-    for (campaign, model, level), group in runs.groupby(["campaign", "model", factor], dropna=True):
-        for metric in ds.metric_columns:
-            values = group[metric].dropna().astype(float).tolist()
-            if values:
-                d = st.describe(values)
-                out[(str(campaign), str(model), str(level), metric)] = _Arm(d.n, d.mean, d.sd, values)
+    metrics = ds.metric_columns
+    values = float_matrix(runs, metrics)
+    keys: list[tuple[str, str, str, str]] = []
+    samples: list[np.ndarray] = []
+    for (campaign, model, level), positions in arm_rows(runs, ["campaign", "model", factor]):
+        for j, metric in enumerate(metrics):
+            sample = reported(values[positions, j])
+            if sample.size:
+                keys.append((str(campaign), str(model), str(level), metric))
+                samples.append(sample)
+    for key, sample, d in zip(keys, samples, st.describe_many(samples), strict=True):
+        out[key] = _Arm(d.n, d.mean, d.sd, sample.tolist())
     if factor in ds.summaries.columns:
         for _, row in ds.summaries.iterrows():
             sd = float(row["sd"]) if not pd.isna(row["sd"]) else st.NAN
@@ -77,7 +85,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     levels = sorted({key[2] for key in arms})
     if arms and baseline not in levels:
         raise DataError(f"no {factor} called {baseline!r} — the data has: {', '.join(levels)}")
-    rows = []
+    pairs = []
     for (campaign, model, level, metric), base in sorted(arms.items()):
         if level != baseline:
             continue
@@ -88,11 +96,17 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
             other = arms.get((campaign, model, candidate, metric))
             if candidate == baseline or other is None:
                 continue
-            rows.append(_compare_one(base, other, opts, metric) | {
-                "campaign": campaign, "model": model, "model_name": names.get(model, model),
-                "metric": metric, "unit": metric_catalog.unit_of(metric),
-                "baseline": baseline, "candidate": candidate,
-            })
+            pairs.append((campaign, model, metric, candidate, base, other))
+    # Mann–Whitney U of every pair in a few scipy calls; an arm known only from a published summary
+    # has no values, so its pairs get NaN (which _compare_one reports as skipped).
+    p_mw = st.mann_whitney_many([(base.values or [], other.values or []) for *_, base, other in pairs])
+    rows = []
+    for (campaign, model, metric, candidate, base, other), p in zip(pairs, p_mw, strict=True):
+        rows.append(_compare_one(base, other, opts, metric, p) | {
+            "campaign": campaign, "model": model, "model_name": names.get(model, model),
+            "metric": metric, "unit": metric_catalog.unit_of(metric),
+            "baseline": baseline, "candidate": candidate,
+        })
     frame = pd.DataFrame(rows, columns=[*COMPARE_KEYS, *EXTRA_KEYS])
     if frame.empty:
         return frame
@@ -101,7 +115,8 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     return frame.sort_values(["campaign", "model", "metric", "candidate"], kind="stable").reset_index(drop=True)
 
 
-def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str) -> dict[str, object]:
+def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhitney: float) -> dict[str, object]:
+    """One comparison row (``p_mannwhitney``: ``st.mann_whitney`` of the two arms' values)."""
     skipped = []
     margin = opts.margin_for(metric) * abs(a.mean)
     diff = b.mean - a.mean
@@ -110,7 +125,7 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str) -> dict[s
     if a.values is not None and b.values is not None:
         r_low, r_high = st.bootstrap_ratio_ci(a.values, b.values, seed=opts.bootstrap_seed,
                                               resamples=opts.bootstrap_resamples, confidence=opts.confidence)
-        p_mw = st.mann_whitney(a.values, b.values)
+        p_mw = p_mannwhitney
     else:
         r_low = r_high = p_mw = st.NAN
         skipped += ["Mann–Whitney U", "bootstrap ratio CI"]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sparkreport.analysis.arms import arm_rows, float_matrix, reported
 from sparkreport.analysis.checks import Finding, register_check
 from sparkreport.catalogs import GIB, HardwareSpec, ModelSpec, match_hardware, match_model
 from sparkreport.config import AnalysisOptions
@@ -55,9 +56,25 @@ class ArmPoint:
     hardware: HardwareSpec | None
 
 
-def _mean(values: pd.Series) -> float | None:
-    clean = values.dropna().astype(float)
+def _mean(values: np.ndarray) -> float | None:
+    """The mean of the values that are not NaN; None when there are none."""
+    clean = reported(values)
     return float(clean.mean()) if len(clean) else None
+
+
+def _first_known(values: np.ndarray, known: np.ndarray) -> str | None:
+    """The first of ``values`` whose ``known`` flag is set, as text; None when none is."""
+    found = values[known]
+    return str(found[0]) if len(found) else None
+
+
+def _in_flight(columns: np.ndarray) -> float | None:
+    """Requests in flight: the highest concurrency, else batch size, else number of requests."""
+    for column in columns:
+        values = reported(column)
+        if len(values):
+            return float(values.max())
+    return None
 
 
 def arm_points(ds: Dataset, runs: pd.DataFrame) -> list[ArmPoint]:
@@ -65,24 +82,23 @@ def arm_points(ds: Dataset, runs: pd.DataFrame) -> list[ArmPoint]:
     details = {(r.campaign, r.model.name): r.model.details for r in ds.records if r.model.details}
     points: list[ArmPoint] = []
     used = runs[runs["included"]]
-    for (campaign, model, env), group in used.groupby(["campaign", "model", "environment"]):
-        values = group["output_throughput_tok_s"].dropna().astype(float)
-        concurrency = group["concurrency"].dropna()
-        if concurrency.empty:
-            concurrency = group["batch_size"].dropna()
-        if concurrency.empty:
-            concurrency = group["num_requests_planned"].dropna()
-        gpu = group["gpu_name"].dropna()
+    throughput, pool, peak, kv = float_matrix(
+        used, ["output_throughput_tok_s", "memory_pool_gib", "peak_memory_gib", "kv_cache_gib"]).T
+    in_flight = float_matrix(used, ["concurrency", "batch_size", "num_requests_planned"]).T
+    run_ids, names, gpus, model_ids = (used[c].to_numpy(dtype=object)
+                                       for c in ("run_id", "model_name", "gpu_name", "model_id"))
+    gpu_known, model_id_known = (used[c].notna().to_numpy() for c in ("gpu_name", "model_id"))
+    for (campaign, model, env), rows in arm_rows(used, ["campaign", "model", "environment"]):
+        values = reported(throughput[rows])
+        gpu = _first_known(gpus[rows], gpu_known[rows])
+        model_id = _first_known(model_ids[rows], model_id_known[rows])
         points.append(ArmPoint(
-            str(campaign), str(model), str(group["model_name"].iloc[0]), str(env),
-            sorted(group["run_id"].tolist()), str(gpu.iloc[0]) if len(gpu) else None,
-            _mean(group["memory_pool_gib"]), float(concurrency.max()) if len(concurrency) else None,
-            _mean(group["peak_memory_gib"]), _mean(group["kv_cache_gib"]),
+            str(campaign), str(model), str(names[rows[0]]), str(env), sorted(run_ids[rows].tolist()), gpu,
+            _mean(pool[rows]), _in_flight(in_flight[:, rows]), _mean(peak[rows]), _mean(kv[rows]),
             float(values.mean()) if len(values) else None,
             float(values.std(ddof=1) / values.mean()) if len(values) > 1 and values.mean() else None,
-            match_model(group["model_id"].dropna().iloc[0] if group["model_id"].notna().any() else None,
-                        str(model), details.get((str(campaign), str(model)))),
-            match_hardware(str(gpu.iloc[0]) if len(gpu) else None),
+            match_model(model_id, str(model), details.get((str(campaign), str(model)))),
+            match_hardware(gpu),
         ))
     summaries = ds.summaries
     for (campaign, model, env), group in summaries.groupby(["campaign", "model", "environment"]):
@@ -275,12 +291,13 @@ def _identity(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
 @register_check("covariates")
 def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
-    used = runs[runs["included"]]
+    columns = ["campaign", "model", "environment", "start_temp_c", "started_at_local", "run_id"]
+    used = runs.loc[runs["included"], columns]
     for (campaign, model), group in used.groupby(["campaign", "model"]):
         envs = sorted(group["environment"].dropna().unique())
         if len(envs) < 2:
             continue
-        temps = {e: _mean(group[group["environment"] == e]["start_temp_c"]) for e in envs}
+        temps = {e: _mean(float_matrix(group[group["environment"] == e], ["start_temp_c"])[:, 0]) for e in envs}
         known = {e: t for e, t in temps.items() if t is not None}
         if len(known) >= 2 and max(known.values()) - min(known.values()) > TEMP_IMBALANCE_C:
             detail = ", ".join(f"{e} {t:.1f} °C" for e, t in known.items())

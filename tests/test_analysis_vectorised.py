@@ -1,0 +1,159 @@
+"""The fast paths of the analysis against the straightforward formulas they replace, value for value.
+
+Each helper here exists only to make the analysis fast at thousands of runs; none may change a
+figure. So the comparisons are exact (NaN equals NaN), not approximate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hst
+from scipy import stats as sps
+
+from sparkreport.analysis import statistics as st
+from sparkreport.analysis.arms import ARM_KEYS, arm_rows, design_labels
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+measurements = hst.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
+#: Values as the run store holds them, including the odd NaN and infinity describe() drops.
+raw_values = hst.one_of(measurements, hst.sampled_from([math.nan, math.inf, -math.inf, 0.0]))
+samples = hst.lists(raw_values, max_size=25)
+#: Few distinct values, so that ties (and all-equal samples) are common.
+tied_values = hst.integers(min_value=0, max_value=4).map(float)
+
+
+def same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def same_describe(a: st.Describe, b: st.Describe) -> bool:
+    return all(same(float(x), float(y)) for x, y in zip(a.__dict__.values(), b.__dict__.values(), strict=True))
+
+
+@SETTINGS
+@given(hst.lists(samples, max_size=12), hst.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_describe_many_is_describe_of_each_sample(many: list[list[float]], confidence: float) -> None:
+    fast = st.describe_many(many, confidence)
+    assert len(fast) == len(many)
+    for sample, d in zip(many, fast, strict=True):
+        assert same_describe(d, st.describe(sample, confidence)), sample
+
+
+def test_describe_many_of_equal_sizes_stacks_them() -> None:
+    rng = np.random.default_rng(1)
+    many = [rng.lognormal(4, 2, size) for size in (10, 10, 10, 9, 10, 200, 200, 1)]
+    for sample, d in zip(many, st.describe_many(many), strict=True):
+        assert same_describe(d, st.describe(sample))
+
+
+@SETTINGS
+@given(hst.lists(hst.integers(min_value=1, max_value=500), max_size=10), hst.floats(min_value=0.5, max_value=0.999))
+def test_t_quantiles_are_scipys(sizes: list[int], confidence: float) -> None:
+    quantiles = st.t_quantiles(sizes, confidence)
+    assert set(quantiles) == {n for n in sizes if n >= 2}
+    for n, q in quantiles.items():
+        assert q == float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+
+
+@SETTINGS
+@given(hst.one_of(hst.floats(min_value=-50, max_value=50), hst.floats()),
+       hst.one_of(hst.floats(min_value=0.5, max_value=1e4), hst.floats()),
+       hst.one_of(hst.floats(min_value=0.0, max_value=1.0), hst.floats()))
+def test_t_functions_are_scipy_stats_t(x: float, df: float, q: float) -> None:
+    assert same(st._t_sf(x, df), float(sps.t.sf(x, df)))
+    assert same(st._t_cdf(x, df), float(sps.t.cdf(x, df)))
+    assert same(st._t_ppf(q, df), float(sps.t.ppf(q, df)))
+
+
+pairs = hst.tuples(hst.lists(hst.one_of(measurements, tied_values), max_size=14),
+                   hst.lists(hst.one_of(measurements, tied_values), max_size=14))
+
+
+@SETTINGS
+@given(hst.lists(pairs, max_size=10))
+def test_mann_whitney_many_is_mann_whitney_of_each_pair(many: list[tuple[list[float], list[float]]]) -> None:
+    fast = st.mann_whitney_many(many)
+    for (a, b), p in zip(many, fast, strict=True):
+        assert same(p, st.mann_whitney(a, b)), (a, b)
+
+
+def test_mann_whitney_many_keeps_exact_and_tied_pairs_apart() -> None:
+    """Same sizes, one pair with ties: the untied pair keeps scipy's exact test in the batch."""
+    untied = ([1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0])
+    tied = ([1.0, 1.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 9.0])
+    fast = st.mann_whitney_many([untied, tied])
+    assert fast == [st.mann_whitney(*untied), st.mann_whitney(*tied)]
+    assert fast[0] == float(sps.mannwhitneyu(untied[1], untied[0], method="exact").pvalue)
+    assert fast[1] == float(sps.mannwhitneyu(tied[1], tied[0], method="asymptotic").pvalue)
+
+
+def test_mann_whitney_many_of_degenerate_pairs() -> None:
+    many = [([1.0, math.nan, 3.0], [4.0, 5.0, 6.0]), ([2.0, 2.0], [2.0, 2.0]), ([1.0], [2.0, 3.0])]
+    for (a, b), p in zip(many, st.mann_whitney_many(many), strict=True):
+        assert same(p, st.mann_whitney(a, b))
+
+
+def bootstrap_as_written(a: list[float], b: list[float], seed: int, resamples: int) -> tuple[float, float]:
+    """The bootstrap with a fresh generator per call, as it was written before the draws were cached."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    mx = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+    my = y[rng.integers(0, y.size, size=(resamples, y.size))].mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = my / mx
+    ratios = ratios[np.isfinite(ratios)]
+    if ratios.size == 0:
+        return math.nan, math.nan
+    tail = (1 - 0.95) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+@SETTINGS
+@given(hst.lists(hst.tuples(hst.lists(measurements, min_size=2, max_size=12),
+                            hst.lists(measurements, min_size=2, max_size=12)), min_size=1, max_size=4),
+       hst.integers(min_value=0, max_value=3))
+def test_bootstrap_with_cached_draws_is_the_bootstrap(many: list[tuple[list[float], list[float]]], seed: int) -> None:
+    for a, b in many:  # several pairs of the same sizes reuse the draws
+        fast = st.bootstrap_ratio_ci(a, b, seed=seed, resamples=500)
+        slow = bootstrap_as_written(a, b, seed, 500)
+        assert same(fast[0], slow[0]) and same(fast[1], slow[1])
+
+
+def runs_table(draw: hst.DrawFn) -> pd.DataFrame:
+    size = draw(hst.integers(min_value=0, max_value=30))
+    text = hst.one_of(hst.sampled_from(["a", "b", "c"]), hst.none())
+    columns = {key: draw(hst.lists(text, min_size=size, max_size=size)) for key in ARM_KEYS}
+    columns["label.cache"] = draw(hst.lists(text, min_size=size, max_size=size))
+    columns["label.plan"] = [str(i) for i in range(size)]
+    frame = pd.DataFrame(columns, dtype="string")
+    shuffled = draw(hst.permutations(list(range(size))))
+    return frame.iloc[shuffled]  # an index that is not 0..n-1
+
+
+@SETTINGS
+@given(hst.composite(runs_table)(), hst.booleans())
+def test_arm_rows_are_the_groupby_groups(runs: pd.DataFrame, dropna: bool) -> None:
+    keys = [*ARM_KEYS, "label.cache"]
+    expected = [(arm, runs.index.get_indexer(group.index).tolist())
+                for arm, group in runs.groupby(keys, dropna=dropna, sort=True)]
+    got = [(arm, positions.tolist()) for arm, positions in arm_rows(runs, keys, dropna=dropna)]
+    assert [str(arm) for arm, _ in got] == [str(arm) for arm, _ in expected]
+    assert [rows for _, rows in got] == [rows for _, rows in expected]
+
+
+@SETTINGS
+@given(hst.composite(runs_table)())
+def test_design_labels_as_defined(runs: pd.DataFrame) -> None:
+    expected = []
+    for column in (c for c in runs.columns if c.startswith("label.")):
+        for _, group in runs.groupby(ARM_KEYS):
+            if 1 < group[column].nunique(dropna=True) < len(group):
+                expected.append(column)
+                break
+    assert design_labels(runs) == expected
