@@ -184,3 +184,15 @@ def test_unknown_metric_is_a_usage_error(phase1_store: Path, command: str) -> No
         args += ["--runs-dir", str(phase1_store)]
     code, out = invoke(*args)
     assert code == 2 and "'bogus' is not a canonical metric name (see `sparkreport metrics`)" in out
+
+
+def test_a_failed_run_without_an_exit_code_is_reported_not_a_crash() -> None:
+    records = [_run(f"b{i}", "native", 100.0 + i, iteration=i + 1) for i in range(3)]
+    records.append(_run("bad", "native", 1.0, ok=False, iteration=4))
+    lost = _run("lost", "native", 1.0, ok=False, iteration=5)
+    lost.status.exit_code = None  # killed, or a source that records no exit code
+    ds = build_dataset([*records, lost])
+    reasons = included_runs(ds, AnalysisOptions()).set_index("run_id")["exclusion_reason"]
+    assert (reasons["bad"], reasons["lost"]) == ("failed run (exit code 1)", "failed run")
+    (failed,) = [f for f in check(ds) if f.code == "failed-run"]
+    assert failed.message.startswith("c/m/native: 2 failed run(s) (exit code 1); ")

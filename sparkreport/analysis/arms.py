@@ -87,6 +87,8 @@ def inclusion_rule_text(opts: AnalysisOptions) -> str:
 
 def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
     """The runs table plus ``included`` (bool) and ``exclusion_reason``."""
+    import pandas as pd
+
     runs = ds.runs.copy()
     runs["included"] = True
     runs["exclusion_reason"] = None
@@ -94,7 +96,7 @@ def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
         failed = ~runs["ok"].fillna(False).astype(bool)
         runs.loc[failed, "included"] = False
         runs.loc[failed, "exclusion_reason"] = [
-            f"failed run (exit code {code})" if code is not None and code == code else "failed run"
+            f"failed run (exit code {code})" if not pd.isna(code) else "failed run"
             for code in runs.loc[failed, "exit_code"].astype(object)
         ]
     if opts.duplicates != "all":

@@ -98,10 +98,12 @@ def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
 
 @register_check("failed")
 def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    import pandas as pd
+
     failed = runs[~runs["ok"].fillna(False).astype(bool)]
     findings = []
     for arm, group in failed.groupby(ARM_KEYS):
-        codes = sorted({str(c) for c in group["exit_code"].astype(object) if c is not None and c == c})
+        codes = sorted({str(c) for c in group["exit_code"].astype(object) if not pd.isna(c)})
         state = "included" if opts.include_failed else "excluded from the statistics"
         findings.append(Finding(
             "warning", "failed-run",
