@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import posixpath
+import re
 import sys
 from pathlib import Path
 from urllib.parse import unquote
@@ -139,3 +140,21 @@ def test_methodology_summarises_many_sources_and_varying_settings() -> None:
     assert summarise_sources(many[:3]) == many[:3]
     assert _distinct_text(["1", "2", "3"]) == "1 / 2 / 3"
     assert _distinct_text([str(v) for v in range(10)]) == "10 distinct values, 0–9"
+
+
+def test_a_site_with_sampled_runs_builds_strictly_with_every_run_file(campaign: tuple[Path, Path],
+                                                                     tmp_path: Path) -> None:
+    from sparkreport.site import build
+
+    _sources, project = campaign
+    result = build(RenderOptions(runs_dir=project / "runs", project_root=project,
+                                 docs_dir=tmp_path / "out" / "docs"), tmp_path / "site", strict=True)
+    pages = [p for p in result.render.pages if p.path.startswith("runs/") and p.charts]
+    assert pages, "the sampled runs are drawn on their Runs pages"
+    for doc in pages:
+        html = (result.site_dir / doc.path.replace("index.md", "index.html")).read_text(encoding="utf-8")
+        hrefs = re.findall(r'every sample is in\s+<a href="([^"]+/samples\.csv)">samples\.csv</a>', html)
+        assert len(hrefs) == len(doc.charts)
+        for href in hrefs:
+            target = (result.site_dir / doc.folder / unquote(href)).resolve()
+            assert target.is_file() and target.read_bytes().startswith(b"timestamp,"), href
