@@ -25,6 +25,16 @@ from sparkreport.errors import SchemaError, SparkreportError
 from sparkreport.schema import RunRecord
 
 RUN_FILE = "run.json"
+
+
+def _folder_mode() -> int:
+    """What ``mkdir`` would give a new folder under the current umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o777 & ~umask
+
+
+_FOLDER_MODE = _folder_mode()
 SOURCES_DIR = "_sources"
 
 
@@ -161,6 +171,7 @@ class RunStore:
             self._made.add(final.parent)
         staging = Path(tempfile.mkdtemp(prefix=f".{record.run_id}.", dir=final.parent))
         try:
+            os.chmod(staging, _FOLDER_MODE)  # mkdtemp makes it private (0700); a run folder is not
             for item in raw:
                 target = staging / item.name
                 if item.source is not None:

@@ -153,8 +153,33 @@ def test_a_site_with_sampled_runs_builds_strictly_with_every_run_file(campaign: 
     assert pages, "the sampled runs are drawn on their Runs pages"
     for doc in pages:
         html = (result.site_dir / doc.path.replace("index.md", "index.html")).read_text(encoding="utf-8")
-        hrefs = re.findall(r'every sample is in\s+<a href="([^"]+/samples\.csv)">samples\.csv</a>', html)
+        hrefs = re.findall(r'every sample is in\s+<a href="([^"]+/samples\.csv(?:\.gz)?)">samples\.csv', html)
         assert len(hrefs) == len(doc.charts)
         for href in hrefs:
             target = (result.site_dir / doc.folder / unquote(href)).resolve()
             assert target.is_file() and target.read_bytes().startswith(b"timestamp,"), href
+
+
+def test_large_run_files_are_published_gzipped_and_reproducibly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    import gzip
+
+    from sparkreport.site import run_files
+
+    source = tmp_path / "runs" / "c"
+    (source / "r1").mkdir(parents=True)
+    (source / "r1" / "samples.csv").write_text("timestamp,power_draw_w\n" + "2026/01/01 00:00:00.0,100\n" * 500)
+    (source / "r1" / "run.json").write_text("{}\n")
+    (source / "r1" / "notes.md").write_text("# notes\n")
+    monkeypatch.setattr(run_files, "COMPRESS_ABOVE", 1000)
+    assert run_files.copy_folder(source, tmp_path / "a") == 3
+    run_files.copy_folder(source, tmp_path / "b")
+    published = sorted(p.name for p in (tmp_path / "a" / "r1").iterdir())
+    assert published == ["notes.md.txt", "run.json", "samples.csv.gz"]
+    packed = (tmp_path / "a" / "r1" / "samples.csv.gz").read_bytes()
+    assert gzip.decompress(packed) == (source / "r1" / "samples.csv").read_bytes()
+    assert packed == (tmp_path / "b" / "r1" / "samples.csv.gz").read_bytes()  # no name, no timestamp
+    links = runs_index.run_files(tmp_path / "runs", "c/r1", [], "files")
+    assert [(f["source"], f["href"]) for f in links] == [
+        ("run.json", "files/c/r1/run.json"), ("notes.md", "files/c/r1/notes.md.txt"),
+        ("samples.csv", "files/c/r1/samples.csv.gz")]

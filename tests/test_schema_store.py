@@ -160,3 +160,15 @@ def test_staging_folders_are_not_runs(tmp_path: Path) -> None:
     stray.mkdir()
     (stray / "run.json").write_text(json.dumps(RunRecord(run_id="r2", campaign="c").to_dict()))
     assert [p.parent.name for p in store.run_files()] == ["r1"]
+
+
+def test_run_folders_get_the_usual_permissions_not_mkdtemps_private_ones(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from sparkreport.schema import RunRecord
+
+    folder = RunStore(tmp_path / "runs").write(RunRecord(run_id="r", campaign="c"), [])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o777 & ~umask

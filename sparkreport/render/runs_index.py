@@ -130,7 +130,9 @@ class RunsPage(Page):
                                   title=f"{entry['run_id']}: monitoring samples")
             if chart is not None:
                 entry["chart"] = chart
-                entry["samples_href"] = next((f["href"] for f in entry["files"] if f["name"] == "samples.csv"), None)
+                entry["samples_href"] = next((f["href"] for f in entry["files"] if f["source"] == "samples.csv"), None)
+                entry["samples_name"] = next((f["name"] for f in entry["files"] if f["source"] == "samples.csv"),
+                                             "samples.csv")
                 charts.append(chart)
         return charts
 
@@ -183,17 +185,19 @@ def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str) 
     """Links (relative to the Runs page) to a run's run.json and raw files, as published."""
     folder = runs_dir / run_path
     try:
-        names = sorted(e.name for e in os.scandir(folder) if e.is_file() and not e.name.startswith("."))
+        sizes = {e.name: e.stat().st_size for e in os.scandir(folder) if e.is_file() and not e.name.startswith(".")}
     except OSError:
-        names = []
-    names.sort(key=lambda n: (n != "run.json", n))
+        sizes = {}
+    names = sorted(sizes, key=lambda n: (n != "run.json", n))
     shared = [r for r in raw_files if r.startswith("../")]
     out = []
     for name in names:
-        out.append({"name": published_name(name), "href": quote(f"{prefix}/{run_path}/{published_name(name)}")})
+        published = published_name(name, sizes[name])
+        out.append({"name": published, "source": name, "href": quote(f"{prefix}/{run_path}/{published}")})
     for name in shared:
         resolved = posixpath.normpath(posixpath.join(run_path, name))
         if (runs_dir / resolved).is_file():
-            out.append({"name": posixpath.basename(published_name(name)),
-                        "href": quote(f"{prefix}/{published_name(resolved)}")})
+            published = published_name(resolved, (runs_dir / resolved).stat().st_size)
+            out.append({"name": posixpath.basename(published), "source": posixpath.basename(name),
+                        "href": quote(f"{prefix}/{published}")})
     return out
