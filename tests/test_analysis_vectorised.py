@@ -104,7 +104,7 @@ def bootstrap_as_written(a: list[float], b: list[float], seed: int, resamples: i
     rng = np.random.default_rng(seed)
     mx = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
     my = y[rng.integers(0, y.size, size=(resamples, y.size))].mean(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratios = my / mx
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:

@@ -223,7 +223,7 @@ def bootstrap_ratio_ci(a: Sequence[float], b: Sequence[float], *, seed: int, res
     x_rows, y_rows = _resample_rows(x.size, y.size, seed, resamples)
     mx = x[x_rows].mean(axis=1)
     my = y[y_rows].mean(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ratios = my / mx
     ratios = ratios[np.isfinite(ratios)]
     if ratios.size == 0:
