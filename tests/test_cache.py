@@ -129,3 +129,32 @@ def test_a_corrupt_cache_file_is_ignored(tmp_path: Path, phase1_store: Path, nam
     cache.mkdir()
     (cache / name).write_bytes(b"\x00not a cache")
     assert load_dataset(runs, cache_dir=cache).digest == load_dataset(runs).digest
+
+
+def test_a_second_render_into_the_same_folder_stops_with_one_line(tmp_path: Path, phase1_store: Path) -> None:
+    """Two renders would empty the docs folder under each other: the second one is refused."""
+    import subprocess
+    import sys
+    import time
+
+    from sparkreport.errors import BuildError
+    from sparkreport.lock import LOCK_FILE
+    from sparkreport.render import RenderOptions, render
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from sparkreport.lock import output_lock\n"
+        f"with output_lock(Path({str(tmp_path / 'build')!r})):\n"
+        "    print('held', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(BuildError) as info:
+            render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+        assert info.value.format_message() == (
+            f"{tmp_path / 'build'}: another sparkreport render or build is writing here (pid {holder.pid}) — "
+            "wait for it to finish, or pass another --docs-dir")
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
+    result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))  # the kernel dropped the lock
+    assert result.pages and (tmp_path / "build" / LOCK_FILE).is_file()

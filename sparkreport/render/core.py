@@ -80,15 +80,21 @@ def _under(root: Path, path: Path) -> Path:
 def render(options: RenderOptions) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
-    A file-system failure (disk full, a folder removed under us by a concurrent build) is a
-    one-line BuildError naming the path, never a traceback.
+    A file-system failure (disk full, a folder removed under us) is a one-line BuildError naming
+    the path, never a traceback. One render or build at a time writes into a docs folder's
+    parent (:mod:`sparkreport.lock`); a second one stops at once with a BuildError.
     """
+    from sparkreport.lock import output_lock
+
+    root = resolve_root(options)
+    docs_dir = _under(root, options.docs_dir or DEFAULT_DOCS_DIR).resolve()
     try:
-        return _render(options)
+        with output_lock(docs_dir.parent):
+            return _render(options)
     except OSError as exc:
         where = exc.filename or "the docs folder"
-        raise BuildError(f"{where}: {exc.strerror or exc} — check free space and that no other "
-                         "render writes to the same --docs-dir, then run it again") from None
+        raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
+                         "then run it again") from None
 
 
 def _render(options: RenderOptions) -> RenderResult:

@@ -34,6 +34,15 @@ def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool 
     A build whose inputs (run store, config, templates, docs, package) are unchanged since the
     last successful one keeps that site and returns at once (:mod:`sparkreport.site.incremental`).
     """
+    from sparkreport.lock import output_lock
+    from sparkreport.site import incremental
+
+    cache_dir = incremental.cache_dir_for(options)
+    with output_lock(cache_dir.parent):
+        return _build(options, site_dir, strict, cache_dir)
+
+
+def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_dir: Path) -> BuildResult:
     from sparkreport.cache import HashMemo
     from sparkreport.render import render
     from sparkreport.render.core import resolve_root
@@ -43,7 +52,6 @@ def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool 
     target = site_dir or DEFAULT_SITE_DIR
     if not target.is_absolute():
         target = resolve_root(options) / target
-    cache_dir = incremental.cache_dir_for(options)
     memo = HashMemo(cache_dir / "hashes.json")
     key = incremental.build_key(options, target, strict, memo)
     memo.save()
