@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import itertools
 import json
 import os
 import shutil
@@ -26,15 +27,22 @@ from sparkreport.schema import RunRecord
 
 RUN_FILE = "run.json"
 
-
-def _folder_mode() -> int:
-    """What ``mkdir`` would give a new folder under the current umask."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o777 & ~umask
+_STAGING_NUMBERS = itertools.count()
 
 
-_FOLDER_MODE = _folder_mode()
+def _staging_folder(final: Path) -> Path:
+    """A new, empty dot-folder beside ``final`` to assemble it in.
+
+    Named by process and a counter rather than by ``mkdtemp``, which makes the folder private
+    (0700) and would need a chmod: a run folder gets the usual permissions, in one system call.
+    """
+    while True:
+        staging = final.with_name(f".{final.name}.{os.getpid()}.{next(_STAGING_NUMBERS)}")
+        try:
+            staging.mkdir()
+        except FileExistsError:  # left by a crashed process that had the same pid
+            continue
+        return staging
 SOURCES_DIR = "_sources"
 
 
@@ -169,9 +177,8 @@ class RunStore:
         if final.parent not in self._made:
             final.parent.mkdir(parents=True, exist_ok=True)
             self._made.add(final.parent)
-        staging = Path(tempfile.mkdtemp(prefix=f".{record.run_id}.", dir=final.parent))
+        staging = _staging_folder(final)
         try:
-            os.chmod(staging, _FOLDER_MODE)  # mkdtemp makes it private (0700); a run folder is not
             for item in raw:
                 target = staging / item.name
                 if item.source is not None:
