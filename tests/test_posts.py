@@ -132,7 +132,8 @@ def test_code_blocks_and_front_matter_stay_literal(tmp_path: Path, published_sto
         '{{ value("kv_cache_gib", model="deepseek", environment="native") }} is filled.\n\n'
         "```python\n{{ value(\"nope\") }}\n```\n\n"
         "~~~~\n{{ compare(\"nope\") }}\n```\nstill code\n~~~~\n\n"
-        "   ```\n   {{ chart(\"nope\") }}\n   ```\n"
+        "   ```\n   {{ chart(\"nope\") }}\n   ```\n\n"
+        "    {{ table(\"nope\") }}\n"
     )
     text = render_post(project_with(tmp_path, post), published_store)
     assert "description: '{{ not a binding }}'" in text
@@ -140,11 +141,26 @@ def test_code_blocks_and_front_matter_stay_literal(tmp_path: Path, published_sto
     assert '```python\n{{ value("nope") }}\n```' in text
     assert '~~~~\n{{ compare("nope") }}\n```\nstill code\n~~~~' in text
     assert '   ```\n   {{ chart("nope") }}\n   ```' in text
+    assert '\n    {{ table("nope") }}\n' in text  # an indented code block
 
 
 def test_find_bindings_skips_code_only() -> None:
     text = 'a {{ value("m") }} `{{ x }}` b\n\n```\n{{ y }}\n```\n{{ chart("c") }}'
     assert [inner.strip() for _, _, inner in find_bindings(text)] == ['value("m")', 'chart("c")']
+
+
+@pytest.mark.parametrize(("text", "bound"), [
+    ('Text {{ value("a") }}\n\n    {{ value("code") }}\n\n    still code\n\nafter {{ value("b") }}\n',
+     ['value("a")', 'value("b")']),
+    ('\t{{ value("tab") }}\n', []),
+    # inside a list, an indented paragraph continues the item: its bindings are filled
+    ('- item {{ value("a") }}\n\n    more {{ value("b") }}\n\nPara\n\n    {{ value("code") }}\n',
+     ['value("a")', 'value("b")']),
+    # an indented line right under a paragraph continues it (it cannot start a code block)
+    ('Para line\n    {{ value("lazy") }}\n', ['value("lazy")']),
+])
+def test_indented_code_blocks_stay_literal(text: str, bound: list[str]) -> None:
+    assert [inner.strip() for _, _, inner in find_bindings(text)] == bound
 
 
 # --------------------------------------------------------------------------- errors

@@ -46,6 +46,7 @@ ARM_FILTERS = ("campaign", "model", "model_name", "environment")
 _BINDING = re.compile(r"\{\{((?:(?!\n[ \t]*\n).)*?)\}\}", re.DOTALL)
 _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _BACKTICKS = re.compile(r"`+")
+_LIST_ITEM = re.compile(r"^[ \t]{0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 
 
 class BindingError(Exception):
@@ -78,7 +79,9 @@ class Binding:
 
 
 def protected_spans(text: str) -> list[tuple[int, int]]:
-    """Character ranges that stay literal: front matter, fenced code blocks, inline code spans."""
+    """Character ranges that stay literal: front matter, fenced and indented code blocks, inline
+    code spans. A line indented 4 or more after a blank line is code, except inside a list
+    (there it continues the list item, as in Python-Markdown)."""
     spans: list[tuple[int, int]] = []
     lines = text.splitlines(keepends=True)
     offsets = [0]
@@ -92,8 +95,30 @@ def protected_spans(text: str) -> list[tuple[int, int]]:
                 index = end + 1
                 break
     prose_start = offsets[index]
+    in_list = False
+    previous_blank = True
     while index < len(lines):
-        opened = _FENCE_OPEN.match(lines[index])
+        line = lines[index]
+        if not line.strip():
+            previous_blank = True
+            index += 1
+            continue
+        if previous_blank and not in_list and _indent(line) >= 4:
+            # An indented code block: it runs to the next non-blank line indented less than 4.
+            end = index + 1
+            while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) >= 4):
+                end += 1
+            spans += _code_spans(text, prose_start, offsets[index])
+            spans.append((offsets[index], offsets[end]))
+            prose_start = offsets[end]
+            index = end
+            continue
+        if _LIST_ITEM.match(line):
+            in_list = True
+        elif _indent(line) < 2 and previous_blank:
+            in_list = False  # a paragraph after a blank line, at the margin, ends the list
+        previous_blank = False
+        opened = _FENCE_OPEN.match(line)
         if not opened:
             index += 1
             continue
@@ -109,6 +134,19 @@ def protected_spans(text: str) -> list[tuple[int, int]]:
         prose_start = stop
     spans += _code_spans(text, prose_start, len(text))
     return sorted(spans)
+
+
+def _indent(line: str) -> int:
+    """Columns of leading whitespace (a tab counts to the next multiple of 4)."""
+    width = 0
+    for char in line:
+        if char == " ":
+            width += 1
+        elif char == "\t":
+            width += 4 - width % 4
+        else:
+            break
+    return width
 
 
 def _code_spans(text: str, start: int, stop: int) -> list[tuple[int, int]]:
