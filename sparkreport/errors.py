@@ -8,6 +8,7 @@ the message and exits 1 without a traceback.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -34,6 +35,14 @@ class InputError(SparkreportError):
         if fix:
             text += f" — {fix}"
         super().__init__(text)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Picklable (parsing in worker processes, Ray tasks) despite the keyword-only fields."""
+        return _restore_input_error, (type(self), self.path, self.problem, self.line, self.fix)
+
+
+def _restore_input_error(cls: type[InputError], path: str, problem: str, line: int | None, fix: str) -> InputError:
+    return cls(path, problem, line=line, fix=fix)
 
 
 class ParseError(InputError):

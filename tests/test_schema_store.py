@@ -172,3 +172,15 @@ def test_run_folders_get_the_usual_permissions_not_mkdtemps_private_ones(tmp_pat
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o777 & ~umask
+
+
+def test_input_errors_survive_pickling() -> None:
+    """Errors cross process boundaries (Ray tasks, worker pools) whole."""
+    import pickle
+
+    from sparkreport.errors import ParseError
+
+    error = ParseError(Path("/data/x.log"), "row has 3 fields, the header 4", line=12, fix="ingest it unchanged")
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is ParseError and copy.format_message() == error.format_message()
+    assert (copy.path, copy.line, copy.problem, copy.fix) == (error.path, 12, error.problem, error.fix)
