@@ -242,4 +242,3 @@ def test_a_failing_write_is_one_line_and_leaves_only_whole_runs(tmp_path: Path, 
     monkeypatch.setattr(RunStore, "write", original)
     again = CliRunner().invoke(main, ["ingest", *logs, "--runs-dir", str(tmp_path / "runs"), "-q"])
     assert again.exit_code == 0 and f" added, {len(stored)} already present, 0 rejected" in again.output
-
