@@ -414,3 +414,34 @@ def test_cgroup_environment_runs_for_real(tmp_path: Path) -> None:
     assert group["peak_gib"] > 0.001  # the python process was counted
     assert not Path(group["path"]).exists()  # removed after the run
     assert record.hardware.details["memory_ledger"]["peak"]["cgroup_limit_gib"] == 0.5
+
+
+def test_sampling_readers_match_the_one_shot_reads(tmp_path: Path) -> None:
+    """The open-descriptor readers the 10 Hz sampler uses read what the plain functions read,
+    and see a file's new contents (pread from offset 0), for cgroup v2 and v1 names."""
+    from sparkreport.execute import cgroups
+    from sparkreport.execute.monitor import MeminfoReader, read_meminfo
+
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "memory.current").write_text("1000\n")
+    (v2 / "memory.peak").write_text("2000\n")
+    (v2 / "memory.stat").write_text("anon 300\nfile 400\nshmem 50\n")
+    reader = cgroups.MemoryReader(v2)
+    assert reader.read() == cgroups.MemoryStats(current=1000, peak=2000, anon=300, file=400, shmem=50)
+    (v2 / "memory.current").write_text("1500\n")  # same length or longer: rewritten in place
+    assert reader.read().current == 1500
+    reader.close()
+    v1 = tmp_path / "v1"
+    v1.mkdir()
+    (v1 / "memory.usage_in_bytes").write_text("10\n")
+    (v1 / "memory.max_usage_in_bytes").write_text("20\n")
+    (v1 / "memory.stat").write_text("total_rss 3\ntotal_cache 4\ntotal_shmem 1\n")
+    old = cgroups.read_memory(v1)
+    new = cgroups.MemoryReader(v1).read()
+    assert (new.current, new.peak, new.anon, new.file, new.shmem) == (old.current, old.peak, 3, 4, 1)
+    assert cgroups.MemoryReader(tmp_path / "gone").read() == cgroups.MemoryStats()
+    meminfo = MeminfoReader()
+    assert set(meminfo()) == set(read_meminfo()) and meminfo()["MemTotal"] == read_meminfo()["MemTotal"]
+    meminfo.close()
+    assert meminfo()["MemTotal"] > 0  # reopens after close

@@ -59,9 +59,13 @@ def dir_of_pid(pid: int, root: Path = CGROUP_ROOT) -> Path | None:
 
 def _int(path: Path) -> int | None:
     try:
-        text = path.read_text().strip()
+        return _parse_int(path.read_text())
     except OSError:
         return None
+
+
+def _parse_int(text: str) -> int | None:
+    text = text.strip()
     if text == "max":
         return None
     try:
@@ -72,14 +76,18 @@ def _int(path: Path) -> int | None:
 
 
 def _stat(path: Path) -> dict[str, int]:
-    out: dict[str, int] = {}
     try:
-        for line in path.read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if value.strip().isdigit():
-                out[key] = int(value)
+        return _parse_stat(path.read_text())
     except OSError:
-        pass
+        return {}
+
+
+def _parse_stat(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if value.strip().isdigit():
+            out[key] = int(value)
     return out
 
 
@@ -124,6 +132,51 @@ def read_memory(folder: Path) -> MemoryStats:
                            limit=_int(folder / "memory.limit_in_bytes"),
                            oom_kills=_stat(folder / "memory.oom_control").get("oom_kill"))
     return MemoryStats()
+
+
+class MemoryReader:
+    """A cgroup's usage, peak and memory.stat breakdown, read at sampling rate.
+
+    The three files stay open and each reading is one ``pread`` per file (cgroup and proc files
+    regenerate their contents when read from offset 0): at 10 Hz, opening six files per sample
+    as :func:`read_memory` does cost the sampler about half a percent of a core. Limit and
+    OOM kills, which the run reads once, are left to :func:`read_memory`.
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.v2 = (folder / "memory.current").exists()
+        names = (("current", "memory.current"), ("peak", "memory.peak")) if self.v2 else (
+            ("current", "memory.usage_in_bytes"), ("peak", "memory.max_usage_in_bytes"))
+        self._fds: dict[str, int] = {}
+        for key, name in (*names, ("stat", "memory.stat")):
+            with contextlib.suppress(OSError):
+                self._fds[key] = os.open(folder / name, os.O_RDONLY)
+
+    def _text(self, key: str) -> str:
+        fd = self._fds.get(key)
+        if fd is None:
+            return ""
+        try:
+            return os.pread(fd, 1 << 16, 0).decode(errors="replace")
+        except OSError:  # the cgroup was removed under us
+            return ""
+
+    def read(self) -> MemoryStats:
+        stat = _parse_stat(self._text("stat"))
+        current, peak = _parse_int(self._text("current")), _parse_int(self._text("peak"))
+        if self.v2:
+            return MemoryStats(current=current, peak=peak, anon=stat.get("anon"), file=stat.get("file"),
+                               shmem=stat.get("shmem"))
+        return MemoryStats(current=current, peak=peak, anon=stat.get("total_rss", stat.get("rss")),
+                           file=stat.get("total_cache", stat.get("cache")),
+                           shmem=stat.get("total_shmem", stat.get("shmem")))
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
 
 
 def create(name: str, memory_limit: int | None = None, root: Path = CGROUP_ROOT) -> Path:

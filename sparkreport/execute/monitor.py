@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -41,16 +42,41 @@ COLUMNS = (
 
 def read_meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
     """The /proc/meminfo fields the monitor keeps, in bytes."""
-    out: dict[str, int] = {}
     try:
-        with path.open() as handle:
-            for line in handle:
-                key, _, rest = line.partition(":")
-                if key in MEMINFO_FIELDS:
-                    out[key] = int(rest.split()[0]) * 1024
+        return _parse_meminfo(path.read_text())
     except OSError:
-        pass
+        return {}
+
+
+def _parse_meminfo(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if key in MEMINFO_FIELDS:
+            out[key] = int(rest.split()[0]) * 1024
     return out
+
+
+class MeminfoReader:
+    """:func:`read_meminfo` at sampling rate: the file stays open, each reading is one ``pread``
+    (proc files regenerate when read from offset 0)."""
+
+    def __init__(self, path: Path = Path("/proc/meminfo")):
+        self.path = path
+        self._fd: int | None = None
+
+    def __call__(self) -> dict[str, int]:
+        try:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            return _parse_meminfo(os.pread(self._fd, 1 << 16, 0).decode(errors="replace"))
+        except OSError:
+            return {}
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _gib(value: int | None) -> float | None:
@@ -91,11 +117,14 @@ class Sampler:
 
     def __init__(self, gpu: GpuProbe | None, interval_s: float = 0.1,
                  cgroup_dir: Callable[[], Path | None] = lambda: None,
-                 meminfo: Callable[[], dict[str, int]] = read_meminfo,
+                 meminfo: Callable[[], dict[str, int]] | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.gpu = gpu
         self.interval_s = interval_s
         self.cgroup_dir = cgroup_dir
+        self._own_meminfo: MeminfoReader | None = None
+        if meminfo is None:
+            meminfo = self._own_meminfo = MeminfoReader()
         self.meminfo = meminfo
         self.clock = clock
         self.rows: list[dict[str, Any]] = []
@@ -104,6 +133,7 @@ class Sampler:
         self._t0 = 0.0
         self._cpu_s = 0.0
         self._wall_s = 0.0
+        self._cgroup: cgroups.MemoryReader | None = None
 
     def start(self) -> None:
         """Start sampling (one sample is taken at once)."""
@@ -129,6 +159,11 @@ class Sampler:
                 break
         self._cpu_s = time.thread_time() - cpu0
         self._wall_s = time.monotonic() - wall0
+        if self._cgroup is not None:
+            self._cgroup.close()
+            self._cgroup = None
+        if self._own_meminfo is not None:
+            self._own_meminfo.close()
 
     def sample(self) -> dict[str, Any]:
         """Take one sample now (also usable without the thread, e.g. in tests)."""
@@ -155,7 +190,11 @@ class Sampler:
                    shmem_gib=_gib(mem.get("Shmem")), anon_pages_gib=_gib(mem.get("AnonPages")))
         folder = self.cgroup_dir()
         if folder is not None:
-            stats = cgroups.read_memory(folder)
+            if self._cgroup is None or self._cgroup.folder != folder:
+                if self._cgroup is not None:
+                    self._cgroup.close()
+                self._cgroup = cgroups.MemoryReader(folder)
+            stats = self._cgroup.read()
             if stats.current is not None:
                 row.update(cgroup_current_gib=_gib(stats.current), cgroup_peak_gib=_gib(stats.peak),
                            cgroup_anon_gib=_gib(stats.anon), cgroup_file_gib=_gib(stats.file),
