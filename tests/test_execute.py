@@ -422,21 +422,22 @@ def test_sampling_readers_match_the_one_shot_reads(tmp_path: Path) -> None:
     from sparkreport.execute import cgroups
     from sparkreport.execute.monitor import MeminfoReader, read_meminfo
 
-    v2 = tmp_path / "v2"
-    v2.mkdir()
-    (v2 / "memory.current").write_text("1000\n")
-    (v2 / "memory.peak").write_text("2000\n")
-    (v2 / "memory.stat").write_text("anon 300\nfile 400\nshmem 50\n")
+    def cgroup_folder(name: str, files: dict[str, str]) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        for file, text in files.items():
+            (folder / file).write_text(text)
+        return folder
+
+    v2 = cgroup_folder("v2", {"memory.current": "1000\n", "memory.peak": "2000\n",
+                              "memory.stat": "anon 300\nfile 400\nshmem 50\n"})
     reader = cgroups.MemoryReader(v2)
     assert reader.read() == cgroups.MemoryStats(current=1000, peak=2000, anon=300, file=400, shmem=50)
     (v2 / "memory.current").write_text("1500\n")  # same length or longer: rewritten in place
     assert reader.read().current == 1500
     reader.close()
-    v1 = tmp_path / "v1"
-    v1.mkdir()
-    (v1 / "memory.usage_in_bytes").write_text("10\n")
-    (v1 / "memory.max_usage_in_bytes").write_text("20\n")
-    (v1 / "memory.stat").write_text("total_rss 3\ntotal_cache 4\ntotal_shmem 1\n")
+    v1 = cgroup_folder("v1", {"memory.usage_in_bytes": "10\n", "memory.max_usage_in_bytes": "20\n",
+                              "memory.stat": "total_rss 3\ntotal_cache 4\ntotal_shmem 1\n"})
     old = cgroups.read_memory(v1)
     new = cgroups.MemoryReader(v1).read()
     assert (new.current, new.peak, new.anon, new.file, new.shmem) == (old.current, old.peak, 3, 4, 1)
