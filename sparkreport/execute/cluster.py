@@ -110,12 +110,7 @@ class ClusterRunner(CampaignRunner):
 
     def run(self) -> CampaignReport:
         """Dispatch the pending cells, write each result as it arrives; returns what happened."""
-        plan = self.plan()
-        done = {p.parent.name for p in self.store.run_files() if p.parent.parent == self.folder}
-        pending = [c for c in plan.cells if c.run_id not in done]
-        self.report.planned = len(plan.cells)
-        self.report.already = [c.run_id for c in plan.cells if c.run_id in done]
-        self.report.estimate_s = self.estimate(pending)
+        plan, pending = self.pending()
         if self.options.dry_run:
             self.print_plan(plan, pending)
             print_line(self.cluster.describe())
@@ -131,7 +126,7 @@ class ClusterRunner(CampaignRunner):
         try:
             self.check_resources(ray)
             self.journal.write("campaign-start", campaign=self.campaign.name, pending=len(pending),
-                               already=len(done), resume=self.options.resume, pid=os.getpid(),
+                               already=len(self.report.already), resume=self.options.resume, pid=os.getpid(),
                                cluster=self.cluster.address, gpus_per_run=self.cluster.gpus_per_run)
             self.clean_leftovers()
             for signum in previous:

@@ -183,7 +183,7 @@ class CampaignRunner:
     def plan(self) -> Plan:
         """The campaign's plan: the stored one when resuming, else a new one."""
         stored = self.meta / "plan.json"
-        existing = [p for p in self.store.run_files() if p.parent.parent == self.folder]
+        existing = self.stored_runs()
         if self.options.resume and stored.exists():
             plan = Plan.load(stored)
             if plan.campaign_sha256 != self.campaign.sha256:
@@ -197,6 +197,20 @@ class CampaignRunner:
                 "finish it, or choose another `campaign:` name")
         return make_plan(self.campaign)
 
+    def stored_runs(self) -> list[Path]:
+        """The run.json files already in this campaign's folder."""
+        return [p for p in self.store.run_files() if p.parent.parent == self.folder]
+
+    def pending(self) -> tuple[Plan, list[Cell]]:
+        """The plan and its cells not stored yet; records the counts and the estimate in the report."""
+        plan = self.plan()
+        done = {p.parent.name for p in self.stored_runs()}
+        pending = [c for c in plan.cells if c.run_id not in done]
+        self.report.planned = len(plan.cells)
+        self.report.already = [c.run_id for c in plan.cells if c.run_id in done]
+        self.report.estimate_s = self.estimate(pending)
+        return plan, pending
+
     def estimate(self, cells: list[Cell]) -> float:
         """Estimated seconds for ``cells``."""
         per_model = {m.name: self.workload.estimate_s(m) for m in self.campaign.models}
@@ -206,12 +220,7 @@ class CampaignRunner:
 
     def run(self) -> CampaignReport:
         """Run (or, with dry_run, describe) the campaign; returns what happened."""
-        plan = self.plan()
-        done = {p.parent.name for p in self.store.run_files() if p.parent.parent == self.folder}
-        pending = [c for c in plan.cells if c.run_id not in done]
-        self.report.planned = len(plan.cells)
-        self.report.already = [c.run_id for c in plan.cells if c.run_id in done]
-        self.report.estimate_s = self.estimate(pending)
+        plan, pending = self.pending()
         tty = sys.stdout.isatty() if self.options.progress is None else self.options.progress
         self.progress = Progress(len(pending), enabled=tty and not self.options.quiet and not self.options.dry_run)
         if self.options.dry_run:
@@ -223,7 +232,7 @@ class CampaignRunner:
         self.run_preflight()
         self.host = host_facts(self.gpu)
         self.journal.write("campaign-start", campaign=self.campaign.name, pending=len(pending),
-                           already=len(done), resume=self.options.resume, pid=os.getpid())
+                           already=len(self.report.already), resume=self.options.resume, pid=os.getpid())
         self.clean_leftovers()
         previous = {signal.SIGINT: signal.getsignal(signal.SIGINT),
                     signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
