@@ -218,12 +218,10 @@ class QualityPage(Page):
     order = 40
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        order = {"error": 0, "warning": 1, "info": 2}
-        findings = sorted(site.findings, key=lambda f: (order.get(f.severity, 3), f.code))
         excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
         return {
             "findings": [{"severity": f.severity, "code": f.code, "message": f.message,
-                          "runs": f.runs} for f in findings],
+                          "runs": f.runs} for f in site.findings],  # check() sorted them
             "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
             if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),

@@ -43,6 +43,7 @@ class SiteData:
     runs_dir: Path
     stats: pd.DataFrame
     comparisons: pd.DataFrame
+    #: ``check``'s findings, in its order: severity (error first), code, message.
     findings: list[Finding]
     runs: pd.DataFrame
     inclusion_rule: str

@@ -465,14 +465,12 @@ class Resolver:
 
     def _findings_table(self, severity: str | None = None, code: str | None = None,
                         campaign: str | None = None) -> str:
-        order = {"error": 0, "warning": 1, "info": 2}
-        found = [f for f in self.site.findings
+        found = [f for f in self.site.findings  # in check()'s order: severity, code, message
                  if (severity is None or f.severity == severity) and (code is None or f.code == code)
                  and (campaign is None or f.message.startswith(f"{campaign}/") or f.message.startswith(f"{campaign}:"))]
         if not found:
             codes = sorted({f"{f.severity} {f.code}" for f in self.site.findings})
             raise BindingError(f"no finding matches — findings: {', '.join(codes) or 'none'}")
-        found.sort(key=lambda f: (order.get(f.severity, 3), f.code, f.message))
         return _markdown_table(["severity", "check", "finding"],
                                [[f.severity, md_escape(f.code), md_escape(f.message)] for f in found])
 
