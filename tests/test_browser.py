@@ -9,6 +9,7 @@ under ``CI=true`` that is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -112,13 +113,11 @@ def built(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path) -> Build
     return build(RenderOptions(runs_dir=runs, project_root=project), project / "site")
 
 
-@pytest.fixture(scope="module")
-def server(built: BuildResult) -> Iterator[str]:
-    """``python -m http.server`` on a free 127.0.0.1 port, serving the built site."""
-    port = free_port()
+@contextlib.contextmanager
+def serving(site_dir: Path, port: int) -> Iterator[str]:
+    """``python -m http.server`` on 127.0.0.1:``port`` serving ``site_dir``, until the block ends."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-         "--directory", str(built.site_dir)],
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(site_dir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
@@ -135,6 +134,13 @@ def server(built: BuildResult) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(built: BuildResult) -> Iterator[str]:
+    """The built site, served on a free port."""
+    with serving(built.site_dir, free_port()) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -287,19 +293,8 @@ def test_charts_survive_instant_navigation(tmp_path_factory: pytest.TempPathFact
         f"site_name: Instant\nsite_url: http://127.0.0.1:{port}/\n"
         "theme:\n  name: material\n  features:\n    - navigation.instant\n", encoding="utf-8")
     result = build(RenderOptions(runs_dir=phase1_store, project_root=project), project / "site")
-    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                             "--directory", str(result.site_dir)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "http.server did not start"
-                time.sleep(0.1)
-        visit = PageVisit(browser, f"http://127.0.0.1:{port}/")
+    with serving(result.site_dir, port) as url:
+        visit = PageVisit(browser, url)
         try:
             visit.page.evaluate("window.__sameDocument = true")
             visit.page.locator("a.md-nav__link[href$='memory/']").first.click()
@@ -312,9 +307,6 @@ def test_charts_survive_instant_navigation(tmp_path_factory: pytest.TempPathFact
             assert not visit.errors
         finally:
             visit.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def post_page(site_dir: Path) -> str:
