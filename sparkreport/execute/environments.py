@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sparkreport.execute import cgroups
+from sparkreport.registry import registrar
 
 if TYPE_CHECKING:
     from sparkreport.execute.campaign import EnvironmentSpec, Fields
@@ -194,12 +195,7 @@ class ExecEnvironment:
 ENVIRONMENTS: dict[str, type[ExecEnvironment]] = {}
 
 
-def register(cls: type[ExecEnvironment]) -> type[ExecEnvironment]:
-    """Class decorator: add an environment kind to the registry."""
-    if cls.kind in ENVIRONMENTS:
-        raise ValueError(f"environment kind {cls.kind!r} registered twice")
-    ENVIRONMENTS[cls.kind] = cls
-    return cls
+register = registrar(ENVIRONMENTS, "kind", "environment kind")
 
 
 def _is_root() -> bool:

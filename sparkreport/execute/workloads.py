@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import sparkreport
+from sparkreport.registry import registrar
 
 if TYPE_CHECKING:
     from sparkreport.execute.campaign import Fields, ModelSpec, WorkloadSpec
@@ -117,12 +118,7 @@ class BaseWorkload:
 WORKLOADS: dict[str, type[BaseWorkload]] = {}
 
 
-def register(cls: type[BaseWorkload]) -> type[BaseWorkload]:
-    """Class decorator: add a workload kind to the registry."""
-    if cls.kind in WORKLOADS:
-        raise ValueError(f"workload kind {cls.kind!r} registered twice")
-    WORKLOADS[cls.kind] = cls
-    return cls
+register = registrar(WORKLOADS, "kind", "workload kind")
 
 
 def template_values(cell: Cell, model: ModelSpec, env: ExecEnvironment | _NoEnv, workdir: Path,

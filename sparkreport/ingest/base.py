@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sparkreport.errors import ParseError
+from sparkreport.registry import registrar
 from sparkreport.schema import RunRecord
 from sparkreport.store import RawFile, sha256_file
 
@@ -126,12 +127,7 @@ class Parser:
 PARSERS: dict[str, type[Parser]] = {}
 
 
-def register(cls: type[Parser]) -> type[Parser]:
-    """Class decorator: add a parser to the registry (built-ins use it like extensions would)."""
-    if cls.name in PARSERS:
-        raise ValueError(f"parser {cls.name!r} registered twice")
-    PARSERS[cls.name] = cls
-    return cls
+register = registrar(PARSERS, "name", "parser")
 
 
 def stable_id(*parts: str) -> str:
