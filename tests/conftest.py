@@ -35,5 +35,15 @@ def phase1_store(tmp_path_factory: pytest.TempPathFactory, phase1_json: Path) ->
 
 
 @pytest.fixture(scope="session")
+def published_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded default's published figures (examples/*.yml), ingested (read-only for tests)."""
+    root = tmp_path_factory.mktemp("published") / "runs"
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    report = ingest_paths(sorted(examples.glob("*.yml")), RunStore(root), IngestOptions())
+    assert report.added and not report.rejected
+    return root
+
+
+@pytest.fixture(scope="session")
 def phase1_dataset(phase1_store: Path) -> Dataset:
     return load_dataset(phase1_store)

@@ -49,15 +49,6 @@ def body(text: str) -> str:
         text.rsplit("\n---\n", 1)[0].strip()
 
 
-@pytest.fixture(scope="module")
-def published_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The embedded default: the published figures in examples/."""
-    root = tmp_path_factory.mktemp("published") / "runs"
-    report = ingest_paths(sorted((REPO / "examples").glob("*.yml")), RunStore(root), IngestOptions())
-    assert report.added and not report.rejected
-    return root
-
-
 # --------------------------------------------------------------------------- numbers
 
 

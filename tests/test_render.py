@@ -40,17 +40,8 @@ def rendered(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path) -> Re
 
 
 @pytest.fixture(scope="module")
-def summaries_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Only published figures: the examples the embedded default was made from."""
-    root = tmp_path_factory.mktemp("summaries") / "runs"
-    report = ingest_paths(sorted((REPO / "examples").glob("*.yml")), RunStore(root), IngestOptions())
-    assert report.added and not report.rejected
-    return root
-
-
-@pytest.fixture(scope="module")
-def rendered_summaries(tmp_path_factory: pytest.TempPathFactory, summaries_store: Path) -> RenderResult:
-    return render(RenderOptions(runs_dir=summaries_store, project_root=tmp_path_factory.mktemp("render-sums")))
+def rendered_summaries(tmp_path_factory: pytest.TempPathFactory, published_store: Path) -> RenderResult:
+    return render(RenderOptions(runs_dir=published_store, project_root=tmp_path_factory.mktemp("render-sums")))
 
 
 def page(result: RenderResult, path: str) -> str:
