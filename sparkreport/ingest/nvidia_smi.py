@@ -248,11 +248,15 @@ def sample_companions(log: Path) -> list[Path]:
             if p.exists()]
 
 
-def attach_samples(run: ParsedRun, path: Path) -> None:
-    """Add a samples CSV (its table, temperatures and GPU facts) to a parsed run."""
-    table, facts = read_samples(path)
-    run.tables.append(table)
-    _apply(run.record, facts)
+def attach_samples(log: Path, runs: list[ParsedRun]) -> None:
+    """Give the runs parsed from ``log`` the samples CSVs beside it (:func:`sample_companions`):
+    the samples table, temperatures and GPU facts, and the CSV kept as a raw file."""
+    for path in sample_companions(log):
+        table, facts = read_samples(path)
+        for run in runs:
+            run.tables.append(table)
+            _apply(run.record, facts)
+            run.raw.append(RawFile(path.name, source=path))
 
 
 def _apply(record: RunRecord, facts: dict[str, Any]) -> None:

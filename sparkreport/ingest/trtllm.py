@@ -528,8 +528,5 @@ class TrtllmLogParser(Parser):
                 raw=[RawFile(name=source.path.name, source=source.path)] if single else [],
                 keep_source_once=not single,
             ))
-        for samples in sample_companions(source.path):
-            for run in runs:
-                attach_samples(run, samples)
-                run.raw.append(RawFile(samples.name, source=samples))
+        attach_samples(source.path, runs)
         return runs

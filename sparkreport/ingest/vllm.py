@@ -335,8 +335,5 @@ class VllmTextParser(Parser):
             )
             for i, run in enumerate(runs)
         ]
-        for samples in sample_companions(source.path):
-            for item in parsed:
-                attach_samples(item, samples)
-                item.raw.append(RawFile(samples.name, source=samples))
+        attach_samples(source.path, parsed)
         return parsed
