@@ -6,6 +6,7 @@ templates, which a project can override by name.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -81,20 +82,15 @@ def summarise_claims(rows: list[dict[str, Any]], limit: int | None) -> dict[str,
     """One campaign's key-finding sentences for the home page: all of them, or (with ``limit``)
     the flagged ones and the largest differences first, up to ``limit``, and the rest counted
     by verdict."""
-    shown = rows
-    if limit is not None and len(rows) > limit:
-        def weight(row: dict[str, Any]) -> tuple[int, int, float]:
-            ratio = row.get("ratio")
-            effect = abs(float(ratio) - 1) if isinstance(ratio, int | float) and ratio == ratio else 0.0
-            return (not row["flagged"], row["verdict"] not in ("higher", "lower"), -effect)
+    def weight(row: dict[str, Any]) -> tuple[int, int, float]:
+        ratio = row.get("ratio")
+        effect = abs(float(ratio) - 1) if isinstance(ratio, int | float) and ratio == ratio else 0.0
+        return (not row["flagged"], row["verdict"] not in ("higher", "lower"), -effect)
 
-        ranked = sorted(rows, key=weight)
-        keep = {id(row) for row in ranked[:limit]}
-        shown = [row for row in rows if id(row) in keep]  # in the comparison table's order
-    hidden = [row for row in rows if row not in shown]
-    counts: dict[str, int] = {}
-    for row in hidden:
-        counts[str(row["verdict"])] = counts.get(str(row["verdict"]), 0) + 1
+    keep = {id(row) for row in (rows if limit is None else sorted(rows, key=weight)[:limit])}
+    shown = [row for row in rows if id(row) in keep]  # in the comparison table's order
+    hidden = [row for row in rows if id(row) not in keep]
+    counts = Counter(str(row["verdict"]) for row in hidden)
     return {"published": rows[0]["published"], "shown": shown, "more": len(hidden),
             "more_by_verdict": [f"{n} {_VERDICT_WORDS.get(verdict, verdict)}" for verdict, n in sorted(counts.items())]}
 
