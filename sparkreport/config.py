@@ -106,6 +106,11 @@ def _check(path: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> A
     return value
 
 
+def _choice(path: Path, key: str, value: Any, choices: tuple[str, ...], fix: str) -> None:
+    if value not in choices:
+        raise ConfigError(path, f"{key} must be one of {', '.join(choices)}, not {value!r}", fix=fix)
+
+
 def load_config(path: Path | None = None) -> ProjectConfig:
     """Read ``path`` (default ``./sparkreport.yml`` when it exists) into a ProjectConfig."""
     if path is None:
@@ -132,13 +137,10 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         _check(path, key, value, top[key])
         if key not in ("analysis", "diffs"):
             setattr(config, key, value)
-    if config.charts not in CHART_CHOICES:
-        raise ConfigError(path, f"charts must be one of {', '.join(CHART_CHOICES)}, not {config.charts!r}",
-                          fix="tested draws the metrics compare tests; all draws every metric")
-    if config.static_charts not in STATIC_CHART_CHOICES:
-        raise ConfigError(path, f"static_charts must be one of {', '.join(STATIC_CHART_CHOICES)}, "
-                          f"not {config.static_charts!r}",
-                          fix=f"auto draws SVG fallbacks for sites of up to {STATIC_CHART_LIMIT} charts")
+    _choice(path, "charts", config.charts, CHART_CHOICES,
+            "tested draws the metrics compare tests; all draws every metric")
+    _choice(path, "static_charts", config.static_charts, STATIC_CHART_CHOICES,
+            f"auto draws SVG fallbacks for sites of up to {STATIC_CHART_LIMIT} charts")
     config.diffs = [_named_diff(path, i, item) for i, item in enumerate(doc.get("diffs") or [])]
     analysis = doc.get("analysis") or {}
     kinds: dict[str, type | tuple[type, ...]] = {
@@ -153,9 +155,8 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         if value is not None:
             _check(path, f"analysis.{key}", value, kinds[key])
         setattr(config.analysis, key, value)
-    if config.analysis.duplicates not in DUPLICATE_POLICIES:
-        raise ConfigError(path, f"analysis.duplicates must be one of {', '.join(DUPLICATE_POLICIES)}",
-                          fix="all keeps every run, first/last keep one per iteration")
+    _choice(path, "analysis.duplicates", config.analysis.duplicates, DUPLICATE_POLICIES,
+            "all keeps every run, first/last keep one per iteration")
     for metric in config.analysis.compare_metrics or []:
         if not isinstance(metric, str) or not is_metric(metric):
             raise ConfigError(path, f"analysis.compare_metrics: {metric!r} is not a canonical metric name",
