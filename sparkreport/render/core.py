@@ -73,6 +73,11 @@ def resolve_root(options: RenderOptions) -> Path:
     return Path.cwd().resolve()
 
 
+def docs_dir_for(options: RenderOptions) -> Path:
+    """The absolute docs folder ``render`` writes: ``--docs-dir``, default ``build/docs`` in the project."""
+    return _under(resolve_root(options), options.docs_dir or DEFAULT_DOCS_DIR).resolve()
+
+
 def _under(root: Path, path: Path) -> Path:
     return path if path.is_absolute() else root / path
 
@@ -86,10 +91,8 @@ def render(options: RenderOptions) -> RenderResult:
     """
     from sparkreport.lock import output_lock
 
-    root = resolve_root(options)
-    docs_dir = _under(root, options.docs_dir or DEFAULT_DOCS_DIR).resolve()
     try:
-        with output_lock(docs_dir.parent):
+        with output_lock(docs_dir_for(options).parent):
             return _render(options)
     except OSError as exc:
         where = exc.filename or "the docs folder"
@@ -113,7 +116,7 @@ def _render(options: RenderOptions) -> RenderResult:
     # The project root's sparkreport.yml, not the current directory's: render may run elsewhere.
     config = load_config(config_path) if config_path is not None else ProjectConfig()
     runs_dir = _under(root, options.runs_dir).resolve()
-    docs_dir = _under(root, options.docs_dir or DEFAULT_DOCS_DIR).resolve()
+    docs_dir = docs_dir_for(options)
     cache_dir = docs_dir.parent / CACHE_DIR
     dataset = load_dataset(runs_dir, cache_dir=cache_dir)
     if dataset.is_empty():

@@ -30,12 +30,9 @@ PROJECT_FILES = ("sparkreport.yml", "mkdocs.yml")
 
 def cache_dir_for(options: RenderOptions) -> Path:
     """``build/cache`` beside the docs folder the build renders into."""
-    from sparkreport.render.core import DEFAULT_DOCS_DIR, resolve_root
+    from sparkreport.render.core import docs_dir_for
 
-    root = resolve_root(options)
-    docs = options.docs_dir or DEFAULT_DOCS_DIR
-    docs = docs if docs.is_absolute() else root / docs
-    return docs.resolve().parent / CACHE_DIR
+    return docs_dir_for(options).parent / CACHE_DIR
 
 
 def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo: HashMemo) -> str:
