@@ -1,0 +1,128 @@
+"""Credential shapes: what a secret looks like in text, wherever it turns up.
+
+This is the *second* line of defence. The first is that sparkreport records environment
+values by allowlist only (see ``sparkreport.execute.envcapture``); the shapes here catch a
+credential that an allowlisted value, an argument, a log line or an ingested file carries
+anyway. Used by the executor (scrub before anything is written), by ``sparkreport scrub``
+(old stores) and by ``sparkreport build`` (scan everything about to be published).
+
+A shape is a name and a regular expression; :func:`find_credentials` reports each hit with
+its shape's name, :func:`scrub_credentials` replaces the secret part and keeps the context
+(``https://user:[REDACTED]@host`` rather than the whole URL).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+REDACTED = "[REDACTED]"
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """One kind of credential: ``pattern``'s group ``secret`` (or the whole match) is secret."""
+
+    name: str
+    pattern: re.Pattern[str]
+    description: str
+
+
+def _shape(name: str, regex: str, description: str) -> Shape:
+    return Shape(name, re.compile(regex), description)
+
+
+# Each pattern names the secret part ``secret`` so that scrubbing keeps what is around it.
+SHAPES: tuple[Shape, ...] = (
+    _shape(
+        "url-userinfo",
+        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"<>]{0,200}:(?P<secret>[^\s@/'\"<>]{1,200})@",
+        "a password in a URL (scheme://user:password@host)",
+    ),
+    _shape(
+        "jwt",
+        r"\b(?P<secret>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
+        "a JSON Web Token (eyJ….eyJ….…)",
+    ),
+    _shape(
+        "key-value-secret",
+        r"(?i)\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|password|passwd|"
+        r"secret|client_secret|api[_-]?key|access[_-]?key|auth[_-]?token|_authToken|_auth|"
+        r"token|sig)\s*[=:]\s*[\"']?(?P<secret>[^\s;&\"',]{6,})",
+        "a secret in a key=value pair (AccountKey=…, password=…, _authToken=…)",
+    ),
+    _shape(
+        "private-key",
+        r"(?P<secret>-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----)",
+        "a PEM private key",
+    ),
+    _shape(
+        "token-prefix",
+        r"(?P<secret>\b(?:hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+        r"|glpat-[A-Za-z0-9_-]{16,}|xox[abposr]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,}"
+        r"|sk_live_[A-Za-z0-9]{16,}|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}"
+        r"|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{30,}|dop_v1_[a-f0-9]{30,}))",
+        "a token with a known prefix (hf_, ghp_, github_pat_, glpat-, xox…-, sk-, AKIA, npm_, pypi-, …)",
+    ),
+    _shape(
+        "bearer",
+        r"\b(?:Bearer|Basic)\s+(?P<secret>[A-Za-z0-9._~+/=-]{12,})",
+        "an HTTP Authorization credential (Bearer …, Basic …)",
+    ),
+    _shape(
+        "webhook-url",
+        r"(?P<secret>https://(?:hooks\.slack\.com/services|discord(?:app)?\.com/api/webhooks"
+        r"|[a-z0-9.-]+\.webhook\.office\.com|outlook\.office\.com/webhook)/[^\s'\"<>]{8,})",
+        "a chat webhook URL (Slack, Discord, Teams): the URL itself is the credential",
+    ),
+    _shape(
+        "docker-auth",
+        r"\"auth\"\s*:\s*\"(?P<secret>[A-Za-z0-9+/=]{12,})\"",
+        "a container-registry auth entry (\"auth\": \"base64…\")",
+    ),
+)
+
+_BY_NAME = {shape.name: shape for shape in SHAPES}
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One credential found in a text: its shape and where its secret part lies."""
+
+    shape: str
+    start: int
+    end: int
+
+    def describe(self) -> str:
+        """The shape's description, for error messages."""
+        return _BY_NAME[self.shape].description
+
+
+def find_credentials(text: str) -> list[Hit]:
+    """Every credential-shaped string in ``text``, in order of position."""
+    hits: list[Hit] = []
+    for shape in SHAPES:
+        for match in shape.pattern.finditer(text):
+            if match.group("secret") == REDACTED or REDACTED in match.group("secret"):
+                continue
+            hits.append(Hit(shape.name, match.start("secret"), match.end("secret")))
+    return sorted(hits, key=lambda hit: (hit.start, hit.end))
+
+
+def scrub_credentials(text: str, known: tuple[str, ...] | list[str] = ()) -> str:
+    """``text`` with known secret values and every credential's secret part replaced."""
+    for value in sorted((v for v in known if v and len(v) >= 4), key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    hits = find_credentials(text)
+    if not hits:
+        return text
+    out: list[str] = []
+    pos = 0
+    for hit in hits:
+        if hit.start < pos:  # overlapping shapes: the earlier replacement covers it
+            continue
+        out.append(text[pos : hit.start])
+        out.append(REDACTED)
+        pos = hit.end
+    out.append(text[pos:])
+    return "".join(out)
