@@ -68,6 +68,9 @@ CHART_CHOICES = ("tested", "all")
 STATIC_CHART_CHOICES = ("auto", "all", "posts")
 #: Above this many charts, ``static_charts: auto`` draws SVG fallbacks only for the posts' charts.
 STATIC_CHART_LIMIT = 100
+#: What a reader asks first: throughput, latency to the first and per token, then memory.
+DEFAULT_PRIMARY_METRICS = ("output_throughput_tok_s", "ttft_ms_mean", "tpot_ms_mean", "pre_kv_memory_gib",
+                           "peak_memory_gib", "kv_cache_gib")
 
 
 @dataclass
@@ -85,6 +88,8 @@ class ProjectConfig:
     #: ``all`` charts, only the charts ``posts`` show as images, or ``auto`` = all up to
     #: :data:`STATIC_CHART_LIMIT` charts on the site, posts' above.
     static_charts: str = "auto"
+    #: The metrics the report leads with (home summary, results pages); the rest are folded.
+    primary_metrics: list[str] = field(default_factory=lambda: list(DEFAULT_PRIMARY_METRICS))
     path: Path | None = None
 
     def static_fallbacks(self, chart_count: int) -> bool:
@@ -130,7 +135,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         raise ConfigError(path, "must be a mapping of settings", fix="see the README's configuration section")
     config = ProjectConfig(path=path)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
-           "charts": str, "static_charts": str}
+           "charts": str, "static_charts": str, "primary_metrics": list}
     for key, value in doc.items():
         if key not in top:
             raise ConfigError(path, f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
@@ -157,6 +162,10 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         setattr(config.analysis, key, value)
     _choice(path, "analysis.duplicates", config.analysis.duplicates, DUPLICATE_POLICIES,
             "all keeps every run, first/last keep one per iteration")
+    for metric in doc.get("primary_metrics") or []:
+        if not isinstance(metric, str) or not is_metric(metric):
+            raise ConfigError(path, f"primary_metrics: {metric!r} is not a canonical metric name",
+                              fix="see `sparkreport metrics`")
     for metric in config.analysis.compare_metrics or []:
         if not isinstance(metric, str) or not is_metric(metric):
             raise ConfigError(path, f"analysis.compare_metrics: {metric!r} is not a canonical metric name",

@@ -219,7 +219,10 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
 
     from sparkreport.charts import to_svg
 
+    from sparkreport.render.report import errors_in
+
     context = {
+        "banner_errors": errors_in(site, doc.scope) if doc.banner else [],
         "site": site, "page": doc, "provenance": site.provenance, "title": site.config.title,
         "ci_label": site.confidence_label, "href": doc.href, "charts": doc.charts, **doc.context,
     }

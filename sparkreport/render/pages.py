@@ -31,6 +31,11 @@ class PageDoc:
     template: str
     context: dict[str, Any] = field(default_factory=dict)
     charts: list[ChartSpec] = field(default_factory=list)
+    #: The (campaign, model) pairs the page reports on: the warning banner counts only the
+    #: error findings that concern them. None: the whole site (the home page).
+    scope: list[tuple[str, str]] | None = None
+    #: False for pages whose numbers no finding can change (Methodology, Runs, Downloads).
+    banner: bool = True
 
     @property
     def folder(self) -> str:

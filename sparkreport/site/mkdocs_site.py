@@ -137,6 +137,7 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
     if result.posts:  # Material's blog plugin lists the posts; our hook writes blog/feed.xml
         config["plugins"] = blog_plugins(project.get("plugins"))
         config["hooks"] = [*config.get("hooks", []), str(Path(blog_feed.__file__).resolve())]
+    config["markdown_extensions"] = markdown_extensions(project.get("markdown_extensions"))
     config["extra_css"] = _merged(project.get("extra_css"), stylesheet_paths())
     config["extra_javascript"] = _merged(project.get("extra_javascript"), javascript_paths())
     config["nav"] = site_nav(result, project)
@@ -160,6 +161,26 @@ def blog_plugins(parent: Any) -> list[Any]:
     if not names & {"blog", "material/blog"}:
         items.append("blog")
     return items
+
+
+#: What the generated pages use: warning boxes (admonition) and folded sections (details).
+#: MkDocs' INHERIT replaces lists, so the project's extensions are kept and these appended.
+PAGE_EXTENSIONS = ("admonition", "pymdownx.details", "pymdownx.superfences")
+#: MkDocs' defaults when a project lists none.
+DEFAULT_EXTENSIONS = ("toc", "tables", "fenced_code")
+
+
+def markdown_extensions(parent: Any) -> list[Any]:
+    """The project's markdown_extensions (MkDocs' defaults when it lists none) plus the ones the
+    generated pages need."""
+    if isinstance(parent, dict):
+        items: list[Any] = [{name: options} if options else name for name, options in parent.items()]
+    elif isinstance(parent, list):
+        items = list(parent)
+    else:
+        items = list(DEFAULT_EXTENSIONS)
+    names = {item if isinstance(item, str) else next(iter(item), None) for item in items}
+    return items + [name for name in PAGE_EXTENSIONS if name not in names]
 
 
 def _merged(parent: Any, ours: list[str]) -> list[Any]:
