@@ -207,6 +207,7 @@ class MethodologyPage(Page):
     template = "methodology.md"
     folder = "methodology"
     order = 30
+    banner = False
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         records = site.dataset.records
@@ -313,6 +314,7 @@ class QualityPage(Page):
     template = "quality.md"
     folder = "quality"
     order = 40
+    banner = False
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
@@ -332,6 +334,7 @@ class DownloadsPage(Page):
     template = "downloads.md"
     folder = "downloads"
     order = 60
+    banner = False
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.dataset import export

@@ -39,6 +39,7 @@ class ResultsPage(Page):
         for model, model_name in site.models():
             doc = PageDoc(f"{self.folder}/{slug(model)}/index.md", model_name, self.template)
             doc.context, doc.charts = self.model_context(site, model, model_name)
+            doc.scope = [(campaign, model) for campaign in doc.context["campaigns"]]
             docs.append(doc)
         overview = PageDoc(self.path, "Overview", self.overview_template)
         overview.context = {"models": [self.overview_row(site, doc) for doc in docs]}

@@ -50,7 +50,7 @@ class RunsPage(Page):
         # The files themselves are copied into the site after MkDocs' build (site/run_files.py).
         write_manifest(out, {f"{self.folder}/{self.files_dir}/{c}": site.runs_dir / c for c in campaigns})
         entries = self.entries(site, site.runs_dir)
-        index = PageDoc(self.path, self.title, self.template)
+        index = PageDoc(self.path, self.title, self.template, banner=False)
         if len(site.dataset.records) <= PAGE_SIZE:
             index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
                              "groups": None, **self.limits()}
@@ -67,7 +67,7 @@ class RunsPage(Page):
             paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(pages))]
             for k, chunk in enumerate(pages):
                 title = f"{model_name} · {environment}" + (f" ({k + 1}/{len(pages)})" if len(pages) > 1 else "")
-                doc = PageDoc(paths[k], title, self.group_template)
+                doc = PageDoc(paths[k], title, self.group_template, banner=False)
                 doc.context = {
                     "campaign": campaign, "model_name": model_name, "environment": environment,
                     "entries": [dict(e, files=[dict(f, href=doc.href(f"{self.folder}/{f['href']}"))
