@@ -210,22 +210,9 @@ class MethodologyPage(Page):
     banner = False
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
+        from sparkreport.render.report import campaigns
+
         records = site.dataset.records
-        sections = {}
-        for section in ("workload", "software", "hardware"):
-            found, missing = recorded_settings(records, section)
-            sections[section] = {"rows": found, "missing": missing}
-        environments: dict[str, dict[str, Any]] = {}
-        for record in records:
-            env = environments.setdefault(record.environment.name, {
-                "name": record.environment.name, "kinds": [], "details": {}, "campaigns": []})
-            for key, bucket in (("kinds", record.environment.kind), ("campaigns", record.campaign)):
-                if bucket not in env[key]:
-                    env[key].append(bucket)
-            for detail, value in record.environment.details.items():
-                known = env["details"].setdefault(str(detail), [])
-                if value not in known:
-                    known.append(value)
         sources: dict[tuple[str, str], dict[str, Any]] = {}
         for record in records:
             source = (record.campaign, record.provenance.source_sha256 or record.provenance.source_path)
@@ -234,21 +221,78 @@ class MethodologyPage(Page):
                 "sha256": record.provenance.source_sha256, "format": record.provenance.format,
                 "records": 0, "notes": []})
             entry["records"] += 1
-            for note in record.provenance.notes:
-                if note not in entry["notes"]:
-                    entry["notes"].append(note)
-        source_rows = summarise_sources(list(sources.values()))
-        cooldown = sorted({f"{k}: {v}" for r in records for k, v in r.workload.details.items()
-                           if "cooldown" in str(k).lower()})
+        by_campaign: dict[str, list[Any]] = {}
+        for record in records:
+            by_campaign.setdefault(record.campaign, []).append(record)
+        described = [{"campaign": c, **describe_campaign(by_campaign[c.name], site.config.baseline)}
+                     for c in campaigns(site)]
         return {
-            "campaigns": [r["campaign"] for r in campaign_overview(site)],
-            "sections": sections,
-            "environments": sorted(environments.values(), key=lambda e: e["name"]),
-            "sources": source_rows,
+            "described": described,
+            "sources": summarise_sources(list(sources.values())),
             "arms": arm_table(site),
-            "cooldown": cooldown,
             "options": site.config.analysis,
         }
+
+
+#: Settings a reader needs to know how runs were made, by section: (attribute, label, unit).
+SETTINGS = {
+    "workload": (("num_requests", "requests per run", ""), ("input_len", "input length", " tokens"),
+                 ("output_len", "output length", " tokens"), ("batch_size", "batch size", ""),
+                 ("concurrency", "concurrency", ""), ("kv_cache_fraction", "KV cache fraction of free memory", "")),
+    "software": (("engine", "engine", ""), ("engine_version", "engine version", ""), ("backend", "backend", ""),
+                 ("cuda", "CUDA", ""), ("driver", "driver", ""), ("image", "container image", "")),
+    "hardware": (("gpu_name", "GPU", ""), ("memory_pool_gib", "memory pool", " GiB"),
+                 ("unified_memory", "unified memory", "")),
+}
+#: Environment details worth a column when they differ between levels (never paths, argv or
+#: environment variables).
+ENVIRONMENT_DETAILS = ("runtime", "flags", "method", "memory_limit_gib", "cgroup_version", "image")
+
+
+def _text(value: Any, unit: str = "") -> str:
+    from sparkreport.render.tables import value_text
+
+    text = value_text(value)
+    return (text if len(text) <= 120 else text[:117] + "…") + unit
+
+
+def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
+    """What a campaign's records say about how its runs were made: the settings held constant
+    (one value each), those that vary (their values), and how the levels differ (a small table)."""
+    constant: list[str] = []
+    varying: list[str] = []
+    for section, settings in SETTINGS.items():
+        for attribute, label, unit in settings:
+            values = list(dict.fromkeys(_text(getattr(getattr(r, section), attribute), unit) for r in records
+                                        if getattr(getattr(r, section), attribute) not in (None, "")))
+            if len(values) == 1:
+                constant.append(f"{label} {values[0]}")
+            elif 1 < len(values) <= 6:
+                varying.append(f"{label}: {' / '.join(values)}")
+            elif values:
+                varying.append(f"{label}: {len(values)} distinct values")
+    levels: dict[str, dict[str, str]] = {}
+    for r in records:
+        row = levels.setdefault(r.environment.name, {"kind": r.environment.kind or "—"})
+        for key in ENVIRONMENT_DETAILS:
+            value = r.environment.details.get(key)
+            if isinstance(value, str | int | float | bool) and key not in row:
+                row[key] = _text(value)
+    columns = [key for key in ENVIRONMENT_DETAILS
+               if len({row.get(key, "—") for row in levels.values()}) > 1]
+    columns = (["kind"] if len({row["kind"] for row in levels.values()}) > 1 else []) + columns
+    cooldown = [r.workload.details.get("cooldown_waited_s") for r in records]
+    waits = [float(w) for w in cooldown if isinstance(w, int | float)]
+    iterations = sorted({r.iteration for r in records if r.iteration is not None})
+    return {
+        "constant": constant, "varying": varying,
+        "levels": [{"name": name, **row} for name, row in
+                   sorted(levels.items(), key=lambda item: (item[0] != baseline, item[0]))],
+        "level_columns": [{"key": key, "label": key.replace("_gib", " (GiB)").replace("_", " ")} for key in columns],
+        "cooldown": (f"{min(waits):.0f}–{max(waits):.0f} s" if waits and min(waits) != max(waits)
+                     else f"{waits[0]:.0f} s" if waits else None),
+        "iterations": f"{iterations[0]}–{iterations[-1]}" if len(iterations) > 1 else None,
+    }
 
 
 #: Above this many source files, the Methodology page lists them per campaign and format.
