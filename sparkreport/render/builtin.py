@@ -134,11 +134,11 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]]) -> 
             out.append(f"**The same within {margin}** ({count(rows)}): {metrics_of(rows)}, "
                        f"{cand} against {base} {span(rows)}.")
         elif kind in ("higher", "lower"):
-            parts = "; ".join(f"{r['model_name']}, {r['label']} {r['delta_pct']:+.1f}% "
-                              f"({site.confidence_label} CI {r['delta_low']:+.1f}% to {r['delta_high']:+.1f}%)"
-                              for r in rows[:4] if r["delta_low"] is not None)
-            more = f" and {len(rows) - 4} more" if len(rows) > 4 else ""
-            out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {parts}{more}.")
+            by_metric: dict[str, list[dict[str, Any]]] = {}
+            for r in rows:
+                by_metric.setdefault(str(r["label"]), []).append(r)
+            parts = [f"{label} for {count(items)} ({span(items)})" for label, items in by_metric.items()]
+            out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind == "inconclusive":
             mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
                    if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
@@ -147,10 +147,10 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]]) -> 
             out.append(f"**No difference detected, none ruled out** ({count(rows)}): {metrics_of(rows)} "
                        f"({span(rows)}); the intervals are wider than the {margin} margin.{detect}")
         else:
-            by_metric: dict[str, list[dict[str, Any]]] = {}
+            untested: dict[str, list[dict[str, Any]]] = {}
             for r in rows:
-                by_metric.setdefault(str(r["label"]), []).append(r)
-            parts = [f"{label} {span(items, intervals=False)}" for label, items in by_metric.items()]
+                untested.setdefault(str(r["label"]), []).append(r)
+            parts = [f"{label} {span(items, intervals=False)}" for label, items in untested.items()]
             out.append(f"**Published without a spread, so not tested** ({count(rows)}): {cand} against "
                        f"{base}, {_and(parts)}.")
     return out

@@ -58,6 +58,8 @@ class RenderResult:
     posts: list[PostDoc] = field(default_factory=list)
     #: Static SVG fallbacks written (every chart, or only those posts show: ``static_charts``).
     svg_count: int = 0
+    #: One-line notes for the user (a draft post left out), printed by the CLI.
+    notices: list[str] = field(default_factory=list)
 
     @property
     def chart_count(self) -> int:
@@ -149,15 +151,17 @@ def _render(options: RenderOptions) -> RenderResult:
         if docs:
             nav.append(page.nav(docs))
     footer = env.get_template("_footer.md")
+    notices: list[str] = []
     posts = render_posts(site, docs_dir, root / "docs", written, footer=lambda: footer.render(
-        site=site, provenance=site.provenance, title=site.config.title, ci_label=site.confidence_label))
+        site=site, provenance=site.provenance, title=site.config.title, ci_label=site.confidence_label),
+        notices=notices)
     if not static:  # only the charts posts show as images
         wanted = {docs_dir / svg_path(name) for post in posts for name in post.charts}
         svg_jobs = [(path, spec) for path, spec in svg_jobs if path in wanted]
     write_svgs(svg_jobs, cache_dir)
     return RenderResult(project_root=root, docs_dir=docs_dir, config=config, pages=written, nav=nav,
                         handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
-                        svg_count=len(svg_jobs))
+                        svg_count=len(svg_jobs), notices=notices)
 
 
 def svg_path(chart_key: str) -> str:

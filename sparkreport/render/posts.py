@@ -552,18 +552,34 @@ def shown_path(path: Path) -> str:
     return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
 
 
+def is_draft(text: str) -> bool:
+    """Whether a post's front matter says ``draft: true`` (Material's blog plugin's own key)."""
+    spans = protected_spans(text)
+    front = text[:spans[0][1]] if spans and spans[0][0] == 0 and text.startswith("---") else ""
+    return re.search(r"^draft:\s*(true|yes)\s*$", front, re.MULTILINE | re.IGNORECASE) is not None
+
+
 def render_posts(site: SiteData, docs_dir: Path, source_docs: Path, pages: Iterable[PageDoc],
-                 footer: Callable[[], str] | None = None) -> list[PostDoc]:
+                 footer: Callable[[], str] | None = None, notices: list[str] | None = None) -> list[PostDoc]:
     """Fill in the bindings of every post copied into ``docs_dir``; returns the posts written.
 
     ``source_docs`` is the project's hand-written ``docs/`` (for error messages); ``footer``
-    returns the provenance footer appended to each post.
+    returns the provenance footer appended to each post. A draft (``draft: true``, such as the
+    example post ``sparkreport init`` writes) is not published: it is left out of the build and
+    ``notices`` gets one line saying so, so a draft whose bindings no longer match the data
+    never stops a build.
     """
     pages = list(pages)
     written = []
     for path in post_files(docs_dir):
         relative = path.relative_to(docs_dir).as_posix()
         text = path.read_text(encoding="utf-8")
+        if is_draft(text):
+            path.unlink()
+            if notices is not None:
+                notices.append(f"{shown_path(source_docs / relative)}: a draft (draft: true), not published — "
+                               "edit it, then remove that line to publish it")
+            continue
         resolver = Resolver(site, pages, relative)
         filled, count = fill(text, resolver, shown_path(source_docs / relative))
         if footer is not None:

@@ -51,8 +51,9 @@ def check_title(code: str) -> str:
 
 
 def message_body(message: str) -> str:
-    """A finding's message without its 'campaign/model/environment: ' prefix."""
-    return _PREFIX.sub("", message, count=1)
+    """A finding's message without its 'campaign/model/environment: ' prefix, as a sentence."""
+    body = _PREFIX.sub("", message, count=1).strip()
+    return body[:1].upper() + body[1:] + ("" if body.endswith(".") else ".")
 
 
 @dataclass
