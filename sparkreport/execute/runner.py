@@ -30,13 +30,13 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.errors import SparkreportError
 from sparkreport.execute.campaign import Campaign
 from sparkreport.execute.cooldown import wait_for_cooldown
+from sparkreport.execute.envcapture import SECRET_NAME, capture_env, is_allowed, known_secrets, scrub_env_lines
 from sparkreport.execute.environments import ENVIRONMENTS, ExecEnvironment, Execution, Launch, Outcome
 from sparkreport.execute.gpu import GpuProbe, open_gpu
 from sparkreport.execute.ledger import build_ledger
 from sparkreport.execute.monitor import MonitorSummary, Sampler, read_meminfo
 from sparkreport.execute.plan import Cell, Plan, estimate_seconds, format_duration, make_plan
 from sparkreport.execute.preflight import Check, run_preflight
-from sparkreport.execute.envcapture import SECRET_NAME, capture_env, is_allowed, known_secrets, scrub_env_lines
 from sparkreport.execute.redact import redact_argv, redact_text
 from sparkreport.execute.sysinfo import PACKAGES_PROBE, host_facts
 from sparkreport.execute.workloads import WORKLOADS, BaseWorkload, Step, WorkloadResult
