@@ -83,7 +83,10 @@ SECRET_NAME = re.compile(r"(?:^|_)(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASS|CREDE
 #: A known secret shorter than this is not scrubbed from text (it would mangle the text).
 MIN_SECRET_CHARS = 8
 
-_COMMON_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "noninteractive"})
+_COMMON_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "noninteractive",
+                           "xterm-256color", "screen-256color", "dumb"})
+#: ``en_US.UTF-8``, ``C.UTF-8``: a locale is not a secret (and turns up in many logs).
+_LOCALE = re.compile(r"^[A-Za-z]{1,3}(?:_[A-Za-z]{2})?\.[A-Za-z0-9-]+(?:@\w+)?$")
 
 
 def pattern_error(pattern: str) -> str | None:
@@ -154,14 +157,15 @@ def known_secrets(env: Mapping[str, str], exclude: Iterable[str] = ()) -> list[s
 
     The rule: at least :data:`MIN_SECRET_CHARS` characters, with a letter in it, neither a
     filesystem path or path list (``/root``, ``/usr/bin:/bin``) nor a common word (``true``,
-    ``noninteractive``), and not a value that is recorded anyway (``exclude``). Shorter or
+    ``noninteractive``) or a locale (``en_US.UTF-8``), and not a value that is recorded anyway (``exclude``). Shorter or
     commoner values ("1", "C.UTF-8", "/root") are left alone: replacing them would mangle logs
     and argv, and they are not what a credential looks like.
     """
     skip = {str(v) for v in exclude}
     found = {v for v in (str(x) for x in env.values())
              if len(v) >= MIN_SECRET_CHARS and any(c.isalpha() for c in v)
-             and v.strip().lower() not in _COMMON_WORDS and not _is_path_like(v) and v not in skip}
+             and v.strip().lower() not in _COMMON_WORDS and not _LOCALE.match(v) and not _is_path_like(v)
+             and v not in skip}
     return sorted(found, key=lambda v: (-len(v), v))
 
 
