@@ -172,13 +172,12 @@ def weight_assumption(p: ArmPoint) -> str:
     if spec.weight_gb is not None:
         size += f", {spec.weight_gb:.4g} GB of weights"
     if p.facts_from == "record":
-        where = "as the record states"
+        where = "as the record states" if p.dtype_stated else "from the record; the record states no precision"
     elif p.facts_from == "record and catalog":
-        where = "from the record" + ("" if p.dtype_stated else ", with the catalog's precision")
+        where = "from the record" + ("" if p.dtype_stated else "; the record states no precision")
     else:
-        where = "from the catalog"
-    if not p.dtype_stated:
-        where += "; the record states no precision"
+        where = "from the catalog" + ("; precision as the record states" if p.dtype_stated
+                                      else "; the record states no precision")
     return f"{p.model_name}'s weights: {size} ({where})"
 
 
