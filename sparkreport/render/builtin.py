@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.render import diffs, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
@@ -136,6 +137,7 @@ class MethodologyPage(Page):
             "arms": arm_table(site),
             "cooldown": cooldown,
             "options": site.config.analysis,
+            "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
         }
 
 
@@ -228,7 +230,8 @@ class QualityPage(Page):
         excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
         return {
             "findings": [{"severity": f.severity, "code": f.code, "message": f.message,
-                          "runs": f.runs} for f in site.findings],  # check() sorted them
+                          "runs": f.runs, "assumes": f.assumes} for f in site.findings],  # check() sorted them
+            "assumption_groups": site.assumption_groups,
             "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
             if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),
