@@ -1,7 +1,7 @@
 """Diff pages: one page per diff named in ``sparkreport.yml`` (``diffs:``).
 
 Each page shows what changed between the sides first, the cells that are not comparable, then
-per cell × metric the ratio b/a with its bootstrap CI and the verdict, with a chart per metric
+per cell × metric the ratio b/a with its Fieller CI and the verdict, with a chart per metric
 of both sides' runs and one of the ratios with their CIs.
 """
 
@@ -104,7 +104,7 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
 
 
 def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
-    """The ratio b/a per cell with its bootstrap CI, and the line of no change at 1."""
+    """The ratio b/a per cell with its Fieller CI, and the line of no change at 1."""
     import altair as alt
 
     from sparkreport.charts import PANEL_WIDTH, _finish, _records
@@ -123,4 +123,4 @@ def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
     one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 4]).encode(x="one:Q")
     chart = (bars + points + one).properties(width=PANEL_WIDTH)
     return _finish(chart, f"{metric}-ratio", f"{metric_label(metric)}: ratio b/a",
-                   f"The ratio of means b/a of {metric_label(metric)} per cell with its bootstrap CI.", len(data))
+                   f"The ratio of means b/a of {metric_label(metric)} per cell with its Fieller CI.", len(data))
