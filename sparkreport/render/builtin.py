@@ -9,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.render import diffs, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import metric_label, recorded_settings
+from sparkreport.render.tables import metric_label
+from sparkreport.schema import RunRecord
 
 if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
@@ -231,6 +233,7 @@ class MethodologyPage(Page):
             "sources": summarise_sources(list(sources.values())),
             "arms": arm_table(site),
             "options": site.config.analysis,
+            "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
         }
 
 
@@ -293,6 +296,27 @@ def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
                      else f"{waits[0]:.0f} s" if waits else None),
         "iterations": f"{iterations[0]}–{iterations[-1]}" if len(iterations) > 1 else None,
     }
+
+
+def environment_descriptions(records: list[RunRecord]) -> list[dict[str, Any]]:
+    """One entry per environment, identified by (campaign, name): two campaigns' "native" can be
+    different things (a chroot in one, the host in another) and are never merged.
+
+    Each entry: ``campaign``, ``name``, ``kinds``, ``details`` (key → distinct values) and
+    ``campaigns`` (``[campaign]``, kept for templates that list it).
+    """
+    environments: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:
+        key = (record.campaign, record.environment.name)
+        env = environments.setdefault(key, {"campaign": record.campaign, "name": record.environment.name,
+                                            "kinds": [], "details": {}, "campaigns": [record.campaign]})
+        if record.environment.kind not in env["kinds"]:
+            env["kinds"].append(record.environment.kind)
+        for detail, value in record.environment.details.items():
+            known = env["details"].setdefault(str(detail), [])
+            if value not in known:
+                known.append(value)
+    return [environments[key] for key in sorted(environments)]
 
 
 #: Above this many source files, the Methodology page lists them per campaign and format.
@@ -364,7 +388,8 @@ class QualityPage(Page):
         excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
         return {
             "findings": [{"severity": f.severity, "code": f.code, "message": f.message,
-                          "runs": f.runs} for f in site.findings],  # check() sorted them
+                          "runs": f.runs, "assumes": f.assumes} for f in site.findings],  # check() sorted them
+            "assumption_groups": site.assumption_groups,
             "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
             if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),
@@ -418,8 +443,7 @@ class CampaignPage(Page):
     order = 5
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        from sparkreport.render.report import (campaigns, cgroup_observation, effect_rows, forest_chart,
-                                               grouped_findings)
+        from sparkreport.render.report import campaigns, cgroup_observation, effect_rows, forest_chart, grouped_findings
 
         effects = effect_rows(site)
         groups = grouped_findings(site)

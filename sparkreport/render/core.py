@@ -222,7 +222,6 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     import jinja2
 
     from sparkreport.charts import to_svg
-
     from sparkreport.render.report import errors_in
 
     context = {

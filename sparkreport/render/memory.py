@@ -1,8 +1,12 @@
-"""The Unified-memory page: peak memory against KV cache, and the memory budget per arm.
+"""The Unified-memory page: KV cache against the memory in use before it, and the budget per arm.
 
-The budget follows TensorRT-LLM's rule: the KV cache gets ``fraction`` of the memory that
-is free once the model is loaded (``--kv_cache_free_gpu_mem_fraction``, default 0.9). Free
-memory is the figure the run recorded (``memory_available_gib``), else pool − peak.
+Two memory figures, never one column (schema 2): ``pre_kv_memory_gib``, memory in use before the
+KV cache is allocated (trtllm-bench, TensorRT-LLM's memory log, the Phase 1 study, the
+unified-memory post), and ``peak_memory_gib``, the peak in use with the KV cache (the torch
+runner). The budget follows TensorRT-LLM's rule: the KV cache gets ``fraction`` of the memory that
+is free once the model is loaded (``--kv_cache_free_gpu_mem_fraction``, default 0.9). Free memory
+is the figure the run recorded (``memory_available_gib``), else pool − memory before the KV cache
+(that one recorded, else derived as peak − KV cache and marked).
 """
 
 from __future__ import annotations
@@ -26,22 +30,23 @@ MEMORY_METRICS = ("pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib")
 
 
 def scatter_points(site: SiteData) -> pd.DataFrame:
-    """Included runs, plus one point per published arm that gives both peak and KV cache."""
+    """Included runs, plus one point per published arm that gives memory before the KV cache and
+    the KV cache (a figure a source does not give stays NaN)."""
     import pandas as pd
 
     from sparkreport.charts import MEASURED, PUBLISHED
 
-    columns = ["model_name", "environment", "peak_memory_gib", "kv_cache_gib", "origin"]
+    columns = ["model_name", "environment", "pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib", "origin"]
     frames = []
     runs = site.runs[site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
     if not runs.empty:
-        frames.append(runs.assign(origin=MEASURED)[columns])
+        frames.append(runs.assign(origin=MEASURED).reindex(columns=columns))
     sums = site.dataset.summaries
     if not sums.empty:
         wide = sums.pivot_table(index=["campaign", "model_name", "environment"], columns="metric",
                                 values="mean", aggfunc="first").reset_index()
-        if {"peak_memory_gib", "kv_cache_gib"} <= set(wide.columns):
-            frames.append(wide.assign(origin=PUBLISHED)[columns])
+        if "kv_cache_gib" in wide.columns:
+            frames.append(wide.assign(origin=PUBLISHED).reindex(columns=columns))
     if not frames:
         return pd.DataFrame(columns=columns)
     return pd.concat(frames, ignore_index=True)
@@ -78,8 +83,9 @@ def budget_rows(site: SiteData) -> list[dict[str, Any]]:
         kv = values["kv_cache_gib"]
         pre_kv = values["pre_kv_memory_gib"]
         peak = values["peak_memory_gib"]
-        if pre_kv is None and peak is not None:
-            pre_kv = peak - kv if kv is not None else None
+        pre_kv_derived = pre_kv is None and peak is not None and kv is not None
+        if pre_kv_derived and peak is not None and kv is not None:
+            pre_kv = peak - kv
         if pre_kv is None:
             continue
         pool = values["memory_total_gib"] or pools.get(key)
@@ -91,7 +97,10 @@ def budget_rows(site: SiteData) -> list[dict[str, Any]]:
         expected = fraction * free if fraction is not None and free is not None else None
         out.append({
             "campaign": key[0], "model": key[1], "model_name": names[key], "environment": key[2],
-            "published": sources[key] == "published", "pool": pool, "pre_kv": pre_kv, "peak": peak,
+            "published": sources[key] == "published", "pool": pool, "pre_kv": pre_kv,
+            # memory in use before the KV cache (recorded, else peak − KV cache: pre_kv_derived) is
+            # what the budget starts from; "peak" is the peak with the KV cache, when recorded.
+            "pre_kv_derived": pre_kv_derived, "peak": peak,
             "free": free, "free_computed": free_computed, "fraction": fraction, "expected_kv": expected,
             "kv": kv, "kv_share": kv / free if kv is not None and free else None,
             "unified": unified.get(key, False),
@@ -143,7 +152,7 @@ class MemoryPage(Page):
         if waterfall is not None:
             out.append(waterfall)
         chart = memory_scatter(scatter_points(site), name="kv-vs-peak",
-                               title="KV cache against peak memory")
+                               title="KV cache against memory in use before it was allocated")
         if chart is not None:
             out.append(chart)
         return out

@@ -134,7 +134,7 @@ def campaigns(site: SiteData) -> list[Campaign]:
         source = entry["notes"][0].removeprefix("published in:").strip() if entry["notes"] else ""
         if not description and source:
             description = f"Figures published in {source}."
-        design = {key: doc[key] for key in ("iterations", "order", "cache", "cooldown", "seed") if key in doc}
+        design: dict[str, Any] = {key: doc[key] for key in ("iterations", "order", "cache", "cooldown", "seed") if key in doc}
         baseline = site.config.baseline
         levels = sorted(entry["levels"], key=lambda lv: (lv != baseline, lv))
         out.append(Campaign(
