@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from sparkreport import __version__
-from sparkreport.analysis import arm_stats, claim_sentence, compare
+from sparkreport.analysis import arm_stats, compare
 from sparkreport.cli import main
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, load_dataset

@@ -82,7 +82,7 @@ class HomePage(Page):
             questions.append({"campaign": campaign, "answer": answer(site, campaign.levels, rows),
                               "table": summary_table(site, rows, self.EFFECT_BUDGET)})
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
-        return {"questions": questions, "groups": grouped_findings(site), "severities": severities,
+        return {"questions": questions, "groups": grouped_findings(site, per_model=False), "severities": severities,
                 "limits": data_limits(site, effects), "effects": len(effects),
                 "margin": site.config.analysis.equivalence_margin}
 
@@ -119,8 +119,8 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]]) -> 
         if not deltas:
             return ""
         text = f"{deltas[0]:+.2f}%" if len(deltas) == 1 else f"{min(deltas):+.2f}% to {max(deltas):+.2f}%"
-        if intervals and lows and highs:
-            text += f"; every {site.confidence_label} CI inside {min(lows):+.2f}% to {max(highs):+.2f}%"
+        if intervals and lows and highs:  # the brackets are explained once, under the summary table
+            text += f" [{min(lows):+.2f}, {max(highs):+.2f}]"
         return text
 
     def count(rows: list[dict[str, Any]]) -> str:
@@ -387,13 +387,20 @@ class QualityPage(Page):
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
         return {
-            "findings": [{"severity": f.severity, "code": f.code, "message": f.message,
+            # the assumption a finding rests on is stated once, under "What the physical checks assume"
+            "findings": [{"severity": f.severity, "code": f.code,
+                          "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
                           "runs": f.runs, "assumes": f.assumes} for f in site.findings],  # check() sorted them
             "assumption_groups": site.assumption_groups,
             "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
             if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),
         }
+
+
+def without_assumption(message: str) -> str:
+    """A finding's message without its trailing "— assumes …" (said once elsewhere on the page)."""
+    return message.partition(" — assumes ")[0]
 
 
 @register

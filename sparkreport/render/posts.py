@@ -259,6 +259,8 @@ class Resolver:
         self._compared: dict[tuple[str, str], pd.DataFrame] = {}
         self._chart_count = 0
         self.used_charts: list[str] = []
+        #: Warnings a compare() sentence of this post already gave in full (said once per post).
+        self._warned: set[str] = set()
 
     def __call__(self, binding: Binding) -> str:
         import inspect
@@ -359,6 +361,10 @@ class Resolver:
                                "candidate= to pick one")
         row = {str(k): v for k, v in rows.iloc[0].to_dict().items()}
         flagged = errors_for(row, self.site.findings, self._runs_behind(row, factor))
+        codes = ", ".join(dict.fromkeys(f.code for f in flagged))
+        if flagged and codes in self._warned:  # the full warning is on this post already
+            return md_escape(f"{claim_sentence(row)} ⚠ ({codes}, as above)")
+        self._warned.add(codes)
         return md_escape(claim_sentence(row, flagged))
 
     def _comparisons(self, factor: str, baseline: str) -> pd.DataFrame:
@@ -471,8 +477,16 @@ class Resolver:
         if not found:
             codes = sorted({f"{f.severity} {f.code}" for f in self.site.findings})
             raise BindingError(f"no finding matches — findings: {', '.join(codes) or 'none'}")
-        return _markdown_table(["severity", "check", "finding"],
-                               [[f.severity, md_escape(f.code), md_escape(f.message)] for f in found])
+        from sparkreport.render.builtin import without_assumption
+
+        basis = {id(f): "; ".join(f.assumes) for f in found}
+        assumed = list(dict.fromkeys(b for b in basis.values() if b))
+        table = _markdown_table(["severity", "check", "finding"],
+                                [[f.severity, md_escape(f.code), md_escape(without_assumption(f.message))
+                                  + (f" ({'†' * (assumed.index(basis[id(f)]) + 1)})" if basis[id(f)] else "")]
+                                 for f in found])
+        notes = "".join(f"\n\n{'†' * (i + 1)} assumes {md_escape(a)}" for i, a in enumerate(assumed))
+        return table + notes
 
 
 def _select(frame: pd.DataFrame, filters: dict[str, str], what: str) -> pd.DataFrame:

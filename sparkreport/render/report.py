@@ -134,7 +134,8 @@ def campaigns(site: SiteData) -> list[Campaign]:
         source = entry["notes"][0].removeprefix("published in:").strip() if entry["notes"] else ""
         if not description and source:
             description = f"Figures published in {source}."
-        design: dict[str, Any] = {key: doc[key] for key in ("iterations", "order", "cache", "cooldown", "seed") if key in doc}
+        design: dict[str, Any] = {key: doc[key] for key in ("iterations", "order", "cache", "cooldown", "seed")
+                                  if key in doc}
         baseline = site.config.baseline
         levels = sorted(entry["levels"], key=lambda lv: (lv != baseline, lv))
         out.append(Campaign(
@@ -176,11 +177,14 @@ def errors_in(site: SiteData, scope: Iterable[tuple[str, str]] | None) -> list[F
     return out
 
 
-def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warning")) -> list[dict[str, Any]]:
-    """One line per kind of finding and model: the environments (factor levels) joined in one line.
+def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warning"),
+                     per_model: bool = True) -> list[dict[str, Any]]:
+    """One line per kind of finding and model: the environments (factor levels) joined in one line
+    (``per_model=False``: one line per kind of finding and campaign, its models listed).
 
     Each group has ``severity``, ``code``, ``title``, ``campaign``, ``models`` (display names),
-    ``levels``, ``count`` (findings merged) and ``example`` (the first message, its prefix cut).
+    ``levels``, ``count`` (findings merged), ``example`` (the first message, its prefix and its
+    assumption cut) and ``assumes`` (the assumptions the check rests on, stated once by the page).
     """
     names = {(c, m): str(n) for (c, m), n in _model_names(site).items()}
     groups: dict[tuple[str, str, str, tuple[str, ...]], dict[str, Any]] = {}
@@ -190,12 +194,19 @@ def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warn
         arms = finding_arms(site, finding)
         campaign = sorted({c for c, _, _ in arms})[0] if arms else ""
         models = tuple(sorted({names.get((c, m), m) for c, m, _ in arms}, key=str.lower))
-        key = (finding.severity, finding.code, campaign, models)
+        key = (finding.severity, finding.code, campaign, models if per_model else ())
         group = groups.setdefault(key, {
             "severity": finding.severity, "code": finding.code, "title": check_title(finding.code),
             "campaign": campaign, "models": list(models), "levels": [], "count": 0,
-            "example": message_body(finding.message)})
+            "example": "", "assumes": []})
+        if not group["example"]:
+            # the assumption a check rests on is stated once under the list, not on every line
+            group["example"] = message_body(finding.message).partition(" — assumes ")[0]
+        for assumption in finding.assumes:
+            if assumption not in group["assumes"]:
+                group["assumes"].append(assumption)
         group["count"] += 1
+        group["models"] += [m for m in models if m not in group["models"]]
         for _, _, level in sorted(arms):
             if level not in group["levels"]:
                 group["levels"].append(level)
