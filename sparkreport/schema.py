@@ -252,7 +252,7 @@ class RunRecord:
             started_at=reader.text(data, "started_at"),
             started_at_local=reader.text(data, "started_at_local"),
             model=reader.section(data, "model", Model),
-            environment=reader.section(data, "environment", Environment),
+            environment=_allowlisted(reader.section(data, "environment", Environment)),
             workload=reader.section(data, "workload", Workload),
             software=reader.section(data, "software", Software),
             hardware=reader.section(data, "hardware", Hardware),
@@ -265,6 +265,26 @@ class RunRecord:
 
 
 _REINGEST = "re-create it with `sparkreport ingest` from its source"
+
+
+def _allowlisted(environment: Environment) -> Environment:
+    """The environment with ``details.env_vars`` down to the allowlist, whatever the file holds.
+
+    Records written before the allowlist (or edited by hand) may hold a machine's whole
+    environment; reading one never hands more than the allowlist to a page, a chart or a
+    download (``sparkreport scrub`` rewrites the file itself).
+    """
+    from sparkreport.execute.envcapture import allowed_env, pattern_error
+
+    env_vars = environment.details.get("env_vars")
+    if isinstance(env_vars, dict):
+        extra = environment.details.get("env_allowlist")
+        patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] \
+            if isinstance(extra, list) else []
+        kept = allowed_env({str(k): str(v) for k, v in env_vars.items()}, patterns)
+        if kept != env_vars:
+            environment.details["env_vars"] = kept
+    return environment
 
 
 def migrate(data: dict[str, Any], path: str | Path) -> dict[str, Any]:

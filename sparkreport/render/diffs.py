@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import frame_rows as rows
+from sparkreport.names import unique_slugs
 from sparkreport.render.pages import Page, PageDoc, register
 from sparkreport.render.tables import metric_label
-from sparkreport.schema import slug
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,8 +33,9 @@ class DiffPage(Page):
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         docs = []
+        folders = unique_slugs(named.name for named in site.config.diffs)
         for named in site.config.diffs:
-            doc = PageDoc(f"{self.folder}/{slug(named.name)}/index.md", named.title or named.name, self.template)
+            doc = PageDoc(f"{self.folder}/{folders[named.name]}/index.md", named.title or named.name, self.template)
             doc.context, doc.charts = diff_context(site, named)
             docs.append(doc)
         return docs
