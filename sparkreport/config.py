@@ -64,6 +64,17 @@ class NamedDiff:
     metrics: list[str] | None = None
 
 
+@dataclass
+class HistoryOptions:
+    """How ``sparkreport history`` and the History page find versions (``history:``)."""
+
+    #: A label key (``--label version=…``) or a software field (engine_version, trtllm, vllm,
+    #: torch, cuda, driver, image, image_digest).
+    by: str = "version"
+    #: Smallest relative change that counts as a change point (None: analysis.equivalence_margin).
+    min_effect: float | None = None
+
+
 CHART_CHOICES = ("tested", "all")
 STATIC_CHART_CHOICES = ("auto", "all", "posts")
 #: Above this many charts, ``static_charts: auto`` draws SVG fallbacks only for the posts' charts.
@@ -78,6 +89,7 @@ class ProjectConfig:
     baseline: str = "native"
     analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
     diffs: list[NamedDiff] = field(default_factory=list)
+    history: HistoryOptions = field(default_factory=HistoryOptions)
     #: Which metrics get charts on the Results pages: ``tested`` (the metrics compare tests,
     #: ``analysis.tested_metrics``) or ``all``. Every metric gets its table either way.
     charts: str = "tested"
@@ -130,18 +142,25 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         raise ConfigError(path, "must be a mapping of settings", fix="see the README's configuration section")
     config = ProjectConfig(path=path)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
-           "charts": str, "static_charts": str}
+           "charts": str, "static_charts": str, "history": dict}
     for key, value in doc.items():
         if key not in top:
             raise ConfigError(path, f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
         _check(path, key, value, top[key])
-        if key not in ("analysis", "diffs"):
+        if key not in ("analysis", "diffs", "history"):
             setattr(config, key, value)
     _choice(path, "charts", config.charts, CHART_CHOICES,
             "tested draws the metrics compare tests; all draws every metric")
     _choice(path, "static_charts", config.static_charts, STATIC_CHART_CHOICES,
             f"auto draws SVG fallbacks for sites of up to {STATIC_CHART_LIMIT} charts")
     config.diffs = [_named_diff(path, i, item) for i, item in enumerate(doc.get("diffs") or [])]
+    for key, value in (doc.get("history") or {}).items():
+        kind = {"by": str, "min_effect": (int, float)}.get(key)
+        if kind is None:
+            raise ConfigError(path, f"unknown setting history.{key}", fix="known: by, min_effect")
+        if value is not None:
+            _check(path, f"history.{key}", value, kind)
+        setattr(config.history, key, value)
     analysis = doc.get("analysis") or {}
     kinds: dict[str, type | tuple[type, ...]] = {
         "duplicates": str, "include_failed": bool, "planned_iterations": int, "confidence": (int, float),
