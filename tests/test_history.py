@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-
 from history_store import VERSIONS, write_history_store
+
 from sparkreport.analysis import AnalysisOptions
 from sparkreport.analysis.changepoints import find_steps
 from sparkreport.analysis.history import history, order_versions

@@ -47,7 +47,7 @@ class Step:
 class _Prefix:
     """Prefix sums of n, Σx and Σx² per version, for segment means and variances in O(1)."""
 
-    def __init__(self, samples: Sequence[Sequence[float]]) -> None:
+    def __init__(self, samples: Sequence[Sequence[float] | np.ndarray]) -> None:
         counts = [len(s) for s in samples]
         sums = [float(np.sum(s)) for s in samples]
         squares = [float(np.sum(np.square(np.asarray(s, dtype=float)))) for s in samples]
@@ -83,7 +83,7 @@ def _welch(prefix: _Prefix, lo: int, cut: np.ndarray, hi: int) -> tuple[np.ndarr
     return change, p
 
 
-def find_steps(samples: Sequence[Sequence[float]], *, alpha: float = 0.05, min_effect: float = 0.02) -> list[Step]:
+def find_steps(samples: Sequence[Sequence[float] | np.ndarray], *, alpha: float = 0.05, min_effect: float = 0.02) -> list[Step]:
     """The change points of a series of versions (``samples[i]``: the runs of version i, in order).
 
     ``alpha``: the chance of reporting any change point in a series without one; ``min_effect``:

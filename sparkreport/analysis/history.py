@@ -8,8 +8,8 @@ value starts with a digit (or ``v``), else by the date of their first run.
 
 Series are (campaign, model, environment, metric); the change points of each come from
 :func:`sparkreport.analysis.changepoints.find_steps`, and each is reported between the two
-versions around it with the ratio of their means and its bootstrap CI (the numbers of
-``sparkreport diff`` between those two versions).
+versions around it with the ratio of their means and its Fieller CI (the numbers of
+``sparkreport diff`` between those two versions; no CI when either is a single run).
 """
 
 from __future__ import annotations
@@ -176,8 +176,8 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
             for step in find_steps(samples, alpha=opts.alpha, min_effect=effect):
                 a, b = samples[step.index - 1], samples[step.index]
                 ratio = float(np.mean(b) / np.mean(a)) if np.mean(a) else st.NAN
-                low, high = st.bootstrap_ratio_ci(a.tolist(), b.tolist(), seed=opts.bootstrap_seed,
-                                                  resamples=opts.bootstrap_resamples, confidence=opts.confidence)
+                da, db = described[step.index - 1], described[step.index]
+                low, high = st.fieller_ratio_ci(da.mean, da.sd, da.n, db.mean, db.sd, db.n, opts.confidence)
                 better = metric_catalog.lookup(metric)
                 higher_is_better = better is None or better.direction != "lower"
                 series.changes.append(ChangePoint(
@@ -242,6 +242,10 @@ def change_sentence(c: ChangePoint, confidence_label: str = "95%") -> str:
     label = (entry.label if entry else c.metric)
     verb = "rose" if c.change_pct > 0 else "fell"
     low, high = sorted((abs(c.change_ci_low), abs(c.change_ci_high)))
+    if not (math.isfinite(c.change_ci_low) and math.isfinite(c.change_ci_high)):
+        ci = "no CI: a single-run version"
+        return (f"{label[:1].lower() + label[1:]} {verb} {abs(c.change_pct):.1f}% ({ci}) "
+                f"between {c.before} and {c.after} in {c.environment} ({c.direction})")
     if (c.change_ci_low > 0) != (c.change_ci_high > 0):  # the CI straddles 0: write it signed
         ci = f"{c.change_ci_low:+.1f}% to {c.change_ci_high:+.1f}%"
     else:

@@ -22,6 +22,7 @@ _COMMANDS: dict[str, tuple[str, ...]] = {
     "sparkreport.cli.diff_cmds": ("diff",),
     "sparkreport.cli.history_cmds": ("history",),
     "sparkreport.cli.init_cmds": ("init",),
+    "sparkreport.cli.scrub_cmds": ("scrub",),
 }
 
 
