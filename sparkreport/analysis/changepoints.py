@@ -83,7 +83,8 @@ def _welch(prefix: _Prefix, lo: int, cut: np.ndarray, hi: int) -> tuple[np.ndarr
     return change, p
 
 
-def find_steps(samples: Sequence[Sequence[float] | np.ndarray], *, alpha: float = 0.05, min_effect: float = 0.02) -> list[Step]:
+def find_steps(samples: Sequence[Sequence[float] | np.ndarray], *, alpha: float = 0.05,
+               min_effect: float = 0.02) -> list[Step]:
     """The change points of a series of versions (``samples[i]``: the runs of version i, in order).
 
     ``alpha``: the chance of reporting any change point in a series without one; ``min_effect``:

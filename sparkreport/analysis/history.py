@@ -158,16 +158,22 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
             raise DataError(f"unknown metric {metric!r} — see `sparkreport metrics`")
     effect_default = opts.equivalence_margin if min_effect is None else min_effect
     out: list[Series] = []
-    runs = runs.assign(_version=runs[column].astype(str))
+    present = [m for m in wanted if m in runs.columns]
+    runs = runs[["campaign", "model", "model_name", "environment", *present]].assign(
+        _rank=runs[column].astype(str).map(rank).astype(int))
     for (campaign, model, environment), cell in runs.groupby(["campaign", "model", "environment"], sort=True):
         model_name = str(cell["model_name"].iloc[0])
-        for metric in wanted:
-            if metric not in cell.columns or not cell[metric].notna().any():
+        codes = cell["_rank"].to_numpy()
+        for metric in present:
+            values = cell[metric].to_numpy(dtype=float, na_value=np.nan)
+            keep = np.isfinite(values)
+            if not keep.any():
                 continue
-            groups = {str(v): g[metric].dropna().astype(float).to_numpy()
-                      for v, g in cell.groupby("_version", sort=False)}
-            ordered = sorted((v for v, x in groups.items() if x.size), key=rank.__getitem__)
-            samples = [groups[v] for v in ordered]
+            order_idx = np.argsort(codes[keep], kind="stable")
+            kept_codes, kept_values = codes[keep][order_idx], values[keep][order_idx]
+            starts = np.flatnonzero(np.r_[True, kept_codes[1:] != kept_codes[:-1]])
+            ordered = [versions[int(kept_codes[i])] for i in starts]
+            samples = np.split(kept_values, starts[1:])
             described = st.describe_many(samples, opts.confidence)
             points = [VersionPoint(v, d.n, d.mean, d.ci_low, d.ci_high)
                       for v, d in zip(ordered, described, strict=True)]
