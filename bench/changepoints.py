@@ -10,6 +10,8 @@ point (the declared rate is alpha = 0.05); and the time per series.
     python bench/changepoints.py --libs /tmp/cpdl      # also the libraries, unpacked there:
         pip download apache-otava signal-processing-algorithms --no-deps -d /tmp/cpdl
         (cd /tmp/cpdl && unzip -q apache_otava-*.whl -d otava && tar xzf signal_processing_algorithms-*.tar.gz)
+        (cd /tmp/cpdl/signal_processing_algorithms-*/src/signal_processing_algorithms/energy_statistics &&
+         gcc -shared -fPIC -O2 e_divisive.c -o _e_divisive.so)      # its C extension, built by its setup
 
 The libraries run on the runs in version order (one point per run), as they would on a
 history; a change point's version is the version of the first run after it.

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 @metric_option
 @click.option("--campaign", "campaigns", multiple=True, metavar="NAME", help="Only these campaigns (repeatable).")
 @click.option("--min-effect", type=float, default=None,
-              help="Smallest relative change that counts (default: history.min_effect, else 0.02).")
+              help="Smallest relative change that counts (default: history.min_effect, else the metric's margin, 2%).")
 @json_option
 @click.option("--fail-on", type=click.Choice(["regression"]), default=None,
               help="Exit 1 when the newest version opens a regression (for CI).")
