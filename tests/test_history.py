@@ -15,7 +15,9 @@ from sparkreport.analysis import AnalysisOptions
 from sparkreport.analysis.changepoints import find_steps
 from sparkreport.analysis.history import history, order_versions
 from sparkreport.cli import main
+from sparkreport.config import load_config
 from sparkreport.dataset import load_dataset
+from sparkreport.errors import ConfigError
 
 GOLDEN = Path(__file__).parent / "golden" / "history"
 FAST = AnalysisOptions(bootstrap_resamples=500)
@@ -122,3 +124,24 @@ def test_cli_unknown_version_key_is_one_line(tmp_path: Path) -> None:
     assert result.output.strip().splitlines() == [
         "Error: no version 'build': not a label of these runs (version) nor one of engine_version, cuda, driver, "
         "image, image_digest, trtllm, vllm, torch — label runs with --label build=… or pass --by"]
+
+
+@pytest.mark.parametrize(("text", "line", "says"), [
+    ("history:\n  by: 3\n", 2, "history.by has the wrong type"),
+    ("history:\n  min_effect: 5\n", 2, "did you mean 5%? write 0.05"),
+    ("title: t\nhistory:\n  window: 3\n", 3, "unknown setting history.window"),
+])
+def test_history_config_errors_are_one_line(tmp_path: Path, text: str, line: int, says: str) -> None:
+    path = tmp_path / "sparkreport.yml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = caught.value.format_message()
+    assert message.startswith(f"{path}:{line}: ") and says in message and "\n" not in message
+
+
+def test_history_config_sets_the_version_key(tmp_path: Path) -> None:
+    path = tmp_path / "sparkreport.yml"
+    path.write_text("history:\n  by: trtllm\n  min_effect: 0.03\n", encoding="utf-8")
+    config = load_config(path)
+    assert (config.history.by, config.history.min_effect) == ("trtllm", 0.03)

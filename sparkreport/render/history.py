@@ -10,6 +10,7 @@ contract), so a history of hundreds of versions keeps the page itself small.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +118,8 @@ class HistoryPage(Page):
             rows.append(row)
         folder = out / self.folder
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "history.json").write_text(json.dumps(history_payload(result), indent=1) + "\n", encoding="utf-8")
+        payload = json.dumps(history_payload(result), separators=(",", ":"))
+        (folder / "history.json").write_text(payload + "\n", encoding="utf-8")
         latest = [{"campaign": s.campaign, "model": s.model, "environment": s.environment,
                    "label": metric_label(s.metric), "metric": s.metric, "point": s.points[-1],
                    "versions": len(s.points), "changes": len(s.changes)} for s in result.series]
@@ -154,12 +156,13 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
     from sparkreport.charts import PANEL_WIDTH, _finish, metric_title
 
     series = [s for s in result.series if s.metric == metric]
-    points = [{"series": f"{s.model_name} · {s.environment}", "version": p.version, "mean": p.mean,
-               "ci_low": p.ci_low if p.n > 1 else None, "ci_high": p.ci_high if p.n > 1 else None, "n": p.n}
+    points = [{"series": f"{s.model} · {s.environment}", "version": p.version, "mean": _short(p.mean),
+               "ci_low": _short(p.ci_low) if p.n > 1 else None, "ci_high": _short(p.ci_high) if p.n > 1 else None,
+               "n": p.n}
               for s in series for p in s.points]
     if not points:
         return None
-    changes = [_change_mark(c, s.model_name) for s in series for c in s.changes]
+    changes = [_change_mark(c, s.model) for s in series for c in s.changes]
     x = alt.X("version:O", sort=result.versions, title=f"version ({result.column})",
               axis=alt.Axis(labelOverlap=True, labelAngle=-45))
     base = alt.Chart(alt.Data(values=points))
@@ -179,6 +182,11 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
     return _finish(chart, f"{metric}-history", f"{metric_label(metric)} across versions",
                    f"Mean {metric_label(metric)} per version with its CI, per model and environment; dashed lines "
                    f"mark change points (at the first version after the change).", len(points))
+
+
+def _short(value: float) -> float | None:
+    """Six significant digits (a chart needs no more; it keeps specs of long histories small)."""
+    return float(f"{value:.6g}") if math.isfinite(value) else None
 
 
 def _change_mark(c: ChangePoint, model_name: str) -> dict[str, Any]:
