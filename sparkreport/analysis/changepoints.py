@@ -13,9 +13,13 @@ version groups with Welch tests, then a merge step:
    the previous change point to it, and from it to the next); p-values are Holm-adjusted across
    the change points and the weakest point that fails (Holm p ≥ alpha or |change| < the minimum
    effect) is removed, until every one passes.
+3. **Newest.** The newest version, unless already a change point, is tested on its own against
+   the runs since the last change point (Welch, at ``alpha × NEWEST_SHARE``): the question a CI
+   gate asks, with the power of one test instead of one among k − 1 boundaries.
 
-A series without any shift reports one only if the first split's Bonferroni-adjusted test
-rejects, so the chance of any false change point in a flat series is at most ``alpha``. The
+Steps 1–2 run at ``alpha × (1 − NEWEST_SHARE)``. A series without any shift reports one only if
+the first split's Bonferroni-adjusted test or the newest version's test rejects, so the chance
+of any false change point in a flat series is at most ``alpha``. The
 tests assume independent runs, roughly normal means within a segment and a level that is flat
 between change points (a slow drift counts as flat only while it stays under the minimum effect).
 
@@ -30,7 +34,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-METHOD = "binary segmentation with Welch tests (Bonferroni per split), then a Holm-adjusted merge"
+METHOD = ("binary segmentation with Welch tests (Bonferroni per split), then a Holm-adjusted merge; "
+          "the newest version also tested on its own")
+#: The part of alpha spent on the newest version's own test against the runs since the last
+#: change point (the CI gate's question: one test, not one of k − 1 boundaries); the rest goes
+#: to the segmentation, so a flat series still shows a false change point at most alpha of the time.
+NEWEST_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -84,17 +93,38 @@ def _welch(prefix: _Prefix, lo: int, cut: np.ndarray, hi: int) -> tuple[np.ndarr
 
 
 def find_steps(samples: Sequence[Sequence[float] | np.ndarray], *, alpha: float = 0.05,
-               min_effect: float = 0.02) -> list[Step]:
+               min_effect: float = 0.02, newest_share: float = NEWEST_SHARE) -> list[Step]:
     """The change points of a series of versions (``samples[i]``: the runs of version i, in order).
 
     ``alpha``: the chance of reporting any change point in a series without one; ``min_effect``:
-    the smallest relative change between segments that counts. Versions without runs must be
-    left out by the caller. See the module docstring for the method.
+    the smallest relative change between segments that counts; ``newest_share``: the part of
+    ``alpha`` spent on the newest version's own test (the CI gate's question). Versions without
+    runs must be left out by the caller. See the module docstring for the method.
     """
     k = len(samples)
     if k < 2:
         return []
     prefix = _Prefix(samples)
+    steps = _segment(prefix, k, alpha * (1 - newest_share), min_effect)
+    if newest_share > 0 and not any(s.index == k - 1 for s in steps):
+        newest = _newest(prefix, k, steps, alpha * newest_share, min_effect)
+        if newest is not None:
+            steps.append(Step(newest.index, newest.change, min(1.0, newest.p_adjusted / newest_share)))
+    return steps
+
+
+def _newest(prefix: _Prefix, k: int, steps: list[Step], alpha: float, min_effect: float) -> Step | None:
+    """The newest version against the runs since the last change point before it: one test."""
+    lo = max((s.index for s in steps), default=0)
+    if k - 1 - lo < 1:
+        return None
+    change, p = _welch(prefix, lo, np.asarray([k - 1]), k)
+    if np.isfinite(p[0]) and float(p[0]) < alpha and abs(float(change[0])) >= min_effect:
+        return Step(k - 1, float(change[0]), float(p[0]))
+    return None
+
+
+def _segment(prefix: _Prefix, k: int, alpha: float, min_effect: float) -> list[Step]:
     cuts: list[int] = []
 
     def split(lo: int, hi: int) -> None:

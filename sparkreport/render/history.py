@@ -70,7 +70,8 @@ def history_method(site: SiteData) -> str | None:
     return (f"Across versions ({result.column}, {len(result.versions)} versions) a change point is reported "
             f"only where the level shifts by at least {result.min_effect:.0%} and the shift is significant at "
             f"α = {result.alpha} across the whole series: binary segmentation on the version groups with Welch "
-            f"tests (Bonferroni over each split's boundaries), then a Holm-adjusted merge; it assumes independent "
+            f"tests (Bonferroni over each split's boundaries), then a Holm-adjusted merge, with half of α kept for "
+            f"the newest version's own test against the runs since the last change; it assumes independent "
             f"runs and a level that is flat between change points (see the History page).")
 
 
