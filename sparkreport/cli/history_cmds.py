@@ -35,7 +35,8 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
 
     Per campaign, model, environment and metric. A change point is reported only when the level
     shifts by at least the minimum effect and the shift is significant at analysis.alpha across
-    the series (binary segmentation with Welch tests, Holm-adjusted; see the History docs).
+    the series (binary segmentation with Welch tests, Holm-adjusted, and the newest version
+    tested on its own; see docs/reference/history.md).
     Exit codes: 0 = done, 1 = --fail-on hit (or an error), 2 = bad invocation.
     """
     from sparkreport.analysis.history import history, history_payload, newest_regressions
