@@ -56,6 +56,9 @@ def test_one_chart_per_charted_metric_with_change_marks(site: RenderResult) -> N
     spec = json.loads((site.docs_dir / "history" / "charts" / charts[0]).read_text())
     text = json.dumps(spec)
     assert "native: -3.8% (0.21.0 \\u2192 0.22.0, regression)" in text
+    # Versions keep their order on the axis in every layer (never alphabetical: rc1 first).
+    domains = [layer["encoding"]["x"]["scale"]["domain"] for layer in spec["layer"]]
+    assert all(d == ["0.18.0", "0.19.0", "0.20.0rc1", "0.20.0", "0.21.0", "0.22.0"] for d in domains)
 
 
 def test_history_json_beside_the_page_is_the_cli_contract(site: RenderResult) -> None:

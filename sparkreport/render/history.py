@@ -164,7 +164,10 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
     if not points:
         return None
     changes = [_change_mark(c, s.model) for s in series for c in s.changes]
-    x = alt.X("version:O", sort=result.versions, title=f"version ({result.column})",
+    # An explicit domain: layers with different fields drop a sort array, and versions must
+    # never fall back to alphabetical order (0.20.0 before 0.20.0rc1).
+    domain = alt.Scale(domain=result.versions)
+    x = alt.X("version:O", scale=domain, title=f"version ({result.column})",
               axis=alt.Axis(labelOverlap=True, labelAngle=-45))
     base = alt.Chart(alt.Data(values=points))
     color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400, columns=2))
@@ -176,7 +179,7 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
     layers = bars + lines
     if changes:
         rules = alt.Chart(alt.Data(values=changes)).mark_rule(strokeDash=[4, 4], color="#c62828").encode(
-            x=alt.X("after:O", sort=result.versions),
+            x=alt.X("after:O", scale=domain),
             tooltip=[alt.Tooltip("text:N", title="change point")])
         layers = layers + rules
     chart = layers.properties(width=PANEL_WIDTH + 180)
