@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from sparkreport.render.context import SiteData
 
 #: Change points the page's summary lists in sentences (newest first); all are in its table.
-SENTENCE_BUDGET = 10
+SENTENCE_BUDGET = 5
 #: The hand-written page on the method (linked when the project's docs/ has it).
 REFERENCE = "reference/history.md"
 #: How the versions were ordered, for the page's text.
@@ -36,9 +36,13 @@ DIFF_PAGE_BUDGET = 40
 
 def site_history(site: SiteData) -> History | None:
     """The store's history (computed once per render), or None without two versions."""
-    from sparkreport.analysis.history import history
+    from sparkreport.analysis.history import ENGINE_ALIASES, SOFTWARE_FIELDS, history
     from sparkreport.errors import DataError
 
+    by = site.config.history.by
+    runs = site.dataset.runs
+    if f"label.{by}" not in runs.columns and by not in (*SOFTWARE_FIELDS, *ENGINE_ALIASES):
+        site.extra["history"] = None  # no version label on these runs: nothing to compute
     if "history" not in site.extra:
         try:
             result: History | None = history(site.dataset, site.config.analysis, by=site.config.history.by,
