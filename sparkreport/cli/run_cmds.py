@@ -65,7 +65,7 @@ def run_command(campaign_file: Path, runs_dir: Path, dry_run: bool, resume: bool
     if dry_run:
         return
     folder = runs_dir / campaign.name
-    parts = [f"{len(report.written)} ok", f"{len(report.failed)} failed"]
+    parts = report.summary_parts()
     if report.already:
         parts.append(f"{len(report.already)} already present")
     if report.skipped:
@@ -81,6 +81,10 @@ def run_command(campaign_file: Path, runs_dir: Path, dry_run: bool, resume: bool
         raise click.ClickException(
             f"interrupted with {pending} run(s) left — `{again} --resume` finishes it "
             f"(about {format_duration(report.estimate_s)} in all was planned)")
+    if report.stopped is not None:
+        raise click.ClickException(
+            f"stopped by the guard (guard.on_breach: stop) after {report.stopped} — fix the cause, then "
+            f"`{again} --resume` runs the rest")
     if report.lost:
         raise click.ClickException(
             f"{len(report.lost)} run(s) lost with their worker or node — `{again} --resume` runs them")
