@@ -133,6 +133,24 @@ def test_silent_command_is_killed_after_stall_s_not_timeout_s(tmp_path: Path) ->
     assert 2 <= stalled.workload.details["duration_s"] < 8
     assert stalled.workload.details["guard"]["event"]["kind"] == "stall"
     assert after.status.ok
+    # Reported: a `check` finding per run, the run page's status, the inclusion rule.
+    from sparkreport.analysis import check, inclusion_rule_text
+    from sparkreport.config import AnalysisOptions
+    from sparkreport.dataset import load_dataset
+
+    (finding,) = [f for f in check(load_dataset(runs)) if f.code.startswith("guard-")]
+    assert finding.code == "guard-stall" and finding.runs == [stalled.run_id]
+    assert finding.message.startswith(f"guarded/m/native: run {stalled.run_id} was stopped by the executor's "
+                                      "guard (stalled: no output and no CPU use for ")
+    assert "guard-memory-floor and guard-stall" in inclusion_rule_text(AnalysisOptions())
+    docs = tmp_path / "docs"
+    config = tmp_path / "sparkreport.yml"
+    config.write_text("{}\n")  # a bare project beside the runs
+    rendered = CliRunner().invoke(main, ["render", "--runs-dir", str(runs), "--docs-dir", str(docs),
+                                         "--config", str(config)])
+    assert rendered.exit_code == 0, rendered.output
+    page = (docs / "runs/index.md").read_text()
+    assert "<td>failed: stalled</td><td>no: stopped by the guard (stalled: no output" in page
 
 
 def test_slow_but_steady_output_runs_to_the_end(tmp_path: Path) -> None:
