@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from sparkreport.cli import main
+from sparkreport.execute import cgroups
 from sparkreport.execute.campaign import CampaignError, Guard, load_campaign
 from sparkreport.execute.environments import Execution
 from sparkreport.execute.guard import ProgressMark, RunGuard, read_oom_score_adj, tree_cpu_s
@@ -56,7 +57,7 @@ order: sequential
 iterations: {iterations}
 timeout_s: 60
 models: [m]
-environments: [{{kind: native}}]
+environments: [{{kind: {env}, name: native}}]
 workload:
   kind: command
   command: ["{{python}}", "{job}", "{{iteration}}", "{mode}", "{alloc_gib}"]
@@ -69,12 +70,13 @@ guard: {guard}
 """
 
 
-def campaign(tmp_path: Path, mode: str, guard: str, iterations: int = 2, alloc_gib: int = 0) -> Path:
+def campaign(tmp_path: Path, mode: str, guard: str, iterations: int = 2, alloc_gib: int = 0,
+             env: str = "native") -> Path:
     job = tmp_path / "job.py"
     job.write_text(JOB)
     path = tmp_path / "c.yaml"
     path.write_text(textwrap.dedent(CAMPAIGN).lstrip().format(
-        iterations=iterations, job=job, mode=mode, alloc_gib=alloc_gib, guard=guard))
+        iterations=iterations, job=job, mode=mode, alloc_gib=alloc_gib, guard=guard, env=env))
     return path
 
 
@@ -91,10 +93,22 @@ def journal(runs: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
-def test_memory_floor_kills_the_run_within_seconds_and_the_next_runs(tmp_path: Path) -> None:
+def cgroup_ready() -> str | None:
+    if not IS_ROOT:
+        return "not root"
+    return None if cgroups.memory_root() is not None else "no cgroup memory controller"
+
+
+@pytest.mark.parametrize("env", ["native", "cgroup"])
+def test_memory_floor_kills_the_run_within_seconds_and_the_next_runs(tmp_path: Path, env: str) -> None:
+    if env == "cgroup" and cgroup_ready():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but the cgroup environment cannot run: {cgroup_ready()}")
+        pytest.skip(str(cgroup_ready()))
     available = read_meminfo()["MemAvailable"]
     floor_gib = round((available - 1 * GIB) / GIB, 2)  # 1 GiB below what is free now
-    path = campaign(tmp_path, "alloc", f"{{min_available_gib: {floor_gib}, stall_s: null}}", alloc_gib=3)
+    path = campaign(tmp_path, "alloc", f"{{min_available_gib: {floor_gib}, stall_s: null}}", alloc_gib=3,
+                    env=env)
     runs = tmp_path / "runs"
     started = time.monotonic()
     result = run(path, runs)
