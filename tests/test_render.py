@@ -215,7 +215,7 @@ def test_unknown_charts_setting_is_a_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(tmp_path / "sparkreport.yml")
     assert info.value.format_message() == (
-        f"{tmp_path / 'sparkreport.yml'}: charts must be one of tested, all, not 'some' — tested draws the "
+        f"{tmp_path / 'sparkreport.yml'}:2: charts must be one of tested, all, not 'some' — tested draws the "
         "metrics compare tests; all draws every metric")
 
 
