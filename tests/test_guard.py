@@ -329,3 +329,20 @@ def test_guard_defaults_and_off(tmp_path: Path) -> None:
     path.write_text(path.read_text() + "guard: {min_available_gib: 0, stall_s: null}\n")
     guard = load_campaign(path).guard
     assert guard.min_available_gib is None and guard.stall_s is None
+
+
+def test_a_broken_observer_does_not_stop_the_sampler() -> None:
+    from sparkreport.execute.monitor import Sampler
+
+    calls: list[float] = []
+
+    def observer(row: dict[str, Any]) -> None:
+        calls.append(row["t_s"])
+        raise OSError("/proc vanished")
+
+    sampler = Sampler(None, 0.1, meminfo=lambda: {"MemAvailable": 8 * GIB, "MemTotal": 16 * GIB},
+                      observer=observer)
+    sampler.sample()
+    sampler.sample()
+    assert len(sampler.rows) == 2 and len(calls) == 1  # sampled on, observer called no more
+    assert sampler.observer_error == "OSError: /proc vanished"

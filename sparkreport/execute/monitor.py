@@ -132,6 +132,8 @@ class Sampler:
         self.clock = clock
         self.observer = observer
         self.keep_rows = keep_rows
+        #: The observer's first error (it is not called again after one).
+        self.observer_error: str | None = None
         self.rows: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -206,8 +208,11 @@ class Sampler:
                            cgroup_shmem_gib=_gib(stats.shmem))
         if self.keep_rows:
             self.rows.append(row)
-        if self.observer is not None:
-            self.observer(row)
+        if self.observer is not None and self.observer_error is None:
+            try:
+                self.observer(row)
+            except Exception as exc:  # a broken observer must not stop the sampling; the runner says so
+                self.observer_error = f"{type(exc).__name__}: {exc}"
         return row
 
     def summary(self) -> MonitorSummary:

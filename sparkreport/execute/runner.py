@@ -520,6 +520,8 @@ class CampaignRunner:
                 monitor = sampler.stop()
             elif guard is not None:
                 sampler.stop()
+            if sampler.observer_error is not None:
+                warnings.append(f"guard: stopped watching this run after an error ({sampler.observer_error})")
         duration = self.clock() - t0
         end_temp = self.gpu.temperature() if self.gpu is not None else None
         result = WorkloadResult()
