@@ -82,7 +82,7 @@ def inclusion_rule_text(opts: AnalysisOptions) -> str:
     return (
         f"Runs with a non-zero exit code are {failed}; {dup} (analysis.duplicates: {opts.duplicates}); "
         "a metric a run did not report is left out of that metric's statistics only. "
-        "A run the executor's guard stopped (memory floor or stall; `check` codes guard-memory-floor and "
+        "A run the executor's guard stopped (memory floor or stall; check findings guard-memory-floor and "
         "guard-stall) is a failed run and follows the same rule."
     )
 
