@@ -196,6 +196,16 @@ def test_on_breach_stop_stops_the_campaign_and_resume_continues(tmp_path: Path) 
     assert sorted(records(runs)) == [1, 2, 3] and records(runs)[3].status.ok
 
 
+def test_a_floor_above_what_is_free_warns_and_stops_each_run_at_once(tmp_path: Path) -> None:
+    path = campaign(tmp_path, "steady", "{min_available_gib: 100000, stall_s: null}")
+    runs = tmp_path / "runs"
+    result = run(path, runs)
+    assert result.exit_code == 1
+    assert "below guard.min_available_gib (100000 GiB): every run will be stopped at once" in result.stderr
+    assert result.stdout.splitlines()[-1] == f"0 ok, 0 failed, 2 stopped by the memory floor → {runs}/guarded"
+    assert all(r.workload.details["duration_s"] < 5 for r in records(runs).values())
+
+
 def test_oom_order_benchmark_first_runner_last(tmp_path: Path) -> None:
     before = read_oom_score_adj()
     path = campaign(tmp_path, "steady", "{stall_s: null}", iterations=1)

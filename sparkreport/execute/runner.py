@@ -263,6 +263,7 @@ class CampaignRunner:
         self.run_preflight()
         self.host = host_facts(self.gpu)
         oom_before = self.set_oom_order()
+        self.check_floor_headroom()
         self.journal.write("campaign-start", campaign=self.campaign.name, pending=len(pending),
                            already=len(self.report.already), resume=self.options.resume, pid=os.getpid(),
                            guard=self.guard_settings(), oom_score_adj=self.oom)
@@ -324,6 +325,17 @@ class CampaignRunner:
         """A fresh guard for one run (GPU free memory only where NVML reports device memory)."""
         total = self.host.get("gpu_memory_total_gib") if self.host.get("gpu_memory_reported") else None
         return RunGuard(self.campaign.guard, gpu_total_gib=total)  # real time: a watchdog
+
+    def check_floor_headroom(self) -> None:
+        """Warn when MemAvailable is already below the memory floor: every run would be stopped at once."""
+        guard = self.campaign.guard
+        if not guard.enabled or guard.min_available_gib is None:
+            return
+        available = read_meminfo().get("MemAvailable")
+        if available is not None and available / 2**30 < guard.min_available_gib:
+            self.warn(f"MemAvailable is {available / 2**30:.1f} GiB now, below guard.min_available_gib "
+                      f"({guard.min_available_gib:g} GiB): every run will be stopped at once — free memory "
+                      "or lower the floor")
 
     def set_oom_order(self) -> int | None:
         """The guard's OOM order for the runner; returns the value to restore afterwards (or None)."""
