@@ -233,6 +233,13 @@ def test_oom_order_off_leaves_the_inherited_value(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- units
 
 
+def own_cpu_s(pid: int) -> float:
+    """CPU seconds of one process alone (user + system, no children)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rfind(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class FakeExecution(Execution):
     def __init__(self) -> None:
         self.killed = 0
@@ -302,14 +309,18 @@ def test_tree_cpu_counts_the_children_of_the_step() -> None:
     code = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'x = 0\\nfor i in range(10**9): x += i'])"
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     try:
-        time.sleep(1.5)
-        first = tree_cpu_s(proc.pid)
-        time.sleep(1.0)
-        second = tree_cpu_s(proc.pid)
+        # The child only waits; the grandchild spins. Poll (a loaded machine gives it little CPU).
+        deadline, total = time.monotonic() + 30, None
+        while time.monotonic() < deadline:
+            total = tree_cpu_s(proc.pid)
+            if total is not None and total > 1.0:
+                break
+            time.sleep(0.2)
+        own = own_cpu_s(proc.pid)
     finally:
         os.killpg(proc.pid, 9)
         proc.wait()
-    assert first is not None and second is not None and second - first > 0.3  # the grandchild's CPU
+    assert total is not None and total > 1.0 and own < 0.5 * total  # most of it is the grandchild's
     assert tree_cpu_s(proc.pid) is None  # gone
 
 
