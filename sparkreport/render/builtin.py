@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
-from sparkreport.render import diffs, memory, results, runs_index  # noqa: F401  (register the other pages)
+from sparkreport.render import diffs, history, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
+from sparkreport.render.history import history_method, latest_change, site_history
 from sparkreport.render.pages import Page, PageDoc, register
 from sparkreport.render.tables import metric_label
 from sparkreport.schema import RunRecord
@@ -84,7 +85,8 @@ class HomePage(Page):
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
         return {"questions": questions, "groups": grouped_findings(site, per_model=False), "severities": severities,
                 "limits": data_limits(site, effects), "effects": len(effects),
-                "margin": site.config.analysis.equivalence_margin}
+                "margin": site.config.analysis.equivalence_margin,
+                "history": site_history(site) is not None, "latest_change": latest_change(site)}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
         from sparkreport.render.report import effect_rows, forest_chart
@@ -234,6 +236,7 @@ class MethodologyPage(Page):
             "arms": arm_table(site),
             "options": site.config.analysis,
             "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
+            "history_method": history_method(site),
         }
 
 
