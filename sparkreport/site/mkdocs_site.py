@@ -192,10 +192,11 @@ def _mkdocs_logs() -> Iterator[_Collect]:
         logger.propagate = saved
 
 
-def build_site(config_file: Path, *, strict: bool = True) -> list[str]:
+def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None = None) -> list[str]:
     """Run ``mkdocs build`` on a generated config; returns MkDocs' warnings.
 
-    With ``strict``, any warning fails the build (BuildError naming the first one).
+    With ``strict``, any warning fails the build (BuildError naming the first one). ``site_dir``
+    overrides the config's (``sparkreport build`` builds into a temporary folder, then swaps).
     """
     from mkdocs import exceptions as mkdocs_errors
     from mkdocs.commands.build import build
@@ -203,7 +204,8 @@ def build_site(config_file: Path, *, strict: bool = True) -> list[str]:
 
     with _mkdocs_logs() as logs:
         try:
-            config = load_config(config_file=str(config_file), strict=strict)
+            overrides = {"site_dir": str(site_dir)} if site_dir is not None else {}
+            config = load_config(config_file=str(config_file), strict=strict, **overrides)
             build(config)
         except (mkdocs_errors.MkDocsException, OSError) as exc:
             first = f" — first warning: {logs.messages[0]}" if logs.messages else ""

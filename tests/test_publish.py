@@ -1,0 +1,212 @@
+"""Publishing: the credential scan of a built site and the temporary-folder build + swap.
+
+Builds use a tiny store (two trtllm-bench logs) so that a real `sparkreport build` subprocess
+stays short enough to interrupt several times.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sparkreport.errors import SparkreportError
+from sparkreport.ingest import IngestOptions, ingest_paths
+from sparkreport.render import RenderOptions
+from sparkreport.site import build, publish
+from sparkreport.site.scan import MAX_LISTED, PublishScanError, check_site, scan_site
+from sparkreport.store import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+LOGS = REPO / "tests" / "fixtures" / "trtllm-log"
+
+#: One planted value per shape (none of them real); the scan must name each shape, never the value.
+PLANTED = {
+    "url-userinfo": "postgres://bench:Hunter2Pass99@db.internal:5432/results",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjaS1qb2IifQ.c2lnbmF0dXJlLXZhbHVlLXgx",
+    "key-value-secret": "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5",
+    "token-prefix": "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4",
+    "bearer": "Authorization: Bearer abcDEF123456ghiJKL789",
+    "webhook-url": "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXX",
+    "docker-auth": '{"auths": {"registry.example": {"auth": "dXNlcjpwYXNzd29yZDEyMzQ="}}}',
+    "private-key": "-----BEGIN RSA PRIVATE KEY-----",
+}
+
+
+def _site(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    site = tmp_path / "site"
+    for name, data in files.items():
+        path = site / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return site
+
+
+def test_scan_names_every_shape_in_every_kind_of_file_never_the_value(tmp_path: Path) -> None:
+    import html
+    import json
+
+    files: dict[str, bytes] = {}
+    for k, (shape, value) in enumerate(PLANTED.items()):
+        text = f"line one\nrun {k}: {value}\n"
+        files[f"p{k}/index.html"] = f"<p>{html.escape(text)}</p>".encode()
+        files[f"search/{k}.json"] = json.dumps({"text": text}).encode()
+        files[f"runs/files/c/r{k}/bench.log.gz"] = gzip.compress(text.encode())
+        files[f"charts/{shape}.json"] = json.dumps({"data": {"values": [{"label": value}]}}).encode()
+    files["assets/images/logo.png"] = PLANTED["jwt"].encode()  # binary formats are not scanned
+    site = _site(tmp_path, files)
+    findings = scan_site(site)
+    by_file = {(f.path, f.shape) for f in findings}
+    for k, shape in enumerate(PLANTED):
+        for path in (f"p{k}/index.html", f"search/{k}.json", f"runs/files/c/r{k}/bench.log.gz", f"charts/{shape}.json"):
+            assert (path, shape) in by_file, (path, shape)
+    assert all(f.line == 2 for f in findings if f.path.endswith((".html", ".gz")))
+    assert not any(f.path.endswith(".png") for f in findings)
+    with pytest.raises(PublishScanError) as caught:
+        check_site(site, label="site")
+    message = caught.value.format_message()
+    lines = message.splitlines()
+    assert len(lines) == 1 + MAX_LISTED + 1 and lines[-1] == f"… and {len(findings) - MAX_LISTED} more"
+    assert "sparkreport scrub" in lines[1] and lines[1].startswith("site/charts/")
+    for value in PLANTED.values():
+        for part in (value, value.split(":")[-1].split("@")[0], value.split("=")[-1]):
+            if len(part) >= 12:
+                assert part not in message
+
+
+def test_grep_prefilter_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
+    """The prefilter is a superset: every hit of the Python scan is also in a grep-selected file."""
+    import json
+
+    variants = [f"x {value} y" for value in PLANTED.values()] + [
+        "see https://user:[REDACTED]@proxy and password=</code>",  # scrubbed, and a tag: no hit
+        "PASSWORD = s3cr3tvalue", "apiKey: 'abcdef123456'", "SharedAccessSignature=sv=2020&sig=abcdefgh",
+        json.dumps({"url": "https://ci:tok3nValue9@git.example/x.git"}),
+    ]
+    files = {f"f{k}.txt": v.encode() for k, v in enumerate(variants)}
+    files.update({f"g{k}.txt.gz": gzip.compress(v.encode()) for k, v in enumerate(variants)})
+    files["plain.html"] = b"<p>tokens/s: 1234, key: value</p>"
+    site = _site(tmp_path, files)
+    fast, full = scan_site(site), scan_site(site, prefilter=False)
+    assert fast == full
+    assert {f.path for f in full} >= {f"f{k}.txt" for k in range(len(PLANTED))} | {"f9.txt", "f10.txt", "f11.txt"}
+    assert not any(f.path in ("f8.txt", "plain.html") for f in full)
+
+
+def test_vendored_assets_are_skipped_only_when_unchanged(tmp_path: Path) -> None:
+    from sparkreport.site.scan import vendored_files
+
+    vendored = vendored_files()
+    name, size = next((n, s) for n, s in vendored.items() if n.endswith(".js") and s > 1000)
+    same_size = (PLANTED["jwt"] + " " + "x" * size)[:size].encode()
+    site = _site(tmp_path / "same", {name: same_size})
+    assert scan_site(site) == []  # the packaged file (by path and size): not scanned
+    changed = ("x" * (size + 10) + " " + PLANTED["jwt"]).encode()
+    site = _site(tmp_path / "changed", {name: changed})
+    assert [f.path for f in scan_site(site)] == [name]
+
+
+# ---------------------------------------------------------------------------------------------
+# Real builds of a tiny store
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with two runs and a built site (module-scoped: tests copy it)."""
+    root = tmp_path_factory.mktemp("tiny")
+    logs = root / "logs"
+    logs.mkdir()
+    for name in ("engine_backend_trt.log", "memory_only_old_cpp.log"):
+        shutil.copy(LOGS / name, logs / name)
+    report = ingest_paths(sorted(logs.iterdir()), RunStore(root / "runs"), IngestOptions(campaign="tiny",
+                                                                                         environment="native"))
+    assert len(report.added) == 2, report.rejected
+    (root / "mkdocs.yml").write_text("site_name: tiny\n", encoding="utf-8")
+    build(_options(root), root / "site")
+    return root
+
+
+def _options(root: Path) -> RenderOptions:
+    return RenderOptions(runs_dir=root / "runs", docs_dir=root / "build" / "docs", config_path=None,
+                         command="sparkreport build", project_root=root)
+
+
+def _copy(tiny: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(tiny, root, symlinks=True)
+    shutil.rmtree(root / "build")  # generated paths are absolute: let the copy render its own
+    return root
+
+
+def _files(site: Path) -> set[str]:
+    return {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
+
+
+def test_a_scan_hit_fails_the_build_and_leaves_the_old_site_untouched(tiny: Path, tmp_path: Path) -> None:
+    root = _copy(tiny, tmp_path)
+    before = _files(root / "site")
+    assert "index.html" in before
+    log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
+    log.write_text(log.read_text(encoding="utf-8") + f"proxy {PLANTED['url-userinfo']}\n", encoding="utf-8")
+    with pytest.raises(PublishScanError) as caught:
+        build(_options(root), root / "site")
+    message = caught.value.format_message()
+    assert "engine_backend_trt.log" in message and "a password in a URL" in message
+    assert "Hunter2Pass99" not in message
+    assert _files(root / "site") == before
+    assert not publish.staging_dir(root / "site").exists() and not publish.old_dir(root / "site").exists()
+
+
+def test_a_build_swaps_the_new_site_in_whole(tiny: Path, tmp_path: Path) -> None:
+    root = _copy(tiny, tmp_path)
+    site = root / "site"
+    (site / "stale.html").write_text("from an older build", encoding="utf-8")
+    build(_options(root), site)
+    assert not (site / "stale.html").exists() and (site / "index.html").is_file()
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".site")) == []
+
+
+def test_leftovers_of_a_killed_build_are_cleaned_up(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    old = publish.old_dir(site)
+    old.mkdir()
+    (old / "index.html").write_text("previous", encoding="utf-8")
+    publish.staging_dir(site).mkdir()
+    publish.recover(site)  # killed between the two renames: the previous site is put back
+    assert (site / "index.html").read_text(encoding="utf-8") == "previous"
+    assert not old.exists() and not publish.staging_dir(site).exists()
+    (site / "index.html").unlink()
+    site.rmdir()
+    site.write_text("a file", encoding="utf-8")
+    with pytest.raises(SparkreportError, match="is a file, not a folder"):
+        publish.recover(site)
+
+
+def test_interrupts_at_any_moment_leave_the_previous_site_whole(tiny: Path, tmp_path: Path) -> None:
+    """SIGINT and SIGTERM at varied delays into a real `sparkreport build` subprocess."""
+    root = _copy(tiny, tmp_path)
+    site = root / "site"
+    before = _files(site)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "sparkreport", "build", "--runs-dir", "runs", "--site-dir", "site"]
+    start = time.monotonic()
+    subprocess.run(command, cwd=root, env=env, check=True, capture_output=True)
+    full = time.monotonic() - start
+    outcomes = []
+    for k, fraction in enumerate((0.15, 0.35, 0.55, 0.75, 0.9, 0.97)):
+        shutil.rmtree(root / "build" / "cache", ignore_errors=True)  # a full build every time
+        proc = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(full * fraction)
+        proc.send_signal(signal.SIGINT if k % 2 == 0 else signal.SIGTERM)
+        proc.communicate(timeout=120)
+        outcomes.append(proc.returncode)
+        assert (site / "index.html").is_file() and _files(site) == before, f"after a signal at {fraction:.0%} of a build"
+        assert not publish.staging_dir(site).exists() and not publish.old_dir(site).exists()
+    assert any(code != 0 for code in outcomes)  # at least some signals landed mid-build
