@@ -7,6 +7,7 @@ stays short enough to interrupt several times.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ from sparkreport.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
 LOGS = REPO / "tests" / "fixtures" / "trtllm-log"
+TITLE_MODEL = "</title><script>alert(2)</script>"
 
 #: One planted value per shape (none of them real); the scan must name each shape, never the value.
 PLANTED = {
@@ -51,7 +53,6 @@ def _site(tmp_path: Path, files: dict[str, bytes]) -> Path:
 
 def test_scan_names_every_shape_in_every_kind_of_file_never_the_value(tmp_path: Path) -> None:
     import html
-    import json
 
     files: dict[str, bytes] = {}
     for k, (shape, value) in enumerate(PLANTED.items()):
@@ -83,7 +84,6 @@ def test_scan_names_every_shape_in_every_kind_of_file_never_the_value(tmp_path: 
 
 def test_grep_prefilter_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
     """The prefilter is a superset: every hit of the Python scan is also in a grep-selected file."""
-    import json
 
     variants = [f"x {value} y" for value in PLANTED.values()] + [
         "see https://user:[REDACTED]@proxy and password=</code>",  # scrubbed, and a tag: no hit
@@ -128,6 +128,10 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     report = ingest_paths(sorted(logs.iterdir()), RunStore(root / "runs"), IngestOptions(campaign="tiny",
                                                                                          environment="native"))
     assert len(report.added) == 2, report.rejected
+    for run_json in (root / "runs" / "tiny").glob("*/run.json"):  # a model name that closes <title>
+        data = json.loads(run_json.read_text(encoding="utf-8"))
+        data["model"]["display_name"] = TITLE_MODEL
+        run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
     (root / "mkdocs.yml").write_text("site_name: tiny\n", encoding="utf-8")
     build(_options(root), root / "site")
     return root
@@ -284,7 +288,6 @@ def test_symlinks_leaving_the_store_are_refused_naming_the_path(tmp_path: Path) 
 
 
 def test_published_run_json_holds_only_allowlisted_variables(tmp_path: Path) -> None:
-    import json
 
     from sparkreport.site.run_files import copy_files, published_env
 
@@ -337,3 +340,45 @@ def test_formula_cells_are_neutralised_in_csv_downloads() -> None:
                                       "-3.5", "plain"]
     assert safe["delta_pct"].tolist() == frame["delta_pct"].tolist()
     assert frame["label"][0].startswith("=")  # the frame itself is left alone
+
+
+@pytest.mark.browser
+def test_a_model_name_that_closes_the_title_is_inert_on_every_page(tiny: Path) -> None:
+    """Headless Chromium over the whole built site: no dialog, no script with the name's body,
+    and the name shown literally in the page title and the article; the search works on it."""
+    from test_browser import CHROMIUM, CHROMIUM_ARGS, PageVisit, free_port, require_browser, serving, site_pages
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    site = tiny / "site"
+    assert "<script>alert(2)" not in "".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html")
+                                           if "runs/files" not in p.as_posix())
+    pages = site_pages(site)
+    with serving(site, free_port()) as url, sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            titled = 0
+            for relative in pages:
+                visit = PageVisit(chromium, url + relative)
+                try:
+                    injected = visit.page.evaluate(
+                        "Array.from(document.scripts).filter(s => s.textContent.includes('alert(2)')).length")
+                    assert injected == 0 and not visit.dialogs, (relative, visit.dialogs)
+                    if visit.page.title().startswith(TITLE_MODEL):
+                        titled += 1
+                        assert TITLE_MODEL in visit.page.locator("article").first.inner_text()
+                finally:
+                    visit.close()
+            assert titled >= 1  # the model's results page carries the name in <title>, as text
+            visit = PageVisit(chromium, url)
+            try:
+                visit.page.locator("label.md-search__icon, .md-search__input").first.click()
+                visit.page.locator("input.md-search__input").fill("alert")
+                visit.page.wait_for_selector(".md-search-result__item", timeout=20_000)
+                assert TITLE_MODEL in visit.page.locator(".md-search-result").first.inner_text()
+                assert not visit.dialogs
+            finally:
+                visit.close()
+        finally:
+            chromium.close()

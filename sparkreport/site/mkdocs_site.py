@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from sparkreport.errors import BuildError
-from sparkreport.site import blog_feed, run_files
+from sparkreport.site import blog_feed, run_files, titles
 from sparkreport.site.assets import javascript_paths, stylesheet_paths
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
     project_hooks = project["hooks"] if isinstance(project.get("hooks"), list) else []
     config["hooks"] = [_absolute(result.project_root, h) for h in project_hooks]
     config["hooks"].append(str(Path(run_files.__file__).resolve()))  # publishes the runs' files after the build
+    config["hooks"].append(str(Path(titles.__file__).resolve()))  # page titles inert in <title> and the header
     if result.posts:  # Material's blog plugin lists the posts; our hook writes blog/feed.xml
         config["plugins"] = blog_plugins(project.get("plugins"))
         config["hooks"] = [*config.get("hooks", []), str(Path(blog_feed.__file__).resolve())]
