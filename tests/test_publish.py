@@ -93,9 +93,12 @@ def test_grep_prefilter_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
     files = {f"f{k}.txt": v.encode() for k, v in enumerate(variants)}
     files.update({f"g{k}.txt.gz": gzip.compress(v.encode()) for k, v in enumerate(variants)})
     files["plain.html"] = b"<p>tokens/s: 1234, key: value</p>"
+    files["nul.log"] = b"\x00\x01binary\n" + PLANTED["jwt"].encode() + b"\n"  # grep must not skip it as binary
+    files["nul.log.gz"] = gzip.compress(files["nul.log"])
     site = _site(tmp_path, files)
     fast, full = scan_site(site), scan_site(site, prefilter=False)
     assert fast == full
+    assert {"nul.log", "nul.log.gz"} <= {f.path for f in fast}
     assert {f.path for f in full} >= {f"f{k}.txt" for k in range(len(PLANTED))} | {"f9.txt", "f10.txt", "f11.txt"}
     assert not any(f.path in ("f8.txt", "plain.html") for f in full)
 
