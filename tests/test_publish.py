@@ -385,3 +385,67 @@ def test_a_model_name_that_closes_the_title_is_inert_on_every_page(tiny: Path) -
                 visit.close()
         finally:
             chromium.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end: a campaign run from a shell full of credentials, then built into a site
+
+#: Credential-bearing variables of the kinds a CI shell holds; no name says TOKEN/KEY/SECRET/PASSWORD.
+SHELL = {
+    "DATABASE_URL": ("postgres://app:Db9Pw7Xq2Lm@db.internal:5432/prod", "Db9Pw7Xq2Lm"),
+    "HTTPS_PROXY": ("http://alice:Pr0xyPw55Z@proxy.corp:3128", "Pr0xyPw55Z"),
+    "CHAT_WEBHOOK": ("https://hooks.slack.com/services/T0AAA/B0BBB/cHaTwEbHoOk1234567890", "cHaTwEbHoOk1234567890"),
+    "DOCKER_AUTH_CONFIG": ('{"auths": {"reg.example": {"auth": "dXNlcjpyZWdpc3RyeXB3ZDEy"}}}',
+                           "dXNlcjpyZWdpc3RyeXB3ZDEy"),
+    "CI_JOB_JWT": ("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJqb2ItNDIifQ.c2lnbmF0dXJlcGxhbnRlZDE",
+                   "c2lnbmF0dXJlcGxhbnRlZDE"),
+    "STORAGE_CONNECTION": ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=QWNjb3VudEtleVBsYW50ZWQ9",
+                           "QWNjb3VudEtleVBsYW50ZWQ9"),
+    "PIP_INDEX_URL": ("https://ci:PipIdx9Pw3@pypi.corp/simple", "PipIdx9Pw3"),
+    "ACME_PRIVATE": ("plain-private-value-8842", "plain-private-value-8842"),
+    "PYTORCH_PROXY": ("http://u:AllowPw8Q@host:1", "AllowPw8Q"),  # allowlisted name, credential value
+}
+CAMPAIGN = """
+campaign: planted
+seed: 3
+iterations: 1
+timeout_s: 60
+models:
+  - {name: small, id: fake/small, params: {throughput_tok_s: 120}}
+  - {name: large, id: fake/large, params: {throughput_tok_s: 20}}
+environments:
+  - {name: native, kind: native}
+workload: {kind: fake, sleep_s: 0, noise: 0.01, print_env: [%s]}
+cooldown: {min_s: 0}
+monitoring: {interval_s: 0.05}
+preflight: {enabled: false}
+"""
+
+
+def _all_text(folder: Path) -> str:
+    chunks = []
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            chunks.append((gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8", "replace"))
+    return "\n".join(chunks)
+
+
+def test_no_planted_credential_reaches_runs_build_or_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+
+    for name, (value, _secret) in SHELL.items():
+        monkeypatch.setenv(name, value)
+    campaign = tmp_path / "planted.yaml"
+    campaign.write_text(CAMPAIGN % ", ".join(SHELL), encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text("site_name: planted\n", encoding="utf-8")
+    ran = CliRunner().invoke(main, ["run", str(campaign), "--runs-dir", str(tmp_path / "runs"), "-q"])
+    assert ran.exit_code == 0, ran.output
+    build(_options(tmp_path), tmp_path / "site")  # the scan passes: nothing credential-shaped is left
+    assert (tmp_path / "site" / "methodology" / "index.html").is_file()
+    for folder in ("runs", "build", "site"):
+        text = _all_text(tmp_path / folder)
+        leaked = [name for name, (_value, secret) in SHELL.items() if secret in text]
+        assert not leaked, f"{folder}/ holds the values of {leaked}"
