@@ -147,7 +147,8 @@ def environment_descriptions(records: list[RunRecord]) -> list[dict[str, Any]]:
 
     Each entry: ``campaign``, ``name``, ``kinds``, ``details`` (key → distinct values; plain
     settings only, never an environment, argv or cgroup dump), ``variables`` (allowlisted
-    environment variables whose values differ between environments, via ``published_env``) and
+    environment variables whose values differ between the campaign's environments, through
+    ``published_env``) and
     ``campaigns`` (``[campaign]``, kept for templates that list it).
     """
     from sparkreport.secrets import scrub_credentials
@@ -173,12 +174,14 @@ def environment_descriptions(records: list[RunRecord]) -> list[dict[str, Any]]:
             if value not in values:
                 values.append(value)
     out = [environments[key] for key in sorted(environments)]
-    # Only the variables that tell environments apart (a value the same everywhere says nothing).
-    for name in {n for env in out for n in env["variables"]}:
-        seen = [tuple(env["variables"].get(name, ())) for env in out]
-        if len(out) < 2 or len(set(seen)) == 1:
-            for env in out:
-                env["variables"].pop(name, None)
+    # Only the variables that tell a campaign's environments apart (one the same in all of them
+    # says nothing about the comparison, and a campaign of one environment compares nothing).
+    for campaign in {env["campaign"] for env in out}:
+        group = [env for env in out if env["campaign"] == campaign]
+        for name in {n for env in group for n in env["variables"]}:
+            if len(group) < 2 or len({tuple(env["variables"].get(name, ())) for env in group}) == 1:
+                for env in group:
+                    env["variables"].pop(name, None)
     for env in out:
         env["variables"] = dict(sorted(env["variables"].items()))
     return out
