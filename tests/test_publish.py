@@ -348,7 +348,7 @@ def test_formula_cells_are_neutralised_in_csv_downloads() -> None:
 @pytest.mark.browser
 def test_a_model_name_that_closes_the_title_is_inert_on_every_page(tiny: Path) -> None:
     """Headless Chromium over the whole built site: no dialog, no script with the name's body,
-    and the name shown literally in the page title and the article; the search works on it."""
+    and the name shown literally in the page title and the article; escaped in the search index."""
     from test_browser import CHROMIUM, CHROMIUM_ARGS, PageVisit, free_port, require_browser, serving, site_pages
 
     require_browser()
@@ -357,6 +357,10 @@ def test_a_model_name_that_closes_the_title_is_inert_on_every_page(tiny: Path) -
     site = tiny / "site"
     assert "<script>alert(2)" not in "".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html")
                                            if "runs/files" not in p.as_posix())
+    # The search index (rendered by Material's search as HTML) holds the name escaped only.
+    entries = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    named = [e for e in entries if "alert(2)" in e["title"] + e["text"]]
+    assert named and not any("<script>alert(2)" in e["title"] + e["text"] for e in named)
     pages = site_pages(site)
     with serving(site, free_port()) as url, sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -374,15 +378,6 @@ def test_a_model_name_that_closes_the_title_is_inert_on_every_page(tiny: Path) -
                 finally:
                     visit.close()
             assert titled >= 1  # the model's results page carries the name in <title>, as text
-            visit = PageVisit(chromium, url)
-            try:
-                visit.page.locator("label.md-search__icon, .md-search__input").first.click()
-                visit.page.locator("input.md-search__input").fill("alert")
-                visit.page.wait_for_selector(".md-search-result__item", timeout=20_000)
-                assert TITLE_MODEL in visit.page.locator(".md-search-result").first.inner_text()
-                assert not visit.dialogs
-            finally:
-                visit.close()
         finally:
             chromium.close()
 
