@@ -21,6 +21,8 @@ def inert_title(title: str) -> str:
 
 
 def on_page_content(content: str, page: Any, **_kwargs: Any) -> str:
+    if page.is_homepage and "title" not in page.meta:
+        return content  # Material titles the home page with the site name alone: keep that
     title = page.title
     if title:
         page.meta["title"] = inert_title(str(title))
