@@ -230,6 +230,15 @@ class MethodologyPage(Page):
             by_campaign.setdefault(record.campaign, []).append(record)
         described = [{"campaign": c, **describe_campaign(by_campaign[c.name], site.config.baseline)}
                      for c in campaigns(site)]
+        # allowlisted environment variables that differ between a campaign's environments (never a dump)
+        variables = {(e["campaign"], e["name"]): e["variables"] for e in environment_descriptions(records)}
+        for d in described:
+            for level in d["levels"]:
+                found = variables.get((d["campaign"].name, level["name"])) or {}
+                if found:
+                    level["variables"] = "; ".join(f"{k}={'/'.join(map(str, v))}" for k, v in found.items())
+            if any("variables" in level for level in d["levels"]):
+                d["level_columns"].append({"key": "variables", "label": "variables that differ"})
         return {
             "described": described,
             "sources": summarise_sources(list(sources.values())),
