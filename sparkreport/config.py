@@ -39,6 +39,15 @@ class AnalysisOptions:
     margins: dict[str, float] = field(default_factory=dict)
     #: Metrics compare/diff test by default (None: sparkreport.metrics.KEY_METRICS).
     compare_metrics: list[str] | None = None
+    #: The metric(s) each campaign's question is about: Holm runs over a campaign's comparisons
+    #: of these (the primary family) and separately over its other tested metrics (None:
+    #: sparkreport.metrics.DEFAULT_PRIMARY_METRICS).
+    primary_metrics: list[str] | None = None
+    #: Leave out runs measured under interference (another process held the GPU, the cooldown
+    #: gave up); `check` flags them either way.
+    exclude_interference: bool = False
+    #: A label every comparison is stratified by (as `compare --by LABEL`), e.g. cache.
+    stratify_by: str | None = None
     alpha: float = 0.05
     bootstrap_resamples: int = 10_000
     bootstrap_seed: int = 20251108
@@ -147,6 +156,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         "duplicates": str, "include_failed": bool, "planned_iterations": int, "confidence": (int, float),
         "cv_threshold": (int, float), "equivalence_margin": (int, float), "margins": dict, "compare_metrics": list,
         "alpha": (int, float), "bootstrap_resamples": int, "bootstrap_seed": int,
+        "primary_metrics": list, "exclude_interference": bool, "stratify_by": str,
     }
     known = {f.name for f in fields(AnalysisOptions)}
     for key, value in analysis.items():
@@ -157,10 +167,11 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         setattr(config.analysis, key, value)
     _choice(path, "analysis.duplicates", config.analysis.duplicates, DUPLICATE_POLICIES,
             "all keeps every run, first/last keep one per iteration")
-    for metric in config.analysis.compare_metrics or []:
-        if not isinstance(metric, str) or not is_metric(metric):
-            raise ConfigError(path, f"analysis.compare_metrics: {metric!r} is not a canonical metric name",
-                              fix="see `sparkreport metrics`")
+    for key in ("compare_metrics", "primary_metrics"):
+        for metric in getattr(config.analysis, key) or []:
+            if not isinstance(metric, str) or not is_metric(metric):
+                raise ConfigError(path, f"analysis.{key}: {metric!r} is not a canonical metric name",
+                                  fix="see `sparkreport metrics`")
     for metric, margin in config.analysis.margins.items():
         if not is_metric(metric) or isinstance(margin, bool) or not isinstance(margin, int | float):
             raise ConfigError(path, f"analysis.margins.{metric} must name a metric and a fraction",

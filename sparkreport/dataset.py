@@ -49,6 +49,8 @@ RUN_COLUMNS: dict[str, str] = {
     "image": "string",
     "image_digest": "string",
     "gpu_name": "string",
+    "gpu_uuid": "string",
+    "host_kernel": "string",
     "memory_pool_gib": "Float64",
     "unified_memory": "boolean",
     "num_requests_planned": "Int64",
@@ -160,6 +162,12 @@ def _display(record: RunRecord) -> str:
     return record.model.display_name or record.model.id or record.model.name
 
 
+def _host(record: RunRecord) -> dict[str, object]:
+    """The executor's host facts (GPU UUID, kernel, …); empty for ingested results."""
+    host = (record.hardware.details or {}).get("host")
+    return host if isinstance(host, dict) else {}
+
+
 def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
     row: dict[str, object] = {
         "run_id": record.run_id,
@@ -184,6 +192,8 @@ def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
         "image": record.software.image,
         "image_digest": record.software.image_digest,
         "gpu_name": record.hardware.gpu_name,
+        "gpu_uuid": _host(record).get("gpu_uuid"),
+        "host_kernel": _host(record).get("kernel"),
         "memory_pool_gib": record.hardware.memory_pool_gib,
         "unified_memory": record.hardware.unified_memory,
         "num_requests_planned": record.workload.num_requests,

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis.arms import ARM_KEYS, arm_rows, float_matrix, included_runs, repeat_key, reported
 from sparkreport.config import AnalysisOptions
@@ -201,12 +203,33 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
                 noisy[metric] = cv
         if noisy:
             listed = ", ".join(f"{m} {cv:.1%}" for m, cv in sorted(noisy.items(), key=lambda kv: -kv[1]))
+            cause = _noise_cause(used.iloc[positions])
             findings.append(Finding(
                 "warning", "high-cv",
-                f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(positions)} runs — {listed}",
+                f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(positions)} runs — {listed}"
+                + (f"; likely cause: {cause}" if cause else "; no cause visible in the runs' measurement metrics "
+                   "(gpu_util_mean_pct, sm_clock_mean_mhz, measured_window_s)"),
                 sorted(run_ids[positions].tolist()), {m: round(cv, 4) for m, cv in noisy.items()},
             ))
     return findings
+
+
+def _noise_cause(arm: pd.DataFrame) -> str | None:
+    """What the runs' measurement metrics say about an arm's noise (design.likely_cause)."""
+    from sparkreport.analysis.design import likely_cause
+
+    def column(name: str) -> list[float]:
+        if name not in arm.columns:
+            return []
+        return [float(v) for v in arm[name].dropna()]
+
+    util = column("gpu_util_mean_pct")
+    clocks = column("sm_clock_mean_mhz")
+    window = column("measured_window_s") or column("duration_s")
+    util_sd = float(np.std(util, ddof=1)) if len(util) > 1 else 0.0
+    clock_cv = (float(np.std(clocks, ddof=1) / np.mean(clocks)) if len(clocks) > 1 and np.mean(clocks) > 0
+                else None)
+    return likely_cause(util, util_sd, clock_cv, float(np.mean(window)) if window else None)
 
 
 def check(ds: Dataset, opts: AnalysisOptions | None = None) -> list[Finding]:

@@ -96,6 +96,10 @@ class MonitorSummary:
     first: dict[str, Any] = field(default_factory=dict)
     last: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Per-run metrics from the samples (:func:`busy_span_metrics`).
+    busy: dict[str, float] = field(default_factory=dict)
+    #: GPU processes that held memory before the workload started: ``{pid: MiB}``.
+    foreign_processes: dict[int, int] = field(default_factory=dict)
 
     @property
     def cpu_pct_of_core(self) -> float | None:
@@ -220,6 +224,8 @@ class Sampler:
         keep = ("gpu_mem_used_gib", "gpu_temp_c", "mem_available_gib", "cached_gib",
                 "cgroup_current_gib", "cgroup_peak_gib", "cgroup_anon_gib", "cgroup_file_gib",
                 "cgroup_shmem_gib")
+        summary.busy = busy_span_metrics(self.rows)
+        summary.foreign_processes = processes_of(self.rows[0])
         summary.first = {k: self.rows[0][k] for k in keep if self.rows[0].get(k) is not None}
         summary.last = {k: self.rows[-1][k] for k in keep if self.rows[-1].get(k) is not None}
         return summary
@@ -232,3 +238,34 @@ class Sampler:
         for row in self.rows:
             writer.writerow({k: ("" if row.get(k) is None else row[k]) for k in COLUMNS})
         return gzip.compress(text.getvalue().encode(), compresslevel=9, mtime=0)
+
+
+def processes_of(row: dict[str, Any]) -> dict[int, int]:
+    """``{pid: MiB}`` from a sample's ``gpu_processes`` cell (``pid:MiB;pid:MiB``)."""
+    out: dict[int, int] = {}
+    for item in str(row.get("gpu_processes") or "").split(";"):
+        pid, _, mib = item.partition(":")
+        if pid.strip().isdigit():
+            out[int(pid)] = int(float(mib or 0))
+    return out
+
+
+def busy_span_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean GPU utilisation, SM clock and power over the run's busy span.
+
+    The busy span runs from the first to the last sample with GPU utilisation above 0: the
+    workload's loading and exit are outside it, so the mean describes the work, not the idle
+    seconds around it. Empty when the GPU reports no utilisation.
+    """
+    util = [(i, r["gpu_util_pct"]) for i, r in enumerate(rows) if isinstance(r.get("gpu_util_pct"), int | float)]
+    busy = [i for i, u in util if u > 0]
+    if not busy:
+        return {}
+    span = rows[busy[0]:busy[-1] + 1]
+    out: dict[str, float] = {}
+    for column, metric, digits in (("gpu_util_pct", "gpu_util_mean_pct", 1), ("sm_clock_mhz", "sm_clock_mean_mhz", 0),
+                                   ("gpu_power_w", "gpu_power_mean_w", 1)):
+        values = [float(r[column]) for r in span if isinstance(r.get(column), int | float)]
+        if values:
+            out[metric] = round(sum(values) / len(values), digits)
+    return out

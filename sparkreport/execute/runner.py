@@ -521,6 +521,13 @@ class CampaignRunner:
             (metrics if metric_catalog.is_metric(name) else extra)[name] = value
         metrics["start_temp_c"] = start_temp
         metrics["end_temp_c"] = end_temp
+        if metrics.get("measured_window_s") is None and metrics.get("duration_s") is not None:
+            metrics["measured_window_s"] = metrics["duration_s"]  # the benchmark's own timed window
+        if monitor is not None:
+            metrics.update(monitor.busy)
+            if monitor.foreign_processes:
+                held = ", ".join(f"pid {pid} ({mib} MiB)" for pid, mib in sorted(monitor.foreign_processes.items()))
+                warnings = [*warnings, f"another process held the GPU when the run started: {held}"]
         env_details: dict[str, Any] = {**env.describe(), "cache": cache}
         image_digest = None
         for outcome in outcomes:
