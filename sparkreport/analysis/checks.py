@@ -189,7 +189,10 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
     """One finding per arm listing the outcome metrics whose CV is above the threshold."""
     findings = []
     used = runs[runs["included"]]
-    tested = [m for m in ds.metric_columns if m in opts.tested_metrics]
+    from sparkreport.analysis.design import family_representatives
+
+    representatives = family_representatives(opts.tested_metrics)[0]  # one member per exact family
+    tested = [m for m in ds.metric_columns if m in representatives]
     values = float_matrix(used, tested)
     run_ids = used["run_id"].to_numpy(dtype=object)
     for arm, positions in arm_rows(used, ARM_KEYS):
@@ -207,8 +210,7 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
             findings.append(Finding(
                 "warning", "high-cv",
                 f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(positions)} runs — {listed}"
-                + (f"; likely cause: {cause}" if cause else "; no cause visible in the runs' measurement metrics "
-                   "(gpu_util_mean_pct, sm_clock_mean_mhz, measured_window_s)"),
+                + (f"; likely cause: {cause}" if cause else ""),
                 sorted(run_ids[positions].tolist()), {m: round(cv, 4) for m, cv in noisy.items()},
             ))
     return findings
@@ -225,11 +227,15 @@ def _noise_cause(arm: pd.DataFrame) -> str | None:
 
     util = column("gpu_util_mean_pct")
     clocks = column("sm_clock_mean_mhz")
-    window = column("measured_window_s") or column("duration_s")
+    window = column("measured_window_s")
+    if not (util or clocks or window):
+        return None  # the runs carry no measurement metrics (ingested results): nothing to say
     util_sd = float(np.std(util, ddof=1)) if len(util) > 1 else 0.0
     clock_cv = (float(np.std(clocks, ddof=1) / np.mean(clocks)) if len(clocks) > 1 and np.mean(clocks) > 0
                 else None)
-    return likely_cause(util, util_sd, clock_cv, float(np.mean(window)) if window else None)
+    cause = likely_cause(util, util_sd, clock_cv, float(np.mean(window)) if window else None)
+    return cause or ("none visible in GPU utilisation, SM clocks or the measured window — look at the host "
+                     "and at the order of the runs")
 
 
 def check(ds: Dataset, opts: AnalysisOptions | None = None) -> list[Finding]:

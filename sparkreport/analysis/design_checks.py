@@ -151,6 +151,11 @@ def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
     starts = _block_starts(used)
     values = float_matrix(used, metrics)
     run_ids = used["run_id"].to_numpy(dtype=object)
+    # A run is compared with the runs of its arm under the same recorded condition (cache, …):
+    # a cold-cache run that starts every block is not a warm-up outlier among warm ones.
+    conditions = [c for c in _design_labels(used) if c != "label.block"]
+    condition = (used[conditions].astype(str).agg("|".join, axis=1).to_numpy(dtype=object) if conditions
+                 else np.full(len(used), "", dtype=object))
     for arm, positions in arm_rows(used, ARM_KEYS):
         for j, metric in enumerate(metrics):
             column = values[positions, j]
@@ -158,7 +163,9 @@ def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
                 why = starts.get(str(run_ids[position]))
                 if why is None or math.isnan(column[k]):
                     continue
-                others = reported(np.delete(column, k))
+                same = condition[positions] == condition[position]
+                same[k] = False
+                others = reported(column[same])
                 if others.size < 4:
                     continue
                 median = float(np.median(others))
@@ -166,8 +173,9 @@ def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
                 if mad == 0 or median == 0:
                     continue
                 z = (float(column[k]) - median) / mad
-                if abs(z) > WARMUP_ROBUST_Z:
-                    dev = 100.0 * (float(column[k]) - median) / abs(median)
+                dev = 100.0 * (float(column[k]) - median) / abs(median)
+                # Far from its peers (robust z) and by more than the noise threshold (in %).
+                if abs(z) > WARMUP_ROBUST_Z and abs(dev) > 100.0 * opts.cv_threshold:
                     findings.append(Finding(
                         "warning", "warmup-outlier",
                         f"{_arm(arm)}: {run_ids[position]} ({why}) has {_label(metric)} {column[k]:,.1f}, "
@@ -251,23 +259,37 @@ def _hardware(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
 
 @register_check("sensor-constant")
 def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """A sensor reading with SD 0 over a whole campaign (≥ 3 runs), else over an arm (≥ 5 runs)."""
     findings: list[Finding] = []
     used = runs[runs["included"]]
     metrics = _present(used, SENSOR_METRICS)
     if not metrics:
         return findings
     values = float_matrix(used, metrics)
+    run_ids = used["run_id"].to_numpy(dtype=object)
+
+    def flag(where: str, metric: str, sample: np.ndarray, positions: np.ndarray) -> None:
+        unit = metric_catalog.unit_of(metric)
+        findings.append(Finding(
+            "warning", "sensor-constant",
+            f"{where}: {metric} is {sample[0]:g}{' ' + unit if unit else ''} in all {sample.size} runs (SD 0) — "
+            "probably not measured (a default, a placeholder, or the threshold a gate waited for), not a reading",
+            sorted(run_ids[positions].tolist()), {"value": float(sample[0]), "n": int(sample.size)},
+        ))
+
+    def constant(sample: np.ndarray, minimum: int) -> bool:
+        return sample.size >= minimum and float(sample.max()) == float(sample.min())
+
     for (campaign,), positions in arm_rows(used, ["campaign"]):
         for j, metric in enumerate(metrics):
             sample = reported(values[positions, j])
-            if sample.size >= 3 and float(sample.max()) == float(sample.min()):
-                unit = metric_catalog.unit_of(metric)
-                findings.append(Finding(
-                    "warning", "sensor-constant",
-                    f"{campaign}: {metric} is {sample[0]:g}{' ' + unit if unit else ''} in all {sample.size} runs "
-                    "(SD 0) — probably not measured (a default or a placeholder), not a reading",
-                    [], {"value": float(sample[0]), "n": int(sample.size)},
-                ))
+            if constant(sample, 3):
+                flag(str(campaign), metric, sample, positions)
+                continue
+            for arm, arm_positions in arm_rows(used.iloc[positions], ARM_KEYS):
+                arm_sample = reported(values[positions[arm_positions], j])
+                if constant(arm_sample, 5):
+                    flag(_arm(arm), metric, arm_sample, positions[arm_positions])
     return findings
 
 

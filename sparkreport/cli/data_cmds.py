@@ -143,8 +143,12 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     print_table(rows, ["model", *(["stratum"] if stratum else []), "metric", "candidate", "n_baseline",
                        "n_candidate", "ratio", "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
     click.echo()
-    for row in frame.to_dict(orient="records"):
-        click.echo(f"- {claim_sentence(row)}")
+    records = frame.to_dict(orient="records")
+    for row in records:
+        prefix = f"[{row['stratum']}] " if stratum else ""
+        click.echo(f"- {prefix}{claim_sentence(row)}")
+    for line in dict.fromkeys(f"{r['campaign']}: {r['design']}; Holm over {r['family']}" for r in records):
+        click.echo(f"- design: {line}")
     for fact in facts:
         click.echo(f"- fact: {fact.sentence}")
 
