@@ -183,9 +183,9 @@ def test_drift_is_flagged_with_its_slope_and_steady_runs_are_not() -> None:
 def test_contiguous_arms_are_flagged_and_interleaved_are_not() -> None:
     blocked = [rec(f"native.i{i}", "native", v, minute=i, iteration=i) for i, v in enumerate(noisy(1000, 5, 1))]
     blocked += [rec(f"cgroup.i{i}", "cgroup", v, minute=10 + i, iteration=i) for i, v in enumerate(noisy(1000, 5, 2))]
-    found = [f for f in check(ds_of(blocked)) if f.code == "contiguous-arms"]
-    assert len(found) == 1 and "native → cgroup" in found[0].message
-    assert "contiguous-arms" not in codes(check(ds_of(interleaved({"native": noisy(1000, 5, 1),
+    found = [f for f in check(ds_of(blocked)) if f.code == "covariate-order"]
+    assert len(found) == 1 and "environments ran in separate time blocks (native 2026-11-21T22:00" in found[0].message
+    assert "covariate-order" not in codes(check(ds_of(interleaved({"native": noisy(1000, 5, 1),
                                                                    "cgroup": noisy(1000, 5, 2)}))))
 
 

@@ -5,8 +5,8 @@ names the campaign/model/environment (the arm) it concerns and the numbers it us
 
 - ``drift``: an arm's primary metric trends over run order (Mann–Kendall: Kendall's τ of the
   value against start order), with the Theil–Sen slope in % of the arm's mean per run;
-- ``contiguous-arms``: a campaign ran each arm in one contiguous stretch, so the factor is
-  confounded with time (interleave, e.g. ``order: randomized-blocks``);
+- (arms run in contiguous stretches, confounded with time: ``covariate-order`` in
+  :mod:`sparkreport.analysis.physics`);
 - ``warmup-outlier``: the first run of a block (a plan block, or the first after a pause)
   far from the rest of its arm;
 - ``pooled-label``: an arm pools runs that differ in a recorded label (cache, block, any
@@ -96,28 +96,6 @@ def _drift(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
                 "not exchangeable; interleave arms (randomized blocks) and look for what changed",
                 sorted(run_ids[positions[keep]].tolist()),
                 {"slope_pct_per_run": round(pct, 4), "tau": round(float(tau), 4), "p": float(p), "n": int(y.size)},
-            ))
-    return findings
-
-
-@register_check("contiguous-arms")
-def _contiguous(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
-    findings: list[Finding] = []
-    used = _ordered(runs)
-    for (campaign, model), positions in arm_rows(used, ["campaign", "model"]):
-        envs = used["environment"].to_numpy(dtype=object)[positions]
-        levels = list(dict.fromkeys(str(e) for e in envs))
-        if len(levels) < 2:
-            continue
-        segments = 1 + sum(1 for a, b in zip(envs[:-1], envs[1:], strict=True) if a != b)
-        smallest = min(int((envs == level).sum()) for level in levels)
-        if segments == len(levels) and smallest >= 3:
-            findings.append(Finding(
-                "warning", "contiguous-arms",
-                f"{campaign}/{model}: each environment ran in one contiguous stretch ({' → '.join(levels)}), "
-                "so the environment is confounded with time (drift, temperature, other load) — interleave "
-                "the arms (order: randomized-blocks)",
-                sorted(used["run_id"].to_numpy(dtype=object)[positions].tolist()), {"segments": segments},
             ))
     return findings
 
