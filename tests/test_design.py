@@ -219,8 +219,12 @@ def test_busy_span_metrics_and_processes_from_samples() -> None:
             {"gpu_util_pct": 0.0, "sm_clock_mhz": 1980.0, "gpu_power_w": 300.0},
             {"gpu_util_pct": 96.0, "sm_clock_mhz": 1980.0, "gpu_power_w": 520.0},
             {"gpu_util_pct": 0.0, "sm_clock_mhz": 345.0}]
-    assert busy_span_metrics(rows) == {"gpu_util_mean_pct": 62.0, "sm_clock_mean_mhz": 1980.0,
-                                       "gpu_power_mean_w": 440.0}
+    assert busy_span_metrics(rows) == {"gpu_util_mean_pct": 93.0, "sm_clock_mean_mhz": 1980.0,
+                                       "gpu_power_mean_w": 510.0}
+    for t, row in enumerate(rows):
+        row["t_s"] = 0.1 * t
+    assert busy_span_metrics(rows, (0.05, 0.35)) == {"gpu_util_mean_pct": 62.0, "sm_clock_mean_mhz": 1980.0,
+                                                     "gpu_power_mean_w": 440.0}
     assert processes_of(rows[0]) == {77: 1200} and processes_of(rows[1]) == {}
     assert busy_span_metrics([{"gpu_util_pct": 0.0}]) == {}
 

@@ -138,10 +138,19 @@ class Sampler:
         self._cpu_s = 0.0
         self._wall_s = 0.0
         self._cgroup: cgroups.MemoryReader | None = None
+        self.wall_t0: float | None = None
+
+    def window_offsets(self, window_unix_s: Any) -> tuple[float, float] | None:
+        """A workload's timed window ``[start, end]`` (UTC seconds) on the samples' ``t_s`` axis."""
+        if self.wall_t0 is None or not isinstance(window_unix_s, list | tuple) or len(window_unix_s) != 2:
+            return None
+        start, end = (float(x) - self.wall_t0 for x in window_unix_s)
+        return (start, end) if end > start else None
 
     def start(self) -> None:
         """Start sampling (one sample is taken at once)."""
         self._t0 = self.clock()
+        self.wall_t0 = time.time()  # UTC seconds at t_s = 0, to place a workload's window on the samples
         self._thread = threading.Thread(target=self._loop, name="sparkreport-sampler", daemon=True)
         self._thread.start()
 
@@ -250,18 +259,20 @@ def processes_of(row: dict[str, Any]) -> dict[int, int]:
     return out
 
 
-def busy_span_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Mean GPU utilisation, SM clock and power over the run's busy span.
+def busy_span_metrics(rows: list[dict[str, Any]], window: tuple[float, float] | None = None) -> dict[str, float]:
+    """Mean GPU utilisation, SM clock and power while the workload measured.
 
-    The busy span runs from the first to the last sample with GPU utilisation above 0: the
-    workload's loading and exit are outside it, so the mean describes the work, not the idle
-    seconds around it. Empty when the GPU reports no utilisation.
+    ``window``: the workload's timed window on the ``t_s`` axis (the torch workload reports it);
+    the samples inside it are used. Without one (or with no sample inside it), the samples with
+    GPU utilisation above 0 are used: loading and exit, when the GPU idles, are left out, so the
+    mean describes the work. Empty when the GPU reports no utilisation.
     """
-    util = [(i, r["gpu_util_pct"]) for i, r in enumerate(rows) if isinstance(r.get("gpu_util_pct"), int | float)]
-    busy = [i for i, u in util if u > 0]
-    if not busy:
+    span = [r for r in rows if window is not None and isinstance(r.get("t_s"), int | float)
+            and window[0] <= r["t_s"] <= window[1]]
+    if not span:
+        span = [r for r in rows if isinstance(r.get("gpu_util_pct"), int | float) and r["gpu_util_pct"] > 0]
+    if not span:
         return {}
-    span = rows[busy[0]:busy[-1] + 1]
     out: dict[str, float] = {}
     for column, metric, digits in (("gpu_util_pct", "gpu_util_mean_pct", 1), ("sm_clock_mhz", "sm_clock_mean_mhz", 0),
                                    ("gpu_power_w", "gpu_power_mean_w", 1)):

@@ -33,7 +33,7 @@ from sparkreport.execute.cooldown import wait_for_cooldown
 from sparkreport.execute.environments import ENVIRONMENTS, ExecEnvironment, Execution, Launch, Outcome
 from sparkreport.execute.gpu import GpuProbe, open_gpu
 from sparkreport.execute.ledger import build_ledger
-from sparkreport.execute.monitor import MonitorSummary, Sampler, read_meminfo
+from sparkreport.execute.monitor import MonitorSummary, Sampler, busy_span_metrics, read_meminfo
 from sparkreport.execute.plan import Cell, Plan, estimate_seconds, format_duration, make_plan
 from sparkreport.execute.preflight import Check, run_preflight
 from sparkreport.execute.redact import redact_argv, redact_env, redact_text, secret_values
@@ -435,6 +435,10 @@ class CampaignRunner:
                 reason = f"output not readable ({type(exc).__name__}: {exc})"
             if result.error:
                 reason = result.error
+        if monitor is not None:
+            # The measurement metrics over the workload's own timed window, when it reports one.
+            window = (result.details.get("timing") or {}).get("window_unix_s")
+            monitor.busy = busy_span_metrics(sampler.rows, sampler.window_offsets(window))
         record = self.make_record(plan, cell, env, model, result, outcomes, launches, monitor, cache, packages,
                                   warnings + result.warnings, reason, exit_code, started_at, started_local,
                                   start_temp, end_temp, duration, cool.waited_s)

@@ -364,6 +364,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     load_s = time.perf_counter() - t_load
     warmup_s = time.perf_counter() - t_warmup
 
+    window_unix_start = time.time()  # the GPU is idle (synchronized): the window starts now
     start = torch.cuda.Event(enable_timing=True)
     start.record()
     waves: list[tuple[int, list[Any]]] = []
@@ -376,6 +377,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     end = torch.cuda.Event(enable_timing=True)
     end.record()
     torch.cuda.synchronize()
+    window_unix_end = time.time()
     phase("after_run")
 
     ttft, latency, tpot, itl, wave_rows = [], [], [], [], []
@@ -449,7 +451,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "metrics": metrics,
         "memory": phases,
         "timing": {"import_torch_s": round(import_s, 3), "load_s": round(load_s, 3),
-                   "warmup_s": round(warmup_s, 3), "window_s": round(total_s, 3), "waves": wave_rows},
+                   "warmup_s": round(warmup_s, 3), "window_s": round(total_s, 3),
+                   "window_unix_s": [round(window_unix_start, 3), round(window_unix_end, 3)], "waves": wave_rows},
         "software": {"python": platform.python_version(), "torch": torch.__version__,
                      "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
                      "transformers": transformers_version,
