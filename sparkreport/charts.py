@@ -218,36 +218,41 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     return _finish(chart, name, title, description, rows=len(data))
 
 
-def memory_scatter(points: pd.DataFrame, *, name: str, title: str) -> ChartSpec | None:
-    """KV cache against peak memory: one point per run (or per published arm mean).
+def memory_scatter(points: pd.DataFrame, *, name: str, title: str,
+                   x_metric: str = "pre_kv_memory_gib") -> ChartSpec | None:
+    """KV cache against memory in use before it was allocated (``x_metric``; or against the peak,
+    ``peak_memory_gib``): one point per run (or per published arm mean).
 
-    ``points`` has ``model_name, environment, peak_memory_gib, kv_cache_gib`` and ``origin``
+    ``points`` has ``model_name, environment, <x_metric>, kv_cache_gib`` and ``origin``
     (:data:`MEASURED` or :data:`PUBLISHED`). None when no point has both figures. Above
     :data:`MAX_ROWS` points, each arm is reduced to its mean.
     """
     import altair as alt
 
-    frame = points[points["peak_memory_gib"].notna() & points["kv_cache_gib"].notna()].copy()
+    if x_metric not in points or "kv_cache_gib" not in points:
+        return None
+    frame = points[points[x_metric].notna() & points["kv_cache_gib"].notna()].copy()
     if frame.empty:
         return None
     if "origin" not in frame:
         frame["origin"] = MEASURED
-    columns = ["model_name", "environment", "origin", "peak_memory_gib", "kv_cache_gib"]
+    columns = ["model_name", "environment", "origin", x_metric, "kv_cache_gib"]
     if len(frame) > MAX_ROWS:
         frame = frame.groupby(["model_name", "environment", "origin"], as_index=False)[
-            ["peak_memory_gib", "kv_cache_gib"]].mean()
+            [x_metric, "kv_cache_gib"]].mean()
     data = _records(frame[columns])
     chart = alt.Chart(inline(data)).mark_point(filled=True, size=60, opacity=0.8).encode(
-        x=alt.X("peak_memory_gib:Q", title=metric_title("peak_memory_gib"), scale=alt.Scale(zero=False)),
+        x=alt.X(f"{x_metric}:Q", title=metric_title(x_metric), scale=alt.Scale(zero=False)),
         y=alt.Y("kv_cache_gib:Q", title=metric_title("kv_cache_gib"), scale=alt.Scale(zero=False)),
         color=alt.Color("environment:N", title="environment"),
         shape=alt.Shape("model_name:N", title="model"),
         tooltip=[alt.Tooltip("model_name:N", title="model"), alt.Tooltip("environment:N"),
                  alt.Tooltip("origin:N", title="source"),
-                 alt.Tooltip("peak_memory_gib:Q", title="peak (GiB)", format=".2f"),
+                 alt.Tooltip(f"{x_metric}:Q", title=f"{metric_title(x_metric)}", format=".2f"),
                  alt.Tooltip("kv_cache_gib:Q", title="KV cache (GiB)", format=".2f")],
     ).properties(width=PANEL_WIDTH + 80, height=PANEL_HEIGHT + 80)
-    description = ("KV cache against peak memory, one point per run (published arms: one point "
+    what = "memory in use before it was allocated" if x_metric == "pre_kv_memory_gib" else metric_title(x_metric)
+    description = (f"KV cache against {what}, one point per run (published arms: one point "
                    "per arm mean), coloured by environment, shaped by model.")
     return _finish(chart, name, title, description, rows=len(data))
 

@@ -7,6 +7,9 @@ when given.
 
 from __future__ import annotations
 
+import contextlib
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,10 @@ from sparkreport.metrics import KEY_METRICS, is_metric
 
 CONFIG_FILE = "sparkreport.yml"
 DUPLICATE_POLICIES = ("all", "first", "last")
+#: The widest equivalence margin accepted (±50% of the baseline mean).
+MAX_MARGIN = 0.5
+#: Bootstrap resamples: fewer gives intervals that move with the seed, more only costs memory.
+MIN_RESAMPLES, MAX_RESAMPLES = 100, 1_000_000
 
 
 @dataclass
@@ -107,50 +114,139 @@ class ProjectConfig:
         return self.charts == "all" or metric in self.analysis.tested_metrics
 
 
-def _check(path: Path, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+class _Where:
+    """The file and the line of each key in it (from YAML marks), for one-line errors."""
+
+    def __init__(self, path: Path, text: str):
+        self.path = path
+        self.lines: dict[str, int] = {}
+        with contextlib.suppress(yaml.YAMLError):  # reported by safe_load, with its own mark
+            self._walk(yaml.compose(text), "")
+
+    def _walk(self, node: Any, prefix: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                name = f"{prefix}.{key.value}" if prefix else str(key.value)
+                self.lines.setdefault(name, key.start_mark.line + 1)
+                self._walk(value, name)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                name = f"{prefix}[{index}]"
+                self.lines.setdefault(name, item.start_mark.line + 1)
+                self._walk(item, name)
+
+    def error(self, key: str, problem: str, fix: str = "fix the value") -> ConfigError:
+        line = self.lines.get(key)
+        while line is None and ("." in key or "[" in key):
+            key = key[:max(key.rfind("."), key.rfind("["))]
+            line = self.lines.get(key)
+        return ConfigError(self.path, problem, line=line, fix=fix)
+
+
+def _typed(where: _Where, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     if isinstance(value, bool) and kind in (int, float, (int, float)):
-        raise ConfigError(path, f"{key} must be a number, not {value!r}", fix="fix the value")
+        raise where.error(key, f"{key} must be a number, not {value!r}")
     if not isinstance(value, kind):
-        raise ConfigError(path, f"{key} has the wrong type ({type(value).__name__})", fix="fix the value")
+        raise where.error(key, f"{key} has the wrong type ({type(value).__name__}: {str(value)[:40]!r})")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise where.error(key, f"{key} must be a finite number, not {value!r}")
     return value
 
 
-def _choice(path: Path, key: str, value: Any, choices: tuple[str, ...], fix: str) -> None:
+def _choice(where: _Where, key: str, value: Any, choices: tuple[str, ...], fix: str) -> None:
     if value not in choices:
-        raise ConfigError(path, f"{key} must be one of {', '.join(choices)}, not {value!r}", fix=fix)
+        raise where.error(key, f"{key} must be one of {', '.join(choices)}, not {value!r}", fix=fix)
+
+
+def _fraction(where: _Where, key: str, value: float) -> None:
+    """An equivalence margin: a fraction of the baseline mean in (0, 0.5]."""
+    if 1 < value <= 100:
+        raise where.error(key, f"{key} is a fraction of the baseline mean in (0, 0.5], not {value!r}",
+                          fix=f"did you mean {value:g}%? write {value / 100:g}")
+    if not 0 < value <= MAX_MARGIN:
+        raise where.error(key, f"{key} must be a fraction in (0, {MAX_MARGIN}], not {value!r}",
+                          fix="e.g. 0.02 for ±2% of the baseline mean")
+
+
+def _open_unit(where: _Where, key: str, value: float, example: str) -> None:
+    if not 0 < value < 1:
+        raise where.error(key, f"{key} must be between 0 and 1 (exclusive), not {value!r}", fix=f"e.g. {example}")
+
+
+def _between(low: float, high: float, allowed: str, example: str,
+             *, open_low: bool = False) -> Callable[[_Where, str, Any], None]:
+    """A check that a value lies in [low, high] (or (low, high]); ``allowed`` says so to the user."""
+    def check(where: _Where, key: str, value: Any) -> None:
+        if not (low < value if open_low else low <= value) or not value <= high:
+            raise where.error(key, f"{key} must be {allowed}, not {value!r}", fix=f"e.g. {example}")
+    return check
+
+
+#: Where each analysis value must lie (beyond its type): a check per key.
+_RANGES: dict[str, Callable[[_Where, str, Any], None]] = {
+    "confidence": lambda w, k, v: _open_unit(w, k, v, "0.95"),
+    "alpha": lambda w, k, v: _open_unit(w, k, v, "0.05"),
+    "equivalence_margin": _fraction,
+    "cv_threshold": _between(0, 1, "a fraction in (0, 1]", "0.05 for 5%", open_low=True),
+    "planned_iterations": _between(1, 1_000_000, "an integer in [1, 1000000]", "10"),
+    "bootstrap_resamples": _between(MIN_RESAMPLES, MAX_RESAMPLES,
+                                    f"an integer in [{MIN_RESAMPLES}, {MAX_RESAMPLES}]", "10000"),
+    "bootstrap_seed": _between(0, 2**32 - 1, "an integer in [0, 4294967295]", "20251108"),
+}
+
+
+def _metric_names(where: _Where, key: str, value: Any) -> list[str]:
+    """A list of canonical metric names, each checked as ``--metric`` checks it."""
+    if not isinstance(value, list):
+        raise where.error(key, f"{key} must be a list of metric names", fix="e.g. [output_throughput_tok_s]")
+    for index, metric in enumerate(value):
+        if not isinstance(metric, str) or not is_metric(metric):
+            raise where.error(f"{key}[{index}]", f"{key}: {metric!r} is not a canonical metric name",
+                              fix="see `sparkreport metrics`")
+    return value
 
 
 def load_config(path: Path | None = None) -> ProjectConfig:
-    """Read ``path`` (default ``./sparkreport.yml`` when it exists) into a ProjectConfig."""
+    """Read ``path`` (default ``./sparkreport.yml`` when it exists) into a ProjectConfig.
+
+    Every value is checked for its type and its range here (one line naming the file, the line,
+    the key and what is allowed); the rest of sparkreport trusts the result.
+    """
     if path is None:
         default = Path(CONFIG_FILE)
         if not default.exists():
             return ProjectConfig()
         path = default
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        text = path.read_text(encoding="utf-8")
+        doc = yaml.safe_load(text) or {}
     except FileNotFoundError:
         raise ConfigError(path, "no such file", fix="create it or drop --config") from None
+    except UnicodeDecodeError:
+        raise ConfigError(path, "is not UTF-8 text", fix="save it as UTF-8") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ConfigError(path, f"is not valid YAML ({getattr(exc, 'problem', exc)})",
                           line=mark.line + 1 if mark else None, fix="fix the YAML syntax") from None
     if not isinstance(doc, dict):
         raise ConfigError(path, "must be a mapping of settings", fix="see the README's configuration section")
+    where = _Where(path, text)
     config = ProjectConfig(path=path)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
            "charts": str, "static_charts": str}
     for key, value in doc.items():
         if key not in top:
-            raise ConfigError(path, f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
-        _check(path, key, value, top[key])
+            raise where.error(str(key), f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
+        if value is None and key in ("analysis", "diffs"):
+            continue
+        _typed(where, key, value, top[key])
         if key not in ("analysis", "diffs"):
             setattr(config, key, value)
-    _choice(path, "charts", config.charts, CHART_CHOICES,
+    _choice(where, "charts", config.charts, CHART_CHOICES,
             "tested draws the metrics compare tests; all draws every metric")
-    _choice(path, "static_charts", config.static_charts, STATIC_CHART_CHOICES,
+    _choice(where, "static_charts", config.static_charts, STATIC_CHART_CHOICES,
             f"auto draws SVG fallbacks for sites of up to {STATIC_CHART_LIMIT} charts")
-    config.diffs = [_named_diff(path, i, item) for i, item in enumerate(doc.get("diffs") or [])]
+    config.diffs = [_named_diff(where, i, item) for i, item in enumerate(doc.get("diffs") or [])]
     analysis = doc.get("analysis") or {}
     kinds: dict[str, type | tuple[type, ...]] = {
         "duplicates": str, "include_failed": bool, "planned_iterations": int, "confidence": (int, float),
@@ -158,38 +254,51 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         "alpha": (int, float), "bootstrap_resamples": int, "bootstrap_seed": int,
         "primary_metrics": list, "exclude_interference": bool, "stratify_by": str,
     }
+    nullable = ("planned_iterations", "compare_metrics", "primary_metrics", "stratify_by")
     known = {f.name for f in fields(AnalysisOptions)}
     for key, value in analysis.items():
+        name = f"analysis.{key}"
         if key not in known:
-            raise ConfigError(path, f"unknown setting analysis.{key}", fix=f"known: {', '.join(sorted(known))}")
-        if value is not None:
-            _check(path, f"analysis.{key}", value, kinds[key])
+            raise where.error(name, f"unknown setting {name}", fix=f"known: {', '.join(sorted(known))}")
+        if value is None and key in nullable:
+            setattr(config.analysis, key, None)
+            continue
+        _typed(where, name, value, kinds[key])
+        if key in _RANGES:
+            _RANGES[key](where, name, value)
         setattr(config.analysis, key, value)
-    _choice(path, "analysis.duplicates", config.analysis.duplicates, DUPLICATE_POLICIES,
+    _choice(where, "analysis.duplicates", config.analysis.duplicates, DUPLICATE_POLICIES,
             "all keeps every run, first/last keep one per iteration")
     for key in ("compare_metrics", "primary_metrics"):
-        for metric in getattr(config.analysis, key) or []:
-            if not isinstance(metric, str) or not is_metric(metric):
-                raise ConfigError(path, f"analysis.{key}: {metric!r} is not a canonical metric name",
-                                  fix="see `sparkreport metrics`")
+        if getattr(config.analysis, key) is not None:
+            _metric_names(where, f"analysis.{key}", getattr(config.analysis, key))
     for metric, margin in config.analysis.margins.items():
-        if not is_metric(metric) or isinstance(margin, bool) or not isinstance(margin, int | float):
-            raise ConfigError(path, f"analysis.margins.{metric} must name a metric and a fraction",
-                              fix="e.g. output_throughput_tok_s: 0.02")
+        name = f"analysis.margins.{metric}"
+        if not isinstance(metric, str) or not is_metric(metric):
+            raise where.error(name, f"{name}: {metric!r} is not a canonical metric name",
+                              fix="e.g. output_throughput_tok_s: 0.02 (see `sparkreport metrics`)")
+        _typed(where, name, margin, (int, float))
+        _fraction(where, name, margin)
     return config
 
 
-def _named_diff(path: Path, index: int, item: Any) -> NamedDiff:
-    where = f"diffs[{index}]"
-    if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("name", "a", "b")):
-        raise ConfigError(path, f"{where} needs name, a and b (selectors, e.g. engine_version=1.2.0)",
+def _named_diff(where: _Where, index: int, item: Any) -> NamedDiff:
+    key = f"diffs[{index}]"
+    if not isinstance(item, dict) or not all(isinstance(item.get(k), str) and item.get(k)
+                                             for k in ("name", "a", "b")):
+        raise where.error(key, f"{key} needs name, a and b (selectors, e.g. engine_version=1.2.0)",
                           fix="see the README's diff section")
     known = {f.name for f in fields(NamedDiff)}
-    unknown = sorted(set(item) - known)
+    unknown = sorted(set(map(str, item)) - known)
     if unknown:
-        raise ConfigError(path, f"unknown setting {where}.{unknown[0]}", fix=f"known: {', '.join(sorted(known))}")
-    for key in ("allow_mismatch", "metrics"):
-        value = item.get(key)
-        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise ConfigError(path, f"{where}.{key} must be a list of names", fix="e.g. [output_len]")
-    return NamedDiff(**item)
+        raise where.error(f"{key}.{unknown[0]}", f"unknown setting {key}.{unknown[0]}",
+                          fix=f"known: {', '.join(sorted(known))}")
+    if item.get("title") is not None and not isinstance(item["title"], str):
+        raise where.error(f"{key}.title", f"{key}.title must be text")
+    value = item.get("allow_mismatch")
+    if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise where.error(f"{key}.allow_mismatch", f"{key}.allow_mismatch must be a list of names",
+                          fix="e.g. [output_len]")
+    if item.get("metrics") is not None:
+        _metric_names(where, f"{key}.metrics", item["metrics"])
+    return NamedDiff(**{k: v for k, v in item.items() if v is not None or k == "metrics"})

@@ -67,6 +67,7 @@ RUN_COLUMNS: dict[str, str] = {
 CORE_METRICS = (
     "output_throughput_tok_s",
     "request_throughput_req_s",
+    "pre_kv_memory_gib",
     "peak_memory_gib",
     "kv_cache_gib",
     "start_temp_c",

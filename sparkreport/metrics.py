@@ -46,6 +46,9 @@ _BASE: list[Metric] = [
     Metric("kv_cache_max_tokens", "tokens", "KV cache capacity", "higher", integer=True, digits=0),
     Metric("memory_total_gib", "GiB", "Device memory total"),
     Metric("memory_available_gib", "GiB", "Memory available for KV cache", "higher"),
+    # Two meanings, two names (schema 2): trtllm-bench / TensorRT-LLM's memory log report memory in
+    # use before the KV cache is allocated; the torch runner measures the peak with the KV cache.
+    Metric("pre_kv_memory_gib", "GiB", "Memory before KV cache", "lower"),
     Metric("peak_memory_gib", "GiB", "Peak memory", "lower"),
     Metric("tp_size", "", "Tensor parallel size", integer=True, digits=0),
     Metric("pp_size", "", "Pipeline parallel size", integer=True, digits=0),
@@ -81,6 +84,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in _BASE}
 PRIMARY_METRICS = (
     "output_throughput_tok_s",
     "request_throughput_req_s",
+    "pre_kv_memory_gib",
     "peak_memory_gib",
     "kv_cache_gib",
 )
@@ -92,6 +96,7 @@ PRIMARY_METRICS = (
 KEY_METRICS = (
     "output_throughput_tok_s",
     "request_throughput_req_s",
+    "pre_kv_memory_gib",
     "peak_memory_gib",
     "kv_cache_gib",
     "ttft_ms_mean",

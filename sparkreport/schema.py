@@ -17,14 +17,82 @@ from typing import Any, Literal
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import SchemaError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 RecordType = Literal["run", "arm_summary"]
 ENVIRONMENT_KINDS = ("native", "chroot", "container", "cgroup", "unknown")
 
-#: ``MIGRATIONS[n]`` turns a version-n dict into a version-(n+1) dict. Version 1 is the first
-#: released shape, so the chain is empty today; the loader already walks it.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+#: Sources whose ``peak_memory_gib`` (schema 1) is the peak *including* the KV cache. Every other
+#: source that reported one printed TensorRT-LLM's "Peak memory during memory usage profiling":
+#: memory in use before the KV cache is allocated.
+PEAK_INCLUDES_KV_FORMATS = ("sparkreport-run/torch",)
+#: Engines whose published "peak memory" is TensorRT-LLM's pre-KV-cache figure.
+PRE_KV_ENGINES = ("trtllm", "tensorrt-llm", "tensorrt_llm", "trt-llm")
+
+
+def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """``data[key]`` when it is an object, else {} (the reader reports malformed sections later)."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def peak_is_pre_kv(source_format: str, engine: str | None) -> bool:
+    """Whether a schema-1 ``peak_memory_gib`` from this source means "before the KV cache".
+
+    The source format decides; a published summary (hand-typed figures) is decided by its
+    engine, and one of another or no engine keeps the plain "peak memory" meaning.
+    """
+    if source_format in PEAK_INCLUDES_KV_FORMATS:
+        return False
+    if source_format == "published-summary":
+        return (engine or "").lower() in PRE_KV_ENGINES
+    return True
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 → 2: ``peak_memory_gib`` splits into ``pre_kv_memory_gib`` (memory in use before
+    the KV cache is allocated) and ``peak_memory_gib`` (peak in use, KV cache included); a torch
+    run's architecture (kept under ``workload.details.model``) becomes its ``model.details``."""
+    provenance = _section(data, "provenance")
+    software = _section(data, "software")
+    source_format = str(provenance.get("format") or "")
+    if source_format in PEAK_INCLUDES_KV_FORMATS:
+        _torch_model_facts(data)
+    if not peak_is_pre_kv(source_format, software.get("engine")):
+        return data
+    renamed = False
+    for section in ("metrics", "summary"):
+        values = data.get(section)
+        if isinstance(values, dict) and "peak_memory_gib" in values:
+            data[section] = {("pre_kv_memory_gib" if k == "peak_memory_gib" else k): v for k, v in values.items()}
+            renamed = True
+    if renamed:
+        notes = list(provenance.get("notes") or [])
+        notes.append("schema 1 → 2: peak_memory_gib renamed pre_kv_memory_gib (this source reports memory "
+                     "in use before the KV cache is allocated)")
+        data["provenance"] = {**provenance, "notes": notes}
+    return data
+
+
+TORCH_FACTS_SOURCE = "recorded by the torch runner (the model as loaded)"
+
+
+def _torch_model_facts(data: dict[str, Any]) -> None:
+    """Fill ``model.details`` of a schema-1 torch run from ``workload.details.model``."""
+    from sparkreport.catalogs import facts_from_config
+
+    model = _section(data, "model")
+    workload = _section(data, "workload")
+    loaded = (workload.get("details") or {}).get("model")
+    if model.get("details") or not isinstance(loaded, dict) or not isinstance(loaded.get("config"), dict):
+        return
+    data["model"] = {**model, "details": facts_from_config(
+        loaded.get("parameters"), loaded["config"], loaded.get("dtype"), loaded.get("weights_gib"),
+        TORCH_FACTS_SOURCE)}
+
+
+#: ``MIGRATIONS[n]`` turns a version-n dict into a version-(n+1) dict; the loader walks the chain.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
 
 _SLUG_RE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -184,7 +252,7 @@ class RunRecord:
             started_at=reader.text(data, "started_at"),
             started_at_local=reader.text(data, "started_at_local"),
             model=reader.section(data, "model", Model),
-            environment=reader.section(data, "environment", Environment),
+            environment=_allowlisted(reader.section(data, "environment", Environment)),
             workload=reader.section(data, "workload", Workload),
             software=reader.section(data, "software", Software),
             hardware=reader.section(data, "hardware", Hardware),
@@ -197,6 +265,26 @@ class RunRecord:
 
 
 _REINGEST = "re-create it with `sparkreport ingest` from its source"
+
+
+def _allowlisted(environment: Environment) -> Environment:
+    """The environment with ``details.env_vars`` down to the allowlist, whatever the file holds.
+
+    Records written before the allowlist (or edited by hand) may hold a machine's whole
+    environment; reading one never hands more than the allowlist to a page, a chart or a
+    download (``sparkreport scrub`` rewrites the file itself).
+    """
+    from sparkreport.execute.envcapture import allowed_env, pattern_error
+
+    env_vars = environment.details.get("env_vars")
+    if isinstance(env_vars, dict):
+        extra = environment.details.get("env_allowlist")
+        patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] \
+            if isinstance(extra, list) else []
+        kept = allowed_env({str(k): str(v) for k, v in env_vars.items()}, patterns)
+        if kept != env_vars:
+            environment.details["env_vars"] = kept
+    return environment
 
 
 def migrate(data: dict[str, Any], path: str | Path) -> dict[str, Any]:

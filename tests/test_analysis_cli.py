@@ -17,7 +17,7 @@ from sparkreport.schema import Environment, Model, RunRecord, Status
 
 STATS_KEYS = ["campaign", "model", "environment", "metric", "unit", "n", "mean", "sd", "median",
               "min", "max", "cv", "ci_low", "ci_high", "source"]
-CHECK_KEYS = ["severity", "code", "message", "runs", "numbers"]
+CHECK_KEYS = ["severity", "code", "message", "runs", "numbers", "assumes"]
 
 
 def invoke(*args: str) -> tuple[int, str]:

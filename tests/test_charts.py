@@ -34,8 +34,8 @@ def test_per_run_chart_embeds_every_run(phase1_dataset: Dataset) -> None:
 
 def test_per_run_chart_is_deterministic(phase1_dataset: Dataset) -> None:
     runs = phase1_dataset.runs[phase1_dataset.runs["model"] == "qwen72b"]
-    first = charts.per_run_chart(runs, "peak_memory_gib", name="a", title="t")
-    second = charts.per_run_chart(runs, "peak_memory_gib", name="a", title="t")
+    first = charts.per_run_chart(runs, "pre_kv_memory_gib", name="a", title="t")
+    second = charts.per_run_chart(runs, "pre_kv_memory_gib", name="a", title="t")
     assert first is not None and second is not None
     assert json.dumps(first.spec, sort_keys=True) == json.dumps(second.spec, sort_keys=True)
 
@@ -95,10 +95,10 @@ def test_means_chart_without_any_interval_draws_means_only() -> None:
 
 def test_memory_scatter_and_svg_fallback(phase1_dataset: Dataset) -> None:
     points = phase1_dataset.runs.assign(origin=charts.MEASURED)
-    chart = charts.memory_scatter(points, name="mem", title="KV cache against peak memory")
+    chart = charts.memory_scatter(points, name="mem", title="KV cache against memory before it")
     assert chart is not None and chart.rows == 63
     svg = charts.to_svg(chart.spec)
-    assert svg.startswith("<svg") and "KV cache (GiB)" in svg and "Peak memory (GiB)" in svg
+    assert svg.startswith("<svg") and "KV cache (GiB)" in svg and "Memory before KV cache (GiB)" in svg
 
 
 def test_metric_without_values_gives_no_chart(phase1_dataset: Dataset) -> None:

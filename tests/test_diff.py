@@ -39,10 +39,10 @@ def test_planted_regression_is_found_and_only_there(phase1_dataset: Dataset) -> 
 def test_direction_awareness(phase1_dataset: Dataset) -> None:
     a, b = sides(phase1_dataset)
     cell = (b["model"] == "qwen72b") & (b["environment"] == "container")
-    b.loc[cell, "peak_memory_gib"] = b.loc[cell, "peak_memory_gib"] * 0.8  # less memory is better
+    b.loc[cell, "pre_kv_memory_gib"] = b.loc[cell, "pre_kv_memory_gib"] * 0.8  # less memory is better
     result = diff(a, b, FAST, DiffOptions())
     row = result.cells[(result.cells["model"] == "qwen72b") & (result.cells["environment"] == "container")
-                       & (result.cells["metric"] == "peak_memory_gib")]
+                       & (result.cells["metric"] == "pre_kv_memory_gib")]
     assert row["verdict"].iloc[0] == "improved"
 
 

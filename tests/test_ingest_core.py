@@ -38,7 +38,7 @@ def test_ingest_then_stats_reproduces_published_means(phase1_json: Path, tmp_pat
     rows = json.loads(out)
     means = {(r["model"], r["environment"], r["metric"]): r["mean"] for r in rows}
     for (model, env), (peak, kv, tput) in PUBLISHED.items():
-        assert round(means[(model, env, "peak_memory_gib")], 2) == peak
+        assert round(means[(model, env, "pre_kv_memory_gib")], 2) == peak
         assert round(means[(model, env, "kv_cache_gib")], 2) == kv
         assert round(means[(model, env, "output_throughput_tok_s")], 2) == tput
 
@@ -56,7 +56,7 @@ def test_reingest_adds_nothing(phase1_json: Path, tmp_path: Path) -> None:
 def test_run_folder_contents(phase1_store: Path) -> None:
     folder = phase1_store / "phase1" / "gpt120b-native-iter01-20251108_195154"
     data = json.loads((folder / "run.json").read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["environment"] == {"name": "native", "kind": "chroot", "details": data["environment"]["details"]}
     assert data["metrics"]["kv_cache_gib"] == 40.93
     assert "latency_ms_mean" not in data["metrics"]  # null in the source → missing, never 0
@@ -197,7 +197,7 @@ def test_seed_pair_metadata_and_log(tmp_path: Path) -> None:
     assert out.splitlines()[0] == "added    gpt120b-native-iter01-20251108_195154"
     record = RunStore(store).load(store / "phase1" / "gpt120b-native-iter01-20251108_195154" / "run.json")
     assert record.metrics["kv_cache_gib"] == 40.93
-    assert record.metrics["peak_memory_gib"] == 74.23
+    assert record.metrics["pre_kv_memory_gib"] == 74.23
     assert record.metrics["output_throughput_tok_s"] == 120.8445
     assert record.metrics["kv_cache_fraction"] == 0.9
     assert record.metrics["start_temp_c"] == 38

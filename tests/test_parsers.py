@@ -136,7 +136,7 @@ TRTLLM_MATRIX: dict[str, set[str]] = {
         "total_token_throughput_tok_s", "total_latency_ms", "latency_ms_mean",
         "per_user_output_throughput_tok_s", "per_gpu_output_throughput_tok_s",
         "memory_total_gib", "memory_available_gib", "kv_cache_gib", "kv_cache_max_tokens",
-        "peak_memory_gib", *(f"latency_ms_{s}" for s in ("min", "max", "p50", "p90", "p95", "p99"))},
+        "pre_kv_memory_gib", *(f"latency_ms_{s}" for s in ("min", "max", "p50", "p90", "p95", "p99"))},
 }
 
 

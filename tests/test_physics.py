@@ -35,7 +35,7 @@ def test_phase1_flaws_are_caught(phase1_dataset: Dataset) -> None:
     assert len(found["roofline"]) == 2 and all("qwen72b" in m and "93.9 tok/s" in m for m in found["roofline"])
     assert any("DeepSeek" in m and "Qwen2.5-72B" in m for m in found["size-insensitive"])
     identity = found["derived-identity"]
-    assert len(identity) == 1 and identity[0].startswith("phase1: KV cache = 0.900 × (pool − peak)")
+    assert len(identity) == 1 and identity[0].startswith("phase1: KV cache = 0.900 × (pool − memory before the KV cache)")
     assert "capacity-peak" in found and all("qwen72b" in m for m in found["capacity-peak"])
     # gpt-oss-120b (MXFP4, ≈ 60 GiB) and the 7B fit in the pool: no capacity finding for them
     assert not any("gpt120b" in m or "deepseek" in m for m in capacity + found["capacity-peak"])

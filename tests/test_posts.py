@@ -64,14 +64,14 @@ def test_value_equals_stats_for_per_run_arms(tmp_path: Path, phase1_store: Path,
 
 def test_value_reads_published_summaries(tmp_path: Path, published_store: Path) -> None:
     rows = {(r["model"], r["environment"], r["metric"]): r for r in stats_json(published_store)}
-    post = ('{{ value("peak_memory_gib", model="deepseek", environment="native") }} / '
+    post = ('{{ value("pre_kv_memory_gib", model="deepseek", environment="native") }} / '
             '{{ value("output_throughput_tok_s", model_name="gpt-oss-120b", environment="container", stat="sd") }} / '
             '{{ value("kv_cache_fraction", model="unnamed", environment="native") }} / '
-            '{{ value("peak_memory_gib", campaign="unified-memory-post", environment="container", unit=False) }}\n')
+            '{{ value("pre_kv_memory_gib", campaign="unified-memory-post", environment="container", unit=False) }}\n')
     text = body(render_post(project_with(tmp_path, post), published_store))
     sd = rows[("gpt120b", "container", "output_throughput_tok_s")]["sd"]
     assert text == f"70.47 GiB / {num(sd, 'output_throughput_tok_s')} tok/s / 0.900 / 104.92"
-    assert rows[("deepseek", "native", "peak_memory_gib")]["mean"] == 70.47
+    assert rows[("deepseek", "native", "pre_kv_memory_gib")]["mean"] == 70.47
 
 
 def test_compare_is_the_claim_sentence_with_its_warning(tmp_path: Path, published_store: Path) -> None:
@@ -94,9 +94,9 @@ def test_compare_is_the_claim_sentence_with_its_warning(tmp_path: Path, publishe
 
 
 def test_compare_on_per_run_data(tmp_path: Path, phase1_store: Path) -> None:
-    post = '{{ compare("peak_memory_gib", model="deepseek") }}\n'
+    post = '{{ compare("pre_kv_memory_gib", model="deepseek") }}\n'
     text = body(render_post(project_with(tmp_path, post), phase1_store))
-    assert text.startswith("DeepSeek-R1-Distill-Qwen-7B: container had 1.44× the peak memory of native (95% CI ")
+    assert text.startswith("DeepSeek-R1-Distill-Qwen-7B: container had 1.44× the memory before KV cache of native (95% CI ")
 
 
 def test_tables_and_charts_come_from_the_pages(tmp_path: Path, published_store: Path) -> None:
@@ -160,7 +160,7 @@ def test_indented_code_blocks_stay_literal(text: str, bound: list[str]) -> None:
 @pytest.mark.parametrize(("binding", "problem"), [
     ('value("kv_cache_gb", model="deepseek", environment="native")',
      "unknown metric 'kv_cache_gb' — metrics in the data: kv_cache_fraction, kv_cache_gib, memory_available_gib, "
-     "memory_total_gib, output_throughput_tok_s, peak_memory_gib"),
+     "memory_total_gib, output_throughput_tok_s, pre_kv_memory_gib"),
     ('value("kv_cache_gib", model="llama", environment="native")',
      "no arm with kv_cache_gib has model='llama' — model values here: deepseek, gpt120b, qwen72b, unnamed"),
     ('value("kv_cache_gib", model="deepseek")',
@@ -280,13 +280,13 @@ def test_site_post_numbers_match_stats(site_with_posts: BuildResult, published_s
     docs = site_with_posts.render.docs_dir / "blog" / "posts"
     budget = (docs / "unified-memory-budget.md").read_text(encoding="utf-8")
     for env in ("native", "container"):
-        for metric in ("memory_total_gib", "peak_memory_gib", "memory_available_gib", "kv_cache_gib"):
+        for metric in ("memory_total_gib", "pre_kv_memory_gib", "memory_available_gib", "kv_cache_gib"):
             assert f"{num(rows[('unnamed', env, metric)]['mean'], metric)} GiB" in budget
     recomputed = (docs / "phase1-recomputed.md").read_text(encoding="utf-8")
     sd = rows[("deepseek", "native", "output_throughput_tok_s")]
     assert (f"{num(sd['sd'], 'output_throughput_tok_s')} tok/s over\n{sd['n']} runs" in recomputed)
     assert f"from\n{num(sd['ci_low'], 'x')} tok/s to\n{num(sd['ci_high'], 'x')} tok/s." in recomputed
-    assert '`{{ value("peak_memory_gib", model="deepseek", environment="native") }}`' in recomputed
+    assert '`{{ value("pre_kv_memory_gib", model="deepseek", environment="native") }}`' in recomputed
 
 
 def test_rss_feed_lists_the_posts(site_with_posts: BuildResult) -> None:

@@ -30,7 +30,7 @@ def test_future_schema_is_refused() -> None:
     with pytest.raises(SchemaError) as info:
         RunRecord.from_dict(data, "runs/c/r/run.json")
     assert str(info.value.format_message()) == (
-        "runs/c/r/run.json: written by a newer sparkreport (schema_version 99; this one reads up to 1)"
+        "runs/c/r/run.json: written by a newer sparkreport (schema_version 99; this one reads up to 2)"
         " — upgrade sparkreport (`pip install -U sparkreport`)"
     )
 

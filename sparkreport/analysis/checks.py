@@ -35,10 +35,15 @@ class Finding:
     runs: list[str] = field(default_factory=list)
     #: The numbers the finding used (physical checks), for scripts and the site.
     numbers: dict[str, float] = field(default_factory=dict)
+    #: What the finding assumes beyond what was measured, one sentence per assumption (e.g. "…'s
+    #: weights: 72.7B parameters in BF16 (from the catalog; the record states no precision)").
+    #: Findings sharing an assumption rest on it together: group them
+    #: (``physics.assumption_groups``), never count them as independent.
+    assumes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {"severity": self.severity, "code": self.code, "message": self.message, "runs": self.runs,
-                "numbers": self.numbers}
+                "numbers": self.numbers, "assumes": self.assumes}
 
 
 CheckFn = Callable[[Dataset, "pd.DataFrame", AnalysisOptions], list[Finding]]
@@ -115,6 +120,9 @@ def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
     return findings
 
 
+_MEMORY_PAIR = ("pre_kv_memory_gib", "peak_memory_gib")
+
+
 @register_check("missing-metrics")
 def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
@@ -136,6 +144,9 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
                     sorted(run_ids[positions[missing[positions, j]]].tolist()),
                 ))
         absent = [m for k, m in enumerate(metric_catalog.PRIMARY_METRICS) if primary_missing[positions, k].all()]
+        # A source reports memory before the KV cache or the peak with it: one of the two is enough.
+        if not set(_MEMORY_PAIR) <= set(absent):
+            absent = [m for m in absent if m not in _MEMORY_PAIR]
         if absent:
             findings.append(Finding(
                 "info", "metric-not-reported",

@@ -1,6 +1,7 @@
 """Two-arm comparisons: candidate vs baseline, per campaign × model × metric.
 
-Difference with a Welch CI; ratio with a seeded bootstrap CI; Welch and Mann–Whitney
+Difference with a Welch CI; ratio with Fieller's CI (Welch df, from n/mean/sd, so published
+summaries get one too; chosen by simulation, see bench/interval_coverage.py); Welch and Mann–Whitney
 p-values (and a paired t over plan blocks where the plan has blocks); Holm adjustment per
 campaign and primary/secondary family (:mod:`sparkreport.analysis.design`);
 Hedges' g; TOST equivalence against a declared margin. Arms known only from published
@@ -134,16 +135,17 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhi
     diff = b.mean - a.mean
     low, high = st.diff_interval(a.mean, a.sd, a.n, b.mean, b.sd, b.n, opts.confidence)
     ratio = b.mean / a.mean if a.mean != 0 else st.NAN
+    r_low, r_high = st.fieller_ratio_ci(a.mean, a.sd, a.n, b.mean, b.sd, b.n, opts.confidence)
     if a.values is not None and b.values is not None:
-        r_low, r_high = st.bootstrap_ratio_ci(a.values, b.values, seed=opts.bootstrap_seed,
-                                              resamples=opts.bootstrap_resamples, confidence=opts.confidence)
         p_mw = p_mannwhitney
     else:
-        r_low = r_high = p_mw = st.NAN
-        skipped += ["Mann–Whitney U", "bootstrap ratio CI"]
+        p_mw = st.NAN
+        skipped += ["Mann–Whitney U"]
+    if not math.isfinite(r_low) and a.n >= 2 and b.n >= 2 and math.isfinite(a.sd) and math.isfinite(b.sd):
+        skipped += ["ratio CI (the baseline mean is not clearly away from zero)"]
     p_welch = st.welch_from_stats(a.mean, a.sd, a.n, b.mean, b.sd, b.n)
     if not math.isfinite(p_welch):
-        skipped += ["Welch t-test", "difference CI", "TOST", "Hedges' g"]
+        skipped += ["Welch t-test", "difference CI", "ratio CI", "TOST", "Hedges' g"]
     p_tost = st.tost_from_stats(a.mean, a.sd, a.n, b.mean, b.sd, b.n, margin)
     return {
         "n_baseline": a.n, "n_candidate": b.n, "mean_baseline": a.mean, "mean_candidate": b.mean,

@@ -3,7 +3,7 @@
 Comparable first: a "what changed" table of every recorded field that differs between the
 sides; cells (model × environment) whose workload differs are *not comparable* and are never
 diffed unless a field is explicitly allowed to differ. Then, per cell and metric: the ratio
-b/a with a seeded bootstrap CI, Welch and Mann–Whitney p-values, Holm across the whole diff,
+b/a with Fieller's CI (Welch df), Welch and Mann–Whitney p-values, Holm across the whole diff,
 and a direction-aware verdict that needs both significance and a minimum effect.
 """
 
@@ -188,8 +188,8 @@ def _cell_metric(base: dict[str, Any], ca: pd.DataFrame, cb: pd.DataFrame, metri
         "p_tost": st.tost_from_stats(da.mean, da.sd, da.n, db.mean, db.sd, db.n, effect * abs(da.mean)),
     })
     row["change_pct"] = (row["ratio"] - 1) * 100 if math.isfinite(row["ratio"]) else st.NAN
-    row["ratio_ci_low"], row["ratio_ci_high"] = st.bootstrap_ratio_ci(
-        va, vb, seed=opts.bootstrap_seed, resamples=opts.bootstrap_resamples, confidence=opts.confidence)
+    row["ratio_ci_low"], row["ratio_ci_high"] = st.fieller_ratio_ci(da.mean, da.sd, da.n, db.mean, db.sd, db.n,
+                                                                     opts.confidence)
     return row
 
 

@@ -1,9 +1,11 @@
 """Statistical primitives: pure functions over numbers, no pandas.
 
 t-based confidence intervals (never 1.96 at n = 10), Welch's t-test (from samples or from
-summary statistics), Mann–Whitney U, a seeded bootstrap CI for the ratio of means, Hedges' g,
-Holm's step-down adjustment and TOST equivalence. NaN means "cannot be computed from what
-was given" and is reported as such, never replaced by a number.
+summary statistics), Mann–Whitney U, Fieller's CI for the ratio of means (Welch degrees of
+freedom; it holds its level at n = 3–10 where a percentile bootstrap does not — see
+bench/interval_coverage.py), Hedges' g, Holm's step-down adjustment and TOST equivalence.
+NaN means "cannot be computed from what was given" and is reported as such, never replaced by a
+number.
 """
 
 from __future__ import annotations
@@ -164,6 +166,43 @@ def diff_interval(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int,
     return (m2 - m1) - half, (m2 - m1) + half
 
 
+#: How the ratio interval was chosen, in one sentence for the Methodology page ({level}: "95%").
+RATIO_INTERVAL_METHOD = (
+    "The ratio of means has Fieller's {level} confidence interval with Welch–Satterthwaite degrees "
+    "of freedom, computed from each arm's n, mean and SD; it was chosen by simulation over a "
+    "percentile, a BCa and a studentized bootstrap: at n = 3, 5 and 10 runs per arm it covered the "
+    "true ratio 94.5–96.7% of the time, where the percentile bootstrap used before covered it 76–92%."
+)
+
+
+def fieller_ratio_ci(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int,
+                     confidence: float = 0.95) -> tuple[float, float]:
+    """Fieller's CI of the ratio of means m2 / m1 for two independent samples (Welch df).
+
+    The set of ρ for which m2 − ρ·m1 is not significantly different from 0:
+    (m2 − ρ m1)² ≤ q² (v2 + ρ² v1), v = s² / n, q the t quantile at the Welch–Satterthwaite df
+    of m2 − ρ̂ m1 (ρ̂ = m2 / m1). NaN when the baseline mean is not significantly away from zero
+    (the set is then unbounded) or when n < 2 or an sd is unknown. Needs only (n, mean, sd), so
+    published summaries get a ratio interval too.
+    """
+    if n1 < 2 or n2 < 2 or not (math.isfinite(s1) and math.isfinite(s2)) or m1 == 0:
+        return NAN, NAN
+    v1, v2 = s1**2 / n1, s2**2 / n2
+    ratio = m2 / m1
+    if v1 == 0 and v2 == 0:
+        return ratio, ratio
+    w1, w2 = ratio**2 * v1, v2
+    df = (w1 + w2) ** 2 / ((w1**2 / (n1 - 1) if w1 else 0.0) + (w2**2 / (n2 - 1) if w2 else 0.0))
+    q2 = _t_ppf(0.5 + confidence / 2, df) ** 2
+    a = m1**2 - q2 * v1
+    if a <= 0:
+        return NAN, NAN
+    b = m1 * m2
+    c = m2**2 - q2 * v2
+    half = math.sqrt(max(b * b - a * c, 0.0))
+    return (b - half) / a, (b + half) / a
+
+
 def mann_whitney(a: Sequence[float], b: Sequence[float]) -> float:
     """Two-sided Mann–Whitney U p-value (NaN with fewer than 2 values on a side)."""
     if len(a) < 2 or len(b) < 2:
@@ -215,7 +254,11 @@ def hedges_g(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int) -> fl
 
 def bootstrap_ratio_ci(a: Sequence[float], b: Sequence[float], *, seed: int, resamples: int = 10_000,
                        confidence: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of mean(b) / mean(a), each side resampled independently (seeded)."""
+    """Percentile bootstrap CI of mean(b) / mean(a), each side resampled independently (seeded).
+
+    Not used by the site since schema 2: at n = 3, 5 and 10 it covers the true ratio far less
+    often than 95% (bench/interval_coverage.py); kept for that comparison.
+    """
     x = np.asarray(a, dtype=float)
     y = np.asarray(b, dtype=float)
     if x.size < 2 or y.size < 2:

@@ -136,3 +136,50 @@ def match_model(model_id: str | None, name: str | None = None,
         except TypeError:
             return spec
     return spec
+
+
+#: Spellings of a precision → the catalog's dtype names.
+DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
+               "float8_e4m3fn": "fp8", "float8": "fp8", "e4m3": "fp8"}
+
+
+def normalise_dtype(dtype: str | None) -> str | None:
+    """``torch.bfloat16`` / ``bfloat16`` / ``BF16`` → ``bf16`` (None stays None)."""
+    if not dtype:
+        return None
+    name = str(dtype).lower().removeprefix("torch.")
+    return DTYPE_NAMES.get(name, name)
+
+
+def facts_from_config(parameters: float | None, config: dict[str, Any], dtype: str | None,
+                      weights_gib: float | None = None, source: str = "") -> dict[str, Any]:
+    """A record's model facts (``model.details``: the fields of :class:`ModelSpec`) from a
+    Hugging Face-style config, the parameter count and the dtype the model was loaded in.
+
+    ``weights_gib`` (the weights as loaded) becomes ``weight_gb`` so capacity and roofline use
+    the measured size rather than parameters × bytes per parameter.
+    """
+    facts: dict[str, Any] = {}
+    if parameters:
+        facts["params_b"] = round(float(parameters) / 1e9, 6)
+    layers = config.get("num_hidden_layers")
+    heads = config.get("num_attention_heads")
+    hidden = config.get("hidden_size")
+    if layers:
+        facts["layers"] = int(layers)
+    kv_heads = config.get("num_key_value_heads") or heads
+    if kv_heads:
+        facts["kv_heads"] = int(kv_heads)
+    head_dim = config.get("head_dim") or (hidden // heads if hidden and heads else None)
+    if head_dim:
+        facts["head_dim"] = int(head_dim)
+    if hidden:
+        facts["hidden_size"] = int(hidden)
+    name = normalise_dtype(dtype)
+    if name:
+        facts["dtype"] = name
+    if weights_gib:
+        facts["weight_gb"] = round(float(weights_gib) * GIB / 1e9, 4)
+    if source:
+        facts["source"] = source
+    return facts

@@ -21,6 +21,7 @@ _COMMANDS: dict[str, tuple[str, ...]] = {
     "sparkreport.cli.run_cmds": ("run",),
     "sparkreport.cli.diff_cmds": ("diff",),
     "sparkreport.cli.init_cmds": ("init",),
+    "sparkreport.cli.scrub_cmds": ("scrub",),
 }
 
 

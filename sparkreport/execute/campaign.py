@@ -118,6 +118,8 @@ class Campaign:
     env: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     sha256: str = ""
+    #: Variables recorded besides the built-in allowlist (``NAME`` or ``PREFIX_*``).
+    env_allowlist: tuple[str, ...] = ()
 
     def model(self, name: str) -> ModelSpec:
         """The model named ``name`` (names are unique)."""
@@ -331,7 +333,8 @@ def _closest(word: str, options: tuple[str, ...]) -> str | None:
 
 
 _TOP = ("campaign", "description", "models", "environments", "workload", "iterations", "cache",
-        "order", "seed", "timeout_s", "cooldown", "monitoring", "preflight", "env", "labels")
+        "order", "seed", "timeout_s", "cooldown", "monitoring", "preflight", "env", "labels",
+        "env_allowlist")
 _MODEL_KEYS = ("name", "id", "path", "preset", "config", "params", "display_name")
 
 
@@ -416,7 +419,20 @@ def load_campaign(path: Path) -> Campaign:
         env=top.str_mapping("env"),
         labels=top.str_mapping("labels"),
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        env_allowlist=_env_allowlist(doc, top.sequence("env_allowlist")),
     )
+
+
+def _env_allowlist(doc: _Doc, items: list[Any]) -> tuple[str, ...]:
+    from sparkreport.execute.envcapture import pattern_error
+
+    for index, item in enumerate(items):
+        problem = pattern_error(item) if isinstance(item, str) else f"must be a string, not {_kind(item)}"
+        if problem:
+            raise doc.fail(("env_allowlist", index), problem,
+                           fix="list variable names (VLLM_USE_V1) or prefixes (MYLIB_*) whose values can "
+                               "change a result")
+    return tuple(items)
 
 
 def _model(doc: _Doc, index: int, item: Any) -> ModelSpec:

@@ -36,6 +36,9 @@ def build_ledger(phases: dict[str, dict[str, Any]], monitor: MonitorSummary | No
     if metrics.get("kv_cache_gib") is not None:
         ledger["after_kv"]["kv_cache_gib"] = metrics["kv_cache_gib"]
         sources["after_kv"].append("metrics")
+    if metrics.get("pre_kv_memory_gib") is not None:
+        ledger["after_weights"]["pre_kv_memory_gib"] = metrics["pre_kv_memory_gib"]
+        sources["after_weights"].append("metrics")
     if metrics.get("peak_memory_gib") is not None:
         ledger["peak"]["peak_memory_gib"] = metrics["peak_memory_gib"]
         sources["peak"].append("metrics")

@@ -1,50 +1,34 @@
-"""Secrets never reach the run store: variables by name, credentials by the look of them.
+"""Secrets never reach the run store: argv and text scrubbed before anything is written.
 
-A variable is secret when its name contains TOKEN, KEY, SECRET, PASSWORD or CREDENTIAL, or
-when its value looks like a credential (``hf_…``, ``ghp_…`` and other GitHub tokens,
-``AKIA…`` AWS key ids, ``Bearer …``). Secret values are also scrubbed from every text file
-kept beside run.json (logs, reports), wherever they appear.
+The environment itself is recorded by allowlist (:mod:`sparkreport.execute.envcapture`); this
+module scrubs what is left: the *known secrets* (the distinctive values of the variables left
+out, see :func:`~sparkreport.execute.envcapture.known_secrets`) and every credential shape
+(:mod:`sparkreport.secrets`) from argv, logs, raw files, the journal and the campaign copy.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-REDACTED = "[REDACTED]"
-_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-_SECRET_VALUE = re.compile(
-    r"(?:\bhf_[A-Za-z0-9]{8,}|\bgh[pousr]_[A-Za-z0-9]{16,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bAKIA[0-9A-Z]{16}\b|\bBearer\s+[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{16,})"
-)
+from sparkreport.execute.envcapture import SECRET_NAME
+from sparkreport.secrets import REDACTED, scrub_credentials
 
-
-def is_secret(name: str, value: str) -> bool:
-    """True when a variable must not be stored."""
-    return bool(_SECRET_NAME.search(name)) or bool(_SECRET_VALUE.search(value))
-
-
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables with secret values replaced (names kept, sorted)."""
-    return {k: (REDACTED if is_secret(k, v) else v) for k, v in sorted(env.items())}
-
-
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    """The secret values of ``env`` (longest first, so substrings go last)."""
-    values = {v for k, v in env.items() if v and len(v) >= 4 and is_secret(k, v)}
-    return sorted(values, key=len, reverse=True)
+#: ``--hf-token``, ``--api-key``, ``--password``: the option's value is secret.
+_SECRET_OPTION = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+#: ``NAME=value`` as ``env``/``chroot … env -i`` take it.
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with known secret values and credential-looking strings replaced."""
-    for value in secrets:
-        text = text.replace(value, REDACTED)
-    return _SECRET_VALUE.sub(REDACTED, text)
+    """``text`` with known secret values and credential shapes replaced."""
+    return scrub_credentials(text, tuple(secrets))
 
 
 def redact_argv(argv: Iterable[str], secrets: Iterable[str] = ()) -> list[str]:
-    """A command line with secrets replaced, including ``--token=…`` style options."""
-    found = list(secrets)
+    """A command line with secrets replaced: known values, credential shapes, the value of a
+    ``--token=…``/``--api-key …`` style option and of a ``HF_TOKEN=…`` style assignment."""
+    found = tuple(secrets)
     out: list[str] = []
     hide_next = False
     for arg in argv:
@@ -53,12 +37,15 @@ def redact_argv(argv: Iterable[str], secrets: Iterable[str] = ()) -> list[str]:
             hide_next = False
             continue
         name, sep, _ = arg.partition("=")
-        if name.startswith("-") and _SECRET_NAME.search(name):
+        if name.startswith("-") and _SECRET_OPTION.search(name):
             if sep:
                 out.append(f"{name}={REDACTED}")
             else:
                 out.append(arg)
                 hide_next = True
+            continue
+        if sep and _ENV_ASSIGNMENT.match(name) and SECRET_NAME.search(name):
+            out.append(f"{name}={REDACTED}")
             continue
         out.append(redact_text(arg, found))
     return out

@@ -30,13 +30,14 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.errors import SparkreportError
 from sparkreport.execute.campaign import Campaign
 from sparkreport.execute.cooldown import wait_for_cooldown
+from sparkreport.execute.envcapture import SECRET_NAME, capture_env, is_allowed, known_secrets, scrub_env_lines
 from sparkreport.execute.environments import ENVIRONMENTS, ExecEnvironment, Execution, Launch, Outcome
 from sparkreport.execute.gpu import GpuProbe, open_gpu
 from sparkreport.execute.ledger import build_ledger
 from sparkreport.execute.monitor import MonitorSummary, Sampler, busy_span_metrics, read_meminfo
 from sparkreport.execute.plan import Cell, Plan, estimate_seconds, format_duration, make_plan
 from sparkreport.execute.preflight import Check, run_preflight
-from sparkreport.execute.redact import redact_argv, redact_env, redact_text, secret_values
+from sparkreport.execute.redact import redact_argv, redact_text
 from sparkreport.execute.sysinfo import PACKAGES_PROBE, host_facts
 from sparkreport.execute.workloads import WORKLOADS, BaseWorkload, Step, WorkloadResult
 from sparkreport.schema import Environment, Hardware, Model, Provenance, RunRecord, Software, Status, Workload
@@ -86,13 +87,15 @@ def utc_now() -> str:
 class Journal:
     """Append-only JSON lines, flushed and synced per event (survives kill -9)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, secrets: list[str] | None = None):
         self.path = path
+        #: Known secret values scrubbed from every line (credential shapes always are).
+        self.secrets = secrets or []
 
     def write(self, event: str, **data: Any) -> None:
-        """Append one event."""
+        """Append one event (secrets scrubbed)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"t": utc_now(), "event": event, **data}, sort_keys=True)
+        line = redact_text(json.dumps({"t": utc_now(), "event": event, **data}, sort_keys=True), self.secrets)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line + "\n")
             handle.flush()
@@ -152,10 +155,11 @@ class CampaignRunner:
         self.store = RunStore(Path(options.runs_dir).absolute())
         self.folder = self.store.root / campaign.name
         self.meta = self.folder / META_DIR
-        self.journal = Journal(self.meta / "journal.jsonl")
         self.workload: BaseWorkload = WORKLOADS[campaign.workload.kind](campaign.workload)
         self.environments: dict[str, ExecEnvironment] = {
             spec.name: ENVIRONMENTS[spec.kind](spec) for spec in campaign.environments}
+        self.secrets = self.known_secrets(dict(os.environ))
+        self.journal = Journal(self.meta / "journal.jsonl", self.secrets)
         self.report = CampaignReport()
         self.gpu: GpuProbe | None = None
         self.current: Execution | None = None
@@ -273,14 +277,31 @@ class CampaignRunner:
                                failed=len(self.report.failed), skipped=len(self.report.skipped))
         return self.report
 
+    def known_secrets(self, process_env: dict[str, str]) -> list[str]:
+        """The values to scrub from text: those of variables not recorded (see
+        :func:`~sparkreport.execute.envcapture.known_secrets`) and of declared variables named
+        like secrets, less any value the campaign file itself spells out (a model id, a path)."""
+        extra = self.campaign.env_allowlist
+        declared = {**self.campaign.env, **self.workload.launch_env(),
+                    **{k: v for e in self.environments.values() for k, v in e.declared_env().items()}}
+        hidden = {k: v for k, v in process_env.items() if k not in declared and not is_allowed(k, extra)}
+        hidden.update({k: v for k, v in declared.items() if SECRET_NAME.search(k)})
+        shown = [v for k, v in {**process_env, **declared}.items() if k not in hidden]
+        try:
+            text = self.campaign.path.read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        return [v for v in known_secrets(hidden, exclude=shown) if v not in text]
+
     def save_meta(self, plan: Plan) -> None:
         """Keep the plan and the campaign file (secrets redacted) in ``_campaign/``."""
         self.meta.mkdir(parents=True, exist_ok=True)
         if not (self.meta / "plan.json").exists() or not self.options.resume:
             plan.save(self.meta / "plan.json")
             # The copy kept with the runs must not carry a secret the campaign declares.
-            secrets = secret_values({**self.campaign.env, **{k: v for e in self.environments.values()
-                                                             for k, v in e.declared_env().items()}})
+            declared = {**self.campaign.env, **{k: v for e in self.environments.values()
+                                                for k, v in e.declared_env().items()}}
+            secrets = [*self.secrets, *(v for k, v in declared.items() if SECRET_NAME.search(k) and len(v) >= 4)]
             text = redact_text(self.campaign.path.read_text(encoding="utf-8"), secrets)
             (self.meta / "campaign.yaml").write_text(text, encoding="utf-8")
 
@@ -442,8 +463,9 @@ class CampaignRunner:
         record = self.make_record(plan, cell, env, model, result, outcomes, launches, monitor, cache, packages,
                                   warnings + result.warnings, reason, exit_code, started_at, started_local,
                                   start_temp, end_temp, duration, cool.waited_s)
-        raw = self.raw_files(workdir, logs, result, outcomes, sampler if monitor else None,
-                             {**self.campaign.env, **env.declared_env(), **os.environ})
+        secrets = self.known_secrets({**os.environ, **(env.process_env(launches[0][1]) if launches else {})})
+        raw = self.raw_files(workdir, logs, result, outcomes, sampler if monitor else None, secrets,
+                             declared=set(launches[0][1].env) | set(env.declared_env()) if launches else set())
         record.provenance.raw_files = [item.name for item in raw]
         shutil.rmtree(workdir, ignore_errors=True)  # every raw file is held as bytes by now
         return record, raw
@@ -518,7 +540,11 @@ class CampaignRunner:
                     started_local: str, start_temp: float | None, end_temp: float | None,
                     duration_s: float, cooldown_s: float) -> RunRecord:
         """Assemble run.json."""
-        secrets = secret_values({**os.environ, **self.campaign.env, **env.declared_env()})
+        launch = launches[0][1] if launches else None
+        capture = capture_env(env.process_env(launch) if launch else env.declared_env(),
+                              {**(launch.env if launch else {}), **env.declared_env()},
+                              self.campaign.env_allowlist)
+        secrets = self.known_secrets({**os.environ, **(env.process_env(launch) if launch else {})})
         metrics: dict[str, float | None] = {}
         extra: dict[str, Any] = {}
         for name, value in result.metrics.items():
@@ -543,8 +569,13 @@ class CampaignRunner:
                                      "peak_sampled_gib": monitor.peaks.get("cgroup_current_gib")}
         env_details["commands"] = [
             {"step": step.name, "argv": redact_argv(env.command_line(launch), secrets)} for step, launch in launches]
-        env_details["env_vars"] = redact_env(
-            env.process_env(launches[0][1]) if launches else env.declared_env())
+        # By allowlist (envcapture): the other variables are not recorded, only counted.
+        env_details["env_vars"] = capture.values
+        env_details["env_vars_unrecorded"] = capture.unrecorded
+        if self.campaign.env_allowlist:
+            env_details["env_allowlist"] = list(self.campaign.env_allowlist)
+        for key in ("commands", "env_vars"):
+            env_details[key] = json.loads(redact_text(json.dumps(env_details[key]), secrets))
         gpu_reported = self.host.get("gpu_memory_reported")
         pool = None
         if self.gpu is not None:
@@ -562,7 +593,8 @@ class CampaignRunner:
             iteration=cell.iteration,
             started_at=started_at,
             started_at_local=started_local,
-            model=Model(id=result.model_id or model.id, name=model.name, display_name=model.display_name),
+            model=Model(id=result.model_id or model.id, name=model.name, display_name=model.display_name,
+                        details=dict(result.model_details)),
             environment=Environment(name=env.name, kind=env.record_kind, details=env_details),
             workload=Workload(
                 num_requests=_int(workload_fields.get("num_requests")),
@@ -596,14 +628,17 @@ class CampaignRunner:
                     "plan_order": plan.order, "plan_seed": str(plan.seed), "plan_index": str(cell.index),
                     "workload": self.workload.kind},
         )
-        # A record is the contract downstream: validate it exactly as a reader would.
-        data = json.loads(redact_text(json.dumps(record.to_dict()), secrets))
+        record.status.reason = redact_text(record.status.reason, secrets) if record.status.reason else None
+        record.status.warnings = [redact_text(w, secrets) for w in record.status.warnings]
+        # A record is the contract downstream: validate it exactly as a reader would. Credential
+        # shapes go everywhere; known values only from the free text above (a value that is
+        # also a model id or a metric must not be blanked out of the record's fields).
+        data = json.loads(redact_text(json.dumps(record.to_dict())))
         return RunRecord.from_dict(data, f"{self.folder}/{cell.run_id}/run.json")
 
     def raw_files(self, workdir: Path, logs: dict[str, Path], result: WorkloadResult, outcomes: list[Outcome],
-                  sampler: Sampler | None, env: dict[str, str]) -> list[RawFile]:
+                  sampler: Sampler | None, secrets: list[str], declared: set[str]) -> list[RawFile]:
         """Logs and reports (secrets scrubbed), samples, environment extras."""
-        secrets = secret_values(env)
         raw: list[RawFile] = []
         for path in [*logs.values(), *result.keep]:
             if path.exists():
@@ -614,10 +649,24 @@ class CampaignRunner:
         for outcome in outcomes:
             for item in outcome.raw:
                 text = (item.content or b"").decode("utf-8", errors="replace")
+                if item.name == "docker-inspect.json":
+                    text = self.scrub_inspect(text, declared)
                 raw.append(RawFile(name=item.name, content=redact_text(text, secrets).encode()))
         if sampler is not None:
             raw.append(RawFile(name="samples.csv.gz", content=sampler.csv_gz()))
         return raw
+
+    def scrub_inspect(self, text: str, declared: set[str]) -> str:
+        """``docker inspect`` output with ``Config.Env`` down to the recorded variables."""
+        try:
+            inspect = json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        config = inspect.get("Config") if isinstance(inspect, dict) else None
+        if isinstance(config, dict) and isinstance(config.get("Env"), list):
+            config["Env"] = scrub_env_lines(config["Env"], self.campaign.env_allowlist, keep=declared)
+            return json.dumps(inspect, indent=2, sort_keys=True)
+        return text
 
 
 def _describe(checks: list[Check]) -> str:

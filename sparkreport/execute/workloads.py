@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import sparkreport
+from sparkreport.catalogs import facts_from_config
 from sparkreport.registry import registrar
+from sparkreport.schema import TORCH_FACTS_SOURCE
 
 if TYPE_CHECKING:
     from sparkreport.execute.campaign import Fields, ModelSpec, WorkloadSpec
@@ -64,6 +66,9 @@ class WorkloadResult:
     software: dict[str, Any] = field(default_factory=dict)
     memory_phases: dict[str, dict[str, Any]] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    #: The model's facts as run (``model.details``: params_b, layers, kv_heads, head_dim, dtype, …),
+    #: which the capacity and roofline checks use before the catalog.
+    model_details: dict[str, Any] = field(default_factory=dict)
     keep: list[Path] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
@@ -230,6 +235,8 @@ class TorchWorkload(BaseWorkload):
             software={**report["software"], "random_weights": True,
                       "implementation": info.get("implementation")},
             memory_phases=report["memory"],
+            model_details=facts_from_config(info.get("parameters"), info.get("config") or {}, info.get("dtype"),
+                                            info.get("weights_gib"), TORCH_FACTS_SOURCE),
             details={"model": {k: info[k] for k in ("parameters", "weights_gib", "dtype", "config")},
                      "timing": report["timing"], "device": report["device"], "random_weights": True,
                      **{k: report["workload"][k] for k in ("max_seq_len", "kv_bytes_per_token", "kv_slots",

@@ -8,6 +8,7 @@ source adds nothing: its runs keep their ids and are reported as already present
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,8 +158,10 @@ def _write_all(plan: list[tuple[Source, Parser]], claimed: set[Path], known: set
             except ParseError as exc:
                 report.rejected.append(exc)
                 continue
+            in_source: set[str] = set()
             for run in runs:
                 _finish(run, source, parser, options, ingested_at)
+                _distinct_id(run, in_source)
                 rid = run.record.run_id
                 if rid in known:
                     report.skipped.append(rid)
@@ -169,6 +172,17 @@ def _write_all(plan: list[tuple[Source, Parser]], claimed: set[Path], known: set
                 writer.write(run)
                 known.add(rid)
                 report.added.append(rid)
+
+
+def _distinct_id(run: ParsedRun, in_source: set[str]) -> None:
+    """Give a run whose id an earlier run of the same source took (``foo/bar`` and ``foo bar``
+    both slug to ``foo-bar``) a suffix hashed from what tells them apart — the same on every
+    re-ingest, so identity still comes from the content."""
+    record = run.record
+    if record.run_id in in_source:
+        what = "\0".join((record.model.name, record.environment.name, run.locator or "", record.started_at or ""))
+        record.run_id = f"{record.run_id}-{hashlib.sha256(what.encode('utf-8', 'surrogateescape')).hexdigest()[:6]}"
+    in_source.add(record.run_id)
 
 
 class _Writer:

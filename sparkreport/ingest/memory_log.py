@@ -4,7 +4,7 @@
 patterns search anywhere in the line) and keeps what the lines say, in GiB:
 
 * canonical metrics — ``kv_cache_gib``, ``kv_cache_max_tokens``, ``kv_cache_fraction``,
-  ``memory_total_gib``, ``memory_available_gib``, ``peak_memory_gib`` (and, weakly,
+  ``memory_total_gib``, ``memory_available_gib``, ``pre_kv_memory_gib`` (and, weakly,
   ``max_num_tokens`` / ``max_batch_size`` from the scheduler summary);
 * ``details`` — everything else (weights, activations, engine allocations, blocks, …);
 * ``units`` — for each figure whose printed unit was not GiB, the unit as printed and how it
@@ -145,7 +145,7 @@ class MemoryFacts:
             self._metric("memory_available_gib", self._gib("memory_available_gib", m[3], m[4]))
             return True
         if m := _PEAK.search(line):
-            self._metric("peak_memory_gib", self._gib("peak_memory_gib", m[1], m[2]))
+            self._metric("pre_kv_memory_gib", self._gib("pre_kv_memory_gib", m[1], m[2]))
             if a := _PEAK_AVAILABLE.search(line):
                 self._metric("memory_available_gib", self._gib("memory_available_gib", a[1], a[2]))
             if f := _PEAK_FRACTION.search(line):

@@ -1,7 +1,8 @@
 """The Phase 1 DGX Spark study's formats: its aggregate JSON and its per-run file pairs.
 
 Aggregate: ``{"models": {model: {environment: [record, ...]}}}``; ``throughput`` is requests/s,
-``output_throughput`` tokens/s, ``peak_memory`` and ``kv_cache`` GiB, ``latency`` always null.
+``output_throughput`` tokens/s, ``peak_memory`` (TensorRT-LLM's peak before the KV cache is
+allocated: ``pre_kv_memory_gib``) and ``kv_cache`` GiB, ``latency`` always null.
 Per-run pair: ``<env>_<model>_iter<N>_<timestamp>_metadata.json`` with the same run fields
 (no metrics) plus ``<same prefix>.log`` holding trtllm-bench output.
 
@@ -140,7 +141,7 @@ class Phase1AggregateParser(Parser):
                 ("output_throughput_tok_s",
                  number(rec.get("output_throughput"), path, f"{where}.output_throughput")),
                 ("latency_ms_mean", number(rec.get("latency"), path, f"{where}.latency")),
-                ("peak_memory_gib", number(rec.get("peak_memory"), path, f"{where}.peak_memory")),
+                ("pre_kv_memory_gib", number(rec.get("peak_memory"), path, f"{where}.peak_memory")),
                 ("kv_cache_gib", number(rec.get("kv_cache"), path, f"{where}.kv_cache")),
             ) if value is not None
         })

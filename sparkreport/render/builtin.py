@@ -10,11 +10,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.render import diffs, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
 from sparkreport.render.pages import Page, PageDoc, register
 from sparkreport.render.tables import claims, metric_label, recorded_settings
+from sparkreport.schema import RunRecord
 
 #: Findings of the physical-plausibility checks, which the home page leads with.
 PHYSICAL_CODES = ("capacity-weights", "capacity-peak", "roofline", "size-insensitive", "derived-identity",
@@ -113,17 +115,6 @@ class MethodologyPage(Page):
         for section in ("workload", "software", "hardware"):
             found, missing = recorded_settings(records, section)
             sections[section] = {"rows": found, "missing": missing}
-        environments: dict[str, dict[str, Any]] = {}
-        for record in records:
-            env = environments.setdefault(record.environment.name, {
-                "name": record.environment.name, "kinds": [], "details": {}, "campaigns": []})
-            for key, bucket in (("kinds", record.environment.kind), ("campaigns", record.campaign)):
-                if bucket not in env[key]:
-                    env[key].append(bucket)
-            for detail, value in record.environment.details.items():
-                known = env["details"].setdefault(str(detail), [])
-                if value not in known:
-                    known.append(value)
         sources: dict[tuple[str, str], dict[str, Any]] = {}
         for record in records:
             source = (record.campaign, record.provenance.source_sha256 or record.provenance.source_path)
@@ -141,12 +132,34 @@ class MethodologyPage(Page):
         return {
             "campaigns": [r["campaign"] for r in campaign_overview(site)],
             "sections": sections,
-            "environments": sorted(environments.values(), key=lambda e: e["name"]),
+            "environments": environment_descriptions(records),
             "sources": source_rows,
             "arms": arm_table(site),
             "cooldown": cooldown,
             "options": site.config.analysis,
+            "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
         }
+
+
+def environment_descriptions(records: list[RunRecord]) -> list[dict[str, Any]]:
+    """One entry per environment, identified by (campaign, name): two campaigns' "native" can be
+    different things (a chroot in one, the host in another) and are never merged.
+
+    Each entry: ``campaign``, ``name``, ``kinds``, ``details`` (key → distinct values) and
+    ``campaigns`` (``[campaign]``, kept for templates that list it).
+    """
+    environments: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:
+        key = (record.campaign, record.environment.name)
+        env = environments.setdefault(key, {"campaign": record.campaign, "name": record.environment.name,
+                                            "kinds": [], "details": {}, "campaigns": [record.campaign]})
+        if record.environment.kind not in env["kinds"]:
+            env["kinds"].append(record.environment.kind)
+        for detail, value in record.environment.details.items():
+            known = env["details"].setdefault(str(detail), [])
+            if value not in known:
+                known.append(value)
+    return [environments[key] for key in sorted(environments)]
 
 
 #: Above this many source files, the Methodology page lists them per campaign and format.
@@ -217,7 +230,8 @@ class QualityPage(Page):
         excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
         return {
             "findings": [{"severity": f.severity, "code": f.code, "message": f.message,
-                          "runs": f.runs} for f in site.findings],  # check() sorted them
+                          "runs": f.runs, "assumes": f.assumes} for f in site.findings],  # check() sorted them
+            "assumption_groups": site.assumption_groups,
             "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
             if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),

@@ -78,6 +78,21 @@ class SiteData:
         """The error-level findings (shown as a banner on every page while unresolved)."""
         return [f for f in self.findings if f.severity == "error"]
 
+    @property
+    def assumption_groups(self) -> list[dict[str, Any]]:
+        """Findings grouped by the assumption they rest on (``physics.assumption_groups``): each
+        group is one doubt about that assumption, never independent checks."""
+        from sparkreport.analysis.physics import assumption_groups
+
+        return assumption_groups(self.findings)
+
+    def model_facts(self) -> list[dict[str, Any]]:
+        """Per arm: the model facts the plausibility checks used and where they came from
+        (``physics.model_facts_table``: record, record and catalog, catalog, none)."""
+        from sparkreport.analysis.physics import model_facts_table
+
+        return model_facts_table(self.dataset, self.runs)
+
     def models(self) -> list[tuple[str, str]]:
         """(model key, display name) of every model with per-run or published data, in order."""
         seen: dict[str, str] = {}

@@ -1,7 +1,7 @@
 """Diff pages: one page per diff named in ``sparkreport.yml`` (``diffs:``).
 
 Each page shows what changed between the sides first, the cells that are not comparable, then
-per cell × metric the ratio b/a with its bootstrap CI and the verdict, with a chart per metric
+per cell × metric the ratio b/a with its Fieller CI and the verdict, with a chart per metric
 of both sides' runs and one of the ratios with their CIs.
 """
 
@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import frame_rows as rows
+from sparkreport.names import unique_slugs
 from sparkreport.render.pages import Page, PageDoc, register
 from sparkreport.render.tables import metric_label
-from sparkreport.schema import slug
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,8 +33,9 @@ class DiffPage(Page):
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         docs = []
+        folders = unique_slugs(named.name for named in site.config.diffs)
         for named in site.config.diffs:
-            doc = PageDoc(f"{self.folder}/{slug(named.name)}/index.md", named.title or named.name, self.template)
+            doc = PageDoc(f"{self.folder}/{folders[named.name]}/index.md", named.title or named.name, self.template)
             doc.context, doc.charts = diff_context(site, named)
             docs.append(doc)
         return docs
@@ -103,7 +104,7 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
 
 
 def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
-    """The ratio b/a per cell with its bootstrap CI, and the line of no change at 1."""
+    """The ratio b/a per cell with its Fieller CI, and the line of no change at 1."""
     import altair as alt
 
     from sparkreport.charts import PANEL_WIDTH, _finish, _records
@@ -122,4 +123,4 @@ def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
     one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 4]).encode(x="one:Q")
     chart = (bars + points + one).properties(width=PANEL_WIDTH)
     return _finish(chart, f"{metric}-ratio", f"{metric_label(metric)}: ratio b/a",
-                   f"The ratio of means b/a of {metric_label(metric)} per cell with its bootstrap CI.", len(data))
+                   f"The ratio of means b/a of {metric_label(metric)} per cell with its Fieller CI.", len(data))

@@ -1,8 +1,12 @@
-"""The Unified-memory page: peak memory against KV cache, and the memory budget per arm.
+"""The Unified-memory page: KV cache against the memory in use before it, and the budget per arm.
 
-The budget follows TensorRT-LLM's rule: the KV cache gets ``fraction`` of the memory that
-is free once the model is loaded (``--kv_cache_free_gpu_mem_fraction``, default 0.9). Free
-memory is the figure the run recorded (``memory_available_gib``), else pool − peak.
+Two memory figures, never one column (schema 2): ``pre_kv_memory_gib``, memory in use before the
+KV cache is allocated (trtllm-bench, TensorRT-LLM's memory log, the Phase 1 study, the
+unified-memory post), and ``peak_memory_gib``, the peak in use with the KV cache (the torch
+runner). The budget follows TensorRT-LLM's rule: the KV cache gets ``fraction`` of the memory that
+is free once the model is loaded (``--kv_cache_free_gpu_mem_fraction``, default 0.9). Free memory
+is the figure the run recorded (``memory_available_gib``), else pool − memory before the KV cache
+(that one recorded, else derived as peak − KV cache and marked).
 """
 
 from __future__ import annotations
@@ -19,27 +23,30 @@ if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
 
-BUDGET_METRICS = ("memory_total_gib", "peak_memory_gib", "memory_available_gib", "kv_cache_gib",
-                  "kv_cache_fraction")
+BUDGET_METRICS = ("memory_total_gib", "pre_kv_memory_gib", "peak_memory_gib", "memory_available_gib",
+                  "kv_cache_gib", "kv_cache_fraction")
+#: The two memory figures the page shows side by side (never in one column).
+MEMORY_METRICS = ("pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib")
 
 
 def scatter_points(site: SiteData) -> pd.DataFrame:
-    """Included runs, plus one point per published arm that gives both peak and KV cache."""
+    """Included runs, plus one point per published arm that gives memory before the KV cache and
+    the KV cache (a figure a source does not give stays NaN)."""
     import pandas as pd
 
     from sparkreport.charts import MEASURED, PUBLISHED
 
-    columns = ["model_name", "environment", "peak_memory_gib", "kv_cache_gib", "origin"]
+    columns = ["model_name", "environment", "pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib", "origin"]
     frames = []
     runs = site.runs[site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
     if not runs.empty:
-        frames.append(runs.assign(origin=MEASURED)[columns])
+        frames.append(runs.assign(origin=MEASURED).reindex(columns=columns))
     sums = site.dataset.summaries
     if not sums.empty:
         wide = sums.pivot_table(index=["campaign", "model_name", "environment"], columns="metric",
                                 values="mean", aggfunc="first").reset_index()
-        if {"peak_memory_gib", "kv_cache_gib"} <= set(wide.columns):
-            frames.append(wide.assign(origin=PUBLISHED)[columns])
+        if "kv_cache_gib" in wide.columns:
+            frames.append(wide.assign(origin=PUBLISHED).reindex(columns=columns))
     if not frames:
         return pd.DataFrame(columns=columns)
     return pd.concat(frames, ignore_index=True)
@@ -66,20 +73,27 @@ def budget_rows(site: SiteData) -> list[dict[str, Any]]:
     for index, row in means.iterrows():
         key = (str(index[0]), str(index[1]), str(index[2]))  # type: ignore[index]
         values = {m: plain(row.get(m)) for m in BUDGET_METRICS}
-        peak = values["peak_memory_gib"]
-        if peak is None:
+        kv = values["kv_cache_gib"]
+        before = values["pre_kv_memory_gib"]
+        before_derived = before is None and values["peak_memory_gib"] is not None and kv is not None
+        if before_derived:
+            before = values["peak_memory_gib"] - kv
+        if before is None:
             continue
         pool = values["memory_total_gib"] or pools.get(key)
         free = values["memory_available_gib"]
         free_computed = free is None and pool is not None
         if free_computed and pool is not None:
-            free = pool - peak
+            free = pool - before
         fraction = values["kv_cache_fraction"] or fractions.get(key)
         expected = fraction * free if fraction is not None and free is not None else None
-        kv = values["kv_cache_gib"]
         out.append({
             "campaign": key[0], "model": key[1], "model_name": names[key], "environment": key[2],
-            "published": sources[key] == "published", "pool": pool, "peak": peak, "free": free,
+            "published": sources[key] == "published", "pool": pool,
+            # "peak" is memory in use before the KV cache (the bar the budget starts from); the
+            # peak with the KV cache, when recorded, is "peak_with_kv".
+            "peak": before, "pre_kv": before, "pre_kv_derived": before_derived,
+            "peak_with_kv": values["peak_memory_gib"], "free": free,
             "free_computed": free_computed, "fraction": fraction, "expected_kv": expected, "kv": kv,
             "kv_share": kv / free if kv is not None and free else None,
         })
@@ -97,7 +111,7 @@ class MemoryPage(Page):
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.dataset import frame_rows as rows
 
-        pairs = site.stats[site.stats["metric"].isin(["peak_memory_gib", "kv_cache_gib"])]
+        pairs = site.stats[site.stats["metric"].isin(MEMORY_METRICS)]
         wide = []
         if not pairs.empty:
             for (campaign, model, env), group in pairs.groupby(["campaign", "model", "environment"], sort=True):
@@ -105,6 +119,7 @@ class MemoryPage(Page):
                 wide.append({"campaign": campaign, "model": model, "environment": env,
                              "model_name": group["model_name"].iloc[0],
                              "source": group["source"].iloc[0],
+                             "pre_kv": by_metric.get("pre_kv_memory_gib"),
                              "peak": by_metric.get("peak_memory_gib"), "kv": by_metric.get("kv_cache_gib")})
         pools = sorted({r.hardware.memory_pool_gib for r in site.dataset.records
                         if r.hardware.memory_pool_gib is not None})
@@ -120,7 +135,7 @@ class MemoryPage(Page):
         if waterfall is not None:
             out.append(waterfall)
         chart = memory_scatter(scatter_points(site), name="kv-vs-peak",
-                               title="KV cache against peak memory")
+                               title="KV cache against memory in use before it was allocated")
         if chart is not None:
             out.append(chart)
         return out
@@ -164,7 +179,7 @@ def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
         arm = f"{b['model_name']} · {b['environment']}"
         kv = b["kv"] or 0.0
         rest = max(b["pool"] - b["peak"] - kv, 0.0)
-        for order, (part, value) in enumerate((("peak before KV cache", b["peak"]), ("KV cache", kv),
+        for order, (part, value) in enumerate((("in use before KV cache", b["peak"]), ("KV cache", kv),
                                                ("left free", rest))):
             data.append({"arm": arm, "campaign": b["campaign"], "part": part, "gib": round(value, 3),
                          "order": order})
@@ -173,11 +188,11 @@ def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
     chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
         y=alt.Y("arm:N", title=None, sort=None),
         x=alt.X("sum(gib):Q", title="GiB of the memory pool", stack="zero"),
-        color=alt.Color("part:N", title="budget", sort=["peak before KV cache", "KV cache", "left free"]),
+        color=alt.Color("part:N", title="budget", sort=["in use before KV cache", "KV cache", "left free"]),
         order=alt.Order("order:Q"),
         row=alt.Row("campaign:N", title=None),
         tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("part:N"), alt.Tooltip("gib:Q", format=".2f", title="GiB")],
     ).properties(width=PANEL_WIDTH + 80).resolve_scale(y="independent")
-    description = ("The memory pool of each arm split into the peak before the KV cache, the KV cache "
+    description = ("The memory pool of each arm split into the memory in use before the KV cache, the KV cache "
                    "and what is left free (means).")
     return _finish(chart, "memory-budget", "Memory budget per arm", description, rows=len(data))

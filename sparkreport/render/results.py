@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import frame_rows as rows
+from sparkreport.names import unique_slugs
 from sparkreport.render.pages import Page, PageDoc, register
 from sparkreport.render.tables import claims, metric_label, metric_order
 from sparkreport.schema import slug
@@ -36,8 +37,10 @@ class ResultsPage(Page):
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         docs = []
-        for model, model_name in site.models():
-            doc = PageDoc(f"{self.folder}/{slug(model)}/index.md", model_name, self.template)
+        models = site.models()
+        folders = unique_slugs(model for model, _ in models)  # foo/bar and foo bar: two pages
+        for model, model_name in models:
+            doc = PageDoc(f"{self.folder}/{folders[model]}/index.md", model_name, self.template)
             doc.context, doc.charts = self.model_context(site, model, model_name)
             docs.append(doc)
         overview = PageDoc(self.path, "Overview", self.overview_template)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sparkreport.dataset import plain
+from sparkreport.names import unique_slugs
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 from sparkreport.site.run_files import published_name, write_manifest
@@ -61,9 +62,10 @@ class RunsPage(Page):
         by_group: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         for entry in entries:
             by_group.setdefault((entry["campaign"], entry["model_name"], entry["environment"]), []).append(entry)
+        folders = unique_slugs(name for key in by_group for name in key[1:])
         for (campaign, model_name, environment), members in by_group.items():
             pages = [members[i:i + PAGE_SIZE] for i in range(0, len(members), PAGE_SIZE)]
-            base = f"{self.folder}/{slug(campaign)}/{slug(model_name)}--{slug(environment)}"
+            base = f"{self.folder}/{slug(campaign)}/{folders[model_name]}--{folders[environment]}"
             paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(pages))]
             for k, chunk in enumerate(pages):
                 title = f"{model_name} · {environment}" + (f" ({k + 1}/{len(pages)})" if len(pages) > 1 else "")

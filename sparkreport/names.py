@@ -1,0 +1,90 @@
+"""Names that users give (models, campaigns, environments, labels) and the paths made from them.
+
+Three rules, applied where a name enters (ingest, run.json) or becomes a path (render):
+
+* A name is at most :data:`MAX_NAME_CHARS` characters; a longer one is refused with a message
+  that says so (it would otherwise fail later as "File name too long").
+* Bidirectional control characters (U+200E/F, U+202A–202E, U+2066–2069) are **stripped** from
+  names, with a warning kept on the run: they let one name display as another in titles and
+  tables, and no model or campaign name needs them.
+* Page paths are unique: names whose file-safe forms collide (``foo/bar`` and ``foo bar`` both
+  become ``foo-bar``) each get a short hash of the full name as a suffix; the display name is
+  kept as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+
+from sparkreport.schema import slug
+
+#: The longest model, campaign, environment or label name accepted (file names end at 255 bytes).
+MAX_NAME_CHARS = 200
+#: A run id longer than this is shortened, with a hash of the whole id kept as its suffix.
+MAX_ID_CHARS = 180
+
+BIDI_CONTROLS = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def strip_bidi(text: str) -> str:
+    """``text`` without bidirectional control characters."""
+    return BIDI_CONTROLS.sub("", text)
+
+
+def has_bidi(text: str) -> bool:
+    return BIDI_CONTROLS.search(text) is not None
+
+
+def too_long(kind: str, text: str) -> str | None:
+    """The complaint about a name longer than :data:`MAX_NAME_CHARS`, or None when it fits."""
+    if len(text) <= MAX_NAME_CHARS:
+        return None
+    return f"{kind} is {len(text)} characters long (at most {MAX_NAME_CHARS}): {text[:40]!r}…"
+
+
+def short_id(text: str) -> str:
+    """``text`` itself, or when longer than :data:`MAX_ID_CHARS` its start plus a hash of all of it."""
+    if len(text) <= MAX_ID_CHARS:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return f"{text[:MAX_ID_CHARS - 11]}-{digest}"
+
+
+def unique_slugs(names: Iterable[str]) -> dict[str, str]:
+    """A file-safe, unique path component for each distinct name.
+
+    Names whose slugs collide (also when they differ only in letter case, for case-insensitive
+    file systems) each get ``-<6 hex digits of sha256(name)>``; the others keep their plain slug,
+    so adding a colliding model changes no other page's address.
+    """
+    distinct = sorted(set(names))
+    groups: dict[str, list[str]] = {}
+    for name in distinct:
+        groups.setdefault(slug(name).casefold(), []).append(name)
+    out: dict[str, str] = {}
+    for members in groups.values():
+        for name in members:
+            plain = slug(name)
+            if len(members) == 1:
+                out[name] = plain
+            else:
+                digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+                out[name] = f"{plain}-{digest}"
+    return out
+
+
+def shown(path: os.PathLike[str] | str) -> str:
+    """A path for a message, whatever bytes its name holds (undecodable bytes as ``\\xNN``)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def is_clean_name(name: str) -> bool:
+    """Whether a file name is valid UTF-8 (no surrogate escapes from undecodable bytes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,139 @@
+"""Every plausibility finding states what it rests on (issue 19).
+
+Model facts from the record before the catalog; the assumption each finding makes (precision,
+weight size) stated in it and findings sharing one grouped; a two-arm fit never reported as
+evidence; environments identified by (campaign, name).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+from sparkreport.analysis import AnalysisOptions, check, compare, included_runs
+from sparkreport.analysis.physics import arm_points, assumption_groups, model_facts_table
+from sparkreport.dataset import Dataset, build_dataset
+from sparkreport.execute.workloads import TorchWorkload
+from sparkreport.render.builtin import environment_descriptions
+from sparkreport.schema import Environment, Hardware, Model, RunRecord, Workload
+
+GB10 = Hardware(gpu_name="NVIDIA GB10", memory_pool_gib=119.64, unified_memory=True)
+TORCH_RUN = Path(__file__).parent.parent / "runs" / "gpu-torch-native-vs-cgroup" / "llama-3-8b.native.warm.i01"
+
+
+def _runs(model: Model, env: Environment, metrics: dict[str, float], *, campaign: str = "c", n: int = 3,
+          hardware: Hardware = GB10, concurrency: int = 50) -> list[RunRecord]:
+    return [
+        RunRecord(run_id=f"{campaign}-{model.name}-{env.name}-{i}", campaign=campaign, iteration=i + 1,
+                  model=model, environment=env, workload=Workload(concurrency=concurrency), hardware=hardware,
+                  metrics={k: v * (1 + 0.002 * i) for k, v in metrics.items()})
+        for i in range(n)
+    ]
+
+
+def _findings(records: list[RunRecord]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for f in check(build_dataset(records)):
+        out.setdefault(f.code, []).append(f.message)
+    return out
+
+
+def _facts(ds: Dataset) -> list[dict[str, object]]:
+    return model_facts_table(ds, included_runs(ds, AnalysisOptions()))
+
+
+def test_unknown_model_with_its_architecture_in_the_record_is_checked() -> None:
+    # Not in catalogs/models.yaml, but the record says what it is: 8B parameters in BF16 (14.9 GiB
+    # of weights). A 5 GiB peak with a 2 GiB KV cache cannot have held it.
+    model = Model(id="acme/private-8b", name="private-8b", display_name="Private-8B",
+                  details={"params_b": 8.0, "layers": 32, "kv_heads": 8, "head_dim": 128, "dtype": "bf16"})
+    found = _findings(_runs(model, Environment("native", "native"),
+                            {"peak_memory_gib": 5.0, "kv_cache_gib": 2.0, "output_throughput_tok_s": 30.0}))
+    assert "model-unknown" not in found
+    (message,) = found["capacity-peak"]
+    assert "peak memory in use, 5.01 GiB, is below the weights plus KV cache it must have held (16.9 GiB)" in message
+    assert message.endswith("assumes Private-8B's weights: 8B parameters in BF16 (as the record states)")
+
+
+def test_same_model_without_facts_is_skipped_visibly() -> None:
+    found = _findings(_runs(Model(id="acme/private-8b", name="private-8b"), Environment("native", "native"),
+                            {"peak_memory_gib": 5.0, "kv_cache_gib": 2.0}))
+    assert "capacity-peak" not in found and "model-unknown" in found
+
+
+def test_fp8_record_of_a_model_whose_bf16_weights_would_not_fit() -> None:
+    # Qwen2.5-72B: 135.4 GiB in BF16 (more than the 119.64 GiB pool), about 68 GiB in FP8. The
+    # Phase 1 figures — 70 GiB in use before the KV cache, 119 tok/s at 50 requests — are
+    # impossible in BF16 and unremarkable in FP8.
+    metrics = {"pre_kv_memory_gib": 70.03, "kv_cache_gib": 44.0, "output_throughput_tok_s": 119.3}
+    fp8 = Model(id="Qwen/Qwen2.5-72B-Instruct", name="qwen72b", display_name="Qwen2.5-72B-Instruct",
+                details={"dtype": "fp8"})
+    ds = build_dataset(_runs(fp8, Environment("native", "native"), metrics))
+    codes = {f.code for f in check(ds)}
+    assert not codes & {"capacity-weights", "capacity-peak", "roofline"}, codes
+    (facts,) = _facts(ds)
+    assert facts["dtype"] == "fp8" and facts["dtype_stated"] and facts["weights_gib"] == 67.71
+    assert facts["assumes"] == ("Qwen2.5-72B-Instruct's weights: 72.7B parameters in FP8 "
+                                "(from the catalog; precision as the record states)")
+    # The same figures with no precision in the record: the BF16 assumption, stated in every finding.
+    bare = Model(id="Qwen/Qwen2.5-72B-Instruct", name="qwen72b", display_name="Qwen2.5-72B-Instruct")
+    findings = check(build_dataset(_runs(bare, Environment("native", "native"), metrics)))
+    flagged = [f for f in findings if f.code in ("capacity-weights", "capacity-peak", "roofline")]
+    assert {f.code for f in flagged} == {"capacity-weights", "capacity-peak", "roofline"}
+    assumption = ("Qwen2.5-72B-Instruct's weights: 72.7B parameters in BF16 "
+                  "(from the catalog; the record states no precision)")
+    assert all(f.assumes == [assumption] and f.message.endswith(f"assumes {assumption}") for f in flagged)
+    # ... and grouped: three findings, one assumption — one doubt, not three independent checks.
+    (group,) = assumption_groups(findings)
+    assert group["assumes"] == assumption and sorted(group["codes"]) == ["capacity-peak", "capacity-weights",
+                                                                         "roofline"]
+    assert not any("independent" in f.message for f in findings)
+
+
+def test_two_campaigns_with_a_same_named_environment_of_different_kinds() -> None:
+    model = Model(id="Qwen/Qwen2-1.5B", name="qwen2-1.5b")
+    metrics = {"output_throughput_tok_s": 900.0, "pre_kv_memory_gib": 4.0, "kv_cache_gib": 60.0}
+    phase1 = (_runs(model, Environment("native", "chroot", {"rootfs": "/srv/trtllm-rootfs"}), metrics,
+                    campaign="phase1")
+              + _runs(model, Environment("container", "container"), {**metrics, "output_throughput_tok_s": 850.0},
+                      campaign="phase1"))
+    h200 = (_runs(model, Environment("native", "native"), {**metrics, "output_throughput_tok_s": 1500.0},
+                  campaign="h200", hardware=Hardware(gpu_name="NVIDIA H200", memory_pool_gib=139.8))
+            + _runs(model, Environment("container", "container"), {**metrics, "output_throughput_tok_s": 1490.0},
+                    campaign="h200", hardware=Hardware(gpu_name="NVIDIA H200", memory_pool_gib=139.8)))
+    records = phase1 + h200
+    described = {(e["campaign"], e["name"]): e for e in environment_descriptions(records)}
+    assert described[("phase1", "native")]["kinds"] == ["chroot"]
+    assert described[("phase1", "native")]["details"] == {"rootfs": ["/srv/trtllm-rootfs"]}
+    assert described[("h200", "native")]["kinds"] == ["native"] and described[("h200", "native")]["details"] == {}
+    ds = build_dataset(records)
+    arms = {(p.campaign, p.environment): p for p in arm_points(ds, included_runs(ds, AnalysisOptions()))}
+    assert len(arms) == 4 and arms[("phase1", "native")].tput != arms[("h200", "native")].tput
+    rows = compare(ds, metrics=["output_throughput_tok_s"])
+    assert sorted(rows["campaign"]) == ["h200", "phase1"]  # each campaign's native is its own baseline
+    by_campaign = dict(zip(rows["campaign"], rows["mean_baseline"], strict=True))
+    assert round(by_campaign["h200"]) == 1503 and round(by_campaign["phase1"]) == 902
+
+
+def test_a_two_arm_fit_is_not_evidence() -> None:
+    # The unified-memory post: one run per environment. Any line fits two points.
+    model = Model(name="unnamed")
+    records = (_runs(model, Environment("native", "native"),
+                     {"pre_kv_memory_gib": 78.31, "memory_available_gib": 41.33, "kv_cache_gib": 37.2}, n=1)
+               + _runs(model, Environment("container", "container"),
+                       {"pre_kv_memory_gib": 104.92, "memory_available_gib": 14.72, "kv_cache_gib": 13.31}, n=1))
+    found = _findings(records)
+    assert "derived-identity" not in found
+    (message,) = found["derived-identity-untested"]
+    assert "only 2 distinct points" in message and "R²" not in message
+
+
+def test_torch_runner_writes_the_model_facts_into_the_record(tmp_path: Path) -> None:
+    shutil.copyfile(TORCH_RUN / "torch-report.json", tmp_path / "torch-report.json")
+    shutil.copyfile(TORCH_RUN / "torch-spec.json", tmp_path / "torch-spec.json")
+    workload = TorchWorkload(SimpleNamespace(options={}))  # type: ignore[arg-type]
+    result = workload.collect(SimpleNamespace(), SimpleNamespace(), tmp_path, {})  # type: ignore[arg-type]
+    assert result.model_details == {
+        "params_b": 8.030261, "layers": 32, "kv_heads": 8, "head_dim": 128, "hidden_size": 4096, "dtype": "bf16",
+        "weight_gb": 16.0605, "source": "recorded by the torch runner (the model as loaded)"}
