@@ -59,9 +59,9 @@ _BASE: list[Metric] = [
     Metric("end_temp_c", "°C", "GPU temperature at end", "none", digits=1),
     # How the run was measured (covariates: described and used to explain variance, not tested).
     Metric("measured_window_s", "s", "Measured window", "none", digits=3),
-    Metric("gpu_util_mean_pct", "%", "Mean GPU utilisation (busy span)", "none", digits=1),
-    Metric("sm_clock_mean_mhz", "MHz", "Mean SM clock (busy span)", "none", digits=0),
-    Metric("gpu_power_mean_w", "W", "Mean GPU power (busy span)", "none", digits=1),
+    Metric("gpu_util_mean_pct", "%", "Mean GPU utilisation (measured window)", "none", digits=1),
+    Metric("sm_clock_mean_mhz", "MHz", "Mean SM clock (measured window)", "none", digits=0),
+    Metric("gpu_power_mean_w", "W", "Mean GPU power (measured window)", "none", digits=1),
 ]
 
 PERCENTILE_FAMILIES: dict[str, tuple[str, str, Direction]] = {
