@@ -146,6 +146,19 @@ def test_pooled_label_with_an_effect_is_flagged_and_without_is_not() -> None:
     assert "pooled-label" not in codes(check(ds_of(_cache_runs(0.0))))
 
 
+def test_pooled_engine_versions_with_an_effect_are_flagged() -> None:
+    runs = _cache_runs(0.0)
+    for run in runs:  # odd iterations on 1.1, even on 1.2, in both environments
+        run.software.engine_version = "1.1" if run.iteration % 2 else "1.2"
+        if run.software.engine_version == "1.2":
+            run.metrics["output_throughput_tok_s"] *= 1.2
+    found = [f for f in check(ds_of(runs)) if f.code == "pooled-label"]
+    by_version = [f for f in found if "differ in 'engine_version'" in f.message]
+    assert {f.message.split(":")[0] for f in by_version} == {"c/m/cgroup", "c/m/native"}
+    assert "compare --by engine_version" in by_version[0].message
+    assert set(compare_by(ds_of(runs), "engine_version")["stratum"]) == {"engine_version=1.1", "engine_version=1.2"}
+
+
 def test_compare_by_label_stratifies_and_names_the_stratum() -> None:
     frame = compare_by(ds_of(_cache_runs(0.2)), "cache")
     assert list(frame["stratum"]) == ["cache=cold", "cache=warm"]

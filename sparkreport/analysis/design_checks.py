@@ -10,7 +10,7 @@ names the campaign/model/environment (the arm) it concerns and the numbers it us
 - ``warmup-outlier``: the first run of a block (a plan block, or the first after a pause)
   far from the rest of its arm;
 - ``pooled-label``: an arm pools runs that differ in a recorded label (cache, block, any
-  ``--label``) and that label's effect within the arm is significant;
+  ``--label``) or engine version, and that label's effect within the arm is significant;
 - ``hardware-change``: one campaign's runs on several GPUs (UUID), drivers or host kernels;
 - ``sensor-constant``: a sensor reading with SD 0 across a campaign's runs — probably not measured;
 - ``interference``: runs during which another process held the GPU, or after the cooldown gave up.
@@ -168,6 +168,10 @@ def _design_labels(used: pd.DataFrame) -> list[str]:
     return [c for c in used.columns if c.startswith("label.") and c not in _IDENTITY_LABELS]
 
 
+#: Recorded run fields that, like a label, split an arm into conditions (`compare --by` takes them).
+_POOLED_FIELDS = ("engine_version",)
+
+
 @register_check("pooled-label")
 def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     from scipy import stats as sps
@@ -179,7 +183,7 @@ def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
         return findings
     values = float_matrix(used, metrics)
     run_ids = used["run_id"].to_numpy(dtype=object)
-    for column in _design_labels(used):
+    for column in [*_design_labels(used), *(c for c in _POOLED_FIELDS if c in used.columns)]:
         labels = used[column].astype(object).to_numpy()
         for arm, positions in arm_rows(used, ARM_KEYS):
             arm_labels = labels[positions]
@@ -197,7 +201,8 @@ def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
                 means = ", ".join(f"{level}: {g.mean():,.1f}" for level, g in zip(levels, groups, strict=True))
                 findings.append(Finding(
                     "warning", "pooled-label",
-                    f"{_arm(arm)}: pools runs that differ in label {name!r} and it matters for "
+                    f"{_arm(arm)}: pools runs that differ in {'label ' if column.startswith('label.') else ''}"
+                    f"{name!r} and it matters for "
                     f"{_label(metric)} ({means}; one-way ANOVA p = {p:.3g}) — compare within strata "
                     f"(`sparkreport compare --by {name}`, or analysis.stratify_by: {name})",
                     sorted(run_ids[positions].tolist()), {"p": p, "levels": len(levels)},
