@@ -22,6 +22,7 @@ from sparkreport.names import unique_slugs
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 from sparkreport.site.run_files import published_name, write_manifest
+from sparkreport.store import display_path
 
 if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
@@ -118,7 +119,7 @@ class RunsPage(Page):
                 "reason": plain(reasons.get(record.run_id)),
                 "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir),
                 "samples": "samples" in record.provenance.tables,
-                "run_path": run_path, "chart": None, "samples_href": None,
+                "run_path": display_path(run_path), "chart": None, "samples_href": None,
             })
         return out
 
@@ -195,7 +196,9 @@ def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str) 
     out = []
     for name in names:
         published = published_name(name, sizes[name])
-        out.append({"name": published, "source": name, "href": quote(f"{prefix}/{run_path}/{published}")})
+        # quote() of the bytes: a file name that is not UTF-8 links to the file as copied.
+        out.append({"name": display_path(published), "source": display_path(name),
+                    "href": quote(os.fsencode(f"{prefix}/{run_path}/{published}"))})
     for name in shared:
         resolved = posixpath.normpath(posixpath.join(run_path, name))
         if (runs_dir / resolved).is_file():
