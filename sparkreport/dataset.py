@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import DataError
+from sparkreport.names import shown
 from sparkreport.schema import SCHEMA_VERSION, RunRecord
-from sparkreport.store import RunStore, display_path
+from sparkreport.store import RunStore
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -197,7 +198,7 @@ def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
         "source_format": record.provenance.format,
         "source_path": record.provenance.source_path,
         "source_sha256": record.provenance.source_sha256,
-        "run_path": display_path(run_path),  # a folder name that is not UTF-8 shown with \xNN escapes
+        "run_path": shown(run_path),  # a folder name that is not UTF-8 shown with \xNN escapes
     }
     row.update(record.metrics)
     row.update({f"label.{k}": v for k, v in record.labels.items()})
@@ -226,7 +227,7 @@ def _summary_rows(record: RunRecord, run_path: str) -> list[dict[str, object]]:
             "memory_pool_gib": record.hardware.memory_pool_gib,
             "source_path": record.provenance.source_path,
             "notes": "; ".join(record.provenance.notes) or None,
-            "run_path": display_path(run_path),
+            "run_path": shown(run_path),
         }
         for metric, stat in record.summary.items()
     ]

@@ -243,7 +243,7 @@ class RunRecord:
         data = migrate(data, path)
         reader = _Reader(path)
         record_type = reader.choice(data, "record_type", ("run", "arm_summary"), default="run")
-        return cls(
+        record = cls(
             schema_version=SCHEMA_VERSION,
             run_id=reader.text(data, "run_id", required=True) or "",
             campaign=reader.text(data, "campaign", required=True) or "",
@@ -262,6 +262,10 @@ class RunRecord:
             provenance=reader.section(data, "provenance", Provenance),
             labels=reader.labels(data),
         )
+        from sparkreport.names import clean_names
+
+        clean_names(record)  # a hand-edited or older run.json: no name displays as another
+        return record
 
 
 _REINGEST = "re-create it with `sparkreport ingest` from its source"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sparkreport.errors import SchemaError, SparkreportError
+from sparkreport.names import shown
 from sparkreport.schema import RunRecord
 
 RUN_FILE = "run.json"
@@ -63,12 +64,6 @@ def _alive(pid: int) -> bool:
     except OSError:  # PermissionError: someone else's live process
         return True
     return True
-
-
-def display_path(path: str | Path) -> str:
-    """A path as text a terminal, a page or a JSON file can take: bytes that are not UTF-8
-    (held as surrogates since ``os.fsdecode``) shown as ``\\xNN``."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 @dataclass(frozen=True)
@@ -174,7 +169,7 @@ class RunStore:
         found = []
         for run_id, folder in self.existing_runs().items():
             if not (folder / RUN_FILE).exists():
-                found.append(display_path(f"{folder.parent.name}/{run_id}"))
+                found.append(shown(f"{folder.parent.name}/{run_id}"))
         return sorted(found)
 
     def clean_litter(self) -> list[Path]:
@@ -229,7 +224,7 @@ class RunStore:
     def keep_source(self, campaign: str, source: Path, sha256: str) -> str:
         """Keep a multi-run source once per campaign; return its path relative to a run dir."""
         folder = self.root / campaign / SOURCES_DIR / sha256[:16]
-        name = display_path(source.name)  # referenced from run.json, which is UTF-8
+        name = shown(source.name)  # referenced from run.json, which is UTF-8
         target = folder / name
         if not target.exists():
             folder.mkdir(parents=True, exist_ok=True)
@@ -252,7 +247,7 @@ class RunStore:
         """
         final = self.run_dir(record.campaign, record.run_id)
         if final.exists() and final != replace:
-            raise SparkreportError(f"{display_path(final)}: this run is already stored (a writer that did "
+            raise SparkreportError(f"{shown(final)}: this run is already stored (a writer that did "
                                    "not take the store's lock?) — run the same command again")
         if final.parent not in self._made:
             final.parent.mkdir(parents=True, exist_ok=True)

@@ -347,3 +347,42 @@ def test_file_names_that_are_not_utf8_give_no_traceback(tmp_path: Path, monkeypa
         assert result.exit_code == 0 and result.exception is None, (args, result.output, result.exception)
     page = (tmp_path / "site" / "runs" / "index.html").read_text(encoding="utf-8")
     assert "%FE/run.json" in page and "raw%FD.txt" in page
+
+
+# --- 9. names: length capped, bidirectional controls stripped ----------------------------------
+
+def test_a_very_long_name_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    import click
+
+    source = _summary_csv(tmp_path / "long.csv", ["m" * 10_000, "ok"])
+    report = ingest_paths([source], RunStore(tmp_path / "runs"), IngestOptions())
+    assert len(report.added) == 1 and len(report.rejected) == 1
+    message = report.rejected[0].format_message()
+    assert "model name is 10000 characters long (at most 200)" in message and "free space" not in message
+    with pytest.raises(click.UsageError, match="--campaign is 10000 characters long"):
+        ingest_paths([source], RunStore(tmp_path / "runs"), IngestOptions(campaign="c" * 10_000))
+
+
+def test_a_long_campaign_name_in_a_campaign_file_is_one_line(tmp_path: Path) -> None:
+    from sparkreport.execute.campaign import CampaignError, load_campaign
+
+    path = tmp_path / "c.yml"
+    path.write_text(f"campaign: {'c' * 300}\nmodels: [m]\nenvironments: [{{kind: native}}]\n", encoding="utf-8")
+    with pytest.raises(CampaignError, match=r"c.yml:1: .*300 characters long — use at most 200"):
+        load_campaign(path)
+
+
+def test_bidi_controls_are_stripped_from_names(tmp_path: Path) -> None:
+    from sparkreport.dataset import load_dataset
+    from sparkreport.schema import RunRecord
+
+    source = _summary_csv(tmp_path / "bidi.csv", ["llama\u202e8b-evil\u202c", "qwen"])
+    runs = tmp_path / "runs"
+    assert not ingest_paths([source], RunStore(runs), IngestOptions(labels={"v\u2066": "1\u200f"})).rejected
+    ds = load_dataset(runs)
+    assert sorted(ds.summaries["model"].unique()) == ["llama8b-evil", "qwen"]
+    record = next(r for r in ds.records if r.model.name == "llama8b-evil")
+    assert record.labels == {"v": "1"} and any("bidirectional" in note for note in record.provenance.notes)
+    hand_edited = RunRecord.from_dict({"schema_version": 2, "run_id": "r", "campaign": "c\u202e",
+                                       "model": {"name": "a\u2067b"}})
+    assert (hand_edited.campaign, hand_edited.model.name) == ("c", "ab")

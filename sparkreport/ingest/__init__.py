@@ -14,6 +14,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import click
+
 from sparkreport import __version__
 from sparkreport.errors import InputError, ParseError, SparkreportError
 from sparkreport.ingest import (  # noqa: F401  (built-in parsers register)
@@ -27,8 +29,9 @@ from sparkreport.ingest import (  # noqa: F401  (built-in parsers register)
 )
 from sparkreport.ingest.base import PARSERS, ParsedRun, Parser, Source
 from sparkreport.lock import STORE_LOCK_WAIT_S, store_lock
+from sparkreport.names import MAX_NAME_CHARS, clean_names, name_problems, short_id, shown, strip_bidi
 from sparkreport.schema import physical_problems, slug
-from sparkreport.store import RawFile, RunStore, display_path
+from sparkreport.store import RawFile, RunStore
 
 __all__ = ["IngestOptions", "IngestReport", "detect_parser", "ingest_paths", "PARSERS"]
 
@@ -125,6 +128,10 @@ def _parse(source: Source, parser: Parser) -> list[ParsedRun]:
 def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> IngestReport:
     """Ingest files and folders into ``store``; bad files are collected, good ones written."""
     report = IngestReport()
+    for kind, name in (("--campaign", options.campaign), ("--environment", options.environment),
+                       *((f"--label {key}", value) for key, value in options.labels.items())):
+        if name is not None and len(name) > MAX_NAME_CHARS:
+            raise click.UsageError(f"{kind} is {len(name)} characters long (at most {MAX_NAME_CHARS})")
     files = _expand(paths)
     sources = [Source(p) for p in files]
     plan: list[tuple[Source, Parser]] = []
@@ -150,7 +157,7 @@ def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> 
                 stored = f"{len(store.existing_ids() - before)} runs were stored (each one whole)"
             except OSError:
                 stored = "the runs stored so far are whole"
-            where = display_path(exc.filename or store.root)
+            where = shown(exc.filename or store.root)
             raise SparkreportError(
                 f"{where}: {exc.strerror or exc} — {stored}; free space or fix "
                 "permissions, then run the same ingest again to add the rest") from None
@@ -177,11 +184,11 @@ def _write_all(plan: list[tuple[Source, Parser]], claimed: set[Path], known: dic
                 _finish(run, source, parser, options, ingested_at)
                 _distinct_id(run, in_source)
                 rid = run.record.run_id
-                problems = physical_problems(run.record)
+                problems = name_problems(run.record) + physical_problems(run.record)
                 if problems:
                     where = f" ({run.locator})" if run.locator else ""
                     report.rejected.append(InputError(
-                        display_path(source.path), f"run {rid}{where} not stored: {'; '.join(problems)}",
+                        shown(source.path), f"run {rid}{where} not stored: {'; '.join(problems)}",
                         fix="fix the source (a corrupted file?) and ingest it again"))
                     continue
                 replace = known.get(rid)
@@ -255,8 +262,8 @@ class _Writer:
 
 def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptions, when: str) -> None:
     record = run.record
-    record.campaign = slug(options.campaign or run.campaign or parser.default_campaign)
-    record.run_id = slug(run.natural_id or f"{parser.name}-{source.sha256[:12]}")
+    record.campaign = slug(strip_bidi(options.campaign or run.campaign or parser.default_campaign))
+    record.run_id = short_id(slug(strip_bidi(run.natural_id or f"{parser.name}-{source.sha256[:12]}")))
     record.labels.update(options.labels)
     if options.environment:
         environment = record.environment
@@ -267,8 +274,8 @@ def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptio
             environment.kind = KIND_OF.get(options.environment, "unknown")
     prov = record.provenance
     # A run.json is UTF-8: a file name that is not is kept with \xNN escapes (so is its raw copy).
-    run.raw = [replace(item, name=display_path(item.name)) for item in run.raw]
-    prov.source_path = display_path(source.path)
+    run.raw = [replace(item, name=shown(item.name)) for item in run.raw]
+    prov.source_path = shown(source.path)
     prov.source_sha256 = source.sha256
     prov.source_locator = run.locator
     prov.format = parser.name
@@ -279,3 +286,7 @@ def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptio
         prov.tables.append(table.name)
         prov.notes.append(f"table {table.name}.csv: {table.description or table.name} "
                           f"({len(table.rows)} rows)")
+    removed = clean_names(record)
+    if removed:
+        prov.notes.append(f"{removed} bidirectional control character(s) removed from names "
+                          "(they can make one name display as another)")

@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sparkreport.dataset import plain
-from sparkreport.names import unique_slugs
+from sparkreport.names import shown, unique_slugs
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 from sparkreport.site.run_files import published_name, write_manifest
-from sparkreport.store import display_path
 
 if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
@@ -119,7 +118,7 @@ class RunsPage(Page):
                 "reason": plain(reasons.get(record.run_id)),
                 "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir),
                 "samples": "samples" in record.provenance.tables,
-                "run_path": display_path(run_path), "chart": None, "samples_href": None,
+                "run_path": shown(run_path), "chart": None, "samples_href": None,
             })
         return out
 
@@ -197,7 +196,7 @@ def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str) 
     for name in names:
         published = published_name(name, sizes[name])
         # quote() of the bytes: a file name that is not UTF-8 links to the file as copied.
-        out.append({"name": display_path(published), "source": display_path(name),
+        out.append({"name": shown(published), "source": shown(name),
                     "href": quote(os.fsencode(f"{prefix}/{run_path}/{published}"))})
     for name in shared:
         resolved = posixpath.normpath(posixpath.join(run_path, name))
