@@ -386,3 +386,53 @@ def test_bidi_controls_are_stripped_from_names(tmp_path: Path) -> None:
     hand_edited = RunRecord.from_dict({"schema_version": 2, "run_id": "r", "campaign": "c\u202e",
                                        "model": {"name": "a\u2067b"}})
     assert (hand_edited.campaign, hand_edited.model.name) == ("c", "ab")
+
+
+# --- 10. outputs and campaign names checked before the heavy work -------------------------------
+
+def test_an_unwritable_output_is_refused_before_the_render(tmp_path: Path, phase1_store: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from click.testing import CliRunner
+
+    from sparkreport import dataset as dataset_module
+    from sparkreport.cli import main
+
+    def no_load(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the dataset was loaded before the output was checked")
+
+    monkeypatch.setattr(dataset_module, "load_dataset", no_load)
+    monkeypatch.chdir(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    for args, option in ((["build", "--site-dir", str(blocker / "site")], "--site-dir"),
+                         (["render", "--docs-dir", str(blocker / "docs")], "--docs-dir"),
+                         (["dataset", "--out", str(blocker / "runs.csv")], "--out")):
+        started = time.perf_counter()
+        result = CliRunner().invoke(main, [*args, "--runs-dir", str(phase1_store)])
+        elapsed = time.perf_counter() - started
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert f"is a file, not a folder; pass another {option}" in result.output and elapsed < 5
+    assert not (tmp_path / "build").exists()
+
+
+def test_a_diff_naming_no_campaign_is_refused_before_the_load(tmp_path: Path, phase1_store: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from sparkreport import dataset as dataset_module
+    from sparkreport.cli import main
+    from sparkreport.errors import DataError
+
+    def no_load(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the dataset was loaded before the campaign was checked")
+
+    monkeypatch.setattr(dataset_module, "load_dataset", no_load)
+    result = CliRunner().invoke(main, ["diff", "--a", "campaign=phase1", "--b", "campaign=nope",
+                                       "--runs-dir", str(phase1_store)])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"Error: --b: campaign 'nope' is not in {phase1_store} — campaigns there: phase1"
+    config = _config(tmp_path, "diffs:\n  - name: d\n    a: campaign=phase1\n    b: campaign=phase2\n")
+    with pytest.raises(DataError, match=r"diffs\[0\].b: campaign 'phase2' is not in"):
+        render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path, config_path=config))
