@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sparkreport.errors import SchemaError, SparkreportError
+from sparkreport.lock import store_lock
 from sparkreport.names import shown
 from sparkreport.schema import RunRecord
 
@@ -244,7 +245,14 @@ class RunStore:
         ``replace`` (a folder without a valid run.json, which the new one takes the place of).
 
         ``tables`` (per-request / per-sample data) are written as ``<name>.csv`` beside run.json.
+        Holds the store's lock (:func:`sparkreport.lock.store_lock`) unless this process does
+        already (ingest takes it once for all its writes; ``run`` takes it per run).
         """
+        with store_lock(self.root):
+            return self._write(record, raw, tables, replace)
+
+    def _write(self, record: RunRecord, raw: list[RawFile], tables: Sequence[TableLike] | None,
+               replace: Path | None) -> Path:
         final = self.run_dir(record.campaign, record.run_id)
         if final.exists() and final != replace:
             raise SparkreportError(f"{shown(final)}: this run is already stored (a writer that did "
