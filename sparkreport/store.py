@@ -166,10 +166,11 @@ class RunStore:
 
     def incomplete_runs(self) -> list[str]:
         """Run folders (``campaign/run_id``, display form) without a run.json: not counted by
-        anything downstream, so ``check`` names them."""
+        anything downstream, so ``check`` names them (folders named ``_…`` belong to the campaign)."""
         found = []
         for run_id, folder in self.existing_runs().items():
-            if not (folder / RUN_FILE).exists():
+            # ``_sources``, the runner's ``_campaign``: a campaign's own folders, not runs.
+            if not run_id.startswith("_") and not (folder / RUN_FILE).exists():
                 found.append(shown(f"{folder.parent.name}/{run_id}"))
         return sorted(found)
 
