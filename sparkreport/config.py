@@ -71,6 +71,17 @@ class NamedDiff:
     metrics: list[str] | None = None
 
 
+@dataclass
+class HistoryOptions:
+    """How ``sparkreport history`` and the History page find versions (``history:``)."""
+
+    #: A label key (``--label version=…``) or a software field (engine_version, trtllm, vllm,
+    #: torch, cuda, driver, image, image_digest).
+    by: str = "version"
+    #: Smallest relative change that counts as a change point (None: analysis.equivalence_margin).
+    min_effect: float | None = None
+
+
 CHART_CHOICES = ("tested", "all")
 STATIC_CHART_CHOICES = ("auto", "all", "posts")
 #: Above this many charts, ``static_charts: auto`` draws SVG fallbacks only for the posts' charts.
@@ -85,6 +96,7 @@ class ProjectConfig:
     baseline: str = "native"
     analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
     diffs: list[NamedDiff] = field(default_factory=list)
+    history: HistoryOptions = field(default_factory=HistoryOptions)
     #: Which metrics get charts on the Results pages: ``tested`` (the metrics compare tests,
     #: ``analysis.tested_metrics``) or ``all``. Every metric gets its table either way.
     charts: str = "tested"
@@ -224,20 +236,30 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     where = _Where(path, text)
     config = ProjectConfig(path=path)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
-           "charts": str, "static_charts": str}
+           "charts": str, "static_charts": str, "history": dict}
     for key, value in doc.items():
         if key not in top:
             raise where.error(str(key), f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
-        if value is None and key in ("analysis", "diffs"):
+        if value is None and key in ("analysis", "diffs", "history"):
             continue
         _typed(where, key, value, top[key])
-        if key not in ("analysis", "diffs"):
+        if key not in ("analysis", "diffs", "history"):
             setattr(config, key, value)
     _choice(where, "charts", config.charts, CHART_CHOICES,
             "tested draws the metrics compare tests; all draws every metric")
     _choice(where, "static_charts", config.static_charts, STATIC_CHART_CHOICES,
             f"auto draws SVG fallbacks for sites of up to {STATIC_CHART_LIMIT} charts")
     config.diffs = [_named_diff(where, i, item) for i, item in enumerate(doc.get("diffs") or [])]
+    for key, value in (doc.get("history") or {}).items():
+        history_kinds: dict[str, type | tuple[type, ...]] = {"by": str, "min_effect": (int, float)}
+        kind = history_kinds.get(str(key))
+        if kind is None:
+            raise where.error(f"history.{key}", f"unknown setting history.{key}", fix="known: by, min_effect")
+        if value is not None:
+            _typed(where, f"history.{key}", value, kind)
+            if key == "min_effect":
+                _fraction(where, "history.min_effect", value)
+        setattr(config.history, str(key), value)
     analysis = doc.get("analysis") or {}
     kinds: dict[str, type | tuple[type, ...]] = {
         "duplicates": str, "include_failed": bool, "planned_iterations": int, "confidence": (int, float),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import DataError
+from sparkreport.execute.guard import guard_event_of
 from sparkreport.names import shown
 from sparkreport.schema import SCHEMA_VERSION, RunRecord
 from sparkreport.store import RunStore
@@ -42,6 +43,7 @@ RUN_COLUMNS: dict[str, str] = {
     "exit_code": "Int64",
     "ok": "boolean",
     "status_reason": "string",
+    "guard": "string",
     "warnings": "string",
     "engine": "string",
     "engine_version": "string",
@@ -180,6 +182,7 @@ def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
         "exit_code": record.status.exit_code,
         "ok": record.status.ok,
         "status_reason": record.status.reason,
+        "guard": (guard_event_of(record) or {}).get("kind"),
         "warnings": "; ".join(record.status.warnings) or None,
         "engine": record.software.engine,
         "engine_version": record.software.engine_version,

@@ -81,7 +81,9 @@ def inclusion_rule_text(opts: AnalysisOptions) -> str:
     }[opts.duplicates]
     return (
         f"Runs with a non-zero exit code are {failed}; {dup} (analysis.duplicates: {opts.duplicates}); "
-        "a metric a run did not report is left out of that metric's statistics only."
+        "a metric a run did not report is left out of that metric's statistics only. "
+        "A run the executor's guard stopped (memory floor or stall; check findings guard-memory-floor and "
+        "guard-stall) is a failed run and follows the same rule."
     )
 
 
@@ -96,8 +98,11 @@ def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
         failed = ~runs["ok"].fillna(False).astype(bool)
         runs.loc[failed, "included"] = False
         runs.loc[failed, "exclusion_reason"] = [
-            f"failed run (exit code {code})" if not pd.isna(code) else "failed run"
-            for code in runs.loc[failed, "exit_code"].astype(object)
+            f"stopped by the guard ({reason})" if not pd.isna(guard)
+            else f"failed run (exit code {code})" if not pd.isna(code) else "failed run"
+            for code, guard, reason in zip(runs.loc[failed, "exit_code"].astype(object),
+                                           runs.loc[failed, "guard"].astype(object),
+                                           runs.loc[failed, "status_reason"].astype(object), strict=True)
         ]
     if opts.duplicates != "all":
         candidates = runs[runs["included"] & runs["iteration"].notna()]

@@ -234,6 +234,19 @@ def _incomplete(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
     )]
 
 
+@register_check("guard")
+def _guard(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """One finding per run a guard of the executor stopped (memory floor, stall)."""
+    stopped = runs[runs["guard"].notna()]
+    state = "included" if opts.include_failed else "excluded from the statistics"
+    return [Finding(
+        "warning", f"guard-{row.guard}",
+        f"{row.campaign}/{row.model}/{row.environment}: run {row.run_id} was stopped by the executor's guard "
+        f"({row.status_reason}); {state}",
+        [str(row.run_id)],
+    ) for row in stopped.itertuples(index=False)]
+
+
 def check(ds: Dataset, opts: AnalysisOptions | None = None) -> list[Finding]:
     """Run every registered check; findings sorted by severity, then code."""
     opts = opts or AnalysisOptions()

@@ -118,7 +118,10 @@ class Sampler:
     def __init__(self, gpu: GpuProbe | None, interval_s: float = 0.1,
                  cgroup_dir: Callable[[], Path | None] = lambda: None,
                  meminfo: Callable[[], dict[str, int]] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 observer: Callable[[dict[str, Any]], None] | None = None, keep_rows: bool = True):
+        """``observer`` sees every row as it is taken (the run guard, on this thread); with
+        ``keep_rows`` False nothing is kept (the guard alone, monitoring off)."""
         self.gpu = gpu
         self.interval_s = interval_s
         self.cgroup_dir = cgroup_dir
@@ -127,6 +130,10 @@ class Sampler:
             meminfo = self._own_meminfo = MeminfoReader()
         self.meminfo = meminfo
         self.clock = clock
+        self.observer = observer
+        self.keep_rows = keep_rows
+        #: The observer's first error (it is not called again after one).
+        self.observer_error: str | None = None
         self.rows: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -199,7 +206,13 @@ class Sampler:
                 row.update(cgroup_current_gib=_gib(stats.current), cgroup_peak_gib=_gib(stats.peak),
                            cgroup_anon_gib=_gib(stats.anon), cgroup_file_gib=_gib(stats.file),
                            cgroup_shmem_gib=_gib(stats.shmem))
-        self.rows.append(row)
+        if self.keep_rows:
+            self.rows.append(row)
+        if self.observer is not None and self.observer_error is None:
+            try:
+                self.observer(row)
+            except Exception as exc:  # a broken observer must not stop the sampling; the runner says so
+                self.observer_error = f"{type(exc).__name__}: {exc}"
         return row
 
     def summary(self) -> MonitorSummary:

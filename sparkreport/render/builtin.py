@@ -12,8 +12,9 @@ from typing import Any
 
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
-from sparkreport.render import diffs, memory, results, runs_index  # noqa: F401  (register the other pages)
+from sparkreport.render import diffs, history, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
+from sparkreport.render.history import history_method, latest_change, site_history
 from sparkreport.render.pages import Page, PageDoc, register
 from sparkreport.render.tables import claims, metric_label, recorded_settings
 from sparkreport.schema import RunRecord
@@ -77,7 +78,8 @@ class HomePage(Page):
                 "summarised": per_campaign is not None, "sentences": total,
                 "plausibility": [{"severity": f.severity, "code": f.code, "message": f.message}
                                  for f in physical[:self.PHYSICAL_BUDGET]],
-                "plausibility_more": max(0, len(physical) - self.PHYSICAL_BUDGET)}
+                "plausibility_more": max(0, len(physical) - self.PHYSICAL_BUDGET),
+                "history": site_history(site) is not None, "latest_change": latest_change(site)}
 
 
 def summarise_claims(rows: list[dict[str, Any]], limit: int | None) -> dict[str, Any]:
@@ -138,6 +140,7 @@ class MethodologyPage(Page):
             "cooldown": cooldown,
             "options": site.config.analysis,
             "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
+            "history_method": history_method(site),
         }
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sparkreport.dataset import plain
+from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
 from sparkreport.names import shown, unique_slugs
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
@@ -114,6 +115,7 @@ class RunsPage(Page):
                 "model_name": record.model.display_name or record.model.name,
                 "environment": record.environment.name, "iteration": record.iteration,
                 "ok": record.status.ok, "exit_code": record.status.exit_code,
+                "guard": _guard_label(record),
                 "included": plain(included.get(record.run_id)),
                 "reason": plain(reasons.get(record.run_id)),
                 "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir),
@@ -205,3 +207,9 @@ def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str) 
             out.append({"name": posixpath.basename(published), "source": posixpath.basename(name),
                         "href": quote(f"{prefix}/{published}")})
     return out
+
+
+def _guard_label(record: RunRecord) -> str | None:
+    """"stopped by the memory floor" / "stalled" for a run a guard of the executor stopped."""
+    event = guard_event_of(record)
+    return None if event is None else GUARD_NAMES.get(str(event.get("kind")), "stopped by the guard")
