@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -305,8 +306,35 @@ def _cached_records(store: RunStore, files: list[Path], cache_dir: Path) -> list
     return records
 
 
+#: A cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with text cells that a spreadsheet would run as a formula prefixed with ``'``
+    (the OWASP rule); numeric columns, and text cells that are plain numbers (``-3.5``), are
+    left as they are. For every CSV the site serves (labels and names come from the data)."""
+    import pandas as pd
+
+    out = frame.copy()
+    for column in out.columns:
+        series = out[column]
+        if series.dtype != object and not pd.api.types.is_string_dtype(series.dtype):
+            continue
+        out[column] = series.map(_csv_cell)
+    return out
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(FORMULA_LEADS) and not _PLAIN_NUMBER.match(value):
+        return "'" + value
+    return value
+
+
 def export(dataset: Dataset, out: Path) -> Path:
-    """Write the runs table to CSV, Parquet or JSON (chosen by suffix), atomically."""
+    """Write the runs table to CSV, Parquet or JSON (chosen by suffix), atomically; CSV cells
+    that a spreadsheet would take for a formula are neutralised (:func:`csv_safe`)."""
     import os
     import tempfile
 
@@ -319,7 +347,7 @@ def export(dataset: Dataset, out: Path) -> Path:
     try:
         frame = dataset.runs
         if suffix == ".csv":
-            frame.to_csv(tmp, index=False)
+            csv_safe(frame).to_csv(tmp, index=False)
         elif suffix == ".parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq

@@ -132,8 +132,27 @@ class RunStore:
         if not self.root.is_dir():
             return []
         # Dot-folders are staging folders of an interrupted write (or hidden files): not runs.
-        return sorted(p for p in self.root.glob(f"*/*/{RUN_FILE}")
-                      if not p.parent.name.startswith(".") and not p.parent.parent.name.startswith("."))
+        files = sorted(p for p in self.root.glob(f"*/*/{RUN_FILE}")
+                       if not p.parent.name.startswith(".") and not p.parent.parent.name.startswith("."))
+        self.check_links(files)
+        return files
+
+    def check_links(self, files: list[Path]) -> None:
+        """Refuse a campaign folder, run folder or run.json that is a symbolic link leaving the
+        store (one line naming it): its runs would be counted while the site cannot publish them.
+        Links that stay inside the store are read (and never followed for publishing)."""
+        root = self.root.resolve()
+        checked: set[Path] = set()
+        for path in files:
+            for candidate in (path.parent.parent, path.parent, path):
+                if candidate in checked:
+                    continue
+                checked.add(candidate)
+                if candidate.is_symlink() and not candidate.resolve().is_relative_to(root):
+                    raise SparkreportError(
+                        f"{candidate}: is a symbolic link to {candidate.resolve()}, outside the run store "
+                        f"{self.root} — copy the runs into the store (or `sparkreport ingest` them) "
+                        "and remove the link")
 
     def existing_runs(self) -> dict[str, Path]:
         """The run ids already taken, in any campaign, and their folders: every run folder,

@@ -148,21 +148,51 @@ def environment_descriptions(records: list[RunRecord]) -> list[dict[str, Any]]:
     """One entry per environment, identified by (campaign, name): two campaigns' "native" can be
     different things (a chroot in one, the host in another) and are never merged.
 
-    Each entry: ``campaign``, ``name``, ``kinds``, ``details`` (key → distinct values) and
+    Each entry: ``campaign``, ``name``, ``kinds``, ``details`` (key → distinct values; plain
+    settings only, never an environment, argv or cgroup dump), ``variables`` (allowlisted
+    environment variables whose values differ between the campaign's environments, through
+    ``published_env``) and
     ``campaigns`` (``[campaign]``, kept for templates that list it).
     """
+    from sparkreport.secrets import scrub_credentials
+    from sparkreport.site.run_files import published_env
+
     environments: dict[tuple[str, str], dict[str, Any]] = {}
     for record in records:
         key = (record.campaign, record.environment.name)
         env = environments.setdefault(key, {"campaign": record.campaign, "name": record.environment.name,
-                                            "kinds": [], "details": {}, "campaigns": [record.campaign]})
+                                            "kinds": [], "details": {}, "campaigns": [record.campaign],
+                                            "variables": {}})
         if record.environment.kind not in env["kinds"]:
             env["kinds"].append(record.environment.kind)
         for detail, value in record.environment.details.items():
+            if str(detail) in UNPUBLISHED_DETAILS or isinstance(value, dict | list):
+                continue  # records (environment, argv, cgroup paths), not descriptions: never on a page
+            value = scrub_credentials(value) if isinstance(value, str) else value
             known = env["details"].setdefault(str(detail), [])
             if value not in known:
                 known.append(value)
-    return [environments[key] for key in sorted(environments)]
+        for name, value in published_env(record.environment.details).items():
+            values = env["variables"].setdefault(name, [])
+            if value not in values:
+                values.append(value)
+    out = [environments[key] for key in sorted(environments)]
+    # Only the variables that tell a campaign's environments apart (one the same in all of them
+    # says nothing about the comparison, and a campaign of one environment compares nothing).
+    for campaign in {env["campaign"] for env in out}:
+        group = [env for env in out if env["campaign"] == campaign]
+        for name in {n for env in group for n in env["variables"]}:
+            if len(group) < 2 or len({tuple(env["variables"].get(name, ())) for env in group}) == 1:
+                for env in group:
+                    env["variables"].pop(name, None)
+    for env in out:
+        env["variables"] = dict(sorted(env["variables"].items()))
+    return out
+
+
+#: Environment details that are records rather than descriptions (the environment, argv, cgroup
+#: paths, cache measurements): kept in run.json, never printed on a page.
+UNPUBLISHED_DETAILS = ("env_vars", "env_vars_unrecorded", "env_allowlist", "commands", "argv", "cgroup", "cache")
 
 
 #: Above this many source files, the Methodology page lists them per campaign and format.
@@ -250,7 +280,7 @@ class DownloadsPage(Page):
     order = 60
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        from sparkreport.dataset import export
+        from sparkreport.dataset import csv_safe, export
         from sparkreport.store import sha256_file
 
         folder = out / self.folder
@@ -268,7 +298,7 @@ class DownloadsPage(Page):
                           "size": path.stat().st_size, "sha256": sha256_file(path)})
         if not site.dataset.summaries.empty:
             path = folder / "published-summaries.csv"
-            site.dataset.summaries.to_csv(path, index=False)
+            csv_safe(site.dataset.summaries).to_csv(path, index=False)
             files.append({"name": path.name, "format": "CSV",
                           "what": "published figures: one row per arm and metric (n, mean, sd)",
                           "rows": len(site.dataset.summaries), "size": path.stat().st_size,

@@ -49,9 +49,10 @@ class RunsPage(Page):
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         campaigns = sorted({r.campaign for r in site.dataset.records})
-        # The files themselves are copied into the site after MkDocs' build (site/run_files.py).
-        write_manifest(out, {f"{self.folder}/{self.files_dir}/{c}": site.runs_dir / c for c in campaigns})
         entries = self.entries(site, site.runs_dir)
+        # The files themselves are copied into the site after MkDocs' build (site/run_files.py).
+        published = {(f"{self.folder}/{f['path']}", f["store_path"]) for e in entries for f in e["files"]}
+        write_manifest(out, site.runs_dir, sorted(published))
         index = PageDoc(self.path, self.title, self.template)
         if len(site.dataset.records) <= PAGE_SIZE:
             index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
@@ -118,7 +119,8 @@ class RunsPage(Page):
                 "guard": _guard_label(record),
                 "included": plain(included.get(record.run_id)),
                 "reason": plain(reasons.get(record.run_id)),
-                "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir),
+                "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir,
+                                   tables=record.provenance.tables),
                 "samples": "samples" in record.provenance.tables,
                 "run_path": shown(run_path), "chart": None, "samples_href": None,
             })
@@ -185,28 +187,52 @@ def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
     return _finish(chart, name, title, description, rows=len(data))
 
 
-def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str) -> list[dict[str, str]]:
-    """Links (relative to the Runs page) to a run's run.json and raw files, as published."""
-    folder = runs_dir / run_path
-    try:
-        sizes = {e.name: e.stat().st_size for e in os.scandir(folder) if e.is_file() and not e.name.startswith(".")}
-    except OSError:
-        sizes = {}
-    names = sorted(sizes, key=lambda n: (n != "run.json", n))
-    shared = [r for r in raw_files if r.startswith("../")]
-    out = []
-    for name in names:
-        published = published_name(name, sizes[name])
-        # quote() of the bytes: a file name that is not UTF-8 links to the file as copied.
-        out.append({"name": shown(published), "source": shown(name),
-                    "href": quote(os.fsencode(f"{prefix}/{run_path}/{published}"))})
-    for name in shared:
-        resolved = posixpath.normpath(posixpath.join(run_path, name))
-        if (runs_dir / resolved).is_file():
-            published = published_name(resolved, (runs_dir / resolved).stat().st_size)
-            out.append({"name": posixpath.basename(published), "source": posixpath.basename(name),
-                        "href": quote(f"{prefix}/{published}")})
+def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str,
+              tables: list[str] | None = None) -> list[dict[str, str]]:
+    """A run's published files: run.json, then the raw files and tables its record lists.
+
+    Only regular files reached without a symbolic link are published (a link inside the store
+    is not followed; one that leaves the store fails the build, naming it). Each entry: ``name``
+    (as published), ``source`` (the name in the store, shown on the page), ``path`` (site path
+    under the Runs folder), ``store_path`` (relative to the run store) and ``href`` (relative
+    to the Runs page).
+    """
+    from sparkreport.site.run_files import inside_store
+
+    root = str(runs_dir)
+    folder = os.path.join(root, run_path)
+    check_link(runs_dir, Path(folder))
+    listed = ["run.json", *raw_files, *(f"{t}.csv" for t in tables or [])]
+    out: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for name in listed:
+        store_path = posixpath.normpath(posixpath.join(run_path, name))
+        if store_path in seen or store_path.startswith("../"):
+            continue
+        seen.add(store_path)
+        candidate = Path(root) / store_path
+        if candidate.is_symlink():
+            check_link(runs_dir, candidate)
+        if not inside_store(root, store_path):
+            continue
+        published = published_name(store_path, candidate.stat().st_size)
+        # A folder name that is not UTF-8: shown with \xNN escapes, linked by its bytes (quote() of bytes).
+        out.append({"name": shown(posixpath.basename(published)), "source": shown(posixpath.basename(name)),
+                    "path": f"{prefix}/{published}", "store_path": store_path,
+                    "href": quote(os.fsencode(f"{prefix}/{published}"))})
     return out
+
+
+def check_link(runs_dir: Path, path: Path) -> None:
+    """Refuse a symbolic link in the run store that leaves it (one line naming it)."""
+    from sparkreport.errors import DataError
+
+    if not path.is_symlink():
+        return
+    target = path.resolve()
+    if not target.is_relative_to(runs_dir.resolve()):
+        raise DataError(f"{path}: is a symbolic link to {target}, outside the run store {runs_dir} — "
+                        "replace the link by the file itself, or remove it")
 
 
 def _guard_label(record: RunRecord) -> str | None:

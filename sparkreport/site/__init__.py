@@ -31,6 +31,11 @@ class BuildResult:
 def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool = True) -> BuildResult:
     """Render the pages, write the MkDocs config and build the site into ``site_dir``.
 
+    MkDocs builds into a temporary folder beside ``site_dir``; the runs' files are copied
+    there and everything is scanned for credential shapes (:mod:`sparkreport.site.scan`);
+    only then does the new site replace the old one (:mod:`sparkreport.site.publish`). A
+    failure or an interrupt leaves the previous site as it was.
+
     A build whose inputs (run store, config, templates, docs, package) are unchanged since the
     last successful one keeps that site and returns at once (:mod:`sparkreport.site.incremental`).
     """
@@ -52,8 +57,9 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     from sparkreport.cache import HashMemo
     from sparkreport.render import render
     from sparkreport.render.core import resolve_root
-    from sparkreport.site import incremental
+    from sparkreport.site import incremental, publish
     from sparkreport.site.mkdocs_site import build_site, write_config
+    from sparkreport.site.scan import check_site
 
     target = site_dir or DEFAULT_SITE_DIR
     if not target.is_absolute():
@@ -69,7 +75,10 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
     result = render(options)
     config_file = write_config(result, target)
-    warnings = build_site(config_file, strict=strict)
+    with publish.staged(target) as staging:
+        warnings = build_site(config_file, strict=strict, site_dir=staging)
+        check_site(staging, label=str(target))
+        publish.swap(staging, target)
     incremental.save_state(cache_dir, key, target, config_file, result, warnings)
     return BuildResult(site_dir=target, config_file=config_file, render=result, warnings=warnings)
 
