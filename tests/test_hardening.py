@@ -347,7 +347,8 @@ def test_file_names_that_are_not_utf8_give_no_traceback(tmp_path: Path, monkeypa
         result = CliRunner().invoke(main, [*args, "--runs-dir", str(runs)])
         assert result.exit_code == 0 and result.exception is None, (args, result.output, result.exception)
     page = (tmp_path / "site" / "runs" / "index.html").read_text(encoding="utf-8")
-    assert "%FE/run.json" in page and "raw%FD.txt" in page
+    # the renamed folder linked by its bytes; the source's raw copy under its escaped name
+    assert "%FE/run.json" in page and "res%5Cxff.csv" in page
 
 
 # --- 9. names: length capped, bidirectional controls stripped ----------------------------------
