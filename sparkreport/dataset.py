@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import DataError
 from sparkreport.execute.guard import guard_event_of
+from sparkreport.names import shown
 from sparkreport.schema import SCHEMA_VERSION, RunRecord
 from sparkreport.store import RunStore
 
@@ -111,6 +112,8 @@ class Dataset:
     digest: str
     #: Each record's folder, relative to the run store (same order as ``records``).
     paths: list[str]
+    #: Run folders without a run.json (``campaign/run_id``): counted nowhere, named by ``check``.
+    incomplete: list[str] = field(default_factory=list)
 
     @cached_property
     def metric_columns(self) -> list[str]:
@@ -210,7 +213,7 @@ def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
         "source_format": record.provenance.format,
         "source_path": record.provenance.source_path,
         "source_sha256": record.provenance.source_sha256,
-        "run_path": run_path,
+        "run_path": shown(run_path),  # a folder name that is not UTF-8 shown with \xNN escapes
     }
     row.update(record.metrics)
     row.update({f"label.{k}": v for k, v in record.labels.items()})
@@ -239,7 +242,7 @@ def _summary_rows(record: RunRecord, run_path: str) -> list[dict[str, object]]:
             "memory_pool_gib": record.hardware.memory_pool_gib,
             "source_path": record.provenance.source_path,
             "notes": "; ".join(record.provenance.notes) or None,
-            "run_path": run_path,
+            "run_path": shown(run_path),
         }
         for metric, stat in record.summary.items()
     ]
@@ -287,7 +290,9 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
     files = store.run_files()
     records = [store.load(path) for path in files] if cache_dir is None else _cached_records(store, files, cache_dir)
     paths = [str(path.parent.relative_to(runs_dir)) for path in files]
-    return build_dataset(records, paths)
+    dataset = build_dataset(records, paths)
+    dataset.incomplete = store.incomplete_runs()
+    return dataset
 
 
 def _cached_records(store: RunStore, files: list[Path], cache_dir: Path) -> list[RunRecord]:

@@ -249,6 +249,20 @@ def _noise_cause(arm: pd.DataFrame) -> str | None:
                      "and at the order of the runs")
 
 
+@register_check("incomplete")
+def _incomplete(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """Run folders without a run.json: nothing downstream counts them, so they are named here."""
+    if not ds.incomplete:
+        return []
+    listed = ", ".join(ds.incomplete[:10]) + (f" and {len(ds.incomplete) - 10} more" if len(ds.incomplete) > 10 else "")
+    return [Finding(
+        "error", "incomplete-run",
+        f"{len(ds.incomplete)} run folder(s) without run.json, not counted in any statistic: {listed} — "
+        "run `sparkreport ingest` on their source again to re-create them",
+        [p.rsplit("/", 1)[-1] for p in ds.incomplete], {"folders": float(len(ds.incomplete))},
+    )]
+
+
 @register_check("guard")
 def _guard(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     """One finding per run a guard of the executor stopped (memory floor, stall)."""

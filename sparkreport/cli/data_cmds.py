@@ -69,6 +69,10 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
     """
     from sparkreport.dataset import export, load_dataset
 
+    if out is not None:  # before the load: a folder that cannot take the file says so at once
+        from sparkreport.early import check_writable
+
+        check_writable(out.parent, "--out")
     ds = load_dataset(runs_dir)
     if out is not None:
         export(ds, out)
