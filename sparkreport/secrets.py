@@ -13,8 +13,11 @@ its shape's name, :func:`scrub_credentials` replaces the secret part and keeps t
 
 from __future__ import annotations
 
+import gzip
 import re
+import zlib
 from dataclasses import dataclass
+from typing import Any
 
 REDACTED = "[REDACTED]"
 
@@ -119,10 +122,45 @@ def scrub_credentials(text: str, known: tuple[str, ...] | list[str] = ()) -> str
     out: list[str] = []
     pos = 0
     for hit in hits:
-        if hit.start < pos:  # overlapping shapes: the earlier replacement covers it
+        if hit.start < pos:  # overlapping shapes: one replacement covers both
+            pos = max(pos, hit.end)
             continue
         out.append(text[pos : hit.start])
         out.append(REDACTED)
         pos = hit.end
     out.append(text[pos:])
     return "".join(out)
+
+
+#: Files larger than this are kept as they are (a raw file that size is sample data, not a log).
+SCRUB_MAX_BYTES = 256 * 2**20
+
+
+def scrub_bytes(data: bytes, known: tuple[str, ...] | list[str] = ()) -> bytes:
+    """A file's bytes with credentials scrubbed: UTF-8 text as text, gzip decompressed and
+    recompressed; anything else (binary, over :data:`SCRUB_MAX_BYTES`) returned as it is.
+    Returns ``data`` itself (the same object) when nothing changed."""
+    if len(data) > SCRUB_MAX_BYTES:
+        return data
+    packed = data[:2] == b"\x1f\x8b"
+    try:
+        body = gzip.decompress(data) if packed else data
+        text = body.decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error):
+        return data
+    cleaned = scrub_credentials(text, known)
+    if cleaned == text:
+        return data
+    out = cleaned.encode("utf-8")
+    return gzip.compress(out, mtime=0) if packed else out
+
+
+def scrub_strings(value: Any) -> Any:
+    """A JSON-like value with :func:`scrub_credentials` applied to every string in it."""
+    if isinstance(value, str):
+        return scrub_credentials(value)
+    if isinstance(value, list):
+        return [scrub_strings(v) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub_strings(v) for k, v in value.items()}
+    return value

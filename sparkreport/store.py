@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from sparkreport.errors import SchemaError, SparkreportError
 from sparkreport.schema import RunRecord
+from sparkreport.secrets import find_credentials, scrub_bytes, scrub_strings
 
 RUN_FILE = "run.json"
 
@@ -160,8 +161,8 @@ class RunStore:
         if not target.exists():
             folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{source.name}.", dir=folder)
-            os.close(fd)
-            shutil.copyfile(source, tmp)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(scrub_bytes(source.read_bytes()))
             os.replace(tmp, target)
         return f"../{SOURCES_DIR}/{sha256[:16]}/{source.name}"
 
@@ -179,18 +180,20 @@ class RunStore:
             self._made.add(final.parent)
         staging = _staging_folder(final)
         try:
+            # Nothing credential-shaped is stored (an ingested log or report may print a proxy URL
+            # with its password, a token in a command line): raw files, tables and run.json.
             for item in raw:
                 target = staging / item.name
-                if item.source is not None:
-                    shutil.copyfile(item.source, target)
-                else:
-                    target.write_bytes(item.content or b"")
+                target.write_bytes(scrub_bytes(item.source.read_bytes() if item.source is not None
+                                               else item.content or b""))
             for table in tables or []:
-                (staging / f"{table.name}.csv").write_bytes(table_csv(table))
+                (staging / f"{table.name}.csv").write_bytes(scrub_bytes(table_csv(table)))
+            data = record.to_dict()
+            text = json.dumps(data, indent=2, ensure_ascii=False)
+            if find_credentials(text):
+                text = json.dumps(scrub_strings(data), indent=2, ensure_ascii=False)
             # The staging folder is private until the rename: run.json needs no atomic write of its own.
-            with (staging / RUN_FILE).open("w", encoding="utf-8") as handle:
-                json.dump(record.to_dict(), handle, indent=2, ensure_ascii=False)
-                handle.write("\n")
+            (staging / RUN_FILE).write_text(text + "\n", encoding="utf-8")
             os.rename(staging, final)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
