@@ -212,6 +212,10 @@ def test_reading_an_old_record_never_goes_beyond_the_allowlist() -> None:
                                           "env_allowlist": ["MYLIB_*"]}))
     loaded = RunRecord.from_dict(record.to_dict())
     assert loaded.environment.details["env_vars"] == {"MYLIB_THREADS": "4", "PATH": "/bin"}
+    # a variable the campaign set itself (env:) is named in env_declared and kept
+    record.environment.details["env_declared"] = ["SHLVL"]
+    assert RunRecord.from_dict(record.to_dict()).environment.details["env_vars"] == {
+        "MYLIB_THREADS": "4", "PATH": "/bin", "SHLVL": "1"}
 
 
 # --------------------------------------------------------------------------- store

@@ -46,10 +46,12 @@ PLANTED: dict[str, tuple[str, tuple[str, ...]]] = {
 #: planted on the command line (the model id is passed to the benchmark as --model).
 ARGV_URL = "https://hub-bot:Argv-Planted-Pw-5150@models.example/fake/small-7b"
 ARGV_SECRET = "Argv-Planted-Pw-5150"
+#: set by the campaign's own `env:` (recorded, as the campaign asked, with its password scrubbed).
+DECLARED_URL = "https://mirror:Declared-Planted-Pw-808@mirror.example/pip"
 
 
 def needles() -> list[str]:
-    return [ARGV_SECRET, *(value for value, _ in PLANTED.values()),
+    return [ARGV_SECRET, "Declared-Planted-Pw-808", *(value for value, _ in PLANTED.values()),
             *(part for _, parts in PLANTED.values() for part in parts)]
 
 
@@ -84,6 +86,7 @@ def planted_campaign(tmp_path: Path) -> Path:
     doc["workload"]["sleep_s"] = 0
     doc["workload"]["print_env"] = sorted(PLANTED)
     doc["models"][0]["id"] = ARGV_URL
+    doc["env"] = {"BENCH_MIRROR": DECLARED_URL}  # set by the campaign: recorded, scrubbed
     path = tmp_path / "smoke-planted.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path
@@ -105,6 +108,7 @@ def test_planted_credentials_reach_neither_the_store_nor_the_site(tmp_path: Path
     assert f"env MY_PRIVATE_NOTE={REDACTED}\n" in log and f"env HTTPS_PROXY={REDACTED}\n" in log
     env_vars = records[0].environment.details["env_vars"]
     assert env_vars["CUDA_MIRROR_URL"] == f"https://mirror-user:{REDACTED}@mirror.example/cuda"
+    assert env_vars["BENCH_MIRROR"] == f"https://mirror:{REDACTED}@mirror.example/pip"
     assert not set(env_vars) & (set(PLANTED) - {"CUDA_MIRROR_URL"})
     assert records[0].environment.details["env_vars_unrecorded"] >= len(PLANTED) - 1
     assert leaks(runs) == []
