@@ -49,10 +49,16 @@ SHAPES: tuple[Shape, ...] = (
     ),
     _shape(
         "key-value-secret",
-        r"(?i)\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|password|passwd|"
+        r"(?i)(?:\b|(?<=_))(?:AccountKey|SharedAccessKey|SharedAccessSignature|password|passwd|"
         r"secret|client_secret|api[_-]?key|access[_-]?key|auth[_-]?token|_authToken|_auth|"
         r"token|sig)\s*[=:]\s*[\"']?(?P<secret>[^\s;&\"',]{6,})",
         "a secret in a key=value pair (AccountKey=…, password=…, _authToken=…)",
+    ),
+    _shape(
+        "secret-option",
+        r"(?i)(?<![\w-])--?[a-z0-9-]*(?:token|api-?key|password|passwd|secret)(?:=|\s+)[\"']?"
+        r"(?P<secret>(?=[^\s\"']*[A-Za-z])[^\s\"'-][^\s\"']{3,})",
+        "a command-line option that takes a secret (--hf-token VALUE, --api-key=VALUE, --password …)",
     ),
     _shape(
         "private-key",

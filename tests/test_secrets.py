@@ -49,6 +49,9 @@ EXAMPLES = [
      "abc-123-def", ""),
     ("docker-auth", '{"auths": {"reg.io": {"auth": "dXNlcjpwYXNzd29yZDEyMw=="}}}',
      "dXNlcjpwYXNzd29yZDEyMw==", '"reg.io"'),
+    ("secret-option", "vllm bench serve --model m --hf-token plainValue123 --max-tokens 128", "plainValue123",
+     "--max-tokens 128"),
+    ("secret-option", "python bench.py --api-key abcdefgh1 --port 8000", "abcdefgh1", "--port 8000"),
     ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn", "BEGIN OPENSSH PRIVATE KEY", ""),
 ]
 
@@ -71,6 +74,7 @@ def test_every_shape_has_an_example() -> None:
     "https://huggingface.co/Qwen/Qwen2-0.5B", "max_tokens=128 tokens: 42", "PATH=/usr/bin:/bin",
     "NCCL_SOCKET_IFNAME=eth0", "time: 12:34:56 at host@10.0.0.1", "ssh://git@github.com/org/repo.git",
     "kv_cache_free_gpu_mem_fraction: 0.9", "password", "the key = value of a table",
+    "--max-tokens 128 --max-token 8192 --tokenizer gpt2 --no-secret", "Namespace(max_tokens=128, n=2)",
 ])
 def test_ordinary_benchmark_text_is_left_alone(text: str) -> None:
     assert find_credentials(text) == []
