@@ -247,3 +247,24 @@ def test_overlapping_shapes_are_scrubbed_as_one() -> None:
     text = "password=https://u:Inner-Secret-99@h/x tail"
     cleaned = scrub_credentials(text)
     assert "Inner-Secret-99" not in cleaned and cleaned.endswith(" tail") and find_credentials(cleaned) == []
+
+
+def test_ingested_files_and_records_are_stored_scrubbed(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+
+    fixture = Path(__file__).parent / "fixtures" / "vllm-text" / "serve_new_e2el_p999.txt"
+    text = fixture.read_text(encoding="utf-8").replace(
+        "vllm bench serve --model", "vllm bench serve --hf-token plainIngestTok9 --model", 1)
+    source = tmp_path / "serve.txt"
+    source.write_text("proxy: https://bot:IngestProxyPw42@proxy.example:3128\n" + text, encoding="utf-8")
+    runs = tmp_path / "runs"
+    result = CliRunner().invoke(main, ["ingest", str(source), "--runs-dir", str(runs)])
+    assert result.exit_code == 0, result.output
+    stored = {p: (gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()).decode()
+              for p in runs.rglob("*") if p.is_file()}
+    assert stored and not [p for p, t in stored.items() if "plainIngestTok9" in t or "IngestProxyPw42" in t]
+    record = RunStore(runs).load_all()[0]
+    assert f"--hf-token {REDACTED}" in record.workload.details["command"]
+    assert record.model.id == "openai/gpt-oss-20b"
