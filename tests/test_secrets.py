@@ -239,6 +239,11 @@ def test_store_scrubs_raw_files_tables_and_run_json_it_writes(tmp_path: Path) ->
     assert (folder / "samples.bin").read_bytes() == bytes(range(256))
     data = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert data["labels"]["note"] == f"Bearer {REDACTED}"
+    # sample tables are numbers: kept byte for byte, without a scan (the build's scan reads them)
+    samples = tmp_path / "samples.csv"
+    samples.write_text("t,util\n0.1,97\n", encoding="utf-8")
+    other = store.write(RunRecord(run_id="r2", campaign="c"), [RawFile("samples.csv", source=samples)])
+    assert (other / "samples.csv").read_bytes() == samples.read_bytes()
     kept = store.keep_source("c", source, "ab" * 32)
     assert "Pr0xyPassw0rd" not in (folder / kept).read_text(encoding="utf-8")
 
