@@ -23,7 +23,8 @@ from sparkreport.store import RunStore
 if TYPE_CHECKING:
     import pandas as pd
 
-DATASET_SCHEMA_VERSION = 1
+#: 2: ``pre_kv_memory_gib`` is a core column and ``peak_memory_gib`` means the peak with the KV cache.
+DATASET_SCHEMA_VERSION = 2
 
 #: Identity and context columns of the runs table, in order, with their pandas dtypes.
 RUN_COLUMNS: dict[str, str] = {

@@ -89,7 +89,7 @@ def test_dataset_export(phase1_store: Path, tmp_path: Path, suffix: str) -> None
         frame = pd.read_parquet(out)
         import pyarrow.parquet as pq
 
-        assert pq.read_schema(out).metadata[b"sparkreport.dataset_schema_version"] == b"1"
+        assert pq.read_schema(out).metadata[b"sparkreport.dataset_schema_version"] == b"2"
     elif suffix == ".csv":
         frame = pd.read_csv(out)
     else:

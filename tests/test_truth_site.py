@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,14 @@ def test_home_leads_with_the_physical_findings(pages: Path) -> None:
     home = (pages / "index.md").read_text(encoding="utf-8")
     first = home.index("## What the checks found first")
     assert first < home.index("## Key findings")
-    assert "capacity-weights** — phase1/qwen72b/native: the BF16 weights of Qwen2.5-72B-Instruct" in home
+    assert "capacity-weights** — phase1/qwen72b/native: the weights alone need 135.4 GiB" in home
+    # every weight-based finding states what it assumes
+    assumes = "assumes Qwen2.5-72B-Instruct's weights: 72.7B parameters in BF16 (from the catalog; the record states no precision)"
+    weight_lines = [line for line in home.splitlines()
+                    if line.startswith(("- **error · capacity", "- **error · roofline")) and "qwen72b" in line]
+    assert len(weight_lines) >= 3 and all(assumes in line for line in weight_lines)
     assert "roofline** — phase1/qwen72b/native: 119.33 tok/s exceeds the memory-bandwidth bound of 93.9 tok/s" in home
-    assert "derived-identity** — phase1: KV cache = 0.900 × (pool − peak)" in home
+    assert "derived-identity** — phase1: KV cache = 0.900 × (pool − memory before the KV cache)" in home
 
 
 def test_every_page_carries_the_error_banner_under_its_title(pages: Path) -> None:
@@ -44,7 +50,7 @@ def test_sentences_about_flagged_runs_carry_a_warning(pages: Path) -> None:
 
 def test_memory_page_shows_the_identity_and_the_explanations(pages: Path) -> None:
     memory = (pages / "memory" / "index.md").read_text(encoding="utf-8")
-    assert "## One finding, not two" in memory and "fits every arm" in memory
+    assert "## One finding, not two" in memory and re.search(r"fits all \d+ arms \(R²", memory)
     assert "## Why would a container hold more memory?" in memory
     assert "cgroup accounting of unified memory" in memory and "page cache" in memory
     assert (pages / "memory" / "charts" / "memory-budget.vl.json").exists() or "memory-budget" in memory

@@ -53,7 +53,7 @@ def scatter_points(site: SiteData) -> pd.DataFrame:
 
 
 def budget_rows(site: SiteData) -> list[dict[str, Any]]:
-    """Per arm: pool → peak → free → KV cache at the recorded fraction, and what was observed."""
+    """Per arm: pool → memory before the KV cache → free → KV cache at the recorded fraction, and what was observed."""
     stats = site.stats[site.stats["metric"].isin(BUDGET_METRICS)]
     if stats.empty:
         return []
@@ -167,7 +167,8 @@ def ledger_summary(site: SiteData) -> dict[str, Any]:
 
 
 def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
-    """The memory budget as stacked bars per arm: peak (weights + runtime) → KV cache → left free."""
+    """The memory budget as stacked bars per arm: in use before the KV cache (weights + runtime) →
+    KV cache → left free."""
     import altair as alt
 
     from sparkreport.charts import PANEL_WIDTH, _finish
