@@ -278,16 +278,11 @@ def _allowlisted(environment: Environment) -> Environment:
     environment; reading one never hands more than the allowlist to a page, a chart or a
     download (``sparkreport scrub`` rewrites the file itself).
     """
-    from sparkreport.execute.envcapture import allowed_env, pattern_error
+    from sparkreport.execute.envcapture import recorded_env
 
-    env_vars = environment.details.get("env_vars")
-    if isinstance(env_vars, dict):
-        extra = environment.details.get("env_allowlist")
-        patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] \
-            if isinstance(extra, list) else []
-        kept = allowed_env({str(k): str(v) for k, v in env_vars.items()}, patterns)
-        if kept != env_vars:
-            environment.details["env_vars"] = kept
+    kept = recorded_env(environment.details)
+    if kept is not None and kept != environment.details["env_vars"]:
+        environment.details["env_vars"] = kept
     return environment
 
 

@@ -27,8 +27,20 @@ from sparkreport.errors import SchemaError, SparkreportError
 from sparkreport.lock import store_lock
 from sparkreport.names import shown
 from sparkreport.schema import RunRecord
+from sparkreport.secrets import find_credentials, scrub_bytes, scrub_strings
 
 RUN_FILE = "run.json"
+
+#: Raw files kept as they are, without a credential scan: sample and per-request tables
+#: (numbers, timestamps, GPU names). Scanning them cost more than the rest of an ingest
+#: (a 2.6 MB nvidia-smi CSV: ~0.3 s); ``sparkreport scrub`` and the build's scan still read them.
+DATA_SUFFIXES = (".csv", ".csv.gz")
+
+
+def stored_bytes(name: str, data: bytes) -> bytes:
+    """A raw file's bytes as the store keeps them: credential shapes scrubbed from text (gzip
+    read through), except for :data:`DATA_SUFFIXES`."""
+    return data if name.endswith(DATA_SUFFIXES) else scrub_bytes(data)
 
 _STAGING_NUMBERS = itertools.count()
 
@@ -252,7 +264,7 @@ class RunStore:
             fd, tmp = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", dir=folder)
             os.close(fd)
             try:
-                shutil.copyfile(source, tmp)
+                write_bytes(tmp, stored_bytes(source.name, source.read_bytes()))
                 os.replace(tmp, target)
             except BaseException:  # a full disk: no partial copy left behind
                 Path(tmp).unlink(missing_ok=True)
@@ -282,18 +294,23 @@ class RunStore:
             self._made.add(final.parent)
         staging = _staging_folder(final)
         try:
+            # Nothing credential-shaped is stored (an ingested log or report may print a proxy URL
+            # with its password, a token in a command line): raw files, tables and run.json.
             for item in raw:
                 target = staging / item.name
-                if item.source is not None:
+                if item.source is not None and item.name.endswith(DATA_SUFFIXES):
                     shutil.copyfile(item.source, target)
                 else:
-                    target.write_bytes(item.content or b"")
-            for table in tables or []:
+                    target.write_bytes(stored_bytes(item.name, item.source.read_bytes() if item.source is not None
+                                                    else item.content or b""))
+            for table in tables or []:  # numbers parsed from a source: nothing to scrub
                 (staging / f"{table.name}.csv").write_bytes(table_csv(table))
+            data = record.to_dict()
+            text = json.dumps(data, indent=2, ensure_ascii=False)
+            if find_credentials(text):
+                text = json.dumps(scrub_strings(data), indent=2, ensure_ascii=False)
             # The staging folder is private until the rename: run.json needs no atomic write of its own.
-            with (staging / RUN_FILE).open("w", encoding="utf-8") as handle:
-                json.dump(record.to_dict(), handle, indent=2, ensure_ascii=False)
-                handle.write("\n")
+            (staging / RUN_FILE).write_text(text + "\n", encoding="utf-8")
             if replace is not None and replace.exists():
                 aside = replace.with_name(f".{replace.name}.{os.getpid()}.old")
                 os.rename(replace, aside)
@@ -305,3 +322,9 @@ class RunStore:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         return final
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (one place a full disk shows up when a source is kept)."""
+    with open(path, "wb") as handle:
+        handle.write(data)

@@ -276,7 +276,11 @@ def test_a_full_disk_leaves_no_partial_copy(tmp_path: Path, phase1_json: Path, m
         Path(dst).write_bytes(b"x" * 4096)  # part of the file, then the disk is full
         raise OSError(errno.ENOSPC, "No space left on device", str(dst))
 
+    def full_bytes(dst: str | Path, data: bytes) -> None:
+        full(None, dst)
+
     monkeypatch.setattr(store_module.shutil, "copyfile", full)
+    monkeypatch.setattr(store_module, "write_bytes", full_bytes)
     runs = tmp_path / "runs"
     for _ in range(3):
         with pytest.raises(SparkreportError, match="No space left on device .* free space"):

@@ -675,6 +675,9 @@ class CampaignRunner:
         env_details["env_vars_unrecorded"] = capture.unrecorded
         if self.campaign.env_allowlist:
             env_details["env_allowlist"] = list(self.campaign.env_allowlist)
+        declared = sorted({*(launch.env if launch else {}), *env.declared_env()})
+        if declared:  # set by the campaign itself: shown when the record is read, like the allowlist
+            env_details["env_declared"] = declared
         for key in ("commands", "env_vars"):
             env_details[key] = json.loads(redact_text(json.dumps(env_details[key]), secrets))
         gpu_reported = self.host.get("gpu_memory_reported")
