@@ -46,6 +46,15 @@ class AnalysisOptions:
     margins: dict[str, float] = field(default_factory=dict)
     #: Metrics compare/diff test by default (None: sparkreport.metrics.KEY_METRICS).
     compare_metrics: list[str] | None = None
+    #: The metric(s) each campaign's question is about: Holm runs over a campaign's comparisons
+    #: of these (the primary family) and separately over its other tested metrics (None:
+    #: sparkreport.metrics.DEFAULT_PRIMARY_METRICS).
+    primary_metrics: list[str] | None = None
+    #: Leave out runs measured under interference (another process held the GPU, the cooldown
+    #: gave up); `check` flags them either way.
+    exclude_interference: bool = False
+    #: A label every comparison is stratified by (as `compare --by LABEL`), e.g. cache.
+    stratify_by: str | None = None
     alpha: float = 0.05
     bootstrap_resamples: int = 10_000
     bootstrap_seed: int = 20251108
@@ -271,8 +280,9 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         "duplicates": str, "include_failed": bool, "planned_iterations": int, "confidence": (int, float),
         "cv_threshold": (int, float), "equivalence_margin": (int, float), "margins": dict, "compare_metrics": list,
         "alpha": (int, float), "bootstrap_resamples": int, "bootstrap_seed": int,
+        "primary_metrics": list, "exclude_interference": bool, "stratify_by": str,
     }
-    nullable = ("planned_iterations", "compare_metrics")
+    nullable = ("planned_iterations", "compare_metrics", "primary_metrics", "stratify_by")
     known = {f.name for f in fields(AnalysisOptions)}
     for key, value in analysis.items():
         name = f"analysis.{key}"
@@ -287,10 +297,11 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         setattr(config.analysis, key, value)
     _choice(where, "analysis.duplicates", config.analysis.duplicates, DUPLICATE_POLICIES,
             "all keeps every run, first/last keep one per iteration")
-    if doc.get("primary_metrics") is not None:
+    if doc.get("primary_metrics") is not None:  # the pages' order (top level)
         _metric_names(where, "primary_metrics", config.primary_metrics)
-    if config.analysis.compare_metrics is not None:
-        _metric_names(where, "analysis.compare_metrics", config.analysis.compare_metrics)
+    for key in ("compare_metrics", "primary_metrics"):
+        if getattr(config.analysis, key) is not None:
+            _metric_names(where, f"analysis.{key}", getattr(config.analysis, key))
     for metric, margin in config.analysis.margins.items():
         name = f"analysis.margins.{metric}"
         if not isinstance(metric, str) or not is_metric(metric):

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from sparkreport.errors import InputError
+from sparkreport.names import MAX_NAME_CHARS
 from sparkreport.schema import slug
 
 ORDERS = ("randomized-blocks", "sequential")
@@ -378,6 +379,8 @@ def load_campaign(path: Path) -> Campaign:
                             fix="start from an example in campaigns/ (see `sparkreport run --help`)")
     top = Fields(doc, (), doc.data, _TOP)
     name = top.text("campaign", required=True) or ""
+    if len(name) > MAX_NAME_CHARS:
+        raise top.fail("campaign", f"is {len(name)} characters long", fix=f"use at most {MAX_NAME_CHARS}")
     if slug(name) != name:
         raise top.fail("campaign", f"{name!r} is not a folder-safe name",
                        fix=f"use letters, digits, '.', '_' and '-' (e.g. {slug(name)!r})")
@@ -394,6 +397,8 @@ def load_campaign(path: Path) -> Campaign:
             raise fields.fail("kind", f"unknown environment kind {kind!r}",
                               fix=f"choose one of: {', '.join(ENVIRONMENTS)}")
         env_name = fields.text("name", default=kind) or kind
+        if len(env_name) > MAX_NAME_CHARS:
+            raise fields.fail("name", f"is {len(env_name)} characters long", fix=f"use at most {MAX_NAME_CHARS}")
         if slug(env_name) != env_name:
             raise fields.fail("name", f"{env_name!r} is not a folder-safe name",
                               fix=f"use letters, digits, '.', '_' and '-' (e.g. {slug(env_name)!r})")
@@ -471,6 +476,8 @@ def _model(doc: _Doc, index: int, item: Any) -> ModelSpec:
         item = {"name": item}
     fields = Fields(doc, ("models", index), item, _MODEL_KEYS)
     name = fields.text("name", required=True) or ""
+    if len(name) > MAX_NAME_CHARS:
+        raise fields.fail("name", f"is {len(name)} characters long", fix=f"use at most {MAX_NAME_CHARS}")
     if slug(name) != name:
         raise fields.fail("name", f"{name!r} is not a folder-safe name",
                           fix=f"use letters, digits, '.', '_' and '-' (e.g. {slug(name)!r}); "

@@ -42,7 +42,7 @@ from sparkreport.execute.guard import (
     set_oom_score_adj,
 )
 from sparkreport.execute.ledger import build_ledger
-from sparkreport.execute.monitor import MonitorSummary, Sampler, read_meminfo
+from sparkreport.execute.monitor import MonitorSummary, Sampler, busy_span_metrics, read_meminfo
 from sparkreport.execute.plan import Cell, Plan, estimate_seconds, format_duration, make_plan
 from sparkreport.execute.preflight import Check, run_preflight
 from sparkreport.execute.redact import redact_argv, redact_text
@@ -546,6 +546,10 @@ class CampaignRunner:
                 reason = f"output not readable ({type(exc).__name__}: {exc})"
             if result.error:
                 reason = result.error
+        if monitor is not None:
+            # The measurement metrics over the workload's own timed window, when it reports one.
+            window = (result.details.get("timing") or {}).get("window_unix_s")
+            monitor.busy = busy_span_metrics(sampler.rows, sampler.window_offsets(window))
         if guard is not None:
             result.details["guard"] = {**guard.describe(), "oom_score_adj": self.oom or None,
                                        "event": guard.event.to_dict() if guard.event else None}
@@ -648,6 +652,13 @@ class CampaignRunner:
             (metrics if metric_catalog.is_metric(name) else extra)[name] = value
         metrics["start_temp_c"] = start_temp
         metrics["end_temp_c"] = end_temp
+        if metrics.get("measured_window_s") is None and metrics.get("duration_s") is not None:
+            metrics["measured_window_s"] = metrics["duration_s"]  # the benchmark's own timed window
+        if monitor is not None:
+            metrics.update(monitor.busy)
+            if monitor.foreign_processes:
+                held = ", ".join(f"pid {pid} ({mib} MiB)" for pid, mib in sorted(monitor.foreign_processes.items()))
+                warnings = [*warnings, f"another process held the GPU when the run started: {held}"]
         env_details: dict[str, Any] = {**env.describe(), "cache": cache}
         image_digest = None
         for outcome in outcomes:
@@ -664,6 +675,9 @@ class CampaignRunner:
         env_details["env_vars_unrecorded"] = capture.unrecorded
         if self.campaign.env_allowlist:
             env_details["env_allowlist"] = list(self.campaign.env_allowlist)
+        declared = sorted({*(launch.env if launch else {}), *env.declared_env()})
+        if declared:  # set by the campaign itself: shown when the record is read, like the allowlist
+            env_details["env_declared"] = declared
         for key in ("commands", "env_vars"):
             env_details[key] = json.loads(redact_text(json.dumps(env_details[key]), secrets))
         gpu_reported = self.host.get("gpu_memory_reported")

@@ -91,8 +91,10 @@ def render(options: RenderOptions) -> RenderResult:
     the path, never a traceback. One render or build at a time writes into a docs folder's
     parent (:mod:`sparkreport.lock`); a second one stops at once with a BuildError.
     """
+    from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
 
+    check_writable(docs_dir_for(options), "--docs-dir")  # before the lock, which creates its parent
     try:
         with output_lock(docs_dir_for(options).parent):
             return _render(options)
@@ -105,6 +107,7 @@ def render(options: RenderOptions) -> RenderResult:
 def _render(options: RenderOptions) -> RenderResult:
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
+    from sparkreport.early import check_selector_campaigns, store_campaigns
     from sparkreport.render.context import build_site_data
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pages import registered_pages
@@ -120,6 +123,12 @@ def _render(options: RenderOptions) -> RenderResult:
     runs_dir = _under(root, options.runs_dir).resolve()
     docs_dir = docs_dir_for(options)
     cache_dir = docs_dir.parent / CACHE_DIR
+    # Milliseconds before seconds: the diffs' campaigns in the store (the docs folder: in render()).
+    # An empty store is told below ("no runs to render"), which says more.
+    if store_campaigns(runs_dir):
+        check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
+                                            for i, named in enumerate(config.diffs)
+                                            for side, text in (("a", named.a), ("b", named.b))])
     dataset = load_dataset(runs_dir, cache_dir=cache_dir)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from sparkreport.dataset import plain
 from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
-from sparkreport.names import unique_slugs
+from sparkreport.names import shown, unique_slugs
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 from sparkreport.site.run_files import published_name, write_manifest
@@ -122,7 +122,7 @@ class RunsPage(Page):
                 "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir,
                                    tables=record.provenance.tables),
                 "samples": "samples" in record.provenance.tables,
-                "run_path": run_path, "chart": None, "samples_href": None,
+                "run_path": shown(run_path), "chart": None, "samples_href": None,
             })
         return out
 
@@ -216,9 +216,10 @@ def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str,
         if not inside_store(root, store_path):
             continue
         published = published_name(store_path, candidate.stat().st_size)
-        out.append({"name": posixpath.basename(published), "source": posixpath.basename(name),
+        # A folder name that is not UTF-8: shown with \xNN escapes, linked by its bytes (quote() of bytes).
+        out.append({"name": shown(posixpath.basename(published)), "source": shown(posixpath.basename(name)),
                     "path": f"{prefix}/{published}", "store_path": store_path,
-                    "href": quote(f"{prefix}/{published}")})
+                    "href": quote(os.fsencode(f"{prefix}/{published}"))})
     return out
 
 

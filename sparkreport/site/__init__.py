@@ -39,10 +39,16 @@ def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool 
     A build whose inputs (run store, config, templates, docs, package) are unchanged since the
     last successful one keeps that site and returns at once (:mod:`sparkreport.site.incremental`).
     """
+    from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
+    from sparkreport.render.core import docs_dir_for, resolve_root
     from sparkreport.site import incremental
 
     cache_dir = incremental.cache_dir_for(options)
+    # Before the lock (which creates the build folder) and the render (seconds): every output.
+    target = site_dir or DEFAULT_SITE_DIR
+    check_writable(target if target.is_absolute() else resolve_root(options) / target, "--site-dir")
+    check_writable(docs_dir_for(options), "--docs-dir")
     with output_lock(cache_dir.parent):
         return _build(options, site_dir, strict, cache_dir)
 
