@@ -178,6 +178,10 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
     return _finish(chart, name, title, description, rows=len(data))
 
 
+#: Row labels of the means charts ("native · Llama-3-8B shape (random weights)") are cut only past this.
+LABEL_LIMIT_PX = 340
+
+
 def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
                 confidence: float = 0.95, band: tuple[float, float] | None = None) -> ChartSpec | None:
     """Arm means with their confidence intervals as error bars, one row per environment.
@@ -201,7 +205,7 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     lows = [row["ci_low"] if row["ci_low"] is not None else row["mean"] for row in data]
     lows += [band[0]] if band else []
     axis = metric_title(metric) + (" — axis does not start at 0" if lows and min(lows) > 0 else "")
-    y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data])
+    y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data], axis=alt.Axis(labelLimit=LABEL_LIMIT_PX))
     points = alt.Chart(inline(data)).mark_point(filled=True, size=70).encode(
         x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
         color=alt.Color("environment:N", legend=None),

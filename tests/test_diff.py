@@ -143,7 +143,7 @@ def test_cli_selectors_and_usage_errors(phase1_store: Path) -> None:
 
 
 def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
-    """The embedded runs' example diff: the H200 control campaign, cold vs warm page cache."""
+    """The embedded runs' example diff: the H100 control campaign, cold vs warm page cache."""
     from sparkreport.render import RenderOptions, render
 
     repo = Path(__file__).resolve().parents[1]
@@ -151,11 +151,11 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     result = render(RenderOptions(runs_dir=repo / "runs", project_root=tmp_path,
                                   config_path=tmp_path / "sparkreport.yml"))
     page = (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "index.md").read_text(encoding="utf-8")
-    assert page.startswith("# H200 control: cold vs warm page cache")
+    assert page.startswith("# H100 control: cold vs warm page cache")
     changed = page[page.index("## What changed"):page.index("## Results")]
     assert "| label.cache | cold | warm |" in changed
     assert "plan" not in changed  # per-run identifiers are not "changes"
-    assert "| llama-3-8b | native | KV cache | 111.80 | 111.80 | +0.0% |" in page
+    assert "| llama-3-8b | native | KV cache | 57.19 | 57.19 | +0.0% |" in page
     charts = {p.name for p in (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "charts").glob("*.vl.json")}
     assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts
 

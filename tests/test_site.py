@@ -54,7 +54,7 @@ def test_generated_config_inherits_the_project(built: BuildResult, project: Path
     assert config["docs_dir"] == "docs"
     assert config["extra_javascript"] == site_assets.javascript_paths()
     titles = [next(iter(item)) for item in config["nav"]]
-    assert titles[:7] == ["Home", "Results", "Unified memory", "Methodology", "Data quality", "Runs", "Downloads"]
+    assert titles[:8] == ["Home", "Campaigns", "Results", "Memory", "Methodology", "Data quality", "Runs", "Downloads"]
     assert "About this site" in titles
     home = (built.site_dir / "index.html").read_text(encoding="utf-8")
     assert "<title>DGX Spark inference results</title>" in home  # site_name inherited

@@ -529,7 +529,8 @@ class CampaignPage(Page):
         out = []
         for metric in primary_metrics(site, stats["metric"]):
             arms = stats[stats["metric"] == metric]
-            arms = arms.assign(environment=arms["model_name"].astype(str) + " · " + arms["environment"].astype(str))
+            # environment first: a label cut short still says which arm it is
+            arms = arms.assign(environment=arms["environment"].astype(str) + " · " + arms["model_name"].astype(str))
             chart = means_chart(arms, metric, name=f"{slug(metric)}-by-model",
                                 title=f"{metric_label(metric)} across models",
                                 confidence=site.config.analysis.confidence)
