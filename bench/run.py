@@ -140,6 +140,7 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
     stage("render", [*sparkreport, "render"], clean_build)
     stage("build", [*sparkreport, "build"], clean_build)
     stage("rebuild", [*sparkreport, "build"])
+    stage("scan", [sys.executable, str(HERE / "stages.py"), "scan", str(project / "site")])
 
     def touch_one() -> None:
         first = min(runs.glob("*/*/run.json"))
@@ -172,7 +173,8 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
 COLUMNS = [("runs", "runs"), ("ingest_s", "ingest s"), ("ingest_mib", "MiB"), ("dataset_s", "dataset s"),
            ("dataset_mib", "MiB"), ("analysis_s", "analysis s"), ("analysis_mib", "MiB"),
            ("render_s", "render s"), ("render_mib", "MiB"), ("build_s", "build s"), ("build_mib", "MiB"),
-           ("rebuild_s", "rebuild s"), ("rebuild1_s", "1 changed s"), ("mkdocs_s", "bare mkdocs s"),
+           ("rebuild_s", "rebuild s"), ("scan_s", "scan s"), ("rebuild1_s", "1 changed s"),
+           ("mkdocs_s", "bare mkdocs s"),
            ("build_over_mkdocs", "build/mkdocs"), ("pages", "pages"), ("largest_page_kib", "largest page KiB"),
            ("charts", "charts"), ("svgs", "SVG fallbacks"), ("search_index_kib", "search index KiB"),
            ("site_mib", "site MiB")]

@@ -4,6 +4,7 @@
     python bench/stages.py ingest SOURCES RUNS_DIR      # a generated campaign → run store
     python bench/stages.py dataset RUNS_DIR             # load_dataset (read + validate + flatten)
     python bench/stages.py analysis PROJECT             # load_dataset + the site's analysis
+    python bench/stages.py scan SITE_DIR [--full]        # the publish-time credential scan
 """
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ def main(argv: list[str]) -> int:
         site = build_site_data(ds, config, project / "runs", "bench", project)
         print(json.dumps({"stats": len(site.stats), "comparisons": len(site.comparisons),
                           "findings": len(site.findings)}))
+    elif stage == "scan":
+        from sparkreport.site.scan import scan_site, site_files
+
+        site_dir = Path(args[0])
+        files = site_files(site_dir)
+        findings = scan_site(site_dir, prefilter="--full" not in args)
+        size = sum(Path(path).stat().st_size for _relative, path in files)
+        print(json.dumps({"files": len(files), "mib": round(size / 2**20, 1), "findings": len(findings)}))
     else:
         print(f"unknown stage {stage!r}", file=sys.stderr)
         return 2

@@ -69,6 +69,12 @@ class SynthOptions:
     environments: list[str] = field(default_factory=lambda: ["native", "docker"])
     #: Software versions; empty: as many as needed for ``iterations`` runs per cell.
     versions: list[str] = field(default_factory=list)
+    #: One campaign across all versions (a history: ``sparkreport history``); empty: one
+    #: campaign per version, ``synth-<version>``.
+    campaign: str = ""
+    #: Planted lasting level shifts: version index → relative change of throughput from there on
+    #: (``--step 150:-0.04``), for the History page and ``sparkreport history``.
+    steps: dict[int, float] = field(default_factory=dict)
     iterations: int = 10
     #: Relative SD of the run-to-run noise.
     noise: float = 0.02
@@ -129,7 +135,7 @@ def generate(out: Path, options: SynthOptions) -> dict[str, Any]:
         folder.mkdir(parents=True, exist_ok=True)
         key = (version, env)
         if key not in groups:
-            groups[key] = Group(path=f"sources/{version}/{env}", campaign=f"synth-{version}",
+            groups[key] = Group(path=f"sources/{version}/{env}", campaign=options.campaign or f"synth-{version}",
                                 labels={"env": env, "version": version}, environment=env)
         groups[key].runs += 1
         env_factor, env_memory = ENVIRONMENT_EFFECTS.get(env, (1.0, 0.0))
@@ -137,6 +143,9 @@ def generate(out: Path, options: SynthOptions) -> dict[str, Any]:
         drift = 1.0 + 0.01 * math.sin(version_index[version] / 3.0)
         if version_index[version] % 17 == 16:
             drift *= 0.95
+        for at, step in options.steps.items():
+            if version_index[version] >= at:
+                drift *= 1.0 + step
         tok_s = base_tok_s * env_factor * drift * (1.0 + rng.normal(0.0, options.noise))
         when = start + np.timedelta64(index * 97, "s")
         stem = f"{name}-{env}-{version}-it{iteration:03d}"
@@ -365,6 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--environments", default="native,docker", help="comma-separated")
     parser.add_argument("--versions", default="", help="comma-separated (default: as many as needed)")
     parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--campaign", default="",
+                        help="one campaign across all versions, for a history (default: synth-<version> each)")
+    parser.add_argument("--step", action="append", default=[], metavar="INDEX:CHANGE",
+                        help="a lasting level shift from version INDEX on, e.g. 150:-0.04 (repeatable)")
     parser.add_argument("--noise", type=float, default=0.02)
     parser.add_argument("--vllm-fraction", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=1)
@@ -374,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         runs=args.runs, sampled=args.sampled, sample_hz=args.sample_hz, sample_hours=args.sample_hours,
         models=args.models, environments=[e for e in args.environments.split(",") if e],
         versions=[v for v in args.versions.split(",") if v], iterations=args.iterations, noise=args.noise,
-        vllm_fraction=args.vllm_fraction, seed=args.seed)
+        vllm_fraction=args.vllm_fraction, seed=args.seed, campaign=args.campaign,
+        steps={int(at): float(change) for at, change in (item.split(":") for item in args.step)})
     manifest = generate(args.out, options)
     print(f"{manifest['runs']} runs ({manifest['sampled']} with samples) in {len(manifest['groups'])} groups, "
           f"{manifest['bytes'] / 2**20:.1f} MiB → {args.out}")

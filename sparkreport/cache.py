@@ -107,7 +107,8 @@ def tree_digest(root: Path, memo: HashMemo) -> str:
     """One sha256 over every file under ``root`` (relative path + content hash)."""
     digest = hashlib.sha256()
     for relative, path, stat in sorted(walk_files(root)):
-        digest.update(f"{relative}\0{memo.digest(path, stat)}\n".encode())
+        # A file name need not be UTF-8 (os.fsdecode keeps other bytes as surrogates): hash its bytes.
+        digest.update(f"{relative}\0{memo.digest(path, stat)}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 

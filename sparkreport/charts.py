@@ -127,7 +127,7 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
         return None
     frame["included"] = frame["included"].astype(bool) if "included" in frame else True
     frame["status"] = frame["included"].map({True: "included", False: "excluded"})
-    axis = metric_title(metric)
+    axis = metric_title(metric) + (" — axis does not start at 0" if float(frame[metric].min()) > 0 else "")
     y_title = alt.Y("environment:N", title=None)
     description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
                    "the included runs.")
@@ -179,11 +179,13 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
 
 
 def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
-                confidence: float = 0.95) -> ChartSpec | None:
+                confidence: float = 0.95, band: tuple[float, float] | None = None) -> ChartSpec | None:
     """Arm means with their confidence intervals as error bars, one row per environment.
 
     ``stats`` is shaped like ``arm_stats`` (``environment, metric, n, mean, ci_low, ci_high,
     source``); published-summary arms are marked as published figures. None when empty.
+    ``band`` (low, high) draws the baseline's equivalence band. The axis does not start at zero
+    (the intervals would vanish), and its title says so.
     """
     import altair as alt
 
@@ -194,9 +196,11 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     frame["arm"] = frame["environment"].astype(str) + frame["source"].map(
         lambda s: " (published)" if s == "published" else "")
     data = _records(frame[["arm", "environment", "origin", "n", "mean", "ci_low", "ci_high"]])
-    axis = metric_title(metric)
     level = f"{confidence:.0%}"
     with_ci = [row for row in data if row["ci_low"] is not None and row["ci_high"] is not None]
+    lows = [row["ci_low"] if row["ci_low"] is not None else row["mean"] for row in data]
+    lows += [band[0]] if band else []
+    axis = metric_title(metric) + (" — axis does not start at 0" if lows and min(lows) > 0 else "")
     y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data])
     points = alt.Chart(inline(data)).mark_point(filled=True, size=70).encode(
         x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
@@ -213,8 +217,13 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
         layers.insert(0, alt.Chart(inline(with_ci)).mark_errorbar(ticks=True).encode(
             x=alt.X("ci_low:Q", title=axis), x2="ci_high:Q", y=y,
             color=alt.Color("environment:N", legend=None)))
+    if band is not None:
+        layers.insert(0, alt.Chart(inline([{"lo": band[0], "hi": band[1]}])).mark_rect(
+            opacity=0.15, color="#2a9d8f").encode(x=alt.X("lo:Q", title=axis), x2="hi:Q"))
     chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(46))
     description = f"{axis}: mean per environment with its {level} confidence interval where known."
+    if band is not None:
+        description += " The shaded band is the baseline mean ± the equivalence margin."
     return _finish(chart, name, title, description, rows=len(data))
 
 

@@ -46,6 +46,15 @@ class AnalysisOptions:
     margins: dict[str, float] = field(default_factory=dict)
     #: Metrics compare/diff test by default (None: sparkreport.metrics.KEY_METRICS).
     compare_metrics: list[str] | None = None
+    #: The metric(s) each campaign's question is about: Holm runs over a campaign's comparisons
+    #: of these (the primary family) and separately over its other tested metrics (None:
+    #: sparkreport.metrics.DEFAULT_PRIMARY_METRICS).
+    primary_metrics: list[str] | None = None
+    #: Leave out runs measured under interference (another process held the GPU, the cooldown
+    #: gave up); `check` flags them either way.
+    exclude_interference: bool = False
+    #: A label every comparison is stratified by (as `compare --by LABEL`), e.g. cache.
+    stratify_by: str | None = None
     alpha: float = 0.05
     bootstrap_resamples: int = 10_000
     bootstrap_seed: int = 20251108
@@ -71,10 +80,24 @@ class NamedDiff:
     metrics: list[str] | None = None
 
 
+@dataclass
+class HistoryOptions:
+    """How ``sparkreport history`` and the History page find versions (``history:``)."""
+
+    #: A label key (``--label version=…``) or a software field (engine_version, trtllm, vllm,
+    #: torch, cuda, driver, image, image_digest).
+    by: str = "version"
+    #: Smallest relative change that counts as a change point (None: analysis.equivalence_margin).
+    min_effect: float | None = None
+
+
 CHART_CHOICES = ("tested", "all")
 STATIC_CHART_CHOICES = ("auto", "all", "posts")
 #: Above this many charts, ``static_charts: auto`` draws SVG fallbacks only for the posts' charts.
 STATIC_CHART_LIMIT = 100
+#: What a reader asks first: throughput, latency to the first and per token, then memory.
+DEFAULT_PRIMARY_METRICS = ("output_throughput_tok_s", "ttft_ms_mean", "tpot_ms_mean", "pre_kv_memory_gib",
+                           "peak_memory_gib", "kv_cache_gib")
 
 
 @dataclass
@@ -85,6 +108,7 @@ class ProjectConfig:
     baseline: str = "native"
     analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
     diffs: list[NamedDiff] = field(default_factory=list)
+    history: HistoryOptions = field(default_factory=HistoryOptions)
     #: Which metrics get charts on the Results pages: ``tested`` (the metrics compare tests,
     #: ``analysis.tested_metrics``) or ``all``. Every metric gets its table either way.
     charts: str = "tested"
@@ -92,6 +116,8 @@ class ProjectConfig:
     #: ``all`` charts, only the charts ``posts`` show as images, or ``auto`` = all up to
     #: :data:`STATIC_CHART_LIMIT` charts on the site, posts' above.
     static_charts: str = "auto"
+    #: The metrics the report leads with (home summary, results pages); the rest are folded.
+    primary_metrics: list[str] = field(default_factory=lambda: list(DEFAULT_PRIMARY_METRICS))
     path: Path | None = None
     #: The line of each key in the file (``diffs[0].a`` → 14), for errors found after loading.
     lines: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
@@ -234,27 +260,39 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     where = _Where(path, text)
     config = ProjectConfig(path=path, lines=where.lines)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
-           "charts": str, "static_charts": str}
+           "charts": str, "static_charts": str, "primary_metrics": list,
+           "history": dict}
     for key, value in doc.items():
         if key not in top:
             raise where.error(str(key), f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
-        if value is None and key in ("analysis", "diffs"):
+        if value is None and key in ("analysis", "diffs", "history"):
             continue
         _typed(where, key, value, top[key])
-        if key not in ("analysis", "diffs"):
+        if key not in ("analysis", "diffs", "history"):
             setattr(config, key, value)
     _choice(where, "charts", config.charts, CHART_CHOICES,
             "tested draws the metrics compare tests; all draws every metric")
     _choice(where, "static_charts", config.static_charts, STATIC_CHART_CHOICES,
             f"auto draws SVG fallbacks for sites of up to {STATIC_CHART_LIMIT} charts")
     config.diffs = [_named_diff(where, i, item) for i, item in enumerate(doc.get("diffs") or [])]
+    for key, value in (doc.get("history") or {}).items():
+        history_kinds: dict[str, type | tuple[type, ...]] = {"by": str, "min_effect": (int, float)}
+        kind = history_kinds.get(str(key))
+        if kind is None:
+            raise where.error(f"history.{key}", f"unknown setting history.{key}", fix="known: by, min_effect")
+        if value is not None:
+            _typed(where, f"history.{key}", value, kind)
+            if key == "min_effect":
+                _fraction(where, "history.min_effect", value)
+        setattr(config.history, str(key), value)
     analysis = doc.get("analysis") or {}
     kinds: dict[str, type | tuple[type, ...]] = {
         "duplicates": str, "include_failed": bool, "planned_iterations": int, "confidence": (int, float),
         "cv_threshold": (int, float), "equivalence_margin": (int, float), "margins": dict, "compare_metrics": list,
         "alpha": (int, float), "bootstrap_resamples": int, "bootstrap_seed": int,
+        "primary_metrics": list, "exclude_interference": bool, "stratify_by": str,
     }
-    nullable = ("planned_iterations", "compare_metrics")
+    nullable = ("planned_iterations", "compare_metrics", "primary_metrics", "stratify_by")
     known = {f.name for f in fields(AnalysisOptions)}
     for key, value in analysis.items():
         name = f"analysis.{key}"
@@ -269,8 +307,11 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         setattr(config.analysis, key, value)
     _choice(where, "analysis.duplicates", config.analysis.duplicates, DUPLICATE_POLICIES,
             "all keeps every run, first/last keep one per iteration")
-    if config.analysis.compare_metrics is not None:
-        _metric_names(where, "analysis.compare_metrics", config.analysis.compare_metrics)
+    if doc.get("primary_metrics") is not None:  # the pages' order (top level)
+        _metric_names(where, "primary_metrics", config.primary_metrics)
+    for key in ("compare_metrics", "primary_metrics"):
+        if getattr(config.analysis, key) is not None:
+            _metric_names(where, f"analysis.{key}", getattr(config.analysis, key))
     for metric, margin in config.analysis.margins.items():
         name = f"analysis.margins.{metric}"
         if not isinstance(metric, str) or not is_metric(metric):

@@ -10,13 +10,16 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import DataError
+from sparkreport.execute.guard import guard_event_of
+from sparkreport.names import shown
 from sparkreport.schema import SCHEMA_VERSION, RunRecord
 from sparkreport.store import RunStore
 
@@ -41,6 +44,7 @@ RUN_COLUMNS: dict[str, str] = {
     "exit_code": "Int64",
     "ok": "boolean",
     "status_reason": "string",
+    "guard": "string",
     "warnings": "string",
     "engine": "string",
     "engine_version": "string",
@@ -50,6 +54,8 @@ RUN_COLUMNS: dict[str, str] = {
     "image": "string",
     "image_digest": "string",
     "gpu_name": "string",
+    "gpu_uuid": "string",
+    "host_kernel": "string",
     "memory_pool_gib": "Float64",
     "unified_memory": "boolean",
     "num_requests_planned": "Int64",
@@ -106,6 +112,8 @@ class Dataset:
     digest: str
     #: Each record's folder, relative to the run store (same order as ``records``).
     paths: list[str]
+    #: Run folders without a run.json (``campaign/run_id``): counted nowhere, named by ``check``.
+    incomplete: list[str] = field(default_factory=list)
 
     @cached_property
     def metric_columns(self) -> list[str]:
@@ -162,6 +170,12 @@ def _display(record: RunRecord) -> str:
     return record.model.display_name or record.model.id or record.model.name
 
 
+def _host(record: RunRecord) -> dict[str, object]:
+    """The executor's host facts (GPU UUID, kernel, …); empty for ingested results."""
+    host = (record.hardware.details or {}).get("host")
+    return host if isinstance(host, dict) else {}
+
+
 def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
     row: dict[str, object] = {
         "run_id": record.run_id,
@@ -177,6 +191,7 @@ def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
         "exit_code": record.status.exit_code,
         "ok": record.status.ok,
         "status_reason": record.status.reason,
+        "guard": (guard_event_of(record) or {}).get("kind"),
         "warnings": "; ".join(record.status.warnings) or None,
         "engine": record.software.engine,
         "engine_version": record.software.engine_version,
@@ -186,6 +201,8 @@ def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
         "image": record.software.image,
         "image_digest": record.software.image_digest,
         "gpu_name": record.hardware.gpu_name,
+        "gpu_uuid": _host(record).get("gpu_uuid"),
+        "host_kernel": _host(record).get("kernel"),
         "memory_pool_gib": record.hardware.memory_pool_gib,
         "unified_memory": record.hardware.unified_memory,
         "num_requests_planned": record.workload.num_requests,
@@ -196,7 +213,7 @@ def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
         "source_format": record.provenance.format,
         "source_path": record.provenance.source_path,
         "source_sha256": record.provenance.source_sha256,
-        "run_path": run_path,
+        "run_path": shown(run_path),  # a folder name that is not UTF-8 shown with \xNN escapes
     }
     row.update(record.metrics)
     row.update({f"label.{k}": v for k, v in record.labels.items()})
@@ -225,7 +242,7 @@ def _summary_rows(record: RunRecord, run_path: str) -> list[dict[str, object]]:
             "memory_pool_gib": record.hardware.memory_pool_gib,
             "source_path": record.provenance.source_path,
             "notes": "; ".join(record.provenance.notes) or None,
-            "run_path": run_path,
+            "run_path": shown(run_path),
         }
         for metric, stat in record.summary.items()
     ]
@@ -273,7 +290,9 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
     files = store.run_files()
     records = [store.load(path) for path in files] if cache_dir is None else _cached_records(store, files, cache_dir)
     paths = [str(path.parent.relative_to(runs_dir)) for path in files]
-    return build_dataset(records, paths)
+    dataset = build_dataset(records, paths)
+    dataset.incomplete = store.incomplete_runs()
+    return dataset
 
 
 def _cached_records(store: RunStore, files: list[Path], cache_dir: Path) -> list[RunRecord]:
@@ -297,8 +316,35 @@ def _cached_records(store: RunStore, files: list[Path], cache_dir: Path) -> list
     return records
 
 
+#: A cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with text cells that a spreadsheet would run as a formula prefixed with ``'``
+    (the OWASP rule); numeric columns, and text cells that are plain numbers (``-3.5``), are
+    left as they are. For every CSV the site serves (labels and names come from the data)."""
+    import pandas as pd
+
+    out = frame.copy()
+    for column in out.columns:
+        series = out[column]
+        if series.dtype != object and not pd.api.types.is_string_dtype(series.dtype):
+            continue
+        out[column] = series.map(_csv_cell)
+    return out
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(FORMULA_LEADS) and not _PLAIN_NUMBER.match(value):
+        return "'" + value
+    return value
+
+
 def export(dataset: Dataset, out: Path) -> Path:
-    """Write the runs table to CSV, Parquet or JSON (chosen by suffix), atomically."""
+    """Write the runs table to CSV, Parquet or JSON (chosen by suffix), atomically; CSV cells
+    that a spreadsheet would take for a formula are neutralised (:func:`csv_safe`)."""
     import os
     import tempfile
 
@@ -311,7 +357,7 @@ def export(dataset: Dataset, out: Path) -> Path:
     try:
         frame = dataset.runs
         if suffix == ".csv":
-            frame.to_csv(tmp, index=False)
+            csv_safe(frame).to_csv(tmp, index=False)
         elif suffix == ".parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq

@@ -1,4 +1,5 @@
-"""One writer at a time per output folder: ``render`` and ``build`` take a lock on ``build/``.
+"""One writer at a time per output folder: ``render`` and ``build`` take a lock on ``build/``;
+``ingest`` takes one on the run store (:func:`store_lock`, which waits for the other writer).
 
 Two renders into the same docs folder would empty it under each other (each starts by clearing
 it). The lock is an advisory ``flock`` on ``<folder>/.sparkreport.lock``: the kernel drops it
@@ -10,11 +11,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sparkreport.errors import BuildError
+from sparkreport.errors import BuildError, SparkreportError
 
 LOCK_FILE = ".sparkreport.lock"
 _held: set[Path] = set()
@@ -57,3 +59,64 @@ def output_lock(folder: Path) -> Iterator[None]:
     finally:
         with _guard:
             _held.discard(folder)
+
+
+#: How long a writer waits for another one's lock on a run store by default (seconds).
+STORE_LOCK_WAIT_S = 600.0
+
+
+def _holder(fd: int) -> str:
+    return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+
+
+@contextmanager
+def store_lock(root: Path, *, wait_s: float = STORE_LOCK_WAIT_S,
+               notify: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the run store's lock (``<root>/.sparkreport.lock``): one writer at a time.
+
+    A second writer waits for the first (telling ``notify`` once whom it waits for) instead of
+    racing it for the same run folders; after ``wait_s`` it gives up with one line that names
+    the holder's pid. Nothing is ever deleted for it: the runs the other writer stores are good.
+    Re-entrant within a process, like :func:`output_lock`.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    root = root.resolve()
+    with _guard:
+        nested = root in _held
+        _held.add(root)
+    if nested:
+        yield
+        return
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + wait_s
+            told = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    holder = _holder(fd)
+                    if time.monotonic() >= deadline:
+                        raise SparkreportError(
+                            f"{root}: another sparkreport process (pid {holder}) is still writing to this "
+                            f"run store after {wait_s:g} s — let it finish, then run the same command again "
+                            "(the runs it stores are kept)") from None
+                    if not told and notify is not None:
+                        notify(f"waiting for pid {holder}, which is writing to {root}")
+                        told = True
+                    time.sleep(0.05)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+    finally:
+        with _guard:
+            _held.discard(root)

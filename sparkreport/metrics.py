@@ -57,6 +57,11 @@ _BASE: list[Metric] = [
     Metric("max_num_tokens", "tokens", "Max tokens", integer=True, digits=0),
     Metric("start_temp_c", "°C", "GPU temperature at start", "none", digits=1),
     Metric("end_temp_c", "°C", "GPU temperature at end", "none", digits=1),
+    # How the run was measured (covariates: described and used to explain variance, not tested).
+    Metric("measured_window_s", "s", "Measured window", "none", digits=3),
+    Metric("gpu_util_mean_pct", "%", "Mean GPU utilisation (measured window)", "none", digits=1),
+    Metric("sm_clock_mean_mhz", "MHz", "Mean SM clock (measured window)", "none", digits=0),
+    Metric("gpu_power_mean_w", "W", "Mean GPU power (measured window)", "none", digits=1),
 ]
 
 PERCENTILE_FAMILIES: dict[str, tuple[str, str, Direction]] = {
@@ -98,6 +103,36 @@ KEY_METRICS = (
     "tpot_ms_mean",
     "latency_ms_mean",
 )
+
+
+#: Metrics that are exact functions of one another for a fixed workload (same requests, input
+#: and output length): output throughput = request throughput × output length = tokens / window.
+#: A comparison tests one member per family — the first of the family in the tested list — and
+#: says which members it stands for; testing them all would count one measurement several times.
+METRIC_FAMILIES: dict[str, tuple[str, ...]] = {
+    "throughput": ("output_throughput_tok_s", "request_throughput_req_s", "total_token_throughput_tok_s",
+                   "per_gpu_output_throughput_tok_s", "duration_s", "total_latency_ms", "measured_window_s"),
+}
+
+#: Quantities set by the run's configuration, not measured: never tested, stated as facts.
+#: ``kv_cache_gib`` is not here — it is sized from measured free memory (fraction × free), so it
+#: is a fact only when it does not vary (see ``sparkreport.analysis.design``).
+CONFIGURED_METRICS = frozenset({
+    "num_requests", "max_concurrency", "request_rate_req_s", "total_input_tokens", "total_output_tokens",
+    "avg_input_len", "avg_output_len", "kv_cache_fraction", "tp_size", "pp_size", "ep_size",
+    "max_batch_size", "max_num_tokens", "memory_total_gib",
+})
+
+#: The metric each comparison question is about, unless ``analysis.primary_metrics`` says otherwise.
+DEFAULT_PRIMARY_METRICS = ("output_throughput_tok_s",)
+
+
+def family_of(name: str) -> str | None:
+    """The declared family of ``name`` (METRIC_FAMILIES), or None."""
+    for family, members in METRIC_FAMILIES.items():
+        if name in members:
+            return family
+    return None
 
 
 def lookup(name: str) -> Metric | None:

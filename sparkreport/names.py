@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Iterable
 
-from sparkreport.schema import slug
+from sparkreport.schema import RunRecord, slug
 
 #: The longest model, campaign, environment or label name accepted (file names end at 255 bytes).
 MAX_NAME_CHARS = 200
@@ -107,3 +107,34 @@ def shown_values(values: Iterable[object], limit: int = SHOWN_VALUES, empty: str
         return ", ".join(items)
     return ", ".join(items[:limit]) + f", … and {len(items) - limit} more"
 
+
+def clean_names(record: RunRecord) -> int:
+    """Strip bidirectional control characters from every name a record shows (model, display
+    name, campaign, environment, label keys and values); returns how many were removed."""
+    before = _name_chars(record)
+    model, environment = record.model, record.environment
+    model.name = strip_bidi(model.name)
+    if model.display_name is not None:
+        model.display_name = strip_bidi(model.display_name)
+    if model.id is not None:
+        model.id = strip_bidi(model.id)
+    record.campaign = strip_bidi(record.campaign)
+    environment.name = strip_bidi(environment.name)
+    record.labels = {strip_bidi(k): strip_bidi(v) for k, v in record.labels.items()}
+    return before - _name_chars(record)
+
+
+def _name_chars(record: RunRecord) -> int:
+    model = record.model
+    texts = [model.name, model.display_name or "", model.id or "", record.campaign, record.environment.name,
+             *record.labels, *record.labels.values()]
+    return sum(len(text) for text in texts)
+
+
+def name_problems(record: RunRecord) -> list[str]:
+    """Names of a record longer than :data:`MAX_NAME_CHARS` (each as a complaint)."""
+    named = [("model name", record.model.name), ("display name", record.model.display_name),
+             ("campaign name", record.campaign), ("environment name", record.environment.name),
+             *((f"label {key[:40]!r}", value) for key, value in record.labels.items()),
+             *(("label name", key) for key in record.labels)]
+    return [problem for kind, text in named if text and (problem := too_long(kind, text))]

@@ -243,7 +243,7 @@ class RunRecord:
         data = migrate(data, path)
         reader = _Reader(path)
         record_type = reader.choice(data, "record_type", ("run", "arm_summary"), default="run")
-        return cls(
+        record = cls(
             schema_version=SCHEMA_VERSION,
             run_id=reader.text(data, "run_id", required=True) or "",
             campaign=reader.text(data, "campaign", required=True) or "",
@@ -262,6 +262,10 @@ class RunRecord:
             provenance=reader.section(data, "provenance", Provenance),
             labels=reader.labels(data),
         )
+        from sparkreport.names import clean_names
+
+        clean_names(record)  # a hand-edited or older run.json: no name displays as another
+        return record
 
 
 _REINGEST = "re-create it with `sparkreport ingest` from its source"
@@ -274,16 +278,11 @@ def _allowlisted(environment: Environment) -> Environment:
     environment; reading one never hands more than the allowlist to a page, a chart or a
     download (``sparkreport scrub`` rewrites the file itself).
     """
-    from sparkreport.execute.envcapture import allowed_env, pattern_error
+    from sparkreport.execute.envcapture import recorded_env
 
-    env_vars = environment.details.get("env_vars")
-    if isinstance(env_vars, dict):
-        extra = environment.details.get("env_allowlist")
-        patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] \
-            if isinstance(extra, list) else []
-        kept = allowed_env({str(k): str(v) for k, v in env_vars.items()}, patterns)
-        if kept != env_vars:
-            environment.details["env_vars"] = kept
+    kept = recorded_env(environment.details)
+    if kept is not None and kept != environment.details["env_vars"]:
+        environment.details["env_vars"] = kept
     return environment
 
 
@@ -304,6 +303,42 @@ def migrate(data: dict[str, Any], path: str | Path) -> dict[str, Any]:
         version += 1
         data["schema_version"] = version
     return data
+
+
+#: Temperatures a GPU or CPU sensor can report (°C): outside them the file is corrupted.
+TEMPERATURE_RANGE_C = (-40.0, 150.0)
+
+_IMPOSSIBLE_FIX = "the value cannot be measured — fix the source (a corrupted file?) and ingest it again"
+
+
+def physical_problem(name: str, value: float | None) -> str | None:
+    """Why ``value`` cannot be a measurement of metric ``name`` (None when it can).
+
+    Every metric but a temperature is a rate, a duration, a size, a count or a fraction:
+    never negative. Temperatures lie in :data:`TEMPERATURE_RANGE_C`. Non-finite values never.
+    """
+    if value is None:
+        return None
+    if not math.isfinite(value):
+        return f"{name} is {value} (not a finite number)"
+    unit = metric_catalog.unit_of(name)
+    if unit == "°C":
+        low, high = TEMPERATURE_RANGE_C
+        if not low <= value <= high:
+            return f"{name} = {value:g} °C is outside {low:g}…{high:g} °C"
+    elif value < 0:
+        return f"{name} = {value:g}{' ' + unit if unit else ''} is negative"
+    return None
+
+
+def physical_problems(record: RunRecord) -> list[str]:
+    """Every impossible value of a record (its metrics and published means and sds)."""
+    problems = [p for name, value in record.metrics.items() if (p := physical_problem(name, value))]
+    for name, stat in record.summary.items():
+        for value in (stat.mean, stat.sd):
+            if (problem := physical_problem(name, value)) is not None:
+                problems.append(problem)
+    return problems
 
 
 class _Reader:
@@ -366,6 +401,8 @@ class _Reader:
                 raise self.fail(f"metrics.{name}", f"must be a number or null, not {number!r}")
             elif not math.isfinite(number):
                 raise self.fail(f"metrics.{name}", "must be finite")
+            elif (problem := physical_problem(name, float(number))) is not None:
+                raise SchemaError(self.path, f"field 'metrics.{name}': {problem}", fix=_IMPOSSIBLE_FIX)
             else:
                 out[name] = float(number)
         return out
@@ -379,6 +416,9 @@ class _Reader:
             if not metric_catalog.is_metric(name):
                 raise self.fail(f"summary.{name}", "is not a canonical metric name")
             out[name] = self.section({name: stat}, name, SummaryStat)
+            for value in (out[name].mean, out[name].sd):
+                if (problem := physical_problem(name, value)) is not None:
+                    raise SchemaError(self.path, f"field 'summary.{name}': {problem}", fix=_IMPOSSIBLE_FIX)
         return out
 
     def labels(self, data: dict[str, Any]) -> dict[str, str]:

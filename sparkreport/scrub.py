@@ -4,7 +4,8 @@ Records written before the environment allowlist may hold a machine's whole envi
 (``environment.details.env_vars``), and any file may hold a credential. For every campaign in
 the store this rewrites, in place:
 
-* ``run.json``: ``env_vars`` down to the allowlist (plus the record's own ``env_allowlist``),
+* ``run.json``: ``env_vars`` down to the allowlist (plus the record's own ``env_allowlist``
+  and ``env_declared``),
   every string scrubbed of credential shapes; written in the store's own layout (indent 2);
 * the raw files beside it (logs, reports, ``docker inspect`` output with ``Config.Env`` down
   to the allowlist, gzip files decompressed and recompressed): credential shapes, and the
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkreport.execute.envcapture import allowed_env, known_secrets, pattern_error, scrub_env_lines
+from sparkreport.execute.envcapture import known_secrets, recorded_env, scrub_env_lines
 from sparkreport.secrets import REDACTED, find_credentials, scrub_credentials
 
 RUN_FILE = "run.json"
@@ -93,12 +94,9 @@ def scrub_record(data: dict[str, Any], removed: Counter[str]) -> tuple[dict[str,
     variables dropped (name → value: known secrets for the raw files beside it)."""
     dropped: dict[str, str] = {}
     details = (data.get("environment") or {}).get("details")
-    if isinstance(details, dict) and isinstance(details.get("env_vars"), dict):
+    kept = recorded_env(details) if isinstance(details, dict) else None
+    if kept is not None and isinstance(details, dict):
         env_vars = {str(k): str(v) for k, v in details["env_vars"].items()}
-        extra = details.get("env_allowlist")
-        patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] \
-            if isinstance(extra, list) else []
-        kept = allowed_env(env_vars, patterns)
         dropped = {k: v for k, v in env_vars.items() if k not in kept}
         if dropped:
             removed[DROPPED_VARS] += len(dropped)

@@ -15,6 +15,7 @@ import io
 import itertools
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -23,9 +24,23 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sparkreport.errors import SchemaError, SparkreportError
+from sparkreport.lock import store_lock
+from sparkreport.names import shown
 from sparkreport.schema import RunRecord
+from sparkreport.secrets import find_credentials, scrub_bytes, scrub_strings
 
 RUN_FILE = "run.json"
+
+#: Raw files kept as they are, without a credential scan: sample and per-request tables
+#: (numbers, timestamps, GPU names). Scanning them cost more than the rest of an ingest
+#: (a 2.6 MB nvidia-smi CSV: ~0.3 s); ``sparkreport scrub`` and the build's scan still read them.
+DATA_SUFFIXES = (".csv", ".csv.gz")
+
+
+def stored_bytes(name: str, data: bytes) -> bytes:
+    """A raw file's bytes as the store keeps them: credential shapes scrubbed from text (gzip
+    read through), except for :data:`DATA_SUFFIXES`."""
+    return data if name.endswith(DATA_SUFFIXES) else scrub_bytes(data)
 
 _STAGING_NUMBERS = itertools.count()
 
@@ -43,7 +58,25 @@ def _staging_folder(final: Path) -> Path:
         except FileExistsError:  # left by a crashed process that had the same pid
             continue
         return staging
+
+
 SOURCES_DIR = "_sources"
+
+#: What this package names its temporary entries: ``.<name>.<pid>.<tag>`` (staging folders, a
+#: source being copied, a run.json being rewritten, a run folder being replaced).
+_LITTER = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<tag>[^.]+)$")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: someone else's live process
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -84,7 +117,7 @@ def sha256_file(path: Path) -> str:
 def write_json_atomic(path: Path, data: object) -> None:
     """Write JSON to ``path`` through a temporary file and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=2, ensure_ascii=False)
@@ -111,24 +144,92 @@ class RunStore:
         if not self.root.is_dir():
             return []
         # Dot-folders are staging folders of an interrupted write (or hidden files): not runs.
-        return sorted(p for p in self.root.glob(f"*/*/{RUN_FILE}")
-                      if not p.parent.name.startswith(".") and not p.parent.parent.name.startswith("."))
+        files = sorted(p for p in self.root.glob(f"*/*/{RUN_FILE}")
+                       if not p.parent.name.startswith(".") and not p.parent.parent.name.startswith("."))
+        self.check_links(files)
+        return files
 
-    def existing_ids(self) -> set[str]:
-        """The run ids already taken, in any campaign: every run folder, finished or not (a
-        folder without run.json still blocks :meth:`write`). Read from directory entries only,
-        no stat per run, since ingest asks once per call on stores of tens of thousands."""
-        ids: set[str] = set()
+    def check_links(self, files: list[Path]) -> None:
+        """Refuse a campaign folder, run folder or run.json that is a symbolic link leaving the
+        store (one line naming it): its runs would be counted while the site cannot publish them.
+        Links that stay inside the store are read (and never followed for publishing)."""
+        root = self.root.resolve()
+        checked: set[Path] = set()
+        for path in files:
+            for candidate in (path.parent.parent, path.parent, path):
+                if candidate in checked:
+                    continue
+                checked.add(candidate)
+                if candidate.is_symlink() and not candidate.resolve().is_relative_to(root):
+                    raise SparkreportError(
+                        f"{candidate}: is a symbolic link to {candidate.resolve()}, outside the run store "
+                        f"{self.root} — copy the runs into the store (or `sparkreport ingest` them) "
+                        "and remove the link")
+
+    def existing_runs(self) -> dict[str, Path]:
+        """The run ids already taken, in any campaign, and their folders: every run folder,
+        finished or not. Read from directory entries only, no stat per run, since ingest asks
+        once per call on stores of tens of thousands (:meth:`is_whole` looks inside one)."""
+        runs: dict[str, Path] = {}
         if not self.root.is_dir():
-            return ids
+            return runs
         with os.scandir(self.root) as campaigns:
             for campaign in campaigns:
                 if campaign.name.startswith(".") or not campaign.is_dir():
                     continue
-                with os.scandir(campaign.path) as runs:
-                    ids.update(run.name for run in runs
-                               if not run.name.startswith(".") and run.name != SOURCES_DIR and run.is_dir())
-        return ids
+                with os.scandir(campaign.path) as entries:
+                    runs.update((run.name, Path(run.path)) for run in entries
+                                if not run.name.startswith(".") and run.name != SOURCES_DIR and run.is_dir())
+        return runs
+
+    def existing_ids(self) -> set[str]:
+        """The run ids already taken (see :meth:`existing_runs`)."""
+        return set(self.existing_runs())
+
+    def is_whole(self, folder: Path) -> bool:
+        """Whether a run folder holds a valid run.json (a folder without one is re-created by
+        ingest: the run's identity is its source's content, not the folder's presence)."""
+        try:
+            self.load(folder / RUN_FILE)
+        except (OSError, SparkreportError):
+            return False
+        return True
+
+    def incomplete_runs(self) -> list[str]:
+        """Run folders (``campaign/run_id``, display form) without a run.json: not counted by
+        anything downstream, so ``check`` names them (folders named ``_…`` belong to the campaign)."""
+        found = []
+        for run_id, folder in self.existing_runs().items():
+            # ``_sources``, the runner's ``_campaign``: a campaign's own folders, not runs.
+            if not run_id.startswith("_") and not (folder / RUN_FILE).exists():
+                found.append(shown(f"{folder.parent.name}/{run_id}"))
+        return sorted(found)
+
+    def clean_litter(self) -> list[Path]:
+        """Remove temporary entries left by writers that died (SIGTERM, SIGKILL, a full disk):
+        staging folders, half-copied sources, replaced run folders. Only those whose pid is no
+        longer alive; returns what was removed."""
+        removed: list[Path] = []
+        if not self.root.is_dir():
+            return removed
+        folders = [self.root]
+        for campaign in self.root.iterdir():
+            if campaign.is_dir() and not campaign.name.startswith("."):
+                folders.append(campaign)
+                sources = campaign / SOURCES_DIR
+                if sources.is_dir():
+                    folders.extend(p for p in sources.iterdir() if p.is_dir())
+        for folder in folders:
+            for entry in folder.iterdir():
+                match = _LITTER.match(entry.name)
+                if match is None or _alive(int(match["pid"])):
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+                removed.append(entry)
+        return removed
 
     def load(self, path: Path) -> RunRecord:
         """Read and validate one run.json."""
@@ -156,43 +257,74 @@ class RunStore:
     def keep_source(self, campaign: str, source: Path, sha256: str) -> str:
         """Keep a multi-run source once per campaign; return its path relative to a run dir."""
         folder = self.root / campaign / SOURCES_DIR / sha256[:16]
-        target = folder / source.name
+        name = shown(source.name)  # referenced from run.json, which is UTF-8
+        target = folder / name
         if not target.exists():
             folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{source.name}.", dir=folder)
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.{os.getpid()}.", dir=folder)
             os.close(fd)
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, target)
-        return f"../{SOURCES_DIR}/{sha256[:16]}/{source.name}"
+            try:
+                write_bytes(tmp, stored_bytes(source.name, source.read_bytes()))
+                os.replace(tmp, target)
+            except BaseException:  # a full disk: no partial copy left behind
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        return f"../{SOURCES_DIR}/{sha256[:16]}/{name}"
 
     def write(self, record: RunRecord, raw: list[RawFile],
-              tables: Sequence[TableLike] | None = None) -> Path:
-        """Write one run folder atomically; the folder must not exist yet.
+              tables: Sequence[TableLike] | None = None, *, replace: Path | None = None) -> Path:
+        """Write one run folder atomically; the folder must not exist yet, unless it is
+        ``replace`` (a folder without a valid run.json, which the new one takes the place of).
 
         ``tables`` (per-request / per-sample data) are written as ``<name>.csv`` beside run.json.
+        Holds the store's lock (:func:`sparkreport.lock.store_lock`) unless this process does
+        already (ingest takes it once for all its writes; ``run`` takes it per run).
         """
+        with store_lock(self.root):
+            return self._write(record, raw, tables, replace)
+
+    def _write(self, record: RunRecord, raw: list[RawFile], tables: Sequence[TableLike] | None,
+               replace: Path | None) -> Path:
         final = self.run_dir(record.campaign, record.run_id)
-        if final.exists():
-            raise SparkreportError(f"{final}: run already stored — remove the folder to re-ingest it")
+        if final.exists() and final != replace:
+            raise SparkreportError(f"{shown(final)}: this run is already stored (a writer that did "
+                                   "not take the store's lock?) — run the same command again")
         if final.parent not in self._made:
             final.parent.mkdir(parents=True, exist_ok=True)
             self._made.add(final.parent)
         staging = _staging_folder(final)
         try:
+            # Nothing credential-shaped is stored (an ingested log or report may print a proxy URL
+            # with its password, a token in a command line): raw files, tables and run.json.
             for item in raw:
                 target = staging / item.name
-                if item.source is not None:
+                if item.source is not None and item.name.endswith(DATA_SUFFIXES):
                     shutil.copyfile(item.source, target)
                 else:
-                    target.write_bytes(item.content or b"")
-            for table in tables or []:
+                    target.write_bytes(stored_bytes(item.name, item.source.read_bytes() if item.source is not None
+                                                    else item.content or b""))
+            for table in tables or []:  # numbers parsed from a source: nothing to scrub
                 (staging / f"{table.name}.csv").write_bytes(table_csv(table))
+            data = record.to_dict()
+            text = json.dumps(data, indent=2, ensure_ascii=False)
+            if find_credentials(text):
+                text = json.dumps(scrub_strings(data), indent=2, ensure_ascii=False)
             # The staging folder is private until the rename: run.json needs no atomic write of its own.
-            with (staging / RUN_FILE).open("w", encoding="utf-8") as handle:
-                json.dump(record.to_dict(), handle, indent=2, ensure_ascii=False)
-                handle.write("\n")
-            os.rename(staging, final)
+            (staging / RUN_FILE).write_text(text + "\n", encoding="utf-8")
+            if replace is not None and replace.exists():
+                aside = replace.with_name(f".{replace.name}.{os.getpid()}.old")
+                os.rename(replace, aside)
+                os.rename(staging, final)
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                os.rename(staging, final)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         return final
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (one place a full disk shows up when a source is kept)."""
+    with open(path, "wb") as handle:
+        handle.write(data)

@@ -256,6 +256,51 @@ def test_results_page_screenshot(built: BuildResult, server: str, browser: Any, 
         visit.close()
 
 
+#: The pages a reader looks at first, screenshotted at 1280×800 (CI keeps them as artifacts).
+SCREENSHOT_PAGES = {"home": "", "methodology": "methodology/", "results-deepseek": "results/deepseek/",
+                    "memory": "memory/"}
+#: How far anything in the content area reaches past it, in px, and how far the page scrolls
+#: sideways; wide tables scroll inside Material's own scrolling box, which is allowed.
+OVERFLOW = """(() => {
+  const box = document.querySelector('.md-content').getBoundingClientRect();
+  let worst = 0;
+  for (const e of document.querySelectorAll('.md-content__inner *')) {
+    if (e.closest('.md-typeset__scrollwrap') && !e.classList.contains('md-typeset__scrollwrap')) continue;
+    const b = e.getBoundingClientRect();
+    if (b.width > 0) worst = Math.max(worst, b.right - box.right);
+  }
+  return {content: Math.round(worst), page: document.documentElement.scrollWidth - window.innerWidth};
+})()"""
+
+
+def screenshot_dir(tmp_path: Path) -> Path:
+    """``$SPARKREPORT_ARTIFACTS/screenshots`` when set (CI uploads it), else build/screenshots."""
+    root = os.environ.get("SPARKREPORT_ARTIFACTS")
+    out = Path(root) / "screenshots" if root else REPO / "build" / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def test_key_pages_fit_1280px_and_are_screenshotted(built: BuildResult, server: str, browser: Any,
+                                                     tmp_path: Path) -> None:
+    """Home, Methodology, a results page and Memory at 1280×800: nothing overflows the content
+    area sideways (wide tables scroll inside their own box), and a screenshot of each is kept."""
+    out = screenshot_dir(tmp_path)
+    for name, relative in SCREENSHOT_PAGES.items():
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        try:
+            page = context.new_page()
+            page.goto(server + relative, wait_until="networkidle")
+            page.wait_for_function(DRAWN, timeout=20_000)
+            overflow = page.evaluate(OVERFLOW)
+            assert overflow["content"] <= 0 and overflow["page"] <= 0, (relative, overflow)
+            page.screenshot(path=str(out / f"{name}.png"), full_page=False)
+            page.screenshot(path=str(out / f"{name}-full.png"), full_page=True)
+            assert (out / f"{name}.png").stat().st_size > 10_000
+        finally:
+            context.close()
+
+
 def test_hostile_model_name_shows_as_text(built: BuildResult, server: str, browser: Any) -> None:
     slug_pages = [p for p in site_pages(built.site_dir) if p.startswith("results/img")]
     assert slug_pages, site_pages(built.site_dir)

@@ -445,3 +445,28 @@ def test_sampling_readers_match_the_one_shot_reads(tmp_path: Path) -> None:
     assert set(meminfo()) == set(read_meminfo()) and meminfo()["MemTotal"] == read_meminfo()["MemTotal"]
     meminfo.close()
     assert meminfo()["MemTotal"] > 0  # reopens after close
+
+
+# --------------------------------------------------------------------------- torch_bench config
+
+
+def test_torch_presets_resolve_without_transformers() -> None:
+    """A complete preset needs no transformers import (seconds per run); a partial config does."""
+    from sparkreport.execute.torch_bench import PRESETS, resolve_config
+
+    blocker = textwrap.dedent("""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "transformers":
+                    raise AssertionError("transformers imported")
+        sys.meta_path.insert(0, Block())
+        from sparkreport.execute.torch_bench import PRESETS, resolve_config
+        for preset in PRESETS:
+            assert resolve_config(preset, {})["config_source"] == "preset"
+    """)
+    done = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    config = resolve_config("llama-3-8b", {"num_hidden_layers": 2})
+    assert config["num_hidden_layers"] == 2 and config["hidden_size"] == PRESETS["llama-3-8b"]["hidden_size"]

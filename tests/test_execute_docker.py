@@ -69,7 +69,7 @@ def image() -> str:
     return IMAGE
 
 
-def campaign(tmp_path: Path, command: str, timeout: float = 60) -> Path:
+def campaign(tmp_path: Path, command: str, timeout: float = 60, guard: str = "{}") -> Path:
     path = tmp_path / "docker.yaml"
     path.write_text(textwrap.dedent(f"""
         campaign: docker-c
@@ -92,6 +92,7 @@ def campaign(tmp_path: Path, command: str, timeout: float = 60) -> Path:
           gpu: false
         cooldown: {{min_s: 0}}
         preflight: {{enabled: false}}
+        guard: {guard}
     """))
     return path
 
@@ -131,4 +132,20 @@ def test_docker_timeout_kills_the_container(image: str, tmp_path: Path) -> None:
     assert result.exit_code == 1
     record = RunStore(runs).load_all()[0]
     assert record.status.reason == "timed out after 2 s in step 'bench' (killed)"
+    assert not docker.from_env().containers.list(all=True, filters={"label": "org.sparkreport.run_id"})
+
+
+def test_docker_guard_stall_kills_the_container_and_it_runs_oom_first(image: str, tmp_path: Path) -> None:
+    import docker
+
+    path = campaign(tmp_path, "sh -c 'cat /proc/self/oom_score_adj; sleep 600'", guard="{stall_s: 2}")
+    runs = tmp_path / "runs"
+    result = CliRunner().invoke(main, ["run", str(path), "--runs-dir", str(runs), "-q"])
+    assert result.exit_code == 1
+    record = RunStore(runs).load_all()[0]
+    assert (record.status.reason or "").startswith("stalled: no output and no CPU use for ")
+    assert record.workload.details["duration_s"] < 15  # timeout_s is 60
+    folder = runs / "docker-c" / record.run_id
+    assert (folder / "bench.log").read_text().split()[0] == "1000"  # --oom-score-adj reached the container
+    assert json.loads((folder / "docker-inspect.json").read_text())["HostConfig"]["OomScoreAdj"] == 1000
     assert not docker.from_env().containers.list(all=True, filters={"label": "org.sparkreport.run_id"})

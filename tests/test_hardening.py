@@ -119,3 +119,326 @@ def test_no_value_gives_a_traceback(tmp_path: Path, key: str, value: object) -> 
     assert 0 < options.alpha < 1 and 0 < options.confidence < 1
     assert 0 < options.equivalence_margin <= 0.5 and all(0 < m <= 0.5 for m in options.margins.values())
     assert 100 <= options.bootstrap_resamples <= 1_000_000 and math.isfinite(options.cv_threshold)
+
+
+# --- 3. the store checks itself; ingest re-creates a run that lost its run.json -----------------
+
+def _ingested(tmp_path: Path, phase1_json: Path) -> Path:
+    runs = tmp_path / "runs"
+    report = ingest_paths([phase1_json], RunStore(runs), IngestOptions())
+    assert len(report.added) == 63 and not report.rejected
+    return runs
+
+
+def test_a_run_without_run_json_is_a_finding_and_ingest_recreates_it(tmp_path: Path, phase1_json: Path) -> None:
+    from sparkreport.analysis import check
+    from sparkreport.dataset import load_dataset
+
+    runs = _ingested(tmp_path, phase1_json)
+    victim = sorted(runs.glob("*/*/run.json"))[5]
+    before = victim.read_bytes()
+    victim.unlink()
+    (runs / "phase1" / "_campaign").mkdir()  # the runner's campaign folder is no run
+    ds = load_dataset(runs)
+    assert len(ds.runs) == 62 and ds.incomplete == [f"{victim.parent.parent.name}/{victim.parent.name}"]
+    finding = next(f for f in check(ds) if f.code == "incomplete-run")
+    assert finding.severity == "error" and victim.parent.name in finding.message and finding.runs == [victim.parent.name]
+
+    report = ingest_paths([phase1_json], RunStore(runs), IngestOptions())
+    assert report.added == [victim.parent.name] == report.recreated and len(report.skipped) == 62
+    assert victim.exists() and _without_time(victim.read_bytes()) == _without_time(before)
+    assert not load_dataset(runs).incomplete and not _litter(runs)
+
+
+def _without_time(data: bytes) -> dict[str, object]:
+    import json
+
+    record = json.loads(data)
+    record["provenance"].pop("ingested_at")
+    return record
+
+
+def test_the_advice_for_an_invalid_run_json_works(tmp_path: Path, phase1_json: Path) -> None:
+    from sparkreport.dataset import load_dataset
+    from sparkreport.errors import SchemaError
+
+    runs = _ingested(tmp_path, phase1_json)
+    victim = sorted(runs.glob("*/*/run.json"))[7]
+    victim.write_text("{ not json", encoding="utf-8")
+    with pytest.raises(SchemaError, match="re-create it with `sparkreport ingest` from its source"):
+        load_dataset(runs)
+    report = ingest_paths([phase1_json], RunStore(runs), IngestOptions())
+    assert report.recreated == [victim.parent.name]
+    assert len(load_dataset(runs).runs) == 63
+
+
+# --- 4. impossible values are rejected at the boundary ------------------------------------------
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("output_throughput", -98, "output_throughput_tok_s = -98 tok/s is negative"),
+    ("peak_memory", -1.5, "memory_gib = -1.5 GiB is negative"),
+    ("start_temp_celsius", -140, "start_temp_c = -140 °C is outside -40…150 °C"),
+    ("end_temp_celsius", 151, "end_temp_c = 151 °C is outside -40…150 °C"),
+])
+def test_impossible_values_reject_the_run(tmp_path: Path, phase1_json: Path, key: str, value: float,
+                                          says: str) -> None:
+    import json
+
+    data = json.loads(phase1_json.read_text(encoding="utf-8"))
+    data["models"]["deepseek"]["native"][0][key] = value
+    source = tmp_path / "all_benchmark_results.json"
+    source.write_text(json.dumps(data), encoding="utf-8")
+    report = ingest_paths([source], RunStore(tmp_path / "runs"), IngestOptions())
+    assert len(report.added) == 62 and len(report.rejected) == 1
+    message = report.rejected[0].format_message()
+    assert message.startswith(f"{source}: run ") and says in message and "\n" not in message
+
+
+def test_impossible_values_in_a_run_json_are_refused_at_load(tmp_path: Path) -> None:
+    from sparkreport.errors import SchemaError
+    from sparkreport.schema import RunRecord
+
+    for metrics, says in [({"output_throughput_tok_s": -1.0}, "is negative"),
+                          ({"end_temp_c": 200}, "outside -40…150 °C"),
+                          ({"ttft_ms_p99": -0.1}, "is negative")]:
+        with pytest.raises(SchemaError, match=says):
+            RunRecord.from_dict({"schema_version": 2, "run_id": "r", "campaign": "c", "metrics": metrics}, "x.json")
+    record = RunRecord.from_dict({"schema_version": 2, "run_id": "r", "campaign": "c",
+                                  "metrics": {"start_temp_c": -40, "kv_cache_gib": 0}}, "x.json")
+    assert record.metrics == {"start_temp_c": -40.0, "kv_cache_gib": 0.0}
+
+
+# --- 6. concurrent writers: the loser waits -----------------------------------------------------
+
+def _cli(*args: str) -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "sparkreport", *args]
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    root = str(Path(__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _litter(runs: Path) -> list[Path]:
+    return [p for p in runs.rglob(".*") if p.name != ".sparkreport.lock"]
+
+
+def test_concurrent_ingests_of_one_source_both_succeed(tmp_path: Path, phase1_json: Path) -> None:
+    import subprocess
+
+    for trial in range(10):
+        runs = tmp_path / f"runs{trial}"
+        procs = [subprocess.Popen(_cli("ingest", "-q", str(phase1_json), "--runs-dir", str(runs)), env=_env(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        outputs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outputs
+        summaries = sorted(out.strip().splitlines()[-1].split(",")[0] for out, _ in outputs)
+        assert summaries == ["0 added", "63 added"], outputs
+        assert not any("remove" in err or "free space" in err for _, err in outputs)
+        assert len(list(runs.glob("*/*/run.json"))) == 63 and not _litter(runs)
+
+
+def test_a_writer_that_waits_too_long_names_the_holder(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    from sparkreport.errors import SparkreportError
+    from sparkreport.lock import store_lock
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    told: list[str] = []
+    fd = os.open(runs / ".sparkreport.lock", os.O_RDWR | os.O_CREAT)
+    os.write(fd, b"4242\n")
+    with open(os.open(runs / ".sparkreport.lock", os.O_RDWR), "rb") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)  # another open file description: as if another process
+        with pytest.raises(SparkreportError) as caught, store_lock(runs, wait_s=0.3, notify=told.append):
+            pass
+    os.close(fd)
+    message = caught.value.format_message()
+    assert "pid 4242" in message and "remove" not in message and "\n" not in message
+    assert told == [f"waiting for pid 4242, which is writing to {runs.resolve()}"]
+
+
+# --- 8. no litter after a full disk or SIGTERM --------------------------------------------------
+
+def test_a_full_disk_leaves_no_partial_copy(tmp_path: Path, phase1_json: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from sparkreport import store as store_module
+    from sparkreport.errors import SparkreportError
+
+    def full(src: object, dst: str | Path) -> None:
+        Path(dst).write_bytes(b"x" * 4096)  # part of the file, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+
+    def full_bytes(dst: str | Path, data: bytes) -> None:
+        full(None, dst)
+
+    monkeypatch.setattr(store_module.shutil, "copyfile", full)
+    monkeypatch.setattr(store_module, "write_bytes", full_bytes)
+    runs = tmp_path / "runs"
+    for _ in range(3):
+        with pytest.raises(SparkreportError, match="No space left on device .* free space"):
+            ingest_paths([phase1_json], RunStore(runs), IngestOptions())
+        assert not _litter(runs)
+    monkeypatch.undo()
+    assert len(ingest_paths([phase1_json], RunStore(runs), IngestOptions()).added) == 63
+
+
+def test_sigterm_during_ingest_leaves_nothing_the_next_run_keeps(tmp_path: Path, phase1_json: Path) -> None:
+    import random
+    import signal
+    import subprocess
+    import time
+
+    runs = tmp_path / "runs"
+    rng = random.Random(20)
+    for _ in range(6):
+        proc = subprocess.Popen(_cli("ingest", "-q", str(phase1_json), "--runs-dir", str(runs)), env=_env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.5, 2.5))
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    report = ingest_paths([phase1_json], RunStore(runs), IngestOptions())
+    assert not report.rejected and len(report.added) + len(report.skipped) == 63
+    assert not _litter(runs) and len(list(runs.glob("*/*/run.json"))) == 63
+
+
+def test_stale_staging_of_a_dead_pid_is_cleaned_and_a_live_ones_kept(tmp_path: Path) -> None:
+    import os
+
+    runs = tmp_path / "runs"
+    campaign = runs / "c"
+    (campaign / "_sources" / "abc").mkdir(parents=True)
+    dead = (campaign / ".r1.999999999.0", campaign / "_sources" / "abc" / ".x.json.999999999.k2j3",
+            campaign / ".run.json.999999999.zz")
+    live = campaign / f".r2.{os.getppid()}.0"
+    for path in (dead[0], live):
+        path.mkdir()
+    for path in dead[1:]:
+        path.write_bytes(b"partial")
+    removed = RunStore(runs).clean_litter()
+    assert sorted(removed) == sorted(dead) and live.exists()
+
+
+# --- 7. any byte in a file name -----------------------------------------------------------------
+
+def test_file_names_that_are_not_utf8_give_no_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+
+    source = _summary_csv(Path(os.fsdecode(bytes(tmp_path) + b"/res\xff.csv")), ["m1", "m2"])
+    runs = tmp_path / "runs"
+    report = ingest_paths([source], RunStore(runs), IngestOptions())
+    assert len(report.added) == 2 and not report.rejected
+    # the raw copy is kept under its escaped name, as run.json names it
+    assert sorted(p.name for p in runs.glob("*/*/res*")) == ["res\\xff.csv"] * 2
+    folders = sorted(runs.glob("*/*/run.json"))
+    monkeypatch.chdir(tmp_path)  # no project configuration
+    run = folders[0].parent
+    run.rename(Path(os.fsdecode(bytes(run) + b"\xfe")))  # a run folder renamed by hand
+    Path(os.fsdecode(bytes(folders[1].parent) + b"/raw\xfd.txt")).write_bytes(b"raw")
+    for args in (["stats"], ["check"], ["dataset", "--out", str(tmp_path / "d.parquet")],
+                 ["build", "--site-dir", str(tmp_path / "site")]):
+        result = CliRunner().invoke(main, [*args, "--runs-dir", str(runs)])
+        assert result.exit_code == 0 and result.exception is None, (args, result.output, result.exception)
+    page = (tmp_path / "site" / "runs" / "index.html").read_text(encoding="utf-8")
+    # the renamed folder linked by its bytes; the source's raw copy under its escaped name
+    assert "%FE/run.json" in page and "res%5Cxff.csv" in page
+
+
+# --- 9. names: length capped, bidirectional controls stripped ----------------------------------
+
+def test_a_very_long_name_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    import click
+
+    source = _summary_csv(tmp_path / "long.csv", ["m" * 10_000, "ok"])
+    report = ingest_paths([source], RunStore(tmp_path / "runs"), IngestOptions())
+    assert len(report.added) == 1 and len(report.rejected) == 1
+    message = report.rejected[0].format_message()
+    assert "model name is 10000 characters long (at most 200)" in message and "free space" not in message
+    with pytest.raises(click.UsageError, match="--campaign is 10000 characters long"):
+        ingest_paths([source], RunStore(tmp_path / "runs"), IngestOptions(campaign="c" * 10_000))
+
+
+def test_a_long_campaign_name_in_a_campaign_file_is_one_line(tmp_path: Path) -> None:
+    from sparkreport.execute.campaign import CampaignError, load_campaign
+
+    path = tmp_path / "c.yml"
+    path.write_text(f"campaign: {'c' * 300}\nmodels: [m]\nenvironments: [{{kind: native}}]\n", encoding="utf-8")
+    with pytest.raises(CampaignError, match=r"c.yml:1: .*300 characters long — use at most 200"):
+        load_campaign(path)
+
+
+def test_bidi_controls_are_stripped_from_names(tmp_path: Path) -> None:
+    from sparkreport.dataset import load_dataset
+    from sparkreport.schema import RunRecord
+
+    source = _summary_csv(tmp_path / "bidi.csv", ["llama\u202e8b-evil\u202c", "qwen"])
+    runs = tmp_path / "runs"
+    assert not ingest_paths([source], RunStore(runs), IngestOptions(labels={"v\u2066": "1\u200f"})).rejected
+    ds = load_dataset(runs)
+    assert sorted(ds.summaries["model"].unique()) == ["llama8b-evil", "qwen"]
+    record = next(r for r in ds.records if r.model.name == "llama8b-evil")
+    assert record.labels == {"v": "1"} and any("bidirectional" in note for note in record.provenance.notes)
+    hand_edited = RunRecord.from_dict({"schema_version": 2, "run_id": "r", "campaign": "c\u202e",
+                                       "model": {"name": "a\u2067b"}})
+    assert (hand_edited.campaign, hand_edited.model.name) == ("c", "ab")
+
+
+# --- 10. outputs and campaign names checked before the heavy work -------------------------------
+
+def test_an_unwritable_output_is_refused_before_the_render(tmp_path: Path, phase1_store: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from click.testing import CliRunner
+
+    from sparkreport import dataset as dataset_module
+    from sparkreport.cli import main
+
+    def no_load(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the dataset was loaded before the output was checked")
+
+    monkeypatch.setattr(dataset_module, "load_dataset", no_load)
+    monkeypatch.chdir(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    for args, option in ((["build", "--site-dir", str(blocker / "site")], "--site-dir"),
+                         (["render", "--docs-dir", str(blocker / "docs")], "--docs-dir"),
+                         (["dataset", "--out", str(blocker / "runs.csv")], "--out")):
+        started = time.perf_counter()
+        result = CliRunner().invoke(main, [*args, "--runs-dir", str(phase1_store)])
+        elapsed = time.perf_counter() - started
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert f"is a file, not a folder; pass another {option}" in result.output and elapsed < 5
+    assert not (tmp_path / "build").exists()
+
+
+def test_a_diff_naming_no_campaign_is_refused_before_the_load(tmp_path: Path, phase1_store: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from sparkreport import dataset as dataset_module
+    from sparkreport.cli import main
+    from sparkreport.errors import DataError
+
+    def no_load(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the dataset was loaded before the campaign was checked")
+
+    monkeypatch.setattr(dataset_module, "load_dataset", no_load)
+    result = CliRunner().invoke(main, ["diff", "--a", "campaign=phase1", "--b", "campaign=nope",
+                                       "--runs-dir", str(phase1_store)])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"Error: --b: campaign 'nope' is not in {phase1_store} — campaigns there: phase1"
+    config = _config(tmp_path, "diffs:\n  - name: d\n    a: campaign=phase1\n    b: campaign=phase2\n")
+    with pytest.raises(DataError, match=r"diffs\[0\].b: campaign 'phase2' is not in"):
+        render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path, config_path=config))

@@ -41,7 +41,8 @@ def write_config(tmp_path: Path, a: str, b: str = "environment=native") -> Path:
 
 
 @pytest.mark.parametrize(("selector", "problem"), [
-    ("campaign=phase0", "selector 'campaign=phase0': no run has campaign='phase0' — campaign values here: phase1"),
+    ("environment=bare-metal", "selector 'environment=bare-metal': no run has environment='bare-metal' — "
+     "environment values here: container, native"),
     ("model=llama,environment=native", "selector 'model=llama,environment=native': no run has model='llama' — "
      "model values here: deepseek, gpt120b, qwen72b"),
     ("gpu=h100", "selector 'gpu=h100': no column or label 'gpu' — labels here: none"),

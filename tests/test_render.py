@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from sparkreport import __version__
-from sparkreport.analysis import arm_stats, claim_sentence, compare
+from sparkreport.analysis import arm_stats, compare
 from sparkreport.cli import main
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, load_dataset
@@ -73,7 +73,8 @@ def test_every_page_is_written_with_a_nav(rendered: RenderResult) -> None:
                      "quality/index.md", "runs/index.md", "downloads/index.md"):
         assert (rendered.docs_dir / expected).is_file(), expected
     titles = [item[0] for item in rendered.nav]
-    assert titles == ["Home", "Results", "Unified memory", "Methodology", "Data quality", "Runs", "Downloads"]
+    assert titles == ["Home", "Campaigns", "Results", "Memory", "Methodology", "Data quality", "Runs", "Downloads"]
+    assert (rendered.docs_dir / "campaigns" / "phase1" / "index.md").is_file()
 
 
 def test_results_tables_equal_arm_stats(rendered: RenderResult, phase1_dataset: Dataset) -> None:
@@ -83,15 +84,21 @@ def test_results_tables_equal_arm_stats(rendered: RenderResult, phase1_dataset: 
         text = page(rendered, f"results/{model}/index.md")
         by_heading = sections(text)
         for row in stats[stats["model"] == model].to_dict(orient="records"):
-            heading = next(h for h in by_heading if h.startswith(_label(row["metric"])))
-            cells = table_rows(by_heading[heading], ("phase1", row["environment"], "runs"))
+            label = _label(row["metric"])
+            # primary metrics have a section; the rest are folded under "Other metrics"
+            block = next((body for h, body in by_heading.items() if h.startswith(label)), None)
+            if block is None:
+                folded = by_heading["Other metrics"]
+                block = folded.split(f'??? note "{label}', 1)[1].split("??? note", 1)[0]
+                block = "\n".join(line.strip() for line in block.splitlines())
+            cells = table_rows(block, (row["environment"],))
             assert len(cells) == 1, (model, row["metric"], row["environment"])
-            n, mean, sd, ci_text, median, low, high = cells[0][3:10]
+            n, mean, ci_text, sd, _cv, low_high = cells[0][1:7]
             assert int(n) == row["n"]
             assert mean == num(row["mean"], row["metric"])
             assert sd == num(row["sd"], row["metric"])
             assert ci_text == f"{num(row['ci_low'], row['metric'])} to {num(row['ci_high'], row['metric'])}"
-            assert (median, low, high) == tuple(num(row[k], row["metric"]) for k in ("median", "min", "max"))
+            assert low_high == f"{num(row['min'], row['metric'])}–{num(row['max'], row['metric'])}"
             checked += 1
     assert checked == len(stats) > 30
 
@@ -122,16 +129,31 @@ def _all_rows(block: str) -> list[list[str]]:
             for line in block.splitlines() if line.startswith("| ") and not line.startswith("| Metric")]
 
 
-def test_key_findings_are_the_claim_sentences(rendered: RenderResult, phase1_dataset: Dataset) -> None:
+def test_home_summary_table_is_the_comparisons(rendered: RenderResult, phase1_dataset: Dataset) -> None:
+    """The home page answers with a table (model × primary metric: Δ% with its CI and a verdict
+    mark), not a sentence per comparison; every cell is the comparison's ratio and ratio CI."""
     home = page(rendered, "index.md")
     comparisons = compare(phase1_dataset, "environment", "native", AnalysisOptions())
-    assert len(comparisons) == 12
+    # 3 models × {output throughput, pre-KV memory, KV cache}: request throughput is in output
+    # throughput's family (an exact multiple at fixed output length) and is not tested again
+    assert len(comparisons) == 9
+    header = next(line for line in home.splitlines() if line.startswith("| Model (container vs native)"))
+    labels = [c.strip() for c in header.strip("|").split("|")][1:]
+    assert labels == ["Output throughput", "Memory before KV cache", "KV cache"]
+    marks = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclusive": "?"}
+    checked = 0
     for row in comparisons.to_dict(orient="records"):
-        assert f"- {md_escape(claim_sentence(row))}" in home
-    equivalent = int(comparisons["equivalent"].sum())
-    assert home.count(" is equivalent in ") == equivalent
-    inconclusive = int((comparisons["verdict"] == "inconclusive").sum())
-    assert home.count("no significant difference detected in ") == inconclusive
+        if _label(row["metric"]).split(" (")[0] not in labels:
+            continue
+        cells = table_rows(home, (md_escape(row["model_name"]),))
+        assert len(cells) == 1
+        cell = cells[0][1 + labels.index(_label(row["metric"]).split(" (")[0])]
+        delta = (row["ratio"] - 1) * 100
+        low, high = (row["ratio_ci_low"] - 1) * 100, (row["ratio_ci_high"] - 1) * 100
+        assert cell == f"{marks[row['verdict']]} {delta:+.2f}% ({low:+.2f} to {high:+.2f})", (row["metric"], cell)
+        checked += 1
+    assert checked == 9
+    assert "Holm-adjusted p" not in home  # one answer per question, not a sentence per metric
 
 
 def test_provenance_footer_on_every_page(rendered: RenderResult, phase1_dataset: Dataset) -> None:
@@ -145,13 +167,17 @@ def test_provenance_footer_on_every_page(rendered: RenderResult, phase1_dataset:
 
 def test_methodology_is_read_from_the_records(rendered: RenderResult) -> None:
     text = page(rendered, "methodology/index.md")
-    assert table_rows(text, ("gpu name", "NVIDIA GB10"))
-    assert table_rows(text, ("num requests", "50"))
-    assert table_rows(text, ("memory pool gib", "119.64"))
-    assert "nvcr.io/nvidia/tensorrt-llm/release:spark-single-gpu-dev" in text
+    held = next(line for line in text.splitlines() if line.startswith("**Held constant**"))
+    for fact in ("GPU NVIDIA GB10", "requests per run 50", "memory pool 119.64 GiB",
+                 "container image nvcr.io/nvidia/tensorrt-llm/release:spark-single-gpu-dev"):
+        assert fact in held, fact
     assert "**Inclusion rule:** Runs with a non-zero exit code are excluded" in text
     arm = table_rows(text, ("phase1", "gpt-oss-120b", "native"))
-    assert arm and arm[0][4:7] == ["13", "13", "1–10 (10 distinct)"]
+    assert arm and arm[0][3:5] == ["13 / 13", "none"]
+    # how the environments differ: only the details that differ, baseline first, no dumps
+    levels = table_rows(text, ("native", "chroot"))
+    assert levels and table_rows(text, ("container", "container"))
+    assert "{'" not in text and "': " not in text
 
 
 def test_quality_page_names_the_duplicate_runs(rendered: RenderResult) -> None:
@@ -169,7 +195,8 @@ def test_runs_page_links_to_every_runs_raw_files(rendered: RenderResult, phase1_
     assert len(links) >= 63 * 3
     # The site build copies each campaign folder of the manifest to its place (site/run_files.py).
     published = json.loads((rendered.docs_dir / MANIFEST).read_text(encoding="utf-8"))
-    assert published == {"runs/files/phase1": str(phase1_store.resolve() / "phase1")}
+    assert published["runs_dir"] == str(phase1_store.resolve())
+    assert {f"runs/{target}" for target in links} == {target for target, _source in published["files"]}
     for target in set(links):
         assert (phase1_store / target.removeprefix("files/")).is_file(), target
     assert "files/phase1/_sources/" in text  # the shared aggregate source, published once
@@ -197,8 +224,6 @@ def test_charts_are_written_beside_their_page(rendered: RenderResult) -> None:
                for chart in doc.charts}
     # the tested metrics the Phase 1 data has; its other metrics (temperatures, model load time) get tables
     assert charted == {"output_throughput_tok_s", "request_throughput_req_s", "pre_kv_memory_gib", "kv_cache_gib"}
-    text = page(rendered, "results/qwen72b/index.md")
-    assert "Charts are drawn for the metrics the comparisons test (Output throughput" in text
 
 
 def test_charts_all_draws_every_metric(tmp_path: Path, phase1_store: Path) -> None:
@@ -223,14 +248,14 @@ def test_unknown_charts_setting_is_a_one_line_error(tmp_path: Path) -> None:
 
 def test_summaries_only_store_renders_published_figures(rendered_summaries: RenderResult) -> None:
     home = page(rendered_summaries, "index.md")
-    assert "— published figures" in home and "0 runs and" in home
+    assert "published figures (6 arms)" in home and "○ +43.7% (no CI)" in home
     deepseek = page(rendered_summaries, "results/deepseek/index.md")
-    row = table_rows(deepseek, ("phase1-published", "native", "*published*"))
-    assert row and row[0][3] == "10"
-    assert "**published figures**" in deepseek
+    row = table_rows(deepseek, ("native (*published*)",))
+    assert row and row[0][1:3] == ["10", "119.79"]
+    assert "Rows marked *published* are published figures" in deepseek
     budget = sections(page(rendered_summaries, "memory/index.md"))["Memory budget"]
-    native = table_rows(budget, ("unified-memory-post", "model not named in the post", "native"))
-    assert native[0][4:10] == ["119.64", "78.31", "41.33", "0.90", "37.20", "37.26"]  # 0.9 × 41.33
+    native = table_rows(budget, ("unified-memory-post", "model not named in the post", "native (*published*)"))
+    assert native[0][3:9] == ["119.64", "78.31", "41.33", "0.90", "37.20", "37.26"]  # 0.9 × 41.33
     runs = page(rendered_summaries, "runs/index.md")
     assert "published figures" in runs
 
@@ -239,7 +264,7 @@ def test_project_template_overrides_by_name(tmp_path: Path, phase1_store: Path) 
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "home.md").write_text(
         '{% extends "_base.md" %}{% block body %}# Our own home\n\n'
-        "{{ provenance.run_count }} runs in {{ findings|length }} campaign(s).\n{% endblock %}\n",
+        "{{ provenance.run_count }} runs in {{ questions|length }} campaign(s).\n{% endblock %}\n",
         encoding="utf-8")
     result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
     home = page(result, "index.md")
@@ -300,7 +325,7 @@ def test_render_cli(tmp_path: Path, phase1_store: Path, monkeypatch: pytest.Monk
     shutil.copytree(phase1_store, runs)
     result = CliRunner().invoke(main, ["render", "--runs-dir", str(runs), "--docs-dir", str(tmp_path / "out" / "docs")])
     assert result.exit_code == 0, result.output
-    assert re.fullmatch(r"10 pages, \d+ charts → .*/out/docs\n", result.output)
+    assert re.fullmatch(r"11 pages, \d+ charts → .*/out/docs\n", result.output)  # with one campaign page
 
 
 def test_render_cli_errors_are_one_line(tmp_path: Path) -> None:
@@ -316,29 +341,15 @@ def test_dataset_digest_matches_store(rendered: RenderResult, phase1_store: Path
     assert load_dataset(phase1_store).digest in page(rendered, "downloads/index.md")
 
 
-def test_home_summarises_key_findings_past_its_budget(tmp_path: Path, phase1_store: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_home_summary_stays_within_its_budget(tmp_path: Path, phase1_store: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past EFFECT_BUDGET models the home table and forest plot stop and point to Results."""
     from sparkreport.render.builtin import HomePage
 
     full = page(render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path / "a")), "index.md")
-    monkeypatch.setattr(HomePage, "SENTENCE_BUDGET", 2)
+    monkeypatch.setattr(HomePage, "EFFECT_BUDGET", 2)
     short = page(render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path / "b")), "index.md")
-    sentences = [line for line in full.splitlines() if line.startswith("- ") and ": " in line and "**" not in line]
-    assert "comparisons, too many to read here" in short and "too many" not in full
-    kept = [line for line in short.splitlines() if line in sentences]
-    assert 0 < len(kept) < len(sentences)
-    more = re.search(r"^- … and (\d+) more comparisons \((.+)\)\.$", short, re.MULTILINE)
-    assert more is not None and int(more[1]) == len(sentences) - len(kept)
-
-
-def test_summarise_claims_keeps_flagged_then_largest_differences() -> None:
-    from sparkreport.render.builtin import summarise_claims
-
-    rows = [{"verdict": v, "ratio": r, "flagged": f, "published": False, "id": i}
-            for i, (v, r, f) in enumerate([("equivalent", 1.0, []), ("higher", 1.05, []), ("lower", 0.7, []),
-                                           ("inconclusive", 1.2, ["capacity"]), ("inconclusive", 1.01, [])])]
-    out = summarise_claims(rows, 2)
-    assert [row["id"] for row in out["shown"]] == [2, 3]  # flagged first, then the largest difference
-    assert out["more"] == 3
-    assert out["more_by_verdict"] == ["1 equivalent", "1 higher", "1 with no significant difference detected"]
-    assert summarise_claims(rows, None)["shown"] == rows
+    rows = [line for line in full.splitlines() if line.startswith("| ") and "%" in line]
+    kept = [line for line in short.splitlines() if line in rows]
+    assert len(rows) == 3 and len(kept) == 2
+    assert "… and 1 more models on [Results](results/index.md)." in short and "more models" not in full

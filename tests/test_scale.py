@@ -172,14 +172,15 @@ def test_large_run_files_are_published_gzipped_and_reproducibly(tmp_path: Path, 
     (source / "r1" / "run.json").write_text("{}\n")
     (source / "r1" / "notes.md").write_text("# notes\n")
     monkeypatch.setattr(run_files, "COMPRESS_ABOVE", 1000)
-    assert run_files.copy_folder(source, tmp_path / "a") == 3
-    run_files.copy_folder(source, tmp_path / "b")
-    published = sorted(p.name for p in (tmp_path / "a" / "r1").iterdir())
+    links = runs_index.run_files(tmp_path / "runs", "c/r1", ["notes.md"], "files", tables=["samples"])
+    pairs = [(f["path"], f["store_path"]) for f in links]
+    assert run_files.copy_files(tmp_path / "runs", tmp_path / "a", pairs) == 3
+    run_files.copy_files(tmp_path / "runs", tmp_path / "b", pairs)
+    published = sorted(p.name for p in (tmp_path / "a" / "files" / "c" / "r1").iterdir())
     assert published == ["notes.md.txt", "run.json", "samples.csv.gz"]
-    packed = (tmp_path / "a" / "r1" / "samples.csv.gz").read_bytes()
+    packed = (tmp_path / "a" / "files" / "c" / "r1" / "samples.csv.gz").read_bytes()
     assert gzip.decompress(packed) == (source / "r1" / "samples.csv").read_bytes()
-    assert packed == (tmp_path / "b" / "r1" / "samples.csv.gz").read_bytes()  # no name, no timestamp
-    links = runs_index.run_files(tmp_path / "runs", "c/r1", [], "files")
+    assert packed == (tmp_path / "b" / "files" / "c" / "r1" / "samples.csv.gz").read_bytes()  # no name, no time
     assert [(f["source"], f["href"]) for f in links] == [
         ("run.json", "files/c/r1/run.json"), ("notes.md", "files/c/r1/notes.md.txt"),
         ("samples.csv", "files/c/r1/samples.csv.gz")]

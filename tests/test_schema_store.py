@@ -83,7 +83,7 @@ def test_write_is_atomic_and_refuses_overwrite(tmp_path: Path) -> None:
     record = RunRecord(run_id="r1", campaign="c")
     store.write(record, [RawFile("raw.log", content=b"hello")])
     assert sorted(p.name for p in (tmp_path / "c" / "r1").iterdir()) == ["raw.log", "run.json"]
-    with pytest.raises(Exception, match="run already stored"):
+    with pytest.raises(Exception, match="this run is already stored"):
         store.write(record, [])
     assert [p.name for p in (tmp_path / "c").iterdir()] == ["r1"]  # no staging folder left behind
 

@@ -14,7 +14,7 @@ WORKFLOWS = sorted((Path(__file__).resolve().parents[1] / ".github" / "workflows
 
 def test_there_are_workflows() -> None:
     names = {p.name for p in WORKFLOWS}
-    assert {"tests.yml", "pages.yml", "diff-comment.yml"} <= names
+    assert {"tests.yml", "pages.yml", "diff-comment.yml", "nightly.yml"} <= names
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)

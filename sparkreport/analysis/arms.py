@@ -79,9 +79,16 @@ def inclusion_rule_text(opts: AnalysisOptions) -> str:
         "first": "only the earliest run of a repeated iteration is kept",
         "last": "only the latest run of a repeated iteration is kept",
     }[opts.duplicates]
+    interference = (
+        "runs measured under interference (another process held the GPU, or the cooldown gave up) are "
+        "excluded (analysis.exclude_interference: true)" if opts.exclude_interference else
+        "runs measured under interference (another process held the GPU, or the cooldown gave up) are "
+        "flagged by `check` and kept (analysis.exclude_interference: false)")
     return (
         f"Runs with a non-zero exit code are {failed}; {dup} (analysis.duplicates: {opts.duplicates}); "
-        "a metric a run did not report is left out of that metric's statistics only."
+        f"{interference}; a metric a run did not report is left out of that metric's statistics only. "
+        "A run the executor's guard stopped (memory floor or stall; check findings guard-memory-floor and "
+        "guard-stall) is a failed run and follows the same rule."
     )
 
 
@@ -96,9 +103,21 @@ def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
         failed = ~runs["ok"].fillna(False).astype(bool)
         runs.loc[failed, "included"] = False
         runs.loc[failed, "exclusion_reason"] = [
-            f"failed run (exit code {code})" if not pd.isna(code) else "failed run"
-            for code in runs.loc[failed, "exit_code"].astype(object)
+            f"stopped by the guard ({reason})" if not pd.isna(guard)
+            else f"failed run (exit code {code})" if not pd.isna(code) else "failed run"
+            for code, guard, reason in zip(runs.loc[failed, "exit_code"].astype(object),
+                                           runs.loc[failed, "guard"].astype(object),
+                                           runs.loc[failed, "status_reason"].astype(object), strict=True)
         ]
+    if opts.exclude_interference:
+        from sparkreport.analysis.design import interference_flags
+
+        flags = interference_flags(runs)
+        for index, run_id in zip(runs.index, runs["run_id"], strict=True):
+            reason = flags.get(str(run_id))
+            if reason and runs.at[index, "included"]:
+                runs.at[index, "included"] = False
+                runs.at[index, "exclusion_reason"] = f"interference: {reason} (analysis.exclude_interference)"
     if opts.duplicates != "all":
         candidates = runs[runs["included"] & runs["iteration"].notna()]
         order = candidates.sort_values(["started_at_local", "started_at", "run_id"], na_position="last")

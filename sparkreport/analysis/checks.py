@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis.arms import ARM_KEYS, arm_rows, float_matrix, included_runs, repeat_key, reported
 from sparkreport.config import AnalysisOptions
@@ -198,7 +200,10 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
     """One finding per arm listing the outcome metrics whose CV is above the threshold."""
     findings = []
     used = runs[runs["included"]]
-    tested = [m for m in ds.metric_columns if m in opts.tested_metrics]
+    from sparkreport.analysis.design import family_representatives
+
+    representatives = family_representatives(opts.tested_metrics)[0]  # one member per exact family
+    tested = [m for m in ds.metric_columns if m in representatives]
     values = float_matrix(used, tested)
     run_ids = used["run_id"].to_numpy(dtype=object)
     for arm, positions in arm_rows(used, ARM_KEYS):
@@ -212,12 +217,63 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
                 noisy[metric] = cv
         if noisy:
             listed = ", ".join(f"{m} {cv:.1%}" for m, cv in sorted(noisy.items(), key=lambda kv: -kv[1]))
+            cause = _noise_cause(used.iloc[positions])
             findings.append(Finding(
                 "warning", "high-cv",
-                f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(positions)} runs — {listed}",
+                f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(positions)} runs — {listed}"
+                + (f"; likely cause: {cause}" if cause else ""),
                 sorted(run_ids[positions].tolist()), {m: round(cv, 4) for m, cv in noisy.items()},
             ))
     return findings
+
+
+def _noise_cause(arm: pd.DataFrame) -> str | None:
+    """What the runs' measurement metrics say about an arm's noise (design.likely_cause)."""
+    from sparkreport.analysis.design import likely_cause
+
+    def column(name: str) -> list[float]:
+        if name not in arm.columns:
+            return []
+        return [float(v) for v in arm[name].dropna()]
+
+    util = column("gpu_util_mean_pct")
+    clocks = column("sm_clock_mean_mhz")
+    window = column("measured_window_s")
+    if not (util or clocks or window):
+        return None  # the runs carry no measurement metrics (ingested results): nothing to say
+    util_sd = float(np.std(util, ddof=1)) if len(util) > 1 else 0.0
+    clock_cv = (float(np.std(clocks, ddof=1) / np.mean(clocks)) if len(clocks) > 1 and np.mean(clocks) > 0
+                else None)
+    cause = likely_cause(util, util_sd, clock_cv, float(np.mean(window)) if window else None)
+    return cause or ("none visible in GPU utilisation, SM clocks or the measured window — look at the host "
+                     "and at the order of the runs")
+
+
+@register_check("incomplete")
+def _incomplete(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """Run folders without a run.json: nothing downstream counts them, so they are named here."""
+    if not ds.incomplete:
+        return []
+    listed = ", ".join(ds.incomplete[:10]) + (f" and {len(ds.incomplete) - 10} more" if len(ds.incomplete) > 10 else "")
+    return [Finding(
+        "error", "incomplete-run",
+        f"{len(ds.incomplete)} run folder(s) without run.json, not counted in any statistic: {listed} — "
+        "run `sparkreport ingest` on their source again to re-create them",
+        [p.rsplit("/", 1)[-1] for p in ds.incomplete], {"folders": float(len(ds.incomplete))},
+    )]
+
+
+@register_check("guard")
+def _guard(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """One finding per run a guard of the executor stopped (memory floor, stall)."""
+    stopped = runs[runs["guard"].notna()]
+    state = "included" if opts.include_failed else "excluded from the statistics"
+    return [Finding(
+        "warning", f"guard-{row.guard}",
+        f"{row.campaign}/{row.model}/{row.environment}: run {row.run_id} was stopped by the executor's guard "
+        f"({row.status_reason}); {state}",
+        [str(row.run_id)],
+    ) for row in stopped.itertuples(index=False)]
 
 
 def check(ds: Dataset, opts: AnalysisOptions | None = None) -> list[Finding]:

@@ -2,7 +2,8 @@
 
 Difference with a Welch CI; ratio with Fieller's CI (Welch df, from n/mean/sd, so published
 summaries get one too; chosen by simulation, see bench/interval_coverage.py); Welch and Mann–Whitney
-p-values; Holm adjustment (of the Welch p-values) across every comparison in the report;
+p-values (and a paired t over plan blocks where the plan has blocks); Holm adjustment per
+campaign and primary/secondary family (:mod:`sparkreport.analysis.design`);
 Hedges' g; TOST equivalence against a declared margin. Arms known only from published
 summaries get the tests summary statistics allow, and ``skipped`` names the others.
 """
@@ -32,7 +33,8 @@ COMPARE_KEYS = [
     "equivalent", "verdict",
 ]
 #: Extra columns of the DataFrame (also in --json, documented in the README).
-EXTRA_KEYS = ["campaign", "model_name", "margin", "p_tost", "min_detectable_effect", "skipped"]
+EXTRA_KEYS = ["campaign", "model_name", "margin", "p_tost", "min_detectable_effect", "skipped",
+              "p_blocked", "design", "family", "stratum"]
 VERDICTS = ("higher", "lower", "equivalent", "inconclusive")
 
 
@@ -78,8 +80,11 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     """Every candidate level of ``factor`` against ``baseline``, per campaign × model × metric."""
     import pandas as pd
 
+    from sparkreport.analysis import design
+
     opts = opts or AnalysisOptions()
-    wanted = set(metrics or opts.tested_metrics)
+    # One member per family of exactly related metrics, unless the caller names the metrics.
+    wanted = set(metrics or design.family_representatives(opts.tested_metrics)[0])
     arms = _arms(ds, opts, factor)
     names = dict(zip(ds.runs["model"], ds.runs["model_name"], strict=False))
     names.update(dict(zip(ds.summaries["model"], ds.summaries["model_name"], strict=False)))
@@ -97,6 +102,8 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
             other = arms.get((campaign, model, candidate, metric))
             if candidate == baseline or other is None:
                 continue
+            if _constant(base) and _constant(other):
+                continue  # no variance in either arm: a fact (design.constant_facts), never a test
             pairs.append((campaign, model, metric, candidate, base, other))
     # Mann–Whitney U of every pair in a few scipy calls; an arm known only from a published summary
     # has no values, so its pairs get NaN (which _compare_one reports as skipped).
@@ -111,9 +118,14 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     frame = pd.DataFrame(rows, columns=[*COMPARE_KEYS, *EXTRA_KEYS])
     if frame.empty:
         return frame
-    frame["p_holm"] = st.holm(frame["p_welch"].astype(float).tolist())
+    frame = design.apply_design(frame, ds, opts, factor, baseline)  # blocks; Holm per campaign family
     frame["verdict"] = [_verdict(r, opts) for r in frame.to_dict(orient="records")]
     return frame.sort_values(["campaign", "model", "metric", "candidate"], kind="stable").reset_index(drop=True)
+
+
+def _constant(arm: _Arm) -> bool:
+    """At least two runs, all with the same value (SD 0 exactly, not to rounding)."""
+    return arm.values is not None and len(arm.values) >= 2 and min(arm.values) == max(arm.values)
 
 
 def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhitney: float) -> dict[str, object]:

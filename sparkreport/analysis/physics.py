@@ -417,8 +417,10 @@ def model_facts_table(ds: Dataset, runs: pd.DataFrame) -> list[dict[str, Any]]:
 @register_check("covariates")
 def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
-    columns = ["campaign", "model", "environment", "start_temp_c", "started_at_local", "run_id"]
+    columns = ["campaign", "model", "environment", "start_temp_c", "started_at_local", "started_at", "run_id"]
     used = runs.loc[runs["included"], columns]
+    # Records without a local start time (executor records before it, ingested logs) have the UTC one.
+    used = used.assign(started_at_local=used["started_at_local"].fillna(used["started_at"]))
     for (campaign, model), group in used.groupby(["campaign", "model"]):
         envs = sorted(group["environment"].dropna().unique())
         if len(envs) < 2:

@@ -20,6 +20,7 @@ _COMMANDS: dict[str, tuple[str, ...]] = {
     "sparkreport.cli.site_cmds": ("render", "build", "serve"),
     "sparkreport.cli.run_cmds": ("run",),
     "sparkreport.cli.diff_cmds": ("diff",),
+    "sparkreport.cli.history_cmds": ("history",),
     "sparkreport.cli.init_cmds": ("init",),
     "sparkreport.cli.scrub_cmds": ("scrub",),
 }

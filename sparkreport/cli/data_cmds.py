@@ -69,6 +69,10 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
     """
     from sparkreport.dataset import export, load_dataset
 
+    if out is not None:  # before the load: a folder that cannot take the file says so at once
+        from sparkreport.early import check_writable
+
+        check_writable(out.parent, "--out")
     ds = load_dataset(runs_dir)
     if out is not None:
         export(ds, out)
@@ -110,26 +114,47 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
 @duplicates_option
 @click.option("--factor", default=None, help="What differs between arms (default: environment).")
 @click.option("--baseline", default=None, help="The factor level the others are compared to (default: native).")
+@click.option("--by", "by", default=None, metavar="LABEL",
+              help="Compare within each level of this label (e.g. cache): one stratum per level "
+                   "(overrides analysis.stratify_by).")
 @metric_option
 @json_option
 def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
-                    factor: str | None, baseline: str | None, metrics: tuple[str, ...], as_json: bool) -> None:
-    """Candidate vs baseline per model × metric: difference, ratio, tests, TOST, verdict."""
+                    factor: str | None, baseline: str | None, by: str | None, metrics: tuple[str, ...],
+                    as_json: bool) -> None:
+    """Candidate vs baseline per model × metric: difference, ratio, tests, TOST, verdict.
+
+    Holm's adjustment runs per campaign over its primary metric(s) (analysis.primary_metrics),
+    and separately over the other tested metrics; metrics with no variance in either arm are
+    printed as facts, not tested; where the plan ran in blocks, the test is a paired t over blocks.
+    """
     from sparkreport.analysis import claim_sentence, compare
+    from sparkreport.analysis.design import compare_by, constant_facts
     from sparkreport.dataset import frame_rows
 
     ds, config = _setup(runs_dir, config_path, duplicates)
-    frame = compare(ds, factor or config.factor, baseline or config.baseline, config.analysis,
-                    metrics=list(metrics) or None)
+    factor, baseline = factor or config.factor, baseline or config.baseline
+    stratum = by or config.analysis.stratify_by
+    if stratum:
+        frame = compare_by(ds, stratum, factor, baseline, config.analysis, metrics=list(metrics) or None)
+    else:
+        frame = compare(ds, factor, baseline, config.analysis, metrics=list(metrics) or None)
+    facts = constant_facts(ds, config.analysis, factor, metrics=list(metrics) or None)
     rows = frame_rows(frame)
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    print_table(rows, ["model", "metric", "candidate", "n_baseline", "n_candidate", "ratio",
-                       "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
+    print_table(rows, ["model", *(["stratum"] if stratum else []), "metric", "candidate", "n_baseline",
+                       "n_candidate", "ratio", "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
     click.echo()
-    for row in frame.to_dict(orient="records"):
-        click.echo(f"- {claim_sentence(row)}")
+    records = frame.to_dict(orient="records")
+    for row in records:
+        prefix = f"[{row['stratum']}] " if stratum else ""
+        click.echo(f"- {prefix}{claim_sentence(row)}")
+    for line in dict.fromkeys(f"{r['campaign']}: {r['design']}; Holm over {r['family']}" for r in records):
+        click.echo(f"- design: {line}")
+    for fact in facts:
+        click.echo(f"- fact: {fact.sentence}")
 
 
 @click.command("check")

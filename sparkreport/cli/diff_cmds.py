@@ -37,14 +37,19 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     comparable and is not diffed. Exit codes: 0 = no gated verdict, 1 = --fail-on hit (or an
     error), 2 = bad invocation.
     """
-    from sparkreport.analysis.diff import DiffOptions, Selector, diff, select_sides
-    from sparkreport.config import load_config
-    from sparkreport.dataset import load_dataset
+    from sparkreport.early import check_selector_campaigns
 
     if not (sel_a or a_runs) or not (sel_b or b_runs):
         raise click.UsageError("give each side a selector (--a/--b) or a run store (--a-runs/--b-runs)")
     if as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
+    # Before pandas is imported and the runs loaded: a campaign the store does not hold.
+    check_selector_campaigns(a_runs or runs_dir, [("--a", sel_a)] if sel_a else [])
+    check_selector_campaigns(b_runs or runs_dir, [("--b", sel_b)] if sel_b else [])
+    from sparkreport.analysis.diff import DiffOptions, Selector, diff, select_sides
+    from sparkreport.config import load_config
+    from sparkreport.dataset import load_dataset
+
     config = load_config(config_path)
     ds_a = load_dataset(a_runs or runs_dir)
     ds_b = ds_a if (b_runs or runs_dir) == (a_runs or runs_dir) else load_dataset(b_runs or runs_dir)

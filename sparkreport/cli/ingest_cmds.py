@@ -21,25 +21,32 @@ from sparkreport.cli.options import parse_labels, runs_dir_option
 @click.option("--format", "format_name", metavar="NAME",
               help="Skip detection and read every file as this format (see `sparkreport formats`).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary line and errors.")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=600, show_default=True, metavar="SECONDS",
+              help="How long to wait for another sparkreport process writing to the same run store.")
 def ingest_command(sources: tuple[Path, ...], runs_dir: Path, campaign: str | None,
                    labels: tuple[str, ...], environment: str | None, format_name: str | None,
-                   quiet: bool) -> None:
+                   quiet: bool, wait_s: float) -> None:
     """Ingest existing results (files or folders) into the run store.
 
     The format is detected from each file's content. Files that cannot be read are
-    reported one line each (file, line, fix); the others are still ingested. Exit 1 when
-    anything was rejected.
+    reported one line each (file, line, fix); the others are still ingested, and so is
+    every run of a file but those with impossible values (negative throughput, memory or
+    latency; temperatures outside -40…150 °C), which are rejected with the reason. Exit 1
+    when anything was rejected. A run whose folder lost its run.json is written anew; one
+    ingest writes to a store at a time (a second one waits, see --wait).
     """
     from sparkreport.ingest import IngestOptions, ingest_paths
     from sparkreport.schema import slug
     from sparkreport.store import RunStore
 
     options = IngestOptions(campaign=campaign, labels=parse_labels(labels), format=format_name,
-                            environment=slug(environment) if environment else None)
+                            environment=slug(environment) if environment else None, lock_wait_s=wait_s,
+                            notify=lambda text: click.echo(f"note: {text}", err=True))
     report = ingest_paths(list(sources), RunStore(runs_dir), options)
     if not quiet:
+        recreated = set(report.recreated)
         for run_id in report.added:
-            click.echo(f"added    {run_id}")
+            click.echo(f"{'re-made' if run_id in recreated else 'added  '}  {run_id}")
         for run_id in report.skipped:
             click.echo(f"present  {run_id}")
     for error in report.rejected:

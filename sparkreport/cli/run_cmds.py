@@ -37,6 +37,11 @@ def run_command(campaign_file: Path, runs_dir: Path, dry_run: bool, resume: bool
     (run.json + logs + samples.csv.gz); a failed run is recorded and the campaign goes on.
     Exit 1 when a run failed or cells were left (interrupted, environment unavailable).
 
+    A guard (the campaign's `guard:` block, on by default) kills a run whose MemAvailable falls below
+    `min_available_gib` (default 4 GiB) or that shows no progress for `stall_s` (default 600 s),
+    records it as failed with the reason, and goes on (or stops: `on_breach: stop`; --resume
+    continues). Benchmark processes get oom_score_adj 1000, so the kernel's OOM killer takes them first.
+
     With --cluster the cells are Ray tasks asking for --gpus-per-run GPUs each, spread over the
     cluster's nodes (cooldown per node and GPU); results stream back into RUNS_DIR here. A run
     lost with its node is retried, then reported, and `--resume` reruns it.
@@ -65,7 +70,7 @@ def run_command(campaign_file: Path, runs_dir: Path, dry_run: bool, resume: bool
     if dry_run:
         return
     folder = runs_dir / campaign.name
-    parts = [f"{len(report.written)} ok", f"{len(report.failed)} failed"]
+    parts = report.summary_parts()
     if report.already:
         parts.append(f"{len(report.already)} already present")
     if report.skipped:
@@ -81,6 +86,10 @@ def run_command(campaign_file: Path, runs_dir: Path, dry_run: bool, resume: bool
         raise click.ClickException(
             f"interrupted with {pending} run(s) left — `{again} --resume` finishes it "
             f"(about {format_duration(report.estimate_s)} in all was planned)")
+    if report.stopped is not None:
+        raise click.ClickException(
+            f"stopped by the guard (guard.on_breach: stop) after {report.stopped} — fix the cause, then "
+            f"`{again} --resume` runs the rest")
     if report.lost:
         raise click.ClickException(
             f"{len(report.lost)} run(s) lost with their worker or node — `{again} --resume` runs them")

@@ -57,6 +57,8 @@ def render_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | No
     from sparkreport.render import render
 
     result = render(make_options("render", runs_dir, docs_dir, config_path))
+    for notice in result.notices:
+        click.echo(f"note: {notice}", err=True)
     click.echo(f"{len(result.pages)} pages, {result.chart_count} charts → {result.docs_dir}")
 
 
@@ -73,6 +75,8 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
 
     result = build(make_options("build", runs_dir, docs_dir, config_path),
                    site_dir.resolve() if site_dir is not None else None, strict=strict)
+    for notice in result.render.notices:
+        click.echo(f"note: {notice}", err=True)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     click.echo(f"{len(result.render.pages)} pages, {result.render.chart_count} charts → "

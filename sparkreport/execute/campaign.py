@@ -22,11 +22,14 @@ from typing import Any
 import yaml
 
 from sparkreport.errors import InputError
+from sparkreport.names import MAX_NAME_CHARS
 from sparkreport.schema import slug
 
 ORDERS = ("randomized-blocks", "sequential")
 CACHE_STATES = ("cold", "warm", "as-is")
 ON_FAIL = ("error", "warn")
+ON_BREACH = ("next", "stop")
+STALL_SIGNALS = ("output", "gpu", "cpu")
 
 
 class CampaignError(InputError):
@@ -98,6 +101,31 @@ class Preflight:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """What keeps a run from taking the machine down (see :mod:`sparkreport.execute.guard`).
+
+    ``min_available_gib``: kill the run when MemAvailable falls below it. 4 GiB protects a
+    128 GB GB10: its 119–122 GiB pool is shared by the kernel, the runner and the GPU, and a
+    unified-memory allocation that eats the last GiBs freezes the machine instead of failing with
+    a CUDA out-of-memory error; 4 GiB (~3 % of the pool) leaves the kernel room to reclaim and
+    the 10 Hz sampler a few hundred ms to react at allocation rates of 10–20 GiB/s.
+    ``gpu_min_free_gib``: the same on NVML's free GPU memory (discrete GPUs; off by default, as a
+    discrete GPU that runs out fails cleanly). ``stall_s``: kill a run that shows no progress
+    signal (``stall_signals``: its output growing, the GPU busy, its processes using CPU) for that
+    long. ``on_breach``: ``next`` run, or ``stop`` the campaign (``--resume`` continues it).
+    ``oom_order``: benchmark processes get oom_score_adj 1000, the runner −900 (as root).
+    """
+
+    enabled: bool = True
+    min_available_gib: float | None = 4.0
+    gpu_min_free_gib: float | None = None
+    stall_s: float | None = 600.0
+    stall_signals: tuple[str, ...] = STALL_SIGNALS
+    on_breach: str = "next"
+    oom_order: bool = True
+
+
+@dataclass(frozen=True)
 class Campaign:
     """A validated campaign file."""
 
@@ -115,6 +143,7 @@ class Campaign:
     cooldown: Cooldown = field(default_factory=Cooldown)
     monitoring: Monitoring = field(default_factory=Monitoring)
     preflight: Preflight = field(default_factory=Preflight)
+    guard: Guard = field(default_factory=Guard)
     env: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     sha256: str = ""
@@ -333,7 +362,7 @@ def _closest(word: str, options: tuple[str, ...]) -> str | None:
 
 
 _TOP = ("campaign", "description", "models", "environments", "workload", "iterations", "cache",
-        "order", "seed", "timeout_s", "cooldown", "monitoring", "preflight", "env", "labels",
+        "order", "seed", "timeout_s", "cooldown", "monitoring", "preflight", "guard", "env", "labels",
         "env_allowlist")
 _MODEL_KEYS = ("name", "id", "path", "preset", "config", "params", "display_name")
 
@@ -350,6 +379,8 @@ def load_campaign(path: Path) -> Campaign:
                             fix="start from an example in campaigns/ (see `sparkreport run --help`)")
     top = Fields(doc, (), doc.data, _TOP)
     name = top.text("campaign", required=True) or ""
+    if len(name) > MAX_NAME_CHARS:
+        raise top.fail("campaign", f"is {len(name)} characters long", fix=f"use at most {MAX_NAME_CHARS}")
     if slug(name) != name:
         raise top.fail("campaign", f"{name!r} is not a folder-safe name",
                        fix=f"use letters, digits, '.', '_' and '-' (e.g. {slug(name)!r})")
@@ -366,6 +397,8 @@ def load_campaign(path: Path) -> Campaign:
             raise fields.fail("kind", f"unknown environment kind {kind!r}",
                               fix=f"choose one of: {', '.join(ENVIRONMENTS)}")
         env_name = fields.text("name", default=kind) or kind
+        if len(env_name) > MAX_NAME_CHARS:
+            raise fields.fail("name", f"is {len(env_name)} characters long", fix=f"use at most {MAX_NAME_CHARS}")
         if slug(env_name) != env_name:
             raise fields.fail("name", f"{env_name!r} is not a folder-safe name",
                               fix=f"use letters, digits, '.', '_' and '-' (e.g. {slug(env_name)!r})")
@@ -416,6 +449,9 @@ def load_campaign(path: Path) -> Campaign:
         preflight=_preflight(Fields(doc, ("preflight",), top.get("preflight"),
                                      ("enabled", "require_gpu", "max_temp_c", "max_cpu_load_pct",
                                       "min_free_memory_fraction", "on_fail"))),
+        guard=_guard(Fields(doc, ("guard",), top.get("guard"),
+                             ("enabled", "min_available_gib", "gpu_min_free_gib", "stall_s", "stall_signals",
+                              "on_breach", "oom_order"))),
         env=top.str_mapping("env"),
         labels=top.str_mapping("labels"),
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -440,6 +476,8 @@ def _model(doc: _Doc, index: int, item: Any) -> ModelSpec:
         item = {"name": item}
     fields = Fields(doc, ("models", index), item, _MODEL_KEYS)
     name = fields.text("name", required=True) or ""
+    if len(name) > MAX_NAME_CHARS:
+        raise fields.fail("name", f"is {len(name)} characters long", fix=f"use at most {MAX_NAME_CHARS}")
     if slug(name) != name:
         raise fields.fail("name", f"{name!r} is not a folder-safe name",
                           fix=f"use letters, digits, '.', '_' and '-' (e.g. {slug(name)!r}); "
@@ -483,6 +521,34 @@ def _preflight(fields: Fields) -> Preflight:
         min_free_memory_fraction=fields.number("min_free_memory_fraction", 0.9),
         on_fail=fields.choice("on_fail", ON_FAIL, "warn"),
     )
+
+
+def _guard(fields: Fields) -> Guard:
+    def optional(key: str, default: float | None, minimum: float) -> float | None:
+        if key in fields.data and fields.data[key] is None:
+            return None  # `key: null` turns that guard off
+        if default is None and key not in fields.data:
+            return None
+        value = fields.number(key, default if default is not None else 0.0, minimum=minimum)
+        return value or None  # 0 also means off
+
+    signals = fields.get("stall_signals", list(STALL_SIGNALS))
+    if not isinstance(signals, list) or not signals:
+        raise fields.fail("stall_signals", f"must be a non-empty list, not {signals!r}",
+                          fix=f"list some of: {', '.join(STALL_SIGNALS)}")
+    for index, signal in enumerate(signals):
+        if signal not in STALL_SIGNALS:
+            raise fields.doc.fail(fields.where + ("stall_signals", index), f"unknown progress signal {signal!r}",
+                                  fix=f"choose from: {', '.join(STALL_SIGNALS)}")
+    stall = optional("stall_s", 600.0, 0.0)
+    if stall is not None and stall < 1.0:
+        raise fields.fail("stall_s", f"must be ≥ 1 s, or null for off, not {stall!r}")
+    return Guard(enabled=fields.flag("enabled", True),
+                 min_available_gib=optional("min_available_gib", 4.0, 0.0),
+                 gpu_min_free_gib=optional("gpu_min_free_gib", None, 0.0),
+                 stall_s=stall, stall_signals=tuple(str(s) for s in signals),
+                 on_breach=fields.choice("on_breach", ON_BREACH, "next"),
+                 oom_order=fields.flag("oom_order", True))
 
 
 def iter_cells_names(campaign: Campaign) -> Iterator[tuple[str, str, str]]:

@@ -35,6 +35,7 @@ from typing import Any
 from sparkreport.errors import SparkreportError
 from sparkreport.execute.campaign import Campaign
 from sparkreport.execute.gpu import GpuProbe, open_gpu
+from sparkreport.execute.guard import BENCHMARK_OOM_SCORE_ADJ, guard_event_of
 from sparkreport.execute.plan import Cell, Plan
 from sparkreport.execute.runner import (
     WORK_DIR,
@@ -201,9 +202,11 @@ class ClusterRunner(CampaignRunner):
         record = RunRecord.from_dict(result["record"], f"{self.folder}/{cell.run_id}/{RUN_FILE}")
         raw = [RawFile(name=name, content=content) for name, content in result["raw"]]
         self.store.write(record, raw)
+        event = guard_event_of(record)
         self.journal.write("run-end", run_id=cell.run_id, ok=record.status.ok, reason=record.status.reason,
-                           node=node)
+                           node=node, **({"guard": event["kind"]} if event else {}))
         (self.report.written if record.status.ok else self.report.failed).append(cell.run_id)
+        self.report.note_guard(cell.run_id, event)
         self.progress.done += 1
         status = "ok" if record.status.ok else f"FAILED: {record.status.reason}"
         tok_s = record.metrics.get("output_throughput_tok_s")
@@ -258,6 +261,8 @@ class _WorkerRunner(CampaignRunner):
         from sparkreport.execute.sysinfo import host_facts
 
         self.host = host_facts(self.gpu)
+        if campaign.guard.enabled and campaign.guard.oom_order:  # the Ray worker's own value is Ray's to set
+            self.oom = {"benchmark": BENCHMARK_OOM_SCORE_ADJ, "runner": None}
 
     def warn(self, text: str) -> None:
         """Sent back to the driver with the result (printed there once)."""

@@ -125,6 +125,23 @@ def allowed_env(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, 
             if is_allowed(name, patterns)}
 
 
+def recorded_env(details: Mapping[str, object]) -> dict[str, str] | None:
+    """What a record's ``environment.details`` may show of ``env_vars``: the allowlisted ones,
+    those of the record's own ``env_allowlist`` and the names the campaign declared itself
+    (``env_declared``), values scrubbed. None when the record has no ``env_vars`` mapping.
+    The record loader and ``sparkreport scrub`` both apply it, so an old record holding a
+    machine's whole environment is never read (or published) beyond this."""
+    env_vars = details.get("env_vars")
+    if not isinstance(env_vars, Mapping):
+        return None
+    extra, declared = details.get("env_allowlist"), details.get("env_declared")
+    patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] \
+        if isinstance(extra, list) else []
+    names = {n for n in declared if isinstance(n, str)} if isinstance(declared, list) else set()
+    return {str(name): scrub_value(str(name), str(value)) for name, value in sorted(env_vars.items())
+            if str(name) in names or is_allowed(str(name), patterns)}
+
+
 @dataclass(frozen=True, slots=True)
 class Capture:
     """What a run records of its process environment."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sparkreport.execute import cgroups
+from sparkreport.execute.guard import ProgressMark, set_oom_score_adj, tree_cpu_s
 from sparkreport.registry import registrar
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ class Launch:
     binds: list[Path] = field(default_factory=list)
     gpu: bool = False
     name: str = "run"
+    #: Set in the step's processes (the guard's OOM order); None leaves the inherited value.
+    oom_score_adj: int | None = None
 
 
 @dataclass
@@ -75,6 +78,14 @@ class Execution:
         """Stop everything the step started (idempotent)."""
         raise NotImplementedError
 
+    def kill_now(self) -> None:
+        """SIGKILL everything the step started, without waiting (the guard; safe from another thread)."""
+        self.kill()
+
+    def progress(self) -> ProgressMark:
+        """Output bytes and CPU seconds so far (the guard's stall signals; None where unknown)."""
+        return ProgressMark()
+
     def cgroup_dir(self) -> Path | None:
         """The memory cgroup the step's processes are counted in, when there is one."""
         return None
@@ -95,12 +106,14 @@ class ProcessExecution(Execution):
     """A local process in its own session (so its whole group can be killed)."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path,
-                 join_cgroup: Path | None = None):
+                 join_cgroup: Path | None = None, oom_score_adj: int | None = None):
         self._log = log_path.open("ab")
         join = join_cgroup
 
         def preexec() -> None:
             _set_pdeathsig()
+            if oom_score_adj is not None:
+                set_oom_score_adj(oom_score_adj)  # inherited by everything the step starts
             if join is not None:
                 cgroups.join(join)
 
@@ -130,6 +143,17 @@ class ProcessExecution(Execution):
                 return
             except subprocess.TimeoutExpired:
                 continue
+
+    def kill_now(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def progress(self) -> ProgressMark:
+        try:
+            size: int | None = os.fstat(self._log.fileno()).st_size
+        except (OSError, ValueError):
+            size = None
+        return ProgressMark(output_bytes=size, cpu_s=tree_cpu_s(self.proc.pid))
 
     def finish(self, exit_code: int | None, timed_out: bool) -> Outcome:
         self._log.close()
@@ -217,7 +241,8 @@ class NativeEnvironment(ExecEnvironment):
         return super().process_env(launch)
 
     def start(self, launch: Launch, run_id: str) -> Execution:
-        return ProcessExecution(launch.argv, self.process_env(launch), launch.workdir, launch.log_path)
+        return ProcessExecution(launch.argv, self.process_env(launch), launch.workdir, launch.log_path,
+                                oom_score_adj=launch.oom_score_adj)
 
 
 @register
@@ -260,7 +285,7 @@ class CgroupEnvironment(ExecEnvironment):
         folder = cgroups.create(f"{run_id}-{uuid.uuid4().hex[:6]}", self.memory_limit())
         try:
             inner = ProcessExecution(launch.argv, self.process_env(launch), launch.workdir,
-                                     launch.log_path, join_cgroup=folder)
+                                     launch.log_path, join_cgroup=folder, oom_score_adj=launch.oom_score_adj)
         except BaseException:
             cgroups.remove(folder)
             raise
@@ -286,6 +311,13 @@ class CgroupExecution(Execution):
     def kill(self) -> None:
         cgroups.kill_all(self.folder)
         self.inner.kill()
+
+    def kill_now(self) -> None:
+        cgroups.kill_all(self.folder)
+        self.inner.kill_now()
+
+    def progress(self) -> ProgressMark:
+        return self.inner.progress()
 
     def cgroup_dir(self) -> Path | None:
         return self.folder
@@ -358,7 +390,7 @@ class ChrootEnvironment(ExecEnvironment):
         argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
                 self.mount_script(launch)]
         return ProcessExecution(argv, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-                                launch.workdir, launch.log_path)
+                                launch.workdir, launch.log_path, oom_score_adj=launch.oom_score_adj)
 
     def describe(self) -> dict[str, Any]:
         return {"rootfs": self.options["rootfs"], "binds": list(self.SYSTEM_BINDS)
@@ -448,6 +480,8 @@ class DockerEnvironment(ExecEnvironment):
             kwargs["shm_size"] = str(self.option("shm_size"))
         if self.options.get("memory_limit") is not None:
             kwargs["mem_limit"] = parse_size(self.options["memory_limit"])
+        if launch.oom_score_adj is not None:
+            kwargs["oom_score_adj"] = launch.oom_score_adj
         if self.options.get("runtime"):
             kwargs["runtime"] = str(self.options["runtime"])
         if self.options.get("user"):
@@ -495,8 +529,10 @@ class DockerExecution(Execution):
         self.container = container
         self.log_path = log_path
         self._cgroup: Path | None = None
+        self._log_file: Path | None = None  # the daemon's json-file log: grows as the container prints
         with contextlib.suppress(Exception):
             container.reload()
+            self._log_file = Path(container.attrs["LogPath"]) if container.attrs.get("LogPath") else None
             self.pid = int(container.attrs["State"]["Pid"]) or None
             if self.pid:
                 self._cgroup = cgroups.dir_of_pid(self.pid)
@@ -511,6 +547,13 @@ class DockerExecution(Execution):
     def kill(self) -> None:
         with contextlib.suppress(Exception):
             self.container.kill()
+
+    def progress(self) -> ProgressMark:
+        size = None
+        if self._log_file is not None:
+            with contextlib.suppress(OSError):
+                size = self._log_file.stat().st_size
+        return ProgressMark(output_bytes=size, cpu_s=tree_cpu_s(self.pid) if self.pid else None)
 
     def cgroup_dir(self) -> Path | None:
         return self._cgroup

@@ -96,6 +96,10 @@ class MonitorSummary:
     first: dict[str, Any] = field(default_factory=dict)
     last: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Per-run metrics from the samples (:func:`busy_span_metrics`).
+    busy: dict[str, float] = field(default_factory=dict)
+    #: GPU processes that held memory before the workload started: ``{pid: MiB}``.
+    foreign_processes: dict[int, int] = field(default_factory=dict)
 
     @property
     def cpu_pct_of_core(self) -> float | None:
@@ -118,7 +122,10 @@ class Sampler:
     def __init__(self, gpu: GpuProbe | None, interval_s: float = 0.1,
                  cgroup_dir: Callable[[], Path | None] = lambda: None,
                  meminfo: Callable[[], dict[str, int]] | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 observer: Callable[[dict[str, Any]], None] | None = None, keep_rows: bool = True):
+        """``observer`` sees every row as it is taken (the run guard, on this thread); with
+        ``keep_rows`` False nothing is kept (the guard alone, monitoring off)."""
         self.gpu = gpu
         self.interval_s = interval_s
         self.cgroup_dir = cgroup_dir
@@ -127,6 +134,10 @@ class Sampler:
             meminfo = self._own_meminfo = MeminfoReader()
         self.meminfo = meminfo
         self.clock = clock
+        self.observer = observer
+        self.keep_rows = keep_rows
+        #: The observer's first error (it is not called again after one).
+        self.observer_error: str | None = None
         self.rows: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -134,10 +145,19 @@ class Sampler:
         self._cpu_s = 0.0
         self._wall_s = 0.0
         self._cgroup: cgroups.MemoryReader | None = None
+        self.wall_t0: float | None = None
+
+    def window_offsets(self, window_unix_s: Any) -> tuple[float, float] | None:
+        """A workload's timed window ``[start, end]`` (UTC seconds) on the samples' ``t_s`` axis."""
+        if self.wall_t0 is None or not isinstance(window_unix_s, list | tuple) or len(window_unix_s) != 2:
+            return None
+        start, end = (float(x) - self.wall_t0 for x in window_unix_s)
+        return (start, end) if end > start else None
 
     def start(self) -> None:
         """Start sampling (one sample is taken at once)."""
         self._t0 = self.clock()
+        self.wall_t0 = time.time()  # UTC seconds at t_s = 0, to place a workload's window on the samples
         self._thread = threading.Thread(target=self._loop, name="sparkreport-sampler", daemon=True)
         self._thread.start()
 
@@ -199,7 +219,13 @@ class Sampler:
                 row.update(cgroup_current_gib=_gib(stats.current), cgroup_peak_gib=_gib(stats.peak),
                            cgroup_anon_gib=_gib(stats.anon), cgroup_file_gib=_gib(stats.file),
                            cgroup_shmem_gib=_gib(stats.shmem))
-        self.rows.append(row)
+        if self.keep_rows:
+            self.rows.append(row)
+        if self.observer is not None and self.observer_error is None:
+            try:
+                self.observer(row)
+            except Exception as exc:  # a broken observer must not stop the sampling; the runner says so
+                self.observer_error = f"{type(exc).__name__}: {exc}"
         return row
 
     def summary(self) -> MonitorSummary:
@@ -220,6 +246,8 @@ class Sampler:
         keep = ("gpu_mem_used_gib", "gpu_temp_c", "mem_available_gib", "cached_gib",
                 "cgroup_current_gib", "cgroup_peak_gib", "cgroup_anon_gib", "cgroup_file_gib",
                 "cgroup_shmem_gib")
+        summary.busy = busy_span_metrics(self.rows)
+        summary.foreign_processes = processes_of(self.rows[0])
         summary.first = {k: self.rows[0][k] for k in keep if self.rows[0].get(k) is not None}
         summary.last = {k: self.rows[-1][k] for k in keep if self.rows[-1].get(k) is not None}
         return summary
@@ -232,3 +260,36 @@ class Sampler:
         for row in self.rows:
             writer.writerow({k: ("" if row.get(k) is None else row[k]) for k in COLUMNS})
         return gzip.compress(text.getvalue().encode(), compresslevel=9, mtime=0)
+
+
+def processes_of(row: dict[str, Any]) -> dict[int, int]:
+    """``{pid: MiB}`` from a sample's ``gpu_processes`` cell (``pid:MiB;pid:MiB``)."""
+    out: dict[int, int] = {}
+    for item in str(row.get("gpu_processes") or "").split(";"):
+        pid, _, mib = item.partition(":")
+        if pid.strip().isdigit():
+            out[int(pid)] = int(float(mib or 0))
+    return out
+
+
+def busy_span_metrics(rows: list[dict[str, Any]], window: tuple[float, float] | None = None) -> dict[str, float]:
+    """Mean GPU utilisation, SM clock and power while the workload measured.
+
+    ``window``: the workload's timed window on the ``t_s`` axis (the torch workload reports it);
+    the samples inside it are used. Without one (or with no sample inside it), the samples with
+    GPU utilisation above 0 are used: loading and exit, when the GPU idles, are left out, so the
+    mean describes the work. Empty when the GPU reports no utilisation.
+    """
+    span = [r for r in rows if window is not None and isinstance(r.get("t_s"), int | float)
+            and window[0] <= r["t_s"] <= window[1]]
+    if not span:
+        span = [r for r in rows if isinstance(r.get("gpu_util_pct"), int | float) and r["gpu_util_pct"] > 0]
+    if not span:
+        return {}
+    out: dict[str, float] = {}
+    for column, metric, digits in (("gpu_util_pct", "gpu_util_mean_pct", 1), ("sm_clock_mhz", "sm_clock_mean_mhz", 0),
+                                   ("gpu_power_w", "gpu_power_mean_w", 1)):
+        values = [float(r[column]) for r in span if isinstance(r.get(column), int | float)]
+        if values:
+            out[metric] = round(sum(values) / len(values), digits)
+    return out

@@ -33,8 +33,16 @@ from sparkreport.execute.cooldown import wait_for_cooldown
 from sparkreport.execute.envcapture import SECRET_NAME, capture_env, is_allowed, known_secrets, scrub_env_lines
 from sparkreport.execute.environments import ENVIRONMENTS, ExecEnvironment, Execution, Launch, Outcome
 from sparkreport.execute.gpu import GpuProbe, open_gpu
+from sparkreport.execute.guard import (
+    BENCHMARK_OOM_SCORE_ADJ,
+    GUARD_NAMES,
+    RunGuard,
+    guard_event_of,
+    protect_runner,
+    set_oom_score_adj,
+)
 from sparkreport.execute.ledger import build_ledger
-from sparkreport.execute.monitor import MonitorSummary, Sampler, read_meminfo
+from sparkreport.execute.monitor import MonitorSummary, Sampler, busy_span_metrics, read_meminfo
 from sparkreport.execute.plan import Cell, Plan, estimate_seconds, format_duration, make_plan
 from sparkreport.execute.preflight import Check, run_preflight
 from sparkreport.execute.redact import redact_argv, redact_text
@@ -70,13 +78,31 @@ class CampaignReport:
     unavailable: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # --cluster: the node or worker died; --resume reruns them
+    #: Runs a guard stopped, by guard (``memory-floor``, ``stall``); they are in ``failed`` too.
+    guarded: dict[str, list[str]] = field(default_factory=dict)
+    #: With ``guard.on_breach: stop``: the run whose breach stopped the campaign, and why.
+    stopped: str | None = None
     interrupted: bool = False
     estimate_s: float = 0.0
 
     @property
     def complete(self) -> bool:
         """True when every planned cell has a folder and none is missing a capability."""
-        return not self.unavailable and not self.interrupted and not self.skipped and not self.lost
+        return (not self.unavailable and not self.interrupted and not self.skipped and not self.lost
+                and self.stopped is None)
+
+    def note_guard(self, run_id: str, event: dict[str, Any] | None) -> None:
+        """Count a run a guard stopped."""
+        if event is not None:
+            self.guarded.setdefault(str(event.get("kind")), []).append(run_id)
+
+    def summary_parts(self) -> list[str]:
+        """The summary line's counts: ok, failed (other than by a guard), then per guard."""
+        by_guard = sum(len(ids) for ids in self.guarded.values())
+        parts = [f"{len(self.written)} ok", f"{len(self.failed) - by_guard} failed"]
+        parts += [f"{len(self.guarded[kind])} {GUARD_NAMES.get(kind, f'stopped by {kind}')}"
+                  for kind in GUARD_NAMES if self.guarded.get(kind)]
+        return parts
 
 
 def utc_now() -> str:
@@ -167,6 +193,7 @@ class CampaignRunner:
         self.packages: dict[str, dict[str, Any]] = {}
         self.preflight_warnings: list[str] = []
         self.host: dict[str, Any] = {}
+        self.oom: dict[str, int | None] = {}
         self.progress = Progress(0, enabled=False)
 
     # ------------------------------------------------------------------ output
@@ -235,8 +262,11 @@ class CampaignRunner:
         self.gpu = self.open_gpu()
         self.run_preflight()
         self.host = host_facts(self.gpu)
+        oom_before = self.set_oom_order()
+        self.check_floor_headroom()
         self.journal.write("campaign-start", campaign=self.campaign.name, pending=len(pending),
-                           already=len(self.report.already), resume=self.options.resume, pid=os.getpid())
+                           already=len(self.report.already), resume=self.options.resume, pid=os.getpid(),
+                           guard=self.guard_settings(), oom_score_adj=self.oom)
         self.clean_leftovers()
         previous = {signal.SIGINT: signal.getsignal(signal.SIGINT),
                     signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
@@ -263,19 +293,65 @@ class CampaignRunner:
                 tok_s = record.metrics.get("output_throughput_tok_s")
                 figure = f"{tok_s:,.1f} tok/s" if tok_s is not None else ""
                 self.say(f"[{self.progress.done}/{len(pending)}] {cell.describe()}  {figure}  {status}")
+                if guard_event_of(record) is not None and self.campaign.guard.on_breach == "stop":
+                    self.report.stopped = f"{cell.run_id}: {record.status.reason}"
+                    self.journal.write("campaign-stopped", run_id=cell.run_id, reason=record.status.reason,
+                                       left=len(pending) - position - 1)
+                    break
         except Interrupted:
             self.report.interrupted = True
             self.journal.write("campaign-interrupted", signal=self.signal)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            if oom_before is not None:
+                set_oom_score_adj(oom_before)  # the runner's process outlives the campaign (tests, scripts)
             self.progress.clear()
             with contextlib.suppress(OSError):
                 (self.folder / WORK_DIR).rmdir()  # only when empty
         if not self.report.interrupted:
             self.journal.write("campaign-end", written=len(self.report.written),
-                               failed=len(self.report.failed), skipped=len(self.report.skipped))
+                               failed=len(self.report.failed), skipped=len(self.report.skipped),
+                               guarded={k: len(v) for k, v in self.report.guarded.items()},
+                               stopped=self.report.stopped)
         return self.report
+
+    def guard_settings(self) -> dict[str, Any] | None:
+        """The guard block as the journal records it (None when off)."""
+        guard = self.campaign.guard
+        return None if not guard.enabled else self.run_guard().describe()
+
+    def run_guard(self) -> RunGuard:
+        """A fresh guard for one run (GPU free memory only where NVML reports device memory)."""
+        total = self.host.get("gpu_memory_total_gib") if self.host.get("gpu_memory_reported") else None
+        return RunGuard(self.campaign.guard, gpu_total_gib=total)  # real time: a watchdog
+
+    def check_floor_headroom(self) -> None:
+        """Warn when MemAvailable is already below the memory floor: every run would be stopped at once."""
+        guard = self.campaign.guard
+        if not guard.enabled or guard.min_available_gib is None:
+            return
+        available = read_meminfo().get("MemAvailable")
+        if available is not None and available / 2**30 < guard.min_available_gib:
+            self.warn(f"MemAvailable is {available / 2**30:.1f} GiB now, below guard.min_available_gib "
+                      f"({guard.min_available_gib:g} GiB): every run will be stopped at once — free memory "
+                      "or lower the floor")
+
+    def set_oom_order(self) -> int | None:
+        """The guard's OOM order for the runner; returns the value to restore afterwards (or None)."""
+        guard = self.campaign.guard
+        if not (guard.enabled and guard.oom_order):
+            self.oom = {}
+            return None
+        before, now = protect_runner()
+        self.oom = {"benchmark": BENCHMARK_OOM_SCORE_ADJ, "runner": now, "runner_before": before}
+        # Where it may not be lowered (not root, or no CAP_SYS_RESOURCE) the runner keeps its value, recorded
+        # as such: the benchmark's 1000 still puts it first in the kernel's line.
+        if (guard.gpu_min_free_gib is not None and self.gpu is not None
+                and not self.host.get("gpu_memory_reported")):
+            self.warn("guard.gpu_min_free_gib: NVML reports no GPU memory here (unified memory) — "
+                      "guard.min_available_gib (MemAvailable) guards the shared pool alone")
+        return before if now != before else None
 
     def known_secrets(self, process_env: dict[str, str]) -> list[str]:
         """The values to scrub from text: those of variables not recorded (see
@@ -386,8 +462,11 @@ class CampaignRunner:
         """Run one cell and write its folder (failed or not)."""
         record, raw = self.execute_cell(plan, cell, env, last_end)
         self.store.write(record, raw)
-        self.journal.write("run-end", run_id=cell.run_id, ok=record.status.ok, reason=record.status.reason)
+        event = guard_event_of(record)
+        self.journal.write("run-end", run_id=cell.run_id, ok=record.status.ok, reason=record.status.reason,
+                           **({"guard": event["kind"]} if event else {}))
         (self.report.written if record.status.ok else self.report.failed).append(cell.run_id)
+        self.report.note_guard(cell.run_id, event)
         return record
 
     def execute_cell(self, plan: Plan, cell: Cell, env: ExecEnvironment,
@@ -410,9 +489,12 @@ class CampaignRunner:
         self.journal.write("run-start", run_id=cell.run_id, index=cell.index)
         start_temp = self.gpu.temperature() if self.gpu is not None else None
         steps = self.workload.steps(cell, model, env, workdir)
+        guard = self.run_guard() if self.campaign.guard.enabled else None
+        monitoring = self.campaign.monitoring.enabled
         sampler = Sampler(self.gpu, self.campaign.monitoring.interval_s,
-                          cgroup_dir=lambda: self.current.cgroup_dir() if self.current is not None else None)
-        if self.campaign.monitoring.enabled:
+                          cgroup_dir=lambda: self.current.cgroup_dir() if self.current is not None else None,
+                          observer=guard.observe if guard is not None else None, keep_rows=monitoring)
+        if monitoring or guard is not None:
             sampler.start()
         t0 = self.clock()
         logs: dict[str, Path] = {}
@@ -425,13 +507,17 @@ class CampaignRunner:
             for step in steps:
                 launch = Launch(argv=step.argv, env={**self.campaign.env, **self.workload.launch_env(), **step.env},
                                 workdir=workdir, log_path=workdir / step.log_name,
-                                binds=[workdir, *self.workload.binds(model)], gpu=step.gpu, name=step.name)
+                                binds=[workdir, *self.workload.binds(model)], gpu=step.gpu, name=step.name,
+                                oom_score_adj=self.oom.get("benchmark"))
                 launches.append((step, launch))
                 logs[step.name] = launch.log_path
                 remaining = self.campaign.timeout_s - (self.clock() - t0)
-                outcome = self.execute(env, launch, cell, remaining)
+                outcome = self.execute(env, launch, cell, remaining, guard)
                 outcomes.append(outcome)
                 exit_code = outcome.exit_code
+                if guard is not None and guard.event is not None:
+                    reason = f"{guard.event.reason} in step {step.name!r} (killed)"
+                    break
                 if "start_error" in outcome.details:
                     reason = f"could not start in {env.name!r}: {outcome.details['start_error']}"
                     break
@@ -442,8 +528,12 @@ class CampaignRunner:
                     reason = f"step {step.name!r} exited with code {outcome.exit_code} (see {step.log_name})"
                     break
         finally:
-            if self.campaign.monitoring.enabled:
+            if monitoring:
                 monitor = sampler.stop()
+            elif guard is not None:
+                sampler.stop()
+            if sampler.observer_error is not None:
+                warnings.append(f"guard: stopped watching this run after an error ({sampler.observer_error})")
         duration = self.clock() - t0
         end_temp = self.gpu.temperature() if self.gpu is not None else None
         result = WorkloadResult()
@@ -456,6 +546,13 @@ class CampaignRunner:
                 reason = f"output not readable ({type(exc).__name__}: {exc})"
             if result.error:
                 reason = result.error
+        if monitor is not None:
+            # The measurement metrics over the workload's own timed window, when it reports one.
+            window = (result.details.get("timing") or {}).get("window_unix_s")
+            monitor.busy = busy_span_metrics(sampler.rows, sampler.window_offsets(window))
+        if guard is not None:
+            result.details["guard"] = {**guard.describe(), "oom_score_adj": self.oom or None,
+                                       "event": guard.event.to_dict() if guard.event else None}
         record = self.make_record(plan, cell, env, model, result, outcomes, launches, monitor, cache, packages,
                                   warnings + result.warnings, reason, exit_code, started_at, started_local,
                                   start_temp, end_temp, duration, cool.waited_s)
@@ -466,13 +563,17 @@ class CampaignRunner:
         shutil.rmtree(workdir, ignore_errors=True)  # every raw file is held as bytes by now
         return record, raw
 
-    def execute(self, env: ExecEnvironment, launch: Launch, cell: Cell, timeout_s: float) -> Outcome:
-        """Start one step, wait up to ``timeout_s``, kill the whole of it on timeout."""
+    def execute(self, env: ExecEnvironment, launch: Launch, cell: Cell, timeout_s: float,
+                guard: RunGuard | None = None) -> Outcome:
+        """Start one step, wait up to ``timeout_s``, kill the whole of it on timeout (the guard, on the
+        sampler's thread, may kill it sooner)."""
         try:
             self.current = env.start(launch, cell.run_id)
         except Exception as exc:  # an environment that cannot start is a failed run, not a crash
             launch.log_path.write_text(f"sparkreport: could not start in {env.name}: {exc}\n")
             return Outcome(exit_code=None, details={"start_error": f"{type(exc).__name__}: {exc}"})
+        if guard is not None:
+            guard.watch(self.current, uses_gpu=launch.gpu and self.gpu is not None)
         timed_out = False
         try:
             code = self.current.wait(max(timeout_s, 0.0))
@@ -485,6 +586,9 @@ class CampaignRunner:
                 self.current.finish(None, False)
             self.current = None
             raise
+        finally:
+            if guard is not None:
+                guard.unwatch()
         execution = self.current
         outcome = execution.finish(code, timed_out)
         self.current = None
@@ -510,7 +614,8 @@ class CampaignRunner:
         if env.name in self.packages:
             return self.packages[env.name]
         launch = Launch(argv=[env.python(), "-c", PACKAGES_PROBE], env=dict(self.campaign.env), workdir=workdir,
-                        log_path=workdir / "packages-probe.log", binds=[workdir], gpu=False, name="probe")
+                        log_path=workdir / "packages-probe.log", binds=[workdir], gpu=False, name="probe",
+                        oom_score_adj=self.oom.get("benchmark"))
         found: dict[str, Any] = {"probe": "failed"}
         try:
             execution = env.start(launch, "probe")
@@ -547,6 +652,13 @@ class CampaignRunner:
             (metrics if metric_catalog.is_metric(name) else extra)[name] = value
         metrics["start_temp_c"] = start_temp
         metrics["end_temp_c"] = end_temp
+        if metrics.get("measured_window_s") is None and metrics.get("duration_s") is not None:
+            metrics["measured_window_s"] = metrics["duration_s"]  # the benchmark's own timed window
+        if monitor is not None:
+            metrics.update(monitor.busy)
+            if monitor.foreign_processes:
+                held = ", ".join(f"pid {pid} ({mib} MiB)" for pid, mib in sorted(monitor.foreign_processes.items()))
+                warnings = [*warnings, f"another process held the GPU when the run started: {held}"]
         env_details: dict[str, Any] = {**env.describe(), "cache": cache}
         image_digest = None
         for outcome in outcomes:
@@ -563,6 +675,9 @@ class CampaignRunner:
         env_details["env_vars_unrecorded"] = capture.unrecorded
         if self.campaign.env_allowlist:
             env_details["env_allowlist"] = list(self.campaign.env_allowlist)
+        declared = sorted({*(launch.env if launch else {}), *env.declared_env()})
+        if declared:  # set by the campaign itself: shown when the record is read, like the allowlist
+            env_details["env_declared"] = declared
         for key in ("commands", "env_vars"):
             env_details[key] = json.loads(redact_text(json.dumps(env_details[key]), secrets))
         gpu_reported = self.host.get("gpu_memory_reported")

@@ -179,7 +179,7 @@ class TorchWorkload(BaseWorkload):
     kind = "torch"
     description = "built-in PyTorch reference decoder (random weights, no downloads)"
     option_keys = ("batch_size", "num_requests", "input_len", "output_len", "kv_cache_fraction",
-                   "dtype", "warmup_waves", "estimate_s")
+                   "dtype", "warmup_waves", "decode", "estimate_s")
     uses_package = True
 
     @classmethod
@@ -193,6 +193,9 @@ class TorchWorkload(BaseWorkload):
         if not 0.0 < fraction < 1.0:
             raise fields.fail("kv_cache_fraction", f"must be between 0 and 1, not {fraction!r}")
         fields.choice("dtype", ("bfloat16", "float16"), "bfloat16")
+        # cuda-graph: the decode step is one graph launch (GPU-bound, the default); eager: the
+        # plain Python loop, bound by kernel-launch overhead on the host (kept for comparison).
+        fields.choice("decode", ("cuda-graph", "eager"), "cuda-graph")
         for index, model in enumerate(models):
             if model.preset is None and not model.config:
                 raise fields.doc.fail(("models", index), f"model {model.name!r} needs `preset:` or `config:` "
@@ -208,7 +211,7 @@ class TorchWorkload(BaseWorkload):
                 "batch_size": o.get("batch_size", 32), "num_requests": o.get("num_requests", 64),
                 "input_len": o.get("input_len", 512), "output_len": o.get("output_len", 128),
                 "kv_cache_fraction": o.get("kv_cache_fraction", 0.9), "dtype": o.get("dtype", "bfloat16"),
-                "warmup_waves": o.get("warmup_waves", 1)}
+                "warmup_waves": o.get("warmup_waves", 1), "decode": o.get("decode", "cuda-graph")}
 
     def steps(self, cell: Cell, model: ModelSpec, env: ExecEnvironment, workdir: Path) -> list[Step]:
         (workdir / "torch-spec.json").write_text(json.dumps(self.spec_for(cell, model), indent=2))
@@ -226,7 +229,7 @@ class TorchWorkload(BaseWorkload):
             metrics=dict(report["metrics"]),
             model_id=f"random:{info.get('preset') or 'custom'}",
             engine="torch", engine_version=report["software"].get("torch"),
-            backend="eager", cuda=report["software"].get("cuda"),
+            backend=report["workload"].get("decode", "eager"), cuda=report["software"].get("cuda"),
             workload={k: report["workload"].get(k) for k in
                       ("num_requests", "input_len", "output_len", "batch_size", "kv_cache_fraction")},
             software={**report["software"], "random_weights": True,
@@ -237,7 +240,8 @@ class TorchWorkload(BaseWorkload):
             details={"model": {k: info[k] for k in ("parameters", "weights_gib", "dtype", "config")},
                      "timing": report["timing"], "device": report["device"], "random_weights": True,
                      **{k: report["workload"][k] for k in ("max_seq_len", "kv_bytes_per_token", "kv_slots",
-                                                           "waves", "warmup_waves", "seed", "issue")}},
+                                                           "waves", "warmup_waves", "seed", "issue")},
+                     "decode": report["workload"].get("decode", "eager")},
             keep=[workdir / "torch-spec.json", path],
         )
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import click
 
 from sparkreport import __version__
 from sparkreport.errors import InputError, ParseError, SparkreportError
@@ -25,7 +28,9 @@ from sparkreport.ingest import (  # noqa: F401  (built-in parsers register)
     vllm_json,
 )
 from sparkreport.ingest.base import PARSERS, ParsedRun, Parser, Source
-from sparkreport.schema import slug
+from sparkreport.lock import STORE_LOCK_WAIT_S, store_lock
+from sparkreport.names import MAX_NAME_CHARS, clean_names, name_problems, short_id, shown, strip_bidi
+from sparkreport.schema import physical_problems, slug
 from sparkreport.store import RawFile, RunStore
 
 __all__ = ["IngestOptions", "IngestReport", "detect_parser", "ingest_paths", "PARSERS"]
@@ -43,12 +48,18 @@ class IngestOptions:
     #: The execution environment of every run ingested (trtllm-bench and vLLM output do not
     #: record it); replaces what a source names, which is kept as ``details.named_by_source``.
     environment: str | None = None
+    #: How long to wait for another writer's lock on the store (seconds).
+    lock_wait_s: float = STORE_LOCK_WAIT_S
+    #: Told once whom this ingest waits for, when another process holds the store's lock.
+    notify: Callable[[str], None] | None = None
 
 
 @dataclass
 class IngestReport:
     added: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: Runs whose folder existed without a valid run.json and was written anew (also in ``added``).
+    recreated: list[str] = field(default_factory=list)
     rejected: list[InputError] = field(default_factory=list)
     files: int = 0
 
@@ -117,6 +128,10 @@ def _parse(source: Source, parser: Parser) -> list[ParsedRun]:
 def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> IngestReport:
     """Ingest files and folders into ``store``; bad files are collected, good ones written."""
     report = IngestReport()
+    for kind, name in (("--campaign", options.campaign), ("--environment", options.environment),
+                       *((f"--label {key}", value) for key, value in options.labels.items())):
+        if name is not None and len(name) > MAX_NAME_CHARS:
+            raise click.UsageError(f"{kind} is {len(name)} characters long (at most {MAX_NAME_CHARS})")
     files = _expand(paths)
     sources = [Source(p) for p in files]
     plan: list[tuple[Source, Parser]] = []
@@ -129,25 +144,31 @@ def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> 
             continue
         plan.append((source, parser))
         claimed.update(p.resolve() for p in parser.companions(source))
-    known = store.existing_ids()
-    before = set(known)
-    try:
-        _write_all(plan, claimed, known, store, options, report)
-    except OSError as exc:  # disk full, permissions: the runs written so far are whole
+    # One writer at a time: a second ingest of the same source waits, then finds its runs stored.
+    with store_lock(store.root, wait_s=options.lock_wait_s, notify=options.notify):
+        before: set[str] = set()
         try:
-            stored = f"{len(store.existing_ids() - before)} runs were stored (each one whole)"
-        except OSError:
-            stored = "the runs stored so far are whole"
-        raise SparkreportError(
-            f"{exc.filename or store.root}: {exc.strerror or exc} — {stored}; free space or fix "
-            "permissions, then run the same ingest again to add the rest") from None
+            store.clean_litter()
+            known = store.existing_runs()
+            before = set(known)
+            _write_all(plan, claimed, known, store, options, report)
+        except OSError as exc:  # disk full, permissions: the runs written so far are whole
+            try:
+                stored = f"{len(store.existing_ids() - before)} runs were stored (each one whole)"
+            except OSError:
+                stored = "the runs stored so far are whole"
+            where = shown(exc.filename or store.root)
+            raise SparkreportError(
+                f"{where}: {exc.strerror or exc} — {stored}; free space or fix "
+                "permissions, then run the same ingest again to add the rest") from None
     return report
 
 
-def _write_all(plan: list[tuple[Source, Parser]], claimed: set[Path], known: set[str], store: RunStore,
+def _write_all(plan: list[tuple[Source, Parser]], claimed: set[Path], known: dict[str, Path], store: RunStore,
                options: IngestOptions, report: IngestReport) -> None:
     """Parse each planned source and write its runs (skipping ids already stored)."""
     ingested_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    written: set[str] = set()
     with _Writer(store) as writer:
         for source, parser in plan:
             if source.path.resolve() in claimed:
@@ -163,14 +184,25 @@ def _write_all(plan: list[tuple[Source, Parser]], claimed: set[Path], known: set
                 _finish(run, source, parser, options, ingested_at)
                 _distinct_id(run, in_source)
                 rid = run.record.run_id
-                if rid in known:
-                    report.skipped.append(rid)
+                problems = name_problems(run.record) + physical_problems(run.record)
+                if problems:
+                    where = f" ({run.locator})" if run.locator else ""
+                    report.rejected.append(InputError(
+                        shown(source.path), f"run {rid}{where} not stored: {'; '.join(problems)}",
+                        fix="fix the source (a corrupted file?) and ingest it again"))
                     continue
+                replace = known.get(rid)
+                if replace is not None:
+                    if rid in written or store.is_whole(replace):
+                        report.skipped.append(rid)
+                        continue
+                    report.recreated.append(rid)  # a folder without a valid run.json: written anew
                 if run.keep_source_once:
                     kept = store.keep_source(run.record.campaign, source.path, source.sha256)
                     run.record.provenance.raw_files.insert(0, kept)
-                writer.write(run)
-                known.add(rid)
+                writer.write(run, replace)
+                known[rid] = store.run_dir(run.record.campaign, rid)
+                written.add(rid)
                 report.added.append(rid)
 
 
@@ -203,10 +235,11 @@ class _Writer:
         self.pending: list[Future[Path]] = []
         self.error: BaseException | None = None
 
-    def write(self, run: ParsedRun) -> None:
+    def write(self, run: ParsedRun, replace: Path | None = None) -> None:
         if self.error is not None:  # stop queueing after the first failure
             raise self.error
-        self.pending.append(self.pool.submit(self.store.write, run.record, list(run.raw), run.tables))
+        self.pending.append(self.pool.submit(self.store.write, run.record, list(run.raw), run.tables,
+                                             replace=replace))
         if len(self.pending) >= 2 * self.workers:
             self._collect(self.pending.pop(0))
 
@@ -229,8 +262,8 @@ class _Writer:
 
 def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptions, when: str) -> None:
     record = run.record
-    record.campaign = slug(options.campaign or run.campaign or parser.default_campaign)
-    record.run_id = slug(run.natural_id or f"{parser.name}-{source.sha256[:12]}")
+    record.campaign = slug(strip_bidi(options.campaign or run.campaign or parser.default_campaign))
+    record.run_id = short_id(slug(strip_bidi(run.natural_id or f"{parser.name}-{source.sha256[:12]}")))
     record.labels.update(options.labels)
     if options.environment:
         environment = record.environment
@@ -240,7 +273,9 @@ def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptio
         if environment.kind == "unknown":
             environment.kind = KIND_OF.get(options.environment, "unknown")
     prov = record.provenance
-    prov.source_path = str(source.path)
+    # A run.json is UTF-8: a file name that is not is kept with \xNN escapes (so is its raw copy).
+    run.raw = [replace(item, name=shown(item.name)) for item in run.raw]
+    prov.source_path = shown(source.path)
     prov.source_sha256 = source.sha256
     prov.source_locator = run.locator
     prov.format = parser.name
@@ -251,3 +286,7 @@ def _finish(run: ParsedRun, source: Source, parser: Parser, options: IngestOptio
         prov.tables.append(table.name)
         prov.notes.append(f"table {table.name}.csv: {table.description or table.name} "
                           f"({len(table.rows)} rows)")
+    removed = clean_names(record)
+    if removed:
+        prov.notes.append(f"{removed} bidirectional control character(s) removed from names "
+                          "(they can make one name display as another)")

@@ -6,17 +6,20 @@ templates, which a project can override by name.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
-from sparkreport.render import diffs, memory, results, runs_index  # noqa: F401  (register the other pages)
+from sparkreport.render import diffs, history, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
+from sparkreport.render.history import history_method, latest_change, site_history
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import claims, metric_label, recorded_settings
+from sparkreport.render.tables import metric_label
 from sparkreport.schema import RunRecord
+
+if TYPE_CHECKING:
+    from sparkreport.charts import ChartSpec
 
 #: Findings of the physical-plausibility checks, which the home page leads with.
 PHYSICAL_CODES = ("capacity-weights", "capacity-peak", "roofline", "size-insensitive", "derived-identity",
@@ -56,49 +59,149 @@ class HomePage(Page):
     folder = ""
     order = 0
 
-    #: Sentences the home page lists in full; above, each campaign shows its largest differences
-    #: and counts the rest (every sentence is on its model's Results page).
-    SENTENCE_BUDGET = 120
-    #: Physical findings listed before "and N more" (all of them are on Data quality).
-    PHYSICAL_BUDGET = 20
+    #: Rows of the summary table and the forest plot before "and N more" (every effect is on
+    #: its model's Results page): the home page stays a summary at any scale.
+    EFFECT_BUDGET = 40
+
+    def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
+        docs = super().docs(site, out)
+        for doc in docs:
+            doc.scope = None  # the whole site: every error finding
+        return docs
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        published = published_keys(site)
+        from sparkreport.render.report import campaigns, effect_rows, grouped_findings
+
+        effects = effect_rows(site)
         by_campaign: dict[str, list[dict[str, Any]]] = {}
-        for row in claims(site.comparisons, site.findings, site.arm_runs()):
-            row["published"] = (row["campaign"], row["model"]) in published
-            by_campaign.setdefault(str(row["campaign"]), []).append(row)
-        total = sum(len(rows) for rows in by_campaign.values())
-        per_campaign = None if total <= self.SENTENCE_BUDGET else max(3, self.SENTENCE_BUDGET // len(by_campaign))
-        findings = {campaign: summarise_claims(rows, per_campaign) for campaign, rows in by_campaign.items()}
+        for effect in effects:
+            by_campaign.setdefault(str(effect["campaign"]), []).append(effect)
+        shown = [c for c in campaigns(site)]
+        questions = []
+        for campaign in shown:
+            rows = by_campaign.get(campaign.name, [])
+            questions.append({"campaign": campaign, "answer": answer(site, campaign.levels, rows),
+                              "table": summary_table(site, rows, self.EFFECT_BUDGET)})
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
-        physical = [f for f in site.findings if f.code in PHYSICAL_CODES and f.severity != "info"]
-        return {"campaigns": campaign_overview(site), "findings": findings, "severities": severities,
-                "summarised": per_campaign is not None, "sentences": total,
-                "plausibility": [{"severity": f.severity, "code": f.code, "message": f.message}
-                                 for f in physical[:self.PHYSICAL_BUDGET]],
-                "plausibility_more": max(0, len(physical) - self.PHYSICAL_BUDGET)}
+        return {"questions": questions, "groups": grouped_findings(site, per_model=False), "severities": severities,
+                "limits": data_limits(site, effects), "effects": len(effects),
+                "margin": site.config.analysis.equivalence_margin,
+                "history": site_history(site) is not None, "latest_change": latest_change(site)}
+
+    def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
+        from sparkreport.render.report import effect_rows, forest_chart
+
+        effects = [e for e in effect_rows(site) if e["primary"]] or effect_rows(site)
+        if len(effects) > self.EFFECT_BUDGET:  # the largest effects; the rest are on Results
+            effects = sorted(effects, key=lambda e: -abs(e["delta_pct"] or 0))[:self.EFFECT_BUDGET]
+        chart = forest_chart(effects, name="effects", title="Every effect with its confidence interval",
+                             confidence=site.config.analysis.confidence)
+        return [chart] if chart is not None else []
 
 
-def summarise_claims(rows: list[dict[str, Any]], limit: int | None) -> dict[str, Any]:
-    """One campaign's key-finding sentences for the home page: all of them, or (with ``limit``)
-    the flagged ones and the largest differences first, up to ``limit``, and the rest counted
-    by verdict."""
-    def weight(row: dict[str, Any]) -> tuple[int, int, float]:
-        ratio = row.get("ratio")
-        effect = abs(float(ratio) - 1) if isinstance(ratio, int | float) and ratio == ratio else 0.0
-        return (not row["flagged"], row["verdict"] not in ("higher", "lower"), -effect)
+def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]]) -> list[str]:
+    """A campaign's answer in a few sentences: one per verdict, naming the metrics and models it
+    covers, with the range of the differences and their intervals."""
+    if not effects:
+        return []
+    primary = [e for e in effects if e["primary"]] or effects
+    margin = f"±{site.config.analysis.equivalence_margin * 100:g}%"
+    out = []
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in primary:
+        groups.setdefault("untested" if e["untested"] else str(e["verdict"]), []).append(e)
 
-    keep = {id(row) for row in (rows if limit is None else sorted(rows, key=weight)[:limit])}
-    shown = [row for row in rows if id(row) in keep]  # in the comparison table's order
-    hidden = [row for row in rows if id(row) not in keep]
-    counts = Counter(str(row["verdict"]) for row in hidden)
-    return {"published": rows[0]["published"], "shown": shown, "more": len(hidden),
-            "more_by_verdict": [f"{n} {_VERDICT_WORDS.get(verdict, verdict)}" for verdict, n in sorted(counts.items())]}
+    def metrics_of(rows: list[dict[str, Any]]) -> str:
+        return _and(list(dict.fromkeys(str(r["label"]) for r in rows)))
+
+    def span(rows: list[dict[str, Any]], intervals: bool = True) -> str:
+        deltas = [r["delta_pct"] for r in rows if r["delta_pct"] is not None]
+        lows = [r["delta_low"] for r in rows if r["delta_low"] is not None]
+        highs = [r["delta_high"] for r in rows if r["delta_high"] is not None]
+        if not deltas:
+            return ""
+        text = f"{deltas[0]:+.2f}%" if len(deltas) == 1 else f"{min(deltas):+.2f}% to {max(deltas):+.2f}%"
+        if intervals and lows and highs:  # the brackets are explained once, under the summary table
+            text += f" [{min(lows):+.2f}, {max(highs):+.2f}]"
+        return text
+
+    def count(rows: list[dict[str, Any]]) -> str:
+        n = len({r["model"] for r in rows})
+        return f"{n} model{'s' if n != 1 else ''}"
+
+    for kind in ("equivalent", "higher", "lower", "inconclusive", "untested"):
+        rows = groups.get(kind)
+        if not rows:
+            continue
+        cand, base = rows[0]["candidate"], rows[0]["baseline"]
+        if kind == "equivalent":
+            out.append(f"**The same within {margin}** ({count(rows)}): {metrics_of(rows)}, "
+                       f"{cand} against {base} {span(rows)}.")
+        elif kind in ("higher", "lower"):
+            by_metric: dict[str, list[dict[str, Any]]] = {}
+            for r in rows:
+                by_metric.setdefault(str(r["label"]), []).append(r)
+            parts = [f"{label} for {count(items)} ({span(items)})" for label, items in by_metric.items()]
+            out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
+        elif kind == "inconclusive":
+            mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
+                   if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
+            detect = (f" With these runs, differences smaller than about {min(mde):.0f}% could not have been "
+                      "detected.") if mde else ""
+            out.append(f"**No difference detected, none ruled out** ({count(rows)}): {metrics_of(rows)} "
+                       f"({span(rows)}); the intervals are wider than the {margin} margin.{detect}")
+        else:
+            untested: dict[str, list[dict[str, Any]]] = {}
+            for r in rows:
+                untested.setdefault(str(r["label"]), []).append(r)
+            parts = [f"{label} {span(items, intervals=False)}" for label, items in untested.items()]
+            out.append(f"**Published without a spread, so not tested** ({count(rows)}): {cand} against "
+                       f"{base}, {_and(parts)}.")
+    return out
 
 
-_VERDICT_WORDS = {"higher": "higher", "lower": "lower", "equivalent": "equivalent",
-                  "inconclusive": "with no significant difference detected"}
+def _and(items: list[str]) -> str:
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+    """Model × primary metric: Δ% with its CI and a verdict mark (at most ``budget`` models)."""
+    metrics = [m for m in site.config.primary_metrics if any(e["metric"] == m for e in effects)]
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    names: dict[str, str] = {}
+    for e in effects:
+        if e["metric"] in metrics:
+            cells.setdefault(str(e["model"]), {})[str(e["metric"])] = e
+            names[str(e["model"])] = str(e["model_name"])
+    models = sorted(cells, key=lambda m: names[m].lower())
+    return {"metrics": [{"metric": m, "label": metric_label(m)} for m in metrics],
+            "rows": [{"model_name": names[m], "cells": cells[m]} for m in models[:budget]],
+            "more": max(0, len(models) - budget),
+            "comparison": f"{effects[0]['candidate']} vs {effects[0]['baseline']}" if effects else ""}
+
+
+def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
+    """What the data cannot show, each said once."""
+    out = []
+    skipped: list[str] = []
+    for e in effects:
+        for name in str(e.get("skipped") or "").split(", "):
+            if name and name not in skipped:
+                skipped.append(name)
+    if skipped:
+        out.append("Published figures give n, mean and SD per arm, not the runs: "
+                   f"{_and(skipped)} need per-run data and were not computed for them; figures published "
+                   "without an SD cannot be tested at all.")
+    if any(f.code == "derived-identity" for f in site.findings):
+        out.append("Where the KV cache is sized from the memory left free, \"more memory used\" and "
+                   "\"less KV cache\" are one measurement, not two findings.")
+    if any(f.code == "single-run-arm" for f in site.findings):
+        out.append("Arms with a single run have no spread: their differences are descriptions, not tests.")
+    out.append("The comparisons say how much the environments differ, not why: a cause needs a run "
+               "designed to separate the explanations (see the memory page).")
+    return out
 
 
 @register
@@ -108,13 +211,12 @@ class MethodologyPage(Page):
     template = "methodology.md"
     folder = "methodology"
     order = 30
+    banner = False
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
+        from sparkreport.render.report import campaigns
+
         records = site.dataset.records
-        sections = {}
-        for section in ("workload", "software", "hardware"):
-            found, missing = recorded_settings(records, section)
-            sections[section] = {"rows": found, "missing": missing}
         sources: dict[tuple[str, str], dict[str, Any]] = {}
         for record in records:
             source = (record.campaign, record.provenance.source_sha256 or record.provenance.source_path)
@@ -123,43 +225,140 @@ class MethodologyPage(Page):
                 "sha256": record.provenance.source_sha256, "format": record.provenance.format,
                 "records": 0, "notes": []})
             entry["records"] += 1
-            for note in record.provenance.notes:
-                if note not in entry["notes"]:
-                    entry["notes"].append(note)
-        source_rows = summarise_sources(list(sources.values()))
-        cooldown = sorted({f"{k}: {v}" for r in records for k, v in r.workload.details.items()
-                           if "cooldown" in str(k).lower()})
+        by_campaign: dict[str, list[Any]] = {}
+        for record in records:
+            by_campaign.setdefault(record.campaign, []).append(record)
+        described = [{"campaign": c, **describe_campaign(by_campaign[c.name], site.config.baseline)}
+                     for c in campaigns(site)]
+        # allowlisted environment variables that differ between a campaign's environments (never a dump)
+        variables = {(e["campaign"], e["name"]): e["variables"] for e in environment_descriptions(records)}
+        for d in described:
+            for level in d["levels"]:
+                found = variables.get((d["campaign"].name, level["name"])) or {}
+                if found:
+                    level["variables"] = "; ".join(f"{k}={'/'.join(map(str, v))}" for k, v in found.items())
+            if any("variables" in level for level in d["levels"]):
+                d["level_columns"].append({"key": "variables", "label": "variables that differ"})
         return {
-            "campaigns": [r["campaign"] for r in campaign_overview(site)],
-            "sections": sections,
-            "environments": environment_descriptions(records),
-            "sources": source_rows,
+            "described": described,
+            "sources": summarise_sources(list(sources.values())),
             "arms": arm_table(site),
-            "cooldown": cooldown,
             "options": site.config.analysis,
             "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
+            "history_method": history_method(site),
         }
+
+
+#: Settings a reader needs to know how runs were made, by section: (attribute, label, unit).
+SETTINGS = {
+    "workload": (("num_requests", "requests per run", ""), ("input_len", "input length", " tokens"),
+                 ("output_len", "output length", " tokens"), ("batch_size", "batch size", ""),
+                 ("concurrency", "concurrency", ""), ("kv_cache_fraction", "KV cache fraction of free memory", "")),
+    "software": (("engine", "engine", ""), ("engine_version", "engine version", ""), ("backend", "backend", ""),
+                 ("cuda", "CUDA", ""), ("driver", "driver", ""), ("image", "container image", "")),
+    "hardware": (("gpu_name", "GPU", ""), ("memory_pool_gib", "memory pool", " GiB"),
+                 ("unified_memory", "unified memory", "")),
+}
+#: Environment details worth a column when they differ between levels (never paths, argv or
+#: environment variables).
+ENVIRONMENT_DETAILS = ("runtime", "flags", "method", "memory_limit_gib", "cgroup_version", "image")
+
+
+def _text(value: Any, unit: str = "") -> str:
+    from sparkreport.render.tables import value_text
+
+    text = value_text(value)
+    return (text if len(text) <= 120 else text[:117] + "…") + unit
+
+
+def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
+    """What a campaign's records say about how its runs were made: the settings held constant
+    (one value each), those that vary (their values), and how the levels differ (a small table)."""
+    constant: list[str] = []
+    varying: list[str] = []
+    for section, settings in SETTINGS.items():
+        for attribute, label, unit in settings:
+            values = list(dict.fromkeys(_text(getattr(getattr(r, section), attribute), unit) for r in records
+                                        if getattr(getattr(r, section), attribute) not in (None, "")))
+            if len(values) == 1:
+                constant.append(f"{label} {values[0]}")
+            elif 1 < len(values) <= 6:
+                varying.append(f"{label}: {' / '.join(values)}")
+            elif values:
+                varying.append(f"{label}: {len(values)} distinct values")
+    levels: dict[str, dict[str, str]] = {}
+    for r in records:
+        row = levels.setdefault(r.environment.name, {"kind": r.environment.kind or "—"})
+        for key in ENVIRONMENT_DETAILS:
+            value = r.environment.details.get(key)
+            if isinstance(value, str | int | float | bool) and key not in row:
+                row[key] = _text(value)
+    columns = [key for key in ENVIRONMENT_DETAILS
+               if len({row.get(key, "—") for row in levels.values()}) > 1]
+    columns = (["kind"] if len({row["kind"] for row in levels.values()}) > 1 else []) + columns
+    cooldown = [r.workload.details.get("cooldown_waited_s") for r in records]
+    waits = [float(w) for w in cooldown if isinstance(w, int | float)]
+    iterations = sorted({r.iteration for r in records if r.iteration is not None})
+    return {
+        "constant": constant, "varying": varying,
+        "levels": [{"name": name, **row} for name, row in
+                   sorted(levels.items(), key=lambda item: (item[0] != baseline, item[0]))],
+        "level_columns": [{"key": key, "label": key.replace("_gib", " (GiB)").replace("_", " ")} for key in columns],
+        "cooldown": (f"{min(waits):.0f}–{max(waits):.0f} s" if waits and min(waits) != max(waits)
+                     else f"{waits[0]:.0f} s" if waits else None),
+        "iterations": f"{iterations[0]}–{iterations[-1]}" if len(iterations) > 1 else None,
+    }
 
 
 def environment_descriptions(records: list[RunRecord]) -> list[dict[str, Any]]:
     """One entry per environment, identified by (campaign, name): two campaigns' "native" can be
     different things (a chroot in one, the host in another) and are never merged.
 
-    Each entry: ``campaign``, ``name``, ``kinds``, ``details`` (key → distinct values) and
+    Each entry: ``campaign``, ``name``, ``kinds``, ``details`` (key → distinct values; plain
+    settings only, never an environment, argv or cgroup dump), ``variables`` (allowlisted
+    environment variables whose values differ between the campaign's environments, through
+    ``published_env``) and
     ``campaigns`` (``[campaign]``, kept for templates that list it).
     """
+    from sparkreport.secrets import scrub_credentials
+    from sparkreport.site.run_files import published_env
+
     environments: dict[tuple[str, str], dict[str, Any]] = {}
     for record in records:
         key = (record.campaign, record.environment.name)
         env = environments.setdefault(key, {"campaign": record.campaign, "name": record.environment.name,
-                                            "kinds": [], "details": {}, "campaigns": [record.campaign]})
+                                            "kinds": [], "details": {}, "campaigns": [record.campaign],
+                                            "variables": {}})
         if record.environment.kind not in env["kinds"]:
             env["kinds"].append(record.environment.kind)
         for detail, value in record.environment.details.items():
+            if str(detail) in UNPUBLISHED_DETAILS or isinstance(value, dict | list):
+                continue  # records (environment, argv, cgroup paths), not descriptions: never on a page
+            value = scrub_credentials(value) if isinstance(value, str) else value
             known = env["details"].setdefault(str(detail), [])
             if value not in known:
                 known.append(value)
-    return [environments[key] for key in sorted(environments)]
+        for name, value in published_env(record.environment.details).items():
+            values = env["variables"].setdefault(name, [])
+            if value not in values:
+                values.append(value)
+    out = [environments[key] for key in sorted(environments)]
+    # Only the variables that tell a campaign's environments apart (one the same in all of them
+    # says nothing about the comparison, and a campaign of one environment compares nothing).
+    for campaign in {env["campaign"] for env in out}:
+        group = [env for env in out if env["campaign"] == campaign]
+        for name in {n for env in group for n in env["variables"]}:
+            if len(group) < 2 or len({tuple(env["variables"].get(name, ())) for env in group}) == 1:
+                for env in group:
+                    env["variables"].pop(name, None)
+    for env in out:
+        env["variables"] = dict(sorted(env["variables"].items()))
+    return out
+
+
+#: Environment details that are records rather than descriptions (the environment, argv, cgroup
+#: paths, cache measurements): kept in run.json, never printed on a page.
+UNPUBLISHED_DETAILS = ("env_vars", "env_vars_unrecorded", "env_allowlist", "commands", "argv", "cgroup", "cache")
 
 
 #: Above this many source files, the Methodology page lists them per campaign and format.
@@ -225,17 +424,25 @@ class QualityPage(Page):
     template = "quality.md"
     folder = "quality"
     order = 40
+    banner = False
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
         return {
-            "findings": [{"severity": f.severity, "code": f.code, "message": f.message,
+            # the assumption a finding rests on is stated once, under "What the physical checks assume"
+            "findings": [{"severity": f.severity, "code": f.code,
+                          "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
                           "runs": f.runs, "assumes": f.assumes} for f in site.findings],  # check() sorted them
             "assumption_groups": site.assumption_groups,
             "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
             if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),
         }
+
+
+def without_assumption(message: str) -> str:
+    """A finding's message without its trailing "— assumes …" (said once elsewhere on the page)."""
+    return message.partition(" — assumes ")[0]
 
 
 @register
@@ -245,9 +452,10 @@ class DownloadsPage(Page):
     template = "downloads.md"
     folder = "downloads"
     order = 60
+    banner = False
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        from sparkreport.dataset import export
+        from sparkreport.dataset import csv_safe, export
         from sparkreport.store import sha256_file
 
         folder = out / self.folder
@@ -265,9 +473,66 @@ class DownloadsPage(Page):
                           "size": path.stat().st_size, "sha256": sha256_file(path)})
         if not site.dataset.summaries.empty:
             path = folder / "published-summaries.csv"
-            site.dataset.summaries.to_csv(path, index=False)
+            csv_safe(site.dataset.summaries).to_csv(path, index=False)
             files.append({"name": path.name, "format": "CSV",
                           "what": "published figures: one row per arm and metric (n, mean, sd)",
                           "rows": len(site.dataset.summaries), "size": path.stat().st_size,
                           "sha256": sha256_file(path)})
         return {"files": files}
+
+
+@register
+class CampaignPage(Page):
+    """One page per campaign: its question, design, result and caveats."""
+
+    name = "campaigns"
+    title = "Campaigns"
+    template = "campaign.md"
+    folder = "campaigns"
+    order = 5
+
+    def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
+        from sparkreport.render.report import campaigns, cgroup_observation, effect_rows, forest_chart, grouped_findings
+
+        effects = effect_rows(site)
+        groups = grouped_findings(site)
+        docs = []
+        for campaign in campaigns(site):
+            doc = PageDoc(campaign.path, campaign.name, self.template)
+            rows = [e for e in effects if e["campaign"] == campaign.name]
+            doc.scope = [(campaign.name, m) for m in
+                         {key[1] for key in site.arm_runs() if key[0] == campaign.name}]
+            doc.context = {
+                "campaign": campaign, "answer": answer(site, campaign.levels, rows),
+                "table": summary_table(site, rows, HomePage.EFFECT_BUDGET),
+                "groups": [g for g in groups if g["campaign"] == campaign.name],
+                "observation": cgroup_observation(site, campaign.name),
+                "margin": site.config.analysis.equivalence_margin,
+            }
+            doc.charts = self.campaign_charts(site, campaign.name, rows)
+            chart = forest_chart([e for e in rows if e["primary"]] or rows, name="effects",
+                                 title=f"{campaign.name}: every effect with its CI",
+                                 confidence=site.config.analysis.confidence)
+            if chart is not None:
+                doc.charts.insert(0, chart)
+            docs.append(doc)
+        return docs
+
+    @staticmethod
+    def campaign_charts(site: SiteData, campaign: str, effects: list[dict[str, Any]]) -> list[ChartSpec]:
+        """A cross-model chart per primary metric: every arm's mean and CI, models side by side."""
+        from sparkreport.charts import means_chart
+        from sparkreport.render.report import primary_metrics
+        from sparkreport.schema import slug
+
+        stats = site.stats[site.stats["campaign"] == campaign]
+        out = []
+        for metric in primary_metrics(site, stats["metric"]):
+            arms = stats[stats["metric"] == metric]
+            arms = arms.assign(environment=arms["model_name"].astype(str) + " · " + arms["environment"].astype(str))
+            chart = means_chart(arms, metric, name=f"{slug(metric)}-by-model",
+                                title=f"{metric_label(metric)} across models",
+                                confidence=site.config.analysis.confidence)
+            if chart is not None:
+                out.append(chart)
+        return out

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from sparkreport.analysis import Finding
+    from sparkreport.analysis.design import Fact
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
 
@@ -49,6 +50,10 @@ class SiteData:
     inclusion_rule: str
     provenance: Provenance
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Quantities that did not vary (SD 0 in every arm): stated, never tested (analysis.design).
+    facts: list[Fact] = field(default_factory=list)
+    #: The testing-family rule (primary metrics, Holm per campaign, exact families) in words.
+    family_rule: str = ""
     _arm_runs: dict[tuple[str, str, str], list[str]] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -115,6 +120,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     import pandas as pd
 
     from sparkreport.analysis import arm_stats, check, compare, included_runs, inclusion_rule_text
+    from sparkreport.analysis.design import constant_facts, family_rule_text
     from sparkreport.errors import DataError
 
     opts = config.analysis
@@ -137,4 +143,5 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
         dataset=dataset, config=config, runs_dir=runs_dir, stats=stats, comparisons=comparisons,
         findings=check(dataset, opts), runs=included_runs(dataset, opts),
         inclusion_rule=inclusion_rule_text(opts), provenance=provenance, extra=extra,
+        facts=constant_facts(dataset, opts, config.factor), family_rule=family_rule_text(opts),
     )

@@ -61,6 +61,8 @@ class RenderResult:
     svg_count: int = 0
     #: Files of the docs folder written or removed by this render (equal bytes are left alone).
     changed_files: int = 0
+    #: One-line notes for the user (a draft post left out), printed by the CLI.
+    notices: list[str] = field(default_factory=list)
 
     @property
     def chart_count(self) -> int:
@@ -92,8 +94,10 @@ def render(options: RenderOptions) -> RenderResult:
     the path, never a traceback. One render or build at a time writes into a docs folder's
     parent (:mod:`sparkreport.lock`); a second one stops at once with a BuildError.
     """
+    from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
 
+    check_writable(docs_dir_for(options), "--docs-dir")  # before the lock, which creates its parent
     try:
         with output_lock(docs_dir_for(options).parent):
             return _render(options)
@@ -106,6 +110,7 @@ def render(options: RenderOptions) -> RenderResult:
 def _render(options: RenderOptions) -> RenderResult:
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
+    from sparkreport.early import check_selector_campaigns, store_campaigns
     from sparkreport.render.context import build_site_data
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pages import registered_pages
@@ -122,6 +127,12 @@ def _render(options: RenderOptions) -> RenderResult:
     runs_dir = _under(root, options.runs_dir).resolve()
     docs_dir = docs_dir_for(options)
     cache_dir = docs_dir.parent / CACHE_DIR
+    # Milliseconds before seconds: the diffs' campaigns in the store (the docs folder: in render()).
+    # An empty store is told below ("no runs to render"), which says more.
+    if store_campaigns(runs_dir):
+        check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
+                                            for i, named in enumerate(config.diffs)
+                                            for side, text in (("a", named.a), ("b", named.b))])
     dataset = load_dataset(runs_dir, cache_dir=cache_dir)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
@@ -162,8 +173,10 @@ def _render(options: RenderOptions) -> RenderResult:
         if docs:
             nav.append(page.nav(docs))
     footer = env.get_template("_footer.md")
+    notices: list[str] = []
     posts = render_posts(site, docs_dir, root / "docs", written, footer=lambda: footer.render(
-        site=site, provenance=site.provenance, title=site.config.title, ci_label=site.confidence_label))
+        site=site, provenance=site.provenance, title=site.config.title, ci_label=site.confidence_label),
+        notices=notices)
     if not static:  # only the charts posts show as images
         wanted = {docs_dir / svg_path(name) for post in posts for name in post.charts}
         svg_jobs = [(path, spec) for path, spec in svg_jobs if path in wanted]
@@ -172,7 +185,7 @@ def _render(options: RenderOptions) -> RenderResult:
     shutil.rmtree(docs_dir)
     return RenderResult(project_root=root, docs_dir=final_docs_dir, config=config, pages=written, nav=nav,
                         handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
-                        svg_count=len(svg_jobs), changed_files=changed)
+                        svg_count=len(svg_jobs), changed_files=changed, notices=notices)
 
 
 def svg_path(chart_key: str) -> str:
@@ -269,8 +282,10 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     import jinja2
 
     from sparkreport.charts import to_svg
+    from sparkreport.render.report import errors_in
 
     context = {
+        "banner_errors": errors_in(site, doc.scope) if doc.banner else [],
         "site": site, "page": doc, "provenance": site.provenance, "title": site.config.title,
         "ci_label": site.confidence_label, "href": doc.href, "charts": doc.charts, **doc.context,
     }

@@ -37,6 +37,7 @@ class DiffPage(Page):
         for named in site.config.diffs:
             doc = PageDoc(f"{self.folder}/{folders[named.name]}/index.md", named.title or named.name, self.template)
             doc.context, doc.charts = diff_context(site, named)
+            doc.scope = diff_scope(site, named)
             docs.append(doc)
         return docs
 
@@ -124,3 +125,14 @@ def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
     chart = (bars + points + one).properties(width=PANEL_WIDTH)
     return _finish(chart, f"{metric}-ratio", f"{metric_label(metric)}: ratio b/a",
                    f"The ratio of means b/a of {metric_label(metric)} per cell with its Fieller CI.", len(data))
+
+
+def diff_scope(site: SiteData, named: NamedDiff) -> list[tuple[str, str]] | None:
+    """The (campaign, model) pairs a diff's sides select by campaign; None when a side names none."""
+    campaigns = set()
+    for side in (named.a, named.b):
+        found = [part.split("=", 1)[1].strip() for part in side.split(",") if part.strip().startswith("campaign=")]
+        if not found:
+            return None
+        campaigns.update(found)
+    return [key[:2] for key in site.arm_runs() if key[0] in campaigns]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 BUDGET_METRICS = ("memory_total_gib", "pre_kv_memory_gib", "peak_memory_gib", "memory_available_gib",
                   "kv_cache_gib", "kv_cache_fraction")
-#: The two memory figures the page shows side by side (never in one column).
+#: The metrics whose arms the page reports on (its warning banner's scope).
 MEMORY_METRICS = ("pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib")
 
 
@@ -53,7 +53,12 @@ def scatter_points(site: SiteData) -> pd.DataFrame:
 
 
 def budget_rows(site: SiteData) -> list[dict[str, Any]]:
-    """Per arm: pool → memory before the KV cache → free → KV cache at the recorded fraction, and what was observed."""
+    """Per arm: pool → memory before the KV cache → free → KV cache at the recorded fraction.
+
+    Memory before the KV cache is ``pre_kv_memory_gib`` where the source reports it (trtllm-bench,
+    TensorRT-LLM's log), else the peak in use less the KV cache (``peak_memory_gib`` includes it):
+    a budget never stacks the peak and the KV cache.
+    """
     stats = site.stats[site.stats["metric"].isin(BUDGET_METRICS)]
     if stats.empty:
         return []
@@ -63,39 +68,43 @@ def budget_rows(site: SiteData) -> list[dict[str, Any]]:
     names = stats.groupby(["campaign", "model", "environment"])["model_name"].first()
     pools: dict[tuple[str, str, str], float] = {}
     fractions: dict[tuple[str, str, str], float] = {}
+    unified: dict[tuple[str, str, str], bool] = {}
     for record in site.dataset.records:
         key = (record.campaign, record.model.name, record.environment.name)
         if record.hardware.memory_pool_gib is not None:
             pools.setdefault(key, record.hardware.memory_pool_gib)
         if record.workload.kv_cache_fraction is not None:
             fractions.setdefault(key, record.workload.kv_cache_fraction)
+        unified.setdefault(key, bool(record.hardware.unified_memory))
     out = []
     for index, row in means.iterrows():
         key = (str(index[0]), str(index[1]), str(index[2]))  # type: ignore[index]
         values = {m: plain(row.get(m)) for m in BUDGET_METRICS}
         kv = values["kv_cache_gib"]
-        before = values["pre_kv_memory_gib"]
-        before_derived = before is None and values["peak_memory_gib"] is not None and kv is not None
-        if before_derived:
-            before = values["peak_memory_gib"] - kv
-        if before is None:
+        pre_kv = values["pre_kv_memory_gib"]
+        peak = values["peak_memory_gib"]
+        pre_kv_derived = pre_kv is None and peak is not None and kv is not None
+        if pre_kv_derived and peak is not None and kv is not None:
+            pre_kv = peak - kv
+        if pre_kv is None:
             continue
         pool = values["memory_total_gib"] or pools.get(key)
         free = values["memory_available_gib"]
         free_computed = free is None and pool is not None
         if free_computed and pool is not None:
-            free = pool - before
+            free = pool - pre_kv
         fraction = values["kv_cache_fraction"] or fractions.get(key)
         expected = fraction * free if fraction is not None and free is not None else None
         out.append({
             "campaign": key[0], "model": key[1], "model_name": names[key], "environment": key[2],
-            "published": sources[key] == "published", "pool": pool,
-            # "peak" is memory in use before the KV cache (the bar the budget starts from); the
-            # peak with the KV cache, when recorded, is "peak_with_kv".
-            "peak": before, "pre_kv": before, "pre_kv_derived": before_derived,
-            "peak_with_kv": values["peak_memory_gib"], "free": free,
-            "free_computed": free_computed, "fraction": fraction, "expected_kv": expected, "kv": kv,
-            "kv_share": kv / free if kv is not None and free else None,
+            "published": sources[key] == "published", "pool": pool, "pre_kv": pre_kv,
+            # memory in use before the KV cache (recorded, else peak − KV cache: pre_kv_derived) is
+            # what the budget starts from; "peak" is the peak with the KV cache, when recorded.
+            "pre_kv_derived": pre_kv_derived, "peak": peak,
+            "free": free, "free_computed": free_computed, "fraction": fraction, "expected_kv": expected,
+            "kv": kv, "kv_share": kv / free if kv is not None and free else None,
+            "unified": unified.get(key, False),
+            "over_pool": pool is not None and pre_kv + (kv or 0.0) > pool * 1.001,
         })
     return out
 
@@ -103,13 +112,16 @@ def budget_rows(site: SiteData) -> list[dict[str, Any]]:
 @register
 class MemoryPage(Page):
     name = "memory"
-    title = "Unified memory"
+    title = "Memory"
     template = "memory.md"
     folder = "memory"
     order = 20
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.dataset import frame_rows as rows
+
+        memory = site.stats[site.stats["metric"].isin(MEMORY_METRICS)]
+        doc.scope = sorted(set(zip(memory["campaign"].astype(str), memory["model"].astype(str), strict=True)))
 
         pairs = site.stats[site.stats["metric"].isin(MEMORY_METRICS)]
         wide = []
@@ -121,10 +133,15 @@ class MemoryPage(Page):
                              "source": group["source"].iloc[0],
                              "pre_kv": by_metric.get("pre_kv_memory_gib"),
                              "peak": by_metric.get("peak_memory_gib"), "kv": by_metric.get("kv_cache_gib")})
-        pools = sorted({r.hardware.memory_pool_gib for r in site.dataset.records
-                        if r.hardware.memory_pool_gib is not None})
-        return {"arms": wide, "budget": budget_rows(site), "pools": pools,
-                "unified": any(r.hardware.unified_memory for r in site.dataset.records),
+        from sparkreport.render.report import campaigns, cgroup_observation
+
+        budget = budget_rows(site)
+        known = campaigns(site)
+        unified = [c for c in known if c.unified]
+        discrete = [c for c in known if c.unified is False]
+        observations = [text for text in (cgroup_observation(site, c.name) for c in discrete) if text]
+        return {"arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
+                "observations": observations, "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
                 "identity": identity_fits(site), "ledger": ledger_summary(site)}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
@@ -167,33 +184,35 @@ def ledger_summary(site: SiteData) -> dict[str, Any]:
 
 
 def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
-    """The memory budget as stacked bars per arm: in use before the KV cache (weights + runtime) →
-    KV cache → left free."""
+    """The memory budget as stacked bars per arm: memory before the KV cache → KV cache → left
+    free. The bar is the pool: a KV cache that would pass it is cut at the pool (and said so)."""
     import altair as alt
 
     from sparkreport.charts import PANEL_WIDTH, _finish
 
+    parts = ("before the KV cache", "KV cache", "left free")
     data = []
     for b in budget:
-        if b["pool"] is None or b["peak"] is None:
+        if b["pool"] is None or b["pre_kv"] is None:
             continue
         arm = f"{b['model_name']} · {b['environment']}"
-        kv = b["kv"] or 0.0
-        rest = max(b["pool"] - b["peak"] - kv, 0.0)
-        for order, (part, value) in enumerate((("in use before KV cache", b["peak"]), ("KV cache", kv),
-                                               ("left free", rest))):
+        pre_kv = min(b["pre_kv"], b["pool"])
+        kv = min(b["kv"] or 0.0, b["pool"] - pre_kv)
+        rest = max(b["pool"] - pre_kv - kv, 0.0)
+        for order, (part, value) in enumerate(zip(parts, (pre_kv, kv, rest), strict=True)):
             data.append({"arm": arm, "campaign": b["campaign"], "part": part, "gib": round(value, 3),
                          "order": order})
     if not data:
         return None
     chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
-        y=alt.Y("arm:N", title=None, sort=None),
-        x=alt.X("sum(gib):Q", title="GiB of the memory pool", stack="zero"),
-        color=alt.Color("part:N", title="budget", sort=["in use before KV cache", "KV cache", "left free"]),
+        y=alt.Y("arm:N", title=None, sort=None, axis=alt.Axis(labelLimit=360)),
+        x=alt.X("sum(gib):Q", title="GiB of the memory pool (the whole bar)", stack="zero"),
+        color=alt.Color("part:N", title="budget", sort=list(parts), legend=alt.Legend(orient="bottom")),
         order=alt.Order("order:Q"),
-        row=alt.Row("campaign:N", title=None),
+        row=alt.Row("campaign:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left",
+                                                                labelLimit=400)),
         tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("part:N"), alt.Tooltip("gib:Q", format=".2f", title="GiB")],
-    ).properties(width=PANEL_WIDTH + 80).resolve_scale(y="independent")
-    description = ("The memory pool of each arm split into the memory in use before the KV cache, the KV cache "
-                   "and what is left free (means).")
+    ).properties(width=PANEL_WIDTH).resolve_scale(y="independent")
+    description = ("The memory pool of each arm split into the memory in use before the KV cache, the KV "
+                   "cache and what is left free (means); each bar is exactly the pool.")
     return _finish(chart, "memory-budget", "Memory budget per arm", description, rows=len(data))

@@ -31,6 +31,11 @@ class PageDoc:
     template: str
     context: dict[str, Any] = field(default_factory=dict)
     charts: list[ChartSpec] = field(default_factory=list)
+    #: The (campaign, model) pairs the page reports on: the warning banner counts only the
+    #: error findings that concern them. None: the whole site (the home page).
+    scope: list[tuple[str, str]] | None = None
+    #: False for pages whose numbers no finding can change (Methodology, Runs, Downloads).
+    banner: bool = True
 
     @property
     def folder(self) -> str:
@@ -55,6 +60,8 @@ class Page:
     folder: ClassVar[str] = ""
     #: Position in the nav (lower first).
     order: ClassVar[int] = 100
+    #: Whether the page shows the warning banner of the error findings that concern it.
+    banner: ClassVar[bool] = True
 
     @property
     def path(self) -> str:
@@ -63,7 +70,7 @@ class Page:
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         """The documents this page writes; ``out`` is the docs dir (for files it ships)."""
-        doc = PageDoc(self.path, self.title, self.template)
+        doc = PageDoc(self.path, self.title, self.template, banner=self.banner)
         doc.context = self.context(site, doc, out)
         doc.charts = self.charts(site, doc)
         return [doc]

@@ -260,6 +260,8 @@ class Resolver:
         self._compared: dict[tuple[str, str], pd.DataFrame] = {}
         self._chart_count = 0
         self.used_charts: list[str] = []
+        #: Warnings a compare() sentence of this post already gave in full (said once per post).
+        self._warned: set[str] = set()
 
     def __call__(self, binding: Binding) -> str:
         import inspect
@@ -360,6 +362,10 @@ class Resolver:
                                "candidate= to pick one")
         row = {str(k): v for k, v in rows.iloc[0].to_dict().items()}
         flagged = errors_for(row, self.site.findings, self._runs_behind(row, factor))
+        codes = ", ".join(dict.fromkeys(f.code for f in flagged))
+        if flagged and codes in self._warned:  # the full warning is on this post already
+            return md_escape(f"{claim_sentence(row)} ⚠ ({codes}, as above)")
+        self._warned.add(codes)
         return md_escape(claim_sentence(row, flagged))
 
     def _comparisons(self, factor: str, baseline: str) -> pd.DataFrame:
@@ -472,8 +478,16 @@ class Resolver:
         if not found:
             codes = sorted({f"{f.severity} {f.code}" for f in self.site.findings})
             raise BindingError(f"no finding matches — findings: {', '.join(codes) or 'none'}")
-        return _markdown_table(["severity", "check", "finding"],
-                               [[f.severity, md_escape(f.code), md_escape(f.message)] for f in found])
+        from sparkreport.render.builtin import without_assumption
+
+        basis = {id(f): "; ".join(f.assumes) for f in found}
+        assumed = list(dict.fromkeys(b for b in basis.values() if b))
+        table = _markdown_table(["severity", "check", "finding"],
+                                [[f.severity, md_escape(f.code), md_escape(without_assumption(f.message))
+                                  + (f" ({'†' * (assumed.index(basis[id(f)]) + 1)})" if basis[id(f)] else "")]
+                                 for f in found])
+        notes = "".join(f"\n\n{'†' * (i + 1)} assumes {md_escape(a)}" for i, a in enumerate(assumed))
+        return table + notes
 
 
 def _select(frame: pd.DataFrame, filters: dict[str, str], what: str) -> pd.DataFrame:
@@ -553,18 +567,34 @@ def shown_path(path: Path) -> str:
     return path.as_posix() if relative.startswith("..") else Path(relative).as_posix()
 
 
+def is_draft(text: str) -> bool:
+    """Whether a post's front matter says ``draft: true`` (Material's blog plugin's own key)."""
+    spans = protected_spans(text)
+    front = text[:spans[0][1]] if spans and spans[0][0] == 0 and text.startswith("---") else ""
+    return re.search(r"^draft:\s*(true|yes)\s*$", front, re.MULTILINE | re.IGNORECASE) is not None
+
+
 def render_posts(site: SiteData, docs_dir: Path, source_docs: Path, pages: Iterable[PageDoc],
-                 footer: Callable[[], str] | None = None) -> list[PostDoc]:
+                 footer: Callable[[], str] | None = None, notices: list[str] | None = None) -> list[PostDoc]:
     """Fill in the bindings of every post copied into ``docs_dir``; returns the posts written.
 
     ``source_docs`` is the project's hand-written ``docs/`` (for error messages); ``footer``
-    returns the provenance footer appended to each post.
+    returns the provenance footer appended to each post. A draft (``draft: true``, such as the
+    example post ``sparkreport init`` writes) is not published: it is left out of the build and
+    ``notices`` gets one line saying so, so a draft whose bindings no longer match the data
+    never stops a build.
     """
     pages = list(pages)
     written = []
     for path in post_files(docs_dir):
         relative = path.relative_to(docs_dir).as_posix()
         text = path.read_text(encoding="utf-8")
+        if is_draft(text):
+            path.unlink()
+            if notices is not None:
+                notices.append(f"{shown_path(source_docs / relative)}: a draft (draft: true), not published — "
+                               "edit it, then remove that line to publish it")
+            continue
         resolver = Resolver(site, pages, relative)
         filled, count = fill(text, resolver, shown_path(source_docs / relative))
         if footer is not None:

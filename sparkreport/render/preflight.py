@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.names import shown_values
-from sparkreport.render.posts import ARM_FILTERS, POSTS_DIR, Binding, BindingError, Resolver, fill, shown_path
+from sparkreport.render.posts import (ARM_FILTERS, POSTS_DIR, Binding, BindingError, Resolver, fill, is_draft,
+                                      shown_path)
 
 if TYPE_CHECKING:
     from sparkreport.config import ProjectConfig
@@ -91,6 +92,8 @@ def check_posts(dataset: Dataset, config: ProjectConfig, source_docs: Path) -> N
         if any(part.startswith(".") for part in path.relative_to(folder).parts):
             continue
         text = path.read_text(encoding="utf-8")
+        if is_draft(text):
+            continue  # a draft is left out of the site, its bindings unchecked (render_posts)
         fill(text, _Checker(dataset, config), shown_path(path))
 
 

@@ -42,6 +42,7 @@ class ResultsPage(Page):
         for model, model_name in models:
             doc = PageDoc(f"{self.folder}/{folders[model]}/index.md", model_name, self.template)
             doc.context, doc.charts = self.model_context(site, model, model_name)
+            doc.scope = [(campaign, model) for campaign in doc.context["campaigns"]]
             docs.append(doc)
         overview = PageDoc(self.path, "Overview", self.overview_template)
         overview.context = {"models": [self.overview_row(site, doc) for doc in docs]}
@@ -67,12 +68,16 @@ class ResultsPage(Page):
                     if not site.comparisons.empty else site.comparisons)
         runs = site.runs[site.runs["model"] == model].copy()
         charts: list[ChartSpec] = []
-        sections = []
+        sections: list[dict[str, Any]] = []
         if not stats.empty:
             stats["arm"] = arm_labels(stats)
         if not runs.empty:
             runs["environment"] = arm_labels(runs)
-        for metric in metric_order(stats["metric"]):
+        from sparkreport.render.builtin import answer
+        from sparkreport.render.report import effect_rows
+
+        primary = [m for m in site.config.primary_metrics if m in set(stats["metric"])]
+        for metric in primary + [m for m in metric_order(stats["metric"]) if m not in primary]:
             arms = stats[stats["metric"] == metric]
             label = metric_label(metric)
             section_charts = self.metric_charts(site, runs, arms, metric, label) if site.config.charted(metric) else []
@@ -83,10 +88,20 @@ class ResultsPage(Page):
                 "metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
                 "arms": rows(arms), "comparisons": comparisons, "charts": section_charts,
                 "published": bool((arms["source"] == "published").any()),
+                "primary": metric in primary,
             })
+        effects = effect_rows(site, compared) if not compared.empty else []
+        by_effect = {(e["campaign"], e["metric"], e["candidate"]): e for e in effects}
+        for section in sections:
+            for c in section["comparisons"]:
+                c["effect"] = by_effect.get((c["campaign"], section["metric"], c["candidate"]))
+        answers = []
+        for campaign in sorted({str(e["campaign"]) for e in effects}):
+            rows_ = [e for e in effects if e["campaign"] == campaign]
+            answers.append({"campaign": campaign, "lines": answer(site, [], rows_)})
         context = {
             "charted": [metric_label(m) for m in metric_order(stats["metric"]) if site.config.charted(m)],
-            "model": model, "model_name": model_name, "sections": sections,
+            "model": model, "model_name": model_name, "sections": sections, "answers": answers,
             "campaigns": sorted(set(stats["campaign"].astype(str))) if not stats.empty else [],
             "n_runs": len(runs), "n_included": int(runs["included"].astype(bool).sum()) if len(runs) else 0,
         }
@@ -96,12 +111,14 @@ class ResultsPage(Page):
     def metric_charts(site: SiteData, runs: pd.DataFrame, arms: pd.DataFrame, metric: str,
                       label: str) -> list[ChartSpec]:
         """Every run per arm, and the arm means with their CIs."""
-        from sparkreport.charts import means_chart, per_run_chart
+        from sparkreport.charts import per_run_chart
 
         charts = []
         if not runs.empty:
             charts.append(per_run_chart(runs, metric, name=f"{slug(metric)}-runs", title=f"{label}: every run"))
-        charts.append(means_chart(
-            arms.assign(environment=arms["arm"]), metric, name=f"{slug(metric)}-means",
-            title=f"{label}: mean and {site.confidence_label} CI", confidence=site.config.analysis.confidence))
+        from sparkreport.render.report import means_with_band
+
+        if not runs.empty or arms["ci_low"].notna().any():  # bare means without an interval: the table says it
+            charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
+                                          title=f"{label}: mean and {site.confidence_label} CI"))
         return [chart for chart in charts if chart is not None]

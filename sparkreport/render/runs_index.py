@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sparkreport.dataset import plain
-from sparkreport.names import unique_slugs
+from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
+from sparkreport.names import shown, unique_slugs
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 from sparkreport.site.run_files import published_name, write_manifest
@@ -48,10 +49,11 @@ class RunsPage(Page):
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         campaigns = sorted({r.campaign for r in site.dataset.records})
-        # The files themselves are copied into the site after MkDocs' build (site/run_files.py).
-        write_manifest(out, {f"{self.folder}/{self.files_dir}/{c}": site.runs_dir / c for c in campaigns})
         entries = self.entries(site, site.runs_dir)
-        index = PageDoc(self.path, self.title, self.template)
+        # The files themselves are copied into the site after MkDocs' build (site/run_files.py).
+        published = {(f"{self.folder}/{f['path']}", f["store_path"]) for e in entries for f in e["files"]}
+        write_manifest(out, site.runs_dir, sorted(published))
+        index = PageDoc(self.path, self.title, self.template, banner=False)
         if len(site.dataset.records) <= PAGE_SIZE:
             index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
                              "groups": None, **self.limits()}
@@ -69,7 +71,7 @@ class RunsPage(Page):
             paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(pages))]
             for k, chunk in enumerate(pages):
                 title = f"{model_name} · {environment}" + (f" ({k + 1}/{len(pages)})" if len(pages) > 1 else "")
-                doc = PageDoc(paths[k], title, self.group_template)
+                doc = PageDoc(paths[k], title, self.group_template, banner=False)
                 doc.context = {
                     "campaign": campaign, "model_name": model_name, "environment": environment,
                     "entries": [dict(e, files=[dict(f, href=doc.href(f"{self.folder}/{f['href']}"))
@@ -114,11 +116,13 @@ class RunsPage(Page):
                 "model_name": record.model.display_name or record.model.name,
                 "environment": record.environment.name, "iteration": record.iteration,
                 "ok": record.status.ok, "exit_code": record.status.exit_code,
+                "guard": _guard_label(record),
                 "included": plain(included.get(record.run_id)),
                 "reason": plain(reasons.get(record.run_id)),
-                "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir),
+                "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir,
+                                   tables=record.provenance.tables),
                 "samples": "samples" in record.provenance.tables,
-                "run_path": run_path, "chart": None, "samples_href": None,
+                "run_path": shown(run_path), "chart": None, "samples_href": None,
             })
         return out
 
@@ -183,23 +187,55 @@ def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
     return _finish(chart, name, title, description, rows=len(data))
 
 
-def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str) -> list[dict[str, str]]:
-    """Links (relative to the Runs page) to a run's run.json and raw files, as published."""
-    folder = runs_dir / run_path
-    try:
-        sizes = {e.name: e.stat().st_size for e in os.scandir(folder) if e.is_file() and not e.name.startswith(".")}
-    except OSError:
-        sizes = {}
-    names = sorted(sizes, key=lambda n: (n != "run.json", n))
-    shared = [r for r in raw_files if r.startswith("../")]
-    out = []
-    for name in names:
-        published = published_name(name, sizes[name])
-        out.append({"name": published, "source": name, "href": quote(f"{prefix}/{run_path}/{published}")})
-    for name in shared:
-        resolved = posixpath.normpath(posixpath.join(run_path, name))
-        if (runs_dir / resolved).is_file():
-            published = published_name(resolved, (runs_dir / resolved).stat().st_size)
-            out.append({"name": posixpath.basename(published), "source": posixpath.basename(name),
-                        "href": quote(f"{prefix}/{published}")})
+def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str,
+              tables: list[str] | None = None) -> list[dict[str, str]]:
+    """A run's published files: run.json, then the raw files and tables its record lists.
+
+    Only regular files reached without a symbolic link are published (a link inside the store
+    is not followed; one that leaves the store fails the build, naming it). Each entry: ``name``
+    (as published), ``source`` (the name in the store, shown on the page), ``path`` (site path
+    under the Runs folder), ``store_path`` (relative to the run store) and ``href`` (relative
+    to the Runs page).
+    """
+    from sparkreport.site.run_files import inside_store
+
+    root = str(runs_dir)
+    folder = os.path.join(root, run_path)
+    check_link(runs_dir, Path(folder))
+    listed = ["run.json", *raw_files, *(f"{t}.csv" for t in tables or [])]
+    out: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for name in listed:
+        store_path = posixpath.normpath(posixpath.join(run_path, name))
+        if store_path in seen or store_path.startswith("../"):
+            continue
+        seen.add(store_path)
+        candidate = Path(root) / store_path
+        if candidate.is_symlink():
+            check_link(runs_dir, candidate)
+        if not inside_store(root, store_path):
+            continue
+        published = published_name(store_path, candidate.stat().st_size)
+        # A folder name that is not UTF-8: shown with \xNN escapes, linked by its bytes (quote() of bytes).
+        out.append({"name": shown(posixpath.basename(published)), "source": shown(posixpath.basename(name)),
+                    "path": f"{prefix}/{published}", "store_path": store_path,
+                    "href": quote(os.fsencode(f"{prefix}/{published}"))})
     return out
+
+
+def check_link(runs_dir: Path, path: Path) -> None:
+    """Refuse a symbolic link in the run store that leaves it (one line naming it)."""
+    from sparkreport.errors import DataError
+
+    if not path.is_symlink():
+        return
+    target = path.resolve()
+    if not target.is_relative_to(runs_dir.resolve()):
+        raise DataError(f"{path}: is a symbolic link to {target}, outside the run store {runs_dir} — "
+                        "replace the link by the file itself, or remove it")
+
+
+def _guard_label(record: RunRecord) -> str | None:
+    """"stopped by the memory floor" / "stalled" for a run a guard of the executor stopped."""
+    event = guard_event_of(record)
+    return None if event is None else GUARD_NAMES.get(str(event.get("kind")), "stopped by the guard")

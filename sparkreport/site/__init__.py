@@ -31,13 +31,24 @@ class BuildResult:
 def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool = True) -> BuildResult:
     """Render the pages, write the MkDocs config and build the site into ``site_dir``.
 
+    MkDocs builds into a temporary folder beside ``site_dir``; the runs' files are copied
+    there and everything is scanned for credential shapes (:mod:`sparkreport.site.scan`);
+    only then does the new site replace the old one (:mod:`sparkreport.site.publish`). A
+    failure or an interrupt leaves the previous site as it was.
+
     A build whose inputs (run store, config, templates, docs, package) are unchanged since the
     last successful one keeps that site and returns at once (:mod:`sparkreport.site.incremental`).
     """
+    from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
+    from sparkreport.render.core import docs_dir_for, resolve_root
     from sparkreport.site import incremental
 
     cache_dir = incremental.cache_dir_for(options)
+    # Before the lock (which creates the build folder) and the render (seconds): every output.
+    target = site_dir or DEFAULT_SITE_DIR
+    check_writable(target if target.is_absolute() else resolve_root(options) / target, "--site-dir")
+    check_writable(docs_dir_for(options), "--docs-dir")
     with output_lock(cache_dir.parent):
         return _build(options, site_dir, strict, cache_dir)
 
@@ -46,8 +57,9 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     from sparkreport.cache import HashMemo
     from sparkreport.render import render
     from sparkreport.render.core import resolve_root
-    from sparkreport.site import incremental
+    from sparkreport.site import incremental, publish
     from sparkreport.site.mkdocs_site import build_site, write_config
+    from sparkreport.site.scan import check_site
 
     target = site_dir or DEFAULT_SITE_DIR
     if not target.is_absolute():
@@ -63,7 +75,10 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
     result = render(options)
     config_file = write_config(result, target)
-    warnings = build_site(config_file, strict=strict)
+    with publish.staged(target) as staging:
+        warnings = build_site(config_file, strict=strict, site_dir=staging)
+        check_site(staging, label=str(target))
+        publish.swap(staging, target)
     incremental.save_state(cache_dir, key, target, config_file, result, warnings)
     return BuildResult(site_dir=target, config_file=config_file, render=result, warnings=warnings)
 

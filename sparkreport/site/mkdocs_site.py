@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from sparkreport.errors import BuildError
-from sparkreport.site import blog_feed, run_files
+from sparkreport.site import blog_feed, run_files, titles
 from sparkreport.site.assets import javascript_paths, stylesheet_paths
 
 if TYPE_CHECKING:
@@ -134,9 +134,11 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
     project_hooks = project["hooks"] if isinstance(project.get("hooks"), list) else []
     config["hooks"] = [_absolute(result.project_root, h) for h in project_hooks]
     config["hooks"].append(str(Path(run_files.__file__).resolve()))  # publishes the runs' files after the build
+    config["hooks"].append(str(Path(titles.__file__).resolve()))  # page titles inert in <title> and the header
     if result.posts:  # Material's blog plugin lists the posts; our hook writes blog/feed.xml
         config["plugins"] = blog_plugins(project.get("plugins"))
         config["hooks"] = [*config.get("hooks", []), str(Path(blog_feed.__file__).resolve())]
+    config["markdown_extensions"] = markdown_extensions(project.get("markdown_extensions"))
     config["extra_css"] = _merged(project.get("extra_css"), stylesheet_paths())
     config["extra_javascript"] = _merged(project.get("extra_javascript"), javascript_paths())
     config["nav"] = site_nav(result, project)
@@ -160,6 +162,26 @@ def blog_plugins(parent: Any) -> list[Any]:
     if not names & {"blog", "material/blog"}:
         items.append("blog")
     return items
+
+
+#: What the generated pages use: warning boxes (admonition) and folded sections (details).
+#: MkDocs' INHERIT replaces lists, so the project's extensions are kept and these appended.
+PAGE_EXTENSIONS = ("admonition", "pymdownx.details", "pymdownx.superfences")
+#: MkDocs' defaults when a project lists none.
+DEFAULT_EXTENSIONS = ("toc", "tables", "fenced_code")
+
+
+def markdown_extensions(parent: Any) -> list[Any]:
+    """The project's markdown_extensions (MkDocs' defaults when it lists none) plus the ones the
+    generated pages need."""
+    if isinstance(parent, dict):
+        items: list[Any] = [{name: options} if options else name for name, options in parent.items()]
+    elif isinstance(parent, list):
+        items = list(parent)
+    else:
+        items = list(DEFAULT_EXTENSIONS)
+    names = {item if isinstance(item, str) else next(iter(item), None) for item in items}
+    return items + [name for name in PAGE_EXTENSIONS if name not in names]
 
 
 def _merged(parent: Any, ours: list[str]) -> list[Any]:
@@ -192,10 +214,11 @@ def _mkdocs_logs() -> Iterator[_Collect]:
         logger.propagate = saved
 
 
-def build_site(config_file: Path, *, strict: bool = True) -> list[str]:
+def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None = None) -> list[str]:
     """Run ``mkdocs build`` on a generated config; returns MkDocs' warnings.
 
-    With ``strict``, any warning fails the build (BuildError naming the first one).
+    With ``strict``, any warning fails the build (BuildError naming the first one). ``site_dir``
+    overrides the config's (``sparkreport build`` builds into a temporary folder, then swaps).
     """
     from mkdocs import exceptions as mkdocs_errors
     from mkdocs.commands.build import build
@@ -203,7 +226,8 @@ def build_site(config_file: Path, *, strict: bool = True) -> list[str]:
 
     with _mkdocs_logs() as logs:
         try:
-            config = load_config(config_file=str(config_file), strict=strict)
+            overrides = {"site_dir": str(site_dir)} if site_dir is not None else {}
+            config = load_config(config_file=str(config_file), strict=strict, **overrides)
             build(config)
         except (mkdocs_errors.MkDocsException, OSError) as exc:
             first = f" — first warning: {logs.messages[0]}" if logs.messages else ""

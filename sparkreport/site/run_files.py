@@ -1,12 +1,21 @@
-"""An MkDocs hook that publishes every run's files (run.json, raw logs, tables) after the build.
+"""An MkDocs hook that publishes the runs' files (run.json, raw logs, tables) after the build.
 
 The Runs pages link each run's files under ``runs/files/<campaign>/…``. Handing 30 000 files of
 a 10 000-run store to MkDocs as static files cost more than the pages themselves (a File object,
-a modification check and a copy each); ``render`` instead writes a manifest (site folder → run
-store campaign folder) into the docs folder, and this hook copies the folders into the site once
-the pages are built. Files are copied, never linked: the site must not share files with
-``runs/``, the source of truth. Page-like names get ``.txt`` (:func:`published_name`) so the
-files are served verbatim; files over 256 KiB are published gzip-compressed (``.gz``).
+a modification check and a copy each); ``render`` instead writes a manifest (every published
+file: site path ← run-store path) into the docs folder, and this hook copies them into the site
+once the pages are built. Files are copied, never linked: the site must not share files with
+``runs/``, the source of truth.
+
+What is published, and how:
+
+* only the files a run's ``run.json`` lists (``provenance.raw_files`` and ``tables``) and
+  run.json itself — never a file reached through a symbolic link (:func:`inside_store`);
+* run.json as a filtered copy: its environment variables down to the allowlist
+  (:func:`published_env`), whatever an old record holds;
+* raw files as inert text: a name whose suffix is not in :data:`SAFE_SUFFIXES` gets ``.txt``
+  (``evil.html`` → ``evil.html.txt``), so that no browser runs or renders it as a document;
+  files over :data:`COMPRESS_ABOVE` are published gzip-compressed (``.gz``).
 """
 
 from __future__ import annotations
@@ -15,14 +24,17 @@ import gzip
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 #: In the docs folder (a dot-file: MkDocs leaves it out of the site).
 MANIFEST = ".sparkreport-run-files.json"
-#: Raw files with these suffixes get ``.txt`` appended when published.
-PAGE_SUFFIXES = (".md", ".markdown", ".mdown", ".mkdn", ".mkd")
+#: Raw files keep their name only with these suffixes (served as plain data, never executed
+#: or rendered as a page); every other name gets ``.txt`` appended. ``.gz`` of these keeps it.
+SAFE_SUFFIXES = (".log", ".txt", ".json", ".csv", ".jsonl", ".yaml", ".yml")
+RUN_FILE = "run.json"
 
 
 #: Files larger than this are published gzip-compressed (``samples.csv`` → ``samples.csv.gz``):
@@ -32,15 +44,51 @@ COMPRESS_ABOVE = 256 * 1024
 
 
 def published_name(relative: str, size: int = 0) -> str:
-    """The name a raw file of ``size`` bytes is published under: ``notes.md`` → ``notes.md.txt``
-    (served verbatim, not rendered), a file over :data:`COMPRESS_ABOVE` gets ``.gz``."""
-    name = relative + ".txt" if relative.lower().endswith(PAGE_SUFFIXES) else relative
-    return name + ".gz" if size > COMPRESS_ABOVE else name
+    """The name a raw file of ``size`` bytes is published under: ``notes.md`` → ``notes.md.txt``,
+    ``evil.html`` → ``evil.html.txt``, ``page.svg.gz`` → ``page.svg.txt.gz``; a file over
+    :data:`COMPRESS_ABOVE` that is not gzip already gets ``.gz``."""
+    packed = relative.lower().endswith(".gz")
+    base = relative[:-3] if packed else relative
+    if not base.lower().endswith(SAFE_SUFFIXES):
+        base += ".txt"
+    return base + ".gz" if packed or size > COMPRESS_ABOVE else base
+
+
+def published_env(details: Mapping[str, Any]) -> dict[str, str]:
+    """The environment variables of a run that may be published: ``details["env_vars"]`` down
+    to the allowlist (plus the run's own ``env_allowlist``), values scrubbed of credential
+    shapes. The one filter every page, download and published run.json goes through."""
+    from sparkreport.execute.envcapture import allowed_env, pattern_error
+
+    env_vars = details.get("env_vars")
+    if not isinstance(env_vars, Mapping):
+        return {}
+    extra = details.get("env_allowlist")
+    patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] if isinstance(extra, list) else []
+    return allowed_env({str(k): str(v) for k, v in env_vars.items()}, patterns)
+
+
+def inside_store(runs_dir: str, relative: str) -> bool:
+    """True when ``runs_dir/relative`` is a regular file reached without a symbolic link (and
+    without ``..`` leaving the store)."""
+    parts = [p for p in relative.split("/") if p and p != "."]
+    if not parts or ".." in parts:
+        normal = os.path.normpath(relative)
+        if normal.startswith(("..", "/")):
+            return False
+        parts = normal.split(os.sep)
+    path = runs_dir
+    for part in parts:
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            return False
+    return os.path.isfile(path)
 
 
 def publish_file(source: str, target: Path, size: int) -> None:
-    """Copy ``source`` to ``target``, gzip-compressed (reproducibly: no name, mtime 0) when large."""
-    if size <= COMPRESS_ABOVE:
+    """Copy ``source`` to ``target``, gzip-compressed (reproducibly: no name, mtime 0) when its
+    published name says so (large, and not gzip already)."""
+    if target.suffix != ".gz" or source.endswith(".gz"):
         shutil.copyfile(source, target)
         return
     with open(source, "rb") as raw, open(target, "wb") as out, \
@@ -48,29 +96,53 @@ def publish_file(source: str, target: Path, size: int) -> None:
         shutil.copyfileobj(raw, packed, 1 << 20)
 
 
-def write_manifest(docs_dir: Path, folders: dict[str, Path]) -> None:
-    """Record which run-store folders the site publishes where (site-relative → absolute)."""
-    data = {target: str(source.resolve()) for target, source in sorted(folders.items())}
-    (docs_dir / MANIFEST).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+def publish_run_json(source: str, target: Path, size: int) -> None:
+    """A run.json as published: its environment variables down to :func:`published_env`."""
+    with open(source, encoding="utf-8") as handle:
+        data = json.load(handle)
+    details = (data.get("environment") or {}).get("details") if isinstance(data, dict) else None
+    if isinstance(details, dict) and "env_vars" in details:
+        details["env_vars"] = published_env(details)
+    text = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    if target.suffix == ".gz":
+        target.write_bytes(gzip.compress(text, compresslevel=6, mtime=0))
+    else:
+        target.write_bytes(text)
 
 
-def copy_folder(source: Path, target: Path) -> int:
-    """Copy a folder's files (dot-files and dot-folders skipped) under published names; returns
-    the number of files. The copies run on a few threads: on a busy disk a file costs more in
-    system calls than in bytes."""
-    jobs: list[tuple[str, Path, int]] = []
-    for folder, dirnames, filenames in os.walk(source):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        relative_folder = Path(folder).relative_to(source)
-        names = sorted(n for n in filenames if not n.startswith("."))
-        if names:
-            (target / relative_folder).mkdir(parents=True, exist_ok=True)
-        for name in names:
-            path = os.path.join(folder, name)
-            size = os.path.getsize(path)
-            jobs.append((path, target / published_name((relative_folder / name).as_posix(), size), size))
+def write_manifest(docs_dir: Path, runs_dir: Path, files: list[tuple[str, str]]) -> None:
+    """Record the files the site publishes: (site path, path relative to the run store)."""
+    data = {"runs_dir": str(runs_dir.resolve()), "files": sorted(files)}
+    (docs_dir / MANIFEST).write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
+
+
+def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
+    """Copy the manifest's files into ``site`` (run.json filtered, large files compressed);
+    a file reached through a symbolic link is skipped. Returns the number of files copied.
+    The copies run on a few threads: on a busy disk a file costs more in system calls than in
+    bytes."""
+    root = str(runs_dir)
+    jobs: list[tuple[str, Path, int, bool]] = []
+    made: set[Path] = set()
+    for target, source in files:
+        if not inside_store(root, source):
+            continue
+        path = os.path.join(root, source)
+        destination = site / target
+        if destination.parent not in made:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            made.add(destination.parent)
+        jobs.append((path, destination, os.path.getsize(path), os.path.basename(source) == RUN_FILE))
+
+    def run(job: tuple[str, Path, int, bool]) -> None:
+        source, destination, size, is_record = job
+        if is_record:
+            publish_run_json(source, destination, size)
+        else:
+            publish_file(source, destination, size)
+
     with ThreadPoolExecutor(max_workers=4) as pool:  # copies and zlib release the GIL
-        for _ in pool.map(lambda job: publish_file(*job), jobs):
+        for _ in pool.map(run, jobs):
             pass
     return len(jobs)
 
@@ -79,7 +151,5 @@ def on_post_build(config: Any, **_kwargs: Any) -> None:
     manifest = Path(config["docs_dir"]) / MANIFEST
     if not manifest.is_file():
         return
-    site = Path(config["site_dir"])
-    for target, source in json.loads(manifest.read_text(encoding="utf-8")).items():
-        if Path(source).is_dir():
-            copy_folder(Path(source), site / target)
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    copy_files(Path(data["runs_dir"]), Path(config["site_dir"]), [(t, s) for t, s in data["files"]])

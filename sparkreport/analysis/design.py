@@ -1,0 +1,292 @@
+"""How the runs were made, as the comparisons use it.
+
+- **Facts, not tests**: a metric with no run-to-run variance in either arm (SD 0: the KV cache
+  sized by a configured fraction, a configured batch size) is stated as a fact and never tested.
+- **The testing family**: metrics that are exact functions of one another
+  (:data:`sparkreport.metrics.METRIC_FAMILIES`) are tested once; Holm's adjustment runs over
+  ONE campaign's comparisons of its primary metrics (``analysis.primary_metrics``), and
+  separately over its secondary metrics — never over the whole store, so adding an unrelated
+  campaign changes no verdict.
+- **Blocks**: where the plan ran in randomized blocks (``label.block``), each block's
+  candidate − baseline difference is a pair, and a paired t-test over the blocks is the test.
+- **Strata**: ``compare --by LABEL`` compares within each level of a label (cold / warm cache).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.analysis import statistics as st
+from sparkreport.analysis.arms import arm_rows, float_matrix, included_runs, reported
+from sparkreport.config import AnalysisOptions
+from sparkreport.dataset import Dataset
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+BLOCK_LABEL = "label.block"
+
+
+def primary_metrics(opts: AnalysisOptions) -> tuple[str, ...]:
+    """The metrics each campaign's question is about (``analysis.primary_metrics``)."""
+    return tuple(opts.primary_metrics or metric_catalog.DEFAULT_PRIMARY_METRICS)
+
+
+def family_representatives(metrics: list[str] | tuple[str, ...]) -> tuple[list[str], dict[str, list[str]]]:
+    """``metrics`` with one member per declared family (the first listed), and what each kept
+    member stands for: ``{kept: [members left out]}``."""
+    kept: list[str] = []
+    stands_for: dict[str, list[str]] = {}
+    first_of: dict[str, str] = {}
+    for metric in metrics:
+        family = metric_catalog.family_of(metric)
+        if family is None:
+            kept.append(metric)
+        elif family not in first_of:
+            first_of[family] = metric
+            kept.append(metric)
+        else:
+            stands_for.setdefault(first_of[family], []).append(metric)
+    return kept, stands_for
+
+
+def family_rule_text(opts: AnalysisOptions) -> str:
+    """The testing-family rule in two sentences, for the Methodology page and ``--help``."""
+    tested, stands_for = family_representatives(opts.tested_metrics)
+    collapsed = "; ".join(f"{k} stands for {', '.join(v)}" for k, v in stands_for.items())
+    return (
+        f"Primary metric(s): {', '.join(primary_metrics(opts))} (analysis.primary_metrics). Holm's "
+        "adjustment runs over one campaign's comparisons of its primary metrics (every model, every "
+        "candidate, every stratum), and separately over its secondary metrics; other campaigns in the "
+        "store never enter a campaign's family. Metrics that are exact functions of one another at a "
+        f"fixed workload are tested once ({collapsed or 'none collapsed'}); metrics with no run-to-run "
+        "variance in either arm are stated as facts and not tested."
+    )
+
+
+# --------------------------------------------------------------------------- facts
+
+
+@dataclass
+class Fact:
+    """A quantity that did not vary: stated, never tested."""
+
+    campaign: str
+    model: str
+    metric: str
+    values: dict[str, float]  # factor level → the value every run of that level had
+    n: int
+    sentence: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"campaign": self.campaign, "model": self.model, "metric": self.metric,
+                "values": self.values, "n": self.n, "sentence": self.sentence}
+
+
+def _fmt(metric: str, value: float) -> str:
+    entry = metric_catalog.lookup(metric)
+    digits = entry.digits if entry is not None else 2
+    unit = metric_catalog.unit_of(metric)
+    return f"{value:,.{digits}f}" + (f" {unit}" if unit else "")
+
+
+def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str = "environment",
+                   metrics: list[str] | None = None) -> list[Fact]:
+    """Per campaign × model × metric: the metrics with SD 0 in every level of ``factor``
+    (at least two runs each), as sentences ("the KV cache was 111.8 GiB in every run: sized by
+    the configured fraction 0.9")."""
+    opts = opts or AnalysisOptions()
+    runs = included_runs(ds, opts)
+    runs = runs[runs["included"]]
+    if runs.empty or factor not in runs.columns:
+        return []
+    wanted = [m for m in (metrics or opts.tested_metrics) if m in runs.columns]
+    values = float_matrix(runs, wanted)
+    fraction = float_matrix(runs, ["kv_cache_fraction"]) if "kv_cache_fraction" in runs.columns else None
+    facts: list[Fact] = []
+    for (campaign, model), positions in arm_rows(runs, ["campaign", "model"]):
+        levels = runs[factor].to_numpy(dtype=object)[positions]
+        for j, metric in enumerate(wanted):
+            per_level: dict[str, float] = {}
+            constant = True
+            for level in sorted({str(x) for x in levels}):
+                sample = reported(values[positions[levels.astype(str) == level], j])
+                if sample.size < 2 or float(sample.max()) != float(sample.min()):
+                    constant = False
+                    break
+                per_level[level] = float(sample[0])
+            if not constant or not per_level:
+                continue
+            entry = metric_catalog.lookup(metric)
+            label = entry.label if entry is not None else metric
+            n = len(positions)
+            distinct = set(per_level.values())
+            if len(distinct) == 1:
+                sentence = f"{label} was {_fmt(metric, next(iter(distinct)))} in every run ({n} runs)"
+            else:
+                parts = [f"{_fmt(metric, v)} in every {level} run" for level, v in per_level.items()]
+                sentence = f"{label} was " + " and ".join(parts) + " (no run-to-run variance: a fixed difference)"
+            if metric == "kv_cache_gib" and fraction is not None:
+                fr = reported(fraction[positions, 0])
+                if fr.size and float(fr.min()) == float(fr.max()):
+                    sentence += f": sized by the configured fraction {float(fr[0]):g}"
+            facts.append(Fact(str(campaign), str(model), metric, per_level, n,
+                              f"{campaign}/{model}: {sentence}; stated, not tested"))
+    return facts
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+def blocked_tests(ds: Dataset, opts: AnalysisOptions, factor: str, baseline: str,
+                  metrics: list[str]) -> dict[tuple[str, str, str, str], tuple[float, int]]:
+    """(campaign, model, candidate, metric) → (paired-t p over blocks, number of blocks).
+
+    Only for campaigns whose runs carry ``label.block`` with several blocks in which both
+    arms ran; a block's value for an arm is the mean of that arm's runs in the block.
+    """
+    runs = included_runs(ds, opts)
+    runs = runs[runs["included"]]
+    out: dict[tuple[str, str, str, str], tuple[float, int]] = {}
+    if BLOCK_LABEL not in runs.columns or factor not in runs.columns or runs.empty:
+        return out
+    runs = runs[runs[BLOCK_LABEL].notna()]
+    present = [m for m in metrics if m in runs.columns]
+    values = float_matrix(runs, present)
+    blocks = runs[BLOCK_LABEL].astype(str).to_numpy(dtype=object)
+    levels = runs[factor].astype(str).to_numpy(dtype=object)
+    for (campaign, model), positions in arm_rows(runs, ["campaign", "model"]):
+        block_ids = sorted(set(blocks[positions]))
+        if len(block_ids) < 2:
+            continue
+        for candidate in sorted(set(levels[positions]) - {baseline}):
+            for j, metric in enumerate(present):
+                diffs = []
+                for block in block_ids:
+                    in_block = positions[blocks[positions] == block]
+                    base = reported(values[in_block[levels[in_block] == baseline], j])
+                    cand = reported(values[in_block[levels[in_block] == candidate], j])
+                    if base.size and cand.size:
+                        diffs.append(float(cand.mean() - base.mean()))
+                if len(diffs) >= 2:
+                    out[(str(campaign), str(model), candidate, metric)] = (paired_p(diffs), len(diffs))
+    return out
+
+
+def paired_p(diffs: list[float]) -> float:
+    """Two-sided one-sample t-test of the block differences against 0 (NaN when all equal)."""
+    from scipy import stats as sps
+
+    x = np.asarray(diffs, dtype=float)
+    if x.size < 2 or float(x.std(ddof=1)) == 0.0:
+        return st.NAN
+    return float(sps.ttest_1samp(x, 0.0).pvalue)
+
+
+def apply_design(frame: pd.DataFrame, ds: Dataset, opts: AnalysisOptions, factor: str,
+                 baseline: str) -> pd.DataFrame:
+    """Add the blocked test (``p_blocked``, ``design``), then Holm per campaign family."""
+    if frame.empty:
+        return frame
+    blocked = blocked_tests(ds, opts, factor, baseline, sorted(set(frame["metric"])))
+    p_blocked, design = [], []
+    for row in frame.to_dict(orient="records"):
+        found = blocked.get((str(row["campaign"]), str(row["model"]), str(row["candidate"]), str(row["metric"])))
+        if found is not None and math.isfinite(found[0]):
+            p_blocked.append(found[0])
+            design.append(f"blocked: paired t over {found[1]} plan blocks")
+        else:
+            p_blocked.append(st.NAN)
+            design.append("independent: Welch t")
+    frame["p_blocked"] = p_blocked
+    frame["design"] = design
+    return holm_by_family(frame, opts)
+
+
+def holm_by_family(frame: pd.DataFrame, opts: AnalysisOptions) -> pd.DataFrame:
+    """``p_holm`` and ``family`` per campaign × (primary | secondary); the p-value adjusted is
+    the blocked one where the plan has blocks, else Welch's."""
+    if frame.empty:
+        return frame
+    primary = set(primary_metrics(opts))
+    p = [float(b) if math.isfinite(float(b)) else float(w)
+         for b, w in zip(frame["p_blocked"], frame["p_welch"], strict=True)]
+    roles = ["primary" if m in primary else "secondary" for m in frame["metric"]]
+    keys = [f"{c} · {r}" for c, r in zip(frame["campaign"], roles, strict=True)]
+    adjusted = [st.NAN] * len(p)
+    sizes: dict[str, int] = {}
+    for key in dict.fromkeys(keys):
+        index = [i for i, k in enumerate(keys) if k == key]
+        sizes[key] = sum(1 for i in index if math.isfinite(p[i]))
+        for i, q in zip(index, st.holm([p[i] for i in index]), strict=True):
+            adjusted[i] = q
+    frame["p_holm"] = adjusted
+    frame["family"] = [f"{k} ({sizes[k]} tests)" for k in keys]
+    return frame
+
+
+def likely_cause(util_means: list[float], util_sd_across: float, clock_cv: float | None,
+                 window_s: float | None) -> str | None:
+    """The likely cause of a noisy arm from how its runs were measured, or None."""
+    causes = []
+    if util_means:
+        mean_util = sum(util_means) / len(util_means)
+        if mean_util < 85.0:
+            causes.append(f"the GPU was only {mean_util:.0f}% busy on average (host-bound: kernel launches)")
+        if util_sd_across > 5.0:
+            causes.append(f"GPU utilisation varied from run to run (SD {util_sd_across:.1f} points)")
+    if clock_cv is not None and clock_cv > 0.02:
+        causes.append(f"SM clocks changed between runs (CV {clock_cv:.1%}: power or thermal limits)")
+    if window_s is not None and window_s < 2.0:
+        causes.append(f"the measured window was short ({window_s:.2f} s)")
+    return "; ".join(causes) or None
+
+
+def interference_flags(runs: pd.DataFrame) -> dict[str, str]:
+    """run_id → why its measurement may be disturbed (another GPU process, a cooldown that gave up)."""
+    out: dict[str, str] = {}
+    for run_id, warnings in zip(runs["run_id"], runs["warnings"], strict=True):
+        text = "" if warnings is None or (isinstance(warnings, float) and math.isnan(warnings)) else str(warnings)
+        reasons = [w.strip() for w in text.split(";") if w.strip().startswith(("another process", "cooldown gave up"))]
+        if reasons:
+            out[str(run_id)] = "; ".join(reasons)
+    return out
+
+
+def compare_by(ds: Dataset, label: str, factor: str = "environment", baseline: str = "native",
+               opts: AnalysisOptions | None = None, metrics: list[str] | None = None) -> pd.DataFrame:
+    """``compare`` within each level of ``label`` (a stratum column), Holm per campaign family."""
+    import pandas as pd
+
+    from sparkreport.analysis.compare import compare
+    from sparkreport.errors import DataError
+
+    opts = opts or AnalysisOptions()
+    column = label if label.startswith("label.") or label in ds.runs.columns else f"label.{label}"
+    if column not in ds.runs.columns:
+        labels = ", ".join(c.removeprefix("label.") for c in ds.label_columns) or "none"
+        raise DataError(f"no label {label!r} to stratify by — the runs have: {labels}")
+    frames = []
+    for level in sorted({str(v) for v in ds.runs[column].dropna()}):
+        sub = replace(ds, runs=ds.runs[ds.runs[column].astype(str) == level].reset_index(drop=True),
+                      summaries=ds.summaries.iloc[0:0])
+        frame = compare(sub, factor, baseline, opts, metrics)
+        if not frame.empty:
+            frame["stratum"] = f"{column.removeprefix('label.')}={level}"
+            frames.append(frame)
+    if not frames:
+        return compare(replace(ds, runs=ds.runs.iloc[0:0], summaries=ds.summaries.iloc[0:0]), factor, baseline,
+                       opts, metrics)
+    out = pd.concat(frames, ignore_index=True)
+    out = holm_by_family(out, opts)
+    from sparkreport.analysis.compare import _verdict
+
+    out["verdict"] = [_verdict(r, opts) for r in out.to_dict(orient="records")]
+    order = ["campaign", "model", "metric", "candidate", "stratum"]
+    return out.sort_values(order, kind="stable").reset_index(drop=True)
+

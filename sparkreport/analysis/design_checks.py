@@ -1,0 +1,295 @@
+"""Checks on how the runs were made: time, blocks, labels, hardware, sensors, interference.
+
+Registered beside the data-quality checks (:mod:`sparkreport.analysis.checks`); each finding
+names the campaign/model/environment (the arm) it concerns and the numbers it used.
+
+- ``drift``: an arm's primary metric trends over run order (Mann–Kendall: Kendall's τ of the
+  value against start order), with the Theil–Sen slope in % of the arm's mean per run;
+- (arms run in contiguous stretches, confounded with time: ``covariate-order`` in
+  :mod:`sparkreport.analysis.physics`);
+- ``warmup-outlier``: the first run of a block (a plan block, or the first after a pause)
+  far from the rest of its arm;
+- ``pooled-label``: an arm pools runs that differ in a recorded label (cache, block, any
+  ``--label``) or engine version, and that label's effect within the arm is significant;
+- ``hardware-change``: one campaign's runs on several GPUs (UUID), drivers or host kernels;
+- ``sensor-constant``: a sensor reading with SD 0 across a campaign's runs — probably not measured;
+- ``interference``: runs during which another process held the GPU, or after the cooldown gave up.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.analysis.arms import ARM_KEYS, arm_rows, float_matrix, reported
+from sparkreport.analysis.checks import Finding, register_check
+from sparkreport.analysis.design import interference_flags, primary_metrics
+from sparkreport.config import AnalysisOptions
+from sparkreport.dataset import Dataset
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Sensor readings that cannot be the same in every run unless they were not read.
+SENSOR_METRICS = ("start_temp_c", "end_temp_c", "gpu_util_mean_pct", "sm_clock_mean_mhz", "gpu_power_mean_w")
+#: Labels that identify a run or the plan, not a condition.
+_IDENTITY_LABELS = {"label.plan_index", "label.plan_seed", "label.plan_order"}
+MIN_DRIFT_RUNS = 5
+WARMUP_ROBUST_Z = 3.5
+PAUSE_FACTOR = 5.0
+
+
+def _arm(key: tuple[object, ...]) -> str:
+    return "/".join(str(x) for x in key)
+
+
+def _ordered(runs: pd.DataFrame) -> pd.DataFrame:
+    """Used runs in start order (runs without a start time are left out)."""
+    import pandas as pd
+
+    used = runs[runs["included"] & runs["started_at"].notna()].copy()
+    used["_t"] = pd.to_datetime(used["started_at"], utc=True, errors="coerce")
+    used = used[used["_t"].notna()]
+    return used.sort_values(["_t", "run_id"], kind="stable")
+
+
+def _label(metric: str) -> str:
+    entry = metric_catalog.lookup(metric)
+    return entry.label.lower() if entry is not None else metric
+
+
+def _present(runs: pd.DataFrame, metrics: tuple[str, ...] | list[str]) -> list[str]:
+    return [m for m in metrics if m in runs.columns and runs[m].notna().any()]
+
+
+@register_check("drift")
+def _drift(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    from scipy import stats as sps
+
+    findings: list[Finding] = []
+    used = _ordered(runs)
+    metrics = _present(used, primary_metrics(opts))
+    if not metrics or used.empty:
+        return findings
+    values = float_matrix(used, metrics)
+    run_ids = used["run_id"].to_numpy(dtype=object)
+    for arm, positions in arm_rows(used, ARM_KEYS):
+        for j, metric in enumerate(metrics):
+            column = values[positions, j]
+            keep = ~np.isnan(column)
+            y = column[keep]
+            if y.size < MIN_DRIFT_RUNS or float(y.max()) == float(y.min()):
+                continue
+            order = np.arange(y.size, dtype=float)
+            tau, p = sps.kendalltau(order, y)
+            if not (math.isfinite(p) and p < opts.alpha):
+                continue
+            slope = float(sps.theilslopes(y, order).slope)
+            pct = 100.0 * slope / abs(float(y.mean()))
+            findings.append(Finding(
+                "warning", "drift",
+                f"{_arm(arm)}: {_label(metric)} drifts {pct:+.2f}% per run over {y.size} runs in start order "
+                f"(Mann–Kendall τ = {tau:.2f}, p = {p:.3g}; first {y[0]:,.1f}, last {y[-1]:,.1f}) — runs are "
+                "not exchangeable; interleave arms (randomized blocks) and look for what changed",
+                sorted(run_ids[positions[keep]].tolist()),
+                {"slope_pct_per_run": round(pct, 4), "tau": round(float(tau), 4), "p": float(p), "n": int(y.size)},
+            ))
+    return findings
+
+
+def _block_starts(used: pd.DataFrame) -> dict[str, str]:
+    """run_id → why it starts a block: the campaign's first run, a new plan block, or a pause."""
+    starts: dict[str, str] = {}
+    for _, positions in arm_rows(used, ["campaign"]):
+        group = used.iloc[positions]
+        times = group["_t"].to_numpy()
+        gaps = np.diff(times).astype("timedelta64[ms]").astype(float) / 1000.0
+        typical = float(np.median(gaps)) if gaps.size else 0.0
+        blocks = group["label.block"].astype(str).to_numpy() if "label.block" in group.columns else None
+        ids = group["run_id"].to_numpy(dtype=object)
+        starts[str(ids[0])] = "the campaign's first run"
+        for i in range(1, len(ids)):
+            if blocks is not None and blocks[i] != blocks[i - 1] and blocks[i] not in ("<NA>", "None", "nan"):
+                starts[str(ids[i])] = f"the first run of plan block {blocks[i]}"
+            elif typical > 0 and gaps[i - 1] > PAUSE_FACTOR * typical:
+                starts[str(ids[i])] = f"the first run after a {gaps[i - 1] / 60:.0f}-minute pause"
+    return starts
+
+
+@register_check("warmup-outlier")
+def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    findings: list[Finding] = []
+    used = _ordered(runs)
+    metrics = _present(used, primary_metrics(opts))
+    if not metrics or used.empty:
+        return findings
+    starts = _block_starts(used)
+    values = float_matrix(used, metrics)
+    run_ids = used["run_id"].to_numpy(dtype=object)
+    # A run is compared with the runs of its arm under the same recorded condition (cache, …):
+    # a cold-cache run that starts every block is not a warm-up outlier among warm ones.
+    conditions = [c for c in _design_labels(used) if c != "label.block"]
+    condition = (used[conditions].astype(str).agg("|".join, axis=1).to_numpy(dtype=object) if conditions
+                 else np.full(len(used), "", dtype=object))
+    for arm, positions in arm_rows(used, ARM_KEYS):
+        for j, metric in enumerate(metrics):
+            column = values[positions, j]
+            for k, position in enumerate(positions):
+                why = starts.get(str(run_ids[position]))
+                if why is None or math.isnan(column[k]):
+                    continue
+                same = condition[positions] == condition[position]
+                same[k] = False
+                others = reported(column[same])
+                if others.size < 4:
+                    continue
+                median = float(np.median(others))
+                mad = 1.4826 * float(np.median(np.abs(others - median)))
+                if mad == 0 or median == 0:
+                    continue
+                z = (float(column[k]) - median) / mad
+                dev = 100.0 * (float(column[k]) - median) / abs(median)
+                # Far from its peers (robust z) and by more than the noise threshold (in %).
+                if abs(z) > WARMUP_ROBUST_Z and abs(dev) > 100.0 * opts.cv_threshold:
+                    findings.append(Finding(
+                        "warning", "warmup-outlier",
+                        f"{_arm(arm)}: {run_ids[position]} ({why}) has {_label(metric)} {column[k]:,.1f}, "
+                        f"{dev:+.1f}% from the arm's median {median:,.1f} (robust z {z:+.1f}) — a warm-up "
+                        "effect? add a warm-up run per block or leave it out",
+                        [str(run_ids[position])], {"robust_z": round(z, 3), "deviation_pct": round(dev, 3)},
+                    ))
+    return findings
+
+
+def _design_labels(used: pd.DataFrame) -> list[str]:
+    return [c for c in used.columns if c.startswith("label.") and c not in _IDENTITY_LABELS]
+
+
+#: Recorded run fields that, like a label, split an arm into conditions (`compare --by` takes them).
+_POOLED_FIELDS = ("engine_version",)
+
+
+@register_check("pooled-label")
+def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    from scipy import stats as sps
+
+    findings: list[Finding] = []
+    used = runs[runs["included"]]
+    metrics = _present(used, primary_metrics(opts))
+    if not metrics or used.empty:
+        return findings
+    values = float_matrix(used, metrics)
+    run_ids = used["run_id"].to_numpy(dtype=object)
+    for column in [*_design_labels(used), *(c for c in _POOLED_FIELDS if c in used.columns)]:
+        labels = used[column].astype(object).to_numpy()
+        for arm, positions in arm_rows(used, ARM_KEYS):
+            arm_labels = labels[positions]
+            levels = sorted({str(v) for v in arm_labels if v is not None and str(v) not in ("<NA>", "nan")})
+            if len(levels) < 2:
+                continue
+            for j, metric in enumerate(metrics):
+                groups = [reported(values[positions[arm_labels.astype(str) == level], j]) for level in levels]
+                if any(g.size < 2 for g in groups) or all(float(g.std()) == 0 for g in groups):
+                    continue
+                p = float(sps.f_oneway(*groups).pvalue)
+                if not (math.isfinite(p) and p < opts.alpha):
+                    continue
+                name = column.removeprefix("label.")
+                means = ", ".join(f"{level}: {g.mean():,.1f}" for level, g in zip(levels, groups, strict=True))
+                findings.append(Finding(
+                    "warning", "pooled-label",
+                    f"{_arm(arm)}: pools runs that differ in {'label ' if column.startswith('label.') else ''}"
+                    f"{name!r} and it matters for "
+                    f"{_label(metric)} ({means}; one-way ANOVA p = {p:.3g}) — compare within strata "
+                    f"(`sparkreport compare --by {name}`, or analysis.stratify_by: {name})",
+                    sorted(run_ids[positions].tolist()), {"p": p, "levels": len(levels)},
+                ))
+    return findings
+
+
+_HARDWARE = (("gpu_uuid", "GPUs"), ("gpu_name", "GPU models"), ("driver", "drivers"), ("host_kernel", "host kernels"))
+
+
+@register_check("hardware-change")
+def _hardware(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    findings: list[Finding] = []
+    used = _ordered(runs)
+    for (campaign,), positions in arm_rows(used, ["campaign"]):
+        group = used.iloc[positions]
+        for column, what in _HARDWARE:
+            if column not in group.columns:
+                continue
+            present = group[group[column].notna()]
+            distinct = list(dict.fromkeys(str(v) for v in present[column]))
+            if len(distinct) < 2:
+                continue
+            parts = []
+            for value in distinct:
+                rows = present[present[column].astype(str) == value]
+                parts.append(f"{value} ({len(rows)} runs, {rows['_t'].min():%Y-%m-%d %H:%M}–"
+                             f"{rows['_t'].max():%H:%M} UTC)")
+            findings.append(Finding(
+                "warning", "hardware-change",
+                f"{campaign}: runs on {len(distinct)} {what} — {'; '.join(parts)} — arms are comparable only "
+                "if each ran on each, interleaved; compare within one (`--by` a label) or re-run",
+                sorted(group["run_id"].tolist()), {"distinct": len(distinct)},
+            ))
+    return findings
+
+
+@register_check("sensor-constant")
+def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """A sensor reading with SD 0 over a whole campaign (≥ 3 runs), else over an arm (≥ 5 runs)."""
+    findings: list[Finding] = []
+    used = runs[runs["included"]]
+    metrics = _present(used, SENSOR_METRICS)
+    if not metrics:
+        return findings
+    values = float_matrix(used, metrics)
+    run_ids = used["run_id"].to_numpy(dtype=object)
+
+    def flag(where: str, metric: str, sample: np.ndarray, positions: np.ndarray) -> None:
+        unit = metric_catalog.unit_of(metric)
+        findings.append(Finding(
+            "warning", "sensor-constant",
+            f"{where}: {metric} is {sample[0]:g}{' ' + unit if unit else ''} in all {sample.size} runs (SD 0) — "
+            "probably not measured (a default, a placeholder, or the threshold a gate waited for), not a reading",
+            sorted(run_ids[positions].tolist()), {"value": float(sample[0]), "n": int(sample.size)},
+        ))
+
+    def constant(sample: np.ndarray, minimum: int) -> bool:
+        return sample.size >= minimum and float(sample.max()) == float(sample.min())
+
+    for (campaign,), positions in arm_rows(used, ["campaign"]):
+        for j, metric in enumerate(metrics):
+            sample = reported(values[positions, j])
+            if constant(sample, 3):
+                flag(str(campaign), metric, sample, positions)
+                continue
+            for arm, arm_positions in arm_rows(used.iloc[positions], ARM_KEYS):
+                arm_sample = reported(values[positions[arm_positions], j])
+                if constant(arm_sample, 5):
+                    flag(_arm(arm), metric, arm_sample, positions[arm_positions])
+    return findings
+
+
+@register_check("interference")
+def _interference(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    findings: list[Finding] = []
+    flags = interference_flags(runs)
+    if not flags:
+        return findings
+    state = ("excluded from the statistics (analysis.exclude_interference: true)" if opts.exclude_interference
+             else "kept (set analysis.exclude_interference: true to leave them out)")
+    flagged = runs[runs["run_id"].astype(str).isin(flags)]
+    for arm, positions in arm_rows(flagged, ARM_KEYS):
+        ids = sorted(str(r) for r in flagged["run_id"].to_numpy(dtype=object)[positions])
+        detail = "; ".join(f"{run_id}: {flags[run_id]}" for run_id in ids)
+        findings.append(Finding(
+            "warning", "interference",
+            f"{_arm(arm)}: {len(ids)} run(s) measured under interference — {detail}; {state}", ids,
+        ))
+    return findings

@@ -1,0 +1,260 @@
+"""Results across software versions: the value of each metric per version, and its change points.
+
+A *version* is a label (``--label version=…``; the key is ``history.by`` in sparkreport.yml) or
+a recorded software field (``engine_version`` — alias ``trtllm``, ``vllm``, ``torch`` for that
+engine's runs —, ``cuda``, ``driver``, ``image``, ``image_digest``). Versions are ordered by
+PEP 440 when every value parses as one, else naturally (``1.9`` before ``1.10``) when every
+value starts with a digit (or ``v``), else by the date of their first run.
+
+Series are (campaign, model, environment, metric); the change points of each come from
+:func:`sparkreport.analysis.changepoints.find_steps`, and each is reported between the two
+versions around it with the ratio of their means and its Fieller CI (the numbers of
+``sparkreport diff`` between those two versions; no CI when either is a single run).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sparkreport import metrics as metric_catalog
+from sparkreport.analysis import statistics as st
+from sparkreport.analysis.arms import included_runs
+from sparkreport.analysis.changepoints import METHOD, find_steps
+from sparkreport.config import AnalysisOptions
+from sparkreport.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sparkreport.dataset import Dataset
+
+SOFTWARE_FIELDS = ("engine_version", "cuda", "driver", "image", "image_digest")
+#: Engine names that stand for ``engine_version`` of that engine's runs.
+ENGINE_ALIASES = ("trtllm", "vllm", "torch")
+SERIES_KEYS = ("campaign", "model", "environment", "metric")
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class VersionPoint:
+    """One version of one series: its runs' mean with the t-based CI."""
+
+    version: str
+    n: int
+    mean: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def single_run(self) -> bool:
+        return self.n == 1
+
+
+@dataclass
+class ChangePoint:
+    """A level shift between the versions ``before`` and ``after``."""
+
+    campaign: str
+    model: str
+    environment: str
+    metric: str
+    before: str
+    after: str
+    mean_before: float
+    mean_after: float
+    change_pct: float
+    change_ci_low: float
+    change_ci_high: float
+    #: Holm-adjusted p-value of the shift between the segments on either side.
+    p_adjusted: float
+    #: ``regression`` or ``improvement`` by the metric's better direction.
+    direction: str
+    newest: bool
+
+
+@dataclass
+class Series:
+    campaign: str
+    model: str
+    model_name: str
+    environment: str
+    metric: str
+    points: list[VersionPoint]
+    changes: list[ChangePoint] = field(default_factory=list)
+
+
+@dataclass
+class History:
+    """Every series of a run store across versions, and what defines and orders the versions."""
+
+    by: str
+    column: str
+    order: str
+    versions: list[str]
+    series: list[Series]
+    alpha: float
+    min_effect: float
+    method: str = METHOD
+
+    @property
+    def changes(self) -> list[ChangePoint]:
+        return [c for s in self.series for c in s.changes]
+
+
+def version_column(runs: pd.DataFrame, by: str) -> tuple[str, pd.DataFrame]:
+    """The runs column that holds the version named by ``by``, and the runs that have one."""
+    if f"label.{by}" in runs.columns:
+        column = f"label.{by}"
+    elif by in SOFTWARE_FIELDS:
+        column = by
+    elif by in ENGINE_ALIASES:
+        column = "engine_version"
+        runs = runs[runs["engine"].astype("string") == by]
+    else:
+        labels = sorted(c.removeprefix("label.") for c in runs.columns if c.startswith("label."))
+        raise DataError(f"no version {by!r}: not a label of these runs ({', '.join(labels) or 'none'}) nor one of "
+                        f"{', '.join((*SOFTWARE_FIELDS, *ENGINE_ALIASES))} — label runs with --label {by}=… "
+                        f"or pass --by")
+    return column, runs[runs[column].notna()]
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def order_versions(runs: pd.DataFrame, column: str) -> tuple[list[str], str]:
+    """The versions in order and the rule used: ``pep440``, ``natural`` or ``date``."""
+    from packaging.version import InvalidVersion, Version
+
+    values = sorted({str(v) for v in runs[column].dropna()})
+    try:
+        return sorted(values, key=Version), "pep440"
+    except InvalidVersion:
+        pass
+    if all(re.match(r"v?\d", v) for v in values):
+        return sorted(values, key=lambda v: _natural(v.removeprefix("v"))), "natural"
+    first = runs.groupby(runs[column].astype(str))["started_at"].min()
+    return sorted(values, key=lambda v: (str(first.get(v) or ""), v)), "date"
+
+
+def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics: list[str] | None = None,
+            campaigns: list[str] | None = None, min_effect: float | None = None) -> History:
+    """The history of ``ds`` across the versions named by ``by`` (see the module docstring)."""
+    import numpy as np
+
+    runs = included_runs(ds, opts)
+    runs = runs[runs["included"]]
+    if campaigns:
+        runs = runs[runs["campaign"].isin(campaigns)]
+    column, runs = version_column(runs, by)
+    versions, order = order_versions(runs, column)
+    rank = {v: i for i, v in enumerate(versions)}
+    wanted = metrics or [m for m in opts.tested_metrics if m in runs.columns]
+    for metric in wanted:
+        if not metric_catalog.is_metric(metric):
+            raise DataError(f"unknown metric {metric!r} — see `sparkreport metrics`")
+    effect_default = opts.equivalence_margin if min_effect is None else min_effect
+    out: list[Series] = []
+    present = [m for m in wanted if m in runs.columns]
+    runs = runs[["campaign", "model", "model_name", "environment", *present]].assign(
+        _rank=runs[column].astype(str).map(rank).astype(int))
+    for (campaign, model, environment), cell in runs.groupby(["campaign", "model", "environment"], sort=True):
+        model_name = str(cell["model_name"].iloc[0])
+        codes = cell["_rank"].to_numpy()
+        for metric in present:
+            values = cell[metric].to_numpy(dtype=float, na_value=np.nan)
+            keep = np.isfinite(values)
+            if not keep.any():
+                continue
+            order_idx = np.argsort(codes[keep], kind="stable")
+            kept_codes, kept_values = codes[keep][order_idx], values[keep][order_idx]
+            starts = np.flatnonzero(np.r_[True, kept_codes[1:] != kept_codes[:-1]])
+            ordered = [versions[int(kept_codes[i])] for i in starts]
+            samples = np.split(kept_values, starts[1:])
+            described = st.describe_many(samples, opts.confidence)
+            points = [VersionPoint(v, d.n, d.mean, d.ci_low, d.ci_high)
+                      for v, d in zip(ordered, described, strict=True)]
+            series = Series(str(campaign), str(model), model_name, str(environment), metric, points)
+            effect = opts.margins.get(metric, effect_default) if min_effect is None else min_effect
+            for step in find_steps(samples, alpha=opts.alpha, min_effect=effect):
+                a, b = samples[step.index - 1], samples[step.index]
+                ratio = float(np.mean(b) / np.mean(a)) if np.mean(a) else st.NAN
+                da, db = described[step.index - 1], described[step.index]
+                low, high = st.fieller_ratio_ci(da.mean, da.sd, da.n, db.mean, db.sd, db.n, opts.confidence)
+                better = metric_catalog.lookup(metric)
+                higher_is_better = better is None or better.direction != "lower"
+                series.changes.append(ChangePoint(
+                    campaign=series.campaign, model=series.model, environment=series.environment, metric=metric,
+                    before=ordered[step.index - 1], after=ordered[step.index],
+                    mean_before=float(np.mean(a)), mean_after=float(np.mean(b)),
+                    change_pct=(ratio - 1) * 100, change_ci_low=(low - 1) * 100, change_ci_high=(high - 1) * 100,
+                    p_adjusted=step.p_adjusted,
+                    direction="improvement" if (step.change > 0) == higher_is_better else "regression",
+                    newest=ordered[step.index] == versions[-1],
+                ))
+            out.append(series)
+    effect_text = effect_default
+    return History(by=by, column=column, order=order, versions=versions, series=out, alpha=opts.alpha,
+                   min_effect=effect_text)
+
+
+def _num(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def history_payload(result: History) -> dict[str, Any]:
+    """The JSON contract of ``sparkreport history --json`` (schema_version 1; README documents it)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "by": result.by,
+        "column": result.column,
+        "order": result.order,
+        "versions": result.versions,
+        "method": result.method,
+        "alpha": result.alpha,
+        "min_effect": result.min_effect,
+        "change_points": [change_row(c) for c in result.changes],
+        "series": [
+            {"campaign": s.campaign, "model": s.model, "environment": s.environment, "metric": s.metric,
+             "unit": metric_catalog.unit_of(s.metric),
+             "points": [{"version": p.version, "n": p.n, "mean": _num(p.mean), "ci_low": _num(p.ci_low),
+                         "ci_high": _num(p.ci_high), "single_run": p.single_run} for p in s.points]}
+            for s in result.series
+        ],
+    }
+
+
+def change_row(c: ChangePoint) -> dict[str, Any]:
+    """One change point as the JSON contract writes it."""
+    return {"campaign": c.campaign, "model": c.model, "environment": c.environment, "metric": c.metric,
+            "unit": metric_catalog.unit_of(c.metric), "before": c.before, "after": c.after,
+            "mean_before": _num(c.mean_before), "mean_after": _num(c.mean_after),
+            "change_pct": _num(c.change_pct), "change_ci_low": _num(c.change_ci_low),
+            "change_ci_high": _num(c.change_ci_high), "p_adjusted": _num(c.p_adjusted),
+            "direction": c.direction, "newest": c.newest}
+
+
+def newest_regressions(result: History) -> list[ChangePoint]:
+    """Regressions that the newest version opens (what ``--fail-on regression`` gates on)."""
+    return [c for c in result.changes if c.newest and c.direction == "regression"]
+
+
+def change_sentence(c: ChangePoint, confidence_label: str = "95%") -> str:
+    """'output throughput fell 4.2% (95% CI 3.1–5.3%) between 0.21.0 and 0.22.0 in native'."""
+    entry = metric_catalog.lookup(c.metric)
+    label = (entry.label if entry else c.metric)
+    verb = "rose" if c.change_pct > 0 else "fell"
+    low, high = sorted((abs(c.change_ci_low), abs(c.change_ci_high)))
+    if not (math.isfinite(c.change_ci_low) and math.isfinite(c.change_ci_high)):
+        ci = "no CI: a single-run version"
+        return (f"{label[:1].lower() + label[1:]} {verb} {abs(c.change_pct):.1f}% ({ci}) "
+                f"between {c.before} and {c.after} in {c.environment} ({c.direction})")
+    if (c.change_ci_low > 0) != (c.change_ci_high > 0):  # the CI straddles 0: write it signed
+        ci = f"{c.change_ci_low:+.1f}% to {c.change_ci_high:+.1f}%"
+    else:
+        ci = f"{low:.1f}–{high:.1f}%"
+    return (f"{label[:1].lower() + label[1:]} {verb} {abs(c.change_pct):.1f}% ({confidence_label} CI {ci}) "
+            f"between {c.before} and {c.after} in {c.environment} ({c.direction})")

@@ -1,0 +1,76 @@
+"""`sparkreport history`: each metric across software versions, and where its level changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from sparkreport.cli.data_cmds import config_option, print_table
+from sparkreport.cli.options import json_option, metric_option, runs_dir_option
+
+if TYPE_CHECKING:
+    from sparkreport.analysis.history import History
+
+
+@click.command("history")
+@runs_dir_option
+@config_option
+@click.option("--by", default=None, metavar="KEY",
+              help="What a version is: a label key or engine_version/trtllm/vllm/torch/cuda/driver/image/"
+                   "image_digest (default: history.by, else the label 'version').")
+@metric_option
+@click.option("--campaign", "campaigns", multiple=True, metavar="NAME", help="Only these campaigns (repeatable).")
+@click.option("--min-effect", type=float, default=None,
+              help="Smallest relative change that counts (default: history.min_effect, else the metric's margin, 2%).")
+@json_option
+@click.option("--fail-on", type=click.Choice(["regression"]), default=None,
+              help="Exit 1 when the newest version opens a regression (for CI).")
+def history_command(runs_dir: Path, config_path: Path | None, by: str | None, metrics: tuple[str, ...],
+                    campaigns: tuple[str, ...], min_effect: float | None, as_json: bool,
+                    fail_on: str | None) -> None:
+    """Each metric per version (mean, 95% CI, n) and its change points.
+
+    Per campaign, model, environment and metric. A change point is reported only when the level
+    shifts by at least the minimum effect and the shift is significant at analysis.alpha across
+    the series (binary segmentation with Welch tests, Holm-adjusted, and the newest version
+    tested on its own; see docs/reference/history.md).
+    Exit codes: 0 = done, 1 = --fail-on hit (or an error), 2 = bad invocation.
+    """
+    from sparkreport.analysis.history import history, history_payload, newest_regressions
+    from sparkreport.config import load_config
+    from sparkreport.dataset import load_dataset
+
+    config = load_config(config_path)
+    result = history(load_dataset(runs_dir), config.analysis, by=by or config.history.by,
+                     metrics=list(metrics) or None, campaigns=list(campaigns) or None,
+                     min_effect=min_effect if min_effect is not None else config.history.min_effect)
+    if as_json:
+        click.echo(json.dumps(history_payload(result), indent=2))
+    else:
+        _print(result)
+    if fail_on == "regression" and newest_regressions(result):
+        raise SystemExit(1)
+
+
+def _print(result: History) -> None:
+    from sparkreport.analysis.history import change_sentence
+
+    click.echo(f"versions ({result.column}, {result.order} order): {', '.join(result.versions)}")
+    click.echo(f"method: {result.method}; alpha {result.alpha}, minimum effect {result.min_effect:.1%}")
+    for s in result.series:
+        click.echo()
+        click.echo(f"{s.campaign} · {s.model_name} · {s.environment} · {s.metric}")
+        print_table([{"version": p.version + (" *" if p.single_run else ""), "n": p.n, "mean": p.mean,
+                      "ci_low": p.ci_low, "ci_high": p.ci_high} for p in s.points],
+                    ["version", "n", "mean", "ci_low", "ci_high"])
+        for c in s.changes:
+            click.echo(f"  change: {change_sentence(c)}")
+    click.echo()
+    if any(p.single_run for s in result.series for p in s.points):
+        click.echo("* a single run: no CI, and its version is tested only together with its neighbours")
+    changes = result.changes
+    click.echo(f"{len(changes)} change point(s) in {len(result.series)} series" if changes
+               else f"no change point in {len(result.series)} series")

@@ -1,0 +1,202 @@
+"""The History page: each primary metric across software versions, with its change points.
+
+Written only when the store holds at least two versions (``history.by`` in sparkreport.yml,
+default the label ``version``). Each change point links to a diff page of the two versions
+around it (the machinery of ``sparkreport diff`` and the Diffs pages); the per-version values
+of every series ship beside the page as ``history.json`` (the ``sparkreport history --json``
+contract), so a history of hundreds of versions keeps the page itself small.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkreport.render.pages import NavItem, Page, PageDoc, register
+from sparkreport.render.tables import metric_label
+from sparkreport.schema import slug
+
+if TYPE_CHECKING:
+    from sparkreport.analysis.history import ChangePoint, History
+    from sparkreport.charts import ChartSpec
+    from sparkreport.render.context import SiteData
+
+#: Change points the page's summary lists in sentences (newest first); all are in its table.
+SENTENCE_BUDGET = 5
+#: The hand-written page on the method (linked when the project's docs/ has it).
+REFERENCE = "reference/history.md"
+#: How the versions were ordered, for the page's text.
+ORDER_TEXT = {"pep440": "PEP 440 version", "natural": "natural (numeric parts as numbers)",
+              "date": "first-run date"}
+#: Diff pages written for change points (newest first); older ones link to the CLI command.
+DIFF_PAGE_BUDGET = 40
+
+
+def site_history(site: SiteData) -> History | None:
+    """The store's history (computed once per render), or None without two versions."""
+    from sparkreport.analysis.history import ENGINE_ALIASES, SOFTWARE_FIELDS, history
+    from sparkreport.errors import DataError
+
+    by = site.config.history.by
+    runs = site.dataset.runs
+    if f"label.{by}" not in runs.columns and by not in (*SOFTWARE_FIELDS, *ENGINE_ALIASES):
+        site.extra["history"] = None  # no version label on these runs: nothing to compute
+    if "history" not in site.extra:
+        try:
+            result: History | None = history(site.dataset, site.config.analysis, by=site.config.history.by,
+                                              min_effect=site.config.history.min_effect)
+        except DataError:
+            result = None
+        site.extra["history"] = result if result is not None and len(result.versions) >= 2 else None
+    found: History | None = site.extra["history"]
+    return found
+
+
+def latest_change(site: SiteData) -> str | None:
+    """The home page's line: the newest change point as a sentence, or None."""
+    from sparkreport.analysis.history import change_sentence
+
+    result = site_history(site)
+    if result is None or not result.changes:
+        return None
+    rank = {v: i for i, v in enumerate(result.versions)}
+    newest = max(result.changes, key=lambda c: (rank[c.after], abs(c.change_pct)))
+    return f"{change_sentence(newest, site.confidence_label)} ({newest.model}, {newest.campaign})"
+
+
+def history_method(site: SiteData) -> str | None:
+    """The Methodology page's sentence on change points, or None without a History page."""
+    result = site_history(site)
+    if result is None:
+        return None
+    return (f"Across versions ({result.column}, {len(result.versions)} versions) a change point is reported "
+            f"only where the level shifts by at least {result.min_effect:.0%} and the shift is significant at "
+            f"α = {result.alpha} across the whole series: binary segmentation on the version groups with Welch "
+            f"tests (Bonferroni over each split's boundaries), then a Holm-adjusted merge, with half of α kept for "
+            f"the newest version's own test against the runs since the last change; it assumes independent "
+            f"runs and a level that is flat between change points (see the History page).")
+
+
+def _selector(result: History, campaign: str, version: str) -> str:
+    extra = ",engine=" + result.by if result.column == "engine_version" and result.by != "engine_version" else ""
+    return f"campaign={campaign},{result.column}={version}{extra}"
+
+
+@register
+class HistoryPage(Page):
+    name = "history"
+    title = "History"
+    template = "history.md"
+    folder = "history"
+    order = 22
+
+    def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
+        from sparkreport.analysis.history import change_row, change_sentence, history_payload
+        from sparkreport.config import NamedDiff
+        from sparkreport.render.diffs import diff_context
+
+        result = site_history(site)
+        if result is None:
+            return []
+        rank = {v: i for i, v in enumerate(result.versions)}
+        changes = sorted(result.changes, key=lambda c: (-rank[c.after], -abs(c.change_pct)))
+        main = PageDoc(self.path, self.title, self.template)
+        diff_docs: dict[tuple[str, str, str], PageDoc] = {}
+        rows = []
+        for change in changes:
+            key = (change.campaign, change.before, change.after)
+            if key not in diff_docs and len(diff_docs) < DIFF_PAGE_BUDGET:
+                name = f"{change.campaign}: {change.before} → {change.after}"
+                named = NamedDiff(name=name, a=_selector(result, change.campaign, change.before),
+                                  b=_selector(result, change.campaign, change.after), title=name)
+                doc = PageDoc(f"{self.folder}/{slug(f'{change.campaign}-{change.before}-{change.after}')}/index.md",
+                              f"{change.before} → {change.after}", "diff.md")
+                doc.context, doc.charts = diff_context(site, named)
+                diff_docs[key] = doc
+            row = change_row(change) | {"label": metric_label(change.metric),
+                                        "sentence": change_sentence(change, site.confidence_label)}
+            row["diff"] = main.href(diff_docs[key].path) if key in diff_docs else None
+            row["command"] = (f"sparkreport diff --a \"{_selector(result, change.campaign, change.before)}\" "
+                              f"--b \"{_selector(result, change.campaign, change.after)}\"")
+            rows.append(row)
+        folder = out / self.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps(history_payload(result), separators=(",", ":"))
+        (folder / "history.json").write_text(payload + "\n", encoding="utf-8")
+        latest = [{"campaign": s.campaign, "model": s.model, "environment": s.environment,
+                   "label": metric_label(s.metric), "metric": s.metric, "point": s.points[-1],
+                   "versions": len(s.points), "changes": len(s.changes)} for s in result.series]
+        single = sorted({p.version for s in result.series for p in s.points if p.single_run}, key=rank.__getitem__)
+        cells = {(s.campaign, s.model) for s in result.series}
+        main.context = {"history": result, "changes": rows, "sentences": rows[:SENTENCE_BUDGET],
+                        "order_text": ORDER_TEXT[result.order], "qualify": len(cells) > 1,
+                        "reference": (out / REFERENCE).exists() and main.href(REFERENCE),
+                        "more": max(0, len(rows) - SENTENCE_BUDGET), "latest": latest, "single_run": single,
+                        "series_count": len(result.series)}
+        main.charts = history_charts(site, result)
+        return [main, *diff_docs.values()]
+
+    def nav(self, docs: list[PageDoc]) -> NavItem:
+        if len(docs) == 1:
+            return (self.title, docs[0].path)
+        return (self.title, [("Across versions", docs[0].path), *((d.title, d.path) for d in docs[1:])])
+
+
+def history_charts(site: SiteData, result: History) -> list[ChartSpec]:
+    """One chart per primary metric: each series' mean per version with its CI, change points as rules."""
+    metrics = [m for m in dict.fromkeys(s.metric for s in result.series) if site.config.charted(m)]
+    charts = []
+    for metric in metrics:
+        chart = _metric_chart(result, metric)
+        if chart is not None:
+            charts.append(chart)
+    return charts
+
+
+def _metric_chart(result: History, metric: str) -> ChartSpec | None:
+    import altair as alt
+
+    from sparkreport.charts import PANEL_WIDTH, _finish, metric_title
+
+    series = [s for s in result.series if s.metric == metric]
+    points = [{"series": f"{s.model} · {s.environment}", "version": p.version, "mean": _short(p.mean),
+               "ci_low": _short(p.ci_low) if p.n > 1 else None, "ci_high": _short(p.ci_high) if p.n > 1 else None,
+               "n": p.n}
+              for s in series for p in s.points]
+    if not points:
+        return None
+    changes = [_change_mark(c, s.model) for s in series for c in s.changes]
+    # An explicit domain: layers with different fields drop a sort array, and versions must
+    # never fall back to alphabetical order (0.20.0 before 0.20.0rc1).
+    domain = alt.Scale(domain=result.versions)
+    x = alt.X("version:O", scale=domain, title=f"version ({result.column})",
+              axis=alt.Axis(labelOverlap=True, labelAngle=-45))
+    base = alt.Chart(alt.Data(values=points))
+    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400, columns=2))
+    lines = base.mark_line(point=True).encode(
+        x=x, y=alt.Y("mean:Q", title=metric_title(metric), scale=alt.Scale(zero=False)), color=color,
+        tooltip=[alt.Tooltip("series:N"), alt.Tooltip("version:O"), alt.Tooltip("mean:Q", format=".4g"),
+                 alt.Tooltip("n:Q")])
+    bars = base.mark_rule().encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=color)
+    layers = bars + lines
+    if changes:
+        rules = alt.Chart(alt.Data(values=changes)).mark_rule(strokeDash=[4, 4], color="#c62828").encode(
+            x=alt.X("after:O", scale=domain),
+            tooltip=[alt.Tooltip("text:N", title="change point")])
+        layers = layers + rules
+    chart = layers.properties(width=PANEL_WIDTH + 180)
+    return _finish(chart, f"{metric}-history", f"{metric_label(metric)} across versions",
+                   f"Mean {metric_label(metric)} per version with its CI, per model and environment; dashed lines "
+                   f"mark change points (at the first version after the change).", len(points))
+
+
+def _short(value: float) -> float | None:
+    """Six significant digits (a chart needs no more; it keeps specs of long histories small)."""
+    return float(f"{value:.6g}") if math.isfinite(value) else None
+
+
+def _change_mark(c: ChangePoint, model_name: str) -> dict[str, Any]:
+    return {"after": c.after, "text": f"{model_name} · {c.environment}: {c.change_pct:+.1f}% "
+                                      f"({c.before} → {c.after}, {c.direction})"}

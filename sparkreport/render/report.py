@@ -1,0 +1,362 @@
+"""What the report pages say, computed once: campaigns and their questions, the headline effects,
+findings grouped for a reader, and which error findings concern which page.
+
+The pages read these instead of listing every comparison sentence: a visitor sees the question,
+the answer with its numbers and intervals, and what the checks found, in that order; every
+sentence stays one click away on the Results and Data quality pages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkreport.dataset import plain
+from sparkreport.render.tables import metric_label
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sparkreport.analysis import Finding
+    from sparkreport.charts import ChartSpec
+    from sparkreport.render.context import SiteData
+
+#: An arm key: (campaign, model, factor level).
+ArmKey = tuple[str, str, str]
+
+#: Human names of the check codes, for the grouped findings ("what the checks found").
+CHECK_TITLES = {
+    "capacity-weights": "weights larger than the memory pool",
+    "capacity-peak": "peak memory below the weights",
+    "roofline": "throughput above the memory-bandwidth bound",
+    "size-insensitive": "throughput that does not depend on model size",
+    "derived-identity": "KV cache derived from peak memory (one measurement, not two)",
+    "covariate-order": "a trend with run order",
+    "covariate-temperature": "a trend with GPU temperature",
+    "high-cv": "high run-to-run variation",
+    "single-run-arm": "a single run per arm",
+    "model-unknown": "model not identified",
+    "published-without-sd": "figures published without a spread",
+}
+
+_PREFIX = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*: ")
+
+
+def check_title(code: str) -> str:
+    """'throughput above the memory-bandwidth bound' for 'roofline' (the code itself if unknown)."""
+    return CHECK_TITLES.get(code, code.replace("-", " "))
+
+
+def message_body(message: str) -> str:
+    """A finding's message without its 'campaign/model/environment: ' prefix, as a sentence."""
+    body = _PREFIX.sub("", message, count=1).strip()
+    return body[:1].upper() + body[1:] + ("" if body.endswith(".") else ".")
+
+
+@dataclass
+class Campaign:
+    """One campaign as a reader meets it: its question, design and where the data came from."""
+
+    name: str
+    description: str
+    published: bool
+    models: list[str]
+    levels: list[str]
+    runs: int
+    arms: int
+    gpus: list[str] = field(default_factory=list)
+    unified: bool | None = None
+    pools_gib: list[float] = field(default_factory=list)
+    source: str = ""
+    design: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def slug(self) -> str:
+        from sparkreport.schema import slug
+
+        return slug(self.name)
+
+    @property
+    def path(self) -> str:
+        return f"campaigns/{self.slug}/index.md"
+
+
+def _campaign_file(runs_dir: Path, campaign: str) -> dict[str, Any]:
+    """The campaign file kept beside executed runs (``_campaign/campaign.yaml``), or {}."""
+    import yaml
+
+    path = runs_dir / campaign / "_campaign" / "campaign.yaml"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def campaigns(site: SiteData) -> list[Campaign]:
+    """Every campaign in the store, with its description (the campaign file's, else the
+    published source's note) and design (iterations, order, cooldown) where recorded."""
+    cached = site.extra.get("_campaigns")
+    if cached is not None:
+        return list(cached)
+    ds = site.dataset
+    by_name: dict[str, dict[str, Any]] = {}
+    for record in ds.records:
+        entry = by_name.setdefault(record.campaign, {
+            "models": {}, "levels": [], "gpus": [], "unified": set(), "pools": set(), "notes": [], "runs": 0,
+            "published": 0, "arms": set()})
+        entry["models"].setdefault(record.model.name, record.model.display_name or record.model.name)
+        level = record.environment.name
+        if level not in entry["levels"]:
+            entry["levels"].append(level)
+        if record.hardware.gpu_name and record.hardware.gpu_name not in entry["gpus"]:
+            entry["gpus"].append(record.hardware.gpu_name)
+        if record.hardware.unified_memory is not None:
+            entry["unified"].add(bool(record.hardware.unified_memory))
+        if record.hardware.memory_pool_gib is not None:
+            entry["pools"].add(round(float(record.hardware.memory_pool_gib), 2))
+        if record.record_type == "arm_summary":
+            entry["published"] += 1
+        else:
+            entry["runs"] += 1
+        entry["arms"].add((record.model.name, level))
+        for note in record.provenance.notes:
+            if note.startswith("published in:") and note not in entry["notes"]:
+                entry["notes"].append(note)
+    out = []
+    for name in sorted(by_name):
+        entry = by_name[name]
+        doc = _campaign_file(site.runs_dir, name)
+        description = " ".join(str(doc.get("description") or "").split())
+        source = entry["notes"][0].removeprefix("published in:").strip() if entry["notes"] else ""
+        if not description and source:
+            description = f"Figures published in {source}."
+        design: dict[str, Any] = {key: doc[key] for key in ("iterations", "order", "cache", "cooldown", "seed")
+                                  if key in doc}
+        baseline = site.config.baseline
+        levels = sorted(entry["levels"], key=lambda lv: (lv != baseline, lv))
+        out.append(Campaign(
+            name=name, description=description, published=entry["runs"] == 0,
+            models=sorted(entry["models"].values(), key=str.lower), levels=levels, runs=entry["runs"],
+            arms=len(entry["arms"]), gpus=entry["gpus"],
+            unified=(True in entry["unified"]) if entry["unified"] else None,
+            pools_gib=sorted(entry["pools"]), source=source, design=design))
+    site.extra["_campaigns"] = out
+    return list(out)
+
+
+def run_arms(site: SiteData) -> dict[str, ArmKey]:
+    """run id → (campaign, model, level), from the arm index the site already holds."""
+    cached = site.extra.get("_run_arms")
+    if cached is None:
+        cached = {run: key for key, runs in site.arm_runs().items() for run in runs}
+        site.extra["_run_arms"] = cached
+    return cached  # shared: do not modify
+
+
+def finding_arms(site: SiteData, finding: Finding) -> set[ArmKey]:
+    """The arms a finding concerns (through its runs)."""
+    index = run_arms(site)
+    return {index[run] for run in finding.runs if run in index}
+
+
+def errors_in(site: SiteData, scope: Iterable[tuple[str, str]] | None) -> list[Finding]:
+    """The error-level findings that concern a page: all of them for ``scope`` None, else those
+    touching a (campaign, model) pair of ``scope``; a finding with no runs concerns every page."""
+    if scope is None:
+        return site.errors
+    wanted = set(scope)
+    out = []
+    for finding in site.errors:
+        arms = finding_arms(site, finding)
+        if not arms or any((c, m) in wanted for c, m, _ in arms):
+            out.append(finding)
+    return out
+
+
+def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warning"),
+                     per_model: bool = True) -> list[dict[str, Any]]:
+    """One line per kind of finding and model: the environments (factor levels) joined in one line
+    (``per_model=False``: one line per kind of finding and campaign, its models listed).
+
+    Each group has ``severity``, ``code``, ``title``, ``campaign``, ``models`` (display names),
+    ``levels``, ``count`` (findings merged), ``example`` (the first message, its prefix and its
+    assumption cut) and ``assumes`` (the assumptions the check rests on, stated once by the page).
+    """
+    names = {(c, m): str(n) for (c, m), n in _model_names(site).items()}
+    groups: dict[tuple[str, str, str, tuple[str, ...]], dict[str, Any]] = {}
+    for finding in site.findings:
+        if finding.severity not in severities:
+            continue
+        arms = finding_arms(site, finding)
+        campaign = sorted({c for c, _, _ in arms})[0] if arms else ""
+        models = tuple(sorted({names.get((c, m), m) for c, m, _ in arms}, key=str.lower))
+        key = (finding.severity, finding.code, campaign, models if per_model else ())
+        group = groups.setdefault(key, {
+            "severity": finding.severity, "code": finding.code, "title": check_title(finding.code),
+            "campaign": campaign, "models": list(models), "levels": [], "count": 0,
+            "example": "", "assumes": []})
+        if not group["example"]:
+            # the assumption a check rests on is stated once under the list, not on every line
+            group["example"] = message_body(finding.message).partition(" — assumes ")[0]
+        for assumption in finding.assumes:
+            if assumption not in group["assumes"]:
+                group["assumes"].append(assumption)
+        group["count"] += 1
+        group["models"] += [m for m in models if m not in group["models"]]
+        for _, _, level in sorted(arms):
+            if level not in group["levels"]:
+                group["levels"].append(level)
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(groups.values(), key=lambda g: (order.get(g["severity"], 3), g["campaign"], g["code"],
+                                                  g["models"]))
+
+
+def _model_names(site: SiteData) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for frame in (site.dataset.runs, site.dataset.summaries):
+        if frame.empty:
+            continue
+        pairs = frame[["campaign", "model", "model_name"]].drop_duplicates()
+        for campaign, model, name in pairs.itertuples(index=False):
+            out.setdefault((str(campaign), str(model)), str(name))
+    return out
+
+
+def primary_metrics(site: SiteData, present: Iterable[str]) -> list[str]:
+    """The configured primary metrics that ``present`` holds, in the configured order."""
+    have = set(present)
+    return [m for m in site.config.primary_metrics if m in have]
+
+
+def effect_rows(site: SiteData, comparisons: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Each comparison as an effect: Δ% of the candidate against the baseline with its CI (from the
+    ratio's CI), the margin in %, and a verdict mark. Primary metrics first."""
+    frame = site.comparisons if comparisons is None else comparisons
+    if frame.empty:
+        return []
+    order = {m: i for i, m in enumerate(site.config.primary_metrics)}
+    out = []
+    for raw in frame.to_dict(orient="records"):
+        row = {str(k): plain(v) for k, v in raw.items()}
+        ratio, low, high = row.get("ratio"), row.get("ratio_ci_low"), row.get("ratio_ci_high")
+        mean_b = row.get("mean_baseline")
+        if (low is None or high is None) and mean_b and row.get("diff_ci_low") is not None:
+            # No ratio interval (published figures): the difference's interval over the baseline
+            # mean, which leaves out the baseline mean's own uncertainty.
+            low = 1 + float(row["diff_ci_low"]) / float(mean_b)
+            high = 1 + float(row["diff_ci_high"]) / float(mean_b)
+        margin = site.config.analysis.margins.get(str(row["metric"]), site.config.analysis.equivalence_margin)
+        out.append({
+            **row, "label": metric_label(str(row["metric"])),
+            "delta_pct": (ratio - 1) * 100 if ratio is not None else None,
+            "delta_low": (low - 1) * 100 if low is not None else None,
+            "delta_high": (high - 1) * 100 if high is not None else None,
+            "margin_pct": float(margin) * 100,
+            "primary": row["metric"] in order,
+            "untested": row.get("p_welch") is None,
+        })
+    for row in out:
+        row["mark"] = VERDICT_MARKS["untested" if row["untested"] else str(row["verdict"])]
+    out.sort(key=lambda r: (r["campaign"], order.get(r["metric"], len(order)), str(r["model_name"]).lower()))
+    return out
+
+
+#: The verdict marks of the summary tables (explained under each table).
+VERDICT_MARKS = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclusive": "?", "untested": "○"}
+
+
+def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confidence: float) -> ChartSpec | None:
+    """Every effect (Δ% vs the baseline) with its CI, one row per model × metric, and the
+    equivalence band (± margin) drawn; effects without a CI are drawn hollow."""
+    import altair as alt
+
+    from sparkreport.charts import PANEL_WIDTH, _finish, inline
+
+    data = []
+    for e in effects:
+        if e["delta_pct"] is None:
+            continue
+        data.append({
+            "row": f"{e['model_name']} · {e['label']}", "metric": e["label"],
+            "comparison": f"{e['candidate']} vs {e['baseline']}", "campaign": e["campaign"],
+            "delta": round(e["delta_pct"], 3), "low": _round(e["delta_low"]), "high": _round(e["delta_high"]),
+            "verdict": str(e["verdict"]), "with_ci": e["delta_low"] is not None,
+            "margin": e["margin_pct"],
+        })
+    if not data:
+        return None
+    level = f"{confidence:.0%}"
+    margin = max(d["margin"] for d in data)
+    y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=320))
+    band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color="#2a9d8f").encode(
+        x="lo:Q", x2="hi:Q")
+    zero = alt.Chart(inline([{"x": 0}])).mark_rule(color="#555").encode(x="x:Q")
+    with_ci = [d for d in data if d["with_ci"]]
+    verdicts = ["equivalent", "higher", "lower", "inconclusive"]
+    colour = alt.Color("verdict:N", scale=alt.Scale(domain=verdicts, range=["#2a9d8f", "#e76f51", "#264653",
+                                                                              "#999999"]))
+    tooltip = [alt.Tooltip("row:N", title="effect"), alt.Tooltip("comparison:N"), alt.Tooltip("campaign:N"),
+               alt.Tooltip("delta:Q", title="Δ %", format="+.2f"),
+               alt.Tooltip("low:Q", title=f"{level} CI low", format="+.2f"),
+               alt.Tooltip("high:Q", title=f"{level} CI high", format="+.2f"), alt.Tooltip("verdict:N")]
+    layers: list[Any] = [band, zero]
+    if with_ci:
+        layers.append(alt.Chart(inline(with_ci)).mark_rule(strokeWidth=2).encode(
+            x=alt.X("low:Q"), x2="high:Q", y=y, color=colour))
+    layers.append(alt.Chart(inline(data)).mark_point(size=60).encode(
+        x=alt.X("delta:Q", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
+        y=y, color=colour, fill=alt.condition("datum.with_ci", colour, alt.value("white")),
+        tooltip=tooltip))
+    chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(22))
+    description = (f"Every comparison as a difference from the baseline in percent with its {level} "
+                   f"confidence interval; the shaded band is the ±{margin:g}% equivalence margin; hollow "
+                   "points have no interval (published without a spread).")
+    return _finish(chart, name, title, description, rows=len(data))
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def means_with_band(site: SiteData, arms: pd.DataFrame, metric: str, *, name: str, title: str) -> ChartSpec | None:
+    """Arm means with their CIs on an axis that starts at zero, or says that it does not; the
+    baseline's equivalence band (± margin) is drawn when the metric is compared."""
+    from sparkreport.charts import means_chart
+
+    margin = site.config.analysis.margins.get(metric, site.config.analysis.equivalence_margin)
+    base = arms[(arms["environment"].astype(str) == site.config.baseline) & arms["mean"].notna()]
+    band = None
+    if len(base) == 1 and metric in site.config.analysis.tested_metrics:
+        mean = float(base["mean"].iloc[0])
+        band = (mean * (1 - margin), mean * (1 + margin))
+    return means_chart(arms.assign(environment=arms["arm"]), metric, name=name, title=title,
+                       confidence=site.config.analysis.confidence, band=band)
+
+
+def cgroup_observation(site: SiteData, campaign: str) -> str | None:
+    """'The 16 GiB cgroup's memory peaked at 2.23 GiB (no OOM kill) while the GPU held 130.54 GiB'
+    — from the cgroup statistics the executor records, when the campaign has them."""
+    peaks: list[float] = []
+    limits: set[float] = set()
+    ooms = 0
+    for record in site.dataset.records:
+        if record.campaign != campaign:
+            continue
+        group = record.environment.details.get("cgroup")
+        if isinstance(group, dict) and isinstance(group.get("peak_gib"), int | float):
+            peaks.append(float(group["peak_gib"]))
+            if isinstance(group.get("limit_gib"), int | float):
+                limits.add(float(group["limit_gib"]))
+            ooms += int(group.get("oom_kills") or 0)
+    if not peaks:
+        return None
+    stats = site.stats[(site.stats["campaign"] == campaign) & (site.stats["metric"] == "peak_memory_gib")]
+    held = f" while the GPU held up to {float(stats['mean'].max()):.1f} GiB" if not stats.empty else ""
+    limit = f" {'/'.join(f'{v:g}' for v in sorted(limits))} GiB" if limits else ""
+    kills = "no OOM kill" if ooms == 0 else f"{ooms} OOM kill{'s' if ooms != 1 else ''}"
+    return (f"The{limit} cgroup's memory peaked at {max(peaks):.2f} GiB at most ({kills}){held}: the "
+            "cgroup does not count GPU memory on a discrete GPU.")

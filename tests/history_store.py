@@ -1,0 +1,41 @@
+"""A small run store with a version label, for the history tests (seeded, deterministic)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sparkreport.schema import Environment, Model, RunRecord, Software, Workload
+from sparkreport.store import RunStore
+
+VERSIONS = ["0.18.0", "0.19.0", "0.20.0rc1", "0.20.0", "0.21.0", "0.22.0"]
+
+
+def write_history_store(root: Path, *, steps: dict[str, float] | None = None, runs: int = 5,
+                        noise: float = 0.01, seed: int = 3, versions: list[str] | None = None,
+                        single_run: str | None = None) -> Path:
+    """Runs of one model in two environments across ``versions``; ``steps``: version → relative
+    change of native output throughput from that version on (docker stays flat)."""
+    rng = np.random.default_rng(seed)
+    store = RunStore(root)
+    for day, version in enumerate(versions or VERSIONS):
+        level = 1.0
+        for at, step in (steps or {}).items():
+            if (versions or VERSIONS).index(version) >= (versions or VERSIONS).index(at):
+                level *= 1 + step
+        for env in ("native", "docker"):
+            for i in range(1 if version == single_run else runs):
+                tok_s = 1000.0 * (level if env == "native" else 1.0) * (1 + rng.normal(0, noise))
+                record = RunRecord(
+                    run_id=f"{env}-{version}-{i}", campaign="nightly", iteration=i + 1,
+                    started_at=f"2026-01-{day + 1:02d}T0{i}:00:00Z",
+                    model=Model(id="meta-llama/Llama-3.1-8B-Instruct", name="llama-3.1-8b"),
+                    environment=Environment(name=env, kind="container" if env == "docker" else "native"),
+                    workload=Workload(num_requests=100, input_len=128, output_len=128, concurrency=8),
+                    software=Software(engine="trtllm", engine_version=version),
+                    metrics={"output_throughput_tok_s": round(tok_s, 3),
+                             "peak_memory_gib": round(40.0 * (1 + rng.normal(0, noise)), 4)},
+                    labels={"version": version})
+                store.write(record, [])
+    return root

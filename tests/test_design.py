@@ -1,0 +1,313 @@
+"""How the runs were made (issue #15): planted data for every design check, the testing family,
+facts instead of tests, blocks and strata, plus golden `compare` and `check` output."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sparkreport.analysis import AnalysisOptions, check, compare, included_runs
+from sparkreport.analysis.design import compare_by, constant_facts, family_representatives, likely_cause
+from sparkreport.cli import main
+from sparkreport.dataset import Dataset, build_dataset
+from sparkreport.errors import DataError
+from sparkreport.execute.monitor import busy_span_metrics, processes_of
+from sparkreport.schema import Environment, Hardware, Model, RunRecord, Status
+from sparkreport.store import RunStore
+
+GOLDEN = Path(__file__).parent / "fixtures" / "design"
+T0 = dt.datetime(2026, 11, 21, 22, 0, tzinfo=dt.UTC)
+
+
+def rec(rid: str, env: str, tput: float, *, minute: float, campaign: str = "c", model: str = "m",
+        iteration: int = 1, labels: dict[str, str] | None = None, gpu: str = "GPU-aaaa", warnings: list[str] | None = None,
+        **metrics: float) -> RunRecord:
+    """One planted run: output throughput ``tput`` (request throughput = tput / 128), started ``minute``
+    minutes after T0 on GPU ``gpu``."""
+    started = (T0 + dt.timedelta(minutes=minute)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return RunRecord(
+        run_id=rid, campaign=campaign, iteration=iteration, started_at=started, model=Model(name=model),
+        environment=Environment(name=env),
+        metrics={"output_throughput_tok_s": tput, "request_throughput_req_s": tput / 128.0, **metrics},
+        hardware=Hardware(gpu_name="NVIDIA H100", details={"host": {"gpu_uuid": gpu, "kernel": "6.18"}}),
+        status=Status(exit_code=0, ok=True, warnings=warnings or []), labels=labels or {})
+
+
+def interleaved(values: dict[str, list[float]], **kw: object) -> list[RunRecord]:
+    """Runs of each environment alternating in time (env A #1, env B #1, A #2, …)."""
+    out = []
+    minute = 0.0
+    n = len(next(iter(values.values())))
+    for i in range(n):
+        for env, series in values.items():
+            out.append(rec(f"{env}.i{i + 1:02d}", env, series[i], minute=minute, iteration=i + 1, **kw))  # type: ignore[arg-type]
+            minute += 1.0
+    return out
+
+
+def noisy(mean: float, n: int, seed: int, cv: float = 0.01) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return [float(x) for x in mean * (1 + cv * rng.standard_normal(n))]
+
+
+def ds_of(records: list[RunRecord]) -> Dataset:
+    return build_dataset(records)
+
+
+def codes(findings: list) -> list[str]:  # type: ignore[type-arg]
+    return [f.code for f in findings]
+
+
+# --------------------------------------------------------------------------- item 1: facts
+
+
+def test_constant_quantity_is_a_fact_not_a_test() -> None:
+    runs = interleaved({"native": noisy(1000, 6, 1), "cgroup": noisy(1000, 6, 2)},
+                       kv_cache_gib=111.8, kv_cache_fraction=0.9)
+    ds = ds_of(runs)
+    opts = AnalysisOptions()
+    frame = compare(ds, "environment", "native", opts)
+    assert "kv_cache_gib" not in set(frame["metric"])
+    facts = constant_facts(ds, opts)
+    assert [f.metric for f in facts] == ["kv_cache_gib"]
+    assert facts[0].sentence == ("c/m: KV cache was 111.80 GiB in every run (12 runs): sized by the configured "
+                                 "fraction 0.9; stated, not tested")
+
+
+def test_a_fixed_difference_is_stated_with_both_values() -> None:
+    runs = interleaved({"native": noisy(1000, 4, 1), "cgroup": noisy(1000, 4, 2)})
+    for r in runs:
+        r.metrics["kv_cache_gib"] = 100.0 if r.environment.name == "cgroup" else 111.8
+    facts = constant_facts(ds_of(runs), AnalysisOptions())
+    assert "100.00 GiB in every cgroup run and 111.80 GiB in every native run" in facts[0].sentence
+
+
+# --------------------------------------------------------------------------- item 2: the family
+
+
+def test_exact_multiples_are_tested_once() -> None:
+    kept, stands_for = family_representatives(["output_throughput_tok_s", "request_throughput_req_s", "ttft_ms_mean"])
+    assert kept == ["output_throughput_tok_s", "ttft_ms_mean"]
+    assert stands_for == {"output_throughput_tok_s": ["request_throughput_req_s"]}
+    frame = compare(ds_of(interleaved({"native": noisy(1000, 5, 1), "cgroup": noisy(900, 5, 2)})))
+    assert list(frame["metric"]) == ["output_throughput_tok_s"]
+    assert list(frame["family"]) == ["c · primary (1 tests)"]
+
+
+def test_holm_family_is_one_campaign_so_an_unrelated_campaign_changes_no_verdict() -> None:
+    mine = interleaved({"native": noisy(1000, 6, 1, 0.05), "cgroup": noisy(940, 6, 2, 0.05)}, campaign="mine")
+    other = []
+    for k in range(6):  # an unrelated campaign with many comparisons and large p-values
+        other += interleaved({"native": noisy(500, 5, 10 + k), "cgroup": noisy(500, 5, 20 + k)},
+                             campaign="other", model=f"x{k}")
+    for r in other:
+        r.run_id = f"{r.model.name}.{r.run_id}"
+    alone = compare(ds_of(mine))
+    together = compare(ds_of(mine + other))
+    together = together[together["campaign"] == "mine"].reset_index(drop=True)
+    for column in ("p_holm", "verdict", "family"):
+        assert list(alone[column]) == list(together[column])
+
+
+def test_primary_metrics_are_configurable() -> None:
+    runs = interleaved({"native": noisy(1000, 5, 1), "cgroup": noisy(900, 5, 2)})
+    for i, r in enumerate(runs):
+        r.metrics["ttft_ms_mean"] = 100.0 + i
+    frame = compare(ds_of(runs), opts=AnalysisOptions(primary_metrics=["ttft_ms_mean"]))
+    family = dict(zip(frame["metric"], frame["family"], strict=True))
+    assert family == {"output_throughput_tok_s": "c · secondary (1 tests)", "ttft_ms_mean": "c · primary (1 tests)"}
+
+
+# --------------------------------------------------------------------------- item 3: blocks and strata
+
+
+def _cache_runs(effect: float) -> list[RunRecord]:
+    runs = []
+    minute = 0.0
+    for i in range(6):
+        for env in ("native", "cgroup"):
+            for cache in ("cold", "warm"):
+                value = noisy(1000, 1, 100 + len(runs), 0.01)[0] * (1 - effect if cache == "cold" else 1)
+                runs.append(rec(f"{env}.{cache}.i{i + 1:02d}", env, value, minute=minute, iteration=i + 1,
+                                labels={"cache": cache, "block": str(i + 1)}))
+                minute += 1
+    return runs
+
+
+def test_pooled_label_with_an_effect_is_flagged_and_without_is_not() -> None:
+    found = [f for f in check(ds_of(_cache_runs(0.2))) if f.code == "pooled-label"]
+    assert {f.message.split(":")[0] for f in found} == {"c/m/cgroup", "c/m/native"}
+    assert "label 'cache'" in found[0].message and "compare --by cache" in found[0].message
+    assert "pooled-label" not in codes(check(ds_of(_cache_runs(0.0))))
+
+
+def test_pooled_engine_versions_with_an_effect_are_flagged() -> None:
+    runs = _cache_runs(0.0)
+    for run in runs:  # odd iterations on 1.1, even on 1.2, in both environments
+        run.software.engine_version = "1.1" if run.iteration % 2 else "1.2"
+        if run.software.engine_version == "1.2":
+            run.metrics["output_throughput_tok_s"] *= 1.2
+    found = [f for f in check(ds_of(runs)) if f.code == "pooled-label"]
+    by_version = [f for f in found if "differ in 'engine_version'" in f.message]
+    assert {f.message.split(":")[0] for f in by_version} == {"c/m/cgroup", "c/m/native"}
+    assert "compare --by engine_version" in by_version[0].message
+    assert set(compare_by(ds_of(runs), "engine_version")["stratum"]) == {"engine_version=1.1", "engine_version=1.2"}
+
+
+def test_compare_by_label_stratifies_and_names_the_stratum() -> None:
+    frame = compare_by(ds_of(_cache_runs(0.2)), "cache")
+    assert list(frame["stratum"]) == ["cache=cold", "cache=warm"]
+    assert set(frame["family"]) == {"c · primary (2 tests)"}
+    with pytest.raises(DataError, match="no label 'nope'"):
+        compare_by(ds_of(_cache_runs(0.2)), "nope")
+
+
+def test_plan_blocks_make_the_test_paired() -> None:
+    # A slow drift shared by both arms (block effect) hides a 1% difference from Welch, not from the pairs.
+    runs = []
+    for block in range(8):
+        level = 1000 * (1 - 0.03 * block)
+        for env, factor in (("native", 1.0), ("cgroup", 0.99)):
+            runs.append(rec(f"{env}.i{block + 1:02d}", env, level * factor * (1 + 0.0005 * ((block * 7) % 3 - 1)),
+                            minute=2 * block + (env == "cgroup"), iteration=block + 1, labels={"block": str(block + 1)}))
+    row = compare(ds_of(runs)).iloc[0]
+    assert row["design"] == "blocked: paired t over 8 plan blocks"
+    assert row["p_blocked"] < 0.001 < row["p_welch"]
+    assert row["verdict"] == "lower"
+
+
+# --------------------------------------------------------------------------- item 4: time and interference
+
+
+def test_drift_is_flagged_with_its_slope_and_steady_runs_are_not() -> None:
+    falling = [2980 - 124 * i for i in range(11)]
+    found = [f for f in check(ds_of(interleaved({"native": falling, "cgroup": noisy(2900, 11, 3)})))
+             if f.code == "drift"]
+    assert len(found) == 1 and found[0].message.startswith("c/m/native: output throughput drifts -5.")
+    assert found[0].numbers["slope_pct_per_run"] == pytest.approx(-100 * 124 / np.mean(falling), abs=1e-4)
+    assert "drift" not in codes(check(ds_of(interleaved({"native": noisy(2900, 11, 4), "cgroup": noisy(2900, 11, 5)}))))
+
+
+def test_contiguous_arms_are_flagged_and_interleaved_are_not() -> None:
+    blocked = [rec(f"native.i{i}", "native", v, minute=i, iteration=i) for i, v in enumerate(noisy(1000, 5, 1))]
+    blocked += [rec(f"cgroup.i{i}", "cgroup", v, minute=10 + i, iteration=i) for i, v in enumerate(noisy(1000, 5, 2))]
+    found = [f for f in check(ds_of(blocked)) if f.code == "covariate-order"]
+    assert len(found) == 1 and "environments ran in separate time blocks (native 2026-11-21T22:00" in found[0].message
+    assert "covariate-order" not in codes(check(ds_of(interleaved({"native": noisy(1000, 5, 1),
+                                                                   "cgroup": noisy(1000, 5, 2)}))))
+
+
+def test_warmup_outlier_at_a_block_start() -> None:
+    values = noisy(1000, 8, 7, 0.005)
+    values[0] = 800.0  # the campaign's first run
+    found = [f for f in check(ds_of(interleaved({"native": values, "cgroup": noisy(1000, 8, 8, 0.005)})))
+             if f.code == "warmup-outlier"]
+    assert [f.runs for f in found] == [["native.i01"]]
+    assert "the campaign's first run" in found[0].message
+
+
+def test_foreign_gpu_process_and_gave_up_cooldown_are_flagged_and_can_be_left_out() -> None:
+    runs = interleaved({"native": noisy(1000, 4, 1), "cgroup": noisy(1000, 4, 2)})
+    runs[1].status.warnings = ["another process held the GPU when the run started: pid 77 (1200 MiB)"]
+    runs[2].status.warnings = ["cooldown gave up after 1800 s at 52 °C (limit 45 °C)"]
+    ds = ds_of(runs)
+    found = [f for f in check(ds) if f.code == "interference"]
+    assert sorted(r for f in found for r in f.runs) == ["cgroup.i01", "native.i02"]
+    assert all("kept (set analysis.exclude_interference: true" in f.message for f in found)
+    opts = AnalysisOptions(exclude_interference=True)
+    table = included_runs(ds, opts).set_index("run_id")
+    assert not table.loc["cgroup.i01", "included"]
+    assert table.loc["cgroup.i01", "exclusion_reason"].startswith("interference: another process held the GPU")
+    assert table["included"].sum() == 6
+
+
+def test_busy_span_metrics_and_processes_from_samples() -> None:
+    rows = [{"gpu_util_pct": 0.0, "sm_clock_mhz": 345.0, "gpu_processes": "77:1200"},
+            {"gpu_util_pct": 90.0, "sm_clock_mhz": 1980.0, "gpu_power_w": 500.0},
+            {"gpu_util_pct": 0.0, "sm_clock_mhz": 1980.0, "gpu_power_w": 300.0},
+            {"gpu_util_pct": 96.0, "sm_clock_mhz": 1980.0, "gpu_power_w": 520.0},
+            {"gpu_util_pct": 0.0, "sm_clock_mhz": 345.0}]
+    assert busy_span_metrics(rows) == {"gpu_util_mean_pct": 93.0, "sm_clock_mean_mhz": 1980.0,
+                                       "gpu_power_mean_w": 510.0}
+    for t, row in enumerate(rows):
+        row["t_s"] = 0.1 * t
+    assert busy_span_metrics(rows, (0.05, 0.35)) == {"gpu_util_mean_pct": 62.0, "sm_clock_mean_mhz": 1980.0,
+                                                     "gpu_power_mean_w": 440.0}
+    assert processes_of(rows[0]) == {77: 1200} and processes_of(rows[1]) == {}
+    assert busy_span_metrics([{"gpu_util_pct": 0.0}]) == {}
+
+
+# --------------------------------------------------------------------------- item 5: noise explained
+
+
+def test_high_cv_names_the_likely_cause() -> None:
+    runs = interleaved({"native": noisy(2000, 6, 1, 0.12), "cgroup": noisy(2000, 6, 2, 0.01)})
+    for i, r in enumerate(runs):
+        r.metrics.update(gpu_util_mean_pct=55.0 + 6 * (i % 5), sm_clock_mean_mhz=1890.0, measured_window_s=1.1)
+    found = [f for f in check(ds_of(runs)) if f.code == "high-cv"]
+    assert len(found) == 1
+    assert found[0].message.startswith("c/m/native: CV above 5% over 6 runs — output_throughput_tok_s 9.3%; ")
+    assert ("likely cause: the GPU was only 65% busy on average (host-bound: kernel launches); GPU "
+            "utilisation varied from run to run") in found[0].message
+    assert "the measured window was short (1.10 s)" in found[0].message
+    assert likely_cause([97.0, 97.5], 0.3, 0.001, 6.5) is None
+
+
+# --------------------------------------------------------------------------- item 6: hardware and sensors
+
+
+def test_second_gpu_mid_campaign_is_flagged() -> None:
+    runs = interleaved({"native": noisy(1000, 6, 1), "cgroup": noisy(1000, 6, 2)})
+    for r in runs[6:]:
+        r.hardware.details["host"]["gpu_uuid"] = "GPU-bbbb"
+    found = [f for f in check(ds_of(runs)) if f.code == "hardware-change"]
+    assert len(found) == 1
+    assert found[0].message.startswith("c: runs on 2 GPUs — GPU-aaaa (6 runs, 2026-11-21 22:00–22:05 UTC); "
+                                       "GPU-bbbb (6 runs, 2026-11-21 22:06–22:11 UTC)")
+    assert "hardware-change" not in codes(check(ds_of(runs[:6])))
+
+
+def test_a_sensor_that_never_varies_is_probably_not_measured(phase1_store: Path) -> None:
+    runs = interleaved({"native": noisy(1000, 4, 1), "cgroup": noisy(1000, 4, 2)}, start_temp_c=40.0)
+    found = [f for f in check(ds_of(runs)) if f.code == "sensor-constant"]
+    assert [f.message.split(" — ")[0] for f in found] == ["c: start_temp_c is 40 °C in all 8 runs (SD 0)"]
+    # Phase 1 (GB10): 38–40 °C over the campaign, but exactly 40 °C in every run of four arms.
+    result = CliRunner().invoke(main, ["check", "--runs-dir", str(phase1_store), "--json"])
+    import json
+
+    flagged = sorted(f["message"].split(":")[0] for f in json.loads(result.stdout) if f["code"] == "sensor-constant")
+    assert flagged == ["phase1/deepseek/container", "phase1/deepseek/native", "phase1/qwen72b/container",
+                       "phase1/qwen72b/native"]
+
+
+# --------------------------------------------------------------------------- golden CLI output
+
+
+def _golden_store(root: Path) -> Path:
+    store = RunStore(root)
+    runs = _cache_runs(0.15)
+    for r in runs:
+        r.metrics.update(kv_cache_gib=111.8, kv_cache_fraction=0.9)
+    runs[0].status.warnings = ["another process held the GPU when the run started: pid 4242 (512 MiB)"]
+    for r in runs[12:]:
+        r.hardware.details["host"]["gpu_uuid"] = "GPU-bbbb"
+    for r in runs:
+        store.write(r, [])
+    return root
+
+
+@pytest.mark.parametrize("command", [["compare"], ["compare", "--by", "cache"], ["check"]])
+def test_golden_cli_output(tmp_path: Path, command: list[str]) -> None:
+    root = _golden_store(tmp_path / "runs")
+    result = CliRunner().invoke(main, [*command, "--runs-dir", str(root)])
+    assert result.exit_code == 0, result.output
+    golden = GOLDEN / ("-".join(command).replace("--", "") + ".txt")
+    if os.environ.get("SPARKREPORT_REGENERATE"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(result.stdout)
+    assert result.stdout == golden.read_text()

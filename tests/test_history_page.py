@@ -1,0 +1,85 @@
+"""The History page: written only with two versions, golden Markdown, diff pages, home-page line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from history_store import write_history_store
+
+from sparkreport.render import RenderOptions, RenderResult, render
+
+GOLDEN = Path(__file__).parent / "golden" / "history" / "history-page.md"
+# No SVG fallbacks: the page and its chart specs are what is tested, and vl-convert is slow.
+CONFIG = "static_charts: posts\n"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
+    root = tmp_path_factory.mktemp("history-site")
+    (root / "sparkreport.yml").write_text(CONFIG, encoding="utf-8")
+    runs = write_history_store(root / "runs", steps={"0.22.0": -0.042}, single_run="0.19.0")
+    return render(RenderOptions(runs_dir=runs, project_root=root, command="sparkreport render"))
+
+
+def test_history_page_golden(site: RenderResult) -> None:
+    page = (site.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
+    if os.environ.get("SPARKREPORT_REGEN_GOLDEN"):
+        GOLDEN.write_text(page, encoding="utf-8")
+    assert page == GOLDEN.read_text(encoding="utf-8")
+
+
+def test_summary_names_the_change_and_nothing_else(site: RenderResult) -> None:
+    page = (site.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
+    summary = next(line for line in page.splitlines() if line.startswith("**"))
+    assert summary.startswith("**output throughput fell 3.8% (95% CI ")
+    assert summary.endswith("between 0.21.0 and 0.22.0 in native (regression); no other change.**")
+    assert "Versions with a single run" in page and "0.19.0" in page
+
+
+def test_change_links_to_the_diff_page_of_its_two_versions(site: RenderResult) -> None:
+    diff = site.docs_dir / "history" / "nightly-0.21.0-0.22.0" / "index.md"
+    text = diff.read_text(encoding="utf-8")
+    assert "`campaign=nightly,label.version=0.21.0`" in text and "`campaign=nightly,label.version=0.22.0`" in text
+    assert "| llama-3.1-8b | native | Output throughput |" in text and "**regressed**" in text
+    assert "[diff](nightly-0.21.0-0.22.0/index.md)" in (site.docs_dir / "history" / "index.md").read_text()
+    nav = dict(site.nav)
+    assert nav["History"] == [("Across versions", "history/index.md"),
+                              ("0.21.0 → 0.22.0", "history/nightly-0.21.0-0.22.0/index.md")]
+
+
+def test_one_chart_per_charted_metric_with_change_marks(site: RenderResult) -> None:
+    charts = sorted(p.name for p in (site.docs_dir / "history" / "charts").glob("*.vl.json"))
+    assert charts == ["output_throughput_tok_s-history.vl.json", "peak_memory_gib-history.vl.json"]
+    spec = json.loads((site.docs_dir / "history" / "charts" / charts[0]).read_text())
+    text = json.dumps(spec)
+    assert "native: -3.8% (0.21.0 \\u2192 0.22.0, regression)" in text
+    # Versions keep their order on the axis in every layer (never alphabetical: rc1 first).
+    domains = [layer["encoding"]["x"]["scale"]["domain"] for layer in spec["layer"]]
+    assert all(d == ["0.18.0", "0.19.0", "0.20.0rc1", "0.20.0", "0.21.0", "0.22.0"] for d in domains)
+
+
+def test_history_json_beside_the_page_is_the_cli_contract(site: RenderResult) -> None:
+    payload = json.loads((site.docs_dir / "history" / "history.json").read_text())
+    assert payload["schema_version"] == 1 and len(payload["versions"]) == 6
+    assert [(c["before"], c["after"], c["direction"]) for c in payload["change_points"]] == [
+        ("0.21.0", "0.22.0", "regression")]
+
+
+def test_home_and_methodology_mention_it(site: RenderResult) -> None:
+    home = (site.docs_dir / "index.md").read_text(encoding="utf-8")
+    [line] = [x for x in home.splitlines() if x.startswith("**Across versions:**")]
+    assert "output throughput fell 3.8%" in line and "[History](history/index.md)" in line
+    methodology = (site.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8")
+    assert "a change point is reported only where the level shifts by at least 2%" in methodology
+
+
+def test_no_history_page_with_one_version(tmp_path: Path) -> None:
+    (tmp_path / "sparkreport.yml").write_text(CONFIG, encoding="utf-8")
+    runs = write_history_store(tmp_path / "runs", versions=["0.22.0"])
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
+    assert not (result.docs_dir / "history").exists()
+    assert "History" not in dict(result.nav)
+    assert "Across versions" not in (result.docs_dir / "index.md").read_text(encoding="utf-8")

@@ -1,0 +1,446 @@
+"""Publishing: the credential scan of a built site and the temporary-folder build + swap.
+
+Builds use a tiny store (two trtllm-bench logs) so that a real `sparkreport build` subprocess
+stays short enough to interrupt several times.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sparkreport.errors import SparkreportError
+from sparkreport.ingest import IngestOptions, ingest_paths
+from sparkreport.render import RenderOptions
+from sparkreport.site import build, publish
+from sparkreport.site.scan import MAX_LISTED, PublishScanError, check_site, scan_site
+from sparkreport.store import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+LOGS = REPO / "tests" / "fixtures" / "trtllm-log"
+TITLE_MODEL = "</title><script>alert(2)</script>"
+
+#: One planted value per shape (none of them real); the scan must name each shape, never the value.
+PLANTED = {
+    "url-userinfo": "postgres://bench:Hunter2Pass99@db.internal:5432/results",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjaS1qb2IifQ.c2lnbmF0dXJlLXZhbHVlLXgx",
+    "key-value-secret": "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5",
+    "token-prefix": "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4",
+    "bearer": "Authorization: Bearer abcDEF123456ghiJKL789",
+    "webhook-url": "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXX",
+    "docker-auth": '{"auths": {"registry.example": {"auth": "dXNlcjpwYXNzd29yZDEyMzQ="}}}',
+    "private-key": "-----BEGIN RSA PRIVATE KEY-----",
+}
+
+
+def _site(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    site = tmp_path / "site"
+    for name, data in files.items():
+        path = site / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return site
+
+
+def test_scan_names_every_shape_in_every_kind_of_file_never_the_value(tmp_path: Path) -> None:
+    import html
+
+    files: dict[str, bytes] = {}
+    for k, (shape, value) in enumerate(PLANTED.items()):
+        text = f"line one\nrun {k}: {value}\n"
+        files[f"p{k}/index.html"] = f"<p>{html.escape(text)}</p>".encode()
+        files[f"search/{k}.json"] = json.dumps({"text": text}).encode()
+        files[f"runs/files/c/r{k}/bench.log.gz"] = gzip.compress(text.encode())
+        files[f"charts/{shape}.json"] = json.dumps({"data": {"values": [{"label": value}]}}).encode()
+    files["assets/images/logo.png"] = PLANTED["jwt"].encode()  # binary formats are not scanned
+    site = _site(tmp_path, files)
+    findings = scan_site(site)
+    by_file = {(f.path, f.shape) for f in findings}
+    for k, shape in enumerate(PLANTED):
+        for path in (f"p{k}/index.html", f"search/{k}.json", f"runs/files/c/r{k}/bench.log.gz", f"charts/{shape}.json"):
+            assert (path, shape) in by_file, (path, shape)
+    assert all(f.line == 2 for f in findings if f.path.endswith((".html", ".gz")))
+    assert not any(f.path.endswith(".png") for f in findings)
+    with pytest.raises(PublishScanError) as caught:
+        check_site(site, label="site")
+    message = caught.value.format_message()
+    lines = message.splitlines()
+    assert len(lines) == 1 + MAX_LISTED + 1 and lines[-1] == f"… and {len(findings) - MAX_LISTED} more"
+    assert "sparkreport scrub" in lines[1] and lines[1].startswith("site/charts/")
+    for value in PLANTED.values():
+        for part in (value, value.split(":")[-1].split("@")[0], value.split("=")[-1]):
+            if len(part) >= 12:
+                assert part not in message
+
+
+def test_grep_prefilter_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
+    """The prefilter is a superset: every hit of the Python scan is also in a grep-selected file."""
+
+    variants = [f"x {value} y" for value in PLANTED.values()] + [
+        "see https://user:[REDACTED]@proxy and password=</code>",  # scrubbed, and a tag: no hit
+        "PASSWORD = s3cr3tvalue", "apiKey: 'abcdef123456'", "SharedAccessSignature=sv=2020&sig=abcdefgh",
+        json.dumps({"url": "https://ci:tok3nValue9@git.example/x.git"}),
+    ]
+    files = {f"f{k}.txt": v.encode() for k, v in enumerate(variants)}
+    files.update({f"g{k}.txt.gz": gzip.compress(v.encode()) for k, v in enumerate(variants)})
+    files["plain.html"] = b"<p>tokens/s: 1234, key: value</p>"
+    files["nul.log"] = b"\x00\x01binary\n" + PLANTED["jwt"].encode() + b"\n"  # grep must not skip it as binary
+    files["nul.log.gz"] = gzip.compress(files["nul.log"])
+    site = _site(tmp_path, files)
+    fast, full = scan_site(site), scan_site(site, prefilter=False)
+    assert fast == full
+    assert {"nul.log", "nul.log.gz"} <= {f.path for f in fast}
+    assert {f.path for f in full} >= {f"f{k}.txt" for k in range(len(PLANTED))} | {"f9.txt", "f10.txt", "f11.txt"}
+    assert not any(f.path in ("f8.txt", "plain.html") for f in full)
+
+
+def test_vendored_assets_are_skipped_only_when_unchanged(tmp_path: Path) -> None:
+    from sparkreport.site.scan import vendored_files
+
+    vendored = vendored_files()
+    name, size = next((n, s) for n, s in vendored.items() if n.endswith(".js") and s > 1000)
+    same_size = (PLANTED["jwt"] + " " + "x" * size)[:size].encode()
+    site = _site(tmp_path / "same", {name: same_size})
+    assert scan_site(site) == []  # the packaged file (by path and size): not scanned
+    changed = ("x" * (size + 10) + " " + PLANTED["jwt"]).encode()
+    site = _site(tmp_path / "changed", {name: changed})
+    assert [f.path for f in scan_site(site)] == [name]
+
+
+# ---------------------------------------------------------------------------------------------
+# Real builds of a tiny store
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with two runs and a built site (module-scoped: tests copy it)."""
+    root = tmp_path_factory.mktemp("tiny")
+    logs = root / "logs"
+    logs.mkdir()
+    for name in ("engine_backend_trt.log", "memory_only_old_cpp.log"):
+        shutil.copy(LOGS / name, logs / name)
+    report = ingest_paths(sorted(logs.iterdir()), RunStore(root / "runs"), IngestOptions(campaign="tiny",
+                                                                                         environment="native"))
+    assert len(report.added) == 2, report.rejected
+    for run_json in (root / "runs" / "tiny").glob("*/run.json"):  # a model name that closes <title>
+        data = json.loads(run_json.read_text(encoding="utf-8"))
+        data["model"]["display_name"] = TITLE_MODEL
+        run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    (root / "mkdocs.yml").write_text("site_name: tiny\n", encoding="utf-8")
+    build(_options(root), root / "site")
+    return root
+
+
+def _options(root: Path) -> RenderOptions:
+    return RenderOptions(runs_dir=root / "runs", docs_dir=root / "build" / "docs", config_path=None,
+                         command="sparkreport build", project_root=root)
+
+
+def _copy(tiny: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(tiny, root, symlinks=True)
+    shutil.rmtree(root / "build")  # generated paths are absolute: let the copy render its own
+    return root
+
+
+def _files(site: Path) -> set[str]:
+    return {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
+
+
+def test_a_scan_hit_fails_the_build_and_leaves_the_old_site_untouched(tiny: Path, tmp_path: Path) -> None:
+    root = _copy(tiny, tmp_path)
+    before = _files(root / "site")
+    assert "index.html" in before
+    log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
+    log.write_text(log.read_text(encoding="utf-8") + f"proxy {PLANTED['url-userinfo']}\n", encoding="utf-8")
+    with pytest.raises(PublishScanError) as caught:
+        build(_options(root), root / "site")
+    message = caught.value.format_message()
+    assert "engine_backend_trt.log" in message and "a password in a URL" in message
+    assert "Hunter2Pass99" not in message
+    assert _files(root / "site") == before
+    assert not publish.staging_dir(root / "site").exists() and not publish.old_dir(root / "site").exists()
+
+
+def test_a_build_swaps_the_new_site_in_whole(tiny: Path, tmp_path: Path) -> None:
+    root = _copy(tiny, tmp_path)
+    site = root / "site"
+    (site / "stale.html").write_text("from an older build", encoding="utf-8")
+    build(_options(root), site)
+    assert not (site / "stale.html").exists() and (site / "index.html").is_file()
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".site")) == []
+
+
+def test_leftovers_of_a_killed_build_are_cleaned_up(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    old = publish.old_dir(site)
+    old.mkdir()
+    (old / "index.html").write_text("previous", encoding="utf-8")
+    publish.staging_dir(site).mkdir()
+    publish.recover(site)  # killed between the two renames: the previous site is put back
+    assert (site / "index.html").read_text(encoding="utf-8") == "previous"
+    assert not old.exists() and not publish.staging_dir(site).exists()
+    (site / "index.html").unlink()
+    site.rmdir()
+    site.write_text("a file", encoding="utf-8")
+    with pytest.raises(SparkreportError, match="is a file, not a folder"):
+        publish.recover(site)
+
+
+def test_interrupts_at_any_moment_leave_the_previous_site_whole(tiny: Path, tmp_path: Path) -> None:
+    """SIGINT and SIGTERM at varied delays into a real `sparkreport build` subprocess."""
+    root = _copy(tiny, tmp_path)
+    site = root / "site"
+    before = _files(site)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "sparkreport", "build", "--runs-dir", "runs", "--site-dir", "site"]
+    start = time.monotonic()
+    subprocess.run(command, cwd=root, env=env, check=True, capture_output=True)
+    full = time.monotonic() - start
+    outcomes = []
+    for k, fraction in enumerate((0.1, 0.35, 0.65, 0.92)):
+        shutil.rmtree(root / "build" / "cache", ignore_errors=True)  # a full build every time
+        proc = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(full * fraction)
+        proc.send_signal(signal.SIGINT if k % 2 == 0 else signal.SIGTERM)
+        proc.communicate(timeout=120)
+        outcomes.append(proc.returncode)
+        assert (site / "index.html").is_file() and _files(site) == before, f"after a signal at {fraction:.0%} of a build"
+        assert not publish.staging_dir(site).exists() and not publish.old_dir(site).exists()
+    assert any(code != 0 for code in outcomes)  # at least some signals landed mid-build
+
+
+# ---------------------------------------------------------------------------------------------
+# What is published: raw files inert, only listed files, never through a symlink, env filtered
+
+
+def test_raw_files_are_published_under_inert_names() -> None:
+    from sparkreport.site.run_files import published_name
+
+    for name in ("evil.html", "a.htm", "x.xhtml", "pic.svg", "code.js", "m.mjs", "feed.xml", "doc.pdf",
+                 "notes.md", "Dockerfile", "page.HTML"):
+        assert published_name(name) == name + ".txt", name
+    assert published_name("evil.svg.gz") == "evil.svg.txt.gz"
+    assert published_name("evil.html", 10 << 20) == "evil.html.txt.gz"
+    for name in ("bench.log", "run.json", "samples.csv", "x.jsonl", "c.yaml", "c.yml", "a.txt"):
+        assert published_name(name) == name
+    assert published_name("samples.csv.gz", 10 << 20) == "samples.csv.gz"  # never gzip twice
+
+
+def _store_with_links(tmp_path: Path) -> tuple[Path, Path]:
+    runs = tmp_path / "runs"
+    run = runs / "c" / "r1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text("{}\n", encoding="utf-8")
+    (run / "bench.log").write_text("log\n", encoding="utf-8")
+    (run / "evil.html").write_text("<script>alert(1)</script>\n", encoding="utf-8")
+    (run / "unlisted.log").write_text("not in run.json\n", encoding="utf-8")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret of the build machine\n", encoding="utf-8")
+    return runs, outside
+
+
+def test_only_listed_files_are_published_never_through_a_symlink(tmp_path: Path) -> None:
+    from sparkreport.render.runs_index import run_files
+    from sparkreport.site.run_files import copy_files
+
+    runs, _outside = _store_with_links(tmp_path)
+    run = runs / "c" / "r1"
+    (run / "inner.log").symlink_to(run / "bench.log")  # a link inside the store: not followed
+    links = run_files(runs, "c/r1", ["bench.log", "evil.html", "inner.log", "missing.log"], "files")
+    assert [(f["source"], f["name"]) for f in links] == [
+        ("run.json", "run.json"), ("bench.log", "bench.log"), ("evil.html", "evil.html.txt")]
+    site = tmp_path / "site"
+    copy_files(runs, site, [(f["path"], f["store_path"]) for f in links])
+    assert sorted(p.name for p in (site / "files" / "c" / "r1").iterdir()) == ["bench.log", "evil.html.txt",
+                                                                               "run.json"]
+    # the manifest is checked again at copy time: a link that appeared since is skipped
+    (run / "bench.log").unlink()
+    (run / "bench.log").symlink_to(tmp_path / "outside.txt")
+    assert copy_files(runs, tmp_path / "site2", [("files/c/r1/bench.log", "c/r1/bench.log")]) == 0
+
+
+def test_symlinks_leaving_the_store_are_refused_naming_the_path(tmp_path: Path) -> None:
+    from sparkreport.errors import DataError
+    from sparkreport.render.runs_index import run_files
+
+    runs, outside = _store_with_links(tmp_path)
+    (runs / "c" / "r1" / "environ.log").symlink_to(outside)
+    with pytest.raises(DataError, match=r"environ\.log: is a symbolic link to .*outside the run store"):
+        run_files(runs, "c/r1", ["environ.log"], "files")
+    elsewhere = tmp_path / "elsewhere" / "r2"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "run.json").write_text("{}\n", encoding="utf-8")
+    (runs / "c" / "r2").symlink_to(elsewhere)
+    with pytest.raises(SparkreportError) as caught:
+        RunStore(runs).run_files()
+    message = caught.value.format_message()
+    assert message.startswith(f"{runs / 'c' / 'r2'}: is a symbolic link to {elsewhere}") and "\n" not in message
+    (runs / "c" / "r2").unlink()
+    (runs / "c" / "r3").symlink_to(runs / "c" / "r1")  # inside the store: read
+    assert [p.parent.name for p in RunStore(runs).run_files()] == ["r1", "r3"]
+
+
+def test_published_run_json_holds_only_allowlisted_variables(tmp_path: Path) -> None:
+
+    from sparkreport.site.run_files import copy_files, published_env
+
+    env = {"CUDA_VISIBLE_DEVICES": "0", "PATH": "/usr/bin", "ACME_DB": "postgres://u:Pw0rdPw0rd@db/x",
+           "HTTPS_PROXY": "http://me:Pr0xyPass@proxy:3128", "NCCL_DEBUG": "INFO", "MY_THING": "private-value-1"}
+    details = {"env_vars": env, "env_allowlist": ["MY_*"]}
+    assert published_env(details) == {"CUDA_VISIBLE_DEVICES": "0", "MY_THING": "private-value-1",
+                                      "NCCL_DEBUG": "INFO", "PATH": "/usr/bin"}
+    run = tmp_path / "runs" / "c" / "r1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"environment": {"details": {"env_vars": env}}}), encoding="utf-8")
+    copy_files(tmp_path / "runs", tmp_path / "site", [("r/run.json", "c/r1/run.json")])
+    published = (tmp_path / "site" / "r" / "run.json").read_text(encoding="utf-8")
+    assert "Pw0rdPw0rd" not in published and "Pr0xyPass" not in published and "private-value-1" not in published
+    assert json.loads(published)["environment"]["details"]["env_vars"] == {
+        "CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO", "PATH": "/usr/bin"}
+
+
+def test_methodology_describes_environments_without_dumps() -> None:
+    from sparkreport.render.builtin import environment_descriptions
+    from sparkreport.schema import Environment
+
+    class Record:
+        def __init__(self, name: str, env_vars: dict[str, str]) -> None:
+            self.campaign = "c"
+            self.environment = Environment(name=name, kind="native", details={
+                "env_vars": env_vars, "commands": [{"argv": ["python", "--token", "x"]}],
+                "cgroup": {"path": "/sys/fs/cgroup/x"}, "method": "chroot",
+                "flags": "--env DB=postgres://u:Secr3tPw@db/x"})
+
+    described = environment_descriptions([  # type: ignore[arg-type]
+        Record("a", {"CUDA_VISIBLE_DEVICES": "0", "PATH": "/bin", "HOME_SECRET_DIR": "/x"}),
+        Record("b", {"CUDA_VISIBLE_DEVICES": "1", "PATH": "/bin"})])
+    text = repr(described)
+    assert "argv" not in text and "/sys/fs/cgroup" not in text and "HOME_SECRET_DIR" not in text
+    assert "Secr3tPw" not in text and described[0]["details"]["method"] == ["chroot"]
+    assert described[0]["variables"] == {"CUDA_VISIBLE_DEVICES": ["0"]}  # PATH is the same everywhere
+
+
+def test_formula_cells_are_neutralised_in_csv_downloads() -> None:
+    import pandas as pd
+
+    from sparkreport.dataset import csv_safe
+
+    frame = pd.DataFrame({"label": ["=HYPERLINK(\"http://x\")", "+1+2", "-cmd", "@SUM(A1)", "\tx", "\rx", "-3.5",
+                                    "plain"],
+                          "delta_pct": [-1.5, 2.0, -3.0, 0.0, 1.0, 1.0, -2.0, 3.0]})
+    safe = csv_safe(frame)
+    assert safe["label"].tolist() == ["'=HYPERLINK(\"http://x\")", "'+1+2", "'-cmd", "'@SUM(A1)", "'\tx", "'\rx",
+                                      "-3.5", "plain"]
+    assert safe["delta_pct"].tolist() == frame["delta_pct"].tolist()
+    assert frame["label"][0].startswith("=")  # the frame itself is left alone
+
+
+@pytest.mark.browser
+def test_a_model_name_that_closes_the_title_is_inert_on_every_page(tiny: Path) -> None:
+    """Headless Chromium over the whole built site: no dialog, no script with the name's body,
+    and the name shown literally in the page title and the article; escaped in the search index."""
+    from test_browser import CHROMIUM, CHROMIUM_ARGS, PageVisit, free_port, require_browser, serving, site_pages
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    site = tiny / "site"
+    assert "<script>alert(2)" not in "".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html")
+                                           if "runs/files" not in p.as_posix())
+    # The search index (rendered by Material's search as HTML) holds the name escaped only.
+    entries = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    named = [e for e in entries if "alert(2)" in e["title"] + e["text"]]
+    assert named and not any("<script>alert(2)" in e["title"] + e["text"] for e in named)
+    pages = site_pages(site)
+    with serving(site, free_port()) as url, sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            titled = 0
+            for relative in pages:
+                visit = PageVisit(chromium, url + relative)
+                try:
+                    injected = visit.page.evaluate(
+                        "Array.from(document.scripts).filter(s => s.textContent.includes('alert(2)')).length")
+                    assert injected == 0 and not visit.dialogs, (relative, visit.dialogs)
+                    if visit.page.title().startswith(TITLE_MODEL):
+                        titled += 1
+                        assert TITLE_MODEL in visit.page.locator("article").first.inner_text()
+                finally:
+                    visit.close()
+            assert titled >= 1  # the model's results page carries the name in <title>, as text
+        finally:
+            chromium.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end: a campaign run from a shell full of credentials, then built into a site
+
+#: Credential-bearing variables of the kinds a CI shell holds; no name says TOKEN/KEY/SECRET/PASSWORD.
+SHELL = {
+    "DATABASE_URL": ("postgres://app:Db9Pw7Xq2Lm@db.internal:5432/prod", "Db9Pw7Xq2Lm"),
+    "HTTPS_PROXY": ("http://alice:Pr0xyPw55Z@proxy.corp:3128", "Pr0xyPw55Z"),
+    "CHAT_WEBHOOK": ("https://hooks.slack.com/services/T0AAA/B0BBB/cHaTwEbHoOk1234567890", "cHaTwEbHoOk1234567890"),
+    "DOCKER_AUTH_CONFIG": ('{"auths": {"reg.example": {"auth": "dXNlcjpyZWdpc3RyeXB3ZDEy"}}}',
+                           "dXNlcjpyZWdpc3RyeXB3ZDEy"),
+    "CI_JOB_JWT": ("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJqb2ItNDIifQ.c2lnbmF0dXJlcGxhbnRlZDE",
+                   "c2lnbmF0dXJlcGxhbnRlZDE"),
+    "STORAGE_CONNECTION": ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=QWNjb3VudEtleVBsYW50ZWQ9",
+                           "QWNjb3VudEtleVBsYW50ZWQ9"),
+    "PIP_INDEX_URL": ("https://ci:PipIdx9Pw3@pypi.corp/simple", "PipIdx9Pw3"),
+    "ACME_PRIVATE": ("plain-private-value-8842", "plain-private-value-8842"),
+    "PYTORCH_PROXY": ("http://u:AllowPw8Q@host:1", "AllowPw8Q"),  # allowlisted name, credential value
+}
+CAMPAIGN = """
+campaign: planted
+seed: 3
+iterations: 1
+timeout_s: 60
+models:
+  - {name: small, id: fake/small, params: {throughput_tok_s: 120}}
+  - {name: large, id: fake/large, params: {throughput_tok_s: 20}}
+environments:
+  - {name: native, kind: native}
+workload: {kind: fake, sleep_s: 0, noise: 0.01, print_env: [%s]}
+cooldown: {min_s: 0}
+monitoring: {interval_s: 0.05}
+preflight: {enabled: false}
+"""
+
+
+def _all_text(folder: Path) -> str:
+    chunks = []
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            chunks.append((gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8", "replace"))
+    return "\n".join(chunks)
+
+
+def test_no_planted_credential_reaches_runs_build_or_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+
+    for name, (value, _secret) in SHELL.items():
+        monkeypatch.setenv(name, value)
+    campaign = tmp_path / "planted.yaml"
+    campaign.write_text(CAMPAIGN % ", ".join(SHELL), encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text("site_name: planted\n", encoding="utf-8")
+    ran = CliRunner().invoke(main, ["run", str(campaign), "--runs-dir", str(tmp_path / "runs"), "-q"])
+    assert ran.exit_code == 0, ran.output
+    build(_options(tmp_path), tmp_path / "site")  # the scan passes: nothing credential-shaped is left
+    assert (tmp_path / "site" / "methodology" / "index.html").is_file()
+    for folder in ("runs", "build", "site"):
+        text = _all_text(tmp_path / folder)
+        leaked = [name for name, (_value, secret) in SHELL.items() if secret in text]
+        assert not leaked, f"{folder}/ holds the values of {leaked}"

@@ -1,0 +1,160 @@
+"""The generated pages read as a report: golden pages for the shipped store, and a lint over
+every generated page (no Python reprs, no table cell over 300 characters, no sentence template
+repeated more than three times); the repository's own site with the Phase 1 per-run data added.
+
+Regenerate the golden pages after an intended change with
+``SPARKREPORT_UPDATE_GOLDEN=1 pytest tests/test_report_pages.py`` and read the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sparkreport.render import RenderOptions, RenderResult, render
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = Path(__file__).resolve().parent / "golden" / "pages"
+UPDATE = os.environ.get("SPARKREPORT_UPDATE_GOLDEN") == "1"
+#: The pages kept as golden files (the shipped store, this repository's configuration).
+GOLDEN_PAGES = ("index.md", "methodology/index.md", "memory/index.md", "results/index.md",
+                "results/deepseek/index.md", "campaigns/phase1-published/index.md",
+                "campaigns/gpu-torch-native-vs-cgroup/index.md")
+MAX_CELL = 300
+MAX_REPEATS = 3
+SHINGLE = 8
+#: Python reprs that must never reach a page's prose.
+REPRS = (re.compile(r"\{'"), re.compile(r"'\s*:\s"), re.compile(r"\[\("), re.compile(r"(?<=[\w,(=|\[] )None\b|[(=\[]None\b"),
+         re.compile(r"\bnan\b"), re.compile(r"<sparkreport\."), re.compile(r"\bdatetime\.\w+\("))
+
+
+def _project(tmp: Path, runs: Path) -> RenderResult:
+    """Render with this repository's configuration, templates and posts."""
+    return render(RenderOptions(runs_dir=runs, project_root=REPO, docs_dir=tmp / "docs"))
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
+    """The repository's own site: its runs/ store, sparkreport.yml, templates/ and posts."""
+    return _project(tmp_path_factory.mktemp("shipped"), REPO / "runs")
+
+
+@pytest.fixture(scope="module")
+def combined(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path) -> RenderResult:
+    """The shipped store with the Phase 1 per-run data ingested into it, as the README suggests:
+    the posts, pinned to their campaigns, still build and say the same."""
+    root = tmp_path_factory.mktemp("combined")
+    runs = root / "runs"
+    shutil.copytree(REPO / "runs", runs)
+    shutil.copytree(phase1_store / "phase1", runs / "phase1")
+    return _project(root, runs)
+
+
+def prose(text: str) -> str:
+    """A page without its code spans, code blocks, HTML lines (charts, footer) and link targets."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"`[^`\n]*`", " ", text)
+    text = re.sub(r"<code>.*?</code>", " ", text)
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("<"))
+    return re.sub(r"\]\([^)]*\)", "]", text)
+
+
+def table_cells(text: str) -> list[str]:
+    return [cell.strip() for line in text.splitlines() if line.lstrip().startswith("|")
+            for cell in line.strip().strip("|").split(" | ")]
+
+
+def sentence_lines(text: str) -> list[str]:
+    """Prose lines: no tables, headings or admonition titles."""
+    return [line for line in prose(text).splitlines()
+            if line.strip() and not line.lstrip().startswith(("|", "#", "!!!", "???", "---"))]
+
+
+def repeated_templates(text: str) -> list[tuple[str, int]]:
+    """8-word shingles (numbers and names masked to their shape) found more than 3 times."""
+    counts: Counter[str] = Counter()
+    for line in sentence_lines(text):
+        words = re.sub(r"[-+]?\d[\d.,]*", "#", line).split()
+        seen = set()
+        for i in range(len(words) - SHINGLE + 1):
+            shingle = " ".join(words[i:i + SHINGLE])
+            if shingle not in seen:  # a line counts once per shingle
+                seen.add(shingle)
+                counts[shingle] += 1
+    return [(s, n) for s, n in counts.most_common() if n > MAX_REPEATS]
+
+
+def lint(result: RenderResult) -> list[str]:
+    problems = []
+    # generated pages and posts (filled in from the data); other hand-written pages are the author's
+    handwritten = {h for h in result.handwritten if not h.startswith("blog/posts/")}
+    pages = sorted(p for p in result.docs_dir.rglob("*.md") if "assets" not in p.parts
+                   and p.relative_to(result.docs_dir).as_posix() not in handwritten)
+    assert len(pages) >= 8
+    for path in pages:
+        name = path.relative_to(result.docs_dir).as_posix()
+        text = path.read_text(encoding="utf-8")
+        body = "\n".join(sentence_lines(text)) + "\n" + "\n".join(table_cells(prose(text)))
+        for pattern in REPRS:
+            found = pattern.search(body)
+            if found:
+                start = max(found.start() - 40, 0)
+                problems.append(f"{name}: Python repr {pattern.pattern!r}: …{body[start:found.end() + 40]}…")
+        problems += [f"{name}: table cell of {len(c)} chars: {c[:80]}…" for c in table_cells(text)
+                     if len(c) > MAX_CELL]
+        problems += [f"{name}: {n}× «{s}»" for s, n in repeated_templates(text)[:3]]
+    return problems
+
+
+def test_shipped_pages_read_as_a_report(shipped: RenderResult) -> None:
+    assert lint(shipped) == []
+
+
+def test_pages_with_the_phase1_runs_added_read_as_a_report(combined: RenderResult) -> None:
+    assert lint(combined) == []
+
+
+def test_posts_survive_new_data(shipped: RenderResult, combined: RenderResult) -> None:
+    """Adding the Phase 1 per-run data changes no number a shipped post states."""
+    names = sorted(p.name for p in (shipped.docs_dir / "blog" / "posts").glob("*.md"))
+    assert len(names) == 3
+    for name in names:
+        before = (shipped.docs_dir / "blog" / "posts" / name).read_text(encoding="utf-8")
+        after = (combined.docs_dir / "blog" / "posts" / name).read_text(encoding="utf-8")
+        strip = re.compile(r"<p class=\"sparkreport-provenance\">.*?</p>", re.S)
+        assert strip.sub("", before) == strip.sub("", after), name
+    text = (shipped.docs_dir / "blog" / "posts" / "phase1-recomputed.md").read_text(encoding="utf-8")
+    assert "chosen by this site after the study was published, not\ndeclared in advance" in text
+
+
+def test_home_is_a_summary(shipped: RenderResult, combined: RenderResult) -> None:
+    """Home: each campaign's question and answer, ≥ 1 chart, limits said once, ≤ ~700 words
+    (three campaigns; four, with the Phase 1 runs added, stay under 900)."""
+    home = (shipped.docs_dir / "index.md").read_text(encoding="utf-8")
+    words = len(" ".join(sentence_lines(home)).split())
+    assert words <= 700, words
+    more = len(" ".join(sentence_lines((combined.docs_dir / "index.md").read_text(encoding="utf-8"))).split())
+    assert more <= 900, more
+    assert home.count("**The answer.**") >= 2 and home.count("## What the data cannot show") == 1
+    assert 'class="sparkreport-chart"' in home
+
+
+def _normalised(text: str) -> str:
+    """A page without its provenance footer (dataset digest, the regenerate command's paths)."""
+    return text.rsplit("\n---\n", 1)[0].rstrip() + "\n"
+
+
+@pytest.mark.parametrize("name", GOLDEN_PAGES)
+def test_golden_pages(shipped: RenderResult, name: str) -> None:
+    page = _normalised((shipped.docs_dir / name).read_text(encoding="utf-8"))
+    golden = GOLDEN / name
+    if UPDATE:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(page, encoding="utf-8")
+    assert golden.is_file(), f"{golden} missing: run SPARKREPORT_UPDATE_GOLDEN=1 pytest {__file__}"
+    assert page == golden.read_text(encoding="utf-8"), f"{name} changed: regenerate and read the diff"
