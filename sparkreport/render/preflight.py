@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.names import shown_values
-from sparkreport.render.posts import (ARM_FILTERS, POSTS_DIR, Binding, BindingError, Resolver, fill, is_draft,
-                                      shown_path)
+from sparkreport.render.posts import ARM_FILTERS, POSTS_DIR, Binding, BindingError, Resolver, fill, is_draft, shown_path
 
 if TYPE_CHECKING:
     from sparkreport.config import ProjectConfig
