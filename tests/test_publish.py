@@ -103,6 +103,24 @@ def test_grep_prefilter_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
     assert not any(f.path in ("f8.txt", "plain.html") for f in full)
 
 
+def test_secret_options_are_found_and_pages_that_name_them_are_not(tmp_path: Path) -> None:
+    """``--hf-token VALUE`` in a published log is a hit (both scans); a page that documents the option
+    (``--hf-token …</code>``, ``\\u2026`` in the search index) or a metric name ("time-to-first-token (ms)")
+    is not."""
+    files = {
+        "log.txt": b"vllm bench serve --model x --hf-token Zx9vbnm1234 --max-tokens 128\n",
+        "cmd.json": json.dumps({"argv": ["serve", "--api-key=plainPass9"]}).encode(),
+        "doc.html": b"<p>a vLLM log's <code>vllm bench serve \xe2\x80\xa6 --hf-token \xe2\x80\xa6</code>, arguments</p>",
+        "search.json": json.dumps({"text": "<code>vllm bench serve \u2026 --hf-token \u2026</code>, arguments"}).encode(),
+        "metrics.html": b"<td><code>Average time-to-first-token (ms)</code>; <code>Output token throughput</code></td>",
+    }
+    site = _site(tmp_path, files)
+    fast, full = scan_site(site), scan_site(site, prefilter=False)
+    assert fast == full
+    assert {(f.path, f.shape) for f in full} >= {("log.txt", "secret-option"), ("cmd.json", "secret-option")}
+    assert {f.path for f in full} == {"log.txt", "cmd.json"}
+
+
 def test_vendored_assets_are_skipped_only_when_unchanged(tmp_path: Path) -> None:
     from sparkreport.site.scan import vendored_files
 

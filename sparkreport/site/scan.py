@@ -63,6 +63,7 @@ _PROBE_ARGS: dict[str, dict[str, object]] = {
     "jwt": {"anchors": (b"eyJ",), "back": 1, "fwd": 16384},
     "key-value-secret": {"anchors": (b"key", b"pass", b"secret", b"token", b"_auth", b"sig"), "lower": True,
                          "back": 24, "fwd": 340, "follow": _KEY_FOLLOW},
+    "secret-option": {"anchors": (b"token", b"key", b"passw", b"secret"), "lower": True, "back": 8, "fwd": 340},
     "private-key": {"anchors": (b"PRIVATE KEY-----",), "back": 40, "fwd": 1},
     "token-prefix": {"anchors": (b"hf_", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"glpat-",
                                  b"xox", b"sk-", b"sk_live_", b"AKIA", b"ASIA", b"AIza", b"npm_", b"pypi-",
@@ -136,7 +137,10 @@ def scan_bytes(data: bytes) -> Iterator[tuple[Shape, int]]:
     for old, new in _UNESCAPE:
         if old in data:
             data = data.replace(old, new)
+    if b"\\u" in data:  # JSON's \u2026 for "…" (the search index): the character itself
+        data = _JSON_ESCAPE.sub(_unescape_json, data)
     lower = b""
+    text = ""  # latin-1 view of ``data`` (same positions) for shapes' ``before`` checks
     seen: set[tuple[str, int]] = set()
     for probe in _PROBES:
         if probe.lower and not lower:
@@ -151,13 +155,32 @@ def scan_bytes(data: bytes) -> Iterator[tuple[Shape, int]]:
                     for match in probe.pattern.finditer(data, *window):
                         secret = match.group("secret")
                         if (anchor and not match.start() <= i < match.end()) or _REDACTED in secret \
-                                or secret.startswith(b"<"):  # `password=</code>`: a tag, no value
+                                or _tag_only(secret):  # `password=</code>`: a tag, no value
                             continue
+                        if probe.shape.before is not None:  # e.g. `--hf-token VALUE`, not `first-token (ms)`
+                            text = text or data.decode("latin-1")
+                            if not probe.shape.before(text, match.start()):
+                                continue
                         key = (probe.shape.name, match.start("secret"))
                         if key not in seen:
                             seen.add(key)
                             yield probe.shape, data.count(b"\n", 0, match.start("secret")) + 1
                 i = hay.find(anchor, after) if anchor else -1
+
+
+_JSON_ESCAPE = re.compile(rb"\\u([0-9a-fA-F]{4})")
+
+
+def _unescape_json(match: re.Match[bytes]) -> bytes:
+    code = int(match.group(1), 16)
+    return match.group(0) if 0xD800 <= code < 0xE000 else chr(code).encode("utf-8")
+
+
+def _tag_only(secret: bytes) -> bool:
+    """The "value" is an HTML tag, or under four characters without a letter before one
+    (``--hf-token …</code>`` in a page documenting the option, not a token)."""
+    head = secret.split(b"<", 1)[0] if b"<" in secret else None
+    return head is not None and (len(head) < 4 or not re.search(rb"[A-Za-z0-9]", head))
 
 
 def _read(path: str) -> bytes:
@@ -182,6 +205,8 @@ PREFILTER_ERE = "|".join([
     r"eyJ[A-Za-z0-9_-]{8}",
     "(" + "|".join(_any_case(w) for w in ("key", "pass", "secret", "token", "_auth", "sig"))
     + r")[a-zA-Z_-]{0,10}[[:space:]]*[=:]",
+    "-[A-Za-z0-9_-]{0,30}(" + "|".join(_any_case(w) for w in ("token", "key", "passw", "secret"))
+    + r")[a-zA-Z]{0,4}([[:space:]]|=)",
     "PRIVATE KEY-----",
     r"hf_|gh[pousr]_|github_pat_|glpat-|xox|sk-|sk_live_|AKIA|ASIA|AIza|npm_|pypi-|dop_v1_",
     r"(Bearer|Basic)[[:space:]]",
