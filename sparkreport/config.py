@@ -119,6 +119,16 @@ class ProjectConfig:
     #: The metrics the report leads with (home summary, results pages); the rest are folded.
     primary_metrics: list[str] = field(default_factory=lambda: list(DEFAULT_PRIMARY_METRICS))
     path: Path | None = None
+    #: The line of each key in the file (``diffs[0].a`` → 14), for errors found after loading.
+    lines: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def error(self, key: str, problem: str, fix: str = "fix the value") -> ConfigError:
+        """A one-line ConfigError at ``key``'s line (or its nearest parent's) in this file."""
+        line = self.lines.get(key)
+        while line is None and ("." in key or "[" in key):
+            key = key[:max(key.rfind("."), key.rfind("["))]
+            line = self.lines.get(key)
+        return ConfigError(self.path or CONFIG_FILE, problem, line=line, fix=fix)
 
     def static_fallbacks(self, chart_count: int) -> bool:
         """Whether every chart of a site with ``chart_count`` charts gets a static SVG fallback."""
@@ -248,7 +258,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     if not isinstance(doc, dict):
         raise ConfigError(path, "must be a mapping of settings", fix="see the README's configuration section")
     where = _Where(path, text)
-    config = ProjectConfig(path=path)
+    config = ProjectConfig(path=path, lines=where.lines)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
            "charts": str, "static_charts": str, "primary_metrics": list,
            "history": dict}

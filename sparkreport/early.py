@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sparkreport.errors import DataError, SparkreportError
-from sparkreport.names import shown
+from sparkreport.names import shown, shown_values
 
 
 def check_writable(target: Path, option: str) -> None:
@@ -57,4 +57,4 @@ def check_selector_campaigns(runs_dir: Path, selectors: Iterable[tuple[str, str]
                 campaigns = store_campaigns(runs_dir)
             if value.strip() not in campaigns:
                 raise DataError(f"{where}: campaign {value.strip()!r} is not in {shown(runs_dir)} — campaigns "
-                                f"there: {', '.join(campaigns) or 'none'}")
+                                f"there: {shown_values(campaigns)}")

@@ -90,6 +90,24 @@ def is_clean_name(name: str) -> bool:
     return True
 
 
+#: How many values an error message lists before it says "… and N more".
+SHOWN_VALUES = 8
+
+
+def shown_values(values: Iterable[object], limit: int = SHOWN_VALUES, empty: str = "none") -> str:
+    """Values for a one-line message, cut short: ``a, b, c, … and 97 more`` (``empty`` when none).
+
+    Every error that lists what is allowed (models, campaigns, labels, metrics) goes through
+    here, so a store of 10 000 runs still gives a one-line error.
+    """
+    items = [str(value) for value in values]
+    if not items:
+        return empty
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f", … and {len(items) - limit} more"
+
+
 def clean_names(record: RunRecord) -> int:
     """Strip bidirectional control characters from every name a record shows (model, display
     name, campaign, environment, label keys and values); returns how many were removed."""

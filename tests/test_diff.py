@@ -160,11 +160,13 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts
 
 
-def test_bad_named_diff_is_a_one_line_build_error(phase1_store: Path, tmp_path: Path) -> None:
-    from sparkreport.errors import BuildError
+def test_bad_named_diff_is_a_one_line_config_error(phase1_store: Path, tmp_path: Path) -> None:
+    """Refused by the preflight (right after the dataset is loaded), at the selector's line."""
+    from sparkreport.errors import ConfigError
     from sparkreport.render import RenderOptions, render
 
     config = tmp_path / "sparkreport.yml"
     config.write_text("diffs:\n  - name: x\n    a: nope=1\n    b: environment=native\n", encoding="utf-8")
-    with pytest.raises(BuildError, match=r"sparkreport.yml: diff 'x': selector 'nope=1': no column or label 'nope'"):
+    with pytest.raises(ConfigError, match=r"sparkreport.yml:3: diff 'x': a: selector 'nope=1': no column or label "
+                                          r"'nope' — labels here: "):
         render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path, config_path=config))

@@ -18,6 +18,7 @@ from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import included_runs
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
+from sparkreport.names import shown_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,7 +61,7 @@ class Selector:
             if column not in runs.columns:
                 labels = sorted(c for c in runs.columns if c.startswith("label."))
                 raise DataError(f"selector {self.text!r}: no column or label {key!r} — labels here: "
-                                f"{', '.join(labels) or 'none'}")
+                                f"{shown_values(labels)}")
             hit = runs[column].astype("string") == value
             mask = hit if mask is None else mask & hit
         assert mask is not None

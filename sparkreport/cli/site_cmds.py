@@ -24,7 +24,7 @@ def render_options(func: F) -> F:
              "project root (hand-written docs/, templates/, mkdocs.yml).")(func)
     func = click.option(
         "--docs-dir", type=click.Path(path_type=Path, file_okay=False),
-        help="Where the generated Markdown goes (default: build/docs in the project; emptied on "
+        help="Where the generated Markdown goes (default: build/docs in the project; rewritten on "
              "every render, never the hand-written docs/).")(func)
     return runs_dir_option(func)
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 #: Marks a folder as written by ``render``: only such a folder is ever emptied.
 MARKER = ".sparkreport-generated"
+MARKER_TEXT = "Written by `sparkreport render`; rewritten on every render (files whose bytes change).\n"
 DEFAULT_DOCS_DIR = Path("build") / "docs"
 CHARTS_DIR = "charts"
 
@@ -58,6 +59,8 @@ class RenderResult:
     posts: list[PostDoc] = field(default_factory=list)
     #: Static SVG fallbacks written (every chart, or only those posts show: ``static_charts``).
     svg_count: int = 0
+    #: Files of the docs folder written or removed by this render (equal bytes are left alone).
+    changed_files: int = 0
     #: One-line notes for the user (a draft post left out), printed by the CLI.
     notices: list[str] = field(default_factory=list)
 
@@ -112,6 +115,7 @@ def _render(options: RenderOptions) -> RenderResult:
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pages import registered_pages
     from sparkreport.render.posts import render_posts
+    from sparkreport.render.preflight import preflight
     from sparkreport.site.assets import copy_assets
 
     root = resolve_root(options)
@@ -132,7 +136,16 @@ def _render(options: RenderOptions) -> RenderResult:
     dataset = load_dataset(runs_dir, cache_dir=cache_dir)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
+    preflight(dataset, config, root / "docs")  # bad diffs and post bindings: refused before any heavy work
     prepare_docs_dir(docs_dir, root / "docs")
+    # Everything is written into a staging folder, then only the files whose bytes changed are
+    # moved into the docs folder (the others keep their mtime, so MkDocs' live reload and any
+    # file watcher see only what changed); a failed render leaves the last good docs folder.
+    final_docs_dir, docs_dir = docs_dir, staging_dir(docs_dir)
+    if docs_dir.exists():
+        shutil.rmtree(docs_dir)
+    docs_dir.mkdir(parents=True)
+    (docs_dir / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     handwritten = copy_handwritten(root / "docs", docs_dir)
     copy_assets(docs_dir)
     command = options.command or default_command(root, runs_dir)
@@ -168,9 +181,11 @@ def _render(options: RenderOptions) -> RenderResult:
         wanted = {docs_dir / svg_path(name) for post in posts for name in post.charts}
         svg_jobs = [(path, spec) for path, spec in svg_jobs if path in wanted]
     write_svgs(svg_jobs, cache_dir)
-    return RenderResult(project_root=root, docs_dir=docs_dir, config=config, pages=written, nav=nav,
+    changed = sync_tree(docs_dir, final_docs_dir)
+    shutil.rmtree(docs_dir)
+    return RenderResult(project_root=root, docs_dir=final_docs_dir, config=config, pages=written, nav=nav,
                         handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
-                        svg_count=len(svg_jobs), notices=notices)
+                        svg_count=len(svg_jobs), changed_files=changed, notices=notices)
 
 
 def svg_path(chart_key: str) -> str:
@@ -189,7 +204,7 @@ def default_command(root: Path, runs_dir: Path) -> str:
 
 
 def prepare_docs_dir(docs_dir: Path, source_docs: Path) -> None:
-    """Empty ``docs_dir`` for a fresh render — only if render made it, never hand-written docs."""
+    """Check ``docs_dir`` may be written (render made it, never hand-written docs); create it."""
     if source_docs.exists() and (docs_dir == source_docs.resolve() or source_docs.resolve() in docs_dir.parents):
         raise BuildError(f"{docs_dir}: is the project's hand-written docs/ — generated pages go "
                          "elsewhere (default build/docs); pass another --docs-dir")
@@ -199,10 +214,46 @@ def prepare_docs_dir(docs_dir: Path, source_docs: Path) -> None:
         if any(docs_dir.iterdir()) and not (docs_dir / MARKER).exists():
             raise BuildError(f"{docs_dir}: not empty and not written by sparkreport render — "
                              "pass an empty or new --docs-dir")
-        shutil.rmtree(docs_dir)
-    docs_dir.mkdir(parents=True)
-    (docs_dir / MARKER).write_text("Written by `sparkreport render`; emptied on every render.\n",
-                                   encoding="utf-8")
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    if not (docs_dir / MARKER).exists():
+        (docs_dir / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+
+
+def staging_dir(docs_dir: Path) -> Path:
+    """The hidden sibling a render writes into before :func:`sync_tree` moves changes over."""
+    return docs_dir.parent / f".{docs_dir.name}.staging"
+
+
+def sync_tree(source: Path, target: Path) -> int:
+    """Make ``target`` hold exactly the files of ``source``; returns the files written or removed.
+
+    A file whose bytes are already equal is left alone (mtime kept); a changed or new one is
+    moved over (both folders share a parent, so a rename); a file only ``target`` has is deleted.
+    """
+    import filecmp
+
+    changed = 0
+    wanted: set[str] = set()
+    for folder, _dirs, files in os.walk(source):
+        relative_folder = os.path.relpath(folder, source)
+        for name in files:
+            relative = os.path.normpath(os.path.join(relative_folder, name))
+            wanted.add(relative)
+            old, new = target / relative, Path(folder) / name
+            if old.is_file() and old.stat().st_size == new.stat().st_size and filecmp.cmp(old, new, shallow=False):
+                continue
+            old.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(new, old)
+            changed += 1
+    for folder, _dirs, files in os.walk(target, topdown=False):
+        relative_folder = os.path.relpath(folder, target)
+        for name in files:
+            if os.path.normpath(os.path.join(relative_folder, name)) not in wanted:
+                (Path(folder) / name).unlink()
+                changed += 1
+        if folder != str(target) and not any(os.scandir(folder)):
+            os.rmdir(folder)
+    return changed
 
 
 def copy_handwritten(source: Path, docs_dir: Path) -> list[str]:

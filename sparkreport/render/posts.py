@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import BuildError
+from sparkreport.names import shown_values
 from sparkreport.render.markdown import MISSING, is_missing, md_escape, num
 
 if TYPE_CHECKING:
@@ -313,7 +314,7 @@ class Resolver:
             if key.startswith(("label.", "label_")):
                 name = "label." + key[len("label."):]
                 if name not in self.site.dataset.label_columns:
-                    known = ", ".join(self.site.dataset.label_columns) or "none"
+                    known = shown_values(self.site.dataset.label_columns)
                     raise BindingError(f"no label {key[len('label.'):]!r} in the data — labels: {known}")
                 labels[name] = str(wanted)
             elif key in allowed:
@@ -331,7 +332,7 @@ class Resolver:
         present = sorted(set(frame["metric"].astype(str)))
         if metric not in present:
             what = "no arm reports" if metric_catalog.is_metric(metric) else "unknown metric"
-            raise BindingError(f"{what} {metric!r} — metrics in the data: {', '.join(present)}")
+            raise BindingError(f"{what} {metric!r} — metrics in the data: {shown_values(present)}")
 
     # compare() -----------------------------------------------------------------
 
@@ -404,7 +405,7 @@ class Resolver:
         import html
 
         if not isinstance(name, str) or name not in self.charts:
-            raise BindingError(f"no chart {name!r} — charts: {', '.join(sorted(self.charts)) or 'none'}")
+            raise BindingError(f"no chart {name!r} — charts: {shown_values(sorted(self.charts))}")
         doc, chart = self.charts[name]
         self._chart_count += 1
         self.used_charts.append(name)
@@ -495,7 +496,7 @@ def _select(frame: pd.DataFrame, filters: dict[str, str], what: str) -> pd.DataF
         values = frame[column].astype("string").fillna("") if column in frame.columns else None
         if values is None or not (values == wanted).any():
             have = sorted(set(values)) if values is not None else []
-            listed = ", ".join(v for v in have if v) or "none"
+            listed = shown_values(v for v in have if v)
             raise BindingError(f"no arm {what} has {column}={wanted!r} — {column} values here: {listed}")
         frame = frame[values == wanted]
     if frame.empty:
