@@ -83,7 +83,7 @@ def inclusion_rule_text(opts: AnalysisOptions) -> str:
         "runs measured under interference (another process held the GPU, or the cooldown gave up) are "
         "excluded (analysis.exclude_interference: true)" if opts.exclude_interference else
         "runs measured under interference (another process held the GPU, or the cooldown gave up) are "
-        "flagged by `check` and kept (analysis.exclude_interference: false)")
+        "flagged by the checks and kept (analysis.exclude_interference: false)")
     return (
         f"Runs with a non-zero exit code are {failed}; {dup} (analysis.duplicates: {opts.duplicates}); "
         f"{interference}; a metric a run did not report is left out of that metric's statistics only. "

@@ -57,10 +57,16 @@ def family_representatives(metrics: list[str] | tuple[str, ...]) -> tuple[list[s
 
 def family_rule_text(opts: AnalysisOptions) -> str:
     """The testing-family rule in two sentences, for the Methodology page and ``--help``."""
+    from sparkreport.metrics import lookup
+
+    def label(name: str) -> str:
+        entry = lookup(name)
+        return entry.label.lower() if entry else name
+
     tested, stands_for = family_representatives(opts.tested_metrics)
-    collapsed = "; ".join(f"{k} stands for {', '.join(v)}" for k, v in stands_for.items())
+    collapsed = "; ".join(f"{label(k)} stands for {', '.join(label(m) for m in v)}" for k, v in stands_for.items())
     return (
-        f"Primary metric(s): {', '.join(primary_metrics(opts))} (analysis.primary_metrics). Holm's "
+        f"Primary metric(s): {', '.join(label(m) for m in primary_metrics(opts))} (analysis.primary_metrics). Holm's "
         "adjustment runs over one campaign's comparisons of its primary metrics (every model, every "
         "candidate, every stratum), and separately over its secondary metrics; other campaigns in the "
         "store never enter a campaign's family. Metrics that are exact functions of one another at a "
