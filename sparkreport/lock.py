@@ -23,21 +23,18 @@ _held: set[Path] = set()
 _guard = threading.Lock()
 
 
+def _holder(fd: int) -> str:
+    return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+
+
 @contextmanager
-def output_lock(folder: Path) -> Iterator[None]:
-    """Hold the lock on ``folder`` (created if missing); BuildError at once if another process has it."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock
-        yield
-        return
+def _locked(folder: Path, acquire: Callable[[int, Path], None]) -> Iterator[None]:
+    """Hold ``<folder>/.sparkreport.lock`` once ``acquire(fd, folder)`` has taken the flock (it
+    raises when it cannot); re-entrant within a process; the lock file then holds our pid."""
     folder = folder.resolve()
     with _guard:
-        if folder in _held:
-            nested = True
-        else:
-            nested = False
-            _held.add(folder)
+        nested = folder in _held
+        _held.add(folder)
     if nested:
         yield
         return
@@ -45,12 +42,7 @@ def output_lock(folder: Path) -> Iterator[None]:
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                raise BuildError(f"{folder}: another sparkreport render or build is writing here (pid {owner}) "
-                                 "— wait for it to finish, or pass another --docs-dir") from None
+            acquire(fd, folder)
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             yield
@@ -61,12 +53,28 @@ def output_lock(folder: Path) -> Iterator[None]:
             _held.discard(folder)
 
 
+@contextmanager
+def output_lock(folder: Path) -> Iterator[None]:
+    """Hold the lock on ``folder`` (created if missing); BuildError at once if another process has it."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+
+    def at_once(fd: int, where: Path) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BuildError(f"{where}: another sparkreport render or build is writing here (pid {_holder(fd)}) "
+                             "— wait for it to finish, or pass another --docs-dir") from None
+
+    with _locked(folder, at_once):
+        yield
+
+
 #: How long a writer waits for another one's lock on a run store by default (seconds).
 STORE_LOCK_WAIT_S = 600.0
-
-
-def _holder(fd: int) -> str:
-    return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
 
 
 @contextmanager
@@ -84,39 +92,25 @@ def store_lock(root: Path, *, wait_s: float = STORE_LOCK_WAIT_S,
     except ImportError:  # not POSIX: no lock
         yield
         return
-    root = root.resolve()
-    with _guard:
-        nested = root in _held
-        _held.add(root)
-    if nested:
+
+    def waiting(fd: int, where: Path) -> None:
+        deadline = time.monotonic() + wait_s
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                holder = _holder(fd)
+                if time.monotonic() >= deadline:
+                    raise SparkreportError(
+                        f"{where}: another sparkreport process (pid {holder}) is still writing to this "
+                        f"run store after {wait_s:g} s — let it finish, then run the same command again "
+                        "(the runs it stores are kept)") from None
+                if not told and notify is not None:
+                    notify(f"waiting for pid {holder}, which is writing to {where}")
+                    told = True
+                time.sleep(0.05)
+
+    with _locked(root, waiting):
         yield
-        return
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            deadline = time.monotonic() + wait_s
-            told = False
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    holder = _holder(fd)
-                    if time.monotonic() >= deadline:
-                        raise SparkreportError(
-                            f"{root}: another sparkreport process (pid {holder}) is still writing to this "
-                            f"run store after {wait_s:g} s — let it finish, then run the same command again "
-                            "(the runs it stores are kept)") from None
-                    if not told and notify is not None:
-                        notify(f"waiting for pid {holder}, which is writing to {root}")
-                        told = True
-                    time.sleep(0.05)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            yield
-        finally:
-            os.close(fd)
-    finally:
-        with _guard:
-            _held.discard(root)
