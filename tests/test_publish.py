@@ -103,6 +103,21 @@ def test_grep_prefilter_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
     assert not any(f.path in ("f8.txt", "plain.html") for f in full)
 
 
+def test_every_shape_has_a_probe_and_a_prefilter_example(tmp_path: Path) -> None:
+    """A shape added to sparkreport.secrets needs its anchors here and its part of the grep ERE:
+    one example per shape is found by the prefiltered scan exactly as by the full one."""
+    from sparkreport.secrets import SHAPES
+    from sparkreport.site.scan import _PROBE_ARGS
+
+    assert {shape.name for shape in SHAPES} == set(_PROBE_ARGS)
+    examples = dict(PLANTED, **{"secret-option": "serve --hf-token Zx9vbnm1234"})
+    assert set(examples) == {shape.name for shape in SHAPES}
+    site = _site(tmp_path, {f"{name}.txt": f"x {value} y".encode() for name, value in examples.items()})
+    found = {(f.path, f.shape) for f in scan_site(site)}
+    assert found == {(f.path, f.shape) for f in scan_site(site, prefilter=False)}
+    assert all((f"{name}.txt", name) in found for name in examples)
+
+
 def test_secret_options_are_found_and_pages_that_name_them_are_not(tmp_path: Path) -> None:
     """``--hf-token VALUE`` in a published log is a hit (both scans); a page that documents the option
     (``--hf-token …</code>``, ``\\u2026`` in the search index) or a metric name ("time-to-first-token (ms)")

@@ -303,7 +303,9 @@ def scan_site(site_dir: Path, *, prefilter: bool = True) -> list[Finding]:
     handed to grep on stdin. Without grep every file is scanned in Python (same result, slower).
     """
     files = list(site_files(site_dir))
-    grep = _grep() if prefilter else None
+    # PREFILTER_ERE is written per shape: a shape added to sparkreport.secrets without its
+    # probe (and so, likely, without its part of the ERE) turns the prefilter off, never a hit.
+    grep = _grep() if prefilter and all(shape.name in _PROBE_ARGS for shape in SHAPES) else None
     plain = [path for _relative, path in files if not path.endswith(".gz")]
     candidates = _prefiltered(plain, grep) if grep is not None else None
     packed = {path: _read(path) for _relative, path in files if path.endswith(".gz")}
