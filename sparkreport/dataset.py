@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -259,9 +259,38 @@ def _summary_rows(record: RunRecord, run_path: str) -> list[dict[str, object]]:
     ]
 
 
+def _json_default(value: Any) -> Any:
+    """What :meth:`RunRecord.to_dict` makes of a dataclass (its fields; a run without its
+    ``summary``), anything else unknown to JSON as ``str`` — for the C encoder, which then
+    writes the same text as ``json.dumps(record.to_dict(), sort_keys=True, default=str)``
+    without building the dicts in Python first."""
+    if is_dataclass(value) and not isinstance(value, type):
+        names = _FIELD_NAMES.get(type(value))
+        if names is None:
+            names = _FIELD_NAMES[type(value)] = tuple(f.name for f in fields(value))
+        out = {name: getattr(value, name) for name in names}
+        if isinstance(value, RunRecord) and value.record_type == "run":
+            del out["summary"]
+        return out
+    return str(value)
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def record_json(record: RunRecord) -> str:
+    """A record's canonical JSON (keys sorted): the dataset digest hashes these, joined as a list."""
+    return json.dumps(record, sort_keys=True, default=_json_default)
+
+
+def dataset_digest(record_jsons: Iterable[str]) -> str:
+    """The sha256 of the records' list in canonical JSON (``record_json`` of each, in order)."""
+    return hashlib.sha256(("[" + ", ".join(record_jsons) + "]").encode()).hexdigest()
+
+
 def record_digest(record: RunRecord) -> str:
     """A record's sha256 when no run.json bytes are at hand (records built in memory)."""
-    return hashlib.sha256(json.dumps(record.to_dict(), sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(record_json(record).encode()).hexdigest()
 
 
 def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None,
@@ -293,9 +322,7 @@ def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None,
     runs = runs.sort_values(["campaign", "model", "environment", "iteration", "run_id"],
                             na_position="last", kind="stable").reset_index(drop=True)
     summaries = pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS)
-    digest = hashlib.sha256(
-        json.dumps([r.to_dict() for r in records], sort_keys=True, default=str).encode()
-    ).hexdigest()
+    digest = dataset_digest(map(record_json, records))
     if run_digests is None:
         run_digests = {record.run_id: record_digest(record) for record in records}
     return Dataset(runs=runs, summaries=summaries, records=records, digest=digest, paths=list(paths),

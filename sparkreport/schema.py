@@ -7,6 +7,7 @@ are refused with a message that says how to upgrade.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -378,6 +379,8 @@ class _Reader:
         value = data.get(key) or {}
         if not isinstance(value, dict):
             raise self.fail(key, "must be an object")
+        if _plainly_valid(_field_types(kind), value):
+            return kind(**value)
         known = kind.__dataclass_fields__
         unknown = sorted(set(value) - set(known))
         if unknown:
@@ -393,7 +396,8 @@ class _Reader:
             raise self.fail("metrics", "must be an object of metric name → number")
         out: dict[str, float | None] = {}
         for name, number in value.items():
-            if not metric_catalog.is_metric(name):
+            metric = metric_catalog.lookup(name)
+            if metric is None:
                 raise self.fail(f"metrics.{name}", "is not a canonical metric name")
             if number is None:
                 out[name] = None
@@ -401,7 +405,7 @@ class _Reader:
                 raise self.fail(f"metrics.{name}", f"must be a number or null, not {number!r}")
             elif not math.isfinite(number):
                 raise self.fail(f"metrics.{name}", "must be finite")
-            elif (problem := physical_problem(name, float(number))) is not None:
+            elif (number < 0 or metric.unit == "°C") and (problem := physical_problem(name, float(number))):
                 raise SchemaError(self.path, f"field 'metrics.{name}': {problem}", fix=_IMPOSSIBLE_FIX)
             else:
                 out[name] = float(number)
@@ -440,12 +444,40 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _check_type(reader: _Reader, key: str, value: Any, annotation: Any) -> None:
-    """Check ``value`` against a dataclass annotation string such as ``'float | None'``."""
+@functools.cache
+def _field_types(kind: type[Any]) -> dict[str, frozenset[type]]:
+    """A record section's fields → the exact types each admits, None included (empty: any)."""
+    exact = {}
+    for name, spec in kind.__dataclass_fields__.items():
+        allowed = _allowed_types(str(spec.type))
+        exact[name] = frozenset({*allowed, type(None)}) if allowed else frozenset()
+    return exact
+
+
+def _plainly_valid(types: dict[str, frozenset[type]], value: dict[str, Any]) -> bool:
+    """Every key a known field and every value of exactly an admitted type: the common case,
+    checked with one set lookup a field. False sends the section to the full check, which
+    accepts subclasses and names the first problem."""
+    for name, item in value.items():
+        exact = types.get(name)
+        if exact is None or (exact and type(item) not in exact):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def _allowed_types(annotation: str) -> tuple[type, ...]:
+    """The Python types a dataclass annotation string such as ``'float | None'`` admits."""
     allowed: tuple[type, ...] = ()
-    for part in str(annotation).replace(" ", "").split("|"):
+    for part in annotation.replace(" ", "").split("|"):
         base = part.split("[")[0]
         allowed += _TYPES.get(base, ())
+    return allowed
+
+
+def _check_type(reader: _Reader, key: str, value: Any, annotation: Any) -> None:
+    """Check ``value`` against a dataclass annotation string such as ``'float | None'``."""
+    allowed = _allowed_types(str(annotation))
     if not allowed:
         return
     if isinstance(value, bool) and bool not in allowed:

@@ -54,3 +54,46 @@ def test_records_built_in_memory_have_digests_too(phase1_dataset: Dataset) -> No
     ds = build_dataset(phase1_dataset.records)
     assert set(ds.run_digests) == {r.run_id for r in phase1_dataset.records}
     assert build_dataset(phase1_dataset.records).run_digests == ds.run_digests
+
+
+def test_the_dataset_digest_is_the_sha256_of_the_records_canonical_json(
+        phase1_dataset: Dataset, published_store: Path) -> None:
+    """The digest every page footer and export prints: unchanged by the faster encoding."""
+    for ds in (phase1_dataset, load_dataset(published_store)):
+        expected = json.dumps([r.to_dict() for r in ds.records], sort_keys=True, default=str)
+        assert ds.digest == hashlib.sha256(expected.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"hardware": {"memory_pool_gib": True}}, "field 'hardware.memory_pool_gib' must not be a boolean (True)"),
+        ({"workload": {"num_requests": 1.5}}, "field 'workload.num_requests' has the wrong type (float)"),
+        ({"model": {"zzz": 1, "name": 3}}, "field 'model.zzz' is not a known field"),
+        ({"model": {"name": "m", "id": 4}}, "field 'model.id' has the wrong type (int)"),
+        ({"metrics": {"kv_cache_gib": -1}}, "field 'metrics.kv_cache_gib': kv_cache_gib = -1 GiB is negative"),
+        ({"metrics": {"start_temp_c": 400}}, "field 'metrics.start_temp_c': start_temp_c = 400 °C is outside -40…150 °C"),
+        ({"metrics": {"kv_cache_gib": True}}, "field 'metrics.kv_cache_gib' must be a number or null, not True"),
+    ],
+)
+def test_fast_validation_reports_what_the_full_check_did(patch: dict[str, object], message: str) -> None:
+    from sparkreport.errors import SchemaError
+    from sparkreport.schema import RunRecord
+
+    data = RunRecord(run_id="r", campaign="c").to_dict() | patch
+    with pytest.raises(SchemaError) as info:
+        RunRecord.from_dict(data, "x/run.json")
+    assert info.value.problem == message
+
+
+def test_fast_validation_accepts_what_the_full_check_did() -> None:
+    from sparkreport.schema import RunRecord
+
+    data = RunRecord(run_id="r", campaign="c").to_dict() | {
+        "hardware": {"memory_pool_gib": 3, "unified_memory": True},
+        "metrics": {"kv_cache_gib": 2, "start_temp_c": -5.0},
+    }
+    record = RunRecord.from_dict(data, "x/run.json")
+    assert record.hardware.memory_pool_gib == 3 and record.hardware.unified_memory is True
+    assert record.metrics == {"kv_cache_gib": 2.0, "start_temp_c": -5.0}
+    assert isinstance(record.metrics["kv_cache_gib"], float)
