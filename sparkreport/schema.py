@@ -444,13 +444,17 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-@functools.cache
+_EXACT_TYPES: dict[type, dict[str, frozenset[type]]] = {}
+
+
 def _field_types(kind: type[Any]) -> dict[str, frozenset[type]]:
     """A record section's fields → the exact types each admits, None included (empty: any)."""
-    exact = {}
-    for name, spec in kind.__dataclass_fields__.items():
-        allowed = _allowed_types(str(spec.type))
-        exact[name] = frozenset({*allowed, type(None)}) if allowed else frozenset()
+    exact = _EXACT_TYPES.get(kind)
+    if exact is None:
+        exact = _EXACT_TYPES[kind] = {}
+        for name, spec in kind.__dataclass_fields__.items():
+            allowed = _allowed_types(str(spec.type))
+            exact[name] = frozenset({*allowed, type(None)}) if allowed else frozenset()
     return exact
 
 
