@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -288,9 +289,26 @@ def dataset_digest(record_jsons: Iterable[str]) -> str:
     return hashlib.sha256(("[" + ", ".join(record_jsons) + "]").encode()).hexdigest()
 
 
-def record_digest(record: RunRecord) -> str:
-    """A record's sha256 when no run.json bytes are at hand (records built in memory)."""
-    return hashlib.sha256(record_json(record).encode()).hexdigest()
+@dataclass
+class FlatRecord:
+    """One record's share of the dataset, as the record cache keeps it: the validated record,
+    its rows (one run row, or one summary row a published metric) and its canonical JSON."""
+
+    record: RunRecord
+    rows: list[dict[str, object]]
+    json: str
+
+    @classmethod
+    def of(cls, record: RunRecord, run_path: str) -> FlatRecord:
+        rows = [_run_row(record, run_path)] if record.record_type == "run" else _summary_rows(record, run_path)
+        return cls(record, rows, record_json(record))
+
+    def at(self, run_path: str) -> FlatRecord:
+        """These rows for a record read from ``run_path`` (a cached entry may come from another folder)."""
+        shown_path = shown(run_path)
+        for row in self.rows:
+            row["run_path"] = shown_path
+        return self
 
 
 def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None,
@@ -298,18 +316,26 @@ def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None,
     """Flatten validated records into the runs and summaries tables.
 
     ``run_digests``: run_id → sha256 of its run.json (as :func:`load_dataset` reads them);
-    records built in memory are hashed by their canonical JSON instead (:func:`record_digest`).
+    records built in memory are hashed by their canonical JSON instead.
     """
+    paths = run_paths or [f"{r.campaign}/{r.run_id}" for r in records]
+    flats = [FlatRecord.of(record, path) for record, path in zip(records, paths, strict=True)]
+    if run_digests is None:
+        run_digests = {flat.record.run_id: hashlib.sha256(flat.json.encode()).hexdigest() for flat in flats}
+    return _assemble(flats, paths, run_digests)
+
+
+def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, str]) -> Dataset:
+    """The tables from flattened records (fresh or from the record cache): same frames either way."""
     import pandas as pd
 
-    paths = run_paths or [f"{r.campaign}/{r.run_id}" for r in records]
     run_rows = []
     summary_rows: list[dict[str, object]] = []
-    for record, path in zip(records, paths, strict=True):
-        if record.record_type == "run":
-            run_rows.append(_run_row(record, path))
+    for flat in flats:
+        if flat.record.record_type == "run":
+            run_rows.extend(flat.rows)
         else:
-            summary_rows.extend(_summary_rows(record, path))
+            summary_rows.extend(flat.rows)
     runs = pd.DataFrame(run_rows)
     for column in (*RUN_COLUMNS, *CORE_METRICS):
         if column not in runs.columns:
@@ -322,56 +348,66 @@ def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None,
     runs = runs.sort_values(["campaign", "model", "environment", "iteration", "run_id"],
                             na_position="last", kind="stable").reset_index(drop=True)
     summaries = pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS)
-    digest = dataset_digest(map(record_json, records))
-    if run_digests is None:
-        run_digests = {record.run_id: record_digest(record) for record in records}
-    return Dataset(runs=runs, summaries=summaries, records=records, digest=digest, paths=list(paths),
-                   run_digests=run_digests)
+    digest = dataset_digest(flat.json for flat in flats)
+    return Dataset(runs=runs, summaries=summaries, records=[flat.record for flat in flats], digest=digest,
+                   paths=list(paths), run_digests=run_digests)
 
 
 def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
     """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file).
 
-    With ``cache_dir`` (a build's ``build/cache``), each validated record is kept by its
-    run.json's content hash, so a rebuild reads and validates only the files that changed.
+    With ``cache_dir`` (a build's ``build/cache``), each record is kept flattened
+    (:class:`FlatRecord`: the validated record, its table rows, its canonical JSON) by its
+    run.json's content hash, so a rebuild reads, validates and flattens only the files that
+    changed and assembles the same frames from the rest.
     """
     store = RunStore(runs_dir)
     if not runs_dir.is_dir():
         raise DataError(f"{runs_dir}: no such run store — ingest results first (`sparkreport ingest FILE`)")
-    files = store.run_files()
-    loaded = _read_records(store, files) if cache_dir is None else _cached_records(store, files, cache_dir)
-    records = [record for record, _digest in loaded]
-    run_digests = {record.run_id: digest for record, digest in loaded}
-    paths = [str(path.parent.relative_to(runs_dir)) for path in files]
-    dataset = build_dataset(records, paths, run_digests)
-    dataset.incomplete = store.incomplete_runs()
+    scan = store.scan()
+    files = [path for path, _stat in scan.files]
+    paths = [f"{path.parent.parent.name}/{path.parent.name}" for path in files]
+    if cache_dir is None:
+        loaded = _read_records(store, files, paths)
+    else:
+        loaded = _cached_records(store, scan.files, paths, cache_dir)
+    run_digests = {flat.record.run_id: digest for flat, digest in loaded}
+    dataset = _assemble([flat for flat, _digest in loaded], paths, run_digests)
+    dataset.incomplete = scan.incomplete
     return dataset
 
 
-def _read_records(store: RunStore, files: list[Path]) -> list[tuple[RunRecord, str]]:
-    """Each run.json read once: its validated record and the sha256 of its bytes."""
+def _read_records(store: RunStore, files: list[Path], paths: list[str]) -> list[tuple[FlatRecord, str]]:
+    """Each run.json read once: its flattened record and the sha256 of its bytes."""
     loaded = []
-    for path in files:
+    for path, run_path in zip(files, paths, strict=True):
         raw = path.read_bytes()
-        loaded.append((store.load(path, raw), hashlib.sha256(raw).hexdigest()))
+        loaded.append((FlatRecord.of(store.load(path, raw), run_path), hashlib.sha256(raw).hexdigest()))
     return loaded
 
 
-def _cached_records(store: RunStore, files: list[Path], cache_dir: Path) -> list[tuple[RunRecord, str]]:
+#: The record cache's entries are :class:`FlatRecord` s of this layout (part of its salt).
+FLAT_LAYOUT = 1
+
+
+def _cached_records(store: RunStore, files: list[tuple[Path, os.stat_result]], paths: list[str],
+                    cache_dir: Path) -> list[tuple[FlatRecord, str]]:
     from sparkreport.cache import HashMemo, RecordCache, package_digest
 
     memo = HashMemo(cache_dir / "hashes.json")
-    cache = RecordCache(cache_dir / "records.pickle", salt=package_digest(memo))
+    cache = RecordCache(cache_dir / "records.pickle", salt=f"flat-{FLAT_LAYOUT}:{package_digest(memo)}")
     records = []
     digests = set()
-    for path in files:
-        digest = memo.digest(path)
+    for (path, stat), run_path in zip(files, paths, strict=True):
+        digest = memo.digest(path, stat)
         digests.add(digest)
-        record = cache.get(digest)
-        if record is None:
-            record = store.load(path)
-            cache.put(digest, record)
-        records.append((record, digest))
+        flat = cache.get(digest)
+        if isinstance(flat, FlatRecord):
+            flat = flat.at(run_path)
+        else:
+            flat = FlatRecord.of(store.load(path), run_path)
+            cache.put(digest, flat)
+        records.append((flat, digest))
     cache.keep_only(digests)
     cache.save()
     memo.save()

@@ -10,6 +10,7 @@ run's ``provenance.raw_files``.
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import io
 import itertools
@@ -21,6 +22,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISLNK
 from typing import Any, Protocol
 
 from sparkreport.errors import SchemaError, SparkreportError
@@ -128,6 +130,20 @@ def write_json_atomic(path: Path, data: object) -> None:
         raise
 
 
+#: errno values for which ``Path.exists`` says False (a missing run.json, a broken link).
+_MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+@dataclass
+class StoreScan:
+    """One walk of the run store (:meth:`RunStore.scan`)."""
+
+    #: Every run.json and its stat (links followed), sorted (campaign, run_id) as ``run_files``.
+    files: list[tuple[Path, os.stat_result]]
+    #: Run folders without a run.json, as ``incomplete_runs`` names them.
+    incomplete: list[str]
+
+
 class RunStore:
     """A folder of campaigns, each a folder of runs."""
 
@@ -148,6 +164,40 @@ class RunStore:
                        if not p.parent.name.startswith(".") and not p.parent.parent.name.startswith("."))
         self.check_links(files)
         return files
+
+    def scan(self) -> StoreScan:
+        """What :meth:`run_files` and :meth:`incomplete_runs` say, from one walk with one lstat a
+        run and each run.json's stat kept (the dataset loader's path at tens of thousands of
+        runs); links leaving the store are refused the same way."""
+        if not self.root.is_dir():
+            return StoreScan([], [])
+        found: list[tuple[tuple[str, str], Path, os.stat_result]] = []
+        linked: list[Path] = []
+        incomplete: list[str] = []
+        with os.scandir(self.root) as entries:
+            campaigns = [entry for entry in entries if not entry.name.startswith(".") and entry.is_dir()]
+        for campaign in campaigns:
+            with os.scandir(campaign.path) as entries:
+                runs = [entry for entry in entries if not entry.name.startswith(".") and entry.is_dir()]
+            for run in runs:
+                path = Path(run.path, RUN_FILE)
+                try:
+                    stat = os.lstat(path)
+                    is_link = S_ISLNK(stat.st_mode)
+                    if is_link:
+                        stat = os.stat(path)
+                except OSError as exc:
+                    if exc.errno not in _MISSING:
+                        raise
+                    if not run.name.startswith("_"):  # ``_sources``, ``_campaign``: not runs
+                        incomplete.append(shown(f"{campaign.name}/{run.name}"))
+                    continue
+                found.append(((campaign.name, run.name), path, stat))
+                if is_link or run.is_symlink() or campaign.is_symlink():
+                    linked.append(path)
+        found.sort(key=lambda item: item[0])
+        self.check_links(sorted(linked))
+        return StoreScan([(path, stat) for _names, path, stat in found], sorted(incomplete))
 
     def check_links(self, files: list[Path]) -> None:
         """Refuse a campaign folder, run folder or run.json that is a symbolic link leaving the

@@ -97,3 +97,31 @@ def test_fast_validation_accepts_what_the_full_check_did() -> None:
     assert record.hardware.memory_pool_gib == 3 and record.hardware.unified_memory is True
     assert record.metrics == {"kv_cache_gib": 2.0, "start_temp_c": -5.0}
     assert isinstance(record.metrics["kv_cache_gib"], float)
+
+
+def _assert_same(a: Dataset, b: Dataset) -> None:
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(a.runs, b.runs)
+    pd.testing.assert_frame_equal(a.summaries, b.summaries)
+    assert (a.digest, a.paths, a.run_digests, a.incomplete) == (b.digest, b.paths, b.run_digests, b.incomplete)
+    assert [r.to_dict() for r in a.records] == [r.to_dict() for r in b.records]
+
+
+def test_a_cached_load_gives_the_frames_of_an_uncached_one(tmp_path: Path, phase1_store: Path,
+                                                           published_store: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    shutil.copytree(published_store, runs, dirs_exist_ok=True)
+    cache = tmp_path / "cache"
+    _assert_same(load_dataset(runs, cache_dir=cache), load_dataset(runs))  # cold cache
+    _assert_same(load_dataset(runs, cache_dir=cache), load_dataset(runs))  # every record from the cache
+
+    run_json = sorted(runs.glob("*/*/run.json"))[5]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] = 1234.5
+    run_json.write_text(json.dumps(data), encoding="utf-8")
+    campaign = run_json.parent.parent
+    campaign.rename(campaign.with_name("renamed"))  # same bytes in another folder: run_path follows
+    _assert_same(load_dataset(runs, cache_dir=cache), load_dataset(runs))
+    assert load_dataset(runs, cache_dir=cache).runs["run_path"].str.startswith("renamed/").any()
