@@ -1,12 +1,13 @@
 """Content-hash caches for incremental builds, kept under ``build/cache/`` (never the source tree).
 
-Three caches, each keyed by the sha256 of what it was computed from, so a stale entry is never
+Four caches, each keyed by the sha256 of what it was computed from, so a stale entry is never
 used — it is simply not found:
 
 * :class:`HashMemo` — each file's sha256, remembered with its (size, mtime, inode) so an
   unchanged file is not read again (the way git's index avoids re-hashing);
 * :class:`RecordCache` — each run.json's validated record, by the file's content hash;
-* :class:`BlobCache` — derived files (chart SVGs) by the hash of their input.
+* :class:`BlobCache` — derived files (chart SVGs) by the hash of their input;
+* :class:`AnalysisCache` — per-arm and per-campaign analysis results by the digests of their runs.
 
 :func:`inputs_digest` combines the hashes of everything a build reads (run store, config,
 templates, hand-written docs, MkDocs config, the sparkreport package itself) into one key; a
@@ -20,13 +21,14 @@ import json
 import os
 import pickle
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 #: Bump to drop every cache written by an older layout.
 CACHE_VERSION = 1
 CACHE_DIR = "cache"
+T = TypeVar("T")
 
 
 def _atomic_bytes(path: Path, data: bytes) -> None:
@@ -200,5 +202,77 @@ class RecordCache:
     def save(self) -> None:
         if self.path is not None and self.changed:
             payload = {"version": CACHE_VERSION, "salt": self.salt, "records": self.entries}
+            _atomic_bytes(self.path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+            self.changed = False
+
+
+class AnalysisCache:
+    """Analysis results by the digest of exactly what they were computed from, one pickle.
+
+    Entries are grouped by kind (``arm_stats`` per arm, ``compare``/``check``/``facts`` per
+    campaign); each key is an :func:`inputs_digest` of the runs read (``digest_of`` their
+    run.json digests), the options and whatever global context the result depends on. The
+    salt (the package digest) drops everything when the code changes. ``computed`` and
+    ``reused`` count entries per kind, so a test can see that one new run recomputed one arm.
+    """
+
+    def __init__(self, path: Path | None, salt: str = ""):
+        from collections import Counter
+
+        self.path = path
+        self.salt = salt
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.used: dict[str, set[str]] = {}
+        self.computed: Counter[str] = Counter()
+        self.reused: Counter[str] = Counter()
+        self.changed = False
+        if path is not None and path.is_file():
+            try:
+                with path.open("rb") as handle:
+                    data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
+                if isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("salt") == salt:
+                    self.entries = data["entries"]
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, ValueError, TypeError):
+                self.entries = {}
+
+    @staticmethod
+    def key(*parts: tuple[str, object]) -> str:
+        """One key from named parts (each rendered with ``repr`` unless it is a string)."""
+        return inputs_digest((name, value if isinstance(value, str) else repr(value)) for name, value in parts)
+
+    def get(self, kind: str, key: str) -> Any:
+        """The stored value, or None (a miss)."""
+        self.used.setdefault(kind, set()).add(key)
+        value = self.entries.get(kind, {}).get(key)
+        if value is not None:
+            self.reused[kind] += 1
+        return value
+
+    def put(self, kind: str, key: str, value: Any) -> None:
+        self.used.setdefault(kind, set()).add(key)
+        self.entries.setdefault(kind, {})[key] = value
+        self.computed[kind] += 1
+        self.changed = True
+
+    def get_or(self, kind: str, key: str, compute: Callable[[], T]) -> T:
+        """The stored value, or ``compute()`` stored under ``key``."""
+        found = self.get(kind, key)
+        if found is not None:
+            return found
+        value = compute()
+        self.put(kind, key, value)
+        return value
+
+    def save(self) -> None:
+        """Write the entries, forgetting those of a kind used this time that were not asked for
+        (the cache follows the store instead of growing with every run ever seen)."""
+        for kind, keys in self.used.items():
+            stored = self.entries.get(kind, {})
+            stale = [key for key in stored if key not in keys]
+            for key in stale:
+                del stored[key]
+            self.changed = self.changed or bool(stale)
+        if self.path is not None and self.changed:
+            payload = {"version": CACHE_VERSION, "salt": self.salt, "entries": self.entries}
             _atomic_bytes(self.path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
             self.changed = False

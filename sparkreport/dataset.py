@@ -119,6 +119,38 @@ class Dataset:
     #: run_id → sha256 of that run's run.json bytes (published arms too, by their run_id): what
     #: a cache keyed by "the runs this result read" hashes (:meth:`digest_of`).
     run_digests: dict[str, str] = field(default_factory=dict)
+    #: For a campaign view (:meth:`campaign_view`): the whole dataset it was cut from, and its campaign.
+    whole: Dataset | None = field(default=None, repr=False)
+    scope: str | None = None
+    #: Results computed once per dataset (the included runs per options, the campaign views);
+    #: not an init field, so ``dataclasses.replace`` (a stratum, a subset) starts without them.
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def campaigns(self) -> list[str]:
+        """The campaigns of the records (runs and published arms), sorted."""
+        return sorted({record.campaign for record in self.records})
+
+    def campaign_view(self, campaign: str) -> Dataset:
+        """The records, rows and summaries of one campaign, as a Dataset whose ``whole`` is this
+        one: what the analysis caches per campaign compute from. Global context stays global
+        (``metric_columns``, the included runs: :func:`sparkreport.analysis.arms.included_runs`),
+        so a view's results are the whole dataset's results for that campaign."""
+        key = ("view", campaign)
+        if key not in self.memo:
+            kept = [i for i, record in enumerate(self.records) if record.campaign == campaign]
+            records = [self.records[i] for i in kept]
+            ids = [record.run_id for record in records]
+            view = Dataset(
+                runs=self.runs[(self.runs["campaign"] == campaign).fillna(False)].reset_index(drop=True),
+                summaries=self.summaries[(self.summaries["campaign"] == campaign).fillna(False)].reset_index(drop=True),
+                records=records, digest=self.digest_of(ids), paths=[self.paths[i] for i in kept],
+                run_digests={run_id: self.run_digests[run_id] for run_id in ids}, whole=self, scope=campaign,
+            )
+            view.__dict__["metric_columns"] = self.metric_columns  # the cached_property, from the whole
+            self.memo[key] = view
+        view = self.memo[key]
+        assert isinstance(view, Dataset)
+        return view
 
     def digest_of(self, run_ids: Iterable[str]) -> str:
         """One sha256 over the named runs' digests, whatever their order (KeyError for an

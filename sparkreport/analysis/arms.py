@@ -17,6 +17,9 @@ from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
 
 if TYPE_CHECKING:
+    from sparkreport.cache import AnalysisCache
+
+if TYPE_CHECKING:
     import pandas as pd
 
 ARM_KEYS = ["campaign", "model", "environment"]
@@ -66,9 +69,10 @@ def reported(values: np.ndarray) -> np.ndarray:
     return values[~np.isnan(values)]
 
 
-def repeat_key(runs: pd.DataFrame) -> list[str]:
-    """The columns that identify one planned run: the arm, the iteration and any design labels."""
-    return [*ARM_KEYS, "iteration", *design_labels(runs)]
+def repeat_key(runs: pd.DataFrame, factors: list[str] | None = None) -> list[str]:
+    """The columns that identify one planned run: the arm, the iteration and any design labels
+    (``factors``: those of a larger table ``runs`` was cut from, where that decides)."""
+    return [*ARM_KEYS, "iteration", *(design_labels(runs) if factors is None else factors)]
 
 
 def inclusion_rule_text(opts: AnalysisOptions) -> str:
@@ -93,7 +97,27 @@ def inclusion_rule_text(opts: AnalysisOptions) -> str:
 
 
 def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
-    """The runs table plus ``included`` (bool) and ``exclusion_reason``."""
+    """The runs table plus ``included`` (bool) and ``exclusion_reason`` (a fresh copy each call).
+
+    Computed once per dataset and options. A campaign view gets its rows of the whole
+    dataset's table: which repeat of an iteration is kept depends on design labels that other
+    campaigns' runs can make one, so a view never decides that alone.
+    """
+    import pandas as pd
+
+    key = ("included", repr(opts))
+    if key not in ds.memo:
+        if ds.whole is not None:
+            whole = included_runs(ds.whole, opts)
+            ds.memo[key] = whole[(whole["campaign"] == ds.scope).fillna(False)].reset_index(drop=True)
+        else:
+            ds.memo[key] = _included_runs(ds, opts)
+    frame = ds.memo[key]
+    assert isinstance(frame, pd.DataFrame)
+    return frame.copy()
+
+
+def _included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
     import pandas as pd
 
     runs = ds.runs.copy()
@@ -131,11 +155,14 @@ def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
 
 
 def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
-              metrics: list[str] | None = None) -> pd.DataFrame:
+              metrics: list[str] | None = None, cache: AnalysisCache | None = None) -> pd.DataFrame:
     """Per arm and metric: n, mean, sd, median, min, max, CV and the t-based CI of the mean.
 
     Per-run arms use the included runs; published-summary arms use their published n, mean
     and sd (median/min/max unknown). ``by`` adds label columns (``label.<key>``) to the arm.
+    With ``cache``, each arm's rows are kept by the digest of its included runs: a new run
+    recomputes its own arm only (the figures are the same: ``describe_many`` describes each
+    sample as ``describe`` would alone).
     """
     import pandas as pd
 
@@ -151,9 +178,20 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
         present = list(dict.fromkeys(m for m in wanted if m in runs.columns))
         index_of = {metric: j for j, metric in enumerate(present)}
         values = float_matrix(runs, present)
-        labels: list[dict[str, object]] = []
+        arms = arm_rows(runs, keys, dropna=False)
+        run_ids = runs["run_id"].to_numpy(dtype=object)
+        keyed = [cache.key(("kind", "arm_stats-1"), ("arm", tuple(arm)), ("keys", keys), ("metrics", metrics),
+                           ("confidence", opts.confidence), ("runs", ds.digest_of(run_ids[positions])))
+                 if cache is not None else "" for arm, positions in arms]
+        per_arm: list[list[dict[str, object]] | None] = [
+            cache.get("arm_stats", key) if cache is not None else None for key in keyed]
+        missing = {i for i, described in enumerate(per_arm) if described is None}
+        labels: list[tuple[int, dict[str, object]]] = []
         samples: list[np.ndarray] = []
-        for arm, positions in arm_rows(runs, keys, dropna=False):
+        for i, (arm, positions) in enumerate(arms):
+            if i not in missing:
+                continue
+            per_arm[i] = []
             arm_values = dict(zip(keys, arm, strict=True))
             model_name = runs["model_name"].iloc[positions[0]]
             for metric in wanted:
@@ -161,11 +199,18 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
                     continue
                 sample = reported(values[positions, index_of[metric]])
                 if sample.size:
-                    labels.append({**arm_values, "model_name": model_name, "metric": metric})
+                    labels.append((i, {**arm_values, "model_name": model_name, "metric": metric}))
                     samples.append(sample)
-        for label, d in zip(labels, describe_many(samples, opts.confidence), strict=True):
-            rows.append({**label, "unit": metric_catalog.unit_of(str(label["metric"])), **d.__dict__,
-                         "source": "runs"})
+        for (i, label), d in zip(labels, describe_many(samples, opts.confidence), strict=True):
+            described = per_arm[i]
+            assert described is not None
+            described.append({**label, "unit": metric_catalog.unit_of(str(label["metric"])), **d.__dict__,
+                              "source": "runs"})
+        for i, described in enumerate(per_arm):
+            assert described is not None
+            if cache is not None and i in missing:
+                cache.put("arm_stats", keyed[i], described)
+            rows.extend(described)
     for _, row in ds.summaries.iterrows():
         if metrics and row["metric"] not in metrics:
             continue

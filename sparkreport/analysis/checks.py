@@ -23,6 +23,8 @@ from sparkreport.dataset import Dataset
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sparkreport.cache import AnalysisCache
+
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -48,13 +50,23 @@ class Finding:
 
 CheckFn = Callable[[Dataset, "pd.DataFrame", AnalysisOptions], list[Finding]]
 CHECKS: dict[str, CheckFn] = {}
+#: The checks whose findings about a campaign read that campaign's runs only (each arm is
+#: campaign × model × environment and nothing is merged across campaigns): ``check`` with a
+#: cache runs them per campaign view and keeps their findings by the campaign's digest.
+CAMPAIGN_CHECKS: set[str] = set()
 
 
-def register_check(name: str) -> Callable[[CheckFn], CheckFn]:
-    """Decorator: add a check (extensions register the same way)."""
+def register_check(name: str, *, per_campaign: bool = False) -> Callable[[CheckFn], CheckFn]:
+    """Decorator: add a check (extensions register the same way). ``per_campaign``: its findings
+    about a campaign depend on that campaign's runs only (then they are cached per campaign);
+    a check that compares campaigns, or reads ``ds.incomplete``, leaves it False."""
 
     def add(fn: CheckFn) -> CheckFn:
         CHECKS[name] = fn
+        if per_campaign:
+            CAMPAIGN_CHECKS.add(name)
+        else:
+            CAMPAIGN_CHECKS.discard(name)
         return fn
 
     return add
@@ -72,12 +84,14 @@ def planned_per_campaign(runs: pd.DataFrame, opts: AnalysisOptions) -> dict[str,
     return {str(campaign): int(iteration) for campaign, iteration in highest.dropna().items()}
 
 
-@register_check("duplicates")
+@register_check("duplicates", per_campaign=True)
 def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     with_iter = runs[runs["iteration"].notna()]
     # A repeat shares the arm and the per-arm key; rows without an arm belong to no group.
-    repeats = with_iter.duplicated(repeat_key(with_iter), keep=False) & with_iter[ARM_KEYS].notna().all(axis=1)
+    factors = _design_factors(ds, opts) if ds.whole is not None else None
+    repeats = (with_iter.duplicated(repeat_key(with_iter, factors), keep=False)
+               & with_iter[ARM_KEYS].notna().all(axis=1))
     described = with_iter[["iteration", "included", "run_id"]]
     for arm, positions in arm_rows(with_iter, ARM_KEYS):
         if not repeats.iloc[positions].any():
@@ -103,7 +117,7 @@ def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
     return findings
 
 
-@register_check("failed")
+@register_check("failed", per_campaign=True)
 def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     import pandas as pd
 
@@ -123,7 +137,7 @@ def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
 _MEMORY_PAIR = ("pre_kv_memory_gib", "peak_memory_gib")
 
 
-@register_check("missing-metrics")
+@register_check("missing-metrics", per_campaign=True)
 def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     used = runs[runs["included"]]
@@ -155,7 +169,7 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
     return findings
 
 
-@register_check("arm-size")
+@register_check("arm-size", per_campaign=True)
 def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     planned = planned_per_campaign(runs, opts)
@@ -195,7 +209,7 @@ def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
     return findings
 
 
-@register_check("noise")
+@register_check("noise", per_campaign=True)
 def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     """One finding per arm listing the outcome metrics whose CV is above the threshold."""
     findings = []
@@ -263,7 +277,7 @@ def _incomplete(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
     )]
 
 
-@register_check("guard")
+@register_check("guard", per_campaign=True)
 def _guard(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     """One finding per run a guard of the executor stopped (memory floor, stall)."""
     stopped = runs[runs["guard"].notna()]
@@ -276,11 +290,51 @@ def _guard(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
     ) for row in stopped.itertuples(index=False)]
 
 
-def check(ds: Dataset, opts: AnalysisOptions | None = None) -> list[Finding]:
-    """Run every registered check; findings sorted by severity, then code."""
+def check(ds: Dataset, opts: AnalysisOptions | None = None, cache: AnalysisCache | None = None) -> list[Finding]:
+    """Run every registered check; findings sorted by severity, then code.
+
+    With ``cache``, the per-campaign checks (:data:`CAMPAIGN_CHECKS`) run on each campaign's
+    view and their findings are kept by the campaign's digest (and its inclusion outcome and
+    the global metric columns), so a new run re-checks its campaign only; the other checks
+    run over the whole dataset every time.
+    """
     opts = opts or AnalysisOptions()
+    if cache is None:
+        return _sorted(_run_checks(ds, opts, list(CHECKS)))
+    from sparkreport.analysis.compare import _inclusion
+
+    findings = _run_checks(ds, opts, [name for name in CHECKS if name not in CAMPAIGN_CHECKS])
+    scoped = [name for name in CHECKS if name in CAMPAIGN_CHECKS]
+    for campaign in ds.campaigns():
+        view = ds.campaign_view(campaign)
+        key = cache.key(("kind", "check-1"), ("runs", view.digest), ("opts", opts), ("checks", scoped),
+                        ("metrics", ds.metric_columns), ("included", _inclusion(view, opts)),
+                        ("factors", _design_factors(ds, opts)))
+        found = cache.get("check", key)
+        if found is None:
+            found = _run_checks(view, opts, scoped)
+            cache.put("check", key, found)
+        findings.extend(found)
+    return _sorted(findings)
+
+
+def _run_checks(ds: Dataset, opts: AnalysisOptions, names: list[str]) -> list[Finding]:
     runs = included_runs(ds, opts)
     findings: list[Finding] = []
-    for fn in CHECKS.values():
-        findings.extend(fn(ds, runs, opts))
+    for name in names:
+        findings.extend(CHECKS[name](ds, runs, opts))
+    return findings
+
+
+def _sorted(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.code, f.message))
+
+
+def _design_factors(ds: Dataset, opts: AnalysisOptions) -> list[str]:
+    """The design labels of the whole dataset's runs that carry an iteration (what decides
+    which runs repeat an iteration, in a campaign view too)."""
+    from sparkreport.analysis.arms import design_labels
+
+    whole = ds.whole or ds
+    runs = included_runs(whole, opts)
+    return design_labels(runs[runs["iteration"].notna()])

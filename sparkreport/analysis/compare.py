@@ -26,6 +26,8 @@ from sparkreport.errors import DataError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sparkreport.cache import AnalysisCache
+
 COMPARE_KEYS = [
     "model", "metric", "unit", "baseline", "candidate", "n_baseline", "n_candidate",
     "mean_baseline", "mean_candidate", "diff", "diff_ci_low", "diff_ci_high", "ratio",
@@ -76,8 +78,14 @@ def _arms(ds: Dataset, opts: AnalysisOptions, factor: str) -> dict[tuple[str, st
 
 
 def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
-            opts: AnalysisOptions | None = None, metrics: list[str] | None = None) -> pd.DataFrame:
-    """Every candidate level of ``factor`` against ``baseline``, per campaign × model × metric."""
+            opts: AnalysisOptions | None = None, metrics: list[str] | None = None,
+            cache: AnalysisCache | None = None) -> pd.DataFrame:
+    """Every candidate level of ``factor`` against ``baseline``, per campaign × model × metric.
+
+    With ``cache``, each campaign's comparisons (its arms, tests and intervals) are kept by the
+    digest of the campaign's runs, so a new run recomputes its campaign's only; the blocked
+    tests and Holm's adjustment (per campaign family) run again over the whole table, cheaply.
+    """
     import pandas as pd
 
     from sparkreport.analysis import design
@@ -85,12 +93,56 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     opts = opts or AnalysisOptions()
     # One member per family of exactly related metrics, unless the caller names the metrics.
     wanted = set(metrics or design.family_representatives(opts.tested_metrics)[0])
-    arms = _arms(ds, opts, factor)
     names = dict(zip(ds.runs["model"], ds.runs["model_name"], strict=False))
     names.update(dict(zip(ds.summaries["model"], ds.summaries["model_name"], strict=False)))
-    levels = sorted({key[2] for key in arms})
-    if arms and baseline not in levels:
+    if cache is None:
+        rows, levels = _pair_rows(ds, factor, baseline, opts, wanted, names)
+    else:
+        rows, levels = [], []
+        for campaign in ds.campaigns():
+            view = ds.campaign_view(campaign)
+            shown_names = {model: names.get(model, model) for model in view.runs["model"]} | {
+                model: names.get(model, model) for model in view.summaries["model"]}
+            key = cache.key(("kind", "compare-1"), ("runs", view.digest), ("factor", factor),
+                            ("baseline", baseline), ("opts", opts), ("wanted", sorted(wanted)),
+                            ("names", sorted(shown_names.items())), ("metrics", ds.metric_columns),
+                            ("included", _inclusion(view, opts)))
+            found = cache.get("compare", key)
+            if found is None:
+                found = _pair_rows(view, factor, baseline, opts, wanted, names)
+                cache.put("compare", key, found)
+            rows.extend(found[0])
+            levels.extend(found[1])
+        levels = sorted(set(levels))
+    if levels and baseline not in levels:
         raise DataError(f"no {factor} called {baseline!r} — the data has: {', '.join(levels)}")
+    frame = pd.DataFrame(rows, columns=[*COMPARE_KEYS, *EXTRA_KEYS])
+    if frame.empty:
+        return frame
+    frame = design.apply_design(frame, ds, opts, factor, baseline)  # blocks; Holm per campaign family
+    frame["verdict"] = [_verdict(r, opts) for r in frame.to_dict(orient="records")]
+    return frame.sort_values(["campaign", "model", "metric", "candidate"], kind="stable").reset_index(drop=True)
+
+
+def _inclusion(ds: Dataset, opts: AnalysisOptions) -> str:
+    """A digest of which runs the statistics use and why not the others (global context: a
+    campaign's exclusions can follow design labels of other campaigns)."""
+    import hashlib
+
+    runs = included_runs(ds, opts)
+    text = "\n".join(f"{r}\0{i}\0{e}" for r, i, e in zip(runs["run_id"], runs["included"],
+                                                        runs["exclusion_reason"], strict=True))
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, wanted: set[str],
+               names: dict[Any, Any]) -> tuple[list[dict[str, object]], list[str]]:
+    """The comparison rows before the design step (blocks, Holm, verdicts), and the levels of
+    ``factor`` seen (the caller refuses a baseline that none has)."""
+    arms = _arms(ds, opts, factor)
+    levels = sorted({key[2] for key in arms})
+    if baseline not in levels:
+        return [], levels
     pairs = []
     for (campaign, model, level, metric), base in sorted(arms.items()):
         if level != baseline:
@@ -115,12 +167,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
             "metric": metric, "unit": metric_catalog.unit_of(metric),
             "baseline": baseline, "candidate": candidate,
         })
-    frame = pd.DataFrame(rows, columns=[*COMPARE_KEYS, *EXTRA_KEYS])
-    if frame.empty:
-        return frame
-    frame = design.apply_design(frame, ds, opts, factor, baseline)  # blocks; Holm per campaign family
-    frame["verdict"] = [_verdict(r, opts) for r in frame.to_dict(orient="records")]
-    return frame.sort_values(["campaign", "model", "metric", "candidate"], kind="stable").reset_index(drop=True)
+    return rows, levels
 
 
 def _constant(arm: _Arm) -> bool:

@@ -29,6 +29,8 @@ from sparkreport.dataset import Dataset
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sparkreport.cache import AnalysisCache
+
 BLOCK_LABEL = "label.block"
 
 
@@ -102,11 +104,30 @@ def _fmt(metric: str, value: float) -> str:
 
 
 def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str = "environment",
-                   metrics: list[str] | None = None) -> list[Fact]:
+                   metrics: list[str] | None = None, cache: AnalysisCache | None = None) -> list[Fact]:
     """Per campaign × model × metric: the metrics with SD 0 in every level of ``factor``
     (at least two runs each), as sentences ("the KV cache was 111.8 GiB in every run: sized by
-    the configured fraction 0.9")."""
+    the configured fraction 0.9"). With ``cache``, each campaign's facts are kept by the
+    digest of its runs."""
     opts = opts or AnalysisOptions()
+    if cache is None:
+        return _constant_facts(ds, opts, factor, metrics)
+    from sparkreport.analysis.compare import _inclusion
+
+    facts: list[Fact] = []
+    for campaign in ds.campaigns():
+        view = ds.campaign_view(campaign)
+        key = cache.key(("kind", "facts-1"), ("runs", view.digest), ("opts", opts), ("factor", factor),
+                        ("metrics", metrics), ("included", _inclusion(view, opts)))
+        found = cache.get("facts", key)
+        if found is None:
+            found = _constant_facts(view, opts, factor, metrics)
+            cache.put("facts", key, found)
+        facts.extend(found)
+    return facts
+
+
+def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str] | None) -> list[Fact]:
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if runs.empty or factor not in runs.columns:

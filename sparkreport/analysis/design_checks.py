@@ -65,7 +65,7 @@ def _present(runs: pd.DataFrame, metrics: tuple[str, ...] | list[str]) -> list[s
     return [m for m in metrics if m in runs.columns and runs[m].notna().any()]
 
 
-@register_check("drift")
+@register_check("drift", per_campaign=True)
 def _drift(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     from scipy import stats as sps
 
@@ -119,7 +119,7 @@ def _block_starts(used: pd.DataFrame) -> dict[str, str]:
     return starts
 
 
-@register_check("warmup-outlier")
+@register_check("warmup-outlier", per_campaign=True)
 def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings: list[Finding] = []
     used = _ordered(runs)
@@ -132,8 +132,9 @@ def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
     # A run is compared with the runs of its arm under the same recorded condition (cache, …):
     # a cold-cache run that starts every block is not a warm-up outlier among warm ones.
     conditions = [c for c in _design_labels(used) if c != "label.block"]
-    condition = (used[conditions].astype(str).agg("|".join, axis=1).to_numpy(dtype=object) if conditions
-                 else np.full(len(used), "", dtype=object))
+    # A label missing on some runs (another campaign's label) is the condition "<NA>", not a crash.
+    condition = (used[conditions].astype(object).fillna("<NA>").astype(str).agg("|".join, axis=1)
+                 .to_numpy(dtype=object) if conditions else np.full(len(used), "", dtype=object))
     for arm, positions in arm_rows(used, ARM_KEYS):
         for j, metric in enumerate(metrics):
             column = values[positions, j]
@@ -172,7 +173,7 @@ def _design_labels(used: pd.DataFrame) -> list[str]:
 _POOLED_FIELDS = ("engine_version",)
 
 
-@register_check("pooled-label")
+@register_check("pooled-label", per_campaign=True)
 def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     from scipy import stats as sps
 
@@ -213,7 +214,7 @@ def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
 _HARDWARE = (("gpu_uuid", "GPUs"), ("gpu_name", "GPU models"), ("driver", "drivers"), ("host_kernel", "host kernels"))
 
 
-@register_check("hardware-change")
+@register_check("hardware-change", per_campaign=True)
 def _hardware(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings: list[Finding] = []
     used = _ordered(runs)
@@ -240,7 +241,7 @@ def _hardware(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
     return findings
 
 
-@register_check("sensor-constant")
+@register_check("sensor-constant", per_campaign=True)
 def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     """A sensor reading with SD 0 over a whole campaign (≥ 3 runs), else over an arm (≥ 5 runs)."""
     findings: list[Finding] = []
@@ -276,7 +277,7 @@ def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
     return findings
 
 
-@register_check("interference")
+@register_check("interference", per_campaign=True)
 def _interference(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings: list[Finding] = []
     flags = interference_flags(runs)

@@ -250,7 +250,7 @@ def _with_basis(message: str, assumes: list[str]) -> str:
     return f"{message} — assumes {'; and '.join(assumes)}" if assumes else message
 
 
-@register_check("capacity")
+@register_check("capacity", per_campaign=True)
 def _capacity(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings: list[Finding] = []
     for p in arm_points(ds, runs):
@@ -287,7 +287,7 @@ def _capacity(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
     return findings
 
 
-@register_check("roofline")
+@register_check("roofline", per_campaign=True)
 def _roofline(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings: list[Finding] = []
     for p in arm_points(ds, runs):
@@ -321,7 +321,7 @@ def _roofline(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
     return findings
 
 
-@register_check("size-insensitivity")
+@register_check("size-insensitivity", per_campaign=True)
 def _size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings: list[Finding] = []
     groups: dict[tuple[str, str], list[ArmPoint]] = {}
@@ -349,7 +349,7 @@ def _size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findin
     return findings
 
 
-@register_check("derived-identity")
+@register_check("derived-identity", per_campaign=True)
 def _identity(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     points = arm_points(ds, runs)
@@ -414,7 +414,7 @@ def model_facts_table(ds: Dataset, runs: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-@register_check("covariates")
+@register_check("covariates", per_campaign=True)
 def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     columns = ["campaign", "model", "environment", "start_temp_c", "started_at_local", "started_at", "run_id"]

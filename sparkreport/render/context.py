@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from sparkreport.analysis import Finding
     from sparkreport.analysis.design import Fact
+    from sparkreport.cache import AnalysisCache
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
 
@@ -54,6 +55,8 @@ class SiteData:
     facts: list[Fact] = field(default_factory=list)
     #: The testing-family rule (primary metrics, Holm per campaign, exact families) in words.
     family_rule: str = ""
+    #: The analysis cache this was computed with (its ``computed``/``reused`` counts), if any.
+    analysis_cache: AnalysisCache | None = field(default=None, repr=False)
     _arm_runs: dict[tuple[str, str, str], list[str]] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -114,9 +117,25 @@ def git_commit(root: Path) -> str | None:
     return f"{head}+dirty" if dirty else head or None
 
 
+def analysis_cache(cache_dir: Path | None) -> AnalysisCache | None:
+    """The analysis cache of a build (``build/cache/analysis.pickle``), salted with the
+    package's digest like the record cache; None without a cache folder."""
+    if cache_dir is None:
+        return None
+    from sparkreport.cache import AnalysisCache, HashMemo, package_digest
+
+    return AnalysisCache(cache_dir / "analysis.pickle", salt=package_digest(HashMemo(None)))
+
+
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,
-                    project_root: Path) -> SiteData:
-    """Run the analysis over ``dataset`` once and bundle what the pages need."""
+                    project_root: Path, cache_dir: Path | None = None) -> SiteData:
+    """Run the analysis over ``dataset`` once and bundle what the pages need.
+
+    With ``cache_dir`` (a build's ``build/cache``), arm statistics are kept per arm and the
+    comparisons, checks and facts per campaign, each by the digests of the runs it read
+    (:class:`sparkreport.cache.AnalysisCache`): after one new run only its arm and its
+    campaign are computed again, and the results are the same as without the cache.
+    """
     import pandas as pd
 
     from sparkreport.analysis import arm_stats, check, compare, included_runs, inclusion_rule_text
@@ -124,10 +143,11 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     from sparkreport.errors import DataError
 
     opts = config.analysis
-    stats = arm_stats(dataset, opts)
+    cache = analysis_cache(cache_dir)
+    stats = arm_stats(dataset, opts, cache=cache)
     extra: dict[str, Any] = {}
     try:
-        comparisons = compare(dataset, config.factor, config.baseline, opts)
+        comparisons = compare(dataset, config.factor, config.baseline, opts, cache=cache)
     except DataError as exc:  # e.g. no arm at the baseline level: say so on the pages
         comparisons = pd.DataFrame()
         extra["compare_note"] = exc.format_message()
@@ -139,9 +159,13 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
         command=command,
         git_commit=git_commit(project_root),
     )
-    return SiteData(
+    site = SiteData(
         dataset=dataset, config=config, runs_dir=runs_dir, stats=stats, comparisons=comparisons,
-        findings=check(dataset, opts), runs=included_runs(dataset, opts),
+        findings=check(dataset, opts, cache=cache), runs=included_runs(dataset, opts),
         inclusion_rule=inclusion_rule_text(opts), provenance=provenance, extra=extra,
-        facts=constant_facts(dataset, opts, config.factor), family_rule=family_rule_text(opts),
+        facts=constant_facts(dataset, opts, config.factor, cache=cache), family_rule=family_rule_text(opts),
+        analysis_cache=cache,
     )
+    if cache is not None:
+        cache.save()
+    return site

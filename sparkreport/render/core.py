@@ -149,7 +149,7 @@ def _render(options: RenderOptions) -> RenderResult:
     handwritten = copy_handwritten(root / "docs", docs_dir)
     copy_assets(docs_dir)
     command = options.command or default_command(root, runs_dir)
-    site = build_site_data(dataset, config, runs_dir, command, root)
+    site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir)
     env = make_environment(root / "templates")
     planned = []
     for page in registered_pages():

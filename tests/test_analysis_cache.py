@@ -1,0 +1,111 @@
+"""The analysis cache: arm statistics per arm, comparisons, checks and facts per campaign, each
+kept by the digests of the runs it read. Cached results equal uncached ones, and one changed run
+recomputes one arm and one campaign (counted, not timed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_design import interleaved, noisy, rec
+
+from sparkreport.config import AnalysisOptions, ProjectConfig, load_config
+from sparkreport.dataset import Dataset, build_dataset, load_dataset
+from sparkreport.render.context import SiteData, build_site_data
+from sparkreport.schema import RunRecord
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _site(ds: Dataset, config: ProjectConfig, root: Path, cache_dir: Path | None) -> SiteData:
+    return build_site_data(ds, config, root / "runs", "test", root, cache_dir=cache_dir)
+
+
+def _assert_same(a: SiteData, b: SiteData) -> None:
+    pd.testing.assert_frame_equal(a.stats, b.stats)
+    pd.testing.assert_frame_equal(a.comparisons, b.comparisons)
+    pd.testing.assert_frame_equal(a.runs, b.runs)
+    assert [f.to_dict() for f in a.findings] == [f.to_dict() for f in b.findings]
+    assert [f.to_dict() for f in a.facts] == [f.to_dict() for f in b.facts]
+    assert a.extra == b.extra
+
+
+def _planted() -> list[RunRecord]:
+    """Three campaigns: blocks and a cold/warm design label in one, a label unique to every run
+    in another (a design factor only by the first's runs), repeats, a failed run, a noisy arm,
+    a constant metric, another GPU, interference warnings."""
+    records: list[RunRecord] = []
+    for i, cache in enumerate(["cold", "warm"] * 3):
+        block = str(i // 2)
+        for env, mean in (("native", 100.0), ("docker", 97.0)):
+            records.append(rec(f"a.{env}.{i}", env, noisy(mean, 6, i)[i], minute=10 * i + (env == "docker"),
+                               campaign="alpha", iteration=i // 2 + 1, labels={"cache": cache, "block": block},
+                               kv_cache_gib=80.0))
+    for i in range(4):
+        records.append(rec(f"b.native.{i}", "native", 50 + i, minute=100 + i, campaign="beta", iteration=1,
+                           labels={"cache": f"plan{i}"}, model="n"))
+        records.append(rec(f"b.docker.{i}", "docker", 40 + 5 * i, minute=110 + i, campaign="beta", iteration=i + 1,
+                           model="n", gpu="GPU-bbbb" if i == 3 else "GPU-aaaa",
+                           warnings=["another process held the GPU"] if i == 2 else None))
+    records += interleaved({"native": noisy(200, 5, 7), "docker": noisy(180, 5, 8, cv=0.2)}, campaign="gamma",
+                           model="m2")
+    failed = rec("g.failed", "docker", 1.0, minute=300, campaign="gamma", model="m2", iteration=6)
+    failed.status.ok, failed.status.exit_code = False, 1
+    return [*records, failed]
+
+
+@pytest.mark.parametrize("duplicates", ["all", "first", "last"])
+@pytest.mark.parametrize("exclude_interference", [False, True])
+def test_cached_analysis_equals_uncached_on_a_planted_store(tmp_path: Path, duplicates: str,
+                                                            exclude_interference: bool) -> None:
+    config = ProjectConfig()
+    config.analysis = AnalysisOptions(duplicates=duplicates, exclude_interference=exclude_interference)  # type: ignore[arg-type]
+    ds = build_dataset(_planted())
+    assert len(ds.campaigns()) == 3
+    plain = _site(ds, config, tmp_path, None)
+    assert plain.comparisons is not None and not plain.comparisons.empty and plain.findings and plain.facts
+    cold = _site(build_dataset(_planted()), config, tmp_path, tmp_path / "cache")
+    warm = _site(build_dataset(_planted()), config, tmp_path, tmp_path / "cache")
+    _assert_same(cold, plain)
+    _assert_same(warm, plain)
+    assert warm.analysis_cache is not None and not warm.analysis_cache.computed
+
+
+def test_cached_analysis_equals_uncached_on_the_shipped_store(tmp_path: Path) -> None:
+    config = load_config(REPO / "sparkreport.yml")
+    runs = tmp_path / "runs"
+    shutil.copytree(REPO / "runs", runs)
+    cache = tmp_path / "cache"
+    plain = _site(load_dataset(runs), config, tmp_path, None)
+    _assert_same(_site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache), plain)
+    warm = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
+    _assert_same(warm, plain)
+    assert warm.analysis_cache is not None and not warm.analysis_cache.computed
+
+
+def test_one_changed_run_recomputes_its_arm_and_its_campaign(tmp_path: Path) -> None:
+    config = load_config(REPO / "sparkreport.yml")
+    runs = tmp_path / "runs"
+    shutil.copytree(REPO / "runs", runs)
+    cache = tmp_path / "cache"
+    first = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
+    assert first.analysis_cache is not None
+    arms = first.analysis_cache.computed["arm_stats"]
+    campaigns = len(first.dataset.campaigns())
+    assert arms >= 4 and campaigns >= 3
+    assert first.analysis_cache.computed["check"] == first.analysis_cache.computed["compare"] == campaigns
+
+    run_json = sorted(runs.glob("gpu-torch-native-vs-cgroup/*/run.json"))[3]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] *= 1.01
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+    again = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
+    assert again.analysis_cache is not None
+    assert dict(again.analysis_cache.computed) == {"arm_stats": 1, "compare": 1, "check": 1, "facts": 1}
+    assert again.analysis_cache.reused["arm_stats"] == arms - 1
+    assert again.analysis_cache.reused["check"] == campaigns - 1
+    _assert_same(again, _site(load_dataset(runs), config, tmp_path, None))
