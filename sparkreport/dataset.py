@@ -137,12 +137,17 @@ class Dataset:
         so a view's results are the whole dataset's results for that campaign."""
         key = ("view", campaign)
         if key not in self.memo:
+            if "campaign-rows" not in self.memo:  # row positions of every campaign, in one pass
+                self.memo["campaign-rows"] = tuple(
+                    frame.groupby("campaign").indices if not frame.empty else {}
+                    for frame in (self.runs, self.summaries))
+            run_rows, summary_rows = self.memo["campaign-rows"]
             kept = [i for i, record in enumerate(self.records) if record.campaign == campaign]
             records = [self.records[i] for i in kept]
             ids = [record.run_id for record in records]
             view = Dataset(
-                runs=self.runs[(self.runs["campaign"] == campaign).fillna(False)].reset_index(drop=True),
-                summaries=self.summaries[(self.summaries["campaign"] == campaign).fillna(False)].reset_index(drop=True),
+                runs=self.runs.take(run_rows.get(campaign, [])).reset_index(drop=True),
+                summaries=self.summaries.take(summary_rows.get(campaign, [])).reset_index(drop=True),
                 records=records, digest=self.digest_of(ids), paths=[self.paths[i] for i in kept],
                 run_digests={run_id: self.run_digests[run_id] for run_id in ids}, whole=self, scope=campaign,
             )

@@ -117,6 +117,28 @@ def included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
     return frame.copy()
 
 
+def campaign_digests(ds: Dataset, opts: AnalysisOptions) -> dict[str, str]:
+    """campaign → one digest of its runs' contents and of which of them the statistics use
+    (and why not the others): the part of a per-campaign cache key that follows the data.
+    Computed in one pass over the whole dataset, so a cache hit never cuts a campaign view."""
+    import hashlib
+
+    key = ("campaign-digests", repr(opts))
+    if key not in ds.memo:
+        ids: dict[str, list[str]] = {}
+        for record in ds.records:
+            ids.setdefault(record.campaign, []).append(record.run_id)
+        hashes = {campaign: hashlib.sha256(ds.digest_of(run_ids).encode()) for campaign, run_ids in ids.items()}
+        runs = included_runs(ds, opts)
+        for campaign, run_id, included, reason in zip(runs["campaign"], runs["run_id"], runs["included"],
+                                                      runs["exclusion_reason"], strict=True):
+            hashes[str(campaign)].update(f"{run_id}\0{included}\0{reason}\n".encode("utf-8", "surrogateescape"))
+        ds.memo[key] = {campaign: digest.hexdigest() for campaign, digest in hashes.items()}
+    digests = ds.memo[key]
+    assert isinstance(digests, dict)
+    return digests
+
+
 def _included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
     import pandas as pd
 

@@ -301,18 +301,18 @@ def check(ds: Dataset, opts: AnalysisOptions | None = None, cache: AnalysisCache
     opts = opts or AnalysisOptions()
     if cache is None:
         return _sorted(_run_checks(ds, opts, list(CHECKS)))
-    from sparkreport.analysis.compare import _inclusion
+    from sparkreport.analysis.arms import campaign_digests
 
     findings = _run_checks(ds, opts, [name for name in CHECKS if name not in CAMPAIGN_CHECKS])
     scoped = [name for name in CHECKS if name in CAMPAIGN_CHECKS]
+    digests = campaign_digests(ds, opts)
+    factors = _design_factors(ds, opts)
     for campaign in ds.campaigns():
-        view = ds.campaign_view(campaign)
-        key = cache.key(("kind", "check-1"), ("runs", view.digest), ("opts", opts), ("checks", scoped),
-                        ("metrics", ds.metric_columns), ("included", _inclusion(view, opts)),
-                        ("factors", _design_factors(ds, opts)))
+        key = cache.key(("kind", "check-1"), ("runs", digests[campaign]), ("opts", opts), ("checks", scoped),
+                        ("metrics", ds.metric_columns), ("factors", factors))
         found = cache.get("check", key)
         if found is None:
-            found = _run_checks(view, opts, scoped)
+            found = _run_checks(ds.campaign_view(campaign), opts, scoped)
             cache.put("check", key, found)
         findings.extend(found)
     return _sorted(findings)
@@ -336,5 +336,8 @@ def _design_factors(ds: Dataset, opts: AnalysisOptions) -> list[str]:
     from sparkreport.analysis.arms import design_labels
 
     whole = ds.whole or ds
-    runs = included_runs(whole, opts)
-    return design_labels(runs[runs["iteration"].notna()])
+    key = ("design-factors", repr(opts))
+    if key not in whole.memo:
+        runs = included_runs(whole, opts)
+        whole.memo[key] = design_labels(runs[runs["iteration"].notna()])
+    return list(whole.memo[key])

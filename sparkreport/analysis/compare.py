@@ -18,7 +18,7 @@ import numpy as np
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
-from sparkreport.analysis.arms import arm_rows, float_matrix, included_runs, reported
+from sparkreport.analysis.arms import arm_rows, campaign_digests, float_matrix, included_runs, reported
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
 from sparkreport.errors import DataError
@@ -99,17 +99,18 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
         rows, levels = _pair_rows(ds, factor, baseline, opts, wanted, names)
     else:
         rows, levels = [], []
+        models: dict[str, set[str]] = {}
+        for record in ds.records:
+            models.setdefault(record.campaign, set()).add(record.model.name)
+        digests = campaign_digests(ds, opts)
         for campaign in ds.campaigns():
-            view = ds.campaign_view(campaign)
-            shown_names = {model: names.get(model, model) for model in view.runs["model"]} | {
-                model: names.get(model, model) for model in view.summaries["model"]}
-            key = cache.key(("kind", "compare-1"), ("runs", view.digest), ("factor", factor),
+            shown_names = sorted((model, str(names.get(model, model))) for model in models[campaign])
+            key = cache.key(("kind", "compare-1"), ("runs", digests[campaign]), ("factor", factor),
                             ("baseline", baseline), ("opts", opts), ("wanted", sorted(wanted)),
-                            ("names", sorted(shown_names.items())), ("metrics", ds.metric_columns),
-                            ("included", _inclusion(view, opts)))
+                            ("names", shown_names), ("metrics", ds.metric_columns))
             found = cache.get("compare", key)
             if found is None:
-                found = _pair_rows(view, factor, baseline, opts, wanted, names)
+                found = _pair_rows(ds.campaign_view(campaign), factor, baseline, opts, wanted, names)
                 cache.put("compare", key, found)
             rows.extend(found[0])
             levels.extend(found[1])
@@ -122,17 +123,6 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     frame = design.apply_design(frame, ds, opts, factor, baseline)  # blocks; Holm per campaign family
     frame["verdict"] = [_verdict(r, opts) for r in frame.to_dict(orient="records")]
     return frame.sort_values(["campaign", "model", "metric", "candidate"], kind="stable").reset_index(drop=True)
-
-
-def _inclusion(ds: Dataset, opts: AnalysisOptions) -> str:
-    """A digest of which runs the statistics use and why not the others (global context: a
-    campaign's exclusions can follow design labels of other campaigns)."""
-    import hashlib
-
-    runs = included_runs(ds, opts)
-    text = "\n".join(f"{r}\0{i}\0{e}" for r, i, e in zip(runs["run_id"], runs["included"],
-                                                        runs["exclusion_reason"], strict=True))
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, wanted: set[str],

@@ -112,16 +112,16 @@ def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str
     opts = opts or AnalysisOptions()
     if cache is None:
         return _constant_facts(ds, opts, factor, metrics)
-    from sparkreport.analysis.compare import _inclusion
+    from sparkreport.analysis.arms import campaign_digests
 
     facts: list[Fact] = []
+    digests = campaign_digests(ds, opts)
     for campaign in ds.campaigns():
-        view = ds.campaign_view(campaign)
-        key = cache.key(("kind", "facts-1"), ("runs", view.digest), ("opts", opts), ("factor", factor),
-                        ("metrics", metrics), ("included", _inclusion(view, opts)))
+        key = cache.key(("kind", "facts-1"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor),
+                        ("metrics", metrics))
         found = cache.get("facts", key)
         if found is None:
-            found = _constant_facts(view, opts, factor, metrics)
+            found = _constant_facts(ds.campaign_view(campaign), opts, factor, metrics)
             cache.put("facts", key, found)
         facts.extend(found)
     return facts
