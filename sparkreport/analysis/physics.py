@@ -416,27 +416,40 @@ def model_facts_table(ds: Dataset, runs: pd.DataFrame) -> list[dict[str, Any]]:
 
 @register_check("covariates", per_campaign=True)
 def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """Per campaign × model: arms started at different GPU temperatures, or environments run in
+    separate time blocks. Reads numpy columns by row positions (a DataFrame per group and per
+    environment was most of ``check`` at 10 000 runs)."""
+    import pandas as pd
+
     findings = []
-    columns = ["campaign", "model", "environment", "start_temp_c", "started_at_local", "started_at", "run_id"]
-    used = runs.loc[runs["included"], columns]
+    used = runs[runs["included"]]
     # Records without a local start time (executor records before it, ingested logs) have the UTC one.
-    used = used.assign(started_at_local=used["started_at_local"].fillna(used["started_at"]))
-    for (campaign, model), group in used.groupby(["campaign", "model"]):
-        envs = sorted(group["environment"].dropna().unique())
+    started = used["started_at_local"].fillna(used["started_at"])
+    starts = np.array([None if pd.isna(v) else v for v in started], dtype=object)
+    envs_of = np.array([None if pd.isna(v) else str(v) for v in used["environment"]], dtype=object)
+    temps_of = float_matrix(used, ["start_temp_c"])[:, 0]
+    run_ids = used["run_id"].to_numpy(dtype=object)
+    for (campaign, model), positions in arm_rows(used, ["campaign", "model"]):
+        group_envs = envs_of[positions]
+        envs = sorted({e for e in group_envs if e is not None})
         if len(envs) < 2:
             continue
-        temps = {e: _mean(float_matrix(group[group["environment"] == e], ["start_temp_c"])[:, 0]) for e in envs}
+        group_temps = temps_of[positions]
+        temps = {e: _mean(group_temps[group_envs == e]) for e in envs}
         known = {e: t for e, t in temps.items() if t is not None}
         if len(known) >= 2 and max(known.values()) - min(known.values()) > TEMP_IMBALANCE_C:
             detail = ", ".join(f"{e} {t:.1f} °C" for e, t in known.items())
             findings.append(Finding(
                 "warning", "covariate-temperature",
                 f"{campaign}/{model}: arms started at different GPU temperatures ({detail})",
-                sorted(group["run_id"]), {f"start_temp_c_{e}": round(t, 2) for e, t in known.items()},
+                sorted(run_ids[positions].tolist()), {f"start_temp_c_{e}": round(t, 2) for e, t in known.items()},
             ))
-        times = group.dropna(subset=["started_at_local"])
-        spans = {e: (t["started_at_local"].min(), t["started_at_local"].max())
-                 for e, t in times.groupby("environment") if len(t) > 1}
+        group_starts = starts[positions]
+        spans = {}
+        for e in envs:
+            times = [t for t, env in zip(group_starts, group_envs, strict=True) if env == e and t is not None]
+            if len(times) > 1:
+                spans[e] = (min(times), max(times))
         if len(spans) >= 2:
             ordered = sorted(spans.items(), key=lambda kv: kv[1][0])
             blocks = all(ordered[i][1][1] < ordered[i + 1][1][0] for i in range(len(ordered) - 1))
@@ -446,6 +459,6 @@ def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
                     "warning", "covariate-order",
                     f"{campaign}/{model}: environments ran in separate time blocks ({detail}), so drift over time "
                     "is confounded with the environment — interleave them (randomized blocks)",
-                    sorted(group["run_id"]),
+                    sorted(run_ids[positions].tolist()),
                 ))
     return findings
