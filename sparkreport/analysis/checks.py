@@ -299,7 +299,7 @@ def check(ds: Dataset, opts: AnalysisOptions | None = None, cache: AnalysisCache
     run over the whole dataset every time.
     """
     opts = opts or AnalysisOptions()
-    if cache is None:
+    if cache is None or not cache.primed("check"):
         return _sorted(_run_checks(ds, opts, list(CHECKS)))
     from sparkreport.analysis.arms import campaign_digests
 

@@ -95,7 +95,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     wanted = set(metrics or design.family_representatives(opts.tested_metrics)[0])
     names = dict(zip(ds.runs["model"], ds.runs["model_name"], strict=False))
     names.update(dict(zip(ds.summaries["model"], ds.summaries["model_name"], strict=False)))
-    if cache is None:
+    if cache is None or not cache.primed("compare"):
         rows, levels = _pair_rows(ds, factor, baseline, opts, wanted, names)
     else:
         rows, levels = [], []

@@ -110,7 +110,7 @@ def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str
     the configured fraction 0.9"). With ``cache``, each campaign's facts are kept by the
     digest of its runs."""
     opts = opts or AnalysisOptions()
-    if cache is None:
+    if cache is None or not cache.primed("facts"):
         return _constant_facts(ds, opts, factor, metrics)
     from sparkreport.analysis.arms import campaign_digests
 
