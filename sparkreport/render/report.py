@@ -177,6 +177,33 @@ def errors_in(site: SiteData, scope: Iterable[tuple[str, str]] | None) -> list[F
     return out
 
 
+def grouped(site: SiteData, table: str, column: str) -> dict[str, pd.DataFrame]:
+    """``site.<table>`` (``stats``, ``comparisons``, ``runs``) split by ``column`` once per render,
+    rows in their order: the pages index it by key instead of filtering the whole frame per page."""
+    key = f"_grouped:{table}:{column}"
+    cached = site.extra.get(key)
+    if cached is None:
+        frame = getattr(site, table)
+        cached = ({} if frame.empty or column not in frame.columns else
+                  {str(value): group for value, group in frame.groupby(column, sort=False, observed=True)})
+        site.extra[key] = cached
+    return cached
+
+
+def slice_digest(site: SiteData, table: str, column: str, value: str) -> str:
+    """The sha256 of the rows of ``site.<table>`` whose ``column`` is ``value`` (what a page
+    reads of an analysis result, for its cache key); 'none' when there are none."""
+    import hashlib
+
+    key = f"_digests:{table}:{column}"
+    digests = site.extra.get(key)
+    if digests is None:
+        digests = {name: hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
+                   for name, frame in grouped(site, table, column).items()}
+        site.extra[key] = digests
+    return str(digests.get(value, "none"))
+
+
 def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warning"),
                      per_model: bool = True) -> list[dict[str, Any]]:
     """One line per kind of finding and model: the environments (factor levels) joined in one line
@@ -186,6 +213,14 @@ def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warn
     ``levels``, ``count`` (findings merged), ``example`` (the first message, its prefix and its
     assumption cut) and ``assumes`` (the assumptions the check rests on, stated once by the page).
     """
+    key = f"_grouped_findings:{','.join(severities)}:{per_model}"
+    cached = site.extra.get(key)
+    if cached is None:
+        cached = site.extra[key] = _grouped_findings(site, severities, per_model)
+    return [dict(group) for group in cached]
+
+
+def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool) -> list[dict[str, Any]]:
     names = {(c, m): str(n) for (c, m), n in _model_names(site).items()}
     groups: dict[tuple[str, str, str, tuple[str, ...]], dict[str, Any]] = {}
     for finding in site.findings:
