@@ -143,7 +143,7 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
     ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=False)), y=y_title,
              color=alt.Color("environment:N", legend=None))
     points = base.mark_point(size=45, filled=True, opacity=0.9).encode(
-        x="value:Q", y=y_title, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
+        x=alt.X("value:Q"), y=y_title, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
         color=alt.Color("environment:N", legend=None),
         shape=alt.Shape("status:N", title="run", scale=alt.Scale(domain=["included", "excluded"],
                                                                   range=["circle", "cross"])),
@@ -170,9 +170,10 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
     base = alt.Chart(inline(data)).encode(y=alt.Y("environment:N", title=None),
                                                    color=alt.Color("environment:N", legend=None))
     chart = alt.layer(
-        base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=False)), x2="max:Q"),
-        base.mark_bar(size=18, opacity=0.5).encode(x="q1:Q", x2="q3:Q"),
-        base.mark_tick(color="#333", size=18).encode(x="median:Q", tooltip=["n:Q", "median:Q"]),
+        base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=False)), x2=alt.X2("max:Q")),
+        base.mark_bar(size=18, opacity=0.5).encode(x=alt.X("q1:Q"), x2=alt.X2("q3:Q")),
+        base.mark_tick(color="#333", size=18).encode(x=alt.X("median:Q"),
+                                                          tooltip=[alt.Tooltip("n:Q"), alt.Tooltip("median:Q")]),
     ).properties(width=PANEL_WIDTH, height=alt.Step(46))
     description = f"{axis} per environment: range, quartiles and median of {len(included)} runs."
     return _finish(chart, name, title, description, rows=len(data))
@@ -219,11 +220,11 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     layers = [points]
     if with_ci:  # an arm published without a spread has no interval: draw its mean alone
         layers.insert(0, alt.Chart(inline(with_ci)).mark_errorbar(ticks=True).encode(
-            x=alt.X("ci_low:Q", title=axis), x2="ci_high:Q", y=y,
+            x=alt.X("ci_low:Q", title=axis), x2=alt.X2("ci_high:Q"), y=y,
             color=alt.Color("environment:N", legend=None)))
     if band is not None:
         layers.insert(0, alt.Chart(inline([{"lo": band[0], "hi": band[1]}])).mark_rect(
-            opacity=0.15, color="#2a9d8f").encode(x=alt.X("lo:Q", title=axis), x2="hi:Q"))
+            opacity=0.15, color="#2a9d8f").encode(x=alt.X("lo:Q", title=axis), x2=alt.X2("hi:Q")))
     chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(46))
     description = f"{axis}: mean per environment with its {level} confidence interval where known."
     if band is not None:

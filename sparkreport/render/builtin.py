@@ -392,21 +392,35 @@ def summarise_sources(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def arm_table(site: SiteData) -> list[dict[str, Any]]:
     """What each arm contains: runs recorded and used (with the reasons for any left out)."""
+    from sparkreport.render.markdown import is_missing
+
     out = []
     runs = site.runs
     if not runs.empty:
-        for (campaign, model, env), group in runs.groupby(["campaign", "model", "environment"], sort=True):
-            iterations = group["iteration"].dropna()
-            excluded = group[~group["included"].astype(bool)]
+        # one groupby for every arm (not a filter per arm: thousands of arms at 10 000 runs)
+        keys = ["campaign", "model", "environment"]
+        frame = runs[[*keys, "model_name", "iteration", "run_id", "exclusion_reason"]].assign(
+            included=runs["included"].astype(bool))
+        groups = frame.groupby(keys, sort=True)
+        arms = groups.agg(recorded=("run_id", "size"), included=("included", "sum"),
+                          first=("iteration", "min"), last=("iteration", "max"), distinct=("iteration", "nunique"))
+        firsts = frame.drop_duplicates(keys)
+        first_names = dict(zip(map(tuple, firsts[keys].to_numpy()), firsts["model_name"], strict=True))
+        excluded: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        left_out = frame[~frame["included"]]
+        for key, run_id, why in zip(map(tuple, left_out[keys].to_numpy()), left_out["run_id"],
+                                    left_out["exclusion_reason"], strict=True):
+            excluded.setdefault(key, []).append({"run_id": run_id, "reason": why})
+        columns: list[list[Any]] = [arms[c].tolist() for c in ("recorded", "included", "first", "last", "distinct")]
+        for (campaign, model, env), recorded, included, first, last, distinct in zip(arms.index, *columns,
+                                                                                     strict=True):
+            key = (campaign, model, env)
             out.append({
-                "campaign": campaign, "model": model, "model_name": group["model_name"].iloc[0],
-                "environment": env, "published": False, "recorded": len(group),
-                "included": int(group["included"].astype(bool).sum()),
-                "iterations": (f"{int(iterations.min())}–{int(iterations.max())}"
-                               if not iterations.empty else None),
-                "distinct_iterations": int(iterations.nunique()),
-                "excluded": [{"run_id": r, "reason": why} for r, why in
-                             zip(excluded["run_id"], excluded["exclusion_reason"], strict=True)],
+                "campaign": campaign, "model": model, "model_name": first_names[key],
+                "environment": env, "published": False, "recorded": int(recorded), "included": int(included),
+                "iterations": f"{int(first)}–{int(last)}" if not is_missing(first) else None,
+                "distinct_iterations": int(distinct),
+                "excluded": excluded.get(key, []),
             })
     sums = site.dataset.summaries
     if not sums.empty:

@@ -129,11 +129,11 @@ def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
     data = _records(frame[["cell", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]])
     base = alt.Chart(alt.Data(values=data))
     bars = base.mark_rule().encode(x=alt.X("ratio_ci_low:Q", title="b / a (95% CI)", scale=alt.Scale(zero=False)),
-                                   x2="ratio_ci_high:Q", y=alt.Y("cell:N", title=None))
+                                   x2=alt.X2("ratio_ci_high:Q"), y=alt.Y("cell:N", title=None))
     points = base.mark_point(filled=True, size=60).encode(
-        x="ratio:Q", y="cell:N", color=alt.Color("verdict:N", title="verdict"),
+        x=alt.X("ratio:Q"), y=alt.Y("cell:N"), color=alt.Color("verdict:N", title="verdict"),
         tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("ratio:Q", format=".4f"), alt.Tooltip("verdict:N")])
-    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 4]).encode(x="one:Q")
+    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 4]).encode(x=alt.X("one:Q"))
     chart = (bars + points + one).properties(width=PANEL_WIDTH)
     return _finish(chart, f"{metric}-ratio", f"{metric_label(metric)}: ratio b/a",
                    f"The ratio of means b/a of {metric_label(metric)} per cell with its Fieller CI.", len(data))

@@ -193,7 +193,7 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
         x=x, y=alt.Y("mean:Q", title=metric_title(metric), scale=alt.Scale(zero=False)), color=color,
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("version:O"), alt.Tooltip("mean:Q", format=".4g"),
                  alt.Tooltip("n:Q")])
-    bars = base.mark_rule().encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=color)
+    bars = base.mark_rule().encode(x=x, y=alt.Y("ci_low:Q"), y2=alt.Y2("ci_high:Q"), color=color)
     layers = bars + lines
     if changes:
         rules = alt.Chart(alt.Data(values=changes)).mark_rule(strokeDash=[4, 4], color="#c62828").encode(

@@ -195,13 +195,30 @@ def slice_digest(site: SiteData, table: str, column: str, value: str) -> str:
     reads of an analysis result, for its cache key); 'none' when there are none."""
     import hashlib
 
+    import pandas as pd
+
     key = f"_digests:{table}:{column}"
     digests = site.extra.get(key)
     if digests is None:
-        digests = {name: hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
-                   for name, frame in grouped(site, table, column).items()}
+        frame = getattr(site, table)
+        digests = {}
+        if not frame.empty and column in frame.columns:
+            try:  # one 64-bit hash per row (values and dtypes), then one sha256 per group of rows
+                hashes = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+            except TypeError:  # a cell pandas cannot hash (a list): hash the rows' text
+                hashes = pd.Series([hash_text(row) for row in frame.astype(str).itertuples(index=False)]).to_numpy()
+            head = f"{list(frame.columns)}{list(map(str, frame.dtypes))}".encode()
+            for name, positions in frame.groupby(column, sort=False, observed=True).indices.items():
+                digests[str(name)] = hashlib.sha256(head + hashes[positions].tobytes()).hexdigest()
         site.extra[key] = digests
     return str(digests.get(value, "none"))
+
+
+def hash_text(row: Iterable[str]) -> int:
+    """A stable 63-bit hash of a row's cells (Python's own hash() changes per process)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256("\0".join(row).encode()).digest()[:8], "big") >> 1
 
 
 def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warning"),
@@ -328,8 +345,8 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     margin = max(d["margin"] for d in data)
     y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=320))
     band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color="#2a9d8f").encode(
-        x="lo:Q", x2="hi:Q")
-    zero = alt.Chart(inline([{"x": 0}])).mark_rule(color="#555").encode(x="x:Q")
+        x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
+    zero = alt.Chart(inline([{"x": 0}])).mark_rule(color="#555").encode(x=alt.X("x:Q"))
     with_ci = [d for d in data if d["with_ci"]]
     verdicts = ["equivalent", "higher", "lower", "inconclusive"]
     colour = alt.Color("verdict:N", scale=alt.Scale(domain=verdicts, range=["#2a9d8f", "#e76f51", "#264653",
@@ -341,10 +358,10 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     layers: list[Any] = [band, zero]
     if with_ci:
         layers.append(alt.Chart(inline(with_ci)).mark_rule(strokeWidth=2).encode(
-            x=alt.X("low:Q"), x2="high:Q", y=y, color=colour))
+            x=alt.X("low:Q"), x2=alt.X2("high:Q"), y=y, color=colour))
     layers.append(alt.Chart(inline(data)).mark_point(size=60).encode(
         x=alt.X("delta:Q", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
-        y=y, color=colour, fill=alt.condition("datum.with_ci", colour, alt.value("white")),
+        y=y, color=colour, fill=alt.FillValue(**alt.condition("datum.with_ci", colour, alt.value("white"))),
         tooltip=tooltip))
     chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(22))
     description = (f"Every comparison as a difference from the baseline in percent with its {level} "
