@@ -271,6 +271,65 @@ def memory_scatter(points: pd.DataFrame, *, name: str, title: str,
     return _finish(chart, name, title, description, rows=len(data))
 
 
+_SCALARS = (str, int, float, bool, type(None))
+_ENCODERS: dict[int, Any] = {}
+
+
+def _flat_encoder(depth: int) -> Any:
+    """A C-accelerated encoder whose item separator carries the newline and the indent."""
+    import json
+
+    encoder = _ENCODERS.get(depth)
+    if encoder is None:
+        encoder = _ENCODERS[depth] = json.JSONEncoder(sort_keys=True, separators=(",\n" + " " * (depth + 1), ": "))
+    return encoder
+
+
+def spec_json(spec: Any, depth: int = 0) -> str:
+    """``json.dumps(spec, indent=1, sort_keys=True)``, byte for byte, about five times faster.
+
+    With an indent, the json module encodes in pure Python, node by node: most of a chart's time
+    at 10 000 runs. A dict or list holding only scalars (a data row) is encoded by the C encoder
+    with the newline and indent as its separator; only the nesting above it is walked here.
+    """
+    import json
+
+    pad = " " * (depth + 1)
+    if isinstance(spec, dict):
+        if not spec:
+            return "{}"
+        if all(isinstance(value, _SCALARS) for value in spec.values()):
+            text: str = _flat_encoder(depth).encode(spec)
+            return "{\n" + pad + text[1:-1] + "\n" + " " * depth + "}"
+        items = [f"{json.dumps(key)}: {spec_json(value, depth + 1)}" for key, value in sorted(spec.items())]
+        return "{\n" + pad + (",\n" + pad).join(items) + "\n" + " " * depth + "}"
+    if isinstance(spec, list | tuple):
+        if not spec:
+            return "[]"
+        if all(isinstance(value, _SCALARS) for value in spec):
+            text = _flat_encoder(depth).encode(spec)
+            return "[\n" + pad + text[1:-1] + "\n" + " " * depth + "]"
+        if all(isinstance(row, dict) and row and all(isinstance(v, _SCALARS) for v in row.values()) for row in spec):
+            return _rows_json(list(spec), depth)
+        items = [spec_json(value, depth + 1) for value in spec]
+        return "[\n" + pad + (",\n" + pad).join(items) + "\n" + " " * depth + "]"
+    return json.dumps(spec)
+
+
+def _rows_json(rows: list[dict[str, Any]], depth: int) -> str:
+    """A list of flat, non-empty dicts (a chart's data) in one C-encoder call.
+
+    Encoded with ``",\\n"`` between items: a raw newline never occurs inside an encoded string,
+    and ``},\\n`` only ends a row (a row's values are scalars), so the two levels' separators
+    can be told apart and indented afterwards.
+    """
+    row_pad, key_pad = " " * (depth + 1), " " * (depth + 2)
+    text: str = _flat_encoder(-1).encode(rows)  # '[{"a": 1,\n"b": 2},\n{…}]'
+    body = text[2:-2].replace(",\n", ",\n" + key_pad)
+    body = body.replace("},\n" + key_pad + "{", "\n" + row_pad + "},\n" + row_pad + "{\n" + key_pad)
+    return ("[\n" + row_pad + "{\n" + key_pad + body + "\n" + row_pad + "}\n" + " " * depth + "]")
+
+
 def to_svg(spec: dict[str, Any]) -> str:
     """Render a Vega-Lite spec to a static SVG with vl-convert (the no-JavaScript fallback)."""
     import vl_convert

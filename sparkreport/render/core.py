@@ -347,7 +347,7 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     """
     import jinja2
 
-    from sparkreport.charts import to_svg
+    from sparkreport.charts import spec_json, to_svg
     from sparkreport.render.report import errors_in
 
     context = {
@@ -368,7 +368,7 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     for chart in doc.charts:
         folder = target.parent / CHARTS_DIR
         folder.mkdir(exist_ok=True)
-        _write_text(folder / f"{chart.name}.vl.json", json.dumps(chart.spec, indent=1, sort_keys=True) + "\n")
+        _write_text(folder / f"{chart.name}.vl.json", spec_json(chart.spec) + "\n")
         if svg_jobs is None:
             _write_text(folder / f"{chart.name}.svg", to_svg(chart.spec))
         else:
