@@ -225,3 +225,35 @@ def test_a_failed_render_keeps_the_last_good_docs(two_campaigns: Path) -> None:
     assert tree(first.docs_dir) == before
     (templates / "results.md").unlink()
     assert render(options).rendered_pages == []  # the cache still describes the docs folder
+
+
+def test_a_session_reuses_the_analysis_when_only_a_post_changed(two_campaigns: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import sparkreport.dataset
+    import sparkreport.render.context
+    from sparkreport.render import RenderSession
+
+    posts = two_campaigns / "docs" / "blog" / "posts"
+    posts.mkdir(parents=True)
+    post = posts / "p.md"
+    binding = '{{ value("output_throughput_tok_s", campaign="phase1", model="deepseek", environment="native") }}'
+    post.write_text(f"# P\n\nFirst: {binding}.\n", encoding="utf-8")
+    session = RenderSession(RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns))
+    first = session.render()
+    written = first.docs_dir / "blog" / "posts" / "p.md"
+    assert written.read_text(encoding="utf-8").startswith("# P\n\nFirst: ")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("loaded or analysed again although only a post changed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sparkreport.dataset, "load_dataset", refuse)
+        patch.setattr(sparkreport.render.context, "build_site_data", refuse)
+        post.write_text(f"# P\n\nEdited: {binding}.\n", encoding="utf-8")
+        second = session.render()
+    assert second.rendered_pages == [] and len(second.skipped_pages) == len(first.pages)
+    assert written.read_text(encoding="utf-8").startswith("# P\n\nEdited: ")
+    change_one_run(two_campaigns / "runs")  # the store changed: read and analysed again
+    third = session.render()
+    assert "results/deepseek/index.md" in third.rendered_pages
+    assert "results/qwen72b/index.md" in third.skipped_pages

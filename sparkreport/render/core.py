@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import jinja2
 
     from sparkreport.config import ProjectConfig
+    from sparkreport.dataset import Dataset
     from sparkreport.render.context import SiteData
 
 #: Marks a folder as written by ``render``: only such a folder is ever emptied.
@@ -91,12 +92,42 @@ def _under(root: Path, path: Path) -> Path:
     return path if path.is_absolute() else root / path
 
 
-def render(options: RenderOptions) -> RenderResult:
+@dataclass
+class _Loaded:
+    """The dataset and analysis of a session's last render, and the key of what they were read from."""
+
+    key: str
+    dataset: Dataset
+    site: SiteData
+
+
+class RenderSession:
+    """One project rendered again and again in one process (``sparkreport serve``).
+
+    The dataset and the analysis of the last render are kept while the run store (every file's
+    size, mtime and inode), ``sparkreport.yml`` and the options are unchanged: a render after an
+    edit of a post, a hand-written page or a template skips loading and analysing, and the page
+    cache (``build/cache/pages.json``) skips the pages whose inputs did not change.
+    :func:`render` stays the one-shot API.
+    """
+
+    def __init__(self, options: RenderOptions):
+        self.options = options
+        self.loaded: _Loaded | None = None
+
+    def render(self) -> RenderResult:
+        """Render the project's pages (see :func:`render`), reusing what has not changed."""
+        return render(self.options, session=self)
+
+
+def render(options: RenderOptions, *, session: RenderSession | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     A file-system failure (disk full, a folder removed under us) is a one-line BuildError naming
     the path, never a traceback. One render or build at a time writes into a docs folder's
-    parent (:mod:`sparkreport.lock`); a second one stops at once with a BuildError.
+    parent (:mod:`sparkreport.lock`); a second one stops at once with a BuildError. With a
+    ``session`` (:class:`RenderSession`), the dataset and analysis of its last render are reused
+    when the run store and the configuration did not change.
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
@@ -104,20 +135,36 @@ def render(options: RenderOptions) -> RenderResult:
     check_writable(docs_dir_for(options), "--docs-dir")  # before the lock, which creates its parent
     try:
         with output_lock(docs_dir_for(options).parent):
-            return _render(options)
+            return _render(options, session)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
                          "then run it again") from None
 
 
-def _render(options: RenderOptions) -> RenderResult:
+def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str) -> str:
+    """What a session's dataset and analysis were computed from: every file of the run store
+    (path, size, mtime, inode: no file is read), ``sparkreport.yml``'s bytes, the paths and the command."""
+    import hashlib
+
+    from sparkreport.cache import walk_files
+
+    digest = hashlib.sha256(f"{root}\0{runs_dir}\0{config_path}\0{command}\n".encode())
+    for relative, _path, stat in walk_files(runs_dir):
+        digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}\n".encode(
+            "utf-8", "surrogateescape"))
+    if config_path is not None and config_path.is_file():
+        digest.update(config_path.read_bytes())
+    return digest.hexdigest()
+
+
+def _render(options: RenderOptions, session: RenderSession | None = None) -> RenderResult:
     from sparkreport.cache import HashMemo, package_digest
     from sparkreport.charts import ChartSpec
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.early import check_selector_campaigns, store_campaigns
-    from sparkreport.render.context import build_site_data
+    from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
     from sparkreport.render.pages import fill, registered_pages
@@ -134,13 +181,19 @@ def _render(options: RenderOptions) -> RenderResult:
     runs_dir = _under(root, options.runs_dir).resolve()
     docs_dir = docs_dir_for(options)
     cache_dir = docs_dir.parent / CACHE_DIR
-    # Milliseconds before seconds: the diffs' campaigns in the store (the docs folder: in render()).
-    # An empty store is told below ("no runs to render"), which says more.
-    if store_campaigns(runs_dir):
-        check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
-                                            for i, named in enumerate(config.diffs)
-                                            for side, text in (("a", named.a), ("b", named.b))])
-    dataset = load_dataset(runs_dir, cache_dir=cache_dir)
+    command = options.command or default_command(root, runs_dir)
+    key = data_key(root, runs_dir, config_path, command) if session is not None else ""
+    loaded = session.loaded if session is not None and session.loaded and session.loaded.key == key else None
+    if loaded is not None:  # the run store and the configuration did not change: no reading, no analysis
+        dataset = loaded.dataset
+    else:
+        # Milliseconds before seconds: the diffs' campaigns in the store (the docs folder: in render()).
+        # An empty store is told below ("no runs to render"), which says more.
+        if store_campaigns(runs_dir):
+            check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
+                                                for i, named in enumerate(config.diffs)
+                                                for side, text in (("a", named.a), ("b", named.b))])
+        dataset = load_dataset(runs_dir, cache_dir=cache_dir)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # bad diffs and post bindings: refused before any heavy work
@@ -155,8 +208,13 @@ def _render(options: RenderOptions) -> RenderResult:
     (docs_dir / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     handwritten = copy_handwritten(root / "docs", docs_dir)
     copy_assets(docs_dir)
-    command = options.command or default_command(root, runs_dir)
-    site = build_site_data(dataset, config, runs_dir, command, root)
+    if loaded is not None:
+        site = loaded.site
+        site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
+    else:
+        site = build_site_data(dataset, config, runs_dir, command, root)
+    if session is not None:
+        session.loaded = _Loaded(key, dataset, site)
     env = make_environment(root / "templates")
     planned = []
     for page in registered_pages():
