@@ -368,3 +368,26 @@ def test_home_summary_stays_within_its_budget(tmp_path: Path, phase1_store: Path
     kept = [line for line in short.splitlines() if line in rows]
     assert len(rows) == 3 and len(kept) == 2
     assert "… and 1 more models on [Results](results/index.md)." in short and "more models" not in full
+
+
+def test_builtin_page_modules_do_not_import_each_other() -> None:
+    """No import circle through render/builtin.py: Home's module and Results' module import
+    alone, neither pulling in the other, and registered_pages() imports every built-in page
+    module once (each registers itself, as an extension would)."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+
+    def run(code: str) -> str:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                              check=True).stdout.strip()
+
+    for module, other in (("builtin", "results"), ("results", "builtin")):
+        assert run(f"import sys, sparkreport.render.{module}; print('sparkreport.render.{other}' in sys.modules)") \
+            == "False"
+    assert run("from sparkreport.render.pages import registered_pages; "
+               "print(','.join(p.name for p in registered_pages()))") \
+        == "home,campaigns,results,memory,history,diffs,methodology,quality,runs,downloads"

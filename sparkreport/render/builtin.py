@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
-from sparkreport.render import diffs, history, memory, results, runs_index  # noqa: F401  (register the other pages)
 from sparkreport.render.context import SiteData
 from sparkreport.render.history import history_method, latest_change, site_history
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.report import grouped
+from sparkreport.render.report import answer, grouped, join_and, summary_table
 from sparkreport.render.tables import metric_label
 from sparkreport.schema import RunRecord
 
@@ -102,89 +101,6 @@ class HomePage(Page):
         return [chart] if chart is not None else []
 
 
-def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]]) -> list[str]:
-    """A campaign's answer in a few sentences: one per verdict, naming the metrics and models it
-    covers, with the range of the differences and their intervals."""
-    if not effects:
-        return []
-    primary = [e for e in effects if e["primary"]] or effects
-    margin = f"±{site.config.analysis.equivalence_margin * 100:g}%"
-    out = []
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for e in primary:
-        groups.setdefault("untested" if e["untested"] else str(e["verdict"]), []).append(e)
-
-    def metrics_of(rows: list[dict[str, Any]]) -> str:
-        return _and(list(dict.fromkeys(str(r["label"]) for r in rows)))
-
-    def span(rows: list[dict[str, Any]], intervals: bool = True) -> str:
-        deltas = [r["delta_pct"] for r in rows if r["delta_pct"] is not None]
-        lows = [r["delta_low"] for r in rows if r["delta_low"] is not None]
-        highs = [r["delta_high"] for r in rows if r["delta_high"] is not None]
-        if not deltas:
-            return ""
-        text = f"{deltas[0]:+.2f}%" if len(deltas) == 1 else f"{min(deltas):+.2f}% to {max(deltas):+.2f}%"
-        if intervals and lows and highs:  # the brackets are explained once, under the summary table
-            text += f" [{min(lows):+.2f}, {max(highs):+.2f}]"
-        return text
-
-    def count(rows: list[dict[str, Any]]) -> str:
-        n = len({r["model"] for r in rows})
-        return f"{n} model{'s' if n != 1 else ''}"
-
-    for kind in ("equivalent", "higher", "lower", "inconclusive", "untested"):
-        rows = groups.get(kind)
-        if not rows:
-            continue
-        cand, base = rows[0]["candidate"], rows[0]["baseline"]
-        if kind == "equivalent":
-            out.append(f"**The same within {margin}** ({count(rows)}): {metrics_of(rows)}, "
-                       f"{cand} against {base} {span(rows)}.")
-        elif kind in ("higher", "lower"):
-            by_metric: dict[str, list[dict[str, Any]]] = {}
-            for r in rows:
-                by_metric.setdefault(str(r["label"]), []).append(r)
-            parts = [f"{label} for {count(items)} ({span(items)})" for label, items in by_metric.items()]
-            out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
-        elif kind == "inconclusive":
-            mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
-                   if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
-            detect = (f" With these runs, differences smaller than about {min(mde):.0f}% could not have been "
-                      "detected.") if mde else ""
-            out.append(f"**No difference detected, none ruled out** ({count(rows)}): {metrics_of(rows)} "
-                       f"({span(rows)}); the intervals are wider than the {margin} margin.{detect}")
-        else:
-            untested: dict[str, list[dict[str, Any]]] = {}
-            for r in rows:
-                untested.setdefault(str(r["label"]), []).append(r)
-            parts = [f"{label} {span(items, intervals=False)}" for label, items in untested.items()]
-            out.append(f"**Published without a spread, so not tested** ({count(rows)}): {cand} against "
-                       f"{base}, {_and(parts)}.")
-    return out
-
-
-def _and(items: list[str]) -> str:
-    if len(items) <= 2:
-        return " and ".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int) -> dict[str, Any]:
-    """Model × primary metric: Δ% with its CI and a verdict mark (at most ``budget`` models)."""
-    metrics = [m for m in site.config.primary_metrics if any(e["metric"] == m for e in effects)]
-    cells: dict[str, dict[str, dict[str, Any]]] = {}
-    names: dict[str, str] = {}
-    for e in effects:
-        if e["metric"] in metrics:
-            cells.setdefault(str(e["model"]), {})[str(e["metric"])] = e
-            names[str(e["model"])] = str(e["model_name"])
-    models = sorted(cells, key=lambda m: names[m].lower())
-    return {"metrics": [{"metric": m, "label": metric_label(m)} for m in metrics],
-            "rows": [{"model_name": names[m], "cells": cells[m]} for m in models[:budget]],
-            "more": max(0, len(models) - budget),
-            "comparison": f"{effects[0]['candidate']} vs {effects[0]['baseline']}" if effects else ""}
-
-
 def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
     """What the data cannot show, each said once."""
     out = []
@@ -195,7 +111,7 @@ def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
                 skipped.append(name)
     if skipped:
         out.append("Published figures give n, mean and SD per arm, not the runs: "
-                   f"{_and(skipped)} need per-run data and were not computed for them; figures published "
+                   f"{join_and(skipped)} need per-run data and were not computed for them; figures published "
                    "without an SD cannot be tested at all.")
     if any(f.code == "derived-identity" for f in site.findings):
         out.append("Where the KV cache is sized from the memory left free, \"more memory used\" and "

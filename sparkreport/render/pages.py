@@ -135,8 +135,15 @@ def fill(doc: PageDoc) -> PageDoc:
     return doc
 
 
+#: The modules of the built-in pages: imported once by :func:`registered_pages`, where they
+#: register themselves as an extension would (none of them imports another to register it).
+BUILTIN_MODULES = ("builtin", "results", "memory", "diffs", "history", "runs_index")
+
+
 def registered_pages() -> list[Page]:
     """Instances of every registered page (built-ins included), in nav order."""
-    import sparkreport.render.builtin  # noqa: F401  (registers the built-in pages)
+    import importlib
 
+    for module in BUILTIN_MODULES:
+        importlib.import_module(f"sparkreport.render.{module}")
     return [cls() for cls in sorted(PAGES.values(), key=lambda c: (c.order, c.name))]

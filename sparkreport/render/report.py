@@ -412,3 +412,87 @@ def cgroup_observation(site: SiteData, campaign: str) -> str | None:
     kills = "no OOM kill" if ooms == 0 else f"{ooms} OOM kill{'s' if ooms != 1 else ''}"
     return (f"The{limit} cgroup's memory peaked at {max(peaks):.2f} GiB at most ({kills}){held}: the "
             "cgroup does not count GPU memory on a discrete GPU.")
+
+
+def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]]) -> list[str]:
+    """A campaign's answer in a few sentences: one per verdict, naming the metrics and models it
+    covers, with the range of the differences and their intervals."""
+    if not effects:
+        return []
+    primary = [e for e in effects if e["primary"]] or effects
+    margin = f"±{site.config.analysis.equivalence_margin * 100:g}%"
+    out = []
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in primary:
+        groups.setdefault("untested" if e["untested"] else str(e["verdict"]), []).append(e)
+
+    def metrics_of(rows: list[dict[str, Any]]) -> str:
+        return join_and(list(dict.fromkeys(str(r["label"]) for r in rows)))
+
+    def span(rows: list[dict[str, Any]], intervals: bool = True) -> str:
+        deltas = [r["delta_pct"] for r in rows if r["delta_pct"] is not None]
+        lows = [r["delta_low"] for r in rows if r["delta_low"] is not None]
+        highs = [r["delta_high"] for r in rows if r["delta_high"] is not None]
+        if not deltas:
+            return ""
+        text = f"{deltas[0]:+.2f}%" if len(deltas) == 1 else f"{min(deltas):+.2f}% to {max(deltas):+.2f}%"
+        if intervals and lows and highs:  # the brackets are explained once, under the summary table
+            text += f" [{min(lows):+.2f}, {max(highs):+.2f}]"
+        return text
+
+    def count(rows: list[dict[str, Any]]) -> str:
+        n = len({r["model"] for r in rows})
+        return f"{n} model{'s' if n != 1 else ''}"
+
+    for kind in ("equivalent", "higher", "lower", "inconclusive", "untested"):
+        rows = groups.get(kind)
+        if not rows:
+            continue
+        cand, base = rows[0]["candidate"], rows[0]["baseline"]
+        if kind == "equivalent":
+            out.append(f"**The same within {margin}** ({count(rows)}): {metrics_of(rows)}, "
+                       f"{cand} against {base} {span(rows)}.")
+        elif kind in ("higher", "lower"):
+            by_metric: dict[str, list[dict[str, Any]]] = {}
+            for r in rows:
+                by_metric.setdefault(str(r["label"]), []).append(r)
+            parts = [f"{label} for {count(items)} ({span(items)})" for label, items in by_metric.items()]
+            out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
+        elif kind == "inconclusive":
+            mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
+                   if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
+            detect = (f" With these runs, differences smaller than about {min(mde):.0f}% could not have been "
+                      "detected.") if mde else ""
+            out.append(f"**No difference detected, none ruled out** ({count(rows)}): {metrics_of(rows)} "
+                       f"({span(rows)}); the intervals are wider than the {margin} margin.{detect}")
+        else:
+            untested: dict[str, list[dict[str, Any]]] = {}
+            for r in rows:
+                untested.setdefault(str(r["label"]), []).append(r)
+            parts = [f"{label} {span(items, intervals=False)}" for label, items in untested.items()]
+            out.append(f"**Published without a spread, so not tested** ({count(rows)}): {cand} against "
+                       f"{base}, {join_and(parts)}.")
+    return out
+
+
+def join_and(items: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+    """Model × primary metric: Δ% with its CI and a verdict mark (at most ``budget`` models)."""
+    metrics = [m for m in site.config.primary_metrics if any(e["metric"] == m for e in effects)]
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    names: dict[str, str] = {}
+    for e in effects:
+        if e["metric"] in metrics:
+            cells.setdefault(str(e["model"]), {})[str(e["metric"])] = e
+            names[str(e["model"])] = str(e["model_name"])
+    models = sorted(cells, key=lambda m: names[m].lower())
+    return {"metrics": [{"metric": m, "label": metric_label(m)} for m in metrics],
+            "rows": [{"model_name": names[m], "cells": cells[m]} for m in models[:budget]],
+            "more": max(0, len(models) - budget),
+            "comparison": f"{effects[0]['candidate']} vs {effects[0]['baseline']}" if effects else ""}

@@ -106,8 +106,7 @@ class ResultsPage(Page):
             stats["arm"] = arm_labels(stats)
         if not runs.empty:
             runs["environment"] = arm_labels(runs)
-        from sparkreport.render.builtin import answer
-        from sparkreport.render.report import effect_rows
+        from sparkreport.render.report import answer, effect_rows
 
         primary = [m for m in site.config.primary_metrics if m in set(stats["metric"])]
         arms_of = _by(stats, "metric")
