@@ -157,12 +157,27 @@ def test_home_summary_table_is_the_comparisons(rendered: RenderResult, phase1_da
 
 
 def test_provenance_footer_on_every_page(rendered: RenderResult, phase1_dataset: Dataset) -> None:
+    """Home, Methodology and Downloads name the whole dataset; every other page names what it was
+    built from (its runs and their sha256), so a new run changes only the pages that read it."""
+    everything = phase1_dataset.digest_of(phase1_dataset.run_digests)
+    by_model: dict[str, list[str]] = {}
+    for record in phase1_dataset.records:
+        by_model.setdefault(record.model.name, []).append(record.run_id)
     for doc in rendered.pages:
         text = page(rendered, doc.path)
         footer = text.rsplit("\n---\n", 1)[-1]
-        assert phase1_dataset.digest in footer, doc.path
-        assert "63 runs" in footer and f"sparkreport {__version__}" in footer
+        assert f"sparkreport {__version__}" in footer
         assert "regenerate with <code>sparkreport build --runs-dir " in footer
+        if doc.path in ("index.md", "methodology/index.md", "downloads/index.md"):
+            assert f"dataset sha256 <code>{phase1_dataset.digest}</code> · 63 runs" in footer, doc.path
+        elif doc.path.startswith("results/") and doc.path != "results/index.md":
+            model = doc.path.split("/")[1]
+            runs = by_model[model]
+            assert (f"Built from {len(runs)} runs (inputs sha256 <code>{phase1_dataset.digest_of(runs)}</code>)"
+                    in footer), doc.path
+            assert len(runs) < 63
+        else:  # pages that read every run
+            assert f"Built from 63 runs (inputs sha256 <code>{everything}</code>)" in footer, doc.path
 
 
 def test_methodology_is_read_from_the_records(rendered: RenderResult) -> None:
@@ -353,3 +368,26 @@ def test_home_summary_stays_within_its_budget(tmp_path: Path, phase1_store: Path
     kept = [line for line in short.splitlines() if line in rows]
     assert len(rows) == 3 and len(kept) == 2
     assert "… and 1 more models on [Results](results/index.md)." in short and "more models" not in full
+
+
+def test_builtin_page_modules_do_not_import_each_other() -> None:
+    """No import circle through render/builtin.py: Home's module and Results' module import
+    alone, neither pulling in the other, and registered_pages() imports every built-in page
+    module once (each registers itself, as an extension would)."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+
+    def run(code: str) -> str:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                              check=True).stdout.strip()
+
+    for module, other in (("builtin", "results"), ("results", "builtin")):
+        assert run(f"import sys, sparkreport.render.{module}; print('sparkreport.render.{other}' in sys.modules)") \
+            == "False"
+    assert run("from sparkreport.render.pages import registered_pages; "
+               "print(','.join(p.name for p in registered_pages()))") \
+        == "home,campaigns,results,memory,history,diffs,methodology,quality,runs,downloads"
