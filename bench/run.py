@@ -57,8 +57,8 @@ STAGES = ("ingest", "dataset", "analysis", "render", "build", "rebuild", "scan",
 NEEDS_SITE = {"rebuild", "scan", "rebuild1", "newrun", "post", "refuse"}
 
 
-def run_child(command: list[str], cwd: Path, expect_error: str | None = None) -> tuple[float, float]:
-    """Run ``command``; returns (wall seconds, peak RSS MiB of that child). Fails loudly.
+def run_child(command: list[str], cwd: Path, expect_error: str | None = None) -> tuple[float, float, float]:
+    """Run ``command``; returns (wall seconds, peak RSS MiB, CPU seconds of that child). Fails loudly.
 
     With ``expect_error``, the command must fail instead: exit 1, one line on stderr that starts
     with ``Error:`` and contains ``expect_error``, and no traceback.
@@ -83,7 +83,7 @@ def run_child(command: list[str], cwd: Path, expect_error: str | None = None) ->
             sys.stderr.write(stderr[-3000:])
             raise SystemExit(f"{' '.join(command)} in {cwd}: expected exit 1 and one line "
                              f"'Error: …{expect_error}…', got exit {process.returncode}")
-    return wall, usage.ru_maxrss / 1024  # Linux: KiB
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime  # ru_maxrss: KiB on Linux
 
 
 def generate(work: Path, runs: int, sampled: int, hours: float, seed: int) -> Path:
@@ -217,7 +217,7 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
             return
         if callable(before):
             before()
-        wall, rss = run_child(command, project)
+        wall, rss, _cpu = run_child(command, project)
         row[f"{name}_s"], row[f"{name}_mib"] = round(wall, 2), round(rss)
         print(f"  n={n:>6} {name:<9} {wall:8.2f} s  {rss:7.0f} MiB", file=sys.stderr)
 
@@ -275,7 +275,7 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         md_pages, _largest, _name = folder_stats(project / "build" / "docs", ".md")
         if "mkdocs" in wanted:
             plain = plain_site(work / f"n{n}" / "plain", md_pages)
-            wall, rss = run_child([sys.executable, "-m", "mkdocs", "build", "-q"], plain)
+            wall, rss, _cpu = run_child([sys.executable, "-m", "mkdocs", "build", "-q"], plain)
             row["mkdocs_pages"], row["mkdocs_s"], row["mkdocs_mib"] = md_pages, round(wall, 2), round(rss)
             print(f"  n={n:>6} mkdocs    {wall:8.2f} s  {rss:7.0f} MiB ({md_pages} plain pages)", file=sys.stderr)
     if "build_s" in row and "mkdocs_s" in row:
@@ -300,11 +300,13 @@ def refuse(n: int, project: Path, row: dict[str, object], set_aside: Callable[[P
                 set_aside(build)  # what the previous cold refusal wrote
             expected, undo = break_project(project, case)
             try:
-                wall, rss = run_child(command, project, expect_error=expected)
+                wall, rss, cpu = run_child(command, project, expect_error=expected)
             finally:
                 undo()
-            row[f"refuse_{case}_{warmth}_s"], row[f"refuse_{case}_{warmth}_mib"] = round(wall, 2), round(rss)
-            print(f"  n={n:>6} refuse {case:<6} {warmth} {wall:6.2f} s  {rss:7.0f} MiB", file=sys.stderr)
+            key = f"refuse_{case}_{warmth}"
+            row[f"{key}_s"], row[f"{key}_cpu_s"], row[f"{key}_mib"] = round(wall, 2), round(cpu, 2), round(rss)
+            print(f"  n={n:>6} refuse {case:<6} {warmth} {wall:6.2f} s ({cpu:5.2f} s CPU) {rss:7.0f} MiB",
+                  file=sys.stderr)
     set_aside(build)
     if kept.exists():
         kept.rename(build)
@@ -338,12 +340,13 @@ def table(rows: list[dict[str, object]]) -> str:
                if k in low and k in high else "—" for k in ("ingest_s", "dataset_s", "analysis_s", "build_s")]
         lines.append(f"| {n0} → {n1} | " + " | ".join(per) + " |")
     if any(key.startswith("refuse_") for row in rows for key in row):
-        lines += ["", "Refusal of bad configuration by `sparkreport build` (exit 1, one line), seconds: warm = "
-                  "the caches of an earlier build, cold = no build/:", "",
+        lines += ["", "Refusal of bad configuration by `sparkreport build` (exit 1, one line): wall seconds "
+                  "(CPU seconds of the process); warm = the caches of an earlier build, cold = no build/:", "",
                   "| runs | " + " | ".join(f"{case} {warmth}" for warmth in ("warm", "cold") for case in REFUSALS)
                   + " | peak MiB |", "|---|" + "---|" * (2 * len(REFUSALS) + 1)]
         for row in ordered:
-            cells = [str(row.get(f"refuse_{case}_{warmth}_s", "—")) for warmth in ("warm", "cold") for case in REFUSALS]
+            cells = [f"{row[f'refuse_{case}_{warmth}_s']} ({row.get(f'refuse_{case}_{warmth}_cpu_s', '—')})"
+                     if f"refuse_{case}_{warmth}_s" in row else "—" for warmth in ("warm", "cold") for case in REFUSALS]
             peaks = [int(v) for k, v in row.items() if k.startswith("refuse_") and k.endswith("_mib")]  # type: ignore[call-overload]
             lines.append(f"| {row['runs']} | " + " | ".join(cells) + f" | {max(peaks) if peaks else '—'} |")
     return "\n".join(lines)
