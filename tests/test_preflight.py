@@ -120,9 +120,10 @@ def test_long_value_lists_are_cut_short(tmp_path: Path, phase1_store: Path) -> N
         refuse_early(options(root, runs))
 
 
+@pytest.mark.parametrize("command", ["build", "render"])
 @pytest.mark.parametrize("case", ["config", "diff", "post"])
-def test_build_refuses_before_loading_the_dataset_and_writes_no_page(
-        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+def test_build_and_render_refuse_before_loading_the_dataset_and_write_no_page(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch, case: str, command: str) -> None:
     from sparkreport import dataset as dataset_module
     from sparkreport.site import incremental
 
@@ -135,7 +136,7 @@ def test_build_refuses_before_loading_the_dataset_and_writes_no_page(
               "diff": "diffs:\n  - name: x\n    a: model=llama\n    b: environment=native\n"}.get(case, "")
     root = project(tmp_path, config, post='value("kv_cache_gib", model="llama")' if case == "post" else None)
     monkeypatch.chdir(root)
-    result = CliRunner().invoke(main, ["build", "--runs-dir", str(phase1_store)])
+    result = CliRunner().invoke(main, [command, "--runs-dir", str(phase1_store)])
     expected = {
         "config": f"{root}/sparkreport.yml:2: analysis.confidence must be between 0 and 1 (exclusive), not 95 — "
                   "e.g. 0.95",
