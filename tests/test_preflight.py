@@ -217,3 +217,14 @@ def test_index_names_agree_with_the_dataset(published_store: Path) -> None:
     for column in ("campaign", "model", "model_name", "environment", "gpu_name", "engine_version"):
         assert index.values(column) == dataset.values(column), column
         assert sorted(map(str, index.run_values(column))) == sorted(map(str, dataset.run_values(column))), column
+
+
+def test_reading_many_run_files_on_threads_keeps_every_file_and_skips_the_unreadable(tmp_path: Path) -> None:
+    from sparkreport.early import _read_all
+
+    paths = {f"r{i}": str(tmp_path / f"{i}.json") for i in range(100)}
+    for i in range(99):
+        Path(paths[f"r{i}"]).write_bytes(f"{i}".encode())
+    contents = _read_all(paths)
+    assert sorted(contents) == sorted(f"r{i}" for i in range(99))
+    assert all(contents[f"r{i}"] == f"{i}".encode() for i in range(99))
