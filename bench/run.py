@@ -182,8 +182,9 @@ def break_project(project: Path, case: str) -> tuple[str, Callable[[], object]]:
 
 
 def add_one_run(source: Path, project: Path, work: Path) -> None:
-    """``sparkreport ingest`` ONE new run: a copy of the newest group's first log, one byte longer
-    (so a new source hash and run id), into that group's campaign with its labels."""
+    """``sparkreport ingest`` ONE new run: a copy of the newest group's first log with one more
+    line at its end (so a new source hash and run id), into that group's campaign with its labels.
+    Fails unless the store then holds one run more."""
     manifest = json.loads((source / "manifest.json").read_text())
     group = manifest["groups"][-1]
     log = min((source / group["path"]).rglob("*.log"))
@@ -191,12 +192,16 @@ def add_one_run(source: Path, project: Path, work: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     copy = folder / f"{log.stem}-new{time.time_ns()}.log"
-    copy.write_bytes(log.read_bytes() + b"\n")
+    copy.write_bytes(log.read_bytes() + f"[bench] new run {time.time_ns()}\n".encode())
     command = [sys.executable, "-m", "sparkreport", "ingest", "-q", "--runs-dir", "runs", "--campaign",
                group["campaign"], "--environment", group.get("environment", group["labels"]["env"])]
     for key, value in group["labels"].items():
         command += ["--label", f"{key}={value}"]
+    before = sum(1 for _ in (project / "runs").glob("*/*/run.json"))
     run_child([*command, str(copy)], project)
+    after = sum(1 for _ in (project / "runs").glob("*/*/run.json"))
+    if after != before + 1:
+        raise SystemExit(f"ingesting {copy} into {project / 'runs'} added {after - before} runs, not 1")
 
 
 def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[str],
