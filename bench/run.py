@@ -222,9 +222,9 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
             return
         if callable(before):
             before()
-        wall, rss, _cpu = run_child(command, project)
-        row[f"{name}_s"], row[f"{name}_mib"] = round(wall, 2), round(rss)
-        print(f"  n={n:>6} {name:<9} {wall:8.2f} s  {rss:7.0f} MiB", file=sys.stderr)
+        wall, rss, cpu = run_child(command, project)
+        row[f"{name}_s"], row[f"{name}_mib"], row[f"{name}_cpu_s"] = round(wall, 2), round(rss), round(cpu, 2)
+        print(f"  n={n:>6} {name:<9} {wall:8.2f} s ({cpu:7.2f} s CPU) {rss:7.0f} MiB", file=sys.stderr)
 
     def set_aside(path: Path) -> None:
         # Deleting 10 000 run folders keeps ext4 busy for seconds after rmtree returns, which
