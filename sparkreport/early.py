@@ -142,14 +142,17 @@ class StoreIndex:
         return [entry for entry in self.entries if not entry.is_run]
 
 
-def _salt() -> str:
-    """This module's and names.py's code (how an entry is made) and the run.json schema."""
-    from sparkreport import names
-    from sparkreport.schema import SCHEMA_VERSION
+#: The code an entry depends on: how it is read here, how the store validates and cleans names,
+#: how the dataset flattens them. A change to any of them drops every index written before.
+_INDEX_CODE = ("early.py", "names.py", "schema.py", "dataset.py")
 
-    digest = hashlib.sha256(f"{INDEX_VERSION}\0{SCHEMA_VERSION}\0".encode())
-    for module in (__file__, names.__file__):
-        digest.update(Path(module).read_bytes())
+
+def _salt() -> str:
+    """The index's version and the source of :data:`_INDEX_CODE` (read, not imported)."""
+    digest = hashlib.sha256(f"{INDEX_VERSION}\0".encode())
+    package = Path(__file__).resolve().parent
+    for name in _INDEX_CODE:
+        digest.update((package / name).read_bytes())
     return digest.hexdigest()
 
 
