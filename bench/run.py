@@ -297,10 +297,10 @@ def refuse(n: int, project: Path, row: dict[str, object], set_aside: Callable[[P
     command = [sys.executable, "-m", "sparkreport", "build"]
     build, kept = project / "build", project / "build.bench-kept"
     set_aside(kept)  # left by an interrupted bench
-    if not (build / "cache" / "names.pickle").exists():
-        # A site built by a sparkreport without the name index: the first refusal writes it, as
-        # the first build would have; warm means that index (the refusal reads nothing else).
-        print(f"  n={n:>6} (an untimed refusal first: no name index in build/cache)", file=sys.stderr)
+    if build.exists():
+        # Warm means the name index current, as the last build with this code leaves it (the
+        # refusal reads nothing else from build/). A site built by other code (`--only refuse`
+        # after a change) has a stale or no index: one untimed refusal brings it up to date.
         expected, undo = break_project(project, "diff")
         try:
             run_child(command, project, expect_error=expected)
