@@ -18,7 +18,18 @@ Stages (all cold unless named otherwise):
 * ``build``    — ``sparkreport build`` with no ``build/`` and no ``site/`` (render + MkDocs);
 * ``rebuild``  — ``sparkreport build`` again, nothing changed;
 * ``rebuild1`` — ``sparkreport build`` after one run.json changed;
+* ``newrun``   — ``sparkreport build`` after ``sparkreport ingest`` added ONE new run (the ingest
+  itself untimed);
+* ``post``     — ``sparkreport build`` after the text of one blog post changed (the project gets
+  one post with live bindings, ``docs/blog/posts/bench.md``, before its first build);
+* ``refuse``   — ``sparkreport build`` refusing bad configuration, three cases (a bad
+  sparkreport.yml value, a diff naming a version no run has, a post binding naming a model no
+  run has), each with the caches of an earlier build (warm) and without ``build/`` (cold); each
+  must exit 1 with its expected one-line error and no traceback, or the bench fails;
 * ``mkdocs``   — a bare ``mkdocs build`` (Material) of as many plain pages as ``build`` made.
+
+``--only refuse,newrun`` re-runs just those stages on the stores of an earlier run (an untimed
+build first where a stage needs a built site and there is none).
 
 No figure is asserted here: the targets are in bench/README.md, next to the latest figures.
 """
@@ -31,26 +42,48 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PAGE_LIMIT = 1.5 * 2**20
 
 
-def run_child(command: list[str], cwd: Path) -> tuple[float, float]:
-    """Run ``command``; returns (wall seconds, peak RSS MiB of that child). Fails loudly."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    assert process.stdout is not None
-    output = process.stdout.read()
-    _pid, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        sys.stderr.write(output.decode(errors="replace")[-3000:])
-        raise SystemExit(f"{' '.join(command)} failed (exit {process.returncode})")
-    return wall, usage.ru_maxrss / 1024  # Linux: KiB
+STAGES = ("ingest", "dataset", "analysis", "render", "build", "rebuild", "scan", "rebuild1", "newrun", "post",
+          "refuse", "mkdocs")
+#: Stages that need a site built before them (``--only`` builds one, untimed, when there is none).
+NEEDS_SITE = {"rebuild", "scan", "rebuild1", "newrun", "post", "refuse"}
+
+
+def run_child(command: list[str], cwd: Path, expect_error: str | None = None) -> tuple[float, float, float]:
+    """Run ``command``; returns (wall seconds, peak RSS MiB, CPU seconds of that child). Fails loudly.
+
+    With ``expect_error``, the command must fail instead: exit 1, one line on stderr that starts
+    with ``Error:`` and contains ``expect_error``, and no traceback.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err)
+        _pid, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    if expect_error is None:
+        if process.returncode != 0:
+            sys.stderr.write((stdout + stderr)[-3000:])
+            raise SystemExit(f"{' '.join(command)} failed (exit {process.returncode})")
+    else:
+        lines = [line for line in stderr.splitlines() if line.strip()]
+        if (process.returncode != 1 or len(lines) != 1 or not lines[0].startswith("Error:")
+                or expect_error not in lines[0] or "Traceback" in stderr):
+            sys.stderr.write(stderr[-3000:])
+            raise SystemExit(f"{' '.join(command)} in {cwd}: expected exit 1 and one line "
+                             f"'Error: …{expect_error}…', got exit {process.returncode}")
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime  # ru_maxrss: KiB on Linux
 
 
 def generate(work: Path, runs: int, sampled: int, hours: float, seed: int) -> Path:
@@ -99,7 +132,80 @@ def plain_site(folder: Path, pages: int) -> Path:
     return folder
 
 
-def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[str]) -> dict[str, object]:
+#: The post every bench project gets (its bindings name the first run's arm; see ``write_post``).
+POST = """---
+date: 2026-01-01
+---
+
+# Bench post
+
+The first model ran at {{{{ value("output_throughput_tok_s", campaign="{campaign}", model="{model}",
+environment="{environment}") }}}} in {campaign}.
+{{{{ table("arms", metric="output_throughput_tok_s", campaign="{campaign}") }}}}
+"""
+
+#: The refusal cases: (name, how the project is broken, the text its one-line error must hold).
+REFUSALS = ("config", "diff", "post")
+
+
+def first_arm(runs: Path) -> dict[str, str]:
+    """Campaign, model and environment of the store's first run (names the bench post binds)."""
+    data = json.loads(min(runs.glob("*/*/run.json")).read_text())
+    return {"campaign": data["campaign"], "model": data["model"]["name"],
+            "environment": data["environment"]["name"]}
+
+
+def write_post(project: Path) -> Path:
+    """The project's one blog post with live bindings (written once; its first build includes it)."""
+    post = project / "docs" / "blog" / "posts" / "bench.md"
+    if not post.exists():
+        post.parent.mkdir(parents=True, exist_ok=True)
+        post.write_text(POST.format(**first_arm(project / "runs")))
+    return post
+
+
+def break_project(project: Path, case: str) -> tuple[str, Callable[[], object]]:
+    """Break ``project`` the way refusal ``case`` says; returns (expected error text, undo)."""
+    config = project / "sparkreport.yml"
+    original = config.read_text()
+    if case == "config":
+        config.write_text(original + "analysis:\n  confidence: 95\n")
+        return "analysis.confidence must be between 0 and 1", lambda: config.write_text(original)
+    if case == "diff":
+        config.write_text(original + "diffs:\n  - name: gone\n    a: version=9.9.9\n    b: version=1.0.0\n")
+        return "no run has version='9.9.9'", lambda: config.write_text(original)
+    stale = project / "docs" / "blog" / "posts" / "stale.md"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text('---\ndate: 2026-01-02\n---\n\n# Stale\n\nIt ran at '
+                     '{{ value("output_throughput_tok_s", model="retired-model") }}.\n')
+    return "has model='retired-model'", lambda: stale.unlink()
+
+
+def add_one_run(source: Path, project: Path, work: Path) -> None:
+    """``sparkreport ingest`` ONE new run: a copy of the newest group's first log with one more
+    line at its end (so a new source hash and run id), into that group's campaign with its labels.
+    Fails unless the store then holds one run more."""
+    manifest = json.loads((source / "manifest.json").read_text())
+    group = manifest["groups"][-1]
+    log = min((source / group["path"]).rglob("*.log"))
+    folder = work / "newrun"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    copy = folder / f"{log.stem}-new{time.time_ns()}.log"
+    copy.write_bytes(log.read_bytes() + f"[bench] new run {time.time_ns()}\n".encode())
+    command = [sys.executable, "-m", "sparkreport", "ingest", "-q", "--runs-dir", "runs", "--campaign",
+               group["campaign"], "--environment", group.get("environment", group["labels"]["env"])]
+    for key, value in group["labels"].items():
+        command += ["--label", f"{key}={value}"]
+    before = sum(1 for _ in (project / "runs").glob("*/*/run.json"))
+    run_child([*command, str(copy)], project)
+    after = sum(1 for _ in (project / "runs").glob("*/*/run.json"))
+    if after != before + 1:
+        raise SystemExit(f"ingesting {copy} into {project / 'runs'} added {after - before} runs, not 1")
+
+
+def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[str],
+          only: set[str] | None = None) -> dict[str, object]:
     source = generate(work, n, sampled, hours, seed)
     project = work / f"n{n}" / "project"
     runs = project / "runs"
@@ -107,15 +213,18 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
     shutil.copyfile(source / "sparkreport.yml", project / "sparkreport.yml")
     sparkreport = [sys.executable, "-m", "sparkreport"]
     row: dict[str, object] = {"runs": n, "sampled": min(sampled, n)}
+    wanted = set(STAGES) - skip if only is None else set(only)
+    if only is not None and not runs.exists():
+        wanted.add("ingest")  # nothing to re-run on: make the store first
 
     def stage(name: str, command: list[str], before: object = None) -> None:
-        if name in skip:
+        if name not in wanted:
             return
         if callable(before):
             before()
-        wall, rss = run_child(command, project)
-        row[f"{name}_s"], row[f"{name}_mib"] = round(wall, 2), round(rss)
-        print(f"  n={n:>6} {name:<9} {wall:8.2f} s  {rss:7.0f} MiB", file=sys.stderr)
+        wall, rss, cpu = run_child(command, project)
+        row[f"{name}_s"], row[f"{name}_mib"], row[f"{name}_cpu_s"] = round(wall, 2), round(rss), round(cpu, 2)
+        print(f"  n={n:>6} {name:<9} {wall:8.2f} s ({cpu:7.2f} s CPU) {rss:7.0f} MiB", file=sys.stderr)
 
     def set_aside(path: Path) -> None:
         # Deleting 10 000 run folders keeps ext4 busy for seconds after rmtree returns, which
@@ -132,13 +241,17 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         set_aside(project / "build")
         set_aside(project / "site")
 
-    if "ingest" not in skip or not runs.exists():
-        skip.discard("ingest")
+    if "ingest" in wanted or not runs.exists():
+        wanted.add("ingest")
         stage("ingest", [sys.executable, str(HERE / "stages.py"), "ingest", str(source), str(runs)], clean_store)
+    post = write_post(project)
     stage("dataset", [sys.executable, str(HERE / "stages.py"), "dataset", str(runs)])
     stage("analysis", [sys.executable, str(HERE / "stages.py"), "analysis", str(project)])
     stage("render", [*sparkreport, "render"], clean_build)
     stage("build", [*sparkreport, "build"], clean_build)
+    if wanted & NEEDS_SITE and not (project / "site").exists():
+        print(f"  n={n:>6} (an untimed build first: the stages asked for need a site)", file=sys.stderr)
+        run_child([*sparkreport, "build"], project)
     stage("rebuild", [*sparkreport, "build"])
     stage("scan", [sys.executable, str(HERE / "stages.py"), "scan", str(project / "site")])
 
@@ -149,6 +262,11 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         first.write_text(json.dumps(data, indent=2) + "\n")
 
     stage("rebuild1", [*sparkreport, "build"], touch_one)
+    stage("newrun", [*sparkreport, "build"], lambda: add_one_run(source, project, work))
+    stage("post", [*sparkreport, "build"],
+          lambda: post.write_text(post.read_text() + f"\nEdited at {time.time_ns()}.\n"))
+    if "refuse" in wanted:
+        refuse(n, project, row, set_aside)
     shutil.rmtree(work / ".trash", ignore_errors=True)
     site = project / "site"
     if site.exists():
@@ -160,21 +278,60 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         index = site / "search" / "search_index.json"
         row["search_index_kib"] = round(index.stat().st_size / 1024) if index.exists() else 0
         md_pages, _largest, _name = folder_stats(project / "build" / "docs", ".md")
-        if "mkdocs" not in skip:
+        if "mkdocs" in wanted:
             plain = plain_site(work / f"n{n}" / "plain", md_pages)
-            wall, rss = run_child([sys.executable, "-m", "mkdocs", "build", "-q"], plain)
+            wall, rss, _cpu = run_child([sys.executable, "-m", "mkdocs", "build", "-q"], plain)
             row["mkdocs_pages"], row["mkdocs_s"], row["mkdocs_mib"] = md_pages, round(wall, 2), round(rss)
             print(f"  n={n:>6} mkdocs    {wall:8.2f} s  {rss:7.0f} MiB ({md_pages} plain pages)", file=sys.stderr)
-            if "build_s" in row:
-                row["build_over_mkdocs"] = round(float(row["build_s"]) / wall, 2)  # type: ignore[arg-type]
+    if "build_s" in row and "mkdocs_s" in row:
+        row["build_over_mkdocs"] = round(float(row["build_s"]) / float(row["mkdocs_s"]), 2)  # type: ignore[arg-type]
+    for key in ("rebuild1_s", "newrun_s", "post_s"):
+        if key in row and "build_s" in row:
+            row[key.replace("_s", "_pct")] = round(100 * float(row[key]) / float(row["build_s"]), 1)  # type: ignore[arg-type]
     return row
+
+
+def refuse(n: int, project: Path, row: dict[str, object], set_aside: Callable[[Path], None]) -> None:
+    """Time ``sparkreport build`` refusing each broken case, warm (the caches of the last
+    build) and cold (no ``build/``); the command must fail with the expected one line."""
+    command = [sys.executable, "-m", "sparkreport", "build"]
+    build, kept = project / "build", project / "build.bench-kept"
+    set_aside(kept)  # left by an interrupted bench
+    if build.exists():
+        # Warm means the name index current, as the last build with this code leaves it (the
+        # refusal reads nothing else from build/). A site built by other code (`--only refuse`
+        # after a change) has a stale or no index: one untimed refusal brings it up to date.
+        expected, undo = break_project(project, "diff")
+        try:
+            run_child(command, project, expect_error=expected)
+        finally:
+            undo()
+    for warmth in ("warm", "cold"):
+        if warmth == "cold" and build.exists():
+            build.rename(kept)  # the cold cases run without it; put back below
+        for case in REFUSALS:
+            if warmth == "cold":
+                set_aside(build)  # what the previous cold refusal wrote
+            expected, undo = break_project(project, case)
+            try:
+                wall, rss, cpu = run_child(command, project, expect_error=expected)
+            finally:
+                undo()
+            key = f"refuse_{case}_{warmth}"
+            row[f"{key}_s"], row[f"{key}_cpu_s"], row[f"{key}_mib"] = round(wall, 2), round(cpu, 2), round(rss)
+            print(f"  n={n:>6} refuse {case:<6} {warmth} {wall:6.2f} s ({cpu:5.2f} s CPU) {rss:7.0f} MiB",
+                  file=sys.stderr)
+    set_aside(build)
+    if kept.exists():
+        kept.rename(build)
 
 
 COLUMNS = [("runs", "runs"), ("ingest_s", "ingest s"), ("ingest_mib", "MiB"), ("dataset_s", "dataset s"),
            ("dataset_mib", "MiB"), ("analysis_s", "analysis s"), ("analysis_mib", "MiB"),
            ("render_s", "render s"), ("render_mib", "MiB"), ("build_s", "build s"), ("build_mib", "MiB"),
            ("rebuild_s", "rebuild s"), ("scan_s", "scan s"), ("rebuild1_s", "1 changed s"),
-           ("mkdocs_s", "bare mkdocs s"),
+           ("rebuild1_pct", "% of build"), ("newrun_s", "1 new run s"), ("newrun_pct", "% of build"),
+           ("post_s", "post edit s"), ("mkdocs_s", "bare mkdocs s"),
            ("build_over_mkdocs", "build/mkdocs"), ("pages", "pages"), ("largest_page_kib", "largest page KiB"),
            ("charts", "charts"), ("svgs", "SVG fallbacks"), ("search_index_kib", "search index KiB"),
            ("site_mib", "site MiB")]
@@ -196,6 +353,16 @@ def table(rows: list[dict[str, object]]) -> str:
         per = [f"{(float(high[k]) - float(low[k])) / (n1 - n0) * 1000:.2f}"  # type: ignore[arg-type]
                if k in low and k in high else "—" for k in ("ingest_s", "dataset_s", "analysis_s", "build_s")]
         lines.append(f"| {n0} → {n1} | " + " | ".join(per) + " |")
+    if any(key.startswith("refuse_") for row in rows for key in row):
+        lines += ["", "Refusal of bad configuration by `sparkreport build` (exit 1, one line): wall seconds "
+                  "(CPU seconds of the process); warm = the caches of an earlier build, cold = no build/:", "",
+                  "| runs | " + " | ".join(f"{case} {warmth}" for warmth in ("warm", "cold") for case in REFUSALS)
+                  + " | peak MiB |", "|---|" + "---|" * (2 * len(REFUSALS) + 1)]
+        for row in ordered:
+            cells = [f"{row[f'refuse_{case}_{warmth}_s']} ({row.get(f'refuse_{case}_{warmth}_cpu_s', '—')})"
+                     if f"refuse_{case}_{warmth}_s" in row else "—" for warmth in ("warm", "cold") for case in REFUSALS]
+            peaks = [int(v) for k, v in row.items() if k.startswith("refuse_") and k.endswith("_mib")]  # type: ignore[call-overload]
+            lines.append(f"| {row['runs']} | " + " | ".join(cells) + f" | {max(peaks) if peaks else '—'} |")
     return "\n".join(lines)
 
 
@@ -208,14 +375,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("build") / "bench",
                         help="where campaigns, run stores and sites go (default build/bench, git-ignored)")
     parser.add_argument("--skip", default="", help="comma-separated stages to skip (ingest reuses the store)")
+    parser.add_argument("--only", default=None, metavar="STAGE,…",
+                        help=f"run only these stages on the stores of an earlier run ({', '.join(STAGES)}); "
+                             "with --json, the figures are merged into that file's rows")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
+    only = None if args.only is None else {s for s in args.only.split(",") if s}
+    unknown = sorted((only or set()) - set(STAGES)) + sorted({s for s in args.skip.split(",") if s} - set(STAGES))
+    if unknown:
+        parser.error(f"unknown stage {unknown[0]!r} — stages: {', '.join(STAGES)}")
     work = args.work.resolve()
+    earlier: dict[int, dict[str, object]] = {}
+    if only is not None and args.json and args.json.exists():
+        earlier = {int(r["runs"]): r for r in json.loads(args.json.read_text())}
     rows = []
     for n in args.runs:
-        rows.append(bench(n, work, args.sampled, args.sample_hours, args.seed,
-                          {s for s in args.skip.split(",") if s}))
+        row = bench(n, work, args.sampled, args.sample_hours, args.seed,
+                    {s for s in args.skip.split(",") if s}, only)
+        rows.append({**earlier.pop(n, {}), **row})
         print(table(rows), file=sys.stderr)
+    rows += earlier.values()
+    rows.sort(key=lambda r: int(r["runs"]))  # type: ignore[call-overload]
     print(table(rows))
     over = [r for r in rows if int(r.get("largest_page_kib", 0)) * 1024 > PAGE_LIMIT]  # type: ignore[call-overload]
     for row in over:

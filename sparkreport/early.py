@@ -1,15 +1,28 @@
-"""Checks that cost milliseconds, made before work that costs seconds (#20, item 10).
+"""Checks that cost milliseconds, made before work that costs seconds (#20, item 10; #16).
 
 A build whose site folder cannot be written, or a diff naming a campaign the store does not
 hold, should say so before the dataset is loaded and the pages rendered, not after.
+
+:func:`store_index` is the run store's names — per run its campaign, model, environment,
+software, GPU and labels, and which metrics it reports — read without validating or flattening
+anything, and kept in ``build/cache/names.pickle`` beside the record cache. Each entry is keyed
+to its run.json's size, mtime, ctime and inode, so an entry whose file changed (or went) is
+never used: it is read again (or dropped). At 10 000 runs a warm index costs one directory walk
+and 10 000 ``stat`` calls, a cold one a JSON parse per run; either is far below a dataset load,
+so :mod:`sparkreport.render.preflight` can refuse a stale diff or post binding from it first.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import pickle
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sparkreport.errors import DataError, SparkreportError
 from sparkreport.names import shown, shown_values
@@ -45,6 +58,18 @@ def store_campaigns(runs_dir: Path) -> list[str]:
         return []
 
 
+def selector_conditions(text: str) -> list[tuple[str, str]]:
+    """``key=value[,key=value…]`` → [(key, value), …], as ``analysis.diff.Selector.parse`` reads
+    it (without importing the analysis: pandas and scipy take seconds to import)."""
+    conditions = []
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise DataError(f"selector {text!r}: {part!r} is not KEY=VALUE (e.g. engine_version=1.2.0)")
+        conditions.append((key.strip(), value.strip()))
+    return conditions
+
+
 def check_selector_campaigns(runs_dir: Path, selectors: Iterable[tuple[str, str]]) -> None:
     """Refuse selectors (``(where, text)``) naming a campaign that has no folder in the store."""
     campaigns: list[str] | None = None
@@ -58,3 +83,241 @@ def check_selector_campaigns(runs_dir: Path, selectors: Iterable[tuple[str, str]
             if value.strip() not in campaigns:
                 raise DataError(f"{where}: campaign {value.strip()!r} is not in {shown(runs_dir)} — campaigns "
                                 f"there: {shown_values(campaigns)}")
+
+
+#: The runs table's columns the index holds, each read from the run.json as ``dataset`` flattens
+#: it (``model_name`` = display name, else id, else name). Other columns (iteration, numbers,
+#: timestamps) are not indexed: a check naming one waits for the dataset.
+INDEXED_COLUMNS: dict[str, tuple[str, str]] = {
+    "campaign": ("", "campaign"),
+    "model": ("model", "name"),
+    "model_id": ("model", "id"),
+    "environment": ("environment", "name"),
+    "environment_kind": ("environment", "kind"),
+    "engine": ("software", "engine"),
+    "engine_version": ("software", "engine_version"),
+    "backend": ("software", "backend"),
+    "cuda": ("software", "cuda"),
+    "driver": ("software", "driver"),
+    "image": ("software", "image"),
+    "image_digest": ("software", "image_digest"),
+    "gpu_name": ("hardware", "gpu_name"),
+    "source_format": ("provenance", "format"),
+}
+#: The columns an arm-summary record fills (the dataset's summaries table): no labels, no software.
+SUMMARY_INDEXED = ("campaign", "model", "model_name", "model_id", "environment", "environment_kind",
+                   "gpu_name")
+INDEX_FILE = "names.pickle"
+#: Bump when what an entry holds changes (the code's own hash below also drops old indexes).
+INDEX_VERSION = 1
+
+
+@dataclass
+class IndexEntry:
+    """One run.json's names: ``values`` of :data:`INDEXED_COLUMNS` (plus model_name), labels
+    (``label.KEY``), the metric names it reports, and whether it is a run or an arm summary."""
+
+    is_run: bool
+    values: dict[str, str]
+    metrics: tuple[str, ...] = ()
+
+
+@dataclass
+class StoreIndex:
+    """The names of every run in a store, in run.json path order (see :func:`store_index`)."""
+
+    entries: list[IndexEntry] = field(default_factory=list)
+    #: run.json files read this time (the others came from the index file).
+    read: int = 0
+
+    def is_empty(self) -> bool:
+        return not self.entries
+
+    @property
+    def runs(self) -> list[IndexEntry]:
+        return [entry for entry in self.entries if entry.is_run]
+
+    @property
+    def summaries(self) -> list[IndexEntry]:
+        return [entry for entry in self.entries if not entry.is_run]
+
+
+#: The code an entry depends on: how it is read here, how the store validates and cleans names,
+#: how the dataset flattens them. A change to any of them drops every index written before.
+_INDEX_CODE = ("early.py", "names.py", "schema.py", "dataset.py")
+
+
+def _salt() -> str:
+    """The index's version and the source of :data:`_INDEX_CODE` (read, not imported)."""
+    digest = hashlib.sha256(f"{INDEX_VERSION}\0".encode())
+    package = Path(__file__).resolve().parent
+    for name in _INDEX_CODE:
+        digest.update((package / name).read_bytes())
+    return digest.hexdigest()
+
+
+def _run_json_files(runs_dir: Path) -> list[tuple[str, os.stat_result]]:
+    """(``campaign/run``, stat of its run.json) for every run folder holding one, sorted — the
+    files ``RunStore.run_files`` lists (dot folders are staging folders, not runs)."""
+    found: list[tuple[str, os.stat_result]] = []
+    root = os.fspath(runs_dir)
+    for campaign in store_campaigns(runs_dir):
+        folder = os.path.join(root, campaign)
+        try:
+            with os.scandir(folder) as entries:
+                names = [e.name for e in entries if not e.name.startswith(".") and e.is_dir()]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                found.append((f"{campaign}/{name}", os.stat(os.path.join(folder, name, "run.json"))))
+            except OSError:
+                continue  # an incomplete run: `check` names it, nothing counts it
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def _entry_from_json(data: Any) -> IndexEntry | None:
+    """The entry of a current-schema run.json whose names are all plain strings; None for
+    anything else (an older schema, an odd type), which is then read as the dataset reads it."""
+    from sparkreport.names import strip_bidi
+    from sparkreport.schema import SCHEMA_VERSION
+
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        return None
+    record_type = data.get("record_type", "run")
+    if record_type not in ("run", "arm_summary"):
+        return None
+    values: dict[str, str] = {}
+    for column, (section, key) in INDEXED_COLUMNS.items():
+        holder = data.get(section) or {} if section else data
+        if not isinstance(holder, dict):
+            return None
+        value = holder.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            return None
+        values[column] = strip_bidi(value) if column in ("campaign", "model", "model_id", "environment") else value
+    model = data.get("model") or {}
+    display = model.get("display_name")
+    if display is not None and not isinstance(display, str):
+        return None
+    shown_name = (strip_bidi(display) if display else None) or values.get("model_id") or values.get("model")
+    if shown_name is not None:
+        values["model_name"] = shown_name
+    labels = data.get("labels") or {}
+    metrics = data.get("metrics") or {}
+    if not isinstance(labels, dict) or not isinstance(metrics, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        return None
+    if record_type == "arm_summary":
+        return IndexEntry(False, {c: values[c] for c in SUMMARY_INDEXED if c in values})
+    values.update({f"label.{strip_bidi(k)}": strip_bidi(v) for k, v in labels.items()})
+    return IndexEntry(True, values, tuple(str(name) for name in metrics))
+
+
+def _entry_from_record(path: Path) -> IndexEntry:
+    """The entry of any run.json, through the store's own validation (and its one-line errors)."""
+    from sparkreport.store import RunStore
+
+    record = RunStore(path.parent.parent).load(path)
+    values = {column: value for column, (section, key) in INDEXED_COLUMNS.items()
+              if (value := getattr(getattr(record, section) if section else record, key)) is not None}
+    values["model_name"] = record.model.display_name or record.model.id or record.model.name
+    if record.record_type != "run":
+        return IndexEntry(False, {c: values[c] for c in SUMMARY_INDEXED if c in values})
+    values.update({f"label.{k}": v for k, v in record.labels.items()})
+    return IndexEntry(True, values, tuple(record.metrics))
+
+
+def _shared(entry: IndexEntry, strings: dict[str, str], tuples: dict[tuple[str, ...], tuple[str, ...]]
+            ) -> tuple[bool, dict[str, str], tuple[str, ...]]:
+    """``entry`` as a plain tuple whose equal strings and metric tuples are one object each, so
+    the pickle stores every campaign, model and metric name once (10 000 runs: ~1 MB, not 10)."""
+    values = {strings.setdefault(k, k): strings.setdefault(v, v) for k, v in entry.values.items()}
+    return entry.is_run, values, tuples.setdefault(entry.metrics, entry.metrics)
+
+
+def store_index(runs_dir: Path, cache_dir: Path | None = None) -> StoreIndex:
+    """The names of every run in ``runs_dir``, from ``cache_dir/names.pickle`` where each run.json
+    is unchanged (same size, mtime, ctime and inode), else read from the file; the index file is
+    then rewritten (best effort: an unwritable cache only makes the next call read again)."""
+    path = cache_dir / INDEX_FILE if cache_dir is not None else None
+    salt = _salt()
+    known: dict[str, tuple[tuple[int, ...], tuple[bool, dict[str, str], tuple[str, ...]]]] = {}
+    if path is not None and path.is_file():
+        try:
+            with path.open("rb") as handle:
+                stored = pickle.load(handle)
+            if stored.get("salt") == salt and stored.get("runs_dir") == str(runs_dir):
+                known = stored["files"]
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, TypeError, ValueError):
+            known = {}
+    index = StoreIndex()
+    files: dict[str, tuple[tuple[int, ...], tuple[bool, dict[str, str], tuple[str, ...]]]] = {}
+    strings: dict[str, str] = {}
+    tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
+    root = os.fspath(runs_dir)
+    listed = _run_json_files(runs_dir)
+    missing = [relative for relative, stat in listed if (cached := known.get(relative)) is None
+               or cached[0] != _signature(stat)]
+    contents = _read_all({relative: os.path.join(root, relative, "run.json") for relative in missing})
+    for relative, stat in listed:
+        signature = _signature(stat)
+        cached = known.get(relative)
+        if cached is not None and cached[0] == signature:
+            files[relative] = cached
+            index.entries.append(IndexEntry(*cached[1]))
+            continue
+        file = Path(os.path.join(root, relative, "run.json"))
+        try:
+            entry = _entry_from_json(json.loads(contents[relative])) or _entry_from_record(file)
+        except (OSError, ValueError, UnicodeDecodeError, KeyError):
+            entry = _entry_from_record(file)  # raises the store's one-line error for this file
+        index.read += 1
+        files[relative] = (signature, _shared(entry, strings, tuples))
+        index.entries.append(entry)
+    if path is not None and (index.read or len(files) != len(known)):
+        _save_index(path, {"salt": salt, "runs_dir": str(runs_dir), "files": files})
+    return index
+
+
+def _signature(stat: os.stat_result) -> tuple[int, ...]:
+    return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino
+
+
+def _read_all(paths: dict[str, str]) -> dict[str, bytes]:
+    """Each file's bytes (``{key: path}`` → ``{key: bytes}``), read on eight threads: with a cold
+    page cache, 10 000 small reads one at a time wait on the disk in turn. A file that cannot be
+    read is left out (its entry is then made by the store, which names the problem)."""
+    def read(item: tuple[str, str]) -> tuple[str, bytes | None]:
+        try:
+            with open(item[1], "rb") as handle:
+                return item[0], handle.read()
+        except OSError:
+            return item[0], None
+
+    if len(paths) < 64:
+        pairs = [read(item) for item in paths.items()]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            pairs = list(pool.map(read, paths.items(), chunksize=64))
+    return {key: data for key, data in pairs if data is not None}
+
+
+def _save_index(path: Path, payload: dict[str, Any]) -> None:
+    """Write the index file atomically; an unwritable cache is not an error (read again next time)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(payload, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    except OSError:
+        pass

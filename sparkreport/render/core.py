@@ -120,8 +120,13 @@ class RenderSession:
         return render(self.options, session=self)
 
 
-def render(options: RenderOptions, *, session: RenderSession | None = None) -> RenderResult:
+def render(options: RenderOptions, *, session: RenderSession | None = None,
+           checked: bool = False) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
+
+    The configuration, the diffs and the posts' bindings are checked against the store's names
+    first (:func:`~sparkreport.render.preflight.refuse_early`), unless ``checked`` says the caller
+    (``build``) already did.
 
     A file-system failure (disk full, a folder removed under us) is a one-line BuildError naming
     the path, never a traceback. One render or build at a time writes into a docs folder's
@@ -131,8 +136,11 @@ def render(options: RenderOptions, *, session: RenderSession | None = None) -> R
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
+    from sparkreport.render.preflight import refuse_early
 
     check_writable(docs_dir_for(options), "--docs-dir")  # before the lock, which creates its parent
+    if not checked:
+        refuse_early(options)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
     try:
         with output_lock(docs_dir_for(options).parent):
             return _render(options, session)
@@ -163,7 +171,6 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     from sparkreport.charts import ChartSpec
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
-    from sparkreport.early import check_selector_campaigns, store_campaigns
     from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
@@ -184,19 +191,11 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     command = options.command or default_command(root, runs_dir)
     key = data_key(root, runs_dir, config_path, command) if session is not None else ""
     loaded = session.loaded if session is not None and session.loaded and session.loaded.key == key else None
-    if loaded is not None:  # the run store and the configuration did not change: no reading, no analysis
-        dataset = loaded.dataset
-    else:
-        # Milliseconds before seconds: the diffs' campaigns in the store (the docs folder: in render()).
-        # An empty store is told below ("no runs to render"), which says more.
-        if store_campaigns(runs_dir):
-            check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
-                                                for i, named in enumerate(config.diffs)
-                                                for side, text in (("a", named.a), ("b", named.b))])
-        dataset = load_dataset(runs_dir, cache_dir=cache_dir)
+    # The run store and the configuration unchanged since the session's last render: no reading.
+    dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
-    preflight(dataset, config, root / "docs")  # bad diffs and post bindings: refused before any heavy work
+    preflight(dataset, config, root / "docs")  # what the name index could not decide, before any heavy work
     prepare_docs_dir(docs_dir, root / "docs")
     # Everything is written into a staging folder, then only the files whose bytes changed are
     # moved into the docs folder (the others keep their mtime, so MkDocs' live reload and any

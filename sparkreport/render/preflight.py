@@ -1,14 +1,20 @@
-"""Refuse bad configuration at once: checks that need the dataset but no analysis or rendering.
+"""Refuse bad configuration at once: checks that need the store's names but no analysis or rendering.
 
-``render`` (and so ``build`` and ``serve``) calls :func:`preflight` right after the dataset is
-loaded, before any statistics, chart, page or MkDocs work, so a diff selector or a post binding
-that names something the runs do not have fails within seconds even at 10 000 runs, with the
-same one-line error (file, line, fix) the full render would give later.
+Two passes, with the same checks and the same one-line errors (file, line, fix):
 
-Only what the dataset alone decides is checked here: a diff selector's keys and values (and
-that their combination selects some run); a post binding's syntax, function, arguments, filter
-names, label names and filter values. What needs the analysis (one arm exactly, a chart name,
-a number that is NaN) is still checked by the render itself.
+1. :func:`refuse_early`, called by ``render`` and ``build`` before anything heavy (no dataset, no
+   build key, no pandas): ``sparkreport.yml`` is loaded (a bad value is refused there), the
+   diffs' campaigns are looked up among the store's folders, then the diffs and the posts'
+   bindings are checked against the store's name index (:func:`sparkreport.early.store_index`,
+   kept current beside the record cache). About a second at 10 000 runs with the index warm.
+2. :func:`preflight`, called by ``render`` right after the dataset is loaded, runs the same
+   checks against the dataset: it decides what the index cannot (a selector on a column the
+   index does not hold, such as ``iteration``).
+
+Only what the names decide is checked here: a diff selector's keys and values (and that their
+combination selects some run); a post binding's syntax, function, arguments, filter names, label
+names and filter values. What needs the analysis (one arm exactly, a chart name, a number that is
+NaN) is still checked by the render itself.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sparkreport.names import shown_values
 from sparkreport.render.posts import ARM_FILTERS, POSTS_DIR, Binding, BindingError, Resolver, fill, is_draft, shown_path
@@ -24,6 +30,8 @@ from sparkreport.render.posts import ARM_FILTERS, POSTS_DIR, Binding, BindingErr
 if TYPE_CHECKING:
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
+    from sparkreport.early import StoreIndex
+    from sparkreport.render.core import RenderOptions
 
 #: Filters each binding function accepts (``None``: the arm filters plus ``label_KEY``).
 _FILTERS: dict[str, tuple[str, ...]] = {
@@ -32,57 +40,160 @@ _FILTERS: dict[str, tuple[str, ...]] = {
 }
 
 
+class Names(Protocol):
+    """What the checks read: the runs table's columns and the values they hold."""
+
+    #: ``label.KEY`` columns of the runs table.
+    label_columns: list[str]
+
+    def has_column(self, column: str) -> bool:
+        """Whether the runs table has ``column``."""
+
+    def knows(self, column: str) -> bool:
+        """Whether :meth:`run_values` and :meth:`values` can answer for ``column``."""
+
+    def run_values(self, column: str) -> list[str | None]:
+        """``column`` of every run (the runs table), as text; None where a run has none."""
+
+    def values(self, column: str) -> set[str]:
+        """Every value ``column`` holds in the runs and the published summaries."""
+
+
+class DatasetNames:
+    """:class:`Names` from a loaded dataset (every column known)."""
+
+    def __init__(self, dataset: Dataset):
+        self.dataset = dataset
+        self.label_columns = dataset.label_columns
+
+    def has_column(self, column: str) -> bool:
+        return column in self.dataset.runs.columns
+
+    def knows(self, column: str) -> bool:
+        return True
+
+    def run_values(self, column: str) -> list[str | None]:
+        import pandas as pd
+
+        return [None if pd.isna(value) else str(value) for value in self.dataset.runs[column].astype("string")]
+
+    def values(self, column: str) -> set[str]:
+        found: set[str] = set()
+        for frame in (self.dataset.runs, self.dataset.summaries):
+            if column in frame.columns:
+                found.update(frame[column].dropna().astype("string").unique())
+        return found
+
+
+class IndexNames:
+    """:class:`Names` from the store's name index: the indexed columns and every label."""
+
+    def __init__(self, index: StoreIndex):
+        from sparkreport.dataset import CORE_METRICS, RUN_COLUMNS
+
+        runs = index.runs
+        self.index = index
+        self._runs = runs
+        labels = {key for entry in runs for key in entry.values if key.startswith("label.")}
+        self.label_columns = sorted(labels)
+        self._columns = {*RUN_COLUMNS, *CORE_METRICS, *labels, *(m for entry in runs for m in entry.metrics)}
+
+    def has_column(self, column: str) -> bool:
+        return column in self._columns
+
+    def knows(self, column: str) -> bool:
+        from sparkreport.early import INDEXED_COLUMNS
+
+        return column in INDEXED_COLUMNS or column == "model_name" or column.startswith("label.")
+
+    def run_values(self, column: str) -> list[str | None]:
+        return [entry.values.get(column) for entry in self._runs]
+
+    def values(self, column: str) -> set[str]:
+        return {value for entry in self.index.entries if (value := entry.values.get(column)) is not None}
+
+
 def preflight(dataset: Dataset, config: ProjectConfig, source_docs: Path) -> None:
     """Check the diffs of ``config`` and the posts under ``source_docs`` against ``dataset``.
 
     Raises a one-line ConfigError (sparkreport.yml) or BuildError (a post) on the first problem.
     """
-    check_diffs(dataset, config)
-    check_posts(dataset, config, source_docs)
+    names = DatasetNames(dataset)
+    check_diffs(names, config)
+    check_posts(names, config, source_docs)
 
 
-def _values(dataset: Dataset, column: str) -> set[str]:
-    found: set[str] = set()
-    for frame in (dataset.runs, dataset.summaries):
-        if column in frame.columns:
-            found.update(frame[column].dropna().astype("string").unique())
-    return found
+def refuse_early(options: RenderOptions) -> None:
+    """The checks :func:`preflight` makes, before the dataset is loaded: ``sparkreport.yml``
+    itself, the diffs' campaigns (folder names) and the diffs and post bindings against the
+    store's name index. Raises the same one-line errors; an empty store is left to the render
+    (which says "no runs to render")."""
+    from sparkreport.cache import CACHE_DIR
+    from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
+    from sparkreport.early import check_selector_campaigns, store_campaigns, store_index
+    from sparkreport.render.core import docs_dir_for, resolve_root
+
+    root = resolve_root(options)
+    config_path = options.config_path
+    if config_path is None and (root / CONFIG_FILE).is_file():
+        config_path = root / CONFIG_FILE
+    config = load_config(config_path) if config_path is not None else ProjectConfig()
+    runs_dir = options.runs_dir if options.runs_dir.is_absolute() else root / options.runs_dir
+    runs_dir = runs_dir.resolve()
+    posts = root / "docs" / POSTS_DIR
+    if not store_campaigns(runs_dir) or not (config.diffs or (posts.is_dir() and any(posts.rglob("*.md")))):
+        return  # nothing to check against the store (an empty one: the render says "no runs to render")
+    check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
+                                        for i, named in enumerate(config.diffs)
+                                        for side, text in (("a", named.a), ("b", named.b))])
+    index = store_index(runs_dir, docs_dir_for(options).parent / CACHE_DIR)
+    if index.is_empty():
+        return
+    names = IndexNames(index)
+    check_diffs(names, config)
+    check_posts(names, config, root / "docs")
 
 
-def check_diffs(dataset: Dataset, config: ProjectConfig) -> None:
-    """Every ``diffs:`` selector names columns the runs have and values they hold."""
-    from sparkreport.analysis.diff import Selector
+def check_diffs(names: Names, config: ProjectConfig) -> None:
+    """Every ``diffs:`` selector names columns the runs have and values they hold.
+
+    A selector on a column ``names`` does not know is left for the check after the load.
+    """
+    from sparkreport.early import selector_conditions
     from sparkreport.errors import DataError
 
-    runs = dataset.runs
     for index, named in enumerate(config.diffs):
         for side in ("a", "b"):
             key = f"diffs[{index}].{side}"
             prefix = f"diff {named.name!r}: {side}: selector {getattr(named, side)!r}"
             try:
-                selector = Selector.parse(getattr(named, side))
+                conditions = selector_conditions(getattr(named, side))
             except DataError as exc:
                 raise config.error(key, f"diff {named.name!r}: {side}: {exc.format_message()}",
                                    fix="see the README's diff section") from None
-            mask = None
-            for name, wanted in selector.conditions:
-                column = name if name in runs.columns else f"label.{name}"
-                if column not in runs.columns:
-                    labels = [c.removeprefix("label.") for c in dataset.label_columns]
+            mask: list[bool] | None = None
+            for name, wanted in conditions:
+                column = name if names.has_column(name) else f"label.{name}"
+                if not names.has_column(column):
+                    labels = [c.removeprefix("label.") for c in names.label_columns]
                     raise config.error(key, f"{prefix}: no column or label {name!r}",
                                        fix=f"labels here: {shown_values(labels)}")
-                values = runs[column].astype("string")
-                if not (values == wanted).any():
+                if not names.knows(column):
+                    mask = None
+                    break  # decided after the dataset is loaded
+                values = names.run_values(column)
+                hit = [value == wanted for value in values]
+                if not any(hit):
+                    present = sorted({value for value in values if value is not None})
                     raise config.error(key, f"{prefix}: no run has {name}={wanted!r}",
-                                       fix=f"{name} values here: {shown_values(sorted(set(values.dropna())))}")
-                hit = (values == wanted).fillna(False)
-                mask = hit if mask is None else mask & hit
-            if mask is not None and not mask.any():
+                                       fix=f"{name} values here: {shown_values(present)}")
+                mask = hit if mask is None else [a and b for a, b in zip(mask, hit, strict=True)]
+            if mask is not None and not any(mask):
                 raise config.error(key, f"{prefix}: no run matches every condition at once",
                                    fix="check the selector (`sparkreport runs` lists the runs)")
 
 
-def check_posts(dataset: Dataset, config: ProjectConfig, source_docs: Path) -> None:
+def check_posts(names: Names, config: ProjectConfig, source_docs: Path) -> None:
     """Every binding of every post parses, and its filters name values the data holds."""
     folder = source_docs / POSTS_DIR
     if not folder.is_dir():
@@ -93,14 +204,14 @@ def check_posts(dataset: Dataset, config: ProjectConfig, source_docs: Path) -> N
         text = path.read_text(encoding="utf-8")
         if is_draft(text):
             continue  # a draft is left out of the site, its bindings unchecked (render_posts)
-        fill(text, _Checker(dataset, config), shown_path(path))
+        fill(text, _Checker(names, config), shown_path(path))
 
 
 class _Checker:
     """Stands in for :class:`Resolver` in :func:`fill`: checks a binding, returns no text."""
 
-    def __init__(self, dataset: Dataset, config: ProjectConfig):
-        self.dataset = dataset
+    def __init__(self, names: Names, config: ProjectConfig):
+        self.names = names
         self.config = config
         self._seen: dict[str, set[str]] = {}
 
@@ -121,13 +232,13 @@ class _Checker:
         what = f"comparing {metric}" if binding.function == "compare" else f"with {metric}"
         self._filters(filters, _FILTERS.get(binding.function, ARM_FILTERS), binding.function, what)
         candidate = arguments.get("candidate")
-        factor = arguments.get("factor") or self.config.factor
-        if candidate is not None and factor in self.dataset.runs.columns:
-            self._known(str(factor), str(candidate), what)
+        factor = str(arguments.get("factor") or self.config.factor)
+        if candidate is not None and self.names.has_column(factor) and self.names.knows(factor):
+            self._known(factor, str(candidate), what)
         return ""
 
     def _filters(self, filters: dict[str, Any], allowed: tuple[str, ...], function: str, what: str) -> None:
-        labels = self.dataset.label_columns
+        labels = self.names.label_columns
         for key, wanted in filters.items():
             if key.startswith(("label.", "label_")):
                 if function == "compare":
@@ -145,11 +256,11 @@ class _Checker:
 
     def _known(self, column: str, wanted: str, what: str) -> None:
         if column not in self._seen:
-            self._seen[column] = _values(self.dataset, column)
+            self._seen[column] = self.names.values(column)
         have = self._seen[column]
         if wanted not in have:
             raise BindingError(f"no arm {what} has {column}={wanted!r} — {column} values here: "
                                f"{shown_values(sorted(have))}")
 
 
-__all__ = ["check_diffs", "check_posts", "preflight"]
+__all__ = ["DatasetNames", "IndexNames", "Names", "check_diffs", "check_posts", "preflight", "refuse_early"]

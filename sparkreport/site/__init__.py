@@ -42,6 +42,7 @@ def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool 
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
     from sparkreport.render.core import docs_dir_for, resolve_root
+    from sparkreport.render.preflight import refuse_early
     from sparkreport.site import incremental
 
     cache_dir = incremental.cache_dir_for(options)
@@ -49,6 +50,7 @@ def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool 
     target = site_dir or DEFAULT_SITE_DIR
     check_writable(target if target.is_absolute() else resolve_root(options) / target, "--site-dir")
     check_writable(docs_dir_for(options), "--docs-dir")
+    refuse_early(options)  # bad config, diffs, post bindings: before the build key hashes the store
     with output_lock(cache_dir.parent):
         return _build(options, site_dir, strict, cache_dir)
 
@@ -73,7 +75,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
                            render=incremental.result_from_state(state, options),
                            warnings=list(state["warnings"]), cached=True)
     (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
-    result = render(options)
+    result = render(options, checked=True)  # refuse_early ran in build()
     config_file = write_config(result, target)
     with publish.staged(target) as staging:
         warnings = build_site(config_file, strict=strict, site_dir=staging)

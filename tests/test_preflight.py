@@ -1,0 +1,230 @@
+"""Bad configuration is refused before any heavy work (#16): from the store's name index, with
+the same one-line errors the checks after the dataset load give, and the index never stale."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sparkreport.cli import main
+from sparkreport.config import load_config
+from sparkreport.dataset import load_dataset
+from sparkreport.early import INDEX_FILE, _entry_from_json, _entry_from_record, store_index
+from sparkreport.errors import BuildError, SparkreportError
+from sparkreport.render import RenderOptions
+from sparkreport.render.preflight import DatasetNames, IndexNames, check_diffs, check_posts, refuse_early
+
+REPO = Path(__file__).resolve().parents[1]
+
+BAD_DIFFS = [
+    ("a: nope=1\n    b: environment=native",
+     "sparkreport.yml:3: diff 'x': a: selector 'nope=1': no column or label 'nope' — labels here: none"),
+    ("a: model=llama\n    b: environment=native",
+     "sparkreport.yml:3: diff 'x': a: selector 'model=llama': no run has model='llama' — model values here: "
+     "deepseek, gpt120b, qwen72b"),
+    ("a: model=qwen72b,environment=nowhere\n    b: environment=native",
+     "sparkreport.yml:3: diff 'x': a: selector 'model=qwen72b,environment=nowhere': no run has "
+     "environment='nowhere' — environment values here: container, native"),
+    ("a: environment=native\n    b: gpu_name=H100",
+     "sparkreport.yml:4: diff 'x': b: selector 'gpu_name=H100': no run has gpu_name='H100' — gpu_name values "
+     "here: NVIDIA GB10"),
+    ("a: environment=native\n    b: oops",
+     "sparkreport.yml:4: diff 'x': b: selector 'oops': 'oops' is not KEY=VALUE (e.g. engine_version=1.2.0) — "
+     "see the README's diff section"),
+]
+
+BAD_BINDINGS = [
+    ('value("kv_cache_gib", model="llama", environment="native")',
+     "no arm with kv_cache_gib has model='llama' — model values here: deepseek, gpt120b, qwen72b"),
+    ('value("kv_cache_gib", label_gpu="h100")', "no label 'gpu' in the data — labels: none"),
+    ('value("kv_cache_gib", gpu="h100")',
+     "unknown filter 'gpu' — filters: campaign, model, model_name, environment, label_KEY"),
+    ('compare("kv_cache_gib", model="deepseek", candidate="podman")',
+     "no arm comparing kv_cache_gib has environment='podman' — environment values here: container, native"),
+    ('table("arms", metric="kv_cache_gib", campaign="phase9")',
+     "no arm with kv_cache_gib has campaign='phase9' — campaign values here: phase1"),
+    ('chart("a/b", size=3)', "chart(): got an unexpected keyword argument 'size'"),
+]
+
+
+def project(tmp_path: Path, config: str = "", post: str | None = None) -> Path:
+    root = tmp_path / "project"
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+    (root / "sparkreport.yml").write_text(config, encoding="utf-8")
+    if post is not None:
+        posts = root / "docs" / "blog" / "posts"
+        posts.mkdir(parents=True, exist_ok=True)
+        (posts / "post.md").write_text(f"---\ndate: 2026-01-01\n---\n\n# Post\n\n{{{{ {post} }}}}\n",
+                                       encoding="utf-8")
+    return root
+
+
+def options(root: Path, runs: Path) -> RenderOptions:
+    return RenderOptions(runs_dir=runs, project_root=root, config_path=root / "sparkreport.yml")
+
+
+@pytest.mark.parametrize(("selectors", "message"), BAD_DIFFS)
+def test_a_bad_diff_gets_the_same_line_from_the_index_and_from_the_dataset(
+        tmp_path: Path, phase1_store: Path, selectors: str, message: str) -> None:
+    root = project(tmp_path, f"diffs:\n  - name: x\n    {selectors}\n")
+    config = load_config(root / "sparkreport.yml")
+    expected = f"{root}/{message}"
+    with pytest.raises(SparkreportError) as early:
+        refuse_early(options(root, phase1_store))
+    with pytest.raises(SparkreportError) as late:
+        check_diffs(DatasetNames(load_dataset(phase1_store)), config)
+    assert early.value.format_message() == late.value.format_message() == expected
+
+
+@pytest.mark.parametrize(("binding", "problem"), BAD_BINDINGS)
+def test_a_stale_binding_gets_the_same_line_from_the_index_and_from_the_dataset(
+        tmp_path: Path, phase1_store: Path, binding: str, problem: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = project(tmp_path, post=binding)
+    monkeypatch.chdir(root)
+    config = load_config(root / "sparkreport.yml")
+    expected = f"docs/blog/posts/post.md:7: {{{{ {binding} }}}}: {problem}"
+    index = store_index(phase1_store)
+    for names in (IndexNames(index), DatasetNames(load_dataset(phase1_store))):
+        with pytest.raises(BuildError) as raised:
+            check_posts(names, config, root / "docs")
+        assert raised.value.format_message() == expected
+
+
+def test_a_selector_on_a_column_the_index_lacks_waits_for_the_dataset(tmp_path: Path, phase1_store: Path) -> None:
+    """``iteration`` is not indexed: the early pass lets it through, the check after the load refuses it."""
+    root = project(tmp_path, "diffs:\n  - name: x\n    a: iteration=99\n    b: environment=native\n")
+    refuse_early(options(root, phase1_store))
+    with pytest.raises(SparkreportError, match=r"no run has iteration='99' — iteration values here: 1, 10, 2, 3, "):
+        check_diffs(DatasetNames(load_dataset(phase1_store)), load_config(root / "sparkreport.yml"))
+
+
+def test_long_value_lists_are_cut_short(tmp_path: Path, phase1_store: Path) -> None:
+    runs = tmp_path / "runs"
+    source = next(phase1_store.glob("*/*/run.json"))
+    for i in range(20):
+        data = json.loads(source.read_text(encoding="utf-8"))
+        data["run_id"], data["model"]["name"] = f"run-{i:02d}", f"model-{i:02d}"
+        folder = runs / data["campaign"] / data["run_id"]
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text(json.dumps(data), encoding="utf-8")
+    root = project(tmp_path, post='value("kv_cache_gib", model="gone")')
+    with pytest.raises(BuildError, match=r"model values here: model-00, model-01, model-02, model-03, model-04, "
+                                           r"model-05, model-06, model-07, … and 12 more$"):
+        refuse_early(options(root, runs))
+
+
+@pytest.mark.parametrize("command", ["build", "render"])
+@pytest.mark.parametrize("case", ["config", "diff", "post"])
+def test_build_and_render_refuse_before_loading_the_dataset_and_write_no_page(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch, case: str, command: str) -> None:
+    from sparkreport import dataset as dataset_module
+    from sparkreport.site import incremental
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("heavy work started before the configuration was checked")
+
+    monkeypatch.setattr(dataset_module, "load_dataset", forbidden)
+    monkeypatch.setattr(incremental, "build_key", forbidden)
+    config = {"config": "analysis:\n  confidence: 95\n",
+              "diff": "diffs:\n  - name: x\n    a: model=llama\n    b: environment=native\n"}.get(case, "")
+    root = project(tmp_path, config, post='value("kv_cache_gib", model="llama")' if case == "post" else None)
+    monkeypatch.chdir(root)
+    result = CliRunner().invoke(main, [command, "--runs-dir", str(phase1_store)])
+    expected = {
+        "config": f"{root}/sparkreport.yml:2: analysis.confidence must be between 0 and 1 (exclusive), not 95 — "
+                  "e.g. 0.95",
+        "diff": f"{root}/sparkreport.yml:3: diff 'x': a: selector 'model=llama': no run has model='llama' — model "
+                "values here: deepseek, gpt120b, qwen72b",
+        "post": "docs/blog/posts/post.md:7: {{ value(\"kv_cache_gib\", model=\"llama\") }}: no arm with kv_cache_gib "
+                "has model='llama' — model values here: deepseek, gpt120b, qwen72b",
+    }[case]
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert result.output == f"Error: {expected}\n"
+    assert not (root / "build" / "docs").exists() and not (root / "site").exists()
+
+
+def test_the_refusal_imports_no_pandas_scipy_altair_or_mkdocs(tmp_path: Path, phase1_store: Path) -> None:
+    root = project(tmp_path, post='value("kv_cache_gib", model="llama")')
+    script = ("import sys\nfrom sparkreport.cli import main\ntry:\n    main(['build', '--runs-dir', sys.argv[1]])\n"
+              "except SystemExit:\n    pass\nprint(sorted(m for m in ('pandas', 'numpy', 'scipy', 'altair', 'mkdocs', "
+              "'material') if m in sys.modules))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", script, str(phase1_store)], cwd=root, env=env,
+                          capture_output=True, text=True, check=True)
+    assert "no arm with kv_cache_gib has model='llama'" in done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_index_follows_every_change_to_the_store(tmp_path: Path, phase1_store: Path) -> None:
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    shutil.copytree(phase1_store, runs)
+    first = store_index(runs, cache)
+    assert first.read == 63 and (cache / INDEX_FILE).is_file()
+    again = store_index(runs, cache)
+    assert again.read == 0 and [e.values for e in again.entries] == [e.values for e in first.entries]
+
+    changed = sorted(runs.glob("*/*/run.json"))[0]
+    data = json.loads(changed.read_text(encoding="utf-8"))
+    data["model"]["name"] = "renamed"
+    changed.write_text(json.dumps(data), encoding="utf-8")  # same inode, rewritten in place
+    index = store_index(runs, cache)
+    assert index.read == 1 and "renamed" in IndexNames(index).values("model")
+
+    added = changed.parent.parent / "run-added"
+    added.mkdir()
+    data["model"]["name"], data["run_id"] = "added", "run-added"
+    (added / "run.json").write_text(json.dumps(data), encoding="utf-8")
+    index = store_index(runs, cache)
+    assert index.read == 1 and len(index.entries) == 64 and "added" in IndexNames(index).values("model")
+
+    shutil.rmtree(changed.parent)
+    index = store_index(runs, cache)
+    assert index.read == 0 and len(index.entries) == 63 and "renamed" not in IndexNames(index).values("model")
+    (cache / INDEX_FILE).write_bytes(b"not a pickle")
+    assert store_index(runs, cache).read == 63  # a damaged index is rebuilt, never trusted
+
+
+def test_a_broken_run_json_is_named_by_the_index_as_by_the_store(tmp_path: Path, phase1_store: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    broken = sorted(runs.glob("*/*/run.json"))[3]
+    broken.write_text("{not json", encoding="utf-8")
+    with pytest.raises(SparkreportError, match=rf"{broken}:1: is not valid JSON"):
+        store_index(runs, tmp_path / "cache")
+
+
+def test_the_fast_reading_of_a_run_json_equals_the_validated_one(phase1_store: Path, published_store: Path) -> None:
+    """Every shipped and fixture run.json: the index's plain JSON reading gives what the store's
+    validation gives (an older schema or an odd type falls back to the validation itself)."""
+    files = [*sorted((REPO / "runs").glob("*/*/run.json")), *sorted(phase1_store.glob("*/*/run.json")),
+             *sorted(published_store.glob("*/*/run.json"))]
+    assert len(files) > 100
+    for file in files:
+        fast = _entry_from_json(json.loads(file.read_text(encoding="utf-8")))
+        assert fast is not None and fast == _entry_from_record(file), file
+
+
+def test_index_names_agree_with_the_dataset(published_store: Path) -> None:
+    index, dataset = IndexNames(store_index(published_store)), DatasetNames(load_dataset(published_store))
+    assert index.label_columns == dataset.label_columns
+    for column in ("campaign", "model", "model_name", "environment", "gpu_name", "engine_version"):
+        assert index.values(column) == dataset.values(column), column
+        assert sorted(map(str, index.run_values(column))) == sorted(map(str, dataset.run_values(column))), column
+
+
+def test_reading_many_run_files_on_threads_keeps_every_file_and_skips_the_unreadable(tmp_path: Path) -> None:
+    from sparkreport.early import _read_all
+
+    paths = {f"r{i}": str(tmp_path / f"{i}.json") for i in range(100)}
+    for i in range(99):
+        Path(paths[f"r{i}"]).write_bytes(f"{i}".encode())
+    contents = _read_all(paths)
+    assert sorted(contents) == sorted(f"r{i}" for i in range(99))
+    assert all(contents[f"r{i}"] == f"{i}".encode() for i in range(99))
