@@ -257,7 +257,7 @@ def test_interrupts_at_any_moment_leave_the_previous_site_whole(tiny: Path, tmp_
 
 
 def test_raw_files_are_published_under_inert_names() -> None:
-    from sparkreport.site.run_files import published_name
+    from sparkreport.published import published_name
 
     for name in ("evil.html", "a.htm", "x.xhtml", "pic.svg", "code.js", "m.mjs", "feed.xml", "doc.pdf",
                  "notes.md", "Dockerfile", "page.HTML"):
@@ -325,7 +325,8 @@ def test_symlinks_leaving_the_store_are_refused_naming_the_path(tmp_path: Path) 
 
 def test_published_run_json_holds_only_allowlisted_variables(tmp_path: Path) -> None:
 
-    from sparkreport.site.run_files import copy_files, published_env
+    from sparkreport.published import published_env
+    from sparkreport.site.run_files import copy_files
 
     env = {"CUDA_VISIBLE_DEVICES": "0", "PATH": "/usr/bin", "ACME_DB": "postgres://u:Pw0rdPw0rd@db/x",
            "HTTPS_PROXY": "http://me:Pr0xyPass@proxy:3128", "NCCL_DEBUG": "INFO", "MY_THING": "private-value-1"}

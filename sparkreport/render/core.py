@@ -111,12 +111,12 @@ def _render(options: RenderOptions) -> RenderResult:
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.early import check_selector_campaigns, store_campaigns
+    from sparkreport.published import copy_assets
     from sparkreport.render.context import build_site_data
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pages import registered_pages
     from sparkreport.render.posts import render_posts
     from sparkreport.render.preflight import preflight
-    from sparkreport.site.assets import copy_assets
 
     root = resolve_root(options)
     config_path = options.config_path

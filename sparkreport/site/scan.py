@@ -114,7 +114,7 @@ class PublishScanError(SparkreportError):
 def vendored_files() -> dict[str, int]:
     """Site-relative paths of the assets a build copies unchanged from installed packages
     (Material's scripts, styles and images; sparkreport's Vega builds), with their sizes."""
-    from sparkreport.site.assets import ASSETS, TARGET
+    from sparkreport.published import ASSETS, TARGET
 
     out: dict[str, int] = {}
     roots: list[tuple[Path, str]] = [(ASSETS / "vendor", f"{TARGET}/vendor")]
