@@ -32,6 +32,8 @@ class BuildResult:
     builder: str = "mkdocs"
     #: Seconds per stage (render, builder, publish = run files + feed + scan + swap).
     timings_s: dict[str, float] = field(default_factory=dict)
+    #: Run files copied fresh and hard-linked unchanged from the previous site; files scanned.
+    published: dict[str, int] = field(default_factory=dict)
 
 
 def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool = True,
@@ -113,11 +115,11 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
         warnings = builder.build(config_file, staging, strict)
         timings["builder"] = time.perf_counter() - started
         started = time.perf_counter()
-        publish_steps(result, config_file, staging, target)
+        published = publish_steps(result, config_file, staging, target, cache_dir)
         timings["publish"] = time.perf_counter() - started
     incremental.save_state(cache_dir, key, target, config_file, result, warnings)
     return BuildResult(site_dir=target, config_file=config_file, render=result, warnings=warnings,
-                       builder=name, timings_s=timings)
+                       builder=name, timings_s=timings, published=published)
 
 
 def _config_nav(config_file: Path) -> list[object]:
@@ -128,32 +130,34 @@ def _config_nav(config_file: Path) -> list[object]:
     return nav if isinstance(nav, list) else []
 
 
-def publish_steps(result: RenderResult, config_file: Path, staging: Path, target: Path) -> None:
+def publish_steps(result: RenderResult, config_file: Path, staging: Path, target: Path,
+                  cache_dir: Path | None = None) -> dict[str, int]:
     """After the builder, for any builder: the runs' files and the blog feed go into the built
     site ``staging``, everything is scanned for credential shapes, and only then is it swapped
-    in for ``target``."""
+    in for ``target``. With the build cache ``cache_dir``, this costs what changed: run files
+    whose source is unchanged are hard-linked from the live site, and files scanned clean
+    before are not scanned again. Returns counts: files copied, linked and scanned."""
+    from sparkreport.published import read_manifest
     from sparkreport.site import publish
     from sparkreport.site.blog_feed import write_feed
     from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config
-    from sparkreport.site.run_files import publish_run_files
-    from sparkreport.site.scan import check_site
+    from sparkreport.site.run_files import publish_run_files, save_record
+    from sparkreport.site.scan import ScanMemo, check_site
 
-    publish_run_files(result.docs_dir, staging)
+    previous = target if target.is_dir() else None
+    files = publish_run_files(result.docs_dir, staging, previous=previous, cache_dir=cache_dir)
     if result.posts:
         project = read_project_config(result.project_root / PROJECT_CONFIG)
         site_name = str(project.get("site_name") or result.config.title)
         write_feed(staging, result.docs_dir, [post.path for post in result.posts], site_name=site_name,
                    site_description=str(project.get("site_description") or ""),
                    site_url=str(project.get("site_url") or ""))
-    check_site(staging, label=str(target))
+    memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
+    check_site(staging, label=str(target), memo=memo)
     publish.swap(staging, target)
-
-
-def serve(options: RenderOptions, dev_addr: str | None = None) -> None:
-    """Render the pages and serve them with live reload of the generated docs folder."""
-    from sparkreport.render import render
-    from sparkreport.site.mkdocs_site import serve_site, write_config
-
-    result = render(options)
-    config_file = write_config(result, result.docs_dir.parent / "site")
-    serve_site(config_file, dev_addr)
+    # After the swap, the records describe the live site (a kill before this only costs copies).
+    memo.save()
+    manifest = read_manifest(result.docs_dir)
+    if cache_dir is not None and manifest is not None:
+        save_record(cache_dir, manifest[0], files.record)
+    return {"copied": files.copied, "linked": files.linked, "scanned": memo.scanned}

@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkreport.published import RUN_FILE, inside_store, published_env, read_manifest
@@ -58,10 +59,71 @@ def publish_run_json(source: str, target: Path, size: int) -> None:
 
 def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
     """Copy the manifest's files into ``site`` (run.json filtered, large files compressed);
-    a file reached through a symbolic link is skipped. Returns the number of files copied.
-    The copies run on a few threads: on a busy disk a file costs more in system calls than in
-    bytes."""
+    a file reached through a symbolic link is skipped. Returns the number of files copied."""
+    return publish_files(runs_dir, site, files).copied
+
+
+@dataclass
+class Published:
+    """What publishing the runs' files did: files written fresh, files hard-linked unchanged
+    from the previous site, and the record of every published file for the next build."""
+
+    copied: int = 0
+    linked: int = 0
+    record: dict[str, list[int]] = field(default_factory=dict)
+
+
+#: The record of the published run files, in the build cache: site path → the source's
+#: (size, mtime_ns, inode) when it was published, with the code signature and the run store.
+RECORD_FILE = "published-files.json"
+RECORD_VERSION = 1
+
+
+def publisher_signature() -> str:
+    """A digest of the code that decides a published file's bytes (names, env filter, gzip):
+    another version republishes everything."""
+    import hashlib
+
+    from sparkreport import published
+    from sparkreport.execute import envcapture
+
+    digest = hashlib.sha256(str(RECORD_VERSION).encode())
+    for module in (published.__file__, envcapture.__file__, __file__):
+        digest.update(Path(str(module)).read_bytes())
+    return digest.hexdigest()
+
+
+def load_record(cache_dir: Path, runs_dir: Path) -> dict[str, list[int]]:
+    """The published files of the live site (as the last successful build recorded them); {}
+    when there is no record, or it was made by other code or for another run store."""
+    try:
+        data = json.loads((cache_dir / RECORD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("signature") != publisher_signature() \
+            or data.get("runs_dir") != str(runs_dir):
+        return {}
+    files = data.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def save_record(cache_dir: Path, runs_dir: Path, record: dict[str, list[int]]) -> None:
+    from sparkreport.cache import _atomic_bytes
+
+    data = {"signature": publisher_signature(), "runs_dir": str(runs_dir), "files": record}
+    _atomic_bytes(cache_dir / RECORD_FILE, json.dumps(data, separators=(",", ":")).encode())
+
+
+def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, previous: Path | None = None,
+                  record: dict[str, list[int]] | None = None) -> Published:
+    """Publish the manifest's files into ``site``. A file whose source is unchanged since it
+    was published into ``previous`` (the live site: same size, mtime and inode as ``record``
+    says) is hard-linked from there; the others are copied (run.json filtered, large files
+    compressed) on a few threads. Nothing is ever written through a link: every write goes to
+    a new file of ``site``. A file reached through a symbolic link is skipped."""
     root = str(runs_dir)
+    record = record or {}
+    out = Published()
     jobs: list[tuple[str, Path, int, bool]] = []
     made: set[Path] = set()
     for target, source in files:
@@ -72,7 +134,17 @@ def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
         if destination.parent not in made:
             destination.parent.mkdir(parents=True, exist_ok=True)
             made.add(destination.parent)
-        jobs.append((path, destination, os.path.getsize(path), os.path.basename(source) == RUN_FILE))
+        stat = os.stat(path)
+        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+        out.record[target] = stamp
+        if previous is not None and record.get(target) == stamp:
+            try:
+                os.link(previous / target, destination)
+                out.linked += 1
+                continue
+            except OSError:  # gone from the previous site, or another file system: copy it
+                pass
+        jobs.append((path, destination, stat.st_size, os.path.basename(source) == RUN_FILE))
 
     def run(job: tuple[str, Path, int, bool]) -> None:
         source, destination, size, is_record = job
@@ -84,14 +156,18 @@ def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
     with ThreadPoolExecutor(max_workers=4) as pool:  # copies and zlib release the GIL
         for _ in pool.map(run, jobs):
             pass
-    return len(jobs)
+    out.copied = len(jobs)
+    return out
 
 
-def publish_run_files(docs_dir: Path, site_dir: Path) -> int:
-    """The post-build step: copy the files the docs folder's manifest lists into the built site
-    ``site_dir`` (whichever builder built it). Returns the number of files copied."""
+def publish_run_files(docs_dir: Path, site_dir: Path, *, previous: Path | None = None,
+                      cache_dir: Path | None = None) -> Published:
+    """The post-build step: publish the files the docs folder's manifest lists into the built
+    site ``site_dir`` (whichever builder built it), linking the unchanged ones from the live
+    site ``previous`` when the build cache ``cache_dir`` holds its record."""
     manifest = read_manifest(docs_dir)
     if manifest is None:
-        return 0
+        return Published()
     runs_dir, files = manifest
-    return copy_files(runs_dir, site_dir, files)
+    record = load_record(cache_dir, runs_dir) if cache_dir is not None and previous is not None else {}
+    return publish_files(runs_dir, site_dir, files, previous=previous if record else None, record=record)
