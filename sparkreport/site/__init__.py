@@ -161,3 +161,13 @@ def publish_steps(result: RenderResult, config_file: Path, staging: Path, target
     if cache_dir is not None and manifest is not None:
         save_record(cache_dir, manifest[0], files.record)
     return {"copied": files.copied, "linked": files.linked, "scanned": memo.scanned}
+
+
+def serve(options: RenderOptions, dev_addr: str | None = None) -> None:
+    """Render the pages and serve them with live reload of the generated docs folder."""
+    from sparkreport.render import render
+    from sparkreport.site.mkdocs_site import serve_site, write_config
+
+    result = render(options)
+    config_file = write_config(result, result.docs_dir.parent / "site")
+    serve_site(config_file, dev_addr)
