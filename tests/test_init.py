@@ -145,4 +145,3 @@ def test_init_works_from_an_installed_wheel(tmp_path: Path) -> None:
     assert (work / "report" / ".github" / "workflows" / "site.yml").is_file()
     generated = (work / "report" / "build" / "mkdocs.yml").read_text(encoding="utf-8")
     assert "hooks:" not in generated  # the feed and the run files are post-build steps, not MkDocs hooks
-    assert (work / "report" / "site" / "blog" / "feed.xml").is_file()
