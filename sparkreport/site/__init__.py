@@ -159,7 +159,7 @@ def publish_steps(result: RenderResult, config_file: Path, staging: Path, target
     memo.save()
     manifest = read_manifest(result.docs_dir)
     if cache_dir is not None and manifest is not None:
-        save_record(cache_dir, manifest[0], files.record)
+        save_record(cache_dir, manifest[0], target, files.record)
     return {"copied": files.copied, "linked": files.linked, "scanned": memo.scanned}
 
 

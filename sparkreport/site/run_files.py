@@ -93,24 +93,27 @@ def publisher_signature() -> str:
     return digest.hexdigest()
 
 
-def load_record(cache_dir: Path, runs_dir: Path) -> dict[str, list[int]]:
-    """The published files of the live site (as the last successful build recorded them); {}
-    when there is no record, or it was made by other code or for another run store."""
+def load_record(cache_dir: Path, runs_dir: Path, site_dir: Path) -> dict[str, list[int]]:
+    """The published files of the live site ``site_dir`` (as the last successful build recorded
+    them); {} when there is no record, or it was made by other code, for another run store or
+    for another site folder."""
     try:
         data = json.loads((cache_dir / RECORD_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("signature") != publisher_signature() \
-            or data.get("runs_dir") != str(runs_dir):
+            or data.get("runs_dir") != str(runs_dir) or data.get("site_dir") != str(site_dir):
         return {}
     files = data.get("files")
     return files if isinstance(files, dict) else {}
 
 
-def save_record(cache_dir: Path, runs_dir: Path, record: dict[str, list[int]]) -> None:
+def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[str, list[int]]) -> None:
+    """Record what the site ``site_dir``, just published, holds of the runs' files."""
     from sparkreport.cache import _atomic_bytes
 
-    data = {"signature": publisher_signature(), "runs_dir": str(runs_dir), "files": record}
+    data = {"signature": publisher_signature(), "runs_dir": str(runs_dir), "site_dir": str(site_dir),
+            "files": record}
     _atomic_bytes(cache_dir / RECORD_FILE, json.dumps(data, separators=(",", ":")).encode())
 
 
@@ -169,5 +172,5 @@ def publish_run_files(docs_dir: Path, site_dir: Path, *, previous: Path | None =
     if manifest is None:
         return Published()
     runs_dir, files = manifest
-    record = load_record(cache_dir, runs_dir) if cache_dir is not None and previous is not None else {}
+    record = load_record(cache_dir, runs_dir, previous) if cache_dir is not None and previous is not None else {}
     return publish_files(runs_dir, site_dir, files, previous=previous if record else None, record=record)
