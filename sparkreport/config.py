@@ -118,6 +118,9 @@ class ProjectConfig:
     static_charts: str = "auto"
     #: The metrics the report leads with (home summary, results pages); the rest are folded.
     primary_metrics: list[str] = field(default_factory=lambda: list(DEFAULT_PRIMARY_METRICS))
+    #: The static-site builder ``sparkreport build`` and ``serve`` use (``build --builder``
+    #: overrides it): ``mkdocs`` or ``zensical`` (:mod:`sparkreport.site.builders`).
+    builder: str = "mkdocs"
     path: Path | None = None
     #: The line of each key in the file (``diffs[0].a`` → 14), for errors found after loading.
     lines: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
@@ -261,7 +264,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     config = ProjectConfig(path=path, lines=where.lines)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
            "charts": str, "static_charts": str, "primary_metrics": list,
-           "history": dict}
+           "history": dict, "builder": str}
     for key, value in doc.items():
         if key not in top:
             raise where.error(str(key), f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
@@ -274,6 +277,10 @@ def load_config(path: Path | None = None) -> ProjectConfig:
             "tested draws the metrics compare tests; all draws every metric")
     _choice(where, "static_charts", config.static_charts, STATIC_CHART_CHOICES,
             f"auto draws SVG fallbacks for sites of up to {STATIC_CHART_LIMIT} charts")
+    from sparkreport.site.builders import BUILDERS
+
+    _choice(where, "builder", config.builder, tuple(BUILDERS),
+            "mkdocs builds with MkDocs + Material, zensical with Zensical (see the README's site section)")
     config.diffs = [_named_diff(where, i, item) for i, item in enumerate(doc.get("diffs") or [])]
     for key, value in (doc.get("history") or {}).items():
         history_kinds: dict[str, type | tuple[type, ...]] = {"by": str, "min_effect": (int, float)}

@@ -94,9 +94,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path) -> BuildResult:
-    """A site from per-run data, published figures, and a model name that is an HTML tag."""
+@pytest.fixture(scope="module", params=["mkdocs", "zensical"])
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, phase1_store: Path
+          ) -> BuildResult:
+    """A site from per-run data, published figures, and a model name that is an HTML tag, built
+    by each builder (every test below runs against both)."""
     require_browser()
     project = tmp_path_factory.mktemp("browser-project")
     runs = project / "runs"
@@ -110,7 +112,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path) -> Build
     posts.mkdir(parents=True)
     shutil.copy(REPO / "docs" / "blog" / "index.md", posts.parent / "index.md")
     (posts / "live-data.md").write_text(POST, encoding="utf-8")
-    return build(RenderOptions(runs_dir=runs, project_root=project), project / "site")
+    return build(RenderOptions(runs_dir=runs, project_root=project), project / "site", builder=request.param)
 
 
 @contextlib.contextmanager
@@ -330,14 +332,15 @@ def test_charts_redraw_in_the_dark_palette(built: BuildResult, server: str, brow
 
 
 def test_charts_survive_instant_navigation(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path,
-                                           browser: Any) -> None:
+                                           built: BuildResult, browser: Any) -> None:
     """With Material's navigation.instant on, charts are drawn on pages reached without a reload."""
     project = tmp_path_factory.mktemp("instant-project")
     port = free_port()
     (project / "mkdocs.yml").write_text(  # instant navigation needs site_url
         f"site_name: Instant\nsite_url: http://127.0.0.1:{port}/\n"
         "theme:\n  name: material\n  features:\n    - navigation.instant\n", encoding="utf-8")
-    result = build(RenderOptions(runs_dir=phase1_store, project_root=project), project / "site")
+    result = build(RenderOptions(runs_dir=phase1_store, project_root=project), project / "site",
+                   builder=built.builder)
     with serving(result.site_dir, port) as url:
         visit = PageVisit(browser, url)
         try:
@@ -352,6 +355,33 @@ def test_charts_survive_instant_navigation(tmp_path_factory: pytest.TempPathFact
             assert not visit.errors
         finally:
             visit.close()
+
+
+SEARCH_HITS = """() => {
+    const hits = [...document.querySelectorAll('.md-search-result__link')].map(a => a.href);
+    for (const host of document.querySelectorAll('*'))  // Zensical's search lives in a shadow root
+        if (host.shadowRoot) hits.push(...[...host.shadowRoot.querySelectorAll('a')].map(a => a.href));
+    return hits;
+}"""
+
+
+def test_search_finds_a_model(built: BuildResult, server: str, browser: Any) -> None:
+    """The theme's search (MkDocs' lunr index, or Zensical's own in a dialog) finds a model's page."""
+    visit = PageVisit(browser, server)
+    try:
+        opener = visit.page.locator("button.md-search__button")
+        if opener.count():
+            opener.first.click()
+        else:
+            visit.page.locator("input.md-search__input").first.click()
+        visit.page.wait_for_timeout(300)
+        visit.page.keyboard.type("gpt-oss-120b", delay=20)
+        visit.page.wait_for_function(f"({SEARCH_HITS})().length > 0", timeout=20_000)
+        hits = visit.page.evaluate(SEARCH_HITS)
+        assert any("results/gpt120b/" in hit for hit in hits), hits
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()
 
 
 def post_page(site_dir: Path) -> str:

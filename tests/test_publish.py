@@ -257,7 +257,7 @@ def test_interrupts_at_any_moment_leave_the_previous_site_whole(tiny: Path, tmp_
 
 
 def test_raw_files_are_published_under_inert_names() -> None:
-    from sparkreport.site.run_files import published_name
+    from sparkreport.published import published_name
 
     for name in ("evil.html", "a.htm", "x.xhtml", "pic.svg", "code.js", "m.mjs", "feed.xml", "doc.pdf",
                  "notes.md", "Dockerfile", "page.HTML"):
@@ -325,7 +325,8 @@ def test_symlinks_leaving_the_store_are_refused_naming_the_path(tmp_path: Path) 
 
 def test_published_run_json_holds_only_allowlisted_variables(tmp_path: Path) -> None:
 
-    from sparkreport.site.run_files import copy_files, published_env
+    from sparkreport.published import published_env
+    from sparkreport.site.run_files import copy_files
 
     env = {"CUDA_VISIBLE_DEVICES": "0", "PATH": "/usr/bin", "ACME_DB": "postgres://u:Pw0rdPw0rd@db/x",
            "HTTPS_PROXY": "http://me:Pr0xyPass@proxy:3128", "NCCL_DEBUG": "INFO", "MY_THING": "private-value-1"}
@@ -477,3 +478,47 @@ def test_no_planted_credential_reaches_runs_build_or_site(tmp_path: Path, monkey
         text = _all_text(tmp_path / folder)
         leaked = [name for name, (_value, secret) in SHELL.items() if secret in text]
         assert not leaked, f"{folder}/ holds the values of {leaked}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Publishing costs what changed: unchanged run files are hard-linked, clean files not re-scanned
+
+
+def _bytes(site: Path) -> dict[str, bytes]:
+    return {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("builder", ["mkdocs", "zensical"])
+def test_a_rebuild_publishes_only_the_changed_run_files(tiny: Path, tmp_path: Path, builder: str) -> None:
+    root = _copy(tiny, tmp_path)
+    first = build(_options(root), root / "site", builder=builder)
+    total = first.published["copied"]
+    assert total >= 4 and first.published["linked"] == 0
+    log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
+    log.write_text(log.read_text(encoding="utf-8") + "one more line\n", encoding="utf-8")
+    again = build(_options(root), root / "site", builder=builder)
+    assert (again.published["copied"], again.published["linked"]) == (1, total - 1)
+    assert again.published["scanned"] < first.published["scanned"]  # linked files were scanned clean before
+    published = next((root / "site" / "runs").rglob("engine_backend_trt.log"))
+    assert published.read_text(encoding="utf-8").endswith("one more line\n")
+    incremental = _bytes(root / "site")
+    shutil.rmtree(root / "build")
+    shutil.rmtree(root / "site")
+    cold = build(_options(root), root / "site", builder=builder)
+    assert cold.published["linked"] == 0
+    assert _bytes(root / "site") == incremental  # byte for byte what a cold build publishes
+
+
+def test_the_scan_still_catches_a_credential_in_a_changed_file(tiny: Path, tmp_path: Path) -> None:
+    root = _copy(tiny, tmp_path)
+    build(_options(root), root / "site")
+    build(_options(root), root / "site", strict=False)  # a second build: everything scanned clean is known
+    before = _bytes(root / "site")
+    log = next((root / "runs" / "tiny").glob("*/memory_only_old_cpp.log"))
+    log.write_text(log.read_text(encoding="utf-8") + f"token {PLANTED['token-prefix']}\n", encoding="utf-8")
+    with pytest.raises(PublishScanError, match="memory_only_old_cpp.log"):
+        build(_options(root), root / "site")
+    assert _bytes(root / "site") == before  # the live site (its hard-linked files too) untouched
+    log.write_text(log.read_text(encoding="utf-8").replace(PLANTED["token-prefix"], "removed"), encoding="utf-8")
+    fixed = build(_options(root), root / "site")
+    assert fixed.published["copied"] == 1

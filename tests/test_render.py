@@ -203,7 +203,7 @@ def test_quality_page_names_the_duplicate_runs(rendered: RenderResult) -> None:
 
 
 def test_runs_page_links_to_every_runs_raw_files(rendered: RenderResult, phase1_store: Path) -> None:
-    from sparkreport.site.run_files import MANIFEST
+    from sparkreport.published import MANIFEST
 
     text = page(rendered, "runs/index.md")
     links = re.findall(r'<a href="(files/[^"]+)">', text)

@@ -164,6 +164,7 @@ def test_large_run_files_are_published_gzipped_and_reproducibly(tmp_path: Path, 
                                                                 ) -> None:
     import gzip
 
+    from sparkreport import published
     from sparkreport.site import run_files
 
     source = tmp_path / "runs" / "c"
@@ -171,7 +172,7 @@ def test_large_run_files_are_published_gzipped_and_reproducibly(tmp_path: Path, 
     (source / "r1" / "samples.csv").write_text("timestamp,power_draw_w\n" + "2026/01/01 00:00:00.0,100\n" * 500)
     (source / "r1" / "run.json").write_text("{}\n")
     (source / "r1" / "notes.md").write_text("# notes\n")
-    monkeypatch.setattr(run_files, "COMPRESS_ABOVE", 1000)
+    monkeypatch.setattr(published, "COMPRESS_ABOVE", 1000)
     links = runs_index.run_files(tmp_path / "runs", "c/r1", ["notes.md"], "files", tables=["samples"])
     pairs = [(f["path"], f["store_path"]) for f in links]
     assert run_files.copy_files(tmp_path / "runs", tmp_path / "a", pairs) == 3

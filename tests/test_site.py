@@ -10,11 +10,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from sparkreport import published as site_assets
 from sparkreport.cli import main
 from sparkreport.errors import BuildError
 from sparkreport.render import RenderOptions
 from sparkreport.site import BuildResult, build
-from sparkreport.site import assets as site_assets
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -67,14 +67,20 @@ def render_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | No
 @click.option("--site-dir", type=click.Path(path_type=Path, file_okay=False),
               help="Where the built site goes (default: site/ in the project).")
 @click.option("--strict/--no-strict", default=True, show_default=True,
-              help="Fail on any MkDocs warning (broken link, missing page).")
+              help="Fail on any builder warning (broken link, missing page).")
+@click.option("--builder", type=click.Choice(["mkdocs", "zensical"]), default=None,
+              help="The static-site builder (default: `builder:` in sparkreport.yml, else mkdocs).")
 def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | None,
-                  site_dir: Path | None, strict: bool) -> None:
-    """Render the pages, then build the static site with MkDocs (Material theme)."""
+                  site_dir: Path | None, strict: bool, builder: str | None) -> None:
+    """Render the pages, then build the static site (Material theme) with MkDocs or Zensical.
+
+    The runs' files, the blog feed and the credential scan are sparkreport's own steps after
+    the builder, so both builders publish the same site; it replaces the old one only whole.
+    """
     from sparkreport.site import build
 
     result = build(make_options("build", runs_dir, docs_dir, config_path),
-                   site_dir.resolve() if site_dir is not None else None, strict=strict)
+                   site_dir.resolve() if site_dir is not None else None, strict=strict, builder=builder)
     for notice in result.render.notices:
         click.echo(f"note: {notice}", err=True)
     for warning in result.warnings:

@@ -240,8 +240,8 @@ def environment_descriptions(records: list[RunRecord]) -> list[dict[str, Any]]:
     ``published_env``) and
     ``campaigns`` (``[campaign]``, kept for templates that list it).
     """
+    from sparkreport.published import published_env
     from sparkreport.secrets import scrub_credentials
-    from sparkreport.site.run_files import published_env
 
     environments: dict[tuple[str, str], dict[str, Any]] = {}
     for record in records:

@@ -171,13 +171,13 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     from sparkreport.charts import ChartSpec
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
+    from sparkreport.published import copy_assets
     from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
     from sparkreport.render.pages import fill, registered_pages
     from sparkreport.render.posts import render_posts
     from sparkreport.render.preflight import preflight
-    from sparkreport.site.assets import copy_assets
 
     root = resolve_root(options)
     config_path = options.config_path

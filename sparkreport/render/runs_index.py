@@ -6,7 +6,7 @@ used in the statistics, links) and one page per group, split into pages of
 :data:`PAGE_SIZE` rows; only the index is in the nav. Runs with monitoring samples get a
 time-series chart on their group page, downsampled with LTTB (the full series is linked:
 the run's ``samples.csv``). Every run's files are published verbatim beside the pages, copied
-into the site after MkDocs' build (:mod:`sparkreport.site.run_files`).
+into the site after the builder (:mod:`sparkreport.site.run_files`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from urllib.parse import quote
 from sparkreport.dataset import plain
 from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
 from sparkreport.names import shown, unique_slugs
+from sparkreport.published import published_name, write_manifest
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
-from sparkreport.site.run_files import published_name, write_manifest
 
 if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
@@ -102,7 +102,7 @@ class RunsPage(Page):
 
     def write_manifest(self, site: SiteData, out: Path, index: PageDoc, entries: list[dict[str, Any]]) -> None:
         """The files the site publishes (copied in after the site generator's build)."""
-        from sparkreport.site.run_files import MANIFEST
+        from sparkreport.published import MANIFEST
 
         published = {(f"{self.folder}/{f['path']}", f["store_path"]) for e in entries for f in e["files"]}
         write_manifest(out, site.runs_dir, sorted(published))
@@ -234,7 +234,7 @@ def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str,
     under the Runs folder), ``store_path`` (relative to the run store) and ``href`` (relative
     to the Runs page).
     """
-    from sparkreport.site.run_files import inside_store
+    from sparkreport.published import inside_store
 
     root = str(runs_dir)
     folder = os.path.join(root, run_path)

@@ -1,7 +1,9 @@
-"""Site: turn a rendered docs folder into a static site (today with MkDocs Material).
+"""Site: turn a rendered docs folder into a static site, with MkDocs or Zensical.
 
-``build(options)`` = render + generated MkDocs config + ``mkdocs build``; ``serve`` the same
-with ``mkdocs serve``. The MkDocs-specific code is confined to :mod:`sparkreport.site.mkdocs_site`.
+``build(options)`` = render → inert titles → generated config → the builder
+(:mod:`sparkreport.site.builders`: ``builder:`` in sparkreport.yml or ``--builder``) → the
+post-build steps of our own (the runs' files, the blog feed) → the publish-time scan → swap.
+``serve`` renders and hands the generated config to the builder's live server.
 """
 
 from __future__ import annotations
@@ -26,15 +28,23 @@ class BuildResult:
     warnings: list[str] = field(default_factory=list)
     #: True when nothing the build reads had changed and the previous site was kept as is.
     cached: bool = False
+    #: The builder that built it (``mkdocs`` or ``zensical``).
+    builder: str = "mkdocs"
+    #: Seconds per stage (render, builder, publish = run files + feed + scan + swap).
+    timings_s: dict[str, float] = field(default_factory=dict)
+    #: Run files copied fresh and hard-linked unchanged from the previous site; files scanned.
+    published: dict[str, int] = field(default_factory=dict)
 
 
-def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool = True) -> BuildResult:
-    """Render the pages, write the MkDocs config and build the site into ``site_dir``.
+def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool = True,
+          builder: str | None = None) -> BuildResult:
+    """Render the pages, write the builder's config and build the site into ``site_dir``.
 
-    MkDocs builds into a temporary folder beside ``site_dir``; the runs' files are copied
-    there and everything is scanned for credential shapes (:mod:`sparkreport.site.scan`);
-    only then does the new site replace the old one (:mod:`sparkreport.site.publish`). A
-    failure or an interrupt leaves the previous site as it was.
+    ``builder`` (``mkdocs`` / ``zensical``) overrides the config's ``builder:``. The builder
+    builds into a temporary folder beside ``site_dir``; the runs' files and the feed go there,
+    everything is scanned for credential shapes (:mod:`sparkreport.site.scan`); only then
+    does the new site replace the old one (:mod:`sparkreport.site.publish`). A failure or an
+    interrupt leaves the previous site as it was.
 
     A build whose inputs (run store, config, templates, docs, package) are unchanged since the
     last successful one keeps that site and returns at once (:mod:`sparkreport.site.incremental`).
@@ -52,37 +62,107 @@ def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool 
     check_writable(docs_dir_for(options), "--docs-dir")
     refuse_early(options)  # bad config, diffs, post bindings: before the build key hashes the store
     with output_lock(cache_dir.parent):
-        return _build(options, site_dir, strict, cache_dir)
+        return _build(options, site_dir, strict, cache_dir, builder)
 
 
-def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_dir: Path) -> BuildResult:
+def project_builder(options: RenderOptions, builder: str | None) -> str:
+    """The builder a build uses: ``builder`` when given, else the config's ``builder:``."""
+    if builder is not None:
+        from sparkreport.site.builders import get_builder
+
+        return get_builder(builder).name
+    from sparkreport.config import CONFIG_FILE, load_config
+    from sparkreport.render.core import resolve_root
+
+    path = options.config_path
+    if path is None and (resolve_root(options) / CONFIG_FILE).is_file():
+        path = resolve_root(options) / CONFIG_FILE
+    return load_config(path).builder if path is not None else "mkdocs"
+
+
+def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_dir: Path,
+           builder_name: str | None) -> BuildResult:
+    import time
+
     from sparkreport.cache import HashMemo
     from sparkreport.render import render
     from sparkreport.render.core import resolve_root
     from sparkreport.site import incremental, publish
-    from sparkreport.site.mkdocs_site import build_site, write_config
-    from sparkreport.site.scan import check_site
+    from sparkreport.site.builders import get_builder
+    from sparkreport.site.mkdocs_site import write_config
+    from sparkreport.site.titles import make_titles_inert
 
+    name = project_builder(options, builder_name)
+    builder = get_builder(name)
     target = site_dir or DEFAULT_SITE_DIR
     if not target.is_absolute():
         target = resolve_root(options) / target
     memo = HashMemo(cache_dir / "hashes.json")
-    key = incremental.build_key(options, target, strict, memo)
+    key = incremental.build_key(options, target, strict, memo, name)
     memo.save()
     state = incremental.load_state(cache_dir, key, target)
     if state is not None:
         return BuildResult(site_dir=target, config_file=Path(state["config_file"]),
                            render=incremental.result_from_state(state, options),
-                           warnings=list(state["warnings"]), cached=True)
+                           warnings=list(state["warnings"]), cached=True, builder=name)
     (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
     result = render(options, checked=True)  # refuse_early ran in build()
     config_file = write_config(result, target)
+    make_titles_inert(result.docs_dir, _config_nav(config_file))
+    timings["render"] = time.perf_counter() - started
     with publish.staged(target) as staging:
-        warnings = build_site(config_file, strict=strict, site_dir=staging)
-        check_site(staging, label=str(target))
-        publish.swap(staging, target)
+        started = time.perf_counter()
+        warnings = builder.build(config_file, staging, strict)
+        timings["builder"] = time.perf_counter() - started
+        started = time.perf_counter()
+        published = publish_steps(result, config_file, staging, target, cache_dir)
+        timings["publish"] = time.perf_counter() - started
     incremental.save_state(cache_dir, key, target, config_file, result, warnings)
-    return BuildResult(site_dir=target, config_file=config_file, render=result, warnings=warnings)
+    return BuildResult(site_dir=target, config_file=config_file, render=result, warnings=warnings,
+                       builder=name, timings_s=timings, published=published)
+
+
+def _config_nav(config_file: Path) -> list[object]:
+    import yaml
+
+    data = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+    nav = data.get("nav")
+    return nav if isinstance(nav, list) else []
+
+
+def publish_steps(result: RenderResult, config_file: Path, staging: Path, target: Path,
+                  cache_dir: Path | None = None) -> dict[str, int]:
+    """After the builder, for any builder: the runs' files and the blog feed go into the built
+    site ``staging``, everything is scanned for credential shapes, and only then is it swapped
+    in for ``target``. With the build cache ``cache_dir``, this costs what changed: run files
+    whose source is unchanged are hard-linked from the live site, and files scanned clean
+    before are not scanned again. Returns counts: files copied, linked and scanned."""
+    from sparkreport.published import read_manifest
+    from sparkreport.site import publish
+    from sparkreport.site.blog_feed import write_feed
+    from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config
+    from sparkreport.site.run_files import publish_run_files, save_record
+    from sparkreport.site.scan import ScanMemo, check_site
+
+    previous = target if target.is_dir() else None
+    files = publish_run_files(result.docs_dir, staging, previous=previous, cache_dir=cache_dir)
+    if result.posts:
+        project = read_project_config(result.project_root / PROJECT_CONFIG)
+        site_name = str(project.get("site_name") or result.config.title)
+        write_feed(staging, result.docs_dir, [post.path for post in result.posts], site_name=site_name,
+                   site_description=str(project.get("site_description") or ""),
+                   site_url=str(project.get("site_url") or ""))
+    memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
+    check_site(staging, label=str(target), memo=memo)
+    publish.swap(staging, target)
+    # After the swap, the records describe the live site (a kill before this only costs copies).
+    memo.save()
+    manifest = read_manifest(result.docs_dir)
+    if cache_dir is not None and manifest is not None:
+        save_record(cache_dir, manifest[0], target, files.record)
+    return {"copied": files.copied, "linked": files.linked, "scanned": memo.scanned}
 
 
 def serve(options: RenderOptions, dev_addr: str | None = None) -> None:

@@ -2,9 +2,9 @@
 
 The key is one sha256 over the content hashes of everything a build reads — the run store
 (every file), ``sparkreport.yml``, the project's ``mkdocs.yml``, ``docs/``, ``templates/`` and
-``overrides/``, the sparkreport package itself (code, templates, assets), the MkDocs and
-Material versions, the project's git commit (printed in every footer) and the build's own
-options. File hashes are remembered by (size, mtime, inode) in ``build/cache/hashes.json``, so
+``overrides/``, the sparkreport package itself (code, templates, assets), the builder and the
+MkDocs, Material (and Zensical) versions, the project's git commit (printed in every footer)
+and the build's own options. File hashes are remembered by (size, mtime, inode) in ``build/cache/hashes.json``, so
 an unchanged file is not read again. After a successful build the key and what the build wrote
 are kept in ``build/cache/build.json``; the next build with the same key and an intact site
 returns that at once. Anything changed → a full build (whose dataset and chart caches still
@@ -35,7 +35,8 @@ def cache_dir_for(options: RenderOptions) -> Path:
     return docs_dir_for(options).parent / CACHE_DIR
 
 
-def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo: HashMemo) -> str:
+def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo: HashMemo,
+              builder: str = "mkdocs") -> str:
     """The content key of a build: equal keys build identical sites."""
     import mkdocs
 
@@ -47,7 +48,8 @@ def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo:
     runs = options.runs_dir if options.runs_dir.is_absolute() else root / options.runs_dir
     parts: list[tuple[str, str]] = [
         ("version", __version__), ("package", package_digest(memo)), ("runs", tree_digest(runs, memo)),
-        ("mkdocs", mkdocs.__version__), ("material", _material_version()),
+        ("mkdocs", mkdocs.__version__), ("material", _material_version("mkdocs-material")),
+        ("builder", builder), ("zensical", _material_version("zensical") if builder == "zensical" else ""),
         ("commit", git_commit(root) or ""), ("strict", str(strict)), ("site_dir", str(site_dir)),
         ("docs_dir", str(options.docs_dir)), ("command", str(options.command)),
         ("config_path", str(options.config_path)),
@@ -62,11 +64,11 @@ def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo:
     return inputs_digest(parts)
 
 
-def _material_version() -> str:
+def _material_version(distribution: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("mkdocs-material")
+        return version(distribution)
     except PackageNotFoundError:
         return ""
 

@@ -1,10 +1,12 @@
-"""The MkDocs-specific part, kept small so the generator can be swapped: config, nav, build.
+"""The generated builder config, and MkDocs' build and serve.
 
 ``render`` writes plain Markdown into a docs folder (default ``build/docs``). This module
 writes a generated ``mkdocs.yml`` next to that folder which INHERITs the project's own
 ``mkdocs.yml`` (site name, theme options, extensions stay the project's) and adds what the
 tool owns: ``docs_dir``, ``site_dir``, the nav, ``theme.font: false`` and the chart scripts.
-Then it runs MkDocs through its Python API.
+Both builders read it (:mod:`sparkreport.site.builders`); no hook of ours is in it: the runs'
+files, the feed and inert titles are steps of :func:`sparkreport.site.build` around the builder.
+:func:`build_site` / :func:`serve_site` run MkDocs through its Python API.
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from sparkreport.errors import BuildError
-from sparkreport.site import blog_feed, run_files, titles
-from sparkreport.site.assets import javascript_paths, stylesheet_paths
+from sparkreport.published import javascript_paths, stylesheet_paths
 
 if TYPE_CHECKING:
     from sparkreport.render import RenderResult
@@ -131,13 +132,10 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
     if isinstance(parent_theme, dict) and parent_theme.get("custom_dir"):
         theme["custom_dir"] = _absolute(result.project_root, parent_theme["custom_dir"])
     config["theme"] = theme
-    project_hooks = project["hooks"] if isinstance(project.get("hooks"), list) else []
-    config["hooks"] = [_absolute(result.project_root, h) for h in project_hooks]
-    config["hooks"].append(str(Path(run_files.__file__).resolve()))  # publishes the runs' files after the build
-    config["hooks"].append(str(Path(titles.__file__).resolve()))  # page titles inert in <title> and the header
-    if result.posts:  # Material's blog plugin lists the posts; our hook writes blog/feed.xml
+    if isinstance(project.get("hooks"), list):  # the project's own (MkDocs only; ours are post-build steps)
+        config["hooks"] = [_absolute(result.project_root, h) for h in project["hooks"]]
+    if result.posts:  # the blog plugin lists the posts (MkDocs' Material and Zensical alike)
         config["plugins"] = blog_plugins(project.get("plugins"))
-        config["hooks"] = [*config.get("hooks", []), str(Path(blog_feed.__file__).resolve())]
     config["markdown_extensions"] = markdown_extensions(project.get("markdown_extensions"))
     config["extra_css"] = _merged(project.get("extra_css"), stylesheet_paths())
     config["extra_javascript"] = _merged(project.get("extra_javascript"), javascript_paths())
@@ -236,7 +234,18 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
     return logs.messages
 
 
-def serve_site(config_file: Path, dev_addr: str | None = None) -> None:
+def serve_site(config_file: Path, dev_addr: str | None = None, builder: str = "mkdocs") -> None:
+    """Serve a generated config with live reload (blocks until interrupted): ``mkdocs serve``,
+    or the named builder's server (``zensical serve``)."""
+    if builder != "mkdocs":
+        from sparkreport.site.builders import get_builder
+
+        get_builder(builder).serve(config_file, dev_addr)
+        return
+    mkdocs_serve(config_file, dev_addr)
+
+
+def mkdocs_serve(config_file: Path, dev_addr: str | None = None) -> None:
     """Run ``mkdocs serve`` on a generated config (blocks until interrupted)."""
     from mkdocs import exceptions as mkdocs_errors
     from mkdocs.commands.serve import serve

@@ -1,21 +1,22 @@
-"""An MkDocs hook that publishes the runs' files (run.json, raw logs, tables) after the build.
+"""Publishing the runs' files (run.json, raw logs, tables) into a built site, after the builder.
 
 The Runs pages link each run's files under ``runs/files/<campaign>/…``. Handing 30 000 files of
 a 10 000-run store to MkDocs as static files cost more than the pages themselves (a File object,
 a modification check and a copy each); ``render`` instead writes a manifest (every published
-file: site path ← run-store path) into the docs folder, and this hook copies them into the site
-once the pages are built. Files are copied, never linked: the site must not share files with
+file: site path ← run-store path, :data:`sparkreport.published.MANIFEST`) into the docs folder,
+and :func:`publish_run_files` copies them into the site once the builder (MkDocs or Zensical)
+has built the pages. Files are copied, never linked: the site must not share files with
 ``runs/``, the source of truth.
 
 What is published, and how:
 
 * only the files a run's ``run.json`` lists (``provenance.raw_files`` and ``tables``) and
-  run.json itself — never a file reached through a symbolic link (:func:`inside_store`);
+  run.json itself — never a file reached through a symbolic link (:func:`sparkreport.published.inside_store`);
 * run.json as a filtered copy: its environment variables down to the allowlist
-  (:func:`published_env`), whatever an old record holds;
-* raw files as inert text: a name whose suffix is not in :data:`SAFE_SUFFIXES` gets ``.txt``
+  (:func:`sparkreport.published.published_env`), whatever an old record holds;
+* raw files as inert text: a name whose suffix is not in :data:`sparkreport.published.SAFE_SUFFIXES` gets ``.txt``
   (``evil.html`` → ``evil.html.txt``), so that no browser runs or renders it as a document;
-  files over :data:`COMPRESS_ABOVE` are published gzip-compressed (``.gz``).
+  files over :data:`sparkreport.published.COMPRESS_ABOVE` are published gzip-compressed (``.gz``).
 """
 
 from __future__ import annotations
@@ -24,65 +25,11 @@ import gzip
 import json
 import os
 import shutil
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-#: In the docs folder (a dot-file: MkDocs leaves it out of the site).
-MANIFEST = ".sparkreport-run-files.json"
-#: Raw files keep their name only with these suffixes (served as plain data, never executed
-#: or rendered as a page); every other name gets ``.txt`` appended. ``.gz`` of these keeps it.
-SAFE_SUFFIXES = (".log", ".txt", ".json", ".csv", ".jsonl", ".yaml", ".yml")
-RUN_FILE = "run.json"
-
-
-#: Files larger than this are published gzip-compressed (``samples.csv`` → ``samples.csv.gz``):
-#: an hour of 10 Hz samples is 2–3 MB of CSV and ~0.25 MB compressed, and a site of ten thousand
-#: runs must stay publishable (GitHub Pages: 1 GB).
-COMPRESS_ABOVE = 256 * 1024
-
-
-def published_name(relative: str, size: int = 0) -> str:
-    """The name a raw file of ``size`` bytes is published under: ``notes.md`` → ``notes.md.txt``,
-    ``evil.html`` → ``evil.html.txt``, ``page.svg.gz`` → ``page.svg.txt.gz``; a file over
-    :data:`COMPRESS_ABOVE` that is not gzip already gets ``.gz``."""
-    packed = relative.lower().endswith(".gz")
-    base = relative[:-3] if packed else relative
-    if not base.lower().endswith(SAFE_SUFFIXES):
-        base += ".txt"
-    return base + ".gz" if packed or size > COMPRESS_ABOVE else base
-
-
-def published_env(details: Mapping[str, Any]) -> dict[str, str]:
-    """The environment variables of a run that may be published: ``details["env_vars"]`` down
-    to the allowlist (plus the run's own ``env_allowlist``), values scrubbed of credential
-    shapes. The one filter every page, download and published run.json goes through."""
-    from sparkreport.execute.envcapture import allowed_env, pattern_error
-
-    env_vars = details.get("env_vars")
-    if not isinstance(env_vars, Mapping):
-        return {}
-    extra = details.get("env_allowlist")
-    patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] if isinstance(extra, list) else []
-    return allowed_env({str(k): str(v) for k, v in env_vars.items()}, patterns)
-
-
-def inside_store(runs_dir: str, relative: str) -> bool:
-    """True when ``runs_dir/relative`` is a regular file reached without a symbolic link (and
-    without ``..`` leaving the store)."""
-    parts = [p for p in relative.split("/") if p and p != "."]
-    if not parts or ".." in parts:
-        normal = os.path.normpath(relative)
-        if normal.startswith(("..", "/")):
-            return False
-        parts = normal.split(os.sep)
-    path = runs_dir
-    for part in parts:
-        path = os.path.join(path, part)
-        if os.path.islink(path):
-            return False
-    return os.path.isfile(path)
+from sparkreport.published import RUN_FILE, inside_store, published_env, read_manifest
 
 
 def publish_file(source: str, target: Path, size: int) -> None:
@@ -110,18 +57,76 @@ def publish_run_json(source: str, target: Path, size: int) -> None:
         target.write_bytes(text)
 
 
-def write_manifest(docs_dir: Path, runs_dir: Path, files: list[tuple[str, str]]) -> None:
-    """Record the files the site publishes: (site path, path relative to the run store)."""
-    data = {"runs_dir": str(runs_dir.resolve()), "files": sorted(files)}
-    (docs_dir / MANIFEST).write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
-
-
 def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
     """Copy the manifest's files into ``site`` (run.json filtered, large files compressed);
-    a file reached through a symbolic link is skipped. Returns the number of files copied.
-    The copies run on a few threads: on a busy disk a file costs more in system calls than in
-    bytes."""
+    a file reached through a symbolic link is skipped. Returns the number of files copied."""
+    return publish_files(runs_dir, site, files).copied
+
+
+@dataclass
+class Published:
+    """What publishing the runs' files did: files written fresh, files hard-linked unchanged
+    from the previous site, and the record of every published file for the next build."""
+
+    copied: int = 0
+    linked: int = 0
+    record: dict[str, list[int]] = field(default_factory=dict)
+
+
+#: The record of the published run files, in the build cache: site path → the source's
+#: (size, mtime_ns, inode) when it was published, with the code signature and the run store.
+RECORD_FILE = "published-files.json"
+RECORD_VERSION = 1
+
+
+def publisher_signature() -> str:
+    """A digest of the code that decides a published file's bytes (names, env filter, gzip):
+    another version republishes everything."""
+    import hashlib
+
+    from sparkreport import published
+    from sparkreport.execute import envcapture
+
+    digest = hashlib.sha256(str(RECORD_VERSION).encode())
+    for module in (published.__file__, envcapture.__file__, __file__):
+        digest.update(Path(str(module)).read_bytes())
+    return digest.hexdigest()
+
+
+def load_record(cache_dir: Path, runs_dir: Path, site_dir: Path) -> dict[str, list[int]]:
+    """The published files of the live site ``site_dir`` (as the last successful build recorded
+    them); {} when there is no record, or it was made by other code, for another run store or
+    for another site folder."""
+    try:
+        data = json.loads((cache_dir / RECORD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("signature") != publisher_signature() \
+            or data.get("runs_dir") != str(runs_dir) or data.get("site_dir") != str(site_dir):
+        return {}
+    files = data.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[str, list[int]]) -> None:
+    """Record what the site ``site_dir``, just published, holds of the runs' files."""
+    from sparkreport.cache import _atomic_bytes
+
+    data = {"signature": publisher_signature(), "runs_dir": str(runs_dir), "site_dir": str(site_dir),
+            "files": record}
+    _atomic_bytes(cache_dir / RECORD_FILE, json.dumps(data, separators=(",", ":")).encode())
+
+
+def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, previous: Path | None = None,
+                  record: dict[str, list[int]] | None = None) -> Published:
+    """Publish the manifest's files into ``site``. A file whose source is unchanged since it
+    was published into ``previous`` (the live site: same size, mtime and inode as ``record``
+    says) is hard-linked from there; the others are copied (run.json filtered, large files
+    compressed) on a few threads. Nothing is ever written through a link: every write goes to
+    a new file of ``site``. A file reached through a symbolic link is skipped."""
     root = str(runs_dir)
+    record = record or {}
+    out = Published()
     jobs: list[tuple[str, Path, int, bool]] = []
     made: set[Path] = set()
     for target, source in files:
@@ -132,7 +137,17 @@ def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
         if destination.parent not in made:
             destination.parent.mkdir(parents=True, exist_ok=True)
             made.add(destination.parent)
-        jobs.append((path, destination, os.path.getsize(path), os.path.basename(source) == RUN_FILE))
+        stat = os.stat(path)
+        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+        out.record[target] = stamp
+        if previous is not None and record.get(target) == stamp:
+            try:
+                os.link(previous / target, destination)
+                out.linked += 1
+                continue
+            except OSError:  # gone from the previous site, or another file system: copy it
+                pass
+        jobs.append((path, destination, stat.st_size, os.path.basename(source) == RUN_FILE))
 
     def run(job: tuple[str, Path, int, bool]) -> None:
         source, destination, size, is_record = job
@@ -144,12 +159,18 @@ def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
     with ThreadPoolExecutor(max_workers=4) as pool:  # copies and zlib release the GIL
         for _ in pool.map(run, jobs):
             pass
-    return len(jobs)
+    out.copied = len(jobs)
+    return out
 
 
-def on_post_build(config: Any, **_kwargs: Any) -> None:
-    manifest = Path(config["docs_dir"]) / MANIFEST
-    if not manifest.is_file():
-        return
-    data = json.loads(manifest.read_text(encoding="utf-8"))
-    copy_files(Path(data["runs_dir"]), Path(config["site_dir"]), [(t, s) for t, s in data["files"]])
+def publish_run_files(docs_dir: Path, site_dir: Path, *, previous: Path | None = None,
+                      cache_dir: Path | None = None) -> Published:
+    """The post-build step: publish the files the docs folder's manifest lists into the built
+    site ``site_dir`` (whichever builder built it), linking the unchanged ones from the live
+    site ``previous`` when the build cache ``cache_dir`` holds its record."""
+    manifest = read_manifest(docs_dir)
+    if manifest is None:
+        return Published()
+    runs_dir, files = manifest
+    record = load_record(cache_dir, runs_dir, previous) if cache_dir is not None and previous is not None else {}
+    return publish_files(runs_dir, site_dir, files, previous=previous if record else None, record=record)

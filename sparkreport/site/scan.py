@@ -17,12 +17,15 @@ same data is in the CSV downloads, which are. Without ``grep`` every file gets t
 from __future__ import annotations
 
 import gzip
+import hashlib
+import json
 import os
 import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sparkreport.errors import SparkreportError
 from sparkreport.secrets import REDACTED, SHAPES, Shape
@@ -114,7 +117,7 @@ class PublishScanError(SparkreportError):
 def vendored_files() -> dict[str, int]:
     """Site-relative paths of the assets a build copies unchanged from installed packages
     (Material's scripts, styles and images; sparkreport's Vega builds), with their sizes."""
-    from sparkreport.site.assets import ASSETS, TARGET
+    from sparkreport.published import ASSETS, TARGET
 
     out: dict[str, int] = {}
     roots: list[tuple[Path, str]] = [(ASSETS / "vendor", f"{TARGET}/vendor")]
@@ -295,14 +298,75 @@ def site_files(site_dir: Path) -> list[tuple[str, str]]:
     return out
 
 
-def scan_site(site_dir: Path, *, prefilter: bool = True) -> list[Finding]:
+class ScanMemo:
+    """What earlier scans found clean, so a rebuild scans only what is new: per site path the
+    (inode, size, mtime_ns, sha256) of the file scanned clean. A file with the same inode, size
+    and mtime (a hard link of the live site's file, which was scanned before it was published)
+    is skipped without reading; any other file whose content digest was scanned clean is
+    skipped after hashing. Kept in the build cache (``scanned.json``); another version of the
+    shapes or of this scanner starts it empty."""
+
+    FILE = "scanned.json"
+
+    def __init__(self, path: Path | None = None):
+        self.path = path
+        self.files: dict[str, list[Any]] = {}
+        self.fresh: dict[str, list[Any]] = {}
+        self.scanned = 0
+        if path is not None:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if data.get("signature") == scanner_signature() and isinstance(data.get("files"), dict):
+                    self.files = data["files"]
+            except (OSError, ValueError, AttributeError):
+                pass
+        self.digests = {entry[3] for entry in self.files.values()}
+
+    def known_clean(self, relative: str, path: str) -> bool:
+        """Whether ``path`` (site path ``relative``) was scanned clean before; remembers it either way."""
+        stat = os.stat(path)
+        stamp = [stat.st_ino, stat.st_size, stat.st_mtime_ns]
+        old = self.files.get(relative)
+        if old is not None and old[:3] == stamp:
+            self.fresh[relative] = old
+            return True
+        with open(path, "rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        self.fresh[relative] = [*stamp, digest]
+        return digest in self.digests
+
+    def save(self) -> None:
+        """Record the files of a site that was scanned clean (call only then)."""
+        if self.path is None:
+            return
+        from sparkreport.cache import _atomic_bytes
+
+        _atomic_bytes(self.path, json.dumps({"signature": scanner_signature(), "files": self.fresh},
+                                            separators=(",", ":")).encode())
+
+
+def scanner_signature() -> str:
+    """A digest of the shapes and of this scanner: a file clean for other code is scanned again."""
+    from sparkreport import secrets
+
+    digest = hashlib.sha256()
+    for module in (secrets.__file__, __file__):
+        digest.update(Path(str(module)).read_bytes())
+    return digest.hexdigest()
+
+
+def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None = None) -> list[Finding]:
     """Every credential shape in the files of a built site, in path order.
 
     With ``prefilter`` (and a ``grep`` on the PATH), plain files go through :data:`PREFILTER_ERE`
     first and only those it matches are scanned in Python; gzip files are decompressed and
     handed to grep on stdin. Without grep every file is scanned in Python (same result, slower).
+    With a ``memo``, files it knows clean are left out (:class:`ScanMemo`).
     """
     files = list(site_files(site_dir))
+    if memo is not None:
+        files = [(relative, path) for relative, path in files if not memo.known_clean(relative, path)]
+        memo.scanned = len(files)
     # PREFILTER_ERE is written per shape: a shape added to sparkreport.secrets without its
     # probe (and so, likely, without its part of the ERE) turns the prefilter off, never a hit.
     grep = _grep() if prefilter and all(shape.name in _PROBE_ARGS for shape in SHAPES) else None
@@ -331,8 +395,9 @@ def scan_site(site_dir: Path, *, prefilter: bool = True) -> list[Finding]:
     return findings
 
 
-def check_site(site_dir: Path, label: str | None = None) -> None:
-    """Raise :class:`PublishScanError` when ``site_dir`` holds a credential shape."""
-    findings = scan_site(site_dir)
+def check_site(site_dir: Path, label: str | None = None, memo: ScanMemo | None = None) -> None:
+    """Raise :class:`PublishScanError` when ``site_dir`` holds a credential shape (the files
+    ``memo`` knows clean are not read again)."""
+    findings = scan_site(site_dir, memo=memo)
     if findings:
         raise PublishScanError(label or str(site_dir), findings)

@@ -1,0 +1,131 @@
+"""What the render stage and the site stage share: the contract of the published files.
+
+``render`` (the Runs pages, the run details, the assets) decides what a site publishes and
+under which names; ``site`` builds and publishes it. Both read these definitions from here, so
+``render`` never imports ``site``:
+
+* the run files: the manifest ``render`` writes into the docs folder (every published file:
+  site path ← run-store path), the published name of a raw file (:func:`published_name`:
+  inert suffixes, gzip above :data:`COMPRESS_ABOVE`), the environment filter every page and
+  published run.json goes through (:func:`published_env`) and the symlink rule
+  (:func:`inside_store`);
+* the site's own assets: vendored Vega builds, the chart loader and its stylesheet, copied into
+  the docs folder (:func:`copy_assets`) and loaded by the generated config (served from the site
+  itself, no CDN, so a built site renders offline).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+#: In the docs folder (a dot-file: MkDocs leaves it out of the site).
+MANIFEST = ".sparkreport-run-files.json"
+#: Raw files keep their name only with these suffixes (served as plain data, never executed
+#: or rendered as a page); every other name gets ``.txt`` appended. ``.gz`` of these keeps it.
+SAFE_SUFFIXES = (".log", ".txt", ".json", ".csv", ".jsonl", ".yaml", ".yml")
+RUN_FILE = "run.json"
+
+
+#: Files larger than this are published gzip-compressed (``samples.csv`` → ``samples.csv.gz``):
+#: an hour of 10 Hz samples is 2–3 MB of CSV and ~0.25 MB compressed, and a site of ten thousand
+#: runs must stay publishable (GitHub Pages: 1 GB).
+COMPRESS_ABOVE = 256 * 1024
+
+
+def published_name(relative: str, size: int = 0) -> str:
+    """The name a raw file of ``size`` bytes is published under: ``notes.md`` → ``notes.md.txt``,
+    ``evil.html`` → ``evil.html.txt``, ``page.svg.gz`` → ``page.svg.txt.gz``; a file over
+    :data:`COMPRESS_ABOVE` that is not gzip already gets ``.gz``."""
+    packed = relative.lower().endswith(".gz")
+    base = relative[:-3] if packed else relative
+    if not base.lower().endswith(SAFE_SUFFIXES):
+        base += ".txt"
+    return base + ".gz" if packed or size > COMPRESS_ABOVE else base
+
+
+def published_env(details: Mapping[str, Any]) -> dict[str, str]:
+    """The environment variables of a run that may be published: ``details["env_vars"]`` down
+    to the allowlist (plus the run's own ``env_allowlist``), values scrubbed of credential
+    shapes. The one filter every page, download and published run.json goes through."""
+    from sparkreport.execute.envcapture import allowed_env, pattern_error
+
+    env_vars = details.get("env_vars")
+    if not isinstance(env_vars, Mapping):
+        return {}
+    extra = details.get("env_allowlist")
+    patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] if isinstance(extra, list) else []
+    return allowed_env({str(k): str(v) for k, v in env_vars.items()}, patterns)
+
+
+def inside_store(runs_dir: str, relative: str) -> bool:
+    """True when ``runs_dir/relative`` is a regular file reached without a symbolic link (and
+    without ``..`` leaving the store)."""
+    parts = [p for p in relative.split("/") if p and p != "."]
+    if not parts or ".." in parts:
+        normal = os.path.normpath(relative)
+        if normal.startswith(("..", "/")):
+            return False
+        parts = normal.split(os.sep)
+    path = runs_dir
+    for part in parts:
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            return False
+    return os.path.isfile(path)
+
+
+def write_manifest(docs_dir: Path, runs_dir: Path, files: list[tuple[str, str]]) -> None:
+    """Record the files the site publishes: (site path, path relative to the run store)."""
+    data = {"runs_dir": str(runs_dir.resolve()), "files": sorted(files)}
+    (docs_dir / MANIFEST).write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
+
+
+def read_manifest(docs_dir: Path) -> tuple[Path, list[tuple[str, str]]] | None:
+    """The run store and the (site path, store path) pairs of a docs folder's manifest; None
+    when the docs folder has none (a site without runs' files)."""
+    path = docs_dir / MANIFEST
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Path(data["runs_dir"]), [(str(t), str(s)) for t, s in data["files"]]
+
+
+#: The packaged assets (a data folder of the site stage; read here, never imported).
+ASSETS = Path(__file__).resolve().parent / "site" / "assets"
+#: Where the assets go inside the docs folder.
+TARGET = "assets/sparkreport"
+VEGA_VERSION = "6.2.0"
+VEGALITE_VERSION = "6.4.1"
+VEGAEMBED_VERSION = "7.1.0"
+
+#: Scripts in load order: Vega, Vega-Lite, Vega-Embed, then the loader that draws the charts.
+JAVASCRIPT = (
+    f"vendor/vega-{VEGA_VERSION}.min.js",
+    f"vendor/vega-lite-{VEGALITE_VERSION}.min.js",
+    f"vendor/vega-embed-{VEGAEMBED_VERSION}.min.js",
+    "sparkreport-charts.js",
+)
+STYLESHEETS = ("sparkreport.css",)
+
+
+def copy_assets(docs_dir: Path) -> None:
+    """Copy the assets (scripts, styles, licences) into ``docs_dir/assets/sparkreport``."""
+    target = docs_dir / TARGET
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(ASSETS, target, ignore=shutil.ignore_patterns("*.md", ".*", "__pycache__"))
+
+
+def javascript_paths() -> list[str]:
+    """Script paths relative to the docs folder, in load order."""
+    return [f"{TARGET}/{name}" for name in JAVASCRIPT]
+
+
+def stylesheet_paths() -> list[str]:
+    """Stylesheet paths relative to the docs folder."""
+    return [f"{TARGET}/{name}" for name in STYLESHEETS]
