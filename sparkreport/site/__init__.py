@@ -83,11 +83,4 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     return BuildResult(site_dir=target, config_file=config_file, render=result, warnings=warnings)
 
 
-def serve(options: RenderOptions, dev_addr: str | None = None) -> None:
-    """Render the pages and serve them with live reload of the generated docs folder."""
-    from sparkreport.render import render
-    from sparkreport.site.mkdocs_site import serve_site, write_config
-
-    result = render(options)
-    config_file = write_config(result, result.docs_dir.parent / "site")
-    serve_site(config_file, dev_addr)
+from sparkreport.site.serve import serve as serve  # noqa: E402  (``sparkreport serve``: lives in site/serve.py)

@@ -236,8 +236,9 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
     return logs.messages
 
 
-def serve_site(config_file: Path, dev_addr: str | None = None) -> None:
-    """Run ``mkdocs serve`` on a generated config (blocks until interrupted)."""
+def serve_site(config_file: Path, dev_addr: str | None = None, *, dirty: bool = False) -> None:
+    """Run ``mkdocs serve`` on a generated config (blocks until interrupted); ``dirty``: rebuild
+    only the pages whose Markdown changed (``mkdocs serve --dirty``)."""
     from mkdocs import exceptions as mkdocs_errors
     from mkdocs.commands.serve import serve
 
@@ -245,9 +246,11 @@ def serve_site(config_file: Path, dev_addr: str | None = None) -> None:
     if not logger.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(levelname)-7s - %(message)s"))
+        handler.addFilter(lambda record: not record.getMessage().startswith("A 'dirty' build"))  # in serve's docs
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
     try:
-        serve(config_file=str(config_file), dev_addr=dev_addr, open_in_browser=False)
+        serve(config_file=str(config_file), dev_addr=dev_addr, open_in_browser=False,
+              build_type="dirty" if dirty else None)
     except mkdocs_errors.MkDocsException as exc:
         raise BuildError(f"{config_file}: mkdocs serve failed: {' '.join(str(exc).split())}") from None
