@@ -129,6 +129,8 @@ def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
             continue
         path = os.path.join(root, source)
         destination = site / target
+        if _newer(destination, path):  # a site kept between builds (serve's dirty rebuilds): only what changed
+            continue
         if destination.parent not in made:
             destination.parent.mkdir(parents=True, exist_ok=True)
             made.add(destination.parent)
@@ -145,6 +147,13 @@ def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
         for _ in pool.map(run, jobs):
             pass
     return len(jobs)
+
+
+def _newer(destination: Path, source: str) -> bool:
+    try:
+        return destination.stat().st_mtime >= os.stat(source).st_mtime
+    except OSError:
+        return False
 
 
 def on_post_build(config: Any, **_kwargs: Any) -> None:
