@@ -143,6 +143,8 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
     config["extra_javascript"] = _merged(project.get("extra_javascript"), javascript_paths())
     config["nav"] = site_nav(result, project)
     text = GENERATED_HEADER + yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return path  # unchanged: a watcher (serve) sees no change
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
