@@ -19,6 +19,7 @@ when inotify cannot be had.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 import re
@@ -197,7 +198,8 @@ class Watcher:
                 continue
             absolute = Path(os.path.abspath(path))
             if is_directory and absolute in self.sources.folders and kind in ("created", "moved"):
-                self._schedule(absolute, recursive=True)  # templates/ made after serve started
+                with contextlib.suppress(OSError):  # out of inotify watches: its changes go unseen
+                    self._schedule(absolute, recursive=True)  # templates/ made after serve started
             self.on_change(absolute)
 
 
