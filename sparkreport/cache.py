@@ -20,7 +20,7 @@ import json
 import os
 import pickle
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +117,15 @@ def package_digest(memo: HashMemo) -> str:
     import sparkreport
 
     return tree_digest(Path(sparkreport.__file__).resolve().parent, memo)
+
+
+def digest_of(run_digests: Mapping[str, str], run_ids: Iterable[str]) -> str:
+    """One sha256 over the named runs' content digests (``Dataset.run_digests``), independent
+    of their order and of repeats; KeyError for a run id that is not in ``run_digests``."""
+    digest = hashlib.sha256(b"sparkreport-runs-1\n")
+    for run_id in sorted(set(run_ids)):
+        digest.update(f"{run_id}\0{run_digests[run_id]}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
 
 
 def inputs_digest(parts: Iterable[tuple[str, str]]) -> str:

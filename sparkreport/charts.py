@@ -143,7 +143,7 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
     ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=False)), y=y_title,
              color=alt.Color("environment:N", legend=None))
     points = base.mark_point(size=45, filled=True, opacity=0.9).encode(
-        x="value:Q", y=y_title, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
+        x=alt.X("value:Q"), y=y_title, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
         color=alt.Color("environment:N", legend=None),
         shape=alt.Shape("status:N", title="run", scale=alt.Scale(domain=["included", "excluded"],
                                                                   range=["circle", "cross"])),
@@ -170,9 +170,10 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
     base = alt.Chart(inline(data)).encode(y=alt.Y("environment:N", title=None),
                                                    color=alt.Color("environment:N", legend=None))
     chart = alt.layer(
-        base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=False)), x2="max:Q"),
-        base.mark_bar(size=18, opacity=0.5).encode(x="q1:Q", x2="q3:Q"),
-        base.mark_tick(color="#333", size=18).encode(x="median:Q", tooltip=["n:Q", "median:Q"]),
+        base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=False)), x2=alt.X2("max:Q")),
+        base.mark_bar(size=18, opacity=0.5).encode(x=alt.X("q1:Q"), x2=alt.X2("q3:Q")),
+        base.mark_tick(color="#333", size=18).encode(x=alt.X("median:Q"),
+                                                          tooltip=[alt.Tooltip("n:Q"), alt.Tooltip("median:Q")]),
     ).properties(width=PANEL_WIDTH, height=alt.Step(46))
     description = f"{axis} per environment: range, quartiles and median of {len(included)} runs."
     return _finish(chart, name, title, description, rows=len(data))
@@ -219,11 +220,11 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     layers = [points]
     if with_ci:  # an arm published without a spread has no interval: draw its mean alone
         layers.insert(0, alt.Chart(inline(with_ci)).mark_errorbar(ticks=True).encode(
-            x=alt.X("ci_low:Q", title=axis), x2="ci_high:Q", y=y,
+            x=alt.X("ci_low:Q", title=axis), x2=alt.X2("ci_high:Q"), y=y,
             color=alt.Color("environment:N", legend=None)))
     if band is not None:
         layers.insert(0, alt.Chart(inline([{"lo": band[0], "hi": band[1]}])).mark_rect(
-            opacity=0.15, color="#2a9d8f").encode(x=alt.X("lo:Q", title=axis), x2="hi:Q"))
+            opacity=0.15, color="#2a9d8f").encode(x=alt.X("lo:Q", title=axis), x2=alt.X2("hi:Q")))
     chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(46))
     description = f"{axis}: mean per environment with its {level} confidence interval where known."
     if band is not None:
@@ -268,6 +269,65 @@ def memory_scatter(points: pd.DataFrame, *, name: str, title: str,
     description = (f"KV cache against {what}, one point per run (published arms: one point "
                    "per arm mean), coloured by environment, shaped by model.")
     return _finish(chart, name, title, description, rows=len(data))
+
+
+_SCALARS = (str, int, float, bool, type(None))
+_ENCODERS: dict[int, Any] = {}
+
+
+def _flat_encoder(depth: int) -> Any:
+    """A C-accelerated encoder whose item separator carries the newline and the indent."""
+    import json
+
+    encoder = _ENCODERS.get(depth)
+    if encoder is None:
+        encoder = _ENCODERS[depth] = json.JSONEncoder(sort_keys=True, separators=(",\n" + " " * (depth + 1), ": "))
+    return encoder
+
+
+def spec_json(spec: Any, depth: int = 0) -> str:
+    """``json.dumps(spec, indent=1, sort_keys=True)``, byte for byte, about five times faster.
+
+    With an indent, the json module encodes in pure Python, node by node: most of a chart's time
+    at 10 000 runs. A dict or list holding only scalars (a data row) is encoded by the C encoder
+    with the newline and indent as its separator; only the nesting above it is walked here.
+    """
+    import json
+
+    pad = " " * (depth + 1)
+    if isinstance(spec, dict):
+        if not spec:
+            return "{}"
+        if all(isinstance(value, _SCALARS) for value in spec.values()):
+            text: str = _flat_encoder(depth).encode(spec)
+            return "{\n" + pad + text[1:-1] + "\n" + " " * depth + "}"
+        items = [f"{json.dumps(key)}: {spec_json(value, depth + 1)}" for key, value in sorted(spec.items())]
+        return "{\n" + pad + (",\n" + pad).join(items) + "\n" + " " * depth + "}"
+    if isinstance(spec, list | tuple):
+        if not spec:
+            return "[]"
+        if all(isinstance(value, _SCALARS) for value in spec):
+            text = _flat_encoder(depth).encode(spec)
+            return "[\n" + pad + text[1:-1] + "\n" + " " * depth + "]"
+        if all(isinstance(row, dict) and row and all(isinstance(v, _SCALARS) for v in row.values()) for row in spec):
+            return _rows_json(list(spec), depth)
+        items = [spec_json(value, depth + 1) for value in spec]
+        return "[\n" + pad + (",\n" + pad).join(items) + "\n" + " " * depth + "]"
+    return json.dumps(spec)
+
+
+def _rows_json(rows: list[dict[str, Any]], depth: int) -> str:
+    """A list of flat, non-empty dicts (a chart's data) in one C-encoder call.
+
+    Encoded with ``",\\n"`` between items: a raw newline never occurs inside an encoded string,
+    and ``},\\n`` only ends a row (a row's values are scalars), so the two levels' separators
+    can be told apart and indented afterwards.
+    """
+    row_pad, key_pad = " " * (depth + 1), " " * (depth + 2)
+    text: str = _flat_encoder(-1).encode(rows)  # '[{"a": 1,\n"b": 2},\n{…}]'
+    body = text[2:-2].replace(",\n", ",\n" + key_pad)
+    body = body.replace("},\n" + key_pad + "{", "\n" + row_pad + "},\n" + row_pad + "{\n" + key_pad)
+    return ("[\n" + row_pad + "{\n" + key_pad + body + "\n" + row_pad + "}\n" + " " * depth + "]")
 
 
 def to_svg(spec: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -114,6 +115,16 @@ class Dataset:
     paths: list[str]
     #: Run folders without a run.json (``campaign/run_id``): counted nowhere, named by ``check``.
     incomplete: list[str] = field(default_factory=list)
+    #: run_id → sha256 of that run's run.json bytes (published arms too, by their run_id): what
+    #: a cache keyed by "the runs this result read" hashes (:meth:`digest_of`).
+    run_digests: dict[str, str] = field(default_factory=dict)
+
+    def digest_of(self, run_ids: Iterable[str]) -> str:
+        """One sha256 over the named runs' digests, whatever their order (KeyError for an
+        unknown run id): the key of anything computed from exactly those runs."""
+        from sparkreport.cache import digest_of
+
+        return digest_of(self.run_digests, run_ids)
 
     @cached_property
     def metric_columns(self) -> list[str]:
@@ -248,8 +259,18 @@ def _summary_rows(record: RunRecord, run_path: str) -> list[dict[str, object]]:
     ]
 
 
-def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None) -> Dataset:
-    """Flatten validated records into the runs and summaries tables."""
+def record_digest(record: RunRecord) -> str:
+    """A record's sha256 when no run.json bytes are at hand (records built in memory)."""
+    return hashlib.sha256(json.dumps(record.to_dict(), sort_keys=True, default=str).encode()).hexdigest()
+
+
+def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None,
+                  run_digests: dict[str, str] | None = None) -> Dataset:
+    """Flatten validated records into the runs and summaries tables.
+
+    ``run_digests``: run_id → sha256 of its run.json (as :func:`load_dataset` reads them);
+    records built in memory are hashed by their canonical JSON instead (:func:`record_digest`).
+    """
     import pandas as pd
 
     paths = run_paths or [f"{r.campaign}/{r.run_id}" for r in records]
@@ -275,7 +296,10 @@ def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None) 
     digest = hashlib.sha256(
         json.dumps([r.to_dict() for r in records], sort_keys=True, default=str).encode()
     ).hexdigest()
-    return Dataset(runs=runs, summaries=summaries, records=records, digest=digest, paths=list(paths))
+    if run_digests is None:
+        run_digests = {record.run_id: record_digest(record) for record in records}
+    return Dataset(runs=runs, summaries=summaries, records=records, digest=digest, paths=list(paths),
+                   run_digests=run_digests)
 
 
 def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
@@ -288,14 +312,25 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
     if not runs_dir.is_dir():
         raise DataError(f"{runs_dir}: no such run store — ingest results first (`sparkreport ingest FILE`)")
     files = store.run_files()
-    records = [store.load(path) for path in files] if cache_dir is None else _cached_records(store, files, cache_dir)
+    loaded = _read_records(store, files) if cache_dir is None else _cached_records(store, files, cache_dir)
+    records = [record for record, _digest in loaded]
+    run_digests = {record.run_id: digest for record, digest in loaded}
     paths = [str(path.parent.relative_to(runs_dir)) for path in files]
-    dataset = build_dataset(records, paths)
+    dataset = build_dataset(records, paths, run_digests)
     dataset.incomplete = store.incomplete_runs()
     return dataset
 
 
-def _cached_records(store: RunStore, files: list[Path], cache_dir: Path) -> list[RunRecord]:
+def _read_records(store: RunStore, files: list[Path]) -> list[tuple[RunRecord, str]]:
+    """Each run.json read once: its validated record and the sha256 of its bytes."""
+    loaded = []
+    for path in files:
+        raw = path.read_bytes()
+        loaded.append((store.load(path, raw), hashlib.sha256(raw).hexdigest()))
+    return loaded
+
+
+def _cached_records(store: RunStore, files: list[Path], cache_dir: Path) -> list[tuple[RunRecord, str]]:
     from sparkreport.cache import HashMemo, RecordCache, package_digest
 
     memo = HashMemo(cache_dir / "hashes.json")
@@ -309,7 +344,7 @@ def _cached_records(store: RunStore, files: list[Path], cache_dir: Path) -> list
         if record is None:
             record = store.load(path)
             cache.put(digest, record)
-        records.append(record)
+        records.append((record, digest))
     cache.keep_only(digests)
     cache.save()
     memo.save()

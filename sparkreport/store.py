@@ -231,10 +231,10 @@ class RunStore:
                 removed.append(entry)
         return removed
 
-    def load(self, path: Path) -> RunRecord:
-        """Read and validate one run.json."""
+    def load(self, path: Path, raw: bytes | None = None) -> RunRecord:
+        """Read and validate one run.json (``raw``: its bytes, when the caller already read them)."""
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8") if raw is None else raw.decode("utf-8")
         except UnicodeDecodeError:
             raise SchemaError(path, "is not UTF-8 text", fix="re-create it with `sparkreport ingest`") from None
         try:

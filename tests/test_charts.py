@@ -7,6 +7,8 @@ import math
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparkreport import charts
 from sparkreport.dataset import Dataset
@@ -105,3 +107,18 @@ def test_metric_without_values_gives_no_chart(phase1_dataset: Dataset) -> None:
     assert charts.per_run_chart(phase1_dataset.runs, "ttft_ms_p99", name="x", title="x") is None
     empty = phase1_dataset.runs.assign(kv_cache_gib=None)
     assert charts.memory_scatter(empty, name="x", title="x") is None
+
+
+_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text()
+_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=30)
+_rows = st.lists(st.dictionaries(st.text(max_size=5), _scalars, min_size=1, max_size=4), min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_json, _rows, st.fixed_dictionaries({"data": st.fixed_dictionaries({"values": _rows})})))
+def test_spec_json_is_json_dumps_indent_1(value: object) -> None:
+    """The fast encoder of the .vl.json files writes exactly what json.dumps(indent=1) writes."""
+    from sparkreport.charts import spec_json
+
+    assert spec_json(value) == json.dumps(value, indent=1, sort_keys=True)

@@ -3,6 +3,7 @@ values are cut short; a render rewrites only the generated files whose bytes cha
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -111,3 +112,148 @@ def test_render_rewrites_only_changed_files(tmp_path: Path, phase1_store: Path) 
     assert second.changed_files == 2  # notes.md written, gone.md removed
     assert (docs / "notes.md").read_text(encoding="utf-8") == "# Notes\n\nTwo.\n"
     assert not (docs.parent / ".docs.staging").exists()
+
+
+# --------------------------------------------------------------------------- per-page cache
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def backdate(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+
+
+@pytest.fixture
+def two_campaigns(tmp_path: Path, phase1_store: Path, published_store: Path) -> Path:
+    """A project whose store holds the Phase 1 runs and the published figures (two campaigns)."""
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(phase1_store, project / "runs")
+    for campaign in (p for p in published_store.iterdir() if p.is_dir()):
+        shutil.copytree(campaign, project / "runs" / campaign.name)
+    return project
+
+
+def change_one_run(runs: Path, prefix: str = "deepseek-container-iter01") -> None:
+    path = next((runs / "phase1").glob(f"{prefix}*")) / "run.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] += 0.0001
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def test_one_changed_run_renders_only_the_pages_that_read_it(two_campaigns: Path, tmp_path: Path) -> None:
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    first = render(options)
+    assert first.skipped_pages == [] and len(first.rendered_pages) == len(first.pages)
+    docs = first.docs_dir
+    again = render(options)  # nothing changed: nothing filled, nothing written
+    assert again.rendered_pages == [] and again.changed_files == 0
+    assert sorted(again.skipped_pages) == sorted(first.rendered_pages)
+    backdate(docs)
+    change_one_run(two_campaigns / "runs")
+    second = render(options)
+    # the pages that read every run, and those of the run's model and campaign — not the others
+    assert sorted(second.rendered_pages) == sorted([
+        "index.md", "campaigns/phase1/index.md", "results/index.md", "results/deepseek/index.md",
+        "memory/index.md", "methodology/index.md", "quality/index.md", "runs/index.md", "downloads/index.md"])
+    assert "results/qwen72b/index.md" in second.skipped_pages
+    assert "campaigns/phase1-published/index.md" in second.skipped_pages
+    after = files_and_mtimes(docs)
+    for path in ("results/qwen72b/index.md", "results/qwen72b/charts/output_throughput_tok_s-runs.vl.json",
+                 "campaigns/phase1-published/index.md"):
+        assert after[path] == 1_000_000_000, path  # neither rendered nor rewritten
+    assert after["results/deepseek/index.md"] != 1_000_000_000
+    # equal, byte for byte, to a cold render of the same store
+    cold = render(RenderOptions(runs_dir=two_campaigns / "runs", project_root=two_campaigns,
+                                docs_dir=tmp_path / "cold" / "docs"))
+    assert cold.skipped_pages == []
+    assert tree(docs) == tree(cold.docs_dir)
+
+
+def test_template_and_config_changes_render_their_pages(two_campaigns: Path) -> None:
+    from sparkreport.render.markdown import PACKAGE_TEMPLATES
+
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    first = render(options)
+    models = sorted(p for p in first.rendered_pages if p.startswith("results/") and p != "results/index.md")
+    assert len(models) == 4  # three Phase 1 models and the published figures' one
+    templates = two_campaigns / "templates"
+    templates.mkdir()
+    text = (PACKAGE_TEMPLATES / "results.md").read_text(encoding="utf-8")
+    (templates / "results.md").write_text(text.replace("{% block body %}\n", "{% block body %}\nOverridden.\n", 1),
+                                          encoding="utf-8")
+    second = render(options)
+    assert sorted(second.rendered_pages) == models  # only the pages of that template
+    assert "Overridden." in (first.docs_dir / models[0]).read_text(encoding="utf-8")
+    # a template every page includes (the footer): every page
+    (templates / "_footer.md").write_text((PACKAGE_TEMPLATES / "_footer.md").read_text(encoding="utf-8") + "\nx\n",
+                                          encoding="utf-8")
+    assert render(options).skipped_pages == []
+    (two_campaigns / "sparkreport.yml").write_text("title: Another title\n", encoding="utf-8")
+    third = render(options)
+    assert third.skipped_pages == [] and len(third.rendered_pages) == len(third.pages)
+
+
+def test_a_deleted_generated_file_is_written_again(two_campaigns: Path) -> None:
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    first = render(options)
+    chart = first.docs_dir / "results" / "qwen72b" / "charts" / "output_throughput_tok_s-means.vl.json"
+    before = chart.read_bytes()
+    chart.unlink()
+    (first.docs_dir / "downloads" / "dataset.csv").unlink()
+    second = render(options)
+    assert sorted(second.rendered_pages) == ["downloads/index.md", "results/qwen72b/index.md"]
+    assert chart.read_bytes() == before
+    assert (first.docs_dir / "downloads" / "dataset.csv").is_file()
+
+
+def test_a_failed_render_keeps_the_last_good_docs(two_campaigns: Path) -> None:
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    first = render(options)
+    before = tree(first.docs_dir)
+    templates = two_campaigns / "templates"
+    templates.mkdir()
+    (templates / "results.md").write_text("{% extends '_base.md' %}{% block body %}{{ nope( }}{% endblock %}\n",
+                                          encoding="utf-8")
+    with pytest.raises(BuildError, match="template error"):
+        render(options)
+    assert tree(first.docs_dir) == before
+    (templates / "results.md").unlink()
+    assert render(options).rendered_pages == []  # the cache still describes the docs folder
+
+
+def test_a_session_reuses_the_analysis_when_only_a_post_changed(two_campaigns: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import sparkreport.dataset
+    import sparkreport.render.context
+    from sparkreport.render import RenderSession
+
+    posts = two_campaigns / "docs" / "blog" / "posts"
+    posts.mkdir(parents=True)
+    post = posts / "p.md"
+    binding = '{{ value("output_throughput_tok_s", campaign="phase1", model="deepseek", environment="native") }}'
+    post.write_text(f"# P\n\nFirst: {binding}.\n", encoding="utf-8")
+    session = RenderSession(RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns))
+    first = session.render()
+    written = first.docs_dir / "blog" / "posts" / "p.md"
+    assert written.read_text(encoding="utf-8").startswith("# P\n\nFirst: ")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("loaded or analysed again although only a post changed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sparkreport.dataset, "load_dataset", refuse)
+        patch.setattr(sparkreport.render.context, "build_site_data", refuse)
+        post.write_text(f"# P\n\nEdited: {binding}.\n", encoding="utf-8")
+        second = session.render()
+    assert second.rendered_pages == [] and len(second.skipped_pages) == len(first.pages)
+    assert written.read_text(encoding="utf-8").startswith("# P\n\nEdited: ")
+    change_one_run(two_campaigns / "runs")  # the store changed: read and analysed again
+    third = session.render()
+    assert "results/deepseek/index.md" in third.rendered_pages
+    assert "results/qwen72b/index.md" in third.skipped_pages

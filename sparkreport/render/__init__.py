@@ -7,6 +7,6 @@ the downloads. Nothing is written into the project's source tree: the default ou
 ``build/docs``. The MkDocs part (config, nav, build) lives in :mod:`sparkreport.site`.
 """
 
-from sparkreport.render.core import RenderOptions, RenderResult, render
+from sparkreport.render.core import RenderOptions, RenderResult, RenderSession, render
 
-__all__ = ["RenderOptions", "RenderResult", "render"]
+__all__ = ["RenderOptions", "RenderResult", "RenderSession", "render"]

@@ -6,6 +6,7 @@ templates, which a project can override by name.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from sparkreport.render import diffs, history, memory, results, runs_index  # no
 from sparkreport.render.context import SiteData
 from sparkreport.render.history import history_method, latest_change, site_history
 from sparkreport.render.pages import Page, PageDoc, register
+from sparkreport.render.report import grouped
 from sparkreport.render.tables import metric_label
 from sparkreport.schema import RunRecord
 
@@ -58,6 +60,7 @@ class HomePage(Page):
     template = "home.md"
     folder = ""
     order = 0
+    site_footer = True
 
     #: Rows of the summary table and the forest plot before "and N more" (every effect is on
     #: its model's Results page): the home page stays a summary at any scale.
@@ -212,6 +215,7 @@ class MethodologyPage(Page):
     folder = "methodology"
     order = 30
     banner = False
+    site_footer = True
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.render.report import campaigns
@@ -388,21 +392,35 @@ def summarise_sources(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def arm_table(site: SiteData) -> list[dict[str, Any]]:
     """What each arm contains: runs recorded and used (with the reasons for any left out)."""
+    from sparkreport.render.markdown import is_missing
+
     out = []
     runs = site.runs
     if not runs.empty:
-        for (campaign, model, env), group in runs.groupby(["campaign", "model", "environment"], sort=True):
-            iterations = group["iteration"].dropna()
-            excluded = group[~group["included"].astype(bool)]
+        # one groupby for every arm (not a filter per arm: thousands of arms at 10 000 runs)
+        keys = ["campaign", "model", "environment"]
+        frame = runs[[*keys, "model_name", "iteration", "run_id", "exclusion_reason"]].assign(
+            included=runs["included"].astype(bool))
+        groups = frame.groupby(keys, sort=True)
+        arms = groups.agg(recorded=("run_id", "size"), included=("included", "sum"),
+                          first=("iteration", "min"), last=("iteration", "max"), distinct=("iteration", "nunique"))
+        firsts = frame.drop_duplicates(keys)
+        first_names = dict(zip(map(tuple, firsts[keys].to_numpy()), firsts["model_name"], strict=True))
+        excluded: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        left_out = frame[~frame["included"]]
+        for key, run_id, why in zip(map(tuple, left_out[keys].to_numpy()), left_out["run_id"],
+                                    left_out["exclusion_reason"], strict=True):
+            excluded.setdefault(key, []).append({"run_id": run_id, "reason": why})
+        columns: list[list[Any]] = [arms[c].tolist() for c in ("recorded", "included", "first", "last", "distinct")]
+        for (campaign, model, env), recorded, included, first, last, distinct in zip(arms.index, *columns,
+                                                                                     strict=True):
+            key = (campaign, model, env)
             out.append({
-                "campaign": campaign, "model": model, "model_name": group["model_name"].iloc[0],
-                "environment": env, "published": False, "recorded": len(group),
-                "included": int(group["included"].astype(bool).sum()),
-                "iterations": (f"{int(iterations.min())}–{int(iterations.max())}"
-                               if not iterations.empty else None),
-                "distinct_iterations": int(iterations.nunique()),
-                "excluded": [{"run_id": r, "reason": why} for r, why in
-                             zip(excluded["run_id"], excluded["exclusion_reason"], strict=True)],
+                "campaign": campaign, "model": model, "model_name": first_names[key],
+                "environment": env, "published": False, "recorded": int(recorded), "included": int(included),
+                "iterations": f"{int(first)}–{int(last)}" if not is_missing(first) else None,
+                "distinct_iterations": int(distinct),
+                "excluded": excluded.get(key, []),
             })
     sums = site.dataset.summaries
     if not sums.empty:
@@ -453,6 +471,7 @@ class DownloadsPage(Page):
     folder = "downloads"
     order = 60
     banner = False
+    site_footer = True
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.dataset import csv_safe, export
@@ -478,6 +497,7 @@ class DownloadsPage(Page):
                           "what": "published figures: one row per arm and metric (n, mean, sd)",
                           "rows": len(site.dataset.summaries), "size": path.stat().st_size,
                           "sha256": sha256_file(path)})
+        doc.files = [f"{self.folder}/{f['name']}" for f in files]  # kept with the page when it is not rewritten
         return {"files": files}
 
 
@@ -492,31 +512,45 @@ class CampaignPage(Page):
     order = 5
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        from sparkreport.render.report import campaigns, cgroup_observation, effect_rows, forest_chart, grouped_findings
+        from sparkreport.render.report import campaigns, grouped, slice_digest
 
-        effects = effect_rows(site)
-        groups = grouped_findings(site)
+        runs_of: dict[str, list[str]] = {}
+        models_of: dict[str, set[str]] = {}
+        for (campaign_name, model, _level), run_ids in site.arm_runs().items():
+            runs_of.setdefault(campaign_name, []).extend(run_ids)
+            models_of.setdefault(campaign_name, set()).add(model)
         docs = []
         for campaign in campaigns(site):
             doc = PageDoc(campaign.path, campaign.name, self.template)
-            rows = [e for e in effects if e["campaign"] == campaign.name]
-            doc.scope = [(campaign.name, m) for m in
-                         {key[1] for key in site.arm_runs() if key[0] == campaign.name}]
-            doc.context = {
-                "campaign": campaign, "answer": answer(site, campaign.levels, rows),
-                "table": summary_table(site, rows, HomePage.EFFECT_BUDGET),
-                "groups": [g for g in groups if g["campaign"] == campaign.name],
-                "observation": cgroup_observation(site, campaign.name),
-                "margin": site.config.analysis.equivalence_margin,
-            }
-            doc.charts = self.campaign_charts(site, campaign.name, rows)
-            chart = forest_chart([e for e in rows if e["primary"]] or rows, name="effects",
-                                 title=f"{campaign.name}: every effect with its CI",
-                                 confidence=site.config.analysis.confidence)
-            if chart is not None:
-                doc.charts.insert(0, chart)
+            doc.scope = [(campaign.name, m) for m in sorted(models_of.get(campaign.name, ()))]
+            doc.inputs = runs_of.get(campaign.name, [])
+            # the campaign as described (its campaign file too) and its analysis rows (Holm runs per campaign)
+            doc.also_reads = [repr(campaign), *(slice_digest(site, table, "campaign", campaign.name)
+                                                for table in ("stats", "comparisons", "runs"))]
+            doc.fill = functools.partial(self.fill_campaign, site, doc, campaign)
             docs.append(doc)
+        grouped(site, "comparisons", "campaign")  # grouped once, before the pages are filled
         return docs
+
+    def fill_campaign(self, site: SiteData, doc: PageDoc, campaign: Any) -> None:
+        """One campaign's context and charts."""
+        from sparkreport.render.report import cgroup_observation, effect_rows, forest_chart, grouped_findings
+
+        compared = grouped(site, "comparisons", "campaign").get(campaign.name)
+        rows = effect_rows(site, compared) if compared is not None else []
+        doc.context = {
+            "campaign": campaign, "answer": answer(site, campaign.levels, rows),
+            "table": summary_table(site, rows, HomePage.EFFECT_BUDGET),
+            "groups": [g for g in grouped_findings(site) if g["campaign"] == campaign.name],
+            "observation": cgroup_observation(site, campaign.name),
+            "margin": site.config.analysis.equivalence_margin,
+        }
+        doc.charts = self.campaign_charts(site, campaign.name, rows)
+        chart = forest_chart([e for e in rows if e["primary"]] or rows, name="effects",
+                             title=f"{campaign.name}: every effect with its CI",
+                             confidence=site.config.analysis.confidence)
+        if chart is not None:
+            doc.charts.insert(0, chart)
 
     @staticmethod
     def campaign_charts(site: SiteData, campaign: str, effects: list[dict[str, Any]]) -> list[ChartSpec]:
@@ -525,7 +559,9 @@ class CampaignPage(Page):
         from sparkreport.render.report import primary_metrics
         from sparkreport.schema import slug
 
-        stats = site.stats[site.stats["campaign"] == campaign]
+        stats = grouped(site, "stats", "campaign").get(campaign)
+        if stats is None:
+            return []
         out = []
         for metric in primary_metrics(site, stats["metric"]):
             arms = stats[stats["metric"] == metric]

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import jinja2
 
     from sparkreport.config import ProjectConfig
+    from sparkreport.dataset import Dataset
     from sparkreport.render.context import SiteData
 
 #: Marks a folder as written by ``render``: only such a folder is ever emptied.
@@ -63,6 +64,10 @@ class RenderResult:
     changed_files: int = 0
     #: One-line notes for the user (a draft post left out), printed by the CLI.
     notices: list[str] = field(default_factory=list)
+    #: Generated documents filled and written by this render (their inputs changed, or no cache).
+    rendered_pages: list[str] = field(default_factory=list)
+    #: Generated documents whose inputs did not change: not filled, their files left as they were.
+    skipped_pages: list[str] = field(default_factory=list)
 
     @property
     def chart_count(self) -> int:
@@ -87,12 +92,42 @@ def _under(root: Path, path: Path) -> Path:
     return path if path.is_absolute() else root / path
 
 
-def render(options: RenderOptions) -> RenderResult:
+@dataclass
+class _Loaded:
+    """The dataset and analysis of a session's last render, and the key of what they were read from."""
+
+    key: str
+    dataset: Dataset
+    site: SiteData
+
+
+class RenderSession:
+    """One project rendered again and again in one process (``sparkreport serve``).
+
+    The dataset and the analysis of the last render are kept while the run store (every file's
+    size, mtime and inode), ``sparkreport.yml`` and the options are unchanged: a render after an
+    edit of a post, a hand-written page or a template skips loading and analysing, and the page
+    cache (``build/cache/pages.json``) skips the pages whose inputs did not change.
+    :func:`render` stays the one-shot API.
+    """
+
+    def __init__(self, options: RenderOptions):
+        self.options = options
+        self.loaded: _Loaded | None = None
+
+    def render(self) -> RenderResult:
+        """Render the project's pages (see :func:`render`), reusing what has not changed."""
+        return render(self.options, session=self)
+
+
+def render(options: RenderOptions, *, session: RenderSession | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     A file-system failure (disk full, a folder removed under us) is a one-line BuildError naming
     the path, never a traceback. One render or build at a time writes into a docs folder's
-    parent (:mod:`sparkreport.lock`); a second one stops at once with a BuildError.
+    parent (:mod:`sparkreport.lock`); a second one stops at once with a BuildError. With a
+    ``session`` (:class:`RenderSession`), the dataset and analysis of its last render are reused
+    when the run store and the configuration did not change.
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
@@ -100,20 +135,39 @@ def render(options: RenderOptions) -> RenderResult:
     check_writable(docs_dir_for(options), "--docs-dir")  # before the lock, which creates its parent
     try:
         with output_lock(docs_dir_for(options).parent):
-            return _render(options)
+            return _render(options, session)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
                          "then run it again") from None
 
 
-def _render(options: RenderOptions) -> RenderResult:
+def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str) -> str:
+    """What a session's dataset and analysis were computed from: every file of the run store
+    (path, size, mtime, inode: no file is read), ``sparkreport.yml``'s bytes, the paths and the command."""
+    import hashlib
+
+    from sparkreport.cache import walk_files
+
+    digest = hashlib.sha256(f"{root}\0{runs_dir}\0{config_path}\0{command}\n".encode())
+    for relative, _path, stat in walk_files(runs_dir):
+        digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}\n".encode(
+            "utf-8", "surrogateescape"))
+    if config_path is not None and config_path.is_file():
+        digest.update(config_path.read_bytes())
+    return digest.hexdigest()
+
+
+def _render(options: RenderOptions, session: RenderSession | None = None) -> RenderResult:
+    from sparkreport.cache import HashMemo, package_digest
+    from sparkreport.charts import ChartSpec
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.early import check_selector_campaigns, store_campaigns
-    from sparkreport.render.context import build_site_data
+    from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment
-    from sparkreport.render.pages import registered_pages
+    from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
+    from sparkreport.render.pages import fill, registered_pages
     from sparkreport.render.posts import render_posts
     from sparkreport.render.preflight import preflight
     from sparkreport.site.assets import copy_assets
@@ -127,13 +181,19 @@ def _render(options: RenderOptions) -> RenderResult:
     runs_dir = _under(root, options.runs_dir).resolve()
     docs_dir = docs_dir_for(options)
     cache_dir = docs_dir.parent / CACHE_DIR
-    # Milliseconds before seconds: the diffs' campaigns in the store (the docs folder: in render()).
-    # An empty store is told below ("no runs to render"), which says more.
-    if store_campaigns(runs_dir):
-        check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
-                                            for i, named in enumerate(config.diffs)
-                                            for side, text in (("a", named.a), ("b", named.b))])
-    dataset = load_dataset(runs_dir, cache_dir=cache_dir)
+    command = options.command or default_command(root, runs_dir)
+    key = data_key(root, runs_dir, config_path, command) if session is not None else ""
+    loaded = session.loaded if session is not None and session.loaded and session.loaded.key == key else None
+    if loaded is not None:  # the run store and the configuration did not change: no reading, no analysis
+        dataset = loaded.dataset
+    else:
+        # Milliseconds before seconds: the diffs' campaigns in the store (the docs folder: in render()).
+        # An empty store is told below ("no runs to render"), which says more.
+        if store_campaigns(runs_dir):
+            check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
+                                                for i, named in enumerate(config.diffs)
+                                                for side, text in (("a", named.a), ("b", named.b))])
+        dataset = load_dataset(runs_dir, cache_dir=cache_dir)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # bad diffs and post bindings: refused before any heavy work
@@ -148,8 +208,13 @@ def _render(options: RenderOptions) -> RenderResult:
     (docs_dir / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     handwritten = copy_handwritten(root / "docs", docs_dir)
     copy_assets(docs_dir)
-    command = options.command or default_command(root, runs_dir)
-    site = build_site_data(dataset, config, runs_dir, command, root)
+    if loaded is not None:
+        site = loaded.site
+        site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
+    else:
+        site = build_site_data(dataset, config, runs_dir, command, root)
+    if session is not None:
+        session.loaded = _Loaded(key, dataset, site)
     env = make_environment(root / "templates")
     planned = []
     for page in registered_pages():
@@ -160,15 +225,58 @@ def _render(options: RenderOptions) -> RenderResult:
                     f"{root / 'docs' / doc.path}: collides with the generated {page.title} page — "
                     f"rename it, or change the page through templates/{page.template}")
         planned.append((page, docs))
-    chart_total = sum(len(doc.charts) for _page, docs in planned for doc in docs)
+    # Plan, then fill: a document whose key is unchanged and whose files are still in the docs
+    # folder is neither filled nor written; its files are kept as they are.
+    memo = HashMemo(cache_dir / "hashes.json")
+    keys = PageKeys(site, env, [
+        ("package", package_digest(memo)), ("command", command), ("root", str(root)), ("runs", str(runs_dir)),
+        ("config_path", str(config_path)),
+        ("config", memo.digest(config_path) if config_path is not None and config_path.is_file() else "default"),
+    ])
+    memo.save()
+    cache = PageCache(cache_dir)
+    footers: dict[str, dict[str, Any] | None] = {}
+    fresh: dict[str, CachedPage] = {}
+    cached: dict[str, CachedPage] = {}
+    for page, docs in planned:
+        for doc in docs:
+            footers[doc.path] = keys.footer(doc)
+            key = keys.key(page.name, doc, footers[doc.path])
+            found = cache.lookup(doc.path, key, final_docs_dir)
+            if found is not None:
+                cached[doc.path] = found
+            else:
+                fresh[doc.path] = CachedPage(key=key, files=[])
+                fill(doc)
+    chart_total = sum(len(doc.charts) for _page, docs in planned for doc in docs if doc.path in fresh)
+    chart_total += sum(len(entry.charts) for entry in cached.values())
     static = config.static_fallbacks(chart_total)
+    if cached and cache.static != static:  # every kept page drew its charts the other way: draw them all again
+        for _page, docs in planned:
+            for doc in docs:
+                if doc.path in cached:
+                    fresh[doc.path] = CachedPage(key=cached.pop(doc.path).key, files=[])
+                    fill(doc)
     env.globals["chart"] = functools.partial(chart_html, static=static)
     written: list[PageDoc] = []
     nav: list[NavItem] = []
     svg_jobs: list[tuple[Path, dict[str, Any]]] = []
+    keep: set[str] = set()
     for page, docs in planned:
         for doc in docs:
-            write_page(env, site, doc, docs_dir, svg_jobs)
+            if doc.path in cached:
+                entry = cached[doc.path]
+                doc.charts = [ChartSpec(name=name, title=title, description=description, spec={}, rows=rows)
+                              for name, title, description, rows in entry.charts]
+                keep.update(entry.files)
+                continue
+            write_page(env, site, doc, docs_dir, svg_jobs, footer=footers[doc.path])
+            charts_dir = posixpath.join(doc.folder, CHARTS_DIR)
+            fresh[doc.path].files = [doc.path, *doc.files, *(posixpath.join(charts_dir, f"{chart.name}.{suffix}")
+                                                             for chart in doc.charts
+                                                             for suffix in (("vl.json", "svg") if static
+                                                                            else ("vl.json",)))]
+            fresh[doc.path].charts = [[c.name, c.title, c.description, c.rows] for c in doc.charts]
         written += docs
         if docs:
             nav.append(page.nav(docs))
@@ -180,12 +288,21 @@ def _render(options: RenderOptions) -> RenderResult:
     if not static:  # only the charts posts show as images
         wanted = {docs_dir / svg_path(name) for post in posts for name in post.charts}
         svg_jobs = [(path, spec) for path, spec in svg_jobs if path in wanted]
+        drawn = {path for path, _spec in svg_jobs}
+        for path in sorted(wanted - drawn):  # a chart of a page kept as it was: its spec is in the docs folder
+            spec_file = final_docs_dir / path.relative_to(docs_dir).with_suffix(".vl.json")
+            svg_jobs.append((path, json.loads(spec_file.read_text(encoding="utf-8"))))
+    for path, _spec in svg_jobs:
+        path.parent.mkdir(parents=True, exist_ok=True)
     write_svgs(svg_jobs, cache_dir)
-    changed = sync_tree(docs_dir, final_docs_dir)
+    cache.forget()
+    changed = sync_tree(docs_dir, final_docs_dir, keep=keep)
     shutil.rmtree(docs_dir)
+    cache.save({**{path: entry for path, entry in cached.items()}, **fresh}, static)
     return RenderResult(project_root=root, docs_dir=final_docs_dir, config=config, pages=written, nav=nav,
                         handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
-                        svg_count=len(svg_jobs), changed_files=changed, notices=notices)
+                        svg_count=len(svg_jobs), changed_files=changed, notices=notices,
+                        rendered_pages=[path for path in fresh], skipped_pages=[path for path in cached])
 
 
 def svg_path(chart_key: str) -> str:
@@ -224,11 +341,14 @@ def staging_dir(docs_dir: Path) -> Path:
     return docs_dir.parent / f".{docs_dir.name}.staging"
 
 
-def sync_tree(source: Path, target: Path) -> int:
-    """Make ``target`` hold exactly the files of ``source``; returns the files written or removed.
+def sync_tree(source: Path, target: Path, keep: set[str] | frozenset[str] = frozenset()) -> int:
+    """Make ``target`` hold exactly the files of ``source`` and those of ``keep``; returns the
+    files written or removed.
 
     A file whose bytes are already equal is left alone (mtime kept); a changed or new one is
-    moved over (both folders share a parent, so a rename); a file only ``target`` has is deleted.
+    moved over (both folders share a parent, so a rename); a file only ``target`` has is deleted,
+    unless ``keep`` names it (posix paths relative to ``target``: the files of the pages this
+    render did not rewrite).
     """
     import filecmp
 
@@ -248,7 +368,8 @@ def sync_tree(source: Path, target: Path) -> int:
     for folder, _dirs, files in os.walk(target, topdown=False):
         relative_folder = os.path.relpath(folder, target)
         for name in files:
-            if os.path.normpath(os.path.join(relative_folder, name)) not in wanted:
+            relative = os.path.normpath(os.path.join(relative_folder, name))
+            if relative not in wanted and relative.replace(os.sep, "/") not in keep:
                 (Path(folder) / name).unlink()
                 changed += 1
         if folder != str(target) and not any(os.scandir(folder)):
@@ -273,21 +394,25 @@ def copy_handwritten(source: Path, docs_dir: Path) -> list[str]:
 
 
 def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: Path,
-               svg_jobs: list[tuple[Path, dict[str, Any]]] | None = None) -> None:
-    """Render one document's template and write it with its charts.
+               svg_jobs: list[tuple[Path, dict[str, Any]]] | None = None,
+               footer: dict[str, Any] | None = None) -> None:
+    """Render one (filled) document's template and write it with its charts.
 
     With ``svg_jobs``, the SVG fallbacks are queued there for :func:`write_svgs` (cached,
-    rendered in parallel) instead of being drawn one by one here.
+    rendered in parallel) instead of being drawn one by one here. ``footer`` is what the page
+    was built from (``runs``, ``summaries``, ``sha256`` of its inputs); None: the footer names
+    the whole dataset.
     """
     import jinja2
 
-    from sparkreport.charts import to_svg
+    from sparkreport.charts import spec_json, to_svg
     from sparkreport.render.report import errors_in
 
     context = {
         "banner_errors": errors_in(site, doc.scope) if doc.banner else [],
         "site": site, "page": doc, "provenance": site.provenance, "title": site.config.title,
-        "ci_label": site.confidence_label, "href": doc.href, "charts": doc.charts, **doc.context,
+        "ci_label": site.confidence_label, "href": doc.href, "charts": doc.charts, "page_inputs": footer,
+        **doc.context,
     }
     try:
         text = env.get_template(doc.template).render(context)
@@ -301,7 +426,7 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     for chart in doc.charts:
         folder = target.parent / CHARTS_DIR
         folder.mkdir(exist_ok=True)
-        _write_text(folder / f"{chart.name}.vl.json", json.dumps(chart.spec, indent=1, sort_keys=True) + "\n")
+        _write_text(folder / f"{chart.name}.vl.json", spec_json(chart.spec) + "\n")
         if svg_jobs is None:
             _write_text(folder / f"{chart.name}.svg", to_svg(chart.spec))
         else:

@@ -7,6 +7,7 @@ of both sides' runs and one of the ratios with their CIs.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,13 +37,24 @@ class DiffPage(Page):
         folders = unique_slugs(named.name for named in site.config.diffs)
         for named in site.config.diffs:
             doc = PageDoc(f"{self.folder}/{folders[named.name]}/index.md", named.title or named.name, self.template)
-            doc.context, doc.charts = diff_context(site, named)
             doc.scope = diff_scope(site, named)
+            doc.inputs = campaign_runs(site, {c for c, _m in doc.scope}) if doc.scope is not None else None
+            doc.also_reads = [repr(named)]
+            doc.fill = functools.partial(fill_diff, site, doc, named)
             docs.append(doc)
         return docs
 
     def nav(self, docs: list[PageDoc]) -> tuple[str, Any]:
         return (self.title, [(doc.title, doc.path) for doc in docs])
+
+
+def fill_diff(site: SiteData, doc: PageDoc, named: NamedDiff) -> None:
+    doc.context, doc.charts = diff_context(site, named)
+
+
+def campaign_runs(site: SiteData, campaigns: set[str]) -> list[str]:
+    """The run ids (published arms included) of ``campaigns``."""
+    return [run for key, runs in site.arm_runs().items() if key[0] in campaigns for run in runs]
 
 
 def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list[ChartSpec]]:
@@ -117,11 +129,11 @@ def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
     data = _records(frame[["cell", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]])
     base = alt.Chart(alt.Data(values=data))
     bars = base.mark_rule().encode(x=alt.X("ratio_ci_low:Q", title="b / a (95% CI)", scale=alt.Scale(zero=False)),
-                                   x2="ratio_ci_high:Q", y=alt.Y("cell:N", title=None))
+                                   x2=alt.X2("ratio_ci_high:Q"), y=alt.Y("cell:N", title=None))
     points = base.mark_point(filled=True, size=60).encode(
-        x="ratio:Q", y="cell:N", color=alt.Color("verdict:N", title="verdict"),
+        x=alt.X("ratio:Q"), y=alt.Y("cell:N"), color=alt.Color("verdict:N", title="verdict"),
         tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("ratio:Q", format=".4f"), alt.Tooltip("verdict:N")])
-    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 4]).encode(x="one:Q")
+    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 4]).encode(x=alt.X("one:Q"))
     chart = (bars + points + one).properties(width=PANEL_WIDTH)
     return _finish(chart, f"{metric}-ratio", f"{metric_label(metric)}: ratio b/a",
                    f"The ratio of means b/a of {metric_label(metric)} per cell with its Fieller CI.", len(data))

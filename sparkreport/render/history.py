@@ -9,6 +9,7 @@ contract), so a history of hundreds of versions keeps the page itself small.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -93,9 +94,8 @@ class HistoryPage(Page):
     order = 22
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        from sparkreport.analysis.history import change_row, change_sentence, history_payload
         from sparkreport.config import NamedDiff
-        from sparkreport.render.diffs import diff_context
+        from sparkreport.render.diffs import campaign_runs, fill_diff
 
         result = site_history(site)
         if result is None:
@@ -104,7 +104,6 @@ class HistoryPage(Page):
         changes = sorted(result.changes, key=lambda c: (-rank[c.after], -abs(c.change_pct)))
         main = PageDoc(self.path, self.title, self.template)
         diff_docs: dict[tuple[str, str, str], PageDoc] = {}
-        rows = []
         for change in changes:
             key = (change.campaign, change.before, change.after)
             if key not in diff_docs and len(diff_docs) < DIFF_PAGE_BUDGET:
@@ -113,8 +112,23 @@ class HistoryPage(Page):
                                   b=_selector(result, change.campaign, change.after), title=name)
                 doc = PageDoc(f"{self.folder}/{slug(f'{change.campaign}-{change.before}-{change.after}')}/index.md",
                               f"{change.before} → {change.after}", "diff.md")
-                doc.context, doc.charts = diff_context(site, named)
+                doc.inputs = campaign_runs(site, {change.campaign})
+                doc.also_reads = [repr(named)]
+                doc.fill = functools.partial(fill_diff, site, doc, named)
                 diff_docs[key] = doc
+        main.also_reads = [str((out / REFERENCE).exists())]
+        main.fill = functools.partial(self.fill_main, site, main, result, changes, diff_docs, out)
+        return [main, *diff_docs.values()]
+
+    def fill_main(self, site: SiteData, main: PageDoc, result: History, changes: list[ChangePoint],
+                  diff_docs: dict[tuple[str, str, str], PageDoc], out: Path) -> None:
+        """The History page itself: its table of change points, charts and ``history.json``."""
+        from sparkreport.analysis.history import change_row, change_sentence, history_payload
+
+        rank = {v: i for i, v in enumerate(result.versions)}
+        rows = []
+        for change in changes:
+            key = (change.campaign, change.before, change.after)
             row = change_row(change) | {"label": metric_label(change.metric),
                                         "sentence": change_sentence(change, site.confidence_label)}
             row["diff"] = main.href(diff_docs[key].path) if key in diff_docs else None
@@ -125,6 +139,7 @@ class HistoryPage(Page):
         folder.mkdir(parents=True, exist_ok=True)
         payload = json.dumps(history_payload(result), separators=(",", ":"))
         (folder / "history.json").write_text(payload + "\n", encoding="utf-8")
+        main.files = [f"{self.folder}/history.json"]
         latest = [{"campaign": s.campaign, "model": s.model, "environment": s.environment,
                    "label": metric_label(s.metric), "metric": s.metric, "point": s.points[-1],
                    "versions": len(s.points), "changes": len(s.changes)} for s in result.series]
@@ -136,7 +151,6 @@ class HistoryPage(Page):
                         "more": max(0, len(rows) - SENTENCE_BUDGET), "latest": latest, "single_run": single,
                         "series_count": len(result.series)}
         main.charts = history_charts(site, result)
-        return [main, *diff_docs.values()]
 
     def nav(self, docs: list[PageDoc]) -> NavItem:
         if len(docs) == 1:
@@ -179,7 +193,7 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
         x=x, y=alt.Y("mean:Q", title=metric_title(metric), scale=alt.Scale(zero=False)), color=color,
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("version:O"), alt.Tooltip("mean:Q", format=".4g"),
                  alt.Tooltip("n:Q")])
-    bars = base.mark_rule().encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=color)
+    bars = base.mark_rule().encode(x=x, y=alt.Y("ci_low:Q"), y2=alt.Y2("ci_high:Q"), color=color)
     layers = bars + lines
     if changes:
         rules = alt.Chart(alt.Data(values=changes)).mark_rule(strokeDash=[4, 4], color="#c62828").encode(

@@ -5,11 +5,18 @@ or more :class:`PageDoc` (Results writes one document per model). Built-in pages
 the same way an extension would: decorate a :class:`Page` subclass with :func:`register`.
 Each document lives at ``<folder>/index.md`` (Home at ``index.md``), its charts and files
 beside it, so relative links work with and without directory URLs.
+
+A page works in two steps. ``docs()`` *plans* its documents, cheaply: path, title, template,
+and what each reads (``inputs``: the run ids, None for every run; ``also_reads``: anything else,
+as text or digests). ``PageDoc.fill`` then computes the context and the charts, the expensive
+part. ``render`` calls ``fill`` only for a document whose inputs changed since the last render
+(:mod:`sparkreport.render.pagecache`); the others are neither filled nor rewritten.
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -36,6 +43,17 @@ class PageDoc:
     scope: list[tuple[str, str]] | None = None
     #: False for pages whose numbers no finding can change (Methodology, Runs, Downloads).
     banner: bool = True
+    #: The run ids (published arms included) the page reads; None: every run in the store.
+    inputs: list[str] | None = None
+    #: Anything else the page reads, as text or digests (analysis rows, a campaign file, …).
+    also_reads: list[str] = field(default_factory=list)
+    #: Files written besides the Markdown and the charts (relative to the docs folder).
+    files: list[str] = field(default_factory=list)
+    #: Computes ``context`` and ``charts`` (the expensive part); None once filled.
+    fill: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+    #: The footer names the whole dataset and the project commit (Home, Methodology, Downloads)
+    #: rather than the page's own inputs.
+    site_footer: bool = False
 
     @property
     def folder(self) -> str:
@@ -62,6 +80,8 @@ class Page:
     order: ClassVar[int] = 100
     #: Whether the page shows the warning banner of the error findings that concern it.
     banner: ClassVar[bool] = True
+    #: Whether the footer names the whole dataset (pages that read every run and describe it).
+    site_footer: ClassVar[bool] = False
 
     @property
     def path(self) -> str:
@@ -69,10 +89,15 @@ class Page:
         return f"{self.folder}/index.md" if self.folder else "index.md"
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        """The documents this page writes; ``out`` is the docs dir (for files it ships)."""
-        doc = PageDoc(self.path, self.title, self.template, banner=self.banner)
-        doc.context = self.context(site, doc, out)
-        doc.charts = self.charts(site, doc)
+        """The documents this page writes, planned (``fill`` set); ``out`` is the docs dir (for
+        files it ships). By default one document that reads every run."""
+        doc = PageDoc(self.path, self.title, self.template, banner=self.banner, site_footer=self.site_footer)
+
+        def fill() -> None:
+            doc.context = self.context(site, doc, out)
+            doc.charts = self.charts(site, doc)
+
+        doc.fill = fill
         return [doc]
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
@@ -100,6 +125,14 @@ def register(cls: P) -> P:
         raise TypeError(f"{cls.__name__} needs a name and a template")
     PAGES[cls.name] = cls
     return cls
+
+
+def fill(doc: PageDoc) -> PageDoc:
+    """Compute a planned document's context and charts (once)."""
+    if doc.fill is not None:
+        doc.fill()
+        doc.fill = None
+    return doc
 
 
 def registered_pages() -> list[Page]:

@@ -177,6 +177,50 @@ def errors_in(site: SiteData, scope: Iterable[tuple[str, str]] | None) -> list[F
     return out
 
 
+def grouped(site: SiteData, table: str, column: str) -> dict[str, pd.DataFrame]:
+    """``site.<table>`` (``stats``, ``comparisons``, ``runs``) split by ``column`` once per render,
+    rows in their order: the pages index it by key instead of filtering the whole frame per page."""
+    key = f"_grouped:{table}:{column}"
+    cached = site.extra.get(key)
+    if cached is None:
+        frame = getattr(site, table)
+        cached = ({} if frame.empty or column not in frame.columns else
+                  {str(value): group for value, group in frame.groupby(column, sort=False, observed=True)})
+        site.extra[key] = cached
+    return cached
+
+
+def slice_digest(site: SiteData, table: str, column: str, value: str) -> str:
+    """The sha256 of the rows of ``site.<table>`` whose ``column`` is ``value`` (what a page
+    reads of an analysis result, for its cache key); 'none' when there are none."""
+    import hashlib
+
+    import pandas as pd
+
+    key = f"_digests:{table}:{column}"
+    digests = site.extra.get(key)
+    if digests is None:
+        frame = getattr(site, table)
+        digests = {}
+        if not frame.empty and column in frame.columns:
+            try:  # one 64-bit hash per row (values and dtypes), then one sha256 per group of rows
+                hashes = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+            except TypeError:  # a cell pandas cannot hash (a list): hash the rows' text
+                hashes = pd.Series([hash_text(row) for row in frame.astype(str).itertuples(index=False)]).to_numpy()
+            head = f"{list(frame.columns)}{list(map(str, frame.dtypes))}".encode()
+            for name, positions in frame.groupby(column, sort=False, observed=True).indices.items():
+                digests[str(name)] = hashlib.sha256(head + hashes[positions].tobytes()).hexdigest()
+        site.extra[key] = digests
+    return str(digests.get(value, "none"))
+
+
+def hash_text(row: Iterable[str]) -> int:
+    """A stable 63-bit hash of a row's cells (Python's own hash() changes per process)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256("\0".join(row).encode()).digest()[:8], "big") >> 1
+
+
 def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warning"),
                      per_model: bool = True) -> list[dict[str, Any]]:
     """One line per kind of finding and model: the environments (factor levels) joined in one line
@@ -186,6 +230,14 @@ def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warn
     ``levels``, ``count`` (findings merged), ``example`` (the first message, its prefix and its
     assumption cut) and ``assumes`` (the assumptions the check rests on, stated once by the page).
     """
+    key = f"_grouped_findings:{','.join(severities)}:{per_model}"
+    cached = site.extra.get(key)
+    if cached is None:
+        cached = site.extra[key] = _grouped_findings(site, severities, per_model)
+    return [dict(group) for group in cached]
+
+
+def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool) -> list[dict[str, Any]]:
     names = {(c, m): str(n) for (c, m), n in _model_names(site).items()}
     groups: dict[tuple[str, str, str, tuple[str, ...]], dict[str, Any]] = {}
     for finding in site.findings:
@@ -293,8 +345,8 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     margin = max(d["margin"] for d in data)
     y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=320))
     band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color="#2a9d8f").encode(
-        x="lo:Q", x2="hi:Q")
-    zero = alt.Chart(inline([{"x": 0}])).mark_rule(color="#555").encode(x="x:Q")
+        x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
+    zero = alt.Chart(inline([{"x": 0}])).mark_rule(color="#555").encode(x=alt.X("x:Q"))
     with_ci = [d for d in data if d["with_ci"]]
     verdicts = ["equivalent", "higher", "lower", "inconclusive"]
     colour = alt.Color("verdict:N", scale=alt.Scale(domain=verdicts, range=["#2a9d8f", "#e76f51", "#264653",
@@ -306,10 +358,10 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     layers: list[Any] = [band, zero]
     if with_ci:
         layers.append(alt.Chart(inline(with_ci)).mark_rule(strokeWidth=2).encode(
-            x=alt.X("low:Q"), x2="high:Q", y=y, color=colour))
+            x=alt.X("low:Q"), x2=alt.X2("high:Q"), y=y, color=colour))
     layers.append(alt.Chart(inline(data)).mark_point(size=60).encode(
         x=alt.X("delta:Q", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
-        y=y, color=colour, fill=alt.condition("datum.with_ci", colour, alt.value("white")),
+        y=y, color=colour, fill=alt.FillValue(**alt.condition("datum.with_ci", colour, alt.value("white"))),
         tooltip=tooltip))
     chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(22))
     description = (f"Every comparison as a difference from the baseline in percent with its {level} "

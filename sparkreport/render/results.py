@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,13 @@ if TYPE_CHECKING:
 
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
+
+
+def _by(frame: pd.DataFrame, column: str) -> dict[str, pd.DataFrame]:
+    """``frame`` split by ``column`` (rows in their order)."""
+    if frame.empty:
+        return {}
+    return {str(key): group for key, group in frame.groupby(column, sort=False, observed=True)}
 
 
 def arm_labels(frame: pd.DataFrame) -> pd.Series:
@@ -36,37 +44,62 @@ class ResultsPage(Page):
     overview_template = "results_index.md"
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
+        from sparkreport.render.report import grouped, slice_digest
+
         docs = []
         models = site.models()
         folders = unique_slugs(model for model, _ in models)  # foo/bar and foo bar: two pages
+        runs_of: dict[str, list[str]] = {}
+        for (_campaign, model, _level), run_ids in site.arm_runs().items():
+            runs_of.setdefault(model, []).extend(run_ids)
+        stats = grouped(site, "stats", "model")
         for model, model_name in models:
             doc = PageDoc(f"{self.folder}/{folders[model]}/index.md", model_name, self.template)
-            doc.context, doc.charts = self.model_context(site, model, model_name)
-            doc.scope = [(campaign, model) for campaign in doc.context["campaigns"]]
+            found = stats.get(model)
+            doc.scope = [(campaign, model) for campaign in
+                         (sorted(set(found["campaign"].astype(str))) if found is not None else [])]
+            doc.inputs = runs_of.get(model, [])
+            # its analysis rows: a comparison's Holm-adjusted p-value depends on the other models too
+            doc.also_reads = [model, *(slice_digest(site, table, "model", model)
+                                       for table in ("stats", "comparisons", "runs"))]
+            doc.fill = functools.partial(self.fill_model, site, doc, model, model_name)
             docs.append(doc)
         overview = PageDoc(self.path, "Overview", self.overview_template)
-        overview.context = {"models": [self.overview_row(site, doc) for doc in docs]}
+        pages = [(model, doc.title, doc.path) for (model, _name), doc in zip(models, docs, strict=True)]
+
+        def fill_overview() -> None:
+            overview.context = {"models": [self.overview_row(site, *page) for page in pages]}
+
+        overview.fill = fill_overview
         return [overview, *docs]
 
-    def overview_row(self, site: SiteData, doc: PageDoc) -> dict[str, Any]:
+    def fill_model(self, site: SiteData, doc: PageDoc, model: str, model_name: str) -> None:
+        doc.context, doc.charts = self.model_context(site, model, model_name)
+
+    def overview_row(self, site: SiteData, model: str, title: str, path: str) -> dict[str, Any]:
         """One model's primary metrics for the overview page."""
         from sparkreport import metrics as metric_catalog
+        from sparkreport.render.report import grouped
 
-        stats = site.stats[(site.stats["model"] == doc.context["model"])
-                           & site.stats["metric"].isin(metric_catalog.PRIMARY_METRICS)]
+        stats = grouped(site, "stats", "model").get(model)
         found = []
-        for metric in metric_order(stats["metric"]):
-            for row in rows(stats[stats["metric"] == metric]):
-                found.append({**row, "label": metric_label(metric)})
-        return {"model_name": doc.title, "path": doc.path, "rows": found}
+        if stats is not None:
+            stats = stats[stats["metric"].isin(metric_catalog.PRIMARY_METRICS)]
+            by_metric = {str(metric): group for metric, group in stats.groupby("metric", sort=False, observed=True)}
+            for metric in metric_order(stats["metric"]):
+                for row in rows(by_metric[metric]):
+                    found.append({**row, "label": metric_label(metric)})
+        return {"model_name": title, "path": path, "rows": found}
 
     def model_context(self, site: SiteData, model: str, model_name: str
                       ) -> tuple[dict[str, Any], list[ChartSpec]]:
         """The sections (one per metric) and charts of one model's page."""
-        stats = site.stats[site.stats["model"] == model].copy()
-        compared = (site.comparisons[site.comparisons["model"] == model]
-                    if not site.comparisons.empty else site.comparisons)
-        runs = site.runs[site.runs["model"] == model].copy()
+        from sparkreport.render.report import grouped
+
+        empty = site.stats.iloc[0:0]
+        stats = grouped(site, "stats", "model").get(model, empty).copy()
+        compared = grouped(site, "comparisons", "model").get(model, site.comparisons.iloc[0:0])
+        runs = grouped(site, "runs", "model").get(model, site.runs.iloc[0:0]).copy()
         charts: list[ChartSpec] = []
         sections: list[dict[str, Any]] = []
         if not stats.empty:
@@ -77,13 +110,15 @@ class ResultsPage(Page):
         from sparkreport.render.report import effect_rows
 
         primary = [m for m in site.config.primary_metrics if m in set(stats["metric"])]
+        arms_of = _by(stats, "metric")
+        compared_of = _by(compared, "metric")
         for metric in primary + [m for m in metric_order(stats["metric"]) if m not in primary]:
-            arms = stats[stats["metric"] == metric]
+            arms = arms_of.get(metric, stats.iloc[0:0])
             label = metric_label(metric)
             section_charts = self.metric_charts(site, runs, arms, metric, label) if site.config.charted(metric) else []
             charts += section_charts
-            comparisons = [] if compared.empty else claims(compared[compared["metric"] == metric],
-                                                                   site.findings, site.arm_runs())
+            comparisons = [] if compared.empty else claims(compared_of.get(metric, compared.iloc[0:0]),
+                                                           site.findings, site.arm_runs())
             sections.append({
                 "metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
                 "arms": rows(arms), "comparisons": comparisons, "charts": section_charts,

@@ -11,6 +11,8 @@ into the site after MkDocs' build (:mod:`sparkreport.site.run_files`).
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import posixpath
 from pathlib import Path
@@ -50,14 +52,15 @@ class RunsPage(Page):
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         campaigns = sorted({r.campaign for r in site.dataset.records})
         entries = self.entries(site, site.runs_dir)
-        # The files themselves are copied into the site after MkDocs' build (site/run_files.py).
-        published = {(f"{self.folder}/{f['path']}", f["store_path"]) for e in entries for f in e["files"]}
-        write_manifest(out, site.runs_dir, sorted(published))
         index = PageDoc(self.path, self.title, self.template, banner=False)
         if len(site.dataset.records) <= PAGE_SIZE:
-            index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
-                             "groups": None, **self.limits()}
-            index.charts = self.sample_charts(site, index, entries)
+            def fill_small() -> None:
+                self.write_manifest(site, out, index, entries)
+                index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
+                                 "groups": None, **self.limits()}
+                index.charts = self.sample_charts(site, index, entries)
+
+            index.fill = fill_small
             return [index]
         docs: list[PageDoc] = []
         groups: dict[str, list[dict[str, Any]]] = {c: [] for c in campaigns}
@@ -72,15 +75,14 @@ class RunsPage(Page):
             for k, chunk in enumerate(pages):
                 title = f"{model_name} · {environment}" + (f" ({k + 1}/{len(pages)})" if len(pages) > 1 else "")
                 doc = PageDoc(paths[k], title, self.group_template, banner=False)
-                doc.context = {
-                    "campaign": campaign, "model_name": model_name, "environment": environment,
-                    "entries": [dict(e, files=[dict(f, href=doc.href(f"{self.folder}/{f['href']}"))
-                                               for f in e["files"]]) for e in chunk],
-                    "page_number": k + 1, "page_count": len(pages),
-                    "pages": [{"number": j + 1, "href": doc.href(p)} for j, p in enumerate(paths)],
-                    "index_href": doc.href(self.path), **self.limits(),
-                }
-                doc.charts = self.sample_charts(site, doc, chunk)
+                doc.inputs = [e["run_id"] for e in chunk]
+                # the rows as listed (inclusion, files), the sibling pages and each samples.csv drawn
+                doc.also_reads = [json.dumps([chunk, paths], sort_keys=True, default=str),
+                                  *(_signature(site.runs_dir / e["run_path"] / "samples.csv")
+                                    for e in chunk if e["samples"])]
+                doc.fill = functools.partial(self.fill_group, site, doc, chunk, k, paths,
+                                             {"campaign": campaign, "model_name": model_name,
+                                              "environment": environment})
                 docs.append(doc)
             groups[campaign].append({
                 "model_name": model_name, "environment": environment, "runs": len(members),
@@ -90,8 +92,34 @@ class RunsPage(Page):
                 "sampled": sum(bool(e["samples"]) for e in members),
                 "pages": [{"number": j + 1, "href": index.href(p)} for j, p in enumerate(paths)],
             })
-        index.context = {"campaigns": None, "groups": groups, **self.limits()}
+
+        def fill_index() -> None:
+            self.write_manifest(site, out, index, entries)
+            index.context = {"campaigns": None, "groups": groups, **self.limits()}
+
+        index.fill = fill_index
         return [index, *docs]
+
+    def write_manifest(self, site: SiteData, out: Path, index: PageDoc, entries: list[dict[str, Any]]) -> None:
+        """The files the site publishes (copied in after the site generator's build)."""
+        from sparkreport.site.run_files import MANIFEST
+
+        published = {(f"{self.folder}/{f['path']}", f["store_path"]) for e in entries for f in e["files"]}
+        write_manifest(out, site.runs_dir, sorted(published))
+        index.files = [MANIFEST]
+
+    def fill_group(self, site: SiteData, doc: PageDoc, chunk: list[dict[str, Any]], k: int, paths: list[str],
+                   names: dict[str, str]) -> None:
+        """One group page: its rows, links to its sibling pages and its monitoring charts."""
+        doc.context = {
+            **names,
+            "entries": [dict(e, files=[dict(f, href=doc.href(f"{self.folder}/{f['href']}"))
+                                       for f in e["files"]]) for e in chunk],
+            "page_number": k + 1, "page_count": len(paths),
+            "pages": [{"number": j + 1, "href": doc.href(p)} for j, p in enumerate(paths)],
+            "index_href": doc.href(self.path), **self.limits(),
+        }
+        doc.charts = self.sample_charts(site, doc, chunk)
 
     @staticmethod
     def limits() -> dict[str, int]:
@@ -141,6 +169,15 @@ class RunsPage(Page):
                                              "samples.csv")
                 charts.append(chart)
         return charts
+
+
+def _signature(path: Path) -> str:
+    """A file's size and modification time (what a page that draws it is keyed by)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return f"{path}: absent"
+    return f"{path}: {stat.st_size} {stat.st_mtime_ns}"
 
 
 def _order(record: RunRecord) -> tuple[str, str, str, int, str]:

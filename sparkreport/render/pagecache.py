@@ -1,0 +1,172 @@
+"""Per-page cache keys: a generated page whose inputs did not change is neither filled nor rewritten.
+
+Each planned document (:class:`~sparkreport.render.pages.PageDoc`) gets a key, the sha256 of:
+
+* the page (registry name, path, title, template, scope, banner, footer kind);
+* its template and every template it includes or extends, as the loader finds them (a
+  project's ``templates/`` first, so an override counts);
+* the runs it reads (``inputs``: :meth:`Dataset.digest_of` over their run.json digests; every
+  run for a page that reads everything) and anything else it reads (``also_reads``: the
+  analysis rows it shows, a campaign file, a diff's selectors);
+* the findings that concern it (those about its runs, those about no run, its banner's);
+* ``sparkreport.yml``, the sparkreport package itself (code and packaged templates), the run
+  store's and project's paths and the command printed in the footer; for the pages whose
+  footer names the whole dataset, the dataset digest and the project commit.
+
+The keys and the files each page wrote are kept in ``build/cache/pages.json``. A render fills
+and writes only the pages whose key changed or whose files are missing from the docs folder;
+the others keep their files, untouched (mtime included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from sparkreport.render.context import SiteData
+    from sparkreport.render.pages import PageDoc
+
+PAGES_FILE = "pages.json"
+#: Bump when what a key covers changes: every page is then rendered once more.
+PAGES_VERSION = 1
+
+
+@dataclass
+class CachedPage:
+    """What the last render wrote for one document: its key, its files and its charts."""
+
+    key: str
+    files: list[str]
+    #: (name, title, description, rows) of each chart, for posts that show one and the result.
+    charts: list[list[Any]] = field(default_factory=list)
+
+
+class PageCache:
+    """``build/cache/pages.json``: the key and files of every page of the last good render."""
+
+    def __init__(self, cache_dir: Path | None):
+        self.path = cache_dir / PAGES_FILE if cache_dir is not None else None
+        self.pages: dict[str, CachedPage] = {}
+        #: Whether the last render drew static SVG fallbacks for every chart (None: unknown).
+        self.static: bool | None = None
+        if self.path is None or not self.path.is_file():
+            return
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("version") == PAGES_VERSION:
+                self.static = bool(data["static"])
+                self.pages = {path: CachedPage(**entry) for path, entry in data["pages"].items()}
+        except (OSError, ValueError, KeyError, TypeError):
+            self.pages, self.static = {}, None
+
+    def lookup(self, path: str, key: str, docs_dir: Path) -> CachedPage | None:
+        """The cached page at ``path`` when its key is ``key`` and its files are all still there."""
+        entry = self.pages.get(path)
+        if entry is None or entry.key != key:
+            return None
+        if not all((docs_dir / name).is_file() for name in entry.files):
+            return None  # a generated file was deleted: write the page again
+        return entry
+
+    def forget(self) -> None:
+        """Drop the file before the docs folder changes: a render cut short leaves no stale keys."""
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+
+    def save(self, pages: dict[str, CachedPage], static: bool) -> None:
+        from sparkreport.cache import _atomic_bytes
+
+        if self.path is None:
+            return
+        data = {"version": PAGES_VERSION, "static": static,
+                "pages": {path: vars(entry) for path, entry in sorted(pages.items())}}
+        _atomic_bytes(self.path, json.dumps(data, indent=0, sort_keys=True).encode())
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+class PageKeys:
+    """Computes each planned document's key and the provenance its footer prints."""
+
+    def __init__(self, site: SiteData, env: jinja2.Environment, base: list[tuple[str, str]]):
+        from sparkreport.cache import inputs_digest
+
+        self.site = site
+        self.env = env
+        self.base = inputs_digest([("pages", str(PAGES_VERSION)), *base])
+        self._templates: dict[str, str] = {}
+        dataset = site.dataset
+        self.summary_ids = {r.run_id for r in dataset.records if r.record_type == "arm_summary"}
+        self.all_ids = [r.run_id for r in dataset.records]
+        self.all_digest = dataset.digest_of(self.all_ids)
+        # each finding once, as a digest; indexed by the runs it names
+        self.finding_digests = [_sha(json.dumps(f.to_dict(), sort_keys=True, default=str)) for f in site.findings]
+        self.by_run: dict[str, list[int]] = {}
+        self.unscoped: list[int] = []
+        for i, finding in enumerate(site.findings):
+            if not finding.runs:
+                self.unscoped.append(i)
+            for run in finding.runs:
+                self.by_run.setdefault(run, []).append(i)
+        self.all_findings = _sha("\n".join(self.finding_digests))
+        self._error_index = {id(f): i for i, f in enumerate(site.findings)}
+
+    def template_digest(self, name: str, seen: frozenset[str] = frozenset()) -> str:
+        """The template's source and, recursively, every template it extends, includes or imports."""
+        import jinja2
+        from jinja2 import meta
+
+        if name in self._templates:
+            return self._templates[name]
+        if name in seen:
+            return "cycle"
+        try:
+            source = self.env.loader.get_source(self.env, name)[0] if self.env.loader else ""
+            referenced = sorted(r for r in meta.find_referenced_templates(self.env.parse(source)) if r)
+        except jinja2.TemplateError:
+            return "unreadable"  # the render itself reports it, with its line
+        parts = [name, source] + [self.template_digest(r, seen | {name}) for r in referenced]
+        self._templates[name] = digest = _sha("\0".join(parts))
+        return digest
+
+    def footer(self, doc: PageDoc) -> dict[str, Any] | None:
+        """What the page's footer says it was built from (None: the whole dataset's line)."""
+        if doc.site_footer:
+            return None
+        ids = self.all_ids if doc.inputs is None else doc.inputs
+        summaries = sum(run in self.summary_ids for run in ids)
+        digest = self.all_digest if doc.inputs is None else self.site.dataset.digest_of(ids)
+        return {"runs": len(ids) - summaries, "summaries": summaries, "sha256": digest}
+
+    def findings_digest(self, doc: PageDoc) -> str:
+        if doc.inputs is None:
+            return self.all_findings
+        from sparkreport.render.report import errors_in
+
+        found = set(self.unscoped)
+        for run in doc.inputs:
+            found.update(self.by_run.get(run, ()))
+        if doc.banner:
+            found.update(self._error_index[id(f)] for f in errors_in(self.site, doc.scope))
+        return _sha("\n".join(self.finding_digests[i] for i in sorted(found)))
+
+    def key(self, page_name: str, doc: PageDoc, footer: dict[str, Any] | None) -> str:
+        """The document's key: equal keys render equal bytes."""
+        provenance = self.site.provenance
+        parts = {
+            "base": self.base, "page": page_name, "path": doc.path, "title": doc.title,
+            "template": self.template_digest(doc.template), "scope": doc.scope, "banner": doc.banner,
+            "inputs": self.all_digest if doc.inputs is None else self.site.dataset.digest_of(doc.inputs),
+            "also_reads": doc.also_reads, "findings": self.findings_digest(doc), "footer": footer,
+            "site": ([provenance.dataset_sha256, provenance.run_count, provenance.summary_count,
+                      provenance.git_commit] if doc.site_footer else None),
+        }
+        return _sha(json.dumps(parts, sort_keys=True, default=str))
