@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -102,6 +104,10 @@ def serve_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
     from sparkreport.site.serve import serve
 
     try:
-        serve(make_options("serve", runs_dir, docs_dir, config_path), dev_addr, dirty=dirty)
+        finished = serve(make_options("serve", runs_dir, docs_dir, config_path), dev_addr, dirty=dirty)
     except KeyboardInterrupt:  # Ctrl-C before the server was up: no traceback, no "Aborted!"
         raise SystemExit(130) from None
+    if not finished:  # stopped during a render: end now, not when it ends (the next render completes it)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

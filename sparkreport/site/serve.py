@@ -109,13 +109,15 @@ class Debouncer:
             self._last = time.monotonic()
             self._cond.notify_all()
 
-    def stop(self, wait_s: float = 1.0) -> None:
-        """Stop after the action under way, if any (waiting at most ``wait_s``)."""
+    def stop(self, wait_s: float = 1.0) -> bool:
+        """Stop after the action under way, if any, waiting at most ``wait_s``; False when it is
+        still under way."""
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
         if self._thread.is_alive():
             self._thread.join(wait_s)
+        return not self._thread.is_alive()
 
     def _loop(self) -> None:
         while True:
@@ -419,24 +421,30 @@ def _shown(path: Path) -> str:
 
 
 def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = True,
-          echo: Echo | None = None) -> None:
+          echo: Echo | None = None) -> bool:
     """Render, serve with live reload, and re-render on every change of the sources until
     interrupted (Ctrl-C or SIGTERM; returns normally).
 
-    Holds the docs folder's lock for the whole session (a ``sparkreport build`` into the same
-    ``build/`` meanwhile is refused). ``dirty``: the builder rebuilds only changed pages.
+    One :class:`~sparkreport.render.RenderSession` renders again and again: after a post edit
+    it reuses the dataset and the analysis, and the page cache skips unchanged pages. Holds the
+    docs folder's lock for the whole session (a ``sparkreport build`` into the same ``build/``
+    meanwhile is refused). ``dirty``: the builder rebuilds only changed pages. Returns False
+    when a render was still under way at the stop (the caller may end the process at once: the
+    next render completes the docs folder).
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
-    from sparkreport.render import render
+    from sparkreport.render import RenderSession
     from sparkreport.render.core import docs_dir_for
     from sparkreport.site.mkdocs_site import serve_site
 
     say: Echo = echo or _stderr
     docs_dir = docs_dir_for(options)
     check_writable(docs_dir, "--docs-dir")
+    renderer = RenderSession(options)
     with output_lock(docs_dir.parent):
-        session = ServeSession(options, say, render, site_dir=docs_dir.parent / "site")
+        session = ServeSession(options, say, lambda _options: renderer.render(),
+                               site_dir=docs_dir.parent / "site")
         session.first_render()
         debouncer = Debouncer(session.rerender)
         watcher = Watcher(sources_for(options), debouncer.changed)
@@ -451,9 +459,10 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
             serve_site(session.config_file, dev_addr, dirty=dirty)
         finally:
             watcher.stop()
-            debouncer.stop()
+            finished = debouncer.stop()
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+    return finished
 
 
 def _interrupt(signum: int, frame: Any) -> None:
