@@ -284,3 +284,28 @@ def test_a_kept_site_gets_only_the_run_files_that_changed(tmp_path: Path) -> Non
     os.utime(log, (later, later))
     assert copy_files(tmp_path / "runs", site, pairs) == 1
     assert (site / "files/c/r1/bench.log").read_text(encoding="utf-8") == "two\n"
+
+
+def test_the_watcher_sees_writes_and_not_reads(tmp_path: Path) -> None:
+    """inotify is asked for writes only: a render reads every run.json, which must not re-render."""
+    (tmp_path / "runs/c/r1").mkdir(parents=True)
+    record = tmp_path / "runs/c/r1/run.json"
+    record.write_text("{}\n", encoding="utf-8")
+    seen: list[Path] = []
+    changed = threading.Event()
+
+    def on_change(path: Path) -> None:
+        seen.append(path)
+        changed.set()
+
+    watcher = Watcher(Sources(folders=(tmp_path / "runs",), files=()), on_change)
+    watcher.start()
+    try:
+        for _ in range(50):
+            record.read_text(encoding="utf-8")
+        assert not changed.wait(1.0), seen
+        (tmp_path / "runs/c/r2").mkdir()
+        assert changed.wait(10)
+    finally:
+        watcher.stop()
+    assert tmp_path / "runs/c/r2" in seen

@@ -177,6 +177,7 @@ class Watcher:
                 self._schedule(parent, recursive=False)
 
     def _schedule(self, folder: Path, *, recursive: bool) -> None:
+        from watchdog import events
         from watchdog.events import FileSystemEvent, FileSystemEventHandler
 
         if self._scheduled.get(folder) in (True, recursive):
@@ -188,7 +189,12 @@ class Watcher:
                 watcher.event(event.event_type, event.is_directory, str(event.src_path),
                               str(getattr(event, "dest_path", "") or ""))
 
-        self._observer.schedule(Handler(), str(folder), recursive=recursive)
+        # Writes only: a render reads every run.json, and opens and read-only closes of 30 000
+        # files would overflow the inotify queue (then watchdog re-walks the whole store).
+        writes = [events.FileCreatedEvent, events.DirCreatedEvent, events.FileModifiedEvent,
+                  events.FileDeletedEvent, events.DirDeletedEvent, events.FileMovedEvent, events.DirMovedEvent,
+                  events.FileClosedEvent]
+        self._observer.schedule(Handler(), str(folder), recursive=recursive, event_filter=writes)
         self._scheduled[folder] = recursive
 
     def event(self, kind: str, is_directory: bool, src: str, dest: str = "") -> None:
