@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -93,9 +95,25 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
 @click.command("serve")
 @render_options
 @click.option("--dev-addr", metavar="IP:PORT", default=None, help="Address to serve on (default 127.0.0.1:8000).")
+@click.option("--dirty/--full", default=True, show_default=True,
+              help="After a change, rebuild only the pages whose Markdown changed (fast; a page "
+                   "added or removed still rebuilds them all), or every page.")
 def serve_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | None,
-                  dev_addr: str | None) -> None:
-    """Render the pages and preview the site with `mkdocs serve` (re-run after changing runs/)."""
-    from sparkreport.site import serve
+                  dev_addr: str | None, dirty: bool) -> None:
+    """Render the pages and preview the site with live reload, re-rendering on every change.
 
-    serve(make_options("serve", runs_dir, docs_dir, config_path), dev_addr)
+    Watches the hand-written docs/ (posts too), the run store, templates/, sparkreport.yml and
+    mkdocs.yml; a change re-renders the pages and the browser reloads. A render error (a post's
+    binding, a bad sparkreport.yml) is printed and shown in place of the page it concerns; the
+    server keeps running. Ctrl-C stops it.
+    """
+    from sparkreport.site.serve import serve
+
+    try:
+        finished = serve(make_options("serve", runs_dir, docs_dir, config_path), dev_addr, dirty=dirty)
+    except KeyboardInterrupt:  # Ctrl-C before the server was up: no traceback, no "Aborted!"
+        raise SystemExit(130) from None
+    if not finished:  # stopped during a render: end now, not when it ends (the next render completes it)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

@@ -110,7 +110,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     started = time.perf_counter()
     result = render(options, checked=True)  # refuse_early ran in build()
     config_file = write_config(result, target)
-    make_titles_inert(result.docs_dir, _config_nav(config_file))
+    make_titles_inert(result.docs_dir, config_nav(config_file))
     timings["render"] = time.perf_counter() - started
     with publish.staged(target) as staging:
         started = time.perf_counter()
@@ -124,7 +124,8 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
                        builder=name, timings_s=timings, published=published)
 
 
-def _config_nav(config_file: Path) -> list[object]:
+def config_nav(config_file: Path) -> list[object]:
+    """The nav of a generated config (what :func:`~sparkreport.site.titles.make_titles_inert` reads)."""
     import yaml
 
     data = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
@@ -165,11 +166,4 @@ def publish_steps(result: RenderResult, config_file: Path, staging: Path, target
     return {"copied": files.copied, "linked": files.linked, "scanned": memo.scanned}
 
 
-def serve(options: RenderOptions, dev_addr: str | None = None) -> None:
-    """Render the pages and serve them with live reload of the generated docs folder."""
-    from sparkreport.render import render
-    from sparkreport.site.mkdocs_site import serve_site, write_config
-
-    result = render(options)
-    config_file = write_config(result, result.docs_dir.parent / "site")
-    serve_site(config_file, dev_addr)
+from sparkreport.site.serve import serve as serve  # noqa: E402  (``sparkreport serve``: lives in site/serve.py)

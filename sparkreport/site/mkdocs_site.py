@@ -141,6 +141,8 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
     config["extra_javascript"] = _merged(project.get("extra_javascript"), javascript_paths())
     config["nav"] = site_nav(result, project)
     text = GENERATED_HEADER + yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return path  # unchanged: a watcher (serve) sees no change
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
@@ -234,18 +236,25 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
     return logs.messages
 
 
-def serve_site(config_file: Path, dev_addr: str | None = None, builder: str = "mkdocs") -> None:
-    """Serve a generated config with live reload (blocks until interrupted): ``mkdocs serve``,
-    or the named builder's server (``zensical serve``)."""
+#: MkDocs lines ``serve`` leaves out: the dirty-build notice (said in serve's docs) and the list of
+#: pages out of the nav (the Runs group pages, by design: a thousand lines at 10 000 runs).
+SERVE_QUIET = ("A 'dirty' build", "The following pages exist in the docs directory")
+
+
+def serve_site(config_file: Path, dev_addr: str | None = None, builder: str = "mkdocs", *,
+               dirty: bool = False) -> None:
+    """Serve a generated config with live reload (blocks until interrupted): ``mkdocs serve``
+    (``dirty``: rebuild only the pages whose Markdown changed, ``mkdocs serve --dirty``), or the
+    named builder's server (``zensical serve``, which keeps its own cache)."""
     if builder != "mkdocs":
         from sparkreport.site.builders import get_builder
 
         get_builder(builder).serve(config_file, dev_addr)
         return
-    mkdocs_serve(config_file, dev_addr)
+    mkdocs_serve(config_file, dev_addr, dirty=dirty)
 
 
-def mkdocs_serve(config_file: Path, dev_addr: str | None = None) -> None:
+def mkdocs_serve(config_file: Path, dev_addr: str | None = None, *, dirty: bool = False) -> None:
     """Run ``mkdocs serve`` on a generated config (blocks until interrupted)."""
     from mkdocs import exceptions as mkdocs_errors
     from mkdocs.commands.serve import serve
@@ -254,9 +263,11 @@ def mkdocs_serve(config_file: Path, dev_addr: str | None = None) -> None:
     if not logger.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(levelname)-7s - %(message)s"))
+        handler.addFilter(lambda record: not record.getMessage().startswith(SERVE_QUIET))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
     try:
-        serve(config_file=str(config_file), dev_addr=dev_addr, open_in_browser=False)
+        serve(config_file=str(config_file), dev_addr=dev_addr, open_in_browser=False,
+              build_type="dirty" if dirty else None)
     except mkdocs_errors.MkDocsException as exc:
         raise BuildError(f"{config_file}: mkdocs serve failed: {' '.join(str(exc).split())}") from None
