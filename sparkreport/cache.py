@@ -174,16 +174,8 @@ class RecordCache:
         self.path = path
         #: What else the records depend on (the package's code): a different salt drops them all.
         self.salt = salt
-        self.entries: dict[str, Any] = {}
+        self.entries: dict[str, Any] = _load_pickle(path, salt, "records")
         self.changed = False
-        if path is not None and path.is_file():
-            try:
-                with path.open("rb") as handle:
-                    data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
-                if isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("salt") == salt:
-                    self.entries = data["records"]
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, ValueError):
-                self.entries = {}
 
     def get(self, digest: str) -> Any:
         return self.entries.get(digest)
@@ -206,6 +198,22 @@ class RecordCache:
             self.changed = False
 
 
+def _load_pickle(path: Path | None, salt: str, field: str) -> dict[str, Any]:
+    """``field`` of a cache pickle written with this CACHE_VERSION and ``salt``; {} when the file is
+    missing, unreadable, damaged or from other code."""
+    if path is None or not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as handle:
+            data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
+        if isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("salt") == salt:
+            entries = data[field]
+            return entries if isinstance(entries, dict) else {}
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, ValueError, TypeError):
+        pass
+    return {}
+
+
 class AnalysisCache:
     """Analysis results by the digest of exactly what they were computed from, one pickle.
 
@@ -221,19 +229,11 @@ class AnalysisCache:
 
         self.path = path
         self.salt = salt
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, dict[str, Any]] = _load_pickle(path, salt, "entries")
         self.used: dict[str, set[str]] = {}
         self.computed: Counter[str] = Counter()
         self.reused: Counter[str] = Counter()
         self.changed = False
-        if path is not None and path.is_file():
-            try:
-                with path.open("rb") as handle:
-                    data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
-                if isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("salt") == salt:
-                    self.entries = data["entries"]
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, ValueError, TypeError):
-                self.entries = {}
 
     @staticmethod
     def key(*parts: tuple[str, object]) -> str:

@@ -46,13 +46,9 @@ class Selector:
 
     @classmethod
     def parse(cls, text: str) -> Selector:
-        conditions = []
-        for part in text.split(","):
-            key, sep, value = part.partition("=")
-            if not sep or not key.strip():
-                raise DataError(f"selector {text!r}: {part!r} is not KEY=VALUE (e.g. engine_version=1.2.0)")
-            conditions.append((key.strip(), value.strip()))
-        return cls(text, conditions)
+        from sparkreport.early import selector_conditions
+
+        return cls(text, selector_conditions(text))
 
     def apply(self, runs: pd.DataFrame) -> pd.DataFrame:
         mask = None
