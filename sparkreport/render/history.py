@@ -45,12 +45,21 @@ def site_history(site: SiteData) -> History | None:
     if f"label.{by}" not in runs.columns and by not in (*SOFTWARE_FIELDS, *ENGINE_ALIASES):
         site.extra["history"] = None  # no version label on these runs: nothing to compute
     if "history" not in site.extra:
-        try:
-            result: History | None = history(site.dataset, site.config.analysis, by=site.config.history.by,
-                                              min_effect=site.config.history.min_effect)
-        except DataError:
-            result = None
-        site.extra["history"] = result if result is not None and len(result.versions) >= 2 else None
+        def compute() -> tuple[History | None]:
+            try:
+                found = history(site.dataset, site.config.analysis, by=by, min_effect=site.config.history.min_effect)
+            except DataError:
+                found = None
+            return (found if found is not None and len(found.versions) >= 2 else None,)
+
+        cache = site.analysis_cache
+        if cache is None:
+            site.extra["history"] = compute()[0]
+        else:  # every run counts: kept until any run, the analysis options or the history settings change
+            key = cache.key(("dataset", site.dataset.digest), ("options", site.config.analysis),
+                            ("history", site.config.history))
+            site.extra["history"] = cache.get_or("history", key, compute)[0]
+            cache.save()
     found: History | None = site.extra["history"]
     return found
 
