@@ -268,24 +268,6 @@ def test_serve_help_names_what_it_watches() -> None:
     assert "--dirty / --full" in result.output
 
 
-def test_a_kept_site_gets_only_the_run_files_that_changed(tmp_path: Path) -> None:
-    """Serve's dirty rebuilds keep the site folder: the run files are copied again only when newer."""
-    from sparkreport.site.run_files import copy_files
-
-    (tmp_path / "runs/c/r1").mkdir(parents=True)
-    log = tmp_path / "runs/c/r1/bench.log"
-    log.write_text("one\n", encoding="utf-8")
-    pairs = [("files/c/r1/bench.log", "c/r1/bench.log")]
-    site = tmp_path / "site"
-    assert copy_files(tmp_path / "runs", site, pairs) == 1
-    assert copy_files(tmp_path / "runs", site, pairs) == 0
-    log.write_text("two\n", encoding="utf-8")
-    later = (site / "files/c/r1/bench.log").stat().st_mtime + 1
-    os.utime(log, (later, later))
-    assert copy_files(tmp_path / "runs", site, pairs) == 1
-    assert (site / "files/c/r1/bench.log").read_text(encoding="utf-8") == "two\n"
-
-
 def test_the_watcher_sees_writes_and_not_reads(tmp_path: Path) -> None:
     """inotify is asked for writes only: a render reads every run.json, which must not re-render."""
     (tmp_path / "runs/c/r1").mkdir(parents=True)
