@@ -65,17 +65,26 @@ def _present(runs: pd.DataFrame, metrics: tuple[str, ...] | list[str]) -> list[s
     return [m for m in metrics if m in runs.columns and runs[m].notna().any()]
 
 
+def _ordered_values(runs: pd.DataFrame, opts: AnalysisOptions
+                    ) -> tuple[pd.DataFrame, list[str], np.ndarray, np.ndarray] | None:
+    """The runs in start order, their primary metrics present, those values as one float matrix
+    and the run ids; None when there is nothing to check."""
+    used = _ordered(runs)
+    metrics = _present(used, primary_metrics(opts))
+    if not metrics or used.empty:
+        return None
+    return used, metrics, float_matrix(used, metrics), used["run_id"].to_numpy(dtype=object)
+
+
 @register_check("drift", per_campaign=True)
 def _drift(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     from scipy import stats as sps
 
     findings: list[Finding] = []
-    used = _ordered(runs)
-    metrics = _present(used, primary_metrics(opts))
-    if not metrics or used.empty:
+    ordered = _ordered_values(runs, opts)
+    if ordered is None:
         return findings
-    values = float_matrix(used, metrics)
-    run_ids = used["run_id"].to_numpy(dtype=object)
+    used, metrics, values, run_ids = ordered
     for arm, positions in arm_rows(used, ARM_KEYS):
         for j, metric in enumerate(metrics):
             column = values[positions, j]
@@ -122,13 +131,11 @@ def _block_starts(used: pd.DataFrame) -> dict[str, str]:
 @register_check("warmup-outlier", per_campaign=True)
 def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings: list[Finding] = []
-    used = _ordered(runs)
-    metrics = _present(used, primary_metrics(opts))
-    if not metrics or used.empty:
+    ordered = _ordered_values(runs, opts)
+    if ordered is None:
         return findings
+    used, metrics, values, run_ids = ordered
     starts = _block_starts(used)
-    values = float_matrix(used, metrics)
-    run_ids = used["run_id"].to_numpy(dtype=object)
     # A run is compared with the runs of its arm under the same recorded condition (cache, …):
     # a cold-cache run that starts every block is not a warm-up outlier among warm ones.
     conditions = [c for c in _design_labels(used) if c != "label.block"]
