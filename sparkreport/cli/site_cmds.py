@@ -72,22 +72,29 @@ def render_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | No
               help="Fail on any builder warning (broken link, missing page).")
 @click.option("--builder", type=click.Choice(["mkdocs", "zensical"]), default=None,
               help="The static-site builder (default: `builder:` in sparkreport.yml, else mkdocs).")
+@click.option("--full", is_flag=True,
+              help="Convert every page again, reusing nothing of the previous site (to start from "
+                   "nothing at all, delete build/).")
 def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | None,
-                  site_dir: Path | None, strict: bool, builder: str | None) -> None:
+                  site_dir: Path | None, strict: bool, builder: str | None, full: bool) -> None:
     """Render the pages, then build the static site (Material theme) with MkDocs or Zensical.
 
+    A rebuild costs what changed: only pages whose inputs changed are rendered, and (MkDocs)
+    only pages whose Markdown changed are converted; the rest of the previous site is reused.
     The runs' files, the blog feed and the credential scan are sparkreport's own steps after
     the builder, so both builders publish the same site; it replaces the old one only whole.
     """
     from sparkreport.site import build
 
     result = build(make_options("build", runs_dir, docs_dir, config_path),
-                   site_dir.resolve() if site_dir is not None else None, strict=strict, builder=builder)
+                   site_dir.resolve() if site_dir is not None else None, strict=strict, builder=builder,
+                   full=full)
     for notice in result.render.notices:
         click.echo(f"note: {notice}", err=True)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(f"{len(result.render.pages)} pages, {result.render.chart_count} charts → "
+    reused = f"; {result.converted} converted, {result.reused} reused" if result.reused else ""
+    click.echo(f"{len(result.render.pages)} pages, {result.render.chart_count} charts{reused} → "
                f"{result.site_dir} (open {result.site_dir / 'index.html'}, or serve the folder "
                f"with `python -m http.server -d {result.site_dir}`)")
 

@@ -34,10 +34,13 @@ class BuildResult:
     timings_s: dict[str, float] = field(default_factory=dict)
     #: Run files copied fresh and hard-linked unchanged from the previous site; files scanned.
     published: dict[str, int] = field(default_factory=dict)
+    #: Pages the builder converted, and pages it reused unchanged from the previous site.
+    converted: int = 0
+    reused: int = 0
 
 
 def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool = True,
-          builder: str | None = None) -> BuildResult:
+          builder: str | None = None, full: bool = False) -> BuildResult:
     """Render the pages, write the builder's config and build the site into ``site_dir``.
 
     ``builder`` (``mkdocs`` / ``zensical``) overrides the config's ``builder:``. The builder
@@ -48,6 +51,8 @@ def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool 
 
     A build whose inputs (run store, config, templates, docs, package) are unchanged since the
     last successful one keeps that site and returns at once (:mod:`sparkreport.site.incremental`).
+    Otherwise only the pages whose Markdown changed are converted and the rest of the previous
+    site is linked (:mod:`sparkreport.site.reuse`); ``full`` converts every page.
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
@@ -62,7 +67,7 @@ def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool 
     check_writable(docs_dir_for(options), "--docs-dir")
     refuse_early(options)  # bad config, diffs, post bindings: before the build key hashes the store
     with output_lock(cache_dir.parent):
-        return _build(options, site_dir, strict, cache_dir, builder)
+        return _build(options, site_dir, strict, cache_dir, builder, full)
 
 
 def project_builder(options: RenderOptions, builder: str | None) -> str:
@@ -81,7 +86,7 @@ def project_builder(options: RenderOptions, builder: str | None) -> str:
 
 
 def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_dir: Path,
-           builder_name: str | None) -> BuildResult:
+           builder_name: str | None, full: bool = False) -> BuildResult:
     import time
 
     from sparkreport.cache import HashMemo
@@ -90,6 +95,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
     from sparkreport.site.mkdocs_site import write_config
+    from sparkreport.site.reuse import Reuse
     from sparkreport.site.titles import make_titles_inert
 
     name = project_builder(options, builder_name)
@@ -100,7 +106,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     memo = HashMemo(cache_dir / "hashes.json")
     key = incremental.build_key(options, target, strict, memo, name)
     memo.save()
-    state = incremental.load_state(cache_dir, key, target)
+    state = None if full else incremental.load_state(cache_dir, key, target)
     if state is not None:
         return BuildResult(site_dir=target, config_file=Path(state["config_file"]),
                            render=incremental.result_from_state(state, options),
@@ -112,16 +118,28 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     config_file = write_config(result, target)
     make_titles_inert(result.docs_dir, config_nav(config_file))
     timings["render"] = time.perf_counter() - started
+    reuse = None
+    if builder.reuses:
+        shell = incremental.shell_key(config_file, result.project_root, strict, name, memo)
+        reuse = Reuse.load(cache_dir, target, shell)
+        if full:
+            reuse.previous = None
+    Reuse.forget(cache_dir)  # until the new site is live
     with publish.staged(target) as staging:
         started = time.perf_counter()
-        warnings = builder.build(config_file, staging, strict)
+        warnings = builder.build(config_file, staging, strict, reuse=reuse)
         timings["builder"] = time.perf_counter() - started
         started = time.perf_counter()
         published = publish_steps(result, config_file, staging, target, cache_dir)
         timings["publish"] = time.perf_counter() - started
+    if reuse is not None:
+        reuse.save(cache_dir, target)
+    memo.save()
     incremental.save_state(cache_dir, key, target, config_file, result, warnings)
+    converted = reuse.converted if reuse is not None else len(result.pages)
     return BuildResult(site_dir=target, config_file=config_file, render=result, warnings=warnings,
-                       builder=name, timings_s=timings, published=published)
+                       builder=name, timings_s=timings, published=published, converted=converted,
+                       reused=reuse.reused if reuse is not None else 0)
 
 
 def config_nav(config_file: Path) -> list[object]:

@@ -25,11 +25,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import yaml
 
 from sparkreport.errors import BuildError
+
+if TYPE_CHECKING:
+    from sparkreport.site.reuse import Reuse
 
 
 class Builder:
@@ -40,7 +43,12 @@ class Builder:
     #: A line for the docs and ``--help``.
     description: ClassVar[str]
 
-    def build(self, config_file: Path, out_dir: Path, strict: bool) -> list[str]:
+    #: Whether :meth:`build` can reuse the unchanged part of the previous site.
+    reuses: ClassVar[bool] = False
+
+    def build(self, config_file: Path, out_dir: Path, strict: bool, reuse: Reuse | None = None) -> list[str]:
+        """Build into the empty ``out_dir``; with ``reuse`` (builders that ``reuses``), link what
+        did not change from the previous site (:mod:`sparkreport.site.reuse`)."""
         raise NotImplementedError
 
     def serve(self, config_file: Path, dev_addr: str | None = None) -> None:
@@ -73,11 +81,12 @@ def get_builder(name: str | None) -> Builder:
 class MkDocsBuilder(Builder):
     name = "mkdocs"
     description = "MkDocs 1.x with Material for MkDocs (Python)"
+    reuses = True
 
-    def build(self, config_file: Path, out_dir: Path, strict: bool) -> list[str]:
+    def build(self, config_file: Path, out_dir: Path, strict: bool, reuse: Reuse | None = None) -> list[str]:
         from sparkreport.site.mkdocs_site import build_site
 
-        return build_site(config_file, strict=strict, site_dir=out_dir)
+        return build_site(config_file, strict=strict, site_dir=out_dir, reuse=reuse)
 
     def serve(self, config_file: Path, dev_addr: str | None = None) -> None:
         from sparkreport.site.mkdocs_site import mkdocs_serve
@@ -113,7 +122,7 @@ class ZensicalBuilder(Builder):
         os.replace(tmp, path)
         return path
 
-    def build(self, config_file: Path, out_dir: Path, strict: bool) -> list[str]:
+    def build(self, config_file: Path, out_dir: Path, strict: bool, reuse: Reuse | None = None) -> list[str]:
         config = self.config_for(config_file)
         built = config.parent / ZENSICAL_SITE
         shutil.rmtree(built, ignore_errors=True)

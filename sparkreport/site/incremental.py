@@ -64,6 +64,32 @@ def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo:
     return inputs_digest(parts)
 
 
+def shell_key(config_file: Path, project_root: Path, strict: bool, builder: str, memo: HashMemo) -> str:
+    """What every page of a built site depends on besides its own Markdown: the generated config
+    (nav, titles, theme, extensions), the project's mkdocs.yml, the theme's custom_dir, the
+    versions of the builder and of Markdown, strictness. Equal keys let a build reuse the pages
+    whose Markdown did not change (:mod:`sparkreport.site.reuse`)."""
+    import mkdocs
+    import yaml
+
+    parts: list[tuple[str, str]] = [
+        ("config", memo.digest(config_file)), ("builder", builder), ("strict", str(strict)),
+        ("mkdocs", mkdocs.__version__),
+    ]
+    for distribution in ("mkdocs-material", "markdown", "pymdown-extensions", "pygments"):
+        parts.append((distribution, _material_version(distribution)))
+    project = project_root / "mkdocs.yml"
+    parts.append(("project", memo.digest(project) if project.is_file() else "absent"))
+    try:
+        theme = (yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}).get("theme") or {}
+    except (OSError, yaml.YAMLError):
+        theme = {}
+    custom = theme.get("custom_dir") if isinstance(theme, dict) else None
+    if isinstance(custom, str):
+        parts.append(("custom_dir", tree_digest(Path(custom), memo)))
+    return inputs_digest(parts)
+
+
 def _material_version(distribution: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 

@@ -1,0 +1,196 @@
+"""MkDocs converts only the pages that changed: the rest of the previous site is reused.
+
+MkDocs 1.x has no incremental build; its ``--dirty`` mode skips a page whose output is newer
+than its Markdown, but it writes over an existing site (ours is published whole, see
+:mod:`sparkreport.site.publish`), keeps stale files, and loses the search entries of the pages
+it skips. A build here always starts from an empty folder; when the previous site was built
+from the same *shell* — the generated config (nav and titles included), the project's
+mkdocs.yml and theme overrides, the MkDocs / Material / Markdown versions, strictness, the
+same set of pages — :class:`ReusePlugin` hard-links into that folder, before MkDocs writes
+anything, the previous output of every file MkDocs will find unmodified (its Markdown or
+asset not newer than that output; ``render`` keeps an unchanged page's mtime). MkDocs then
+runs with ``dirty`` and converts only the rest; afterwards the search index is merged: the
+previous entries of the reused pages plus the new ones, in the order a full build writes
+them. The result equals a full build of the same sources (``tests/test_reuse.py``).
+
+A linked file is never written through: MkDocs writes a page only when it is modified, and
+copies an asset only when it is modified, which is exactly what was not linked. What is not
+linked is built: the blog (its index pages show excerpts of posts, so it is rebuilt whole),
+files that plugins generate, and everything when anything of the shell changed, when the
+project uses hooks or a plugin other than search and blog (they may write what we cannot
+see), or when a nav entry has no title of its own (MkDocs would take it from a page it does
+not read). Limits, said in the docs: a page is re-converted when its own Markdown changes;
+an unchanged page is not re-checked for links into pages that changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mkdocs.plugins import event_priority
+
+RECORD_FILE = "site-shell.json"
+#: Plugins whose output is all in Files, the search index or the blog folder.
+KNOWN_PLUGINS = frozenset({"search", "material/search", "blog", "material/blog"})
+#: MkDocs' own notice for dirty builds; ours are not what it warns about (see the docstring).
+DIRTY_NOTICE = "A 'dirty' build is being performed"
+SEARCH_INDEX = Path("search") / "search_index.json"
+
+
+@dataclass
+class Reuse:
+    """What a build may reuse (``previous``: the live site, ``key``: its shell) and, after the
+    build, what it did: the new shell key, the pages converted and reused."""
+
+    previous: Path | None
+    previous_key: str | None
+    shell: str
+    key: str | None = None
+    converted: int = 0
+    reused: int = 0
+    why_not: str = ""
+    linked_files: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, cache_dir: Path, site_dir: Path, shell: str) -> Reuse:
+        """The record of the live site ``site_dir`` in ``cache_dir`` (none: reuse nothing)."""
+        try:
+            record = json.loads((cache_dir / RECORD_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            record = {}
+        same = record.get("site_dir") == str(site_dir) and site_dir.is_dir()
+        return cls(previous=site_dir if same else None, previous_key=record.get("key") if same else None,
+                   shell=shell)
+
+    @staticmethod
+    def forget(cache_dir: Path) -> None:
+        (cache_dir / RECORD_FILE).unlink(missing_ok=True)
+
+    def save(self, cache_dir: Path, site_dir: Path) -> None:
+        """After the swap: the live site ``site_dir`` was built from shell ``key``."""
+        from sparkreport.cache import _atomic_bytes
+
+        if self.key is None:
+            self.forget(cache_dir)
+            return
+        _atomic_bytes(cache_dir / RECORD_FILE, json.dumps({"site_dir": str(site_dir), "key": self.key}).encode())
+
+
+def _digest(*parts: object) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _untitled(nav: Any) -> bool:
+    """True when a nav entry takes its title from its page (a bare path)."""
+    if isinstance(nav, str):
+        return True
+    if isinstance(nav, list):
+        return any(_untitled(item) for item in nav)
+    if isinstance(nav, dict):
+        return any(isinstance(value, list) and _untitled(value) for value in nav.values())
+    return False
+
+
+def _blog_roots(config: Any) -> list[str]:
+    roots = []
+    for name, plugin in config.plugins.items():
+        if name in ("blog", "material/blog"):
+            roots.append(str(plugin.config.blog_dir).strip("/"))
+    return roots
+
+
+def _page_url(url: str) -> str:
+    """A file's URL as its page (and the search index) spells it: the home page is ''."""
+    return "" if url in (".", "./") else url
+
+
+class ReusePlugin:
+    """Registered by :func:`sparkreport.site.mkdocs_site.build_site`; see the module docstring."""
+
+    def __init__(self, reuse: Reuse) -> None:
+        self.reuse = reuse
+        self.site_dir = Path()
+        self.order: dict[str, int] = {}
+        self.linked_pages: set[str] = set()
+
+    def _eligible(self, config: Any) -> str:
+        """'' when this project's site may be reused; else why not (for the record)."""
+        plugins = set(config.plugins) - {"sparkreport/reuse"}
+        if plugins - KNOWN_PLUGINS:
+            return f"plugins {sorted(plugins - KNOWN_PLUGINS)}"
+        if config.hooks:
+            return "hooks"
+        if _untitled(config.nav):
+            return "a nav entry without a title"
+        return ""
+
+    @event_priority(-100)  # after the blog plugin has placed its files
+    def on_files(self, files: Any, *, config: Any) -> Any:
+        reuse = self.reuse
+        self.site_dir = Path(config.site_dir)
+        why_not = self._eligible(config)
+        # Every page, whatever its inclusion now (the blog plugin excludes posts until on_nav).
+        pages = sorted(file.src_uri for file in files.documentation_pages(inclusion=lambda _level: True))
+        reuse.key = None if why_not else _digest(reuse.shell, pages)
+        if why_not or reuse.previous is None:
+            reuse.why_not = why_not or "no previous site"
+            return files
+        if reuse.key != reuse.previous_key:
+            reuse.why_not = "the shell changed"
+            return files
+        blog = tuple(f"{root}/" for root in _blog_roots(config))
+        for file in files:
+            if file.generated_by is not None or file.abs_src_path is None:
+                continue
+            if blog and (file.src_uri.startswith(blog) or file.dest_uri.startswith(blog)):
+                continue
+            before = reuse.previous / file.dest_uri
+            try:
+                if before.stat().st_mtime < os.stat(file.abs_src_path).st_mtime:
+                    continue  # MkDocs' own test for a modified file (File.is_modified)
+            except OSError:
+                continue
+            Path(file.abs_dest_path).parent.mkdir(parents=True, exist_ok=True)
+            os.link(before, file.abs_dest_path)
+            reuse.linked_files.append(file.dest_uri)
+            if file.is_documentation_page():
+                self.linked_pages.add(_page_url(file.url))
+        return files
+
+    @event_priority(-100)  # after the nav: every page MkDocs will build, in its order
+    def on_env(self, env: Any, *, config: Any, files: Any) -> Any:
+        from mkdocs.structure.files import InclusionLevel
+
+        built = [_page_url(file.url) for file in files.documentation_pages(inclusion=InclusionLevel.is_included)]
+        self.order = {url: index for index, url in enumerate(built)}
+        self.reuse.reused = len(self.linked_pages & self.order.keys())
+        self.reuse.converted = len(built) - self.reuse.reused
+        return env
+
+    @event_priority(-100)  # after the search plugin wrote the entries of the pages it converted
+    def on_post_build(self, *, config: Any) -> None:
+        if not self.linked_pages or self.reuse.previous is None:
+            return
+        path = self.site_dir / SEARCH_INDEX
+        before = self.reuse.previous / SEARCH_INDEX
+        if not path.is_file() or not before.is_file():
+            return
+        new = json.loads(path.read_text(encoding="utf-8"))
+        old = json.loads(before.read_text(encoding="utf-8"))
+        kept = [entry for entry in old.get("docs", [])
+                if str(entry.get("location", "")).split("#", 1)[0] in self.linked_pages]
+        docs = kept + list(new.get("docs", []))
+        last = len(self.order)
+        docs.sort(key=lambda entry: self.order.get(str(entry.get("location", "")).split("#", 1)[0], last))
+        new["docs"] = docs
+        # The search plugin's own serialisation, so the file equals a full build's.
+        text = json.dumps(new, separators=(",", ":"), default=str)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)

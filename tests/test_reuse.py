@@ -1,0 +1,150 @@
+"""Issue 16: a rebuild converts only the pages whose Markdown changed and links the rest of the
+previous site — and the site it publishes equals a full build of the same sources, byte for byte
+(the search index too), without ever writing into the previous (live) site."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sparkreport.cli import main
+from sparkreport.render import RenderOptions
+from sparkreport.site import BuildResult, build
+
+REPO = Path(__file__).resolve().parents[1]
+POST = "---\ndate: 2026-02-03\ncategories: [Notes]\n---\n\n# Fish & chips\n\nText about fish.\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # the sitemap's dates: equal across builds
+    root = tmp_path / "project"
+    (root / "docs" / "blog" / "posts").mkdir(parents=True)
+    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    (root / "docs" / "blog" / "index.md").write_text("# Blog\n", encoding="utf-8")
+    (root / "docs" / "blog" / "posts" / "fish.md").write_text(POST, encoding="utf-8")
+    (root / "docs" / "notes.md").write_text("# Notes\n\nA hand-written page.\n", encoding="utf-8")
+    shutil.copytree(published_store, root / "runs")
+    return root
+
+
+def options(root: Path) -> RenderOptions:
+    return RenderOptions(runs_dir=root / "runs", project_root=root)
+
+
+def contents(site: Path) -> dict[str, bytes]:
+    return {p.relative_to(site).as_posix(): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+
+
+def digests(site: Path) -> dict[str, str]:
+    return {name: hashlib.sha256(data).hexdigest() for name, data in contents(site).items()}
+
+
+def assert_equals_a_full_build(root: Path, result: BuildResult, tmp_path: Path) -> None:
+    """The incremental site equals a full build of the same sources into another folder (whose
+    generated config differs only in its site_dir)."""
+    full = build(options(root), tmp_path / "full-site", full=True)
+    assert full.reused == 0
+    mine, theirs = contents(result.site_dir), contents(full.site_dir)
+    assert sorted(mine) == sorted(theirs)
+    different = [name for name in mine if mine[name] != theirs[name]]
+    assert different == []
+
+
+def keep_a_copy(site: Path, into: Path) -> dict[str, str]:
+    """Hard links to every file of the live site, and their digests: a build that wrote into a
+    file of the live site would change what these links read."""
+    shutil.copytree(site, into, copy_function=os.link)
+    return digests(into)
+
+
+def test_a_post_edit_converts_the_blog_and_reuses_the_rest(project: Path, tmp_path: Path) -> None:
+    first = build(options(project), project / "site")
+    assert first.reused == 0 and first.converted > 10
+    before = keep_a_copy(project / "site", tmp_path / "before")
+    post = project / "docs" / "blog" / "posts" / "fish.md"
+    post.write_text(POST + "\nOne more sentence about chips.\n", encoding="utf-8")
+
+    second = build(options(project), project / "site")
+
+    # The blog is converted whole (its index shows excerpts); every other page is reused, except
+    # the pages whose footer names the project's inputs (home, methodology, downloads).
+    assert 0 < second.converted < 12 and second.reused > 10
+    assert any("One more sentence about chips." in page.read_text(encoding="utf-8")
+               for page in (project / "site" / "blog").rglob("index.html"))
+    assert digests(tmp_path / "before") == before  # nothing was written into the previous site
+    assert_equals_a_full_build(project, second, tmp_path)
+
+
+def test_a_changed_run_converts_the_pages_that_read_it(project: Path, tmp_path: Path) -> None:
+    build(options(project), project / "site")
+    before = keep_a_copy(project / "site", tmp_path / "before")
+    path = min((project / "runs").glob("*/*/run.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["labels"]["note"] = "rerun"
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+    second = build(options(project), project / "site")
+
+    assert second.reused > 0 and second.converted > 0
+    assert digests(tmp_path / "before") == before
+    assert_equals_a_full_build(project, second, tmp_path)
+    # The search index holds every page once, in the order a full build writes it.
+    index = json.loads((project / "site" / "search" / "search_index.json").read_text(encoding="utf-8"))
+    pages = [doc["location"] for doc in index["docs"] if "#" not in doc["location"]]
+    assert len(pages) == len(set(pages)) and "notes/" in pages
+
+
+def test_a_changed_shell_converts_every_page(project: Path, tmp_path: Path) -> None:
+    build(options(project), project / "site")
+    config = project / "mkdocs.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace("site_name:", "site_name: Renamed #", 1),
+                      encoding="utf-8")
+    second = build(options(project), project / "site")
+    assert second.reused == 0
+    assert "Renamed" in (project / "site" / "notes" / "index.html").read_text(encoding="utf-8")
+    assert_equals_a_full_build(project, second, tmp_path)
+
+
+def test_a_new_page_converts_every_page(project: Path, tmp_path: Path) -> None:
+    build(options(project), project / "site")
+    (project / "docs" / "more.md").write_text("# More\n\nAnother page, in the nav of every page.\n", encoding="utf-8")
+    second = build(options(project), project / "site")
+    assert second.reused == 0
+    assert_equals_a_full_build(project, second, tmp_path)
+
+
+def test_unknown_plugins_and_hooks_are_never_reused(project: Path, tmp_path: Path) -> None:
+    hook = project / "hook.py"
+    hook.write_text("def on_post_build(config):\n    pass\n", encoding="utf-8")
+    config = project / "mkdocs.yml"
+    config.write_text(config.read_text(encoding="utf-8") + "\nhooks:\n  - hook.py\n", encoding="utf-8")
+    build(options(project), project / "site")
+    (project / "docs" / "notes.md").write_text("# Notes\n\nChanged.\n", encoding="utf-8")
+    second = build(options(project), project / "site")
+    assert second.reused == 0
+
+
+def test_cli_says_what_it_converted_and_full_reuses_nothing(project: Path) -> None:
+    runner = CliRunner()
+    args = ["build", "--runs-dir", str(project / "runs")]
+    cwd = Path.cwd()
+    os.chdir(project)
+    try:
+        assert runner.invoke(main, args).exit_code == 0
+        (project / "docs" / "notes.md").write_text("# Notes\n\nChanged.\n", encoding="utf-8")
+        result = runner.invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert " converted, " in result.output and " reused → " in result.output
+        (project / "docs" / "notes.md").write_text("# Notes\n\nChanged again.\n", encoding="utf-8")
+        result = runner.invoke(main, [*args, "--full"])
+        assert result.exit_code == 0, result.output
+        assert "reused" not in result.output
+    finally:
+        os.chdir(cwd)
