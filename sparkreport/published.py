@@ -62,21 +62,43 @@ def published_env(details: Mapping[str, Any]) -> dict[str, str]:
     return allowed_env({str(k): str(v) for k, v in env_vars.items()}, patterns)
 
 
-def inside_store(runs_dir: str, relative: str) -> bool:
+def inside_store(runs_dir: str, relative: str, folders: dict[str, bool] | None = None) -> bool:
     """True when ``runs_dir/relative`` is a regular file reached without a symbolic link (and
-    without ``..`` leaving the store)."""
+    without ``..`` leaving the store). ``folders`` memoises the check of each folder on the way
+    (one dict for many files of the same run folders)."""
+    return store_stat(runs_dir, relative, folders) is not None
+
+
+def store_stat(runs_dir: str, relative: str, folders: dict[str, bool] | None = None) -> os.stat_result | None:
+    """The lstat of ``runs_dir/relative`` when it is a regular file reached without a symbolic
+    link and without ``..`` leaving the store; else None. Each folder on the way is checked once
+    per ``folders`` memo: a file costs one system call when its folder was seen before."""
+    import stat as stat_module
+
     parts = [p for p in relative.split("/") if p and p != "."]
     if not parts or ".." in parts:
         normal = os.path.normpath(relative)
         if normal.startswith(("..", "/")):
-            return False
+            return None
         parts = normal.split(os.sep)
+    memo = folders if folders is not None else {}
     path = runs_dir
-    for part in parts:
+    for part in parts[:-1]:
         path = os.path.join(path, part)
-        if os.path.islink(path):
-            return False
-    return os.path.isfile(path)
+        fine = memo.get(path)
+        if fine is None:
+            try:
+                fine = stat_module.S_ISDIR(os.lstat(path).st_mode)
+            except OSError:
+                fine = False
+            memo[path] = fine
+        if not fine:
+            return None
+    try:
+        found = os.lstat(os.path.join(path, parts[-1]))
+    except OSError:
+        return None
+    return found if stat_module.S_ISREG(found.st_mode) else None
 
 
 def write_manifest(docs_dir: Path, runs_dir: Path, files: list[tuple[str, str]]) -> None:

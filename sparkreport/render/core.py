@@ -73,6 +73,16 @@ class RenderResult:
     def chart_count(self) -> int:
         return sum(len(page.charts) for page in self.pages)
 
+    def release(self) -> None:
+        """Drop what only the render needed (each page's template context, each chart's spec:
+        hundreds of MiB at 10 000 runs), keeping paths, titles and chart names, before the site
+        builder takes its own memory."""
+        import dataclasses
+
+        for doc in self.pages:
+            doc.context = {}
+            doc.charts = [dataclasses.replace(chart, spec={}) for chart in doc.charts]
+
 
 def resolve_root(options: RenderOptions) -> Path:
     """The project root: given, else the config file's folder, else the current directory."""

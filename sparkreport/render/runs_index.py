@@ -135,6 +135,7 @@ class RunsPage(Page):
         included = dict(zip(runs["run_id"], runs["included"], strict=True)) if not runs.empty else {}
         reasons = dict(zip(runs["run_id"], runs["exclusion_reason"], strict=True)) if not runs.empty else {}
         paths = dict(zip([r.run_id for r in site.dataset.records], site.dataset.paths, strict=True))
+        folders: dict[str, bool] = {}
         out = []
         for record in sorted(site.dataset.records, key=_order):
             run_path = paths.get(record.run_id, f"{record.campaign}/{record.run_id}")
@@ -148,7 +149,7 @@ class RunsPage(Page):
                 "included": plain(included.get(record.run_id)),
                 "reason": plain(reasons.get(record.run_id)),
                 "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir,
-                                   tables=record.provenance.tables),
+                                   tables=record.provenance.tables, folders=folders),
                 "samples": "samples" in record.provenance.tables,
                 "run_path": shown(run_path), "chart": None, "samples_href": None,
             })
@@ -225,20 +226,22 @@ def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
 
 
 def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str,
-              tables: list[str] | None = None) -> list[dict[str, str]]:
+              tables: list[str] | None = None, folders: dict[str, bool] | None = None) -> list[dict[str, str]]:
     """A run's published files: run.json, then the raw files and tables its record lists.
 
     Only regular files reached without a symbolic link are published (a link inside the store
     is not followed; one that leaves the store fails the build, naming it). Each entry: ``name``
     (as published), ``source`` (the name in the store, shown on the page), ``path`` (site path
     under the Runs folder), ``store_path`` (relative to the run store) and ``href`` (relative
-    to the Runs page).
+    to the Runs page). ``folders`` memoises the folder checks across runs
+    (:func:`~sparkreport.published.store_stat`).
     """
-    from sparkreport.published import inside_store
+    from sparkreport.published import store_stat
 
     root = str(runs_dir)
     folder = os.path.join(root, run_path)
-    check_link(runs_dir, Path(folder))
+    if os.path.islink(folder):
+        check_link(runs_dir, Path(folder))
     listed = ["run.json", *raw_files, *(f"{t}.csv" for t in tables or [])]
     out: list[dict[str, str]] = []
     seen: set[str] = set()
@@ -247,12 +250,13 @@ def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str,
         if store_path in seen or store_path.startswith("../"):
             continue
         seen.add(store_path)
-        candidate = Path(root) / store_path
-        if candidate.is_symlink():
-            check_link(runs_dir, candidate)
-        if not inside_store(root, store_path):
+        found = store_stat(root, store_path, folders)
+        if found is None:
+            candidate = Path(root) / store_path
+            if candidate.is_symlink():
+                check_link(runs_dir, candidate)
             continue
-        published = published_name(store_path, candidate.stat().st_size)
+        published = published_name(store_path, found.st_size)
         # A folder name that is not UTF-8: shown with \xNN escapes, linked by its bytes (quote() of bytes).
         out.append({"name": shown(posixpath.basename(published)), "source": shown(posixpath.basename(name)),
                     "path": f"{prefix}/{published}", "store_path": store_path,

@@ -117,6 +117,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     result = render(options, checked=True)  # refuse_early ran in build()
     config_file = write_config(result, target)
     make_titles_inert(result.docs_dir, config_nav(config_file))
+    result.release()
     timings["render"] = time.perf_counter() - started
     reuse = None
     if builder.reuses:

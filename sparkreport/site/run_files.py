@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkreport.published import RUN_FILE, inside_store, published_env, read_manifest
+from sparkreport.published import RUN_FILE, published_env, read_manifest, store_stat
 
 
 def publish_file(source: str, target: Path, size: int) -> None:
@@ -127,34 +127,37 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
     root = str(runs_dir)
     record = record or {}
     out = Published()
-    jobs: list[tuple[str, Path, int, bool]] = []
-    made: set[Path] = set()
-    for target, source in files:
-        if not inside_store(root, source):
+    jobs: list[tuple[str, str, int, bool]] = []
+    made: set[str] = set()
+    folders: dict[str, bool] = {}
+    site_root, before = str(site), str(previous) if previous is not None else None
+    for target, source in files:  # plain strings: 20 000 files at 10 000 runs
+        stat = store_stat(root, source, folders)
+        if stat is None:
             continue
         path = os.path.join(root, source)
-        destination = site / target
-        if destination.parent not in made:
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            made.add(destination.parent)
-        stat = os.stat(path)
+        destination = os.path.join(site_root, target)
+        parent = os.path.dirname(destination)
+        if parent not in made:
+            os.makedirs(parent, exist_ok=True)
+            made.add(parent)
         stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
         out.record[target] = stamp
-        if previous is not None and record.get(target) == stamp:
+        if before is not None and record.get(target) == stamp:
             try:
-                os.link(previous / target, destination)
+                os.link(os.path.join(before, target), destination)
                 out.linked += 1
                 continue
             except OSError:  # gone from the previous site, or another file system: copy it
                 pass
         jobs.append((path, destination, stat.st_size, os.path.basename(source) == RUN_FILE))
 
-    def run(job: tuple[str, Path, int, bool]) -> None:
+    def run(job: tuple[str, str, int, bool]) -> None:
         source, destination, size, is_record = job
         if is_record:
-            publish_run_json(source, destination, size)
+            publish_run_json(source, Path(destination), size)
         else:
-            publish_file(source, destination, size)
+            publish_file(source, Path(destination), size)
 
     with ThreadPoolExecutor(max_workers=4) as pool:  # copies and zlib release the GIL
         for _ in pool.map(run, jobs):
