@@ -7,6 +7,7 @@ import json
 import os
 import posixpath
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,6 +104,17 @@ def _under(root: Path, path: Path) -> Path:
 
 
 @dataclass
+class _Generated:
+    """The generated pages of a session's last successful render, as a docs-only render keeps them."""
+
+    pages: list[PageDoc]
+    nav: list[NavItem]
+    files: set[str]
+    static: bool
+    git_commit: str | None
+
+
+@dataclass
 class _Loaded:
     """The dataset and analysis of a session's last render, and the key of what they were read from."""
 
@@ -124,10 +136,25 @@ class RenderSession:
     def __init__(self, options: RenderOptions):
         self.options = options
         self.loaded: _Loaded | None = None
+        #: What the last render generated (for a render after an edit of hand-written docs only).
+        self.generated: _Generated | None = None
+        self._docs_only = False
 
-    def render(self) -> RenderResult:
-        """Render the project's pages (see :func:`render`), reusing what has not changed."""
-        return render(self.options, session=self)
+    def render(self, changed: Iterable[Path] | None = None) -> RenderResult:
+        """Render the project's pages (see :func:`render`), reusing what has not changed.
+
+        ``changed`` (the paths a file watcher saw change; None: unknown) lets an edit of the
+        hand-written docs alone — a post, a page — skip the run store's check and the plan of
+        the generated pages: only the hand-written pages and the posts' bindings are rendered
+        again, the generated pages are kept as the last render wrote them."""
+        root = resolve_root(self.options)
+        docs = root / "docs"
+        self._docs_only = changed is not None and self.generated is not None and bool(changed := list(changed)) \
+            and all(path.is_relative_to(docs) for path in changed)
+        try:
+            return render(self.options, session=self, checked=self._docs_only)
+        finally:
+            self._docs_only = False
 
 
 def render(options: RenderOptions, *, session: RenderSession | None = None,
@@ -186,7 +213,6 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
     from sparkreport.render.pages import fill, registered_pages
-    from sparkreport.render.posts import render_posts
     from sparkreport.render.preflight import preflight
 
     root = resolve_root(options)
@@ -199,6 +225,9 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     docs_dir = docs_dir_for(options)
     cache_dir = docs_dir.parent / CACHE_DIR
     command = options.command or default_command(root, runs_dir)
+    if session is not None and session._docs_only and session.loaded is not None and session.generated is not None \
+            and session.generated.git_commit == git_commit(root):
+        return _render_docs(root, config, docs_dir, cache_dir, session.loaded.site, session.generated)
     key = data_key(root, runs_dir, config_path, command) if session is not None else ""
     loaded = session.loaded if session is not None and session.loaded and session.loaded.key == key else None
     # The run store and the configuration unchanged since the session's last render: no reading.
@@ -289,8 +318,32 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
         written += docs
         if docs:
             nav.append(page.nav(docs))
-    footer = env.get_template("_footer.md")
     notices: list[str] = []
+    posts, svg_count = _posts_and_svgs(env, site, root, docs_dir, final_docs_dir, written, static, svg_jobs,
+                                       cache_dir, notices)
+    cache.forget()
+    changed = sync_tree(docs_dir, final_docs_dir, keep=keep)
+    shutil.rmtree(docs_dir)
+    entries = {**{path: entry for path, entry in cached.items()}, **fresh}
+    cache.save(entries, static)
+    if session is not None:
+        session.generated = _Generated(pages=written, nav=nav, files={f for e in entries.values() for f in e.files},
+                                       static=static, git_commit=site.provenance.git_commit)
+    return RenderResult(project_root=root, docs_dir=final_docs_dir, config=config, pages=written, nav=nav,
+                        handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
+                        svg_count=svg_count, changed_files=changed, notices=notices,
+                        rendered_pages=[path for path in fresh], skipped_pages=[path for path in cached])
+
+
+def _posts_and_svgs(env: jinja2.Environment, site: SiteData, root: Path, docs_dir: Path, final_docs_dir: Path,
+                    written: list[PageDoc], static: bool, svg_jobs: list[tuple[Path, dict[str, Any]]],
+                    cache_dir: Path, notices: list[str]) -> tuple[list[Any], int]:
+    """Fill in the posts' bindings (into the staging ``docs_dir``) and draw the SVG fallbacks:
+    every chart's when ``static``, else only those the posts show (a chart of a page kept as it
+    was is read back from ``final_docs_dir``). Returns the posts and the SVGs drawn."""
+    from sparkreport.render.posts import render_posts
+
+    footer = env.get_template("_footer.md")
     posts = render_posts(site, docs_dir, root / "docs", written, footer=lambda: footer.render(
         site=site, provenance=site.provenance, title=site.config.title, ci_label=site.confidence_label),
         notices=notices)
@@ -304,14 +357,39 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     for path, _spec in svg_jobs:
         path.parent.mkdir(parents=True, exist_ok=True)
     write_svgs(svg_jobs, cache_dir)
-    cache.forget()
-    changed = sync_tree(docs_dir, final_docs_dir, keep=keep)
+    return posts, len(svg_jobs)
+
+
+def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_dir: Path, site: SiteData,
+                 generated: _Generated) -> RenderResult:
+    """A session's render after only hand-written docs changed: copy them, fill in the posts'
+    bindings with the data already loaded, keep every generated file as the last render wrote it."""
+    from sparkreport.published import copy_assets
+    from sparkreport.render.markdown import chart_html, make_environment
+    from sparkreport.render.preflight import preflight
+
+    preflight(site.dataset, config, root / "docs")
+    docs_dir = staging_dir(final_docs_dir)
+    if docs_dir.exists():
+        shutil.rmtree(docs_dir)
+    docs_dir.mkdir(parents=True)
+    (docs_dir / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+    handwritten = copy_handwritten(root / "docs", docs_dir)
+    copy_assets(docs_dir)
+    for path in handwritten:  # a hand-written page now where a generated one is: a full render says so
+        if path in generated.files:
+            raise BuildError(f"{root / 'docs' / path}: collides with a generated page — rename it")
+    env = make_environment(root / "templates")
+    env.globals["chart"] = functools.partial(chart_html, static=generated.static)
+    notices: list[str] = []
+    posts, svg_count = _posts_and_svgs(env, site, root, docs_dir, final_docs_dir, generated.pages,
+                                       generated.static, [], cache_dir, notices)
+    changed = sync_tree(docs_dir, final_docs_dir, keep=generated.files)
     shutil.rmtree(docs_dir)
-    cache.save({**{path: entry for path, entry in cached.items()}, **fresh}, static)
-    return RenderResult(project_root=root, docs_dir=final_docs_dir, config=config, pages=written, nav=nav,
-                        handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
-                        svg_count=len(svg_jobs), changed_files=changed, notices=notices,
-                        rendered_pages=[path for path in fresh], skipped_pages=[path for path in cached])
+    return RenderResult(project_root=root, docs_dir=final_docs_dir, config=config, pages=generated.pages,
+                        nav=generated.nav, handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
+                        svg_count=svg_count, changed_files=changed, notices=notices,
+                        rendered_pages=[], skipped_pages=[doc.path for doc in generated.pages])
 
 
 def svg_path(chart_key: str) -> str:

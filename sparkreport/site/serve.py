@@ -329,7 +329,8 @@ class ServeSession:
 
     options: RenderOptions
     echo: Echo
-    render_once: Callable[[RenderOptions], RenderResult]
+    #: Renders the project; the second argument is what changed since the last render (None: unknown).
+    render_once: Callable[[RenderOptions, Iterable[Path] | None], RenderResult]
     site_dir: Path
     config_file: Path | None = None
     errors: ErrorPages | None = None
@@ -346,7 +347,7 @@ class ServeSession:
     def first_render(self) -> None:
         """Render before serving; a failure still serves (the error page on the home page)."""
         try:
-            result = self.render_once(self.options)
+            result = self.render_once(self.options, None)
         except SparkreportError as exc:
             self._failed(exc)
             if self.config_file is None:
@@ -357,8 +358,10 @@ class ServeSession:
     def rerender(self, changed: Iterable[Path] = ()) -> None:
         """Render again after ``changed`` sources changed; never raises (the server keeps running)."""
         started = time.monotonic()
+        changed = list(changed)
         try:
-            result = self.render_once(self.options)
+            # After an error nothing is known of what the last good render kept: render all again.
+            result = self.render_once(self.options, None if self.errors and self.errors.showing else changed)
         except Exception as exc:  # noqa: BLE001 - any failure is one line and an error page, never a traceback
             self._failed(exc)
             return
@@ -434,8 +437,10 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
     """Render, serve with live reload, and re-render on every change of the sources until
     interrupted (Ctrl-C or SIGTERM; returns normally).
 
-    One :class:`~sparkreport.render.RenderSession` renders again and again: after a post edit
-    it reuses the dataset and the analysis, and the page cache skips unchanged pages. Holds the
+    One :class:`~sparkreport.render.RenderSession` renders again and again: after an edit of
+    hand-written docs only (a post) it renders those and the posts' bindings and keeps every
+    generated page; after other changes it reuses the dataset and the analysis while the store
+    is unchanged, and the page cache skips unchanged pages. Holds the
     docs folder's lock for the whole session (a ``sparkreport build`` into the same ``build/``
     meanwhile is refused). ``dirty``: the builder rebuilds only changed pages. Returns False
     when a render was still under way at the stop (the caller may end the process at once: the
@@ -453,7 +458,7 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
     check_writable(docs_dir, "--docs-dir")
     renderer = RenderSession(options)
     with output_lock(docs_dir.parent):
-        session = ServeSession(options, say, lambda _options: renderer.render(),
+        session = ServeSession(options, say, lambda _options, changed: renderer.render(changed),
                                site_dir=docs_dir.parent / "site")
         session.first_render()
         debouncer = Debouncer(session.rerender)
