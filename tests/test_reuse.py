@@ -148,3 +148,29 @@ def test_cli_says_what_it_converted_and_full_reuses_nothing(project: Path) -> No
         assert "reused" not in result.output
     finally:
         os.chdir(cwd)
+
+
+def test_a_session_render_after_a_post_edit_keeps_every_generated_page(project: Path, tmp_path: Path) -> None:
+    """``serve``'s re-render after an edit of hand-written docs alone fills in the posts'
+    bindings with the data already loaded and keeps the generated pages: the docs folder equals
+    a one-shot render's."""
+    from sparkreport.render import RenderSession, render
+
+    session = RenderSession(options(project))
+    session.render()
+    post = project / "docs" / "blog" / "posts" / "fish.md"
+    post.write_text(POST + '\nThe KV cache holds {{ value("kv_cache_gib", model="qwen72b", environment="container") }}.\n',
+                    encoding="utf-8")
+
+    result = session.render([post])
+
+    assert result.rendered_pages == [] and len(result.skipped_pages) == len(result.pages) > 10
+    assert result.changed_files == 1
+    again = render(RenderOptions(runs_dir=project / "runs", project_root=project, docs_dir=tmp_path / "again" / "docs"))
+    mine, theirs = contents(result.docs_dir), contents(again.docs_dir)
+    assert sorted(mine) == sorted(theirs)
+    assert [name for name in mine if mine[name] != theirs[name]] == []
+    assert "The KV cache holds" in mine["blog/posts/fish.md"].decode()
+    # Anything else changed (a template, the store, the config) takes the full path again.
+    (project / "docs" / "notes.md").write_text("# Notes\n\nChanged.\n", encoding="utf-8")
+    assert session.render([project / "docs" / "notes.md", project / "sparkreport.yml"]).changed_files >= 1

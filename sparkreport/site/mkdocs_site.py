@@ -229,7 +229,7 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
-    with _mkdocs_logs() as logs:
+    with _mkdocs_logs() as logs, compiled_templates(config_file.parent / "cache" / "jinja"):
         try:
             overrides = {"site_dir": str(site_dir)} if site_dir is not None else {}
             config = load_config(config_file=str(config_file), strict=strict, **overrides)
@@ -246,6 +246,33 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
             message = " ".join(str(exc).split()) or type(exc).__name__
             raise BuildError(f"{config_file}: mkdocs build failed: {message}{first}") from None
     return logs.messages
+
+
+@contextmanager
+def compiled_templates(folder: Path) -> Iterator[None]:
+    """Keep the theme's compiled Jinja templates in ``folder`` between builds (Jinja's bytecode
+    cache, keyed by each template's source): MkDocs makes a new Jinja environment on every build
+    and every rebuild of ``serve``, and compiling Material's templates is most of a rebuild that
+    converts one page."""
+    import jinja2
+    from mkdocs.theme import Theme
+
+    original = Theme.get_env
+
+    def get_env(self: Theme) -> jinja2.Environment:
+        env = original(self)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return env  # no cache, same site
+        env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(folder))
+        return env
+
+    Theme.get_env = get_env  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Theme.get_env = original  # type: ignore[method-assign]
 
 
 @contextmanager
@@ -297,7 +324,8 @@ def mkdocs_serve(config_file: Path, dev_addr: str | None = None, *, dirty: bool 
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
     try:
-        serve(config_file=str(config_file), dev_addr=dev_addr, open_in_browser=False,
-              build_type="dirty" if dirty else None)
+        with compiled_templates(config_file.parent / "cache" / "jinja"):
+            serve(config_file=str(config_file), dev_addr=dev_addr, open_in_browser=False,
+                  build_type="dirty" if dirty else None)
     except mkdocs_errors.MkDocsException as exc:
         raise BuildError(f"{config_file}: mkdocs serve failed: {' '.join(str(exc).split())}") from None
