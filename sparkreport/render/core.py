@@ -208,7 +208,6 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     from sparkreport.charts import ChartSpec
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
-    from sparkreport.published import copy_assets
     from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
@@ -239,13 +238,8 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     # Everything is written into a staging folder, then only the files whose bytes changed are
     # moved into the docs folder (the others keep their mtime, so MkDocs' live reload and any
     # file watcher see only what changed); a failed render leaves the last good docs folder.
-    final_docs_dir, docs_dir = docs_dir, staging_dir(docs_dir)
-    if docs_dir.exists():
-        shutil.rmtree(docs_dir)
-    docs_dir.mkdir(parents=True)
-    (docs_dir / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
-    handwritten = copy_handwritten(root / "docs", docs_dir)
-    copy_assets(docs_dir)
+    final_docs_dir = docs_dir
+    docs_dir, handwritten = _fresh_staging(final_docs_dir, root / "docs")
     if loaded is not None:
         site = loaded.site
         site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
@@ -360,22 +354,30 @@ def _posts_and_svgs(env: jinja2.Environment, site: SiteData, root: Path, docs_di
     return posts, len(svg_jobs)
 
 
-def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_dir: Path, site: SiteData,
-                 generated: _Generated) -> RenderResult:
-    """A session's render after only hand-written docs changed: copy them, fill in the posts'
-    bindings with the data already loaded, keep every generated file as the last render wrote it."""
+def _fresh_staging(final_docs_dir: Path, source_docs: Path) -> tuple[Path, list[str]]:
+    """An empty staging folder beside the docs folder, with the marker, the project's hand-written
+    docs and the chart assets in it; returns it and the hand-written files copied."""
     from sparkreport.published import copy_assets
-    from sparkreport.render.markdown import chart_html, make_environment
-    from sparkreport.render.preflight import preflight
 
-    preflight(site.dataset, config, root / "docs")
     docs_dir = staging_dir(final_docs_dir)
     if docs_dir.exists():
         shutil.rmtree(docs_dir)
     docs_dir.mkdir(parents=True)
     (docs_dir / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
-    handwritten = copy_handwritten(root / "docs", docs_dir)
+    handwritten = copy_handwritten(source_docs, docs_dir)
     copy_assets(docs_dir)
+    return docs_dir, handwritten
+
+
+def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_dir: Path, site: SiteData,
+                 generated: _Generated) -> RenderResult:
+    """A session's render after only hand-written docs changed: copy them, fill in the posts'
+    bindings with the data already loaded, keep every generated file as the last render wrote it."""
+    from sparkreport.render.markdown import chart_html, make_environment
+    from sparkreport.render.preflight import preflight
+
+    preflight(site.dataset, config, root / "docs")
+    docs_dir, handwritten = _fresh_staging(final_docs_dir, root / "docs")
     for path in handwritten:  # a hand-written page now where a generated one is: a full render says so
         if path in generated.files:
             raise BuildError(f"{root / 'docs' / path}: collides with a generated page — rename it")
