@@ -174,3 +174,19 @@ def test_a_session_render_after_a_post_edit_keeps_every_generated_page(project: 
     # Anything else changed (a template, the store, the config) takes the full path again.
     (project / "docs" / "notes.md").write_text("# Notes\n\nChanged.\n", encoding="utf-8")
     assert session.render([project / "docs" / "notes.md", project / "sparkreport.yml"]).changed_files >= 1
+
+
+def test_a_page_changed_in_the_live_site_is_built_again(project: Path, tmp_path: Path) -> None:
+    """A file of the published site changed since the build wrote it (by hand, by another tool)
+    is not reused: only files exactly as the last build wrote them are linked."""
+    build(options(project), project / "site")
+    page = project / "site" / "notes" / "index.html"
+    page.write_text(page.read_text(encoding="utf-8") + "<!-- edited in the site -->", encoding="utf-8")
+    post = project / "docs" / "blog" / "posts" / "fish.md"
+    post.write_text(POST + "\nA change elsewhere.\n", encoding="utf-8")
+
+    second = build(options(project), project / "site")
+
+    assert second.reused > 0
+    assert "edited in the site" not in page.read_text(encoding="utf-8")
+    assert_equals_a_full_build(project, second, tmp_path)

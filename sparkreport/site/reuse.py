@@ -49,7 +49,11 @@ class Reuse:
     previous: Path | None
     previous_key: str | None
     shell: str
+    #: dest path → [size, mtime_ns, inode] of each file the previous build wrote, as it wrote it
+    #: (a file changed in the live site since — by hand, by another tool — is built again).
+    previous_files: dict[str, list[int]] = field(default_factory=dict)
     key: str | None = None
+    files: dict[str, list[int]] = field(default_factory=dict)
     converted: int = 0
     reused: int = 0
     why_not: str = ""
@@ -62,9 +66,9 @@ class Reuse:
             record = json.loads((cache_dir / RECORD_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             record = {}
-        same = record.get("site_dir") == str(site_dir) and site_dir.is_dir()
+        same = record.get("site_dir") == str(site_dir) and site_dir.is_dir() and isinstance(record.get("files"), dict)
         return cls(previous=site_dir if same else None, previous_key=record.get("key") if same else None,
-                   shell=shell)
+                   shell=shell, previous_files=record["files"] if same else {})
 
     @staticmethod
     def forget(cache_dir: Path) -> None:
@@ -77,7 +81,8 @@ class Reuse:
         if self.key is None:
             self.forget(cache_dir)
             return
-        _atomic_bytes(cache_dir / RECORD_FILE, json.dumps({"site_dir": str(site_dir), "key": self.key}).encode())
+        record = {"site_dir": str(site_dir), "key": self.key, "files": self.files}
+        _atomic_bytes(cache_dir / RECORD_FILE, json.dumps(record, separators=(",", ":")).encode())
 
 
 def _digest(*parts: object) -> str:
@@ -118,6 +123,7 @@ class ReusePlugin:
         self.site_dir = Path()
         self.order: dict[str, int] = {}
         self.linked_pages: set[str] = set()
+        self.outputs: list[str] = []
 
     def _eligible(self, config: Any) -> str:
         """'' when this project's site may be reused; else why not (for the record)."""
@@ -134,6 +140,7 @@ class ReusePlugin:
     def on_files(self, files: Any, *, config: Any) -> Any:
         reuse = self.reuse
         self.site_dir = Path(config.site_dir)
+        self.outputs = [file.dest_uri for file in files if file.generated_by is None and file.abs_src_path is not None]
         why_not = self._eligible(config)
         # Every page, whatever its inclusion now (the blog plugin excludes posts until on_nav).
         pages = sorted(file.src_uri for file in files.documentation_pages(inclusion=lambda _level: True))
@@ -152,10 +159,13 @@ class ReusePlugin:
                 continue
             before = reuse.previous / file.dest_uri
             try:
-                if before.stat().st_mtime < os.stat(file.abs_src_path).st_mtime:
+                found = before.stat()
+                if found.st_mtime < os.stat(file.abs_src_path).st_mtime:
                     continue  # MkDocs' own test for a modified file (File.is_modified)
             except OSError:
                 continue
+            if reuse.previous_files.get(file.dest_uri) != [found.st_size, found.st_mtime_ns, found.st_ino]:
+                continue  # not as the last build wrote it
             Path(file.abs_dest_path).parent.mkdir(parents=True, exist_ok=True)
             os.link(before, file.abs_dest_path)
             reuse.linked_files.append(file.dest_uri)
@@ -175,6 +185,15 @@ class ReusePlugin:
 
     @event_priority(-100)  # after the search plugin wrote the entries of the pages it converted
     def on_post_build(self, *, config: Any) -> None:
+        self._merge_search_index()
+        for dest in self.outputs:  # what this build wrote, as it wrote it (for the next build)
+            try:
+                found = os.stat(self.site_dir / dest)
+            except OSError:
+                continue
+            self.reuse.files[dest] = [found.st_size, found.st_mtime_ns, found.st_ino]
+
+    def _merge_search_index(self) -> None:
         if not self.linked_pages or self.reuse.previous is None:
             return
         path = self.site_dir / SEARCH_INDEX
