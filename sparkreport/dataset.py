@@ -467,11 +467,13 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
         series = out[column]
         if series.dtype != object and not pd.api.types.is_string_dtype(series.dtype):
             continue
-        out[column] = series.map(_csv_cell)
+        out[column] = series.map(csv_cell)
     return out
 
 
-def _csv_cell(value: Any) -> Any:
+def csv_cell(value: Any) -> Any:
+    """One CSV cell a spreadsheet will not take for a formula (a text starting with =, +, -, @ …
+    that is not a plain number gets a leading apostrophe)."""
     if isinstance(value, str) and value.startswith(FORMULA_LEADS) and not _PLAIN_NUMBER.match(value):
         return "'" + value
     return value

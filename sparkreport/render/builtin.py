@@ -6,6 +6,7 @@ templates, which a project can override by name.
 
 from __future__ import annotations
 
+import csv
 import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -362,16 +363,52 @@ class QualityPage(Page):
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
+        # the assumption a finding rests on is stated once, under "What the physical checks assume"
+        findings = [{"severity": f.severity, "code": f.code,
+                     "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
+                     "runs": f.runs, "assumes": f.assumes} for f in site.findings]  # check() sorted them
+        from sparkreport.dataset import csv_cell
+
+        shown, more = cap_per_check(findings, FINDINGS_PER_CHECK)
+        if more:  # every finding, for the reader who wants them all (and `sparkreport check --json`)
+            folder = out / self.folder
+            folder.mkdir(parents=True, exist_ok=True)
+            with (folder / FINDINGS_FILE).open("w", encoding="utf-8", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(["severity", "check", "finding", "runs"])
+                for f in site.findings:
+                    writer.writerow([f.severity, f.code, csv_cell(f.message), " ".join(f.runs)])  # no formulas
+            doc.files = [f"{self.folder}/{FINDINGS_FILE}"]
         return {
-            # the assumption a finding rests on is stated once, under "What the physical checks assume"
-            "findings": [{"severity": f.severity, "code": f.code,
-                          "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
-                          "runs": f.runs, "assumes": f.assumes} for f in site.findings],  # check() sorted them
+            "findings": shown, "more": more, "findings_total": len(findings), "findings_file": FINDINGS_FILE,
+            "per_check": FINDINGS_PER_CHECK,
             "assumption_groups": site.assumption_groups,
             "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
             if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),
         }
+
+
+#: A check with more findings than this shows this many on the Data quality page (the first,
+#: in check()'s order) and says how many more; all of them are in ``findings.csv`` beside it.
+FINDINGS_PER_CHECK = 20
+FINDINGS_FILE = "findings.csv"
+
+
+def cap_per_check(findings: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The findings to list (at most ``limit`` per check, order kept) and, per check cut short,
+    ``{"code", "severity", "count"}`` of the findings not listed."""
+    seen: dict[str, int] = {}
+    shown: list[dict[str, Any]] = []
+    more: dict[str, dict[str, Any]] = {}
+    for finding in findings:
+        count = seen[finding["code"]] = seen.get(finding["code"], 0) + 1
+        if count <= limit:
+            shown.append(finding)
+        else:
+            more.setdefault(finding["code"], {"code": finding["code"], "severity": finding["severity"], "count": 0})
+            more[finding["code"]]["count"] += 1
+    return shown, list(more.values())
 
 
 def without_assumption(message: str) -> str:

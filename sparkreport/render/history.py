@@ -149,15 +149,17 @@ class HistoryPage(Page):
         payload = json.dumps(history_payload(result), separators=(",", ":"))
         (folder / "history.json").write_text(payload + "\n", encoding="utf-8")
         main.files = [f"{self.folder}/history.json"]
+        # A series measured in one version has no history: counted, not listed (history.json has it).
         latest = [{"campaign": s.campaign, "model": s.model, "environment": s.environment,
                    "label": metric_label(s.metric), "metric": s.metric, "point": s.points[-1],
-                   "versions": len(s.points), "changes": len(s.changes)} for s in result.series]
+                   "versions": len(s.points), "changes": len(s.changes)} for s in result.series if len(s.points) > 1]
         single = sorted({p.version for s in result.series for p in s.points if p.single_run}, key=rank.__getitem__)
         cells = {(s.campaign, s.model) for s in result.series}
         main.context = {"history": result, "changes": rows, "sentences": rows[:SENTENCE_BUDGET],
                         "order_text": ORDER_TEXT[result.order], "qualify": len(cells) > 1,
                         "reference": (out / REFERENCE).exists() and main.href(REFERENCE),
                         "more": max(0, len(rows) - SENTENCE_BUDGET), "latest": latest, "single_run": single,
+                        "unlisted": len(result.series) - len(latest),
                         "series_count": len(result.series)}
         main.charts = history_charts(site, result)
 
