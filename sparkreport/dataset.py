@@ -512,7 +512,9 @@ def export(dataset: Dataset, out: Path) -> Path:
                 "runs": json.loads(frame.to_json(orient="records")),
                 "summaries": json.loads(dataset.summaries.to_json(orient="records")),
             }
-            Path(tmp).write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+            from sparkreport.charts import spec_json  # json.dumps(indent=1), byte for byte, fast
+
+            Path(tmp).write_text(spec_json(payload, sort_keys=False) + "\n", encoding="utf-8")
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -122,3 +122,5 @@ def test_spec_json_is_json_dumps_indent_1(value: object) -> None:
     from sparkreport.charts import spec_json
 
     assert spec_json(value) == json.dumps(value, indent=1, sort_keys=True)
+    # Unsorted (the dataset.json download keeps its columns' order).
+    assert spec_json(value, sort_keys=False) == json.dumps(value, indent=1)
