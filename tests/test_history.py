@@ -165,3 +165,29 @@ def test_history_config_sets_the_version_key(tmp_path: Path) -> None:
     path.write_text("history:\n  by: trtllm\n  min_effect: 0.03\n", encoding="utf-8")
     config = load_config(path)
     assert (config.history.by, config.history.min_effect) == ("trtllm", 0.03)
+
+
+def test_history_with_a_cache_equals_history_without_and_recomputes_one_campaign(tmp_path: Path) -> None:
+    """Kept per campaign (a series lives in one campaign): the same History with or without the
+    cache; after one more run only that run's campaign's series are computed again."""
+    import json
+
+    from sparkreport.cache import AnalysisCache
+
+    runs = write_history_store(tmp_path / "runs", steps={"0.21.0": -0.05})
+    for path in sorted(runs.glob("*/*/run.json"))[:3]:  # a second campaign: three runs moved
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["campaign"] = "second"
+        folder = runs / "second" / path.parent.name
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text(json.dumps(data), encoding="utf-8")
+        path.unlink()
+        path.parent.rmdir()
+    ds = load_dataset(runs)
+    cache = AnalysisCache(tmp_path / "analysis.pickle")
+    assert history(ds, FAST, cache=cache) == history(ds, FAST)
+    assert cache.computed["history-campaign"] == len(ds.campaigns()) == 2
+    cache.save()
+    again = AnalysisCache(tmp_path / "analysis.pickle")
+    assert history(ds, FAST, cache=again) == history(ds, FAST)
+    assert again.computed["history-campaign"] == 0 and again.reused["history-campaign"] == 2

@@ -14,6 +14,7 @@ versions around it with the ratio of their means and its Fieller CI (the numbers
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from sparkreport.errors import DataError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sparkreport.cache import AnalysisCache
     from sparkreport.dataset import Dataset
 
 SOFTWARE_FIELDS = ("engine_version", "cuda", "driver", "image", "image_digest")
@@ -141,10 +143,13 @@ def order_versions(runs: pd.DataFrame, column: str) -> tuple[list[str], str]:
 
 
 def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics: list[str] | None = None,
-            campaigns: list[str] | None = None, min_effect: float | None = None) -> History:
-    """The history of ``ds`` across the versions named by ``by`` (see the module docstring)."""
-    import numpy as np
+            campaigns: list[str] | None = None, min_effect: float | None = None,
+            cache: AnalysisCache | None = None) -> History:
+    """The history of ``ds`` across the versions named by ``by`` (see the module docstring).
 
+    A series lives in one campaign, so the series are computed campaign by campaign; with
+    ``cache``, a campaign's series are kept by the digest of its runs (and the version order,
+    the metrics and the options), and a new run recomputes the series of its campaign only."""
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if campaigns:
@@ -161,6 +166,31 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
     present = [m for m in wanted if m in runs.columns]
     runs = runs[["campaign", "model", "model_name", "environment", *present]].assign(
         _rank=runs[column].astype(str).map(rank).astype(int))
+    digests = None
+    if cache is not None:
+        from sparkreport.analysis.arms import campaign_digests
+
+        digests = campaign_digests(ds, opts)
+    for campaign, rows in runs.groupby("campaign", sort=True):
+        if cache is None or digests is None:
+            out += _campaign_series(rows, versions, present, opts, min_effect, effect_default)
+            continue
+        key = cache.key(("kind", "history-1"), ("runs", digests[str(campaign)]), ("versions", versions),
+                        ("column", column), ("metrics", present), ("opts", opts), ("min_effect", min_effect))
+        out += cache.get_or("history-campaign", key, functools.partial(
+            _campaign_series, rows, versions, present, opts, min_effect, effect_default))
+    effect_text = effect_default
+    return History(by=by, column=column, order=order, versions=versions, series=out, alpha=opts.alpha,
+                   min_effect=effect_text)
+
+
+def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str], opts: AnalysisOptions,
+                     min_effect: float | None, effect_default: float) -> list[Series]:
+    """The series (and their change points) of one campaign's included runs (``_rank``: each
+    run's place in ``versions``)."""
+    import numpy as np
+
+    out: list[Series] = []
     for (campaign, model, environment), cell in runs.groupby(["campaign", "model", "environment"], sort=True):
         model_name = str(cell["model_name"].iloc[0])
         codes = cell["_rank"].to_numpy()
@@ -196,9 +226,7 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
                     newest=ordered[step.index] == versions[-1],
                 ))
             out.append(series)
-    effect_text = effect_default
-    return History(by=by, column=column, order=order, versions=versions, series=out, alpha=opts.alpha,
-                   min_effect=effect_text)
+    return out
 
 
 def _num(value: float) -> float | None:

@@ -47,7 +47,8 @@ def site_history(site: SiteData) -> History | None:
     if "history" not in site.extra:
         def compute() -> tuple[History | None]:
             try:
-                found = history(site.dataset, site.config.analysis, by=by, min_effect=site.config.history.min_effect)
+                found = history(site.dataset, site.config.analysis, by=by, min_effect=site.config.history.min_effect,
+                                cache=site.analysis_cache)
             except DataError:
                 found = None
             return (found if found is not None and len(found.versions) >= 2 else None,)
