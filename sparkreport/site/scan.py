@@ -372,27 +372,56 @@ def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None =
     grep = _grep() if prefilter and all(shape.name in _PROBE_ARGS for shape in SHAPES) else None
     plain = [path for _relative, path in files if not path.endswith(".gz")]
     candidates = _prefiltered(plain, grep) if grep is not None else None
-    packed = {path: _read(path) for _relative, path in files if path.endswith(".gz")}
-    packed_hits = _gzip_candidates(list(packed.values()), grep) if grep is not None and packed else None
-    if packed_hits is not None:
-        packed = {path: data for k, (path, data) in enumerate(packed.items()) if k in packed_hits}
+    packed_findings = _packed_findings([(r, p) for r, p in files if p.endswith(".gz")], grep)
     findings: list[Finding] = []
     for relative, path in files:
         if path.endswith(".gz"):
-            if path not in packed:
-                continue
-            data = packed[path]
-        elif candidates is not None and path not in candidates:
+            findings += packed_findings.get(path, [])
             continue
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        seen: set[tuple[str, int]] = set()
-        for shape, line in scan_bytes(data):
-            if (shape.name, line) not in seen:
-                seen.add((shape.name, line))
-                findings.append(Finding(relative, line, shape.name, shape.description))
+        if candidates is not None and path not in candidates:
+            continue
+        with open(path, "rb") as handle:
+            findings += _file_findings(relative, handle.read())
     return findings
+
+
+def _file_findings(relative: str, data: bytes) -> list[Finding]:
+    """The findings in one file's bytes, one per shape and line."""
+    out: list[Finding] = []
+    seen: set[tuple[str, int]] = set()
+    for shape, line in scan_bytes(data):
+        if (shape.name, line) not in seen:
+            seen.add((shape.name, line))
+            out.append(Finding(relative, line, shape.name, shape.description))
+    return out
+
+
+#: Decompressed bytes of gzip files held at once by the scan (the samples of an hour-long run are
+#: tens of MB each: a hundred of them at once was most of a cold build's peak memory).
+PACKED_BATCH = 64 << 20
+
+
+def _packed_findings(files: list[tuple[str, str]], grep: str | None) -> dict[str, list[Finding]]:
+    """path → findings of each gzip file, decompressed a batch of about :data:`PACKED_BATCH`
+    bytes at a time (each batch prefiltered by grep when there is one)."""
+    out: dict[str, list[Finding]] = {}
+    index = 0
+    while index < len(files):
+        batch: list[tuple[str, str, bytes]] = []
+        size = 0
+        while index < len(files) and (not batch or size < PACKED_BATCH):
+            relative, path = files[index]
+            data = _read(path)
+            batch.append((relative, path, data))
+            size += len(data)
+            index += 1
+        hits = _gzip_candidates([data for _r, _p, data in batch], grep) if grep is not None else None
+        for k, (relative, path, data) in enumerate(batch):
+            if hits is None or k in hits:
+                found = _file_findings(relative, data)
+                if found:
+                    out[path] = found
+    return out
 
 
 def check_site(site_dir: Path, label: str | None = None, memo: ScanMemo | None = None) -> None:
