@@ -84,10 +84,21 @@ def make_titles_inert(docs_dir: Path, nav: list[Any]) -> int:
                 continue
             path = os.path.join(folder, name)
             relative = os.path.relpath(path, root).replace(os.sep, "/")
+            stat = os.stat(path)
+            seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino, titled.get(relative))
+            if _CHECKED.get(path) == seen:
+                continue  # checked as it is, with the same nav title (serve: every re-render)
             text = Path(path).read_text(encoding="utf-8")
             if relative in titled or "&" in text or "<" in text or ">" in text or '"' in text:
                 changed += _inert(Path(path), relative, text, titled.get(relative))
+            stat = os.stat(path)
+            _CHECKED[path] = (stat.st_mtime_ns, stat.st_size, stat.st_ino, titled.get(relative))
     return changed
+
+
+#: path → (mtime, size, inode, nav title) of each page found inert, for the next call in this
+#: process (render replaces a file it changes, so a changed page has a new inode).
+_CHECKED: dict[str, tuple[int, int, int, str | None]] = {}
 
 
 def _inert(path: Path, relative: str, text: str, nav_title: str | None) -> int:
