@@ -83,3 +83,26 @@ def test_no_history_page_with_one_version(tmp_path: Path) -> None:
     assert not (result.docs_dir / "history").exists()
     assert "History" not in dict(result.nav)
     assert "Across versions" not in (result.docs_dir / "index.md").read_text(encoding="utf-8")
+
+
+def test_series_of_one_version_are_counted_not_listed(tmp_path: Path) -> None:
+    """A campaign per version: every series holds one version, so the table of newest versions
+    gives way to one sentence (a paragraph of its own: not a heading made by the footer's rule)."""
+    runs = write_history_store(tmp_path / "runs")
+    for path in sorted(runs.glob("*/*/run.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["campaign"] = f"v{data['labels']['version']}"
+        folder = runs / data["campaign"] / path.parent.name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "run.json").write_text(json.dumps(data), encoding="utf-8")
+        path.unlink()
+        path.parent.rmdir()
+    (tmp_path / "sparkreport.yml").write_text(CONFIG, encoding="utf-8")
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
+    text = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
+    section = text.split("## Newest version per series\n", 1)[1]
+    assert "| Campaign |" not in section
+    sentence = next(line for line in section.splitlines() if line.startswith("No series spans two versions yet"))
+    assert "each of the 24 series was measured in one version only" in sentence
+    after = section.splitlines()[section.splitlines().index(sentence) + 1]
+    assert after == ""  # not a setext heading
