@@ -8,7 +8,7 @@ under which names; ``site`` builds and publishes it. Both read these definitions
   site path ← run-store path), the published name of a raw file (:func:`published_name`:
   inert suffixes, gzip above :data:`COMPRESS_ABOVE`), the environment filter every page and
   published run.json goes through (:func:`published_env`) and the symlink rule
-  (:func:`inside_store`);
+  (:func:`store_stat`);
 * the site's own assets: vendored Vega builds, the chart loader and its stylesheet, copied into
   the docs folder (:func:`copy_assets`) and loaded by the generated config (served from the site
   itself, no CDN, so a built site renders offline).
@@ -60,13 +60,6 @@ def published_env(details: Mapping[str, Any]) -> dict[str, str]:
     extra = details.get("env_allowlist")
     patterns = [p for p in extra if isinstance(p, str) and pattern_error(p) is None] if isinstance(extra, list) else []
     return allowed_env({str(k): str(v) for k, v in env_vars.items()}, patterns)
-
-
-def inside_store(runs_dir: str, relative: str, folders: dict[str, bool] | None = None) -> bool:
-    """True when ``runs_dir/relative`` is a regular file reached without a symbolic link (and
-    without ``..`` leaving the store). ``folders`` memoises the check of each folder on the way
-    (one dict for many files of the same run folders)."""
-    return store_stat(runs_dir, relative, folders) is not None
 
 
 def store_stat(runs_dir: str, relative: str, folders: dict[str, bool] | None = None) -> os.stat_result | None:

@@ -391,3 +391,33 @@ def test_builtin_page_modules_do_not_import_each_other() -> None:
     assert run("from sparkreport.render.pages import registered_pages; "
                "print(','.join(p.name for p in registered_pages()))") \
         == "home,campaigns,results,memory,history,diffs,methodology,quality,runs,downloads"
+
+
+def test_a_check_with_many_findings_lists_its_first_and_counts_the_rest() -> None:
+    """The Data quality page stays readable at 10 000 runs: at most FINDINGS_PER_CHECK rows per
+    check (in check()'s order), then one count per check cut short; findings.csv has all."""
+    from sparkreport.render.builtin import cap_per_check
+
+    findings = [{"code": "covariate-order", "severity": "warning", "n": i} for i in range(25)]
+    findings += [{"code": "drift", "severity": "warning", "n": i} for i in range(3)]
+    shown, more = cap_per_check(findings, 20)
+    assert [f["n"] for f in shown if f["code"] == "covariate-order"] == list(range(20))
+    assert [f["n"] for f in shown if f["code"] == "drift"] == [0, 1, 2]
+    assert more == [{"code": "covariate-order", "severity": "warning", "count": 5}]
+
+
+def test_quality_page_cuts_a_long_check_short_and_ships_every_finding(
+        tmp_path: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import csv
+
+    import sparkreport.render.builtin as builtin
+
+    monkeypatch.setattr(builtin, "FINDINGS_PER_CHECK", 1)
+    result = render(RenderOptions(runs_dir=published_store, project_root=tmp_path))
+    text = page(result, "quality/index.md")
+    with (result.docs_dir / "quality" / "findings.csv").open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    listed = [line for line in text.splitlines() if line.startswith(("| error |", "| warning |", "| info |"))]
+    assert len(listed) == len({row["check"] for row in rows}) < len(rows)  # one row per check
+    assert "A check with more than 1 findings is listed with its first 1:" in text
+    assert f"All {len(rows):,} findings are in [findings.csv](findings.csv)" in text

@@ -190,16 +190,3 @@ def test_a_page_changed_in_the_live_site_is_built_again(project: Path, tmp_path:
     assert second.reused > 0
     assert "edited in the site" not in page.read_text(encoding="utf-8")
     assert_equals_a_full_build(project, second, tmp_path)
-
-
-def test_a_check_with_many_findings_lists_its_first_and_counts_the_rest() -> None:
-    """The Data quality page stays readable at 10 000 runs: at most FINDINGS_PER_CHECK rows per
-    check (in check()'s order), then one count per check cut short; findings.csv has all."""
-    from sparkreport.render.builtin import cap_per_check
-
-    findings = [{"code": "covariate-order", "severity": "warning", "n": i} for i in range(25)]
-    findings += [{"code": "drift", "severity": "warning", "n": i} for i in range(3)]
-    shown, more = cap_per_check(findings, 20)
-    assert [f["n"] for f in shown if f["code"] == "covariate-order"] == list(range(20))
-    assert [f["n"] for f in shown if f["code"] == "drift"] == [0, 1, 2]
-    assert more == [{"code": "covariate-order", "severity": "warning", "count": 5}]

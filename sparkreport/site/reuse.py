@@ -43,8 +43,9 @@ SEARCH_INDEX = Path("search") / "search_index.json"
 
 @dataclass
 class Reuse:
-    """What a build may reuse (``previous``: the live site, ``key``: its shell) and, after the
-    build, what it did: the new shell key, the pages converted and reused."""
+    """What a build may reuse (``previous``: the live site, ``previous_key``: its shell) and,
+    after the build, what it did: the new shell key, the files it wrote, the pages converted
+    and reused."""
 
     previous: Path | None
     previous_key: str | None
@@ -56,8 +57,6 @@ class Reuse:
     files: dict[str, list[int]] = field(default_factory=dict)
     converted: int = 0
     reused: int = 0
-    why_not: str = ""
-    linked_files: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, cache_dir: Path, site_dir: Path, shell: str) -> Reuse:
@@ -126,7 +125,7 @@ class ReusePlugin:
         self.outputs: list[str] = []
 
     def _eligible(self, config: Any) -> str:
-        """'' when this project's site may be reused; else why not (for the record)."""
+        """'' when this project's site may be reused, else the reason it may not."""
         plugins = set(config.plugins) - {"sparkreport/reuse"}
         if plugins - KNOWN_PLUGINS:
             return f"plugins {sorted(plugins - KNOWN_PLUGINS)}"
@@ -145,12 +144,8 @@ class ReusePlugin:
         # Every page, whatever its inclusion now (the blog plugin excludes posts until on_nav).
         pages = sorted(file.src_uri for file in files.documentation_pages(inclusion=lambda _level: True))
         reuse.key = None if why_not else _digest(reuse.shell, pages)
-        if why_not or reuse.previous is None:
-            reuse.why_not = why_not or "no previous site"
-            return files
-        if reuse.key != reuse.previous_key:
-            reuse.why_not = "the shell changed"
-            return files
+        if why_not or reuse.previous is None or reuse.key != reuse.previous_key:
+            return files  # convert everything
         blog = tuple(f"{root}/" for root in _blog_roots(config))
         for file in files:
             if file.generated_by is not None or file.abs_src_path is None:
@@ -168,7 +163,6 @@ class ReusePlugin:
                 continue  # not as the last build wrote it
             Path(file.abs_dest_path).parent.mkdir(parents=True, exist_ok=True)
             os.link(before, file.abs_dest_path)
-            reuse.linked_files.append(file.dest_uri)
             if file.is_documentation_page():
                 self.linked_pages.add(_page_url(file.url))
         return files

@@ -11,7 +11,7 @@ has built the pages. Files are copied, never linked: the site must not share fil
 What is published, and how:
 
 * only the files a run's ``run.json`` lists (``provenance.raw_files`` and ``tables``) and
-  run.json itself — never a file reached through a symbolic link (:func:`sparkreport.published.inside_store`);
+  run.json itself — never a file reached through a symbolic link (:func:`sparkreport.published.store_stat`);
 * run.json as a filtered copy: its environment variables down to the allowlist
   (:func:`sparkreport.published.published_env`), whatever an old record holds;
 * raw files as inert text: a name whose suffix is not in :data:`sparkreport.published.SAFE_SUFFIXES` gets ``.txt``
