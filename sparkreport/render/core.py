@@ -74,16 +74,6 @@ class RenderResult:
     def chart_count(self) -> int:
         return sum(len(page.charts) for page in self.pages)
 
-    def release(self) -> None:
-        """Drop what only the render needed (each page's template context, each chart's spec:
-        hundreds of MiB at 10 000 runs), keeping paths, titles and chart names, before the site
-        builder takes its own memory."""
-        import dataclasses
-
-        for doc in self.pages:
-            doc.context = {}
-            doc.charts = [dataclasses.replace(chart, spec={}) for chart in doc.charts]
-
 
 def resolve_root(options: RenderOptions) -> Path:
     """The project root: given, else the config file's folder, else the current directory."""
@@ -147,10 +137,9 @@ class RenderSession:
         hand-written docs alone — a post, a page — skip the run store's check and the plan of
         the generated pages: only the hand-written pages and the posts' bindings are rendered
         again, the generated pages are kept as the last render wrote them."""
-        root = resolve_root(self.options)
-        docs = root / "docs"
-        self._docs_only = changed is not None and self.generated is not None and bool(changed := list(changed)) \
-            and all(path.is_relative_to(docs) for path in changed)
+        docs = resolve_root(self.options) / "docs"
+        paths = list(changed) if changed is not None else []
+        self._docs_only = self.generated is not None and bool(paths) and all(p.is_relative_to(docs) for p in paths)
         try:
             return render(self.options, session=self, checked=self._docs_only)
         finally:

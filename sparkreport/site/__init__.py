@@ -87,7 +87,6 @@ def project_builder(options: RenderOptions, builder: str | None) -> str:
 
 def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_dir: Path,
            builder_name: str | None, full: bool = False) -> BuildResult:
-    import gc
     import time
 
     from sparkreport.cache import HashMemo
@@ -118,8 +117,6 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     result = render(options, checked=True)  # refuse_early ran in build()
     config_file = write_config(result, target)
     make_titles_inert(result.docs_dir, config_nav(config_file))
-    result.release()
-    gc.collect()  # the dataset and the analysis hold reference cycles: free them before the builder
     timings["render"] = time.perf_counter() - started
     reuse = None
     if builder.reuses:
