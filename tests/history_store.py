@@ -14,9 +14,10 @@ VERSIONS = ["0.18.0", "0.19.0", "0.20.0rc1", "0.20.0", "0.21.0", "0.22.0"]
 
 def write_history_store(root: Path, *, steps: dict[str, float] | None = None, runs: int = 5,
                         noise: float = 0.01, seed: int = 3, versions: list[str] | None = None,
-                        single_run: str | None = None) -> Path:
-    """Runs of one model in two environments across ``versions``; ``steps``: version → relative
-    change of native output throughput from that version on (docker stays flat)."""
+                        single_run: str | None = None, campaign_per_version: bool = False) -> Path:
+    """Runs of one model in two environments across ``versions`` (one day each, in that order);
+    ``steps``: version → relative change of native output throughput from that version on (docker
+    stays flat); ``campaign_per_version``: campaign ``v<version>`` each, else one ``nightly``."""
     rng = np.random.default_rng(seed)
     store = RunStore(root)
     for day, version in enumerate(versions or VERSIONS):
@@ -28,7 +29,8 @@ def write_history_store(root: Path, *, steps: dict[str, float] | None = None, ru
             for i in range(1 if version == single_run else runs):
                 tok_s = 1000.0 * (level if env == "native" else 1.0) * (1 + rng.normal(0, noise))
                 record = RunRecord(
-                    run_id=f"{env}-{version}-{i}", campaign="nightly", iteration=i + 1,
+                    run_id=f"{env}-{version}-{i}", iteration=i + 1,
+                    campaign=f"v{version}" if campaign_per_version else "nightly",
                     started_at=f"2026-01-{day + 1:02d}T0{i}:00:00Z",
                     model=Model(id="meta-llama/Llama-3.1-8B-Instruct", name="llama-3.1-8b"),
                     environment=Environment(name=env, kind="container" if env == "docker" else "native"),

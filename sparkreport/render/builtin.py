@@ -79,22 +79,38 @@ class HomePage(Page):
         by_campaign: dict[str, list[dict[str, Any]]] = {}
         for effect in effects:
             by_campaign.setdefault(str(effect["campaign"]), []).append(effect)
-        shown = [c for c in campaigns(site)]
+        every = campaigns(site)
+        shown, earlier = self.campaign_split(site)
         questions = []
-        for campaign in shown:
-            rows = by_campaign.get(campaign.name, [])
-            questions.append({"campaign": campaign, "answer": answer(site, campaign.levels, rows),
-                              "table": summary_table(site, rows, self.EFFECT_BUDGET)})
+        for campaign in every:
+            if campaign.name in shown:
+                rows = by_campaign.get(campaign.name, [])
+                questions.append({"campaign": campaign, "answer": answer(site, campaign.levels, rows),
+                                  "table": summary_table(site, rows, self.EFFECT_BUDGET)})
+        # errors from every campaign; warnings from the campaigns shown (all of them: Data quality)
+        every_group = grouped_findings(site, per_model=False)
+        groups = [g for g in every_group if g["severity"] == "error" or g["campaign"] in shown]
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
-        return {"questions": questions, "groups": grouped_findings(site, per_model=False), "severities": severities,
+        return {"questions": questions, "groups": groups, "severities": severities,
+                "earlier": [c for c in every if c.name in earlier], "kinds": len(every_group),
                 "limits": data_limits(site, effects), "effects": len(effects),
                 "margin": site.config.analysis.equivalence_margin,
                 "history": site_history(site) is not None, "latest_change": latest_change(site)}
 
+    @staticmethod
+    def campaign_split(site: SiteData) -> tuple[set[str], set[str]]:
+        """The campaigns whose question and answer the page shows (the newest), and the rest."""
+        from sparkreport.render.report import campaigns, newest_campaigns
+
+        shown, earlier = newest_campaigns(site, [c.name for c in campaigns(site)])
+        return set(shown), set(earlier)
+
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
         from sparkreport.render.report import effect_rows, forest_chart
 
-        effects = [e for e in effect_rows(site) if e["primary"]] or effect_rows(site)
+        shown, _earlier = self.campaign_split(site)
+        every = [e for e in effect_rows(site) if str(e["campaign"]) in shown]
+        effects = [e for e in every if e["primary"]] or every
         if len(effects) > self.EFFECT_BUDGET:  # the largest effects; the rest are on Results
             effects = sorted(effects, key=lambda e: -abs(e["delta_pct"] or 0))[:self.EFFECT_BUDGET]
         chart = forest_chart(effects, name="effects", title="Every effect with its confidence interval",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from sparkreport import metrics as metric_catalog
+from sparkreport.names import shown_values
 
 if TYPE_CHECKING:
     import jinja2
@@ -158,5 +159,5 @@ def make_environment(project_templates: Path | None) -> jinja2.Environment:
     )
     env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
-                       percent=percent, code=code, is_missing=is_missing, MISSING=MISSING)
+                       percent=percent, code=code, is_missing=is_missing, MISSING=MISSING, cut=shown_values)
     return env

@@ -190,28 +190,74 @@ def grouped(site: SiteData, table: str, column: str) -> dict[str, pd.DataFrame]:
     return cached
 
 
-def slice_digest(site: SiteData, table: str, column: str, value: str) -> str:
+def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], value: str | tuple[str, ...]) -> str:
     """The sha256 of the rows of ``site.<table>`` whose ``column`` is ``value`` (what a page
-    reads of an analysis result, for its cache key); 'none' when there are none."""
+    reads of an analysis result, for its cache key); 'none' when there are none. ``column``
+    may name several columns, ``value`` then being one value per column."""
     import hashlib
 
     import pandas as pd
 
-    key = f"_digests:{table}:{column}"
+    columns = [column] if isinstance(column, str) else list(column)
+    key = f"_digests:{table}:{','.join(columns)}"
     digests = site.extra.get(key)
     if digests is None:
         frame = getattr(site, table)
         digests = {}
-        if not frame.empty and column in frame.columns:
+        if not frame.empty and set(columns) <= set(frame.columns):
             try:  # one 64-bit hash per row (values and dtypes), then one sha256 per group of rows
                 hashes = pd.util.hash_pandas_object(frame, index=False).to_numpy()
             except TypeError:  # a cell pandas cannot hash (a list): hash the rows' text
                 hashes = pd.Series([hash_text(row) for row in frame.astype(str).itertuples(index=False)]).to_numpy()
             head = f"{list(frame.columns)}{list(map(str, frame.dtypes))}".encode()
-            for name, positions in frame.groupby(column, sort=False, observed=True).indices.items():
-                digests[str(name)] = hashlib.sha256(head + hashes[positions].tobytes()).hexdigest()
+            by = columns[0] if len(columns) == 1 else columns
+            for name, positions in frame.groupby(by, sort=False, observed=True).indices.items():
+                name_key = str(name) if len(columns) == 1 else tuple(map(str, name))
+                digests[name_key] = hashlib.sha256(head + hashes[positions].tobytes()).hexdigest()
         site.extra[key] = digests
-    return str(digests.get(value, "none"))
+    return str(digests.get(value if isinstance(value, str) else tuple(value), "none"))
+
+
+#: How many campaigns a page that spans campaigns shows in full: the newest, by the start of
+#: their last run. The older ones are named with a link to where they are in full, so a page
+#: stays a report when a store holds one campaign per release. With this many campaigns or
+#: fewer, every one is shown.
+CAMPAIGNS_IN_FULL = 5
+
+
+def campaign_times(site: SiteData) -> dict[str, Any]:
+    """Campaign → the start of its last run (UTC; NaT for published figures, which have none)."""
+    cached = site.extra.get("_campaign_times")
+    if cached is None:
+        import pandas as pd
+
+        runs = site.dataset.runs
+        cached = {}
+        if not runs.empty:
+            started = pd.to_datetime(runs["started_at"], utc=True, errors="coerce", format="ISO8601")
+            cached = {str(c): t for c, t in started.groupby(runs["campaign"].astype(str), sort=False).max().items()}
+        site.extra["_campaign_times"] = cached
+    return dict(cached)
+
+
+def newest_campaigns(site: SiteData, names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``names`` split into (shown in full, earlier): the :data:`CAMPAIGNS_IN_FULL` newest by
+    their last run (a campaign without a run time counts as oldest; names break ties), and the
+    rest. Each list in name order, as the pages list campaigns."""
+    import pandas as pd
+
+    names = sorted(set(names))
+    if len(names) <= CAMPAIGNS_IN_FULL:
+        return names, []
+    times = campaign_times(site)
+    epoch = pd.Timestamp(0, tz="UTC")
+
+    def when(name: str) -> tuple[Any, str]:
+        found = times.get(name)
+        return (epoch if found is None or pd.isna(found) else found, name)
+
+    shown = set(sorted(names, key=when)[-CAMPAIGNS_IN_FULL:])
+    return [n for n in names if n in shown], [n for n in names if n not in shown]
 
 
 def hash_text(row: Iterable[str]) -> int:

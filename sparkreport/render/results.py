@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.names import unique_slugs
-from sparkreport.render.pages import Page, PageDoc, register
+from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.tables import claims, metric_label, metric_order
 from sparkreport.schema import slug
 
@@ -44,62 +44,102 @@ class ResultsPage(Page):
     overview_template = "results_index.md"
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        from sparkreport.render.report import grouped, slice_digest
+        from sparkreport.render.report import CAMPAIGNS_IN_FULL, newest_campaigns
 
         docs = []
+        earlier_docs = []
+        split: dict[str, tuple[list[str], list[str]]] = {}
         models = site.models()
         folders = unique_slugs(model for model, _ in models)  # foo/bar and foo bar: two pages
-        runs_of: dict[str, list[str]] = {}
-        for (_campaign, model, _level), run_ids in site.arm_runs().items():
-            runs_of.setdefault(model, []).extend(run_ids)
-        stats = grouped(site, "stats", "model")
+        arm_runs = site.arm_runs()
+        campaigns_of: dict[str, set[str]] = {}
+        for campaign, model, _level in arm_runs:
+            campaigns_of.setdefault(model, set()).add(campaign)
         for model, model_name in models:
+            shown, earlier = split[model] = newest_campaigns(site, campaigns_of.get(model, ()))
             doc = PageDoc(f"{self.folder}/{folders[model]}/index.md", model_name, self.template)
-            found = stats.get(model)
-            doc.scope = [(campaign, model) for campaign in
-                         (sorted(set(found["campaign"].astype(str))) if found is not None else [])]
-            doc.inputs = runs_of.get(model, [])
-            # its analysis rows: a comparison's Holm-adjusted p-value depends on the other models too
-            doc.also_reads = [model, *(slice_digest(site, table, "model", model)
-                                       for table in ("stats", "comparisons", "runs"))]
-            doc.fill = functools.partial(self.fill_model, site, doc, model, model_name)
+            older = None
+            if earlier:  # the older campaigns' tables on a page of their own, linked from the model's
+                older = PageDoc(f"{self.folder}/{folders[model]}/earlier/index.md",
+                                f"{model_name}: earlier campaigns", self.template)
+                self.plan(site, older, model, model_name, earlier, arm_runs, shown=shown, earlier_of=doc)
+                earlier_docs.append(older)
+            self.plan(site, doc, model, model_name, shown, arm_runs, earlier=earlier, earlier_page=older)
             docs.append(doc)
         overview = PageDoc(self.path, "Overview", self.overview_template)
-        pages = [(model, doc.title, doc.path) for (model, _name), doc in zip(models, docs, strict=True)]
+        pages = [(model, doc) for (model, _name), doc in zip(models, docs, strict=True)]
 
         def fill_overview() -> None:
-            overview.context = {"models": [self.overview_row(site, *page) for page in pages]}
+            overview.context = {"models": [self.overview_row(site, model, doc, *split[model]) for model, doc in pages],
+                                "in_full": CAMPAIGNS_IN_FULL, "earlier": any(earlier for _, earlier in split.values())}
 
         overview.fill = fill_overview
-        return [overview, *docs]
+        return [overview, *docs, *earlier_docs]
 
-    def fill_model(self, site: SiteData, doc: PageDoc, model: str, model_name: str) -> None:
-        doc.context, doc.charts = self.model_context(site, model, model_name)
+    def nav(self, docs: list[PageDoc]) -> NavItem:
+        """The overview and one entry per model (a model's page of earlier campaigns is linked from it)."""
+        return (self.title, [(doc.title, doc.path) for doc in docs if not doc.path.endswith("/earlier/index.md")])
 
-    def overview_row(self, site: SiteData, model: str, title: str, path: str) -> dict[str, Any]:
-        """One model's primary metrics for the overview page."""
+    def plan(self, site: SiteData, doc: PageDoc, model: str, model_name: str, campaigns: list[str],
+             arm_runs: dict[tuple[str, str, str], list[str]], *, shown: list[str] | None = None,
+             earlier: list[str] | None = None, earlier_page: PageDoc | None = None,
+             earlier_of: PageDoc | None = None) -> None:
+        """Plan one model's page over ``campaigns``: what it reads and how it is filled."""
+        from sparkreport.render.report import slice_digest
+
+        wanted = set(campaigns)
+        doc.scope = [(campaign, model) for campaign in campaigns]
+        doc.inputs = [run for (campaign, name, _level), run_ids in arm_runs.items()
+                      if name == model and campaign in wanted for run in run_ids]
+        # its analysis rows, per campaign: a comparison's Holm-adjusted p-value depends on the other
+        # models of its campaign, not on other campaigns
+        doc.also_reads = [model, ",".join(campaigns), ",".join(earlier or shown or []),
+                          *(slice_digest(site, table, ("model", "campaign"), (model, campaign))
+                            for table in ("stats", "comparisons", "runs") for campaign in campaigns)]
+        links = {"earlier_page": doc.href(earlier_page.path) if earlier_page else None,
+                 "model_page": doc.href(earlier_of.path) if earlier_of else None,
+                 "earlier": earlier or [], "shown": shown or []}
+        doc.fill = functools.partial(self.fill_model, site, doc, model, model_name, campaigns, links)
+
+    def fill_model(self, site: SiteData, doc: PageDoc, model: str, model_name: str, campaigns: list[str],
+                   links: dict[str, Any]) -> None:
+        doc.context, doc.charts = self.model_context(site, model, model_name, campaigns,
+                                                     with_charts=links["model_page"] is None)
+        doc.context.update(links)
+
+    def overview_row(self, site: SiteData, model: str, doc: PageDoc, shown: list[str],
+                     earlier: list[str]) -> dict[str, Any]:
+        """One model's primary metrics for the overview page (the campaigns its page shows in full)."""
         from sparkreport import metrics as metric_catalog
         from sparkreport.render.report import grouped
 
         stats = grouped(site, "stats", "model").get(model)
         found = []
         if stats is not None:
-            stats = stats[stats["metric"].isin(metric_catalog.PRIMARY_METRICS)]
+            stats = stats[stats["metric"].isin(metric_catalog.PRIMARY_METRICS)
+                          & stats["campaign"].astype(str).isin(set(shown))]
             by_metric = {str(metric): group for metric, group in stats.groupby("metric", sort=False, observed=True)}
             for metric in metric_order(stats["metric"]):
                 for row in rows(by_metric[metric]):
                     found.append({**row, "label": metric_label(metric)})
-        return {"model_name": title, "path": path, "rows": found}
+        return {"model_name": doc.title, "path": doc.path, "rows": found,
+                "earlier": len(earlier)}
 
-    def model_context(self, site: SiteData, model: str, model_name: str
-                      ) -> tuple[dict[str, Any], list[ChartSpec]]:
-        """The sections (one per metric) and charts of one model's page."""
+    def model_context(self, site: SiteData, model: str, model_name: str, campaigns: list[str] | None = None,
+                      with_charts: bool = True) -> tuple[dict[str, Any], list[ChartSpec]]:
+        """The sections (one per metric) and charts of one model's page, over ``campaigns`` (None:
+        all of the model's); ``with_charts=False``: the tables alone."""
         from sparkreport.render.report import grouped
 
-        empty = site.stats.iloc[0:0]
-        stats = grouped(site, "stats", "model").get(model, empty).copy()
-        compared = grouped(site, "comparisons", "model").get(model, site.comparisons.iloc[0:0])
-        runs = grouped(site, "runs", "model").get(model, site.runs.iloc[0:0]).copy()
+        def of(table: str) -> pd.DataFrame:
+            frame = grouped(site, table, "model").get(model, getattr(site, table).iloc[0:0])
+            if campaigns is not None and not frame.empty:
+                frame = frame[frame["campaign"].astype(str).isin(set(campaigns))]
+            return frame
+
+        stats = of("stats").copy()
+        compared = of("comparisons")
+        runs = of("runs").copy()
         charts: list[ChartSpec] = []
         sections: list[dict[str, Any]] = []
         if not stats.empty:
@@ -114,7 +154,8 @@ class ResultsPage(Page):
         for metric in primary + [m for m in metric_order(stats["metric"]) if m not in primary]:
             arms = arms_of.get(metric, stats.iloc[0:0])
             label = metric_label(metric)
-            section_charts = self.metric_charts(site, runs, arms, metric, label) if site.config.charted(metric) else []
+            section_charts = (self.metric_charts(site, runs, arms, metric, label)
+                              if with_charts and site.config.charted(metric) else [])
             charts += section_charts
             comparisons = [] if compared.empty else claims(compared_of.get(metric, compared.iloc[0:0]),
                                                            site.findings, site.arm_runs())

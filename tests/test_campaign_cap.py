@@ -1,0 +1,108 @@
+"""Pages that span campaigns show the newest in full once a store holds many campaigns (one per
+release, say): a model's page its five newest campaigns with a page of its own for the older ones,
+the Results overview and the home page the same five; with five or fewer, every campaign."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from history_store import write_history_store
+
+from sparkreport.render import RenderOptions, RenderResult, render
+from sparkreport.render.report import CAMPAIGNS_IN_FULL
+
+#: In time order; in name order v0.10.0 and v0.11.0 come first, so "newest" must mean the runs' time.
+VERSIONS = ["0.9.0", "0.10.0", "0.11.0", "0.12.0", "0.13.0", "0.14.0", "0.15.0"]
+OLDER = ["v0.10.0", "v0.9.0"]
+NEWEST = ["v0.11.0", "v0.12.0", "v0.13.0", "v0.14.0", "v0.15.0"]
+MODEL = "results/llama-3.1-8b/index.md"
+EARLIER = "results/llama-3.1-8b/earlier/index.md"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cap")
+    write_history_store(root / "runs", versions=VERSIONS, runs=3, campaign_per_version=True)
+    (root / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def site(store: Path) -> RenderResult:
+    return render(RenderOptions(runs_dir=store / "runs", project_root=store, docs_dir=store / "build" / "docs"))
+
+
+def text(site: RenderResult, path: str) -> str:
+    return (site.docs_dir / path).read_text(encoding="utf-8")
+
+
+def table_campaigns(markdown: str) -> set[str]:
+    return set(re.findall(r"^\| (v[\d.]+) \|", markdown, flags=re.M))
+
+
+def test_the_model_page_shows_the_newest_campaigns_by_run_time(site: RenderResult) -> None:
+    assert len(NEWEST) == CAMPAIGNS_IN_FULL
+    page = text(site, MODEL)
+    assert ("The 5 newest campaigns of this model, by their last run; the\n2 older ones (v0.10.0, v0.9.0) "
+            "are on [a page of their own](earlier/index.md).") in page
+    assert table_campaigns(page) == set(NEWEST)
+    assert "30 runs of this model are in these campaigns; the statistics use 30 of them" in page
+    doc = next(d for d in site.pages if d.path == MODEL)
+    assert doc.charts and all(c.name.rsplit("-", 1)[-1] in ("runs", "means") for c in doc.charts)
+
+
+def test_the_older_campaigns_have_a_page_of_tables(site: RenderResult) -> None:
+    page = text(site, EARLIER)
+    assert page.startswith("---\nsearch:\n  exclude: true\n---\n# meta-llama/Llama-3.1-8B-Instruct: earlier campaigns")
+    assert ("The tables of the 2 older campaigns of meta-llama/Llama-3.1-8B-Instruct, for the record; its\n"
+            "[page](../index.md) has the 5 newest (v0.11.0, v0.12.0, v0.13.0, v0.14.0, v0.15.0) in full, "
+            "with their charts.") in page
+    assert table_campaigns(page) == set(OLDER)
+    assert "12 runs of this model are in these campaigns" in page
+    doc = next(d for d in site.pages if d.path == EARLIER)
+    assert doc.charts == [] and "sparkreport-chart" not in page
+    assert "[Methodology](../../../methodology/index.md)" in page  # one folder deeper
+
+
+def test_nav_and_overview_list_the_model_page_only(site: RenderResult) -> None:
+    results = dict(site.nav)["Results"]
+    assert [path for _title, path in results] == ["results/index.md", MODEL]
+    overview = text(site, "results/index.md")
+    assert "For a model measured in more than 5 campaigns, the 5 newest (by their last run)\nare shown" in overview
+    assert {row.split(" | ")[1] for row in overview.splitlines() if row.startswith("| Output")} == set(NEWEST)
+
+
+def test_home_answers_the_newest_and_links_the_older(site: RenderResult) -> None:
+    home = text(site, "index.md")
+    assert re.findall(r"^## \[(v[\d.]+)\]", home, flags=re.M) == NEWEST
+    assert ("**Earlier campaigns.** The 5 newest campaigns (by their last run) are above; the\n2 older ones have "
+            "their question and answer on their own pages:\n[v0.10.0](campaigns/v0.10.0/index.md) · "
+            "[v0.9.0](campaigns/v0.9.0/index.md).") in home
+
+
+def test_a_new_run_in_the_newest_campaign_leaves_the_older_page_alone(store: Path, tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(store, project, ignore=shutil.ignore_patterns("build"))
+    options = RenderOptions(runs_dir=project / "runs", project_root=project, docs_dir=project / "build" / "docs")
+    render(options)
+    newest = project / "runs" / "v0.15.0"
+    source = next(newest.glob("native-0.15.0-0"))
+    copy = newest / "native-0.15.0-9"
+    shutil.copytree(source, copy)
+    run_json = copy / "run.json"
+    run_json.write_text(run_json.read_text(encoding="utf-8").replace("native-0.15.0-0", "native-0.15.0-9")
+                        .replace('"iteration": 1', '"iteration": 10'), encoding="utf-8")
+    again = render(options)
+    assert MODEL in again.rendered_pages and EARLIER in again.skipped_pages
+
+
+def test_five_campaigns_or_fewer_are_all_shown(tmp_path: Path) -> None:
+    write_history_store(tmp_path / "runs", versions=VERSIONS[:5], runs=2, campaign_per_version=True)
+    site = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path, docs_dir=tmp_path / "build" / "docs"))
+    assert not (site.docs_dir / EARLIER).exists()
+    page = text(site, MODEL)
+    assert "older ones" not in page and len(table_campaigns(page)) == 5
+    assert "Earlier campaigns" not in text(site, "index.md")
