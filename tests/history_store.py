@@ -14,10 +14,12 @@ VERSIONS = ["0.18.0", "0.19.0", "0.20.0rc1", "0.20.0", "0.21.0", "0.22.0"]
 
 def write_history_store(root: Path, *, steps: dict[str, float] | None = None, runs: int = 5,
                         noise: float = 0.01, seed: int = 3, versions: list[str] | None = None,
-                        single_run: str | None = None, campaign_per_version: bool = False) -> Path:
+                        single_run: str | None = None, campaign_per_version: bool = False,
+                        kv_cache: bool = False) -> Path:
     """Runs of one model in two environments across ``versions`` (one day each, in that order);
     ``steps``: version → relative change of native output throughput from that version on (docker
-    stays flat); ``campaign_per_version``: campaign ``v<version>`` each, else one ``nightly``."""
+    stays flat); ``campaign_per_version``: campaign ``v<version>`` each, else one ``nightly``;
+    ``kv_cache``: the runs also record their KV cache."""
     rng = np.random.default_rng(seed)
     store = RunStore(root)
     for day, version in enumerate(versions or VERSIONS):
@@ -37,7 +39,8 @@ def write_history_store(root: Path, *, steps: dict[str, float] | None = None, ru
                     workload=Workload(num_requests=100, input_len=128, output_len=128, concurrency=8),
                     software=Software(engine="trtllm", engine_version=version),
                     metrics={"output_throughput_tok_s": round(tok_s, 3),
-                             "peak_memory_gib": round(40.0 * (1 + rng.normal(0, noise)), 4)},
+                             "peak_memory_gib": round(40.0 * (1 + rng.normal(0, noise)), 4),
+                             **({"kv_cache_gib": 20.0} if kv_cache else {})},
                     labels={"version": version})
                 store.write(record, [])
     return root

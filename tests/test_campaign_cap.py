@@ -25,7 +25,7 @@ EARLIER = "results/llama-3.1-8b/earlier/index.md"
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cap")
-    write_history_store(root / "runs", versions=VERSIONS, runs=3, campaign_per_version=True)
+    write_history_store(root / "runs", versions=VERSIONS, runs=3, campaign_per_version=True, kv_cache=True)
     (root / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
     return root
 
@@ -106,3 +106,16 @@ def test_five_campaigns_or_fewer_are_all_shown(tmp_path: Path) -> None:
     page = text(site, MODEL)
     assert "older ones" not in page and len(table_campaigns(page)) == 5
     assert "Earlier campaigns" not in text(site, "index.md")
+
+
+def test_memory_shows_the_newest_and_ships_every_budget(site: RenderResult) -> None:
+    page = text(site, "memory/index.md")
+    assert ("This page shows the 5 newest campaigns (by their last run). The\n2 older ones (v0.10.0, v0.9.0) have "
+            "their memory figures per arm on\ntheir models' [Results](../results/index.md) pages, and every arm's "
+            "budget is in\n[budget.csv](budget.csv).") in page
+    assert not re.search(r"\| v0\.(9|10)\.0 \|", page)
+    doc = next(d for d in site.pages if d.path == "memory/index.md")
+    assert doc.files == ["memory/budget.csv"]
+    budget = (site.docs_dir / "memory" / "budget.csv").read_text(encoding="utf-8").splitlines()
+    assert budget[0].startswith("campaign,model,environment,pool,pre_kv")
+    assert {line.split(",")[0] for line in budget[1:]} == set(NEWEST + OLDER)

@@ -36,7 +36,8 @@ def scatter_points(site: SiteData) -> pd.DataFrame:
 
     from sparkreport.charts import MEASURED, PUBLISHED
 
-    columns = ["model_name", "environment", "pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib", "origin"]
+    columns = ["campaign", "model_name", "environment", "pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib",
+               "origin"]
     frames = []
     runs = site.runs[site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
     if not runs.empty:
@@ -50,6 +51,33 @@ def scatter_points(site: SiteData) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=columns)
     return pd.concat(frames, ignore_index=True)
+
+
+#: Every arm's memory budget, beside the page when it shows only the newest campaigns.
+BUDGET_FILE = "budget.csv"
+BUDGET_COLUMNS = ("campaign", "model", "environment", "pool", "pre_kv", "pre_kv_derived", "peak", "free",
+                  "free_computed", "fraction", "expected_kv", "kv", "kv_share")
+
+
+def write_budget_csv(budget: list[dict[str, Any]], path: Path) -> None:
+    """The budget rows as CSV (GiB; a name that a spreadsheet would take for a formula is made inert)."""
+    import csv
+
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(BUDGET_COLUMNS)
+        for b in budget:
+            writer.writerow([_budget_cell(b[key]) for key in BUDGET_COLUMNS])
+
+
+def _budget_cell(value: Any) -> Any:
+    from sparkreport.dataset import csv_cell
+
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return round(value, 4)
+    return csv_cell(value)
 
 
 def budget_rows(site: SiteData) -> list[dict[str, Any]]:
@@ -120,10 +148,10 @@ class MemoryPage(Page):
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.dataset import frame_rows as rows
 
-        memory = site.stats[site.stats["metric"].isin(MEMORY_METRICS)]
-        doc.scope = sorted(set(zip(memory["campaign"].astype(str), memory["model"].astype(str), strict=True)))
-
-        pairs = site.stats[site.stats["metric"].isin(MEMORY_METRICS)]
+        shown, earlier = self.campaign_split(site)
+        pairs = site.stats[site.stats["metric"].isin(MEMORY_METRICS)
+                           & site.stats["campaign"].astype(str).isin(shown)]
+        doc.scope = sorted(set(zip(pairs["campaign"].astype(str), pairs["model"].astype(str), strict=True)))
         wide = []
         if not pairs.empty:
             for (campaign, model, env), group in pairs.groupby(["campaign", "model", "environment"], sort=True):
@@ -135,23 +163,42 @@ class MemoryPage(Page):
                              "peak": by_metric.get("peak_memory_gib"), "kv": by_metric.get("kv_cache_gib")})
         from sparkreport.render.report import campaigns, cgroup_observation
 
-        budget = budget_rows(site)
-        known = campaigns(site)
+        every_arm = budget_rows(site)
+        budget = [b for b in every_arm if b["campaign"] in shown]
+        known = [c for c in campaigns(site) if c.name in shown]
         unified = [c for c in known if c.unified]
         discrete = [c for c in known if c.unified is False]
         observations = [text for text in (cgroup_observation(site, c.name) for c in discrete) if text]
+        if earlier:  # every arm's budget, the older campaigns' too, beside the page
+            folder = out / self.folder
+            folder.mkdir(parents=True, exist_ok=True)
+            write_budget_csv(every_arm, folder / BUDGET_FILE)
+            doc.files = [f"{self.folder}/{BUDGET_FILE}"]
         return {"arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
                 "observations": observations, "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
-                "identity": identity_fits(site), "ledger": ledger_summary(site)}
+                "identity": [f for f in identity_fits(site) if f["campaign"] in shown], "ledger": ledger_summary(site),
+                "shown": sorted(shown), "earlier": sorted(earlier), "budget_file": BUDGET_FILE,
+                "results_href": doc.href("results/index.md")}
+
+    @staticmethod
+    def campaign_split(site: SiteData) -> tuple[set[str], set[str]]:
+        """The campaigns the page shows (the newest, of those with memory figures), and the rest."""
+        from sparkreport.render.report import newest_campaigns
+
+        memory = site.stats[site.stats["metric"].isin(MEMORY_METRICS + BUDGET_METRICS)]
+        shown, earlier = newest_campaigns(site, set(memory["campaign"].astype(str)))
+        return set(shown), set(earlier)
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
         from sparkreport.charts import memory_scatter
 
+        shown, _earlier = self.campaign_split(site)
         out = []
-        waterfall = budget_chart(budget_rows(site))
+        waterfall = budget_chart([b for b in budget_rows(site) if b["campaign"] in shown])
         if waterfall is not None:
             out.append(waterfall)
-        chart = memory_scatter(scatter_points(site), name="kv-vs-peak",
+        points = scatter_points(site)
+        chart = memory_scatter(points[points["campaign"].astype(str).isin(shown)], name="kv-vs-peak",
                                title="KV cache against memory in use before it was allocated")
         if chart is not None:
             out.append(chart)
