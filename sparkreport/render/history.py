@@ -184,9 +184,10 @@ def history_charts(site: SiteData, result: History) -> list[ChartSpec]:
 def _metric_chart(result: History, metric: str) -> ChartSpec | None:
     import altair as alt
 
-    from sparkreport.charts import PANEL_WIDTH, _finish, metric_title
+    from sparkreport.charts import PANEL_WIDTH, _finish, inline, metric_title
 
-    series = [s for s in result.series if s.metric == metric]
+    # a series of one version is a point, not a course (the page counts them, history.json has them)
+    series = [s for s in result.series if s.metric == metric and len(s.points) > 1]
     points = [{"series": f"{s.model} · {s.environment}", "version": p.version, "mean": _short(p.mean),
                "ci_low": _short(p.ci_low) if p.n > 1 else None, "ci_high": _short(p.ci_high) if p.n > 1 else None,
                "n": p.n}
@@ -199,7 +200,7 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
     domain = alt.Scale(domain=result.versions)
     x = alt.X("version:O", scale=domain, title=f"version ({result.column})",
               axis=alt.Axis(labelOverlap=True, labelAngle=-45))
-    base = alt.Chart(alt.Data(values=points))
+    base = alt.Chart(inline(points))
     color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400, columns=2))
     lines = base.mark_line(point=True).encode(
         x=x, y=alt.Y("mean:Q", title=metric_title(metric), scale=alt.Scale(zero=False)), color=color,
