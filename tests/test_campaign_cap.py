@@ -119,3 +119,22 @@ def test_memory_shows_the_newest_and_ships_every_budget(site: RenderResult) -> N
     budget = (site.docs_dir / "memory" / "budget.csv").read_text(encoding="utf-8").splitlines()
     assert budget[0].startswith("campaign,model,environment,pool,pre_kv")
     assert {line.split(",")[0] for line in budget[1:]} == set(NEWEST + OLDER)
+
+
+def test_methodology_describes_the_newest_and_older_campaign_pages_themselves(site: RenderResult) -> None:
+    method = text(site, "methodology/index.md")
+    assert re.findall(r"^## (v[\d.]+)$", method, flags=re.M) == NEWEST
+    assert ("The 2 older campaigns are described the same way, each with its arms, on its own page:\n"
+            "[v0.10.0](../campaigns/v0.10.0/index.md#how-the-runs-were-made) · "
+            "[v0.9.0](../campaigns/v0.9.0/index.md#how-the-runs-were-made).") in method
+    arms = method.split("## What each arm contains")[1].split("## Statistics")[0]
+    assert table_campaigns(arms) == set(NEWEST)
+    older = text(site, "campaigns/v0.9.0/index.md")
+    assert "How the runs were made, in full: [below](#how-the-runs-were-made)" in older
+    section = older.split("## How the runs were made\n")[1]
+    assert section.startswith("\n**What was run.** 6 runs of llama-3.1-8b")
+    assert "**Held constant**:" in section and "| native |" in section
+    assert table_campaigns(section) == {"v0.9.0"} and "| v0.9.0 | meta-llama/Llama-3.1-8B-Instruct | native | 3 / 3 | none |" in section
+    newest = text(site, "campaigns/v0.15.0/index.md")
+    assert "## How the runs were made" not in newest
+    assert "How the runs were made, in full: [Methodology](../../methodology/index.md)." in newest

@@ -162,28 +162,38 @@ class MethodologyPage(Page):
                 "sha256": record.provenance.source_sha256, "format": record.provenance.format,
                 "records": 0, "notes": []})
             entry["records"] += 1
-        by_campaign: dict[str, list[Any]] = {}
-        for record in records:
-            by_campaign.setdefault(record.campaign, []).append(record)
-        described = [{"campaign": c, **describe_campaign(by_campaign[c.name], site.config.baseline)}
-                     for c in campaigns(site)]
-        # allowlisted environment variables that differ between a campaign's environments (never a dump)
-        variables = {(e["campaign"], e["name"]): e["variables"] for e in environment_descriptions(records)}
-        for d in described:
-            for level in d["levels"]:
-                found = variables.get((d["campaign"].name, level["name"])) or {}
-                if found:
-                    level["variables"] = "; ".join(f"{k}={'/'.join(map(str, v))}" for k, v in found.items())
-            if any("variables" in level for level in d["levels"]):
-                d["level_columns"].append({"key": "variables", "label": "variables that differ"})
+        shown, earlier = HomePage.campaign_split(site)
+        described = described_campaigns(site, [c for c in campaigns(site) if c.name in shown])
         return {
-            "described": described,
+            "described": described, "earlier": [c for c in campaigns(site) if c.name in earlier],
             "sources": summarise_sources(list(sources.values())),
-            "arms": arm_table(site),
+            "arms": [a for a in arm_table(site) if a["campaign"] in shown],
             "options": site.config.analysis,
             "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
             "history_method": history_method(site),
         }
+
+
+def described_campaigns(site: SiteData, shown: list[Any]) -> list[dict[str, Any]]:
+    """Methodology's description of each campaign in ``shown``: what was run, what was held
+    constant, how the factor's levels differ (with the allowlisted environment variables that
+    differ between them, never a dump)."""
+    wanted = {c.name for c in shown}
+    by_campaign: dict[str, list[Any]] = {}
+    for record in site.dataset.records:
+        if record.campaign in wanted:
+            by_campaign.setdefault(record.campaign, []).append(record)
+    described = [{"campaign": c, **describe_campaign(by_campaign[c.name], site.config.baseline)} for c in shown]
+    records = [r for c in shown for r in by_campaign[c.name]]
+    variables = {(e["campaign"], e["name"]): e["variables"] for e in environment_descriptions(records)}
+    for d in described:
+        for level in d["levels"]:
+            found = variables.get((d["campaign"].name, level["name"])) or {}
+            if found:
+                level["variables"] = "; ".join(f"{k}={'/'.join(map(str, v))}" for k, v in found.items())
+        if any("variables" in level for level in d["levels"]):
+            d["level_columns"].append({"key": "variables", "label": "variables that differ"})
+    return described
 
 
 #: Settings a reader needs to know how runs were made, by section: (attribute, label, unit).
@@ -324,7 +334,15 @@ def summarise_sources(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def arm_table(site: SiteData) -> list[dict[str, Any]]:
-    """What each arm contains: runs recorded and used (with the reasons for any left out)."""
+    """What each arm contains: runs recorded and used (with the reasons for any left out);
+    computed once per render (Methodology and the older campaigns' pages read it)."""
+    cached = site.extra.get("_arm_table")
+    if cached is None:
+        cached = site.extra["_arm_table"] = _arm_table(site)
+    return list(cached)
+
+
+def _arm_table(site: SiteData) -> list[dict[str, Any]]:
     from sparkreport.render.markdown import is_missing
 
     out = []
@@ -489,20 +507,24 @@ class CampaignPage(Page):
             runs_of.setdefault(campaign_name, []).extend(run_ids)
             models_of.setdefault(campaign_name, set()).add(model)
         docs = []
+        _shown, earlier = HomePage.campaign_split(site)
         for campaign in campaigns(site):
             doc = PageDoc(campaign.path, campaign.name, self.template)
             doc.scope = [(campaign.name, m) for m in sorted(models_of.get(campaign.name, ()))]
             doc.inputs = runs_of.get(campaign.name, [])
-            # the campaign as described (its campaign file too) and its analysis rows (Holm runs per campaign)
+            # the campaign as described (its campaign file too), its analysis rows (Holm runs per
+            # campaign) and whether it carries its own Methodology section (an older campaign)
             doc.also_reads = [repr(campaign), *(slice_digest(site, table, "campaign", campaign.name)
-                                                for table in ("stats", "comparisons", "runs"))]
-            doc.fill = functools.partial(self.fill_campaign, site, doc, campaign)
+                                                for table in ("stats", "comparisons", "runs")),
+                              f"method here: {campaign.name in earlier}"]
+            doc.fill = functools.partial(self.fill_campaign, site, doc, campaign, campaign.name in earlier)
             docs.append(doc)
         grouped(site, "comparisons", "campaign")  # grouped once, before the pages are filled
         return docs
 
-    def fill_campaign(self, site: SiteData, doc: PageDoc, campaign: Any) -> None:
-        """One campaign's context and charts."""
+    def fill_campaign(self, site: SiteData, doc: PageDoc, campaign: Any, method_here: bool = False) -> None:
+        """One campaign's context and charts; ``method_here``: with its Methodology section and arms
+        (an older campaign, which Methodology names with a link here)."""
         from sparkreport.render.report import cgroup_observation, effect_rows, forest_chart, grouped_findings
 
         compared = grouped(site, "comparisons", "campaign").get(campaign.name)
@@ -513,6 +535,8 @@ class CampaignPage(Page):
             "groups": [g for g in grouped_findings(site) if g["campaign"] == campaign.name],
             "observation": cgroup_observation(site, campaign.name),
             "margin": site.config.analysis.equivalence_margin,
+            "method": described_campaigns(site, [campaign])[0] if method_here else None,
+            "arms": [a for a in arm_table(site) if a["campaign"] == campaign.name] if method_here else [],
         }
         doc.charts = self.campaign_charts(site, campaign.name, rows)
         chart = forest_chart([e for e in rows if e["primary"]] or rows, name="effects",
