@@ -78,7 +78,7 @@ def test_nav_and_overview_list_the_model_page_only(site: RenderResult) -> None:
 def test_home_answers_the_newest_and_links_the_older(site: RenderResult) -> None:
     home = text(site, "index.md")
     assert re.findall(r"^## \[(v[\d.]+)\]", home, flags=re.M) == NEWEST
-    assert ("**Earlier campaigns.** The 5 newest campaigns (by their last run) are above; the\n2 older ones have "
+    assert ("## Earlier campaigns\n\nThe 5 newest campaigns (by their last run) are above; the\n2 older ones have "
             "their question and answer on their own pages:\n[v0.10.0](campaigns/v0.10.0/index.md) · "
             "[v0.9.0](campaigns/v0.9.0/index.md).") in home
 
@@ -124,7 +124,7 @@ def test_memory_shows_the_newest_and_ships_every_budget(site: RenderResult) -> N
 def test_methodology_describes_the_newest_and_older_campaign_pages_themselves(site: RenderResult) -> None:
     method = text(site, "methodology/index.md")
     assert re.findall(r"^## (v[\d.]+)$", method, flags=re.M) == NEWEST
-    assert ("The 2 older campaigns are described the same way, each with its arms, on its own page:\n"
+    assert ("## Earlier campaigns\n\nThe 2 older campaigns are described the same way, each with its arms, on its own page:\n"
             "[v0.10.0](../campaigns/v0.10.0/index.md#how-the-runs-were-made) · "
             "[v0.9.0](../campaigns/v0.9.0/index.md#how-the-runs-were-made).") in method
     arms = method.split("## What each arm contains")[1].split("## Statistics")[0]
