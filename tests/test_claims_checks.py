@@ -137,3 +137,16 @@ def test_torch_runner_writes_the_model_facts_into_the_record(tmp_path: Path) -> 
     assert result.model_details == {
         "params_b": 8.030261, "layers": 32, "kv_heads": 8, "head_dim": 128, "hidden_size": 4096, "dtype": "bf16",
         "weight_gb": 16.0605, "source": "recorded by the torch runner (the model as loaded)"}
+
+
+def test_a_metric_missing_in_all_but_one_run_says_one_run() -> None:
+    model, env = Model(id="m", name="m"), Environment(name="native", kind="native")
+    records = _runs(model, env, {"output_throughput_tok_s": 100.0, "end_temp_c": 60.0}, n=3)
+    for record in records[1:]:
+        del record.metrics["end_temp_c"]
+    records[2].metrics.pop("output_throughput_tok_s")
+    found = _findings(records)["missing-metric"]
+    assert any(m.endswith("end_temp_c missing in 2 of 3 runs; its statistics use the one run that reports it")
+               for m in found)
+    assert any(m.endswith("output_throughput_tok_s missing in 1 of 3 runs; its statistics use the 2 runs that "
+                          "report it") for m in found)

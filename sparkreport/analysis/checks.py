@@ -154,7 +154,8 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
                 findings.append(Finding(
                     "warning", "missing-metric",
                     f"{_arm(arm)}: {metric} missing in {n_missing} of {n} runs; its "
-                    f"statistics use the {n - n_missing} runs that report it",
+                    + ("statistics use the one run that reports it" if n - n_missing == 1 else
+                       f"statistics use the {n - n_missing} runs that report it"),
                     sorted(run_ids[positions[missing[positions, j]]].tolist()),
                 ))
         absent = [m for k, m in enumerate(metric_catalog.PRIMARY_METRICS) if primary_missing[positions, k].all()]
