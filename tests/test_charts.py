@@ -124,3 +124,51 @@ def test_spec_json_is_json_dumps_indent_1(value: object) -> None:
     assert spec_json(value) == json.dumps(value, indent=1, sort_keys=True)
     # Unsorted (the dataset.json download keeps its columns' order).
     assert spec_json(value, sort_keys=False) == json.dumps(value, indent=1)
+
+
+def _altair_means_spec(data: list[dict[str, object]], with_ci: list[dict[str, object]], *, axis: str, level: str,
+                       band: tuple[float, float] | None, title: str) -> dict[str, object]:
+    """The means chart's layers as Altair builds them (the reference ``means_spec`` writes directly)."""
+    import altair as alt
+
+    y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data],
+              axis=alt.Axis(labelLimit=charts.LABEL_LIMIT_PX))
+    points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=70).encode(
+        x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
+        color=alt.Color("environment:N", legend=None),
+        shape=alt.Shape("origin:N", title="source", scale=alt.Scale(domain=[charts.MEASURED, charts.PUBLISHED],
+                                                                     range=["circle", "diamond"])),
+        tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("origin:N", title="source"), alt.Tooltip("n:Q"),
+                 alt.Tooltip("mean:Q", format=".4~f"),
+                 alt.Tooltip("ci_low:Q", title=f"{level} CI low", format=".4~f"),
+                 alt.Tooltip("ci_high:Q", title=f"{level} CI high", format=".4~f")],
+    )
+    layers = [points]
+    if with_ci:
+        layers.insert(0, alt.Chart(alt.Data(values=with_ci)).mark_errorbar(ticks=True).encode(
+            x=alt.X("ci_low:Q", title=axis), x2=alt.X2("ci_high:Q"), y=y,
+            color=alt.Color("environment:N", legend=None)))
+    if band is not None:
+        layers.insert(0, alt.Chart(alt.Data(values=[{"lo": band[0], "hi": band[1]}])).mark_rect(
+            opacity=0.15, color="#2a9d8f").encode(x=alt.X("lo:Q", title=axis), x2=alt.X2("hi:Q")))
+    chart = alt.layer(*layers).properties(width=charts.PANEL_WIDTH, height=alt.Step(46))
+    return chart.properties(title=title).to_dict()  # validated against the Vega-Lite schema here
+
+
+@pytest.mark.parametrize("band", [None, (98.0, 102.0)])
+@pytest.mark.parametrize("intervals", ["all", "some", "none"])
+def test_means_spec_is_what_altair_builds(band: tuple[float, float] | None, intervals: str) -> None:
+    stats = pd.DataFrame({
+        "environment": ["native", "docker", "paper"], "metric": "output_throughput_tok_s", "n": [10, 9, 5],
+        "mean": [100.0, 101.5, 99.0], "ci_low": [95.0, 96.25, 97.0], "ci_high": [105.0, 106.0, 101.0],
+        "source": ["runs", "runs", "published"]})
+    if intervals != "all":
+        stats.loc[2 if intervals == "some" else slice(None), ["ci_low", "ci_high"]] = float("nan")
+    chart = charts.means_chart(stats, "output_throughput_tok_s", name="m", title="Means", confidence=0.9, band=band)
+    assert chart is not None
+    data = (chart.spec.get("data") or chart.spec["layer"][-1]["data"])["values"]
+    with_ci = [row for row in data if row["ci_low"] is not None]
+    assert len(chart.spec["layer"]) == 1 + (band is not None) + bool(with_ci)
+    expected = _altair_means_spec(data, with_ci, axis=chart.spec["layer"][-1]["encoding"]["x"]["title"],
+                                  level="90%", band=band, title="Means")
+    assert json.loads(json.dumps(chart.spec, sort_keys=True)) == json.loads(json.dumps(expected, sort_keys=True))
