@@ -118,8 +118,6 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
     when no run reports the metric. Above :data:`MAX_ROWS` runs the chart shows per-arm
     quantiles instead of points.
     """
-    import altair as alt
-
     if metric not in runs.columns:
         return None
     frame = runs[runs[metric].notna()].copy()
@@ -128,7 +126,6 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
     frame["included"] = frame["included"].astype(bool) if "included" in frame else True
     frame["status"] = frame["included"].map({True: "included", False: "excluded"})
     axis = metric_title(metric) + (" — axis does not start at 0" if float(frame[metric].min()) > 0 else "")
-    y_title = alt.Y("environment:N", title=None)
     description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
                    "the included runs.")
     if len(frame) > MAX_ROWS:
@@ -137,21 +134,41 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
     frame["jitter"] = frame.groupby("environment", sort=False).cumcount() % 7 / 6
     data = _records(frame[["environment", "run_id", "iteration", "status", "jitter", metric]].rename(
         columns={metric: "value"}))
-    base = alt.Chart(inline(data))
-    box = base.transform_filter(alt.datum.status == "included").mark_boxplot(
-        extent="min-max", opacity=0.35, size=22, median={"color": "#333"}
-    ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=False)), y=y_title,
-             color=alt.Color("environment:N", legend=None))
-    points = base.mark_point(size=45, filled=True, opacity=0.9).encode(
-        x=alt.X("value:Q"), y=y_title, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
-        color=alt.Color("environment:N", legend=None),
-        shape=alt.Shape("status:N", title="run", scale=alt.Scale(domain=["included", "excluded"],
-                                                                  range=["circle", "cross"])),
-        tooltip=[alt.Tooltip("run_id:N", title="run"), alt.Tooltip("iteration:Q"),
-                 alt.Tooltip("value:Q", title=axis, format=".4~f"), alt.Tooltip("status:N")],
-    )
-    chart = alt.layer(box, points).properties(width=PANEL_WIDTH, height=alt.Step(46))
-    return _finish(chart, name, title, description, rows=len(data))
+    return ChartSpec(name=name, title=title, description=description, spec=per_run_spec(data, axis=axis, title=title),
+                     rows=len(data))
+
+
+def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[str, Any]:
+    """The per-run chart's Vega-Lite spec, written directly as :func:`means_spec` is (the second
+    most frequent chart); ``tests/test_charts.py`` checks it equals Altair's: a box per environment
+    over the included runs, and every run as a point, excluded ones as crosses."""
+    import altair as alt
+
+    def y() -> dict[str, Any]:
+        return {"field": "environment", "title": None, "type": "nominal"}
+
+    def color() -> dict[str, Any]:
+        return {"field": "environment", "legend": None, "type": "nominal"}
+
+    box = {"mark": {"type": "boxplot", "extent": "min-max", "median": {"color": "#333"}, "opacity": 0.35, "size": 22},
+           "encoding": {"color": color(), "y": y(),
+                        "x": {"field": "value", "scale": {"zero": False}, "title": axis, "type": "quantitative"}},
+           "transform": [{"filter": "(datum.status === 'included')"}]}
+    points = {
+        "mark": {"type": "point", "filled": True, "opacity": 0.9, "size": 45},
+        "encoding": {
+            "color": color(),
+            "shape": {"field": "status", "scale": {"domain": ["included", "excluded"], "range": ["circle", "cross"]},
+                      "title": "run", "type": "nominal"},
+            "tooltip": [{"field": "run_id", "title": "run", "type": "nominal"},
+                        {"field": "iteration", "type": "quantitative"},
+                        {"field": "value", "format": ".4~f", "title": axis, "type": "quantitative"},
+                        {"field": "status", "type": "nominal"}],
+            "x": {"field": "value", "type": "quantitative"}, "y": y(),
+            "yOffset": {"field": "jitter", "scale": {"domain": [-1, 2]}, "title": None, "type": "quantitative"}}}
+    return {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300}}, "layer": [box, points],
+            "data": {"values": data}, "height": {"step": 46}, "title": title, "width": PANEL_WIDTH,
+            "$schema": alt.SCHEMA_URL}
 
 
 def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str) -> ChartSpec:
@@ -225,9 +242,13 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
     def quantitative(field: str, **extra: Any) -> dict[str, Any]:
         return {"field": field, **extra, "type": "quantitative"}
 
-    y = {"axis": {"labelLimit": LABEL_LIMIT_PX}, "field": "arm", "sort": [row["arm"] for row in data],
-         "title": None, "type": "nominal"}
-    color = {"field": "environment", "legend": None, "type": "nominal"}
+    def y() -> dict[str, Any]:
+        return {"axis": {"labelLimit": LABEL_LIMIT_PX}, "field": "arm", "sort": [row["arm"] for row in data],
+                "title": None, "type": "nominal"}
+
+    def color() -> dict[str, Any]:
+        return {"field": "environment", "legend": None, "type": "nominal"}
+
     layers: list[dict[str, Any]] = []
     if band is not None:
         layers.append({"data": {"values": [{"lo": band[0], "hi": band[1]}]},
@@ -235,19 +256,19 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                        "encoding": {"x": quantitative("lo", title=axis), "x2": {"field": "hi"}}})
     if with_ci:  # an arm published without a spread has no interval: draw its mean alone
         layers.append({"data": {"values": with_ci}, "mark": {"type": "errorbar", "ticks": True},
-                       "encoding": {"color": dict(color), "x": quantitative("ci_low", title=axis),
-                                    "x2": {"field": "ci_high"}, "y": {**y, "sort": list(y["sort"])}}})
+                       "encoding": {"color": color(), "x": quantitative("ci_low", title=axis),
+                                    "x2": {"field": "ci_high"}, "y": y()}})
     layers.append({
         "data": {"values": data}, "mark": {"type": "point", "filled": True, "size": 70},
         "encoding": {
-            "color": color,
+            "color": color(),
             "shape": {"field": "origin", "scale": {"domain": [MEASURED, PUBLISHED], "range": ["circle", "diamond"]},
                       "title": "source", "type": "nominal"},
             "tooltip": [{"field": "arm", "type": "nominal"}, {"field": "origin", "title": "source", "type": "nominal"},
                         quantitative("n"), quantitative("mean", format=".4~f"),
                         quantitative("ci_low", format=".4~f", title=f"{level} CI low"),
                         quantitative("ci_high", format=".4~f", title=f"{level} CI high")],
-            "x": quantitative("mean", scale={"zero": False}, title=axis), "y": y}})
+            "x": quantitative("mean", scale={"zero": False}, title=axis), "y": y()}})
     spec = {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300}}, "layer": layers,
             "height": {"step": 46}, "title": title, "width": PANEL_WIDTH, "$schema": alt.SCHEMA_URL}
     if len(layers) == 1:  # as Altair does: a single layer's data moves to the top

@@ -172,3 +172,30 @@ def test_means_spec_is_what_altair_builds(band: tuple[float, float] | None, inte
     expected = _altair_means_spec(data, with_ci, axis=chart.spec["layer"][-1]["encoding"]["x"]["title"],
                                   level="90%", band=band, title="Means")
     assert json.loads(json.dumps(chart.spec, sort_keys=True)) == json.loads(json.dumps(expected, sort_keys=True))
+
+
+def test_per_run_spec_is_what_altair_builds() -> None:
+    import altair as alt
+
+    runs = pd.DataFrame({"environment": ["native", "native", "docker", "docker"], "run_id": ["a", "b", "c", "d"],
+                         "iteration": [1, 2, 1, 2], "output_throughput_tok_s": [100.0, 101.0, 98.0, 97.5],
+                         "included": [True, False, True, True]})
+    chart = charts.per_run_chart(runs, "output_throughput_tok_s", name="r", title="Runs")
+    assert chart is not None
+    data, axis = chart.spec["data"]["values"], chart.spec["layer"][0]["encoding"]["x"]["title"]
+    y = alt.Y("environment:N", title=None)
+    base = alt.Chart(alt.Data(values=data))
+    box = base.transform_filter(alt.datum.status == "included").mark_boxplot(
+        extent="min-max", opacity=0.35, size=22, median={"color": "#333"}
+    ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
+             color=alt.Color("environment:N", legend=None))
+    points = base.mark_point(size=45, filled=True, opacity=0.9).encode(
+        x=alt.X("value:Q"), y=y, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
+        color=alt.Color("environment:N", legend=None),
+        shape=alt.Shape("status:N", title="run", scale=alt.Scale(domain=["included", "excluded"],
+                                                                  range=["circle", "cross"])),
+        tooltip=[alt.Tooltip("run_id:N", title="run"), alt.Tooltip("iteration:Q"),
+                 alt.Tooltip("value:Q", title=axis, format=".4~f"), alt.Tooltip("status:N")])
+    expected = alt.layer(box, points).properties(width=charts.PANEL_WIDTH, height=alt.Step(46), title="Runs").to_dict()
+    assert json.loads(json.dumps(chart.spec, sort_keys=True)) == json.loads(json.dumps(expected, sort_keys=True))
+    assert [row["status"] for row in data] == ["included", "excluded", "included", "included"]
