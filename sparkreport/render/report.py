@@ -196,7 +196,6 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
     may name several columns, ``value`` then being one value per column."""
     import hashlib
 
-    import pandas as pd
 
     columns = [column] if isinstance(column, str) else list(column)
     key = f"_digests:{table}:{','.join(columns)}"
@@ -205,10 +204,7 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
         frame = getattr(site, table)
         digests = {}
         if not frame.empty and set(columns) <= set(frame.columns):
-            try:  # one 64-bit hash per row (values and dtypes), then one sha256 per group of rows
-                hashes = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-            except TypeError:  # a cell pandas cannot hash (a list): hash the rows' text
-                hashes = pd.Series([hash_text(row) for row in frame.astype(str).itertuples(index=False)]).to_numpy()
+            hashes = row_hashes(site, table)
             head = f"{list(frame.columns)}{list(map(str, frame.dtypes))}".encode()
             by = columns[0] if len(columns) == 1 else columns
             for name, positions in frame.groupby(by, sort=False, observed=True).indices.items():
@@ -258,6 +254,23 @@ def newest_campaigns(site: SiteData, names: Iterable[str]) -> tuple[list[str], l
 
     shown = set(sorted(names, key=when)[-CAMPAIGNS_IN_FULL:])
     return [n for n in names if n in shown], [n for n in names if n not in shown]
+
+
+def row_hashes(site: SiteData, table: str) -> Any:
+    """One 64-bit hash per row of ``site.<table>`` (values and dtypes), computed once per render
+    whichever columns the pages group it by."""
+    key = f"_row_hashes:{table}"
+    cached = site.extra.get(key)
+    if cached is None:
+        import pandas as pd
+
+        frame = getattr(site, table)
+        try:
+            cached = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+        except TypeError:  # a cell pandas cannot hash (a list): hash the rows' text
+            cached = pd.Series([hash_text(row) for row in frame.astype(str).itertuples(index=False)]).to_numpy()
+        site.extra[key] = cached
+    return cached
 
 
 def hash_text(row: Iterable[str]) -> int:
