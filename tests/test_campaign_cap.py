@@ -138,3 +138,9 @@ def test_methodology_describes_the_newest_and_older_campaign_pages_themselves(si
     newest = text(site, "campaigns/v0.15.0/index.md")
     assert "## How the runs were made" not in newest
     assert "How the runs were made, in full: [Methodology](../../methodology/index.md)." in newest
+
+
+def test_a_model_page_does_not_count_models(site: RenderResult) -> None:
+    page = text(site, MODEL)
+    assert "model)" not in page and "models)" not in page and " for 1 model" not in page
+    assert "(1 model)" in text(site, "index.md")  # a campaign's answer counts them

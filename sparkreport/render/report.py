@@ -473,9 +473,10 @@ def cgroup_observation(site: SiteData, campaign: str) -> str | None:
             "cgroup does not count GPU memory on a discrete GPU.")
 
 
-def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]]) -> list[str]:
+def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, count_models: bool = True) -> list[str]:
     """A campaign's answer in a few sentences: one per verdict, naming the metrics and models it
-    covers, with the range of the differences and their intervals."""
+    covers, with the range of the differences and their intervals. ``count_models=False`` (a
+    model's own page): the sentences do not count models."""
     if not effects:
         return []
     primary = [e for e in effects if e["primary"]] or effects
@@ -499,9 +500,9 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]]) -> 
             text += f" [{min(lows):+.2f}, {max(highs):+.2f}]"
         return text
 
-    def count(rows: list[dict[str, Any]]) -> str:
+    def count(rows: list[dict[str, Any]], before: str = " (", after: str = ")") -> str:
         n = len({r["model"] for r in rows})
-        return f"{n} model{'s' if n != 1 else ''}"
+        return f"{before}{n} model{'s' if n != 1 else ''}{after}" if count_models else ""
 
     for kind in ("equivalent", "higher", "lower", "inconclusive", "untested"):
         rows = groups.get(kind)
@@ -509,27 +510,27 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]]) -> 
             continue
         cand, base = rows[0]["candidate"], rows[0]["baseline"]
         if kind == "equivalent":
-            out.append(f"**The same within {margin}** ({count(rows)}): {metrics_of(rows)}, "
+            out.append(f"**The same within {margin}**{count(rows)}: {metrics_of(rows)}, "
                        f"{cand} against {base} {span(rows)}.")
         elif kind in ("higher", "lower"):
             by_metric: dict[str, list[dict[str, Any]]] = {}
             for r in rows:
                 by_metric.setdefault(str(r["label"]), []).append(r)
-            parts = [f"{label} for {count(items)} ({span(items)})" for label, items in by_metric.items()]
+            parts = [f"{label}{count(items, ' for ', '')} ({span(items)})" for label, items in by_metric.items()]
             out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind == "inconclusive":
             mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
                    if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
             detect = (f" With these runs, differences smaller than about {min(mde):.0f}% could not have been "
                       "detected.") if mde else ""
-            out.append(f"**No difference detected, none ruled out** ({count(rows)}): {metrics_of(rows)} "
+            out.append(f"**No difference detected, none ruled out**{count(rows)}: {metrics_of(rows)} "
                        f"({span(rows)}); the intervals are wider than the {margin} margin.{detect}")
         else:
             untested: dict[str, list[dict[str, Any]]] = {}
             for r in rows:
                 untested.setdefault(str(r["label"]), []).append(r)
             parts = [f"{label} {span(items, intervals=False)}" for label, items in untested.items()]
-            out.append(f"**Published without a spread, so not tested** ({count(rows)}): {cand} against "
+            out.append(f"**Published without a spread, so not tested**{count(rows)}: {cand} against "
                        f"{base}, {join_and(parts)}.")
     return out
 

@@ -173,7 +173,7 @@ class ResultsPage(Page):
         answers = []
         for campaign in sorted({str(e["campaign"]) for e in effects}):
             rows_ = [e for e in effects if e["campaign"] == campaign]
-            answers.append({"campaign": campaign, "lines": answer(site, [], rows_)})
+            answers.append({"campaign": campaign, "lines": answer(site, [], rows_, count_models=False)})
         context = {
             "charted": [metric_label(m) for m in metric_order(stats["metric"]) if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
