@@ -51,9 +51,10 @@ class ResultsPage(Page):
         split: dict[str, tuple[list[str], list[str]]] = {}
         models = site.models()
         folders = unique_slugs(model for model, _ in models)  # foo/bar and foo bar: two pages
-        arm_runs = site.arm_runs()
+        runs_of: dict[tuple[str, str], list[str]] = {}  # (model, campaign) → its run ids, in store order
         campaigns_of: dict[str, set[str]] = {}
-        for campaign, model, _level in arm_runs:
+        for (campaign, model, _level), run_ids in site.arm_runs().items():
+            runs_of.setdefault((model, campaign), []).extend(run_ids)
             campaigns_of.setdefault(model, set()).add(campaign)
         for model, model_name in models:
             shown, earlier = split[model] = newest_campaigns(site, campaigns_of.get(model, ()))
@@ -62,16 +63,17 @@ class ResultsPage(Page):
             if earlier:  # the older campaigns' tables on a page of their own, linked from the model's
                 older = PageDoc(f"{self.folder}/{folders[model]}/earlier/index.md",
                                 f"{model_name}: earlier campaigns", self.template)
-                self.plan(site, older, model, model_name, earlier, arm_runs, shown=shown, earlier_of=doc)
+                self.plan(site, older, model, model_name, earlier, runs_of, shown=shown, earlier_of=doc)
                 earlier_docs.append(older)
-            self.plan(site, doc, model, model_name, shown, arm_runs, earlier=earlier, earlier_page=older)
+            self.plan(site, doc, model, model_name, shown, runs_of, earlier=earlier, earlier_page=older)
             docs.append(doc)
         overview = PageDoc(self.path, "Overview", self.overview_template)
         pages = [(model, doc) for (model, _name), doc in zip(models, docs, strict=True)]
 
         def fill_overview() -> None:
-            overview.context = {"models": [self.overview_row(site, model, doc, *split[model]) for model, doc in pages],
-                                "in_full": CAMPAIGNS_IN_FULL, "earlier": any(earlier for _, earlier in split.values())}
+            overview.context = {
+                "models": [self.overview_row(site, model, doc, split[model][0]) for model, doc in pages],
+                "in_full": CAMPAIGNS_IN_FULL, "earlier": any(earlier for _, earlier in split.values())}
 
         overview.fill = fill_overview
         return [overview, *docs, *earlier_docs]
@@ -81,16 +83,14 @@ class ResultsPage(Page):
         return (self.title, [(doc.title, doc.path) for doc in docs if not doc.path.endswith("/earlier/index.md")])
 
     def plan(self, site: SiteData, doc: PageDoc, model: str, model_name: str, campaigns: list[str],
-             arm_runs: dict[tuple[str, str, str], list[str]], *, shown: list[str] | None = None,
+             runs_of: dict[tuple[str, str], list[str]], *, shown: list[str] | None = None,
              earlier: list[str] | None = None, earlier_page: PageDoc | None = None,
              earlier_of: PageDoc | None = None) -> None:
         """Plan one model's page over ``campaigns``: what it reads and how it is filled."""
         from sparkreport.render.report import slice_digest
 
-        wanted = set(campaigns)
         doc.scope = [(campaign, model) for campaign in campaigns]
-        doc.inputs = [run for (campaign, name, _level), run_ids in arm_runs.items()
-                      if name == model and campaign in wanted for run in run_ids]
+        doc.inputs = [run for campaign in campaigns for run in runs_of.get((model, campaign), [])]
         # its analysis rows, per campaign: a comparison's Holm-adjusted p-value depends on the other
         # models of its campaign, not on other campaigns
         doc.also_reads = [model, ",".join(campaigns), ",".join(earlier or shown or []),
@@ -107,8 +107,7 @@ class ResultsPage(Page):
                                                      with_charts=links["model_page"] is None)
         doc.context.update(links)
 
-    def overview_row(self, site: SiteData, model: str, doc: PageDoc, shown: list[str],
-                     earlier: list[str]) -> dict[str, Any]:
+    def overview_row(self, site: SiteData, model: str, doc: PageDoc, shown: list[str]) -> dict[str, Any]:
         """One model's primary metrics for the overview page (the campaigns its page shows in full)."""
         from sparkreport import metrics as metric_catalog
         from sparkreport.render.report import grouped
@@ -122,8 +121,7 @@ class ResultsPage(Page):
             for metric in metric_order(stats["metric"]):
                 for row in rows(by_metric[metric]):
                     found.append({**row, "label": metric_label(metric)})
-        return {"model_name": doc.title, "path": doc.path, "rows": found,
-                "earlier": len(earlier)}
+        return {"model_name": doc.title, "path": doc.path, "rows": found}
 
     def model_context(self, site: SiteData, model: str, model_name: str, campaigns: list[str] | None = None,
                       with_charts: bool = True) -> tuple[dict[str, Any], list[ChartSpec]]:
