@@ -6,7 +6,6 @@ templates, which a project can override by name.
 
 from __future__ import annotations
 
-import csv
 import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +15,7 @@ from sparkreport.dataset import frame_rows as rows
 from sparkreport.render.context import SiteData
 from sparkreport.render.history import history_method, latest_change, site_history
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.report import answer, grouped, join_and, summary_table
+from sparkreport.render.report import answer, campaign_split, grouped, join_and, summary_table
 from sparkreport.render.tables import metric_label
 from sparkreport.schema import RunRecord
 
@@ -80,7 +79,7 @@ class HomePage(Page):
         for effect in effects:
             by_campaign.setdefault(str(effect["campaign"]), []).append(effect)
         every = campaigns(site)
-        shown, earlier = self.campaign_split(site)
+        shown, earlier = campaign_split(site)
         questions = []
         for campaign in every:
             if campaign.name in shown:
@@ -97,18 +96,10 @@ class HomePage(Page):
                 "margin": site.config.analysis.equivalence_margin,
                 "history": site_history(site) is not None, "latest_change": latest_change(site)}
 
-    @staticmethod
-    def campaign_split(site: SiteData) -> tuple[set[str], set[str]]:
-        """The campaigns whose question and answer the page shows (the newest), and the rest."""
-        from sparkreport.render.report import campaigns, newest_campaigns
-
-        shown, earlier = newest_campaigns(site, [c.name for c in campaigns(site)])
-        return set(shown), set(earlier)
-
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
         from sparkreport.render.report import effect_rows, forest_chart
 
-        shown, _earlier = self.campaign_split(site)
+        shown, _earlier = campaign_split(site)
         every = [e for e in effect_rows(site) if str(e["campaign"]) in shown]
         effects = [e for e in every if e["primary"]] or every
         if len(effects) > self.EFFECT_BUDGET:  # the largest effects; the rest are on Results
@@ -162,7 +153,7 @@ class MethodologyPage(Page):
                 "sha256": record.provenance.source_sha256, "format": record.provenance.format,
                 "records": 0, "notes": []})
             entry["records"] += 1
-        shown, earlier = HomePage.campaign_split(site)
+        shown, earlier = campaign_split(site)
         described = described_campaigns(site, [c for c in campaigns(site) if c.name in shown])
         return {
             "described": described, "earlier": [c for c in campaigns(site) if c.name in earlier],
@@ -401,17 +392,17 @@ class QualityPage(Page):
         findings = [{"severity": f.severity, "code": f.code,
                      "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
                      "runs": f.runs, "assumes": f.assumes} for f in site.findings]  # check() sorted them
-        from sparkreport.dataset import csv_cell
-
         shown, more = cap_per_check(findings, FINDINGS_PER_CHECK)
         if more:  # every finding, for the reader who wants them all (and `sparkreport check --json`)
+            import pandas as pd
+
+            from sparkreport.dataset import csv_safe
+
             folder = out / self.folder
             folder.mkdir(parents=True, exist_ok=True)
-            with (folder / FINDINGS_FILE).open("w", encoding="utf-8", newline="") as handle:
-                writer = csv.writer(handle)
-                writer.writerow(["severity", "check", "finding", "runs"])
-                for f in site.findings:
-                    writer.writerow([f.severity, f.code, csv_cell(f.message), " ".join(f.runs)])  # no formulas
+            every = pd.DataFrame([(f.severity, f.code, f.message, " ".join(f.runs)) for f in site.findings],
+                                 columns=["severity", "check", "finding", "runs"])
+            csv_safe(every).to_csv(folder / FINDINGS_FILE, index=False)  # no cell a spreadsheet runs
             doc.files = [f"{self.folder}/{FINDINGS_FILE}"]
         return {
             "findings": shown, "more": more, "findings_total": len(findings), "findings_file": FINDINGS_FILE,
@@ -507,7 +498,7 @@ class CampaignPage(Page):
             runs_of.setdefault(campaign_name, []).extend(run_ids)
             models_of.setdefault(campaign_name, set()).add(model)
         docs = []
-        _shown, earlier = HomePage.campaign_split(site)
+        _shown, earlier = campaign_split(site)
         for campaign in campaigns(site):
             doc = PageDoc(campaign.path, campaign.name, self.template)
             doc.scope = [(campaign.name, m) for m in sorted(models_of.get(campaign.name, ()))]

@@ -196,7 +196,6 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
     may name several columns, ``value`` then being one value per column."""
     import hashlib
 
-
     columns = [column] if isinstance(column, str) else list(column)
     key = f"_digests:{table}:{','.join(columns)}"
     digests = site.extra.get(key)
@@ -254,6 +253,13 @@ def newest_campaigns(site: SiteData, names: Iterable[str]) -> tuple[list[str], l
 
     shown = set(sorted(names, key=when)[-CAMPAIGNS_IN_FULL:])
     return [n for n in names if n in shown], [n for n in names if n not in shown]
+
+
+def campaign_split(site: SiteData) -> tuple[set[str], set[str]]:
+    """Of every campaign in the store, the newest shown in full by the pages that span the whole
+    site (Home, Methodology) and the rest, whose own pages say it all (:func:`newest_campaigns`)."""
+    shown, earlier = newest_campaigns(site, [c.name for c in campaigns(site)])
+    return set(shown), set(earlier)
 
 
 def row_hashes(site: SiteData, table: str) -> Any:
