@@ -110,6 +110,20 @@ def _finish(chart: Any, name: str, title: str, description: str, rows: int) -> C
     return ChartSpec(name=name, title=title, description=description, spec=spec, rows=rows)
 
 
+def _environment_color() -> dict[str, Any]:
+    """The colour channel of the specs written without Altair: one colour per environment, no legend."""
+    return {"field": "environment", "legend": None, "type": "nominal"}
+
+
+def _rows_panel(layers: list[dict[str, Any]], title: str) -> dict[str, Any]:
+    """A layered spec of one row per arm, as Altair writes ``alt.layer(...).properties(width=PANEL_WIDTH,
+    height=alt.Step(46), title=…)`` (its default view config and schema URL included)."""
+    import altair as alt
+
+    return {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300}}, "layer": layers,
+            "height": {"step": 46}, "title": title, "width": PANEL_WIDTH, "$schema": alt.SCHEMA_URL}
+
+
 def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> ChartSpec | None:
     """Per-run values per arm: a box per environment with every run drawn as a point.
 
@@ -142,22 +156,17 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[s
     """The per-run chart's Vega-Lite spec, written directly as :func:`means_spec` is (the second
     most frequent chart); ``tests/test_charts.py`` checks it equals Altair's: a box per environment
     over the included runs, and every run as a point, excluded ones as crosses."""
-    import altair as alt
-
     def y() -> dict[str, Any]:
         return {"field": "environment", "title": None, "type": "nominal"}
 
-    def color() -> dict[str, Any]:
-        return {"field": "environment", "legend": None, "type": "nominal"}
-
     box = {"mark": {"type": "boxplot", "extent": "min-max", "median": {"color": "#333"}, "opacity": 0.35, "size": 22},
-           "encoding": {"color": color(), "y": y(),
+           "encoding": {"color": _environment_color(), "y": y(),
                         "x": {"field": "value", "scale": {"zero": False}, "title": axis, "type": "quantitative"}},
            "transform": [{"filter": "(datum.status === 'included')"}]}
     points = {
         "mark": {"type": "point", "filled": True, "opacity": 0.9, "size": 45},
         "encoding": {
-            "color": color(),
+            "color": _environment_color(),
             "shape": {"field": "status", "scale": {"domain": ["included", "excluded"], "range": ["circle", "cross"]},
                       "title": "run", "type": "nominal"},
             "tooltip": [{"field": "run_id", "title": "run", "type": "nominal"},
@@ -166,9 +175,7 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[s
                         {"field": "status", "type": "nominal"}],
             "x": {"field": "value", "type": "quantitative"}, "y": y(),
             "yOffset": {"field": "jitter", "scale": {"domain": [-1, 2]}, "title": None, "type": "quantitative"}}}
-    return {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300}}, "layer": [box, points],
-            "data": {"values": data}, "height": {"step": 46}, "title": title, "width": PANEL_WIDTH,
-            "$schema": alt.SCHEMA_URL}
+    return {**_rows_panel([box, points], title), "data": {"values": data}}
 
 
 def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str) -> ChartSpec:
@@ -237,17 +244,12 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                band: tuple[float, float] | None, title: str) -> dict[str, Any]:
     """The means chart's Vega-Lite spec: the band (if any), the error bars of the arms with an
     interval (if any), then the points, one row per arm in ``data``'s order."""
-    import altair as alt
-
     def quantitative(field: str, **extra: Any) -> dict[str, Any]:
         return {"field": field, **extra, "type": "quantitative"}
 
     def y() -> dict[str, Any]:
         return {"axis": {"labelLimit": LABEL_LIMIT_PX}, "field": "arm", "sort": [row["arm"] for row in data],
                 "title": None, "type": "nominal"}
-
-    def color() -> dict[str, Any]:
-        return {"field": "environment", "legend": None, "type": "nominal"}
 
     layers: list[dict[str, Any]] = []
     if band is not None:
@@ -256,12 +258,12 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                        "encoding": {"x": quantitative("lo", title=axis), "x2": {"field": "hi"}}})
     if with_ci:  # an arm published without a spread has no interval: draw its mean alone
         layers.append({"data": {"values": with_ci}, "mark": {"type": "errorbar", "ticks": True},
-                       "encoding": {"color": color(), "x": quantitative("ci_low", title=axis),
+                       "encoding": {"color": _environment_color(), "x": quantitative("ci_low", title=axis),
                                     "x2": {"field": "ci_high"}, "y": y()}})
     layers.append({
         "data": {"values": data}, "mark": {"type": "point", "filled": True, "size": 70},
         "encoding": {
-            "color": color(),
+            "color": _environment_color(),
             "shape": {"field": "origin", "scale": {"domain": [MEASURED, PUBLISHED], "range": ["circle", "diamond"]},
                       "title": "source", "type": "nominal"},
             "tooltip": [{"field": "arm", "type": "nominal"}, {"field": "origin", "title": "source", "type": "nominal"},
@@ -269,8 +271,7 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                         quantitative("ci_low", format=".4~f", title=f"{level} CI low"),
                         quantitative("ci_high", format=".4~f", title=f"{level} CI high")],
             "x": quantitative("mean", scale={"zero": False}, title=axis), "y": y()}})
-    spec = {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300}}, "layer": layers,
-            "height": {"step": 46}, "title": title, "width": PANEL_WIDTH, "$schema": alt.SCHEMA_URL}
+    spec = _rows_panel(layers, title)
     if len(layers) == 1:  # as Altair does: a single layer's data moves to the top
         spec["data"] = layers[0].pop("data")
     return spec
