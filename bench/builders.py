@@ -5,8 +5,8 @@
 The project is copied (never written in place). For each builder: a cold build (no build/,
 no site/), a rebuild with nothing changed (the whole-build cache), and a rebuild after one
 run's run.json changed; each in its own process, printing wall seconds, the stages
-(render / builder / publish = run files + feed + scan + swap), the run files copied and
-hard-linked, the files scanned, peak memory (the build and its children) and the site's size.
+(render / builder / publish = run files + feed + scan + swap), the run files copied,
+hard-linked or kept (carried over), the files scanned, peak memory (the build and its children) and the site's size.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cached_property
 from pathlib import Path
@@ -27,6 +27,8 @@ from sparkreport.store import RunStore
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from sparkreport.cache import AnalysisCache
 
 #: 2: ``pre_kv_memory_gib`` is a core column and ``peak_memory_gib`` means the peak with the KV cache.
 DATASET_SCHEMA_VERSION = 2
@@ -479,9 +481,14 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def export(dataset: Dataset, out: Path) -> Path:
+def export(dataset: Dataset, out: Path, *, cache: AnalysisCache | None = None) -> Path:
     """Write the runs table to CSV, Parquet or JSON (chosen by suffix), atomically; CSV cells
-    that a spreadsheet would take for a formula are neutralised (:func:`csv_safe`)."""
+    that a spreadsheet would take for a formula are neutralised (:func:`csv_safe`).
+
+    With ``cache`` (a build's analysis cache), the CSV and JSON texts are assembled from one
+    chunk per campaign, kept by the digest of the campaign's runs (:func:`export_chunks`), so a
+    new run re-encodes its campaign only; the bytes are those of an export without a cache.
+    """
     import os
     import tempfile
 
@@ -494,7 +501,10 @@ def export(dataset: Dataset, out: Path) -> Path:
     try:
         frame = dataset.runs
         if suffix == ".csv":
-            csv_safe(frame).to_csv(tmp, index=False)
+            header = csv_safe(frame.iloc[:0]).to_csv(index=False)
+            chunks = export_chunks(dataset, "csv", lambda part: csv_safe(part).to_csv(index=False, header=False),
+                                   cache)
+            Path(tmp).write_text(header + "".join(chunks), encoding="utf-8", newline="")
         elif suffix == ".parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -506,17 +516,52 @@ def export(dataset: Dataset, out: Path) -> Path:
             meta[b"sparkreport.dataset_sha256"] = dataset.digest.encode()
             pq.write_table(table.replace_schema_metadata(meta), tmp)
         else:
+            from sparkreport.charts import spec_json  # json.dumps(indent=1), byte for byte, fast
+
             payload = {
                 "schema_version": DATASET_SCHEMA_VERSION,
                 "dataset_sha256": dataset.digest,
-                "runs": json.loads(frame.to_json(orient="records")),
+                "runs": [],
                 "summaries": json.loads(dataset.summaries.to_json(orient="records")),
             }
-            from sparkreport.charts import spec_json  # json.dumps(indent=1), byte for byte, fast
-
-            Path(tmp).write_text(spec_json(payload, sort_keys=False) + "\n", encoding="utf-8")
+            text = spec_json(payload, sort_keys=False)
+            # each chunk: its rows as items of the payload's "runs" list (depth 1), brackets cut off
+            items = export_chunks(dataset, "json", lambda part: spec_json(
+                json.loads(part.to_json(orient="records")), 1, sort_keys=False)[2:-3], cache)
+            if items:
+                text = text.replace('\n "runs": [],\n', '\n "runs": [\n' + ",\n".join(items) + '\n ],\n', 1)
+            Path(tmp).write_text(text + "\n", encoding="utf-8")
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return out
+
+
+#: Part of an export chunk's cache key: another layout of the chunks drops them.
+EXPORT_CHUNKS = 1
+
+
+def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], str],
+                  cache: AnalysisCache | None) -> list[str]:
+    """``encode`` of each campaign's rows of the runs table, in table order (the table is sorted
+    by campaign first), taken from ``cache`` when the campaign's runs (their run.json digests and
+    folders) and the table's columns are as they were; without a cache, or for an empty table,
+    the whole table as one chunk. Empty chunks are left out."""
+    frame = dataset.runs
+    if cache is None or frame.empty or not cache.primed(f"export-{kind}"):  # a first build: one pass
+        whole = encode(frame) if not frame.empty else ""
+        return [whole] if whole else []
+    layout = repr([(str(column), str(dtype)) for column, dtype in frame.dtypes.items()])
+    groups = sorted(frame.groupby("campaign", sort=False).indices.values(), key=lambda rows: rows[0])
+    run_ids, run_paths = frame["run_id"].to_numpy(dtype=object), frame["run_path"].to_numpy(dtype=object)
+    chunks = []
+    for rows in groups:
+        key = cache.key(("kind", f"export-{kind}-{EXPORT_CHUNKS}"), ("layout", layout),
+                        ("runs", dataset.digest_of(run_ids[rows])), ("paths", "\0".join(run_paths[rows])))
+        chunk = cache.get(f"export-{kind}", key)
+        if chunk is None:
+            chunk = encode(frame.iloc[rows])
+            cache.put(f"export-{kind}", key, chunk)
+        chunks.append(chunk)
+    return [chunk for chunk in chunks if chunk]

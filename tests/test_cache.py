@@ -158,3 +158,42 @@ def test_a_second_render_into_the_same_folder_stops_with_one_line(tmp_path: Path
     time.sleep(0.1)
     result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))  # the kernel dropped the lock
     assert result.pages and (tmp_path / "build" / LOCK_FILE).is_file()
+
+
+def test_exports_from_campaign_chunks_are_byte_identical_and_a_new_run_reencodes_its_campaign(
+        tmp_path: Path) -> None:
+    """Downloads' CSV and JSON are assembled from one cached chunk per campaign: the bytes equal
+    an export without a cache (first build: one pass, the kind only marked; then chunked), and
+    after one more run only that run's campaign is encoded again."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from history_store import write_history_store
+
+    from sparkreport.cache import AnalysisCache
+    from sparkreport.dataset import Dataset, export
+    from sparkreport.schema import RunRecord
+    from sparkreport.store import RunStore
+
+    runs = write_history_store(tmp_path / "runs", runs=2, campaign_per_version=True)
+    cache = AnalysisCache(tmp_path / "analysis.pickle")
+
+    def exported(ds: Dataset, folder: str, with_cache: bool) -> dict[str, bytes]:
+        return {name: export(ds, tmp_path / folder / name, cache=cache if with_cache else None).read_bytes()
+                for name in ("dataset.csv", "dataset.json")}
+
+    ds = load_dataset(runs)
+    plain = exported(ds, "plain", False)
+    assert exported(ds, "first", True) == plain and cache.computed["export-csv"] == 0  # a first build: one pass
+    assert exported(ds, "filled", True) == plain and cache.computed["export-csv"] == len(ds.campaigns())
+    assert exported(ds, "again", True) == plain and cache.reused["export-json"] == len(ds.campaigns())
+    cache.save()
+
+    store = RunStore(runs)
+    base = next(r for r in ds.records if r.campaign == "v0.21.0")
+    store.write(RunRecord.from_dict({**base.to_dict(), "run_id": "native-0.21.0-extra", "iteration": 3}), [])
+    grown = load_dataset(runs)
+    cache = AnalysisCache(tmp_path / "analysis.pickle")
+    assert exported(grown, "grown", True) == exported(grown, "grown-plain", False)
+    assert cache.computed["export-csv"] == cache.computed["export-json"] == 1
+    assert b"native-0.21.0-extra" in exported(grown, "grown-check", True)["dataset.csv"]

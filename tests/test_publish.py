@@ -497,8 +497,9 @@ def test_a_rebuild_publishes_only_the_changed_run_files(tiny: Path, tmp_path: Pa
     log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
     log.write_text(log.read_text(encoding="utf-8") + "one more line\n", encoding="utf-8")
     again = build(_options(root), root / "site", builder=builder)
-    assert (again.published["copied"], again.published["linked"]) == (1, total - 1)
-    assert again.published["scanned"] < first.published["scanned"]  # linked files were scanned clean before
+    # the live run-files folder is carried over whole: one file written, none linked one by one
+    assert (again.published["copied"], again.published["kept"], again.published["linked"]) == (1, total - 1, 0)
+    assert again.published["scanned"] < first.published["scanned"]  # kept files were scanned clean before
     published = next((root / "site" / "runs").rglob("engine_backend_trt.log"))
     assert published.read_text(encoding="utf-8").endswith("one more line\n")
     incremental = _bytes(root / "site")
@@ -507,6 +508,77 @@ def test_a_rebuild_publishes_only_the_changed_run_files(tiny: Path, tmp_path: Pa
     cold = build(_options(root), root / "site", builder=builder)
     assert cold.published["linked"] == 0
     assert _bytes(root / "site") == incremental  # byte for byte what a cold build publishes
+
+
+def test_a_run_files_folder_changed_by_hand_is_not_carried_over(tiny: Path, tmp_path: Path) -> None:
+    """A file added to the live site's run files (or one missing there) is not what a build
+    published and scanned: the rebuild links the unchanged files one by one instead, and the
+    stray file is gone from the new site."""
+    root = _copy(tiny, tmp_path)
+    first = build(_options(root), root / "site")
+    total = first.published["copied"]
+    stray = root / "site" / "runs" / "files" / "tiny" / "added-by-hand.txt"
+    stray.write_text(f"token {PLANTED['token-prefix']}\n", encoding="utf-8")
+    log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
+    log.write_text(log.read_text(encoding="utf-8") + "one more line\n", encoding="utf-8")
+    again = build(_options(root), root / "site")
+    assert (again.published["copied"], again.published["kept"], again.published["linked"]) == (1, 0, total - 1)
+    assert not stray.exists()
+    next((root / "site" / "runs" / "files").rglob("run.json")).unlink()
+    log.write_text(log.read_text(encoding="utf-8") + "and another\n", encoding="utf-8")
+    third = build(_options(root), root / "site")  # one file missing: linked where present, copied where not
+    assert (third.published["copied"], third.published["kept"], third.published["linked"]) == (2, 0, total - 2)
+
+
+def test_a_removed_run_leaves_nothing_behind_in_the_carried_folder(tiny: Path, tmp_path: Path) -> None:
+    root = _copy(tiny, tmp_path)
+    build(_options(root), root / "site")
+    gone = next(p.parent for p in (root / "runs" / "tiny").glob("*/memory_only_old_cpp.log"))
+    shutil.rmtree(gone)
+    again = build(_options(root), root / "site")
+    assert again.published["kept"] >= 2 and again.published["copied"] == 0
+    assert not (root / "site" / "runs" / "files" / "tiny" / gone.name).exists()
+    carried = _bytes(root / "site")
+    shutil.rmtree(root / "build")
+    shutil.rmtree(root / "site")
+    build(_options(root), root / "site")
+    assert _bytes(root / "site") == carried
+    assert {p for p in (root / "site").rglob("*") if p.is_dir() and not any(p.iterdir())} == set()
+
+
+def test_a_crash_while_carrying_the_run_files_over_is_rolled_forward(tiny: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed after the live run-files folder moved into the new site (here: the swap's first
+    rename fails): the next build finishes the swap from the journal, and the site is what a
+    cold build makes."""
+    root = _copy(tiny, tmp_path)
+    site = root / "site"
+    build(_options(root), site)
+    log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
+    log.write_text(log.read_text(encoding="utf-8") + "one more line\n", encoding="utf-8")
+    rename = os.rename
+
+    def crash(source: object, destination: object) -> None:
+        if Path(str(destination)) == publish.old_dir(site):
+            raise OSError("simulated crash between the carry and the swap")
+        rename(source, destination)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(publish.os, "rename", crash)
+    with pytest.raises(OSError, match="simulated crash"):
+        build(_options(root), site)
+    monkeypatch.setattr(publish.os, "rename", rename)
+    staging = publish.staging_dir(site)
+    assert (staging / publish.CARRY_JOURNAL).is_file() and not (site / "runs" / "files").exists()
+    publish.recover(site)
+    assert not staging.exists() and not publish.old_dir(site).exists()
+    assert not (site / publish.CARRY_JOURNAL).exists()
+    assert next((site / "runs" / "files").rglob("engine_backend_trt.log")).read_text(
+        encoding="utf-8").endswith("one more line\n")
+    recovered = _bytes(site)
+    shutil.rmtree(root / "build")
+    shutil.rmtree(site)
+    build(_options(root), site)
+    assert _bytes(site) == recovered
 
 
 def test_the_scan_still_catches_a_credential_in_a_changed_file(tiny: Path, tmp_path: Path) -> None:

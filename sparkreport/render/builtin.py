@@ -465,7 +465,7 @@ class DownloadsPage(Page):
                              len(site.dataset.runs) + len(site.dataset.summaries)),
         }
         for name, (kind, what, count) in described.items():
-            path = export(site.dataset, folder / name)
+            path = export(site.dataset, folder / name, cache=site.analysis_cache)
             files.append({"name": name, "format": kind, "what": what, "rows": count,
                           "size": path.stat().st_size, "sha256": sha256_file(path)})
         if not site.dataset.summaries.empty:

@@ -156,8 +156,9 @@ def publish_steps(result: RenderResult, config_file: Path, staging: Path, target
     """After the builder, for any builder: the runs' files and the blog feed go into the built
     site ``staging``, everything is scanned for credential shapes, and only then is it swapped
     in for ``target``. With the build cache ``cache_dir``, this costs what changed: run files
-    whose source is unchanged are hard-linked from the live site, and files scanned clean
-    before are not scanned again. Returns counts: files copied, linked and scanned."""
+    whose source is unchanged stay where they are (the live run-files folder is carried over)
+    or are hard-linked from the live site, and files scanned clean before are not scanned
+    again. Returns counts: files copied, linked, kept and scanned."""
     from sparkreport.published import read_manifest
     from sparkreport.site import publish
     from sparkreport.site.blog_feed import write_feed
@@ -175,13 +176,15 @@ def publish_steps(result: RenderResult, config_file: Path, staging: Path, target
                    site_url=str(project.get("site_url") or ""))
     memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
     check_site(staging, label=str(target), memo=memo)
-    publish.swap(staging, target)
+    publish.swap(staging, target, carry=files.carry)
     # After the swap, the records describe the live site (a kill before this only costs copies).
+    if files.carry is not None:
+        memo.keep(files.carry.kept)  # carried over unchanged: scanned clean when first published
     memo.save()
     manifest = read_manifest(result.docs_dir)
     if cache_dir is not None and manifest is not None:
         save_record(cache_dir, manifest[0], target, files.record)
-    return {"copied": files.copied, "linked": files.linked, "scanned": memo.scanned}
+    return {"copied": files.copied, "linked": files.linked, "kept": files.kept, "scanned": memo.scanned}
 
 
 from sparkreport.site.serve import serve as serve  # noqa: E402  (``sparkreport serve``: lives in site/serve.py)

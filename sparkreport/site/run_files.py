@@ -28,6 +28,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sparkreport.published import RUN_FILE, published_env, read_manifest, store_stat
 
@@ -66,11 +67,32 @@ def copy_files(runs_dir: Path, site: Path, files: list[tuple[str, str]]) -> int:
 @dataclass
 class Published:
     """What publishing the runs' files did: files written fresh, files hard-linked unchanged
-    from the previous site, and the record of every published file for the next build."""
+    from the previous site, files kept in the live site's run-files folder (which the swap
+    carries over whole: :class:`Carry`), and the record of every published file for the next build."""
 
     copied: int = 0
     linked: int = 0
+    kept: int = 0
     record: dict[str, list[int]] = field(default_factory=dict)
+    carry: Carry | None = None
+
+
+@dataclass
+class Carry:
+    """A rebuild that carries the live site's run-files folder ``root`` (``runs/files``) over
+    into the new site instead of rebuilding it: the new site holds only the ``incoming`` files
+    (new or changed, written and scanned like any other), and the swap
+    (:func:`sparkreport.site.publish.swap`) moves the live folder in, the incoming files into
+    it and the ``removed`` ones out — a few renames instead of ten thousand folders made, linked
+    and removed. ``kept``: the files carried over unchanged (site paths)."""
+
+    root: str
+    incoming: list[str]
+    removed: list[str]
+    kept: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"root": self.root, "incoming": self.incoming, "removed": self.removed}
 
 
 #: The record of the published run files, in the build cache: site path → the source's
@@ -121,36 +143,45 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
                   record: dict[str, list[int]] | None = None) -> Published:
     """Publish the manifest's files into ``site``. A file whose source is unchanged since it
     was published into ``previous`` (the live site: same size, mtime and inode as ``record``
-    says) is hard-linked from there; the others are copied (run.json filtered, large files
+    says) is not copied again: when the live site's run-files folder holds exactly what
+    ``record`` says (:func:`carry_plan`), only the new and changed files are written and the
+    folder is carried over at the swap (:class:`Carry`); otherwise each unchanged file is
+    hard-linked from the live site. The others are copied (run.json filtered, large files
     compressed) on a few threads. Nothing is ever written through a link: every write goes to
     a new file of ``site``. A file reached through a symbolic link is skipped."""
     root = str(runs_dir)
     record = record or {}
     out = Published()
-    jobs: list[tuple[str, str, int, bool]] = []
-    made: set[str] = set()
+    found: list[tuple[str, str, os.stat_result]] = []
     folders: dict[str, bool] = {}
-    site_root, before = str(site), str(previous) if previous is not None else None
     for target, source in files:  # plain strings: 20 000 files at 10 000 runs
         stat = store_stat(root, source, folders)
-        if stat is None:
+        if stat is not None:
+            found.append((target, source, stat))
+            out.record[target] = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+    before = str(previous) if previous is not None and record else None
+    carried = carry_plan(Path(before), site, record, out.record) if before is not None else None
+    jobs: list[tuple[str, str, int, bool]] = []
+    made: set[str] = set()
+    site_root = str(site)
+    for target, source, stat in found:
+        unchanged = before is not None and record.get(target) == out.record[target]
+        if unchanged and carried is not None:
+            out.kept += 1
             continue
-        path = os.path.join(root, source)
         destination = os.path.join(site_root, target)
         parent = os.path.dirname(destination)
         if parent not in made:
             os.makedirs(parent, exist_ok=True)
             made.add(parent)
-        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
-        out.record[target] = stamp
-        if before is not None and record.get(target) == stamp:
+        if unchanged and before is not None:
             try:
                 os.link(os.path.join(before, target), destination)
                 out.linked += 1
                 continue
             except OSError:  # gone from the previous site, or another file system: copy it
                 pass
-        jobs.append((path, destination, stat.st_size, os.path.basename(source) == RUN_FILE))
+        jobs.append((os.path.join(root, source), destination, stat.st_size, os.path.basename(source) == RUN_FILE))
 
     def run(job: tuple[str, str, int, bool]) -> None:
         source, destination, size, is_record = job
@@ -163,7 +194,43 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
         for _ in pool.map(run, jobs):
             pass
     out.copied = len(jobs)
+    if carried is not None:
+        kept = [t for t in out.record if record.get(t) == out.record[t]]
+        out.carry = Carry(carried, incoming=[t for t in out.record if record.get(t) != out.record[t]],
+                          removed=sorted(set(record) - set(out.record)), kept=kept)
     return out
+
+
+def carry_plan(live: Path, site: Path, record: dict[str, list[int]], now: dict[str, list[int]]) -> str | None:
+    """The live site's run-files folder (site path, ``runs/files``) when a rebuild may carry it
+    over whole, else None (then unchanged files are hard-linked one by one). It may when every
+    published file lies under one such folder, the new site has none yet, and the live folder
+    holds exactly the files ``record`` lists as regular files — nothing added by hand, nothing
+    missing — so that what is carried over was published, and scanned, by an earlier build."""
+    names = list(record) + list(now)
+    parts = names[0].split("/") if names else []
+    if len(parts) < 3:
+        return None
+    root = "/".join(parts[:2])
+    prefix = root + "/"
+    if any(not name.startswith(prefix) for name in names) or os.path.lexists(site / root):
+        return None
+    folder = live / root
+    if folder.is_symlink() or not folder.is_dir():
+        return None
+    held: set[str] = set()
+    stack = [(str(folder), prefix)]
+    while stack:
+        path, shown = stack.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, f"{shown}{entry.name}/"))
+                elif entry.is_file(follow_symlinks=False):
+                    held.add(shown + entry.name)
+                else:
+                    return None  # a link or a device: not something a build published
+    return root if held == set(record) else None
 
 
 def publish_run_files(docs_dir: Path, site_dir: Path, *, previous: Path | None = None,

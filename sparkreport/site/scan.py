@@ -335,6 +335,14 @@ class ScanMemo:
         self.fresh[relative] = [*stamp, digest]
         return digest in self.digests
 
+    def keep(self, paths: list[str]) -> None:
+        """Keep what is known of files that were not scanned because the site kept them as they
+        were (the run files carried over from the live site)."""
+        for relative in paths:
+            known = self.files.get(relative)
+            if known is not None:
+                self.fresh[relative] = known
+
     def save(self) -> None:
         """Record the files of a site that was scanned clean (call only then)."""
         if self.path is None:
