@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkreport.cache import BlobCache, HashMemo, RecordCache
+from sparkreport.cache import AnalysisCache, BlobCache, HashMemo, RecordCache, package_digest
 from sparkreport.dataset import load_dataset
 from sparkreport.render import RenderOptions
 from sparkreport.site import build
@@ -52,6 +52,9 @@ def test_unchanged_rebuild_reuses_the_build_and_a_changed_run_is_picked_up(
     csv = (project / "build" / "docs" / "downloads" / "dataset.csv").read_text(encoding="utf-8")
     assert "4242.4242" in csv
     assert build(_options(project)).cached
+    # Downloads' exports were kept per campaign in the analysis cache for the next build
+    kept = AnalysisCache(project / "build" / "cache" / "analysis.pickle", salt=package_digest(HashMemo(None)))
+    assert len(kept.entries.get("export-csv", {})) > 1 and len(kept.entries.get("export-json", {})) > 1
 
 
 def test_a_template_change_invalidates_the_build(tmp_path: Path, phase1_store: Path) -> None:
