@@ -118,3 +118,37 @@ def test_zensical_strict_warning_is_one_line_build_error(tmp_path: Path, publish
     assert not (project / "site").exists()
     result = build(options, project / "site", builder="zensical", strict=False)
     assert any("notes.md" in w for w in result.warnings)
+
+
+def test_titles_are_made_inert_once_and_remembered_across_builds(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page is read for its title only when it changed since a build checked it (the memo in
+    the build cache); a damaged memo only costs reading every page again."""
+    from sparkreport.site import titles
+
+    docs = tmp_path / "docs"
+    (docs / "a").mkdir(parents=True)
+    (docs / "a" / "index.md").write_text("# Model <b>x</b>\n\ntext\n", encoding="utf-8")
+    (docs / "plain.md").write_text("# Plain\n", encoding="utf-8")
+    memo = tmp_path / "cache" / "titles.json"
+    memo.parent.mkdir()
+    assert titles.make_titles_inert(docs, [], memo) == 1
+    assert "title: Model &lt;b&gt;x&lt;/b&gt;" in (docs / "a" / "index.md").read_text(encoding="utf-8")
+    read: list[str] = []
+    original = Path.read_text
+
+    def counting(self: Path, *args: object, **kwargs: object) -> str:
+        if self.suffix == ".md":
+            read.append(self.name)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", counting)
+    monkeypatch.setattr(titles, "_CHECKED", {})  # a new process
+    assert titles.make_titles_inert(docs, [], memo) == 0 and read == []
+    (docs / "plain.md").write_text("# Plain & simple\n", encoding="utf-8")
+    monkeypatch.setattr(titles, "_CHECKED", {})
+    assert titles.make_titles_inert(docs, [], memo) == 1 and read == ["plain.md"]
+    memo.write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(titles, "_CHECKED", {})
+    read.clear()
+    assert titles.make_titles_inert(docs, [], memo) == 0 and sorted(read) == ["index.md", "plain.md"]

@@ -116,7 +116,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     started = time.perf_counter()
     result = render(options, checked=True)  # refuse_early ran in build()
     config_file = write_config(result, target)
-    make_titles_inert(result.docs_dir, config_nav(config_file))
+    make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
     timings["render"] = time.perf_counter() - started
     reuse = None
     if builder.reuses:

@@ -15,6 +15,7 @@ already let out; this runs on the docs folder instead, and touches only the page
 from __future__ import annotations
 
 import html
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -70,11 +71,17 @@ def page_title(meta: dict[str, Any] | None, body: str) -> str | None:
     return None
 
 
-def make_titles_inert(docs_dir: Path, nav: list[Any]) -> int:
+def make_titles_inert(docs_dir: Path, nav: list[Any], memo: Path | None = None) -> int:
     """Give every page of ``docs_dir`` whose title holds an HTML-special character an inert
     front-matter ``title:``; returns the number of pages rewritten (by rename, never in place).
-    The home page keeps the site name the themes give it, unless it sets a title itself."""
+    The home page keeps the site name the themes give it, unless it sets a title itself.
+
+    A page checked before as it is (same mtime, size and inode, same nav title) is not read
+    again: in this process (``serve``'s re-renders), and across builds through ``memo`` (a file
+    in the build cache, dropped when this module changes)."""
     titled = nav_titles(nav)
+    checked = _load_checked(memo) if memo is not None else _CHECKED
+    fresh: dict[str, list[Any]] = {}
     changed = 0
     root = str(docs_dir)
     for folder, dirnames, filenames in os.walk(root):
@@ -85,20 +92,44 @@ def make_titles_inert(docs_dir: Path, nav: list[Any]) -> int:
             path = os.path.join(folder, name)
             relative = os.path.relpath(path, root).replace(os.sep, "/")
             stat = os.stat(path)
-            seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino, titled.get(relative))
-            if _CHECKED.get(path) == seen:
-                continue  # checked as it is, with the same nav title (serve: every re-render)
+            seen = [stat.st_mtime_ns, stat.st_size, stat.st_ino, titled.get(relative)]
+            if checked.get(path) == seen:
+                fresh[path] = seen
+                continue  # checked as it is, with the same nav title
             text = Path(path).read_text(encoding="utf-8")
             if relative in titled or "&" in text or "<" in text or ">" in text or '"' in text:
                 changed += _inert(Path(path), relative, text, titled.get(relative))
             stat = os.stat(path)
-            _CHECKED[path] = (stat.st_mtime_ns, stat.st_size, stat.st_ino, titled.get(relative))
+            fresh[path] = [stat.st_mtime_ns, stat.st_size, stat.st_ino, titled.get(relative)]
+    _CHECKED.update(fresh)
+    if memo is not None:
+        from sparkreport.cache import _atomic_bytes
+
+        _atomic_bytes(memo, json.dumps({"signature": _signature(), "pages": fresh}).encode())
     return changed
 
 
-#: path → (mtime, size, inode, nav title) of each page found inert, for the next call in this
+#: path → [mtime, size, inode, nav title] of each page found inert, for the next call in this
 #: process (render replaces a file it changes, so a changed page has a new inode).
-_CHECKED: dict[str, tuple[int, int, int, str | None]] = {}
+_CHECKED: dict[str, list[Any]] = {}
+
+
+def _signature() -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _load_checked(memo: Path) -> dict[str, list[Any]]:
+    """The pages a build found inert (``memo``), or what this process knows when it is missing,
+    damaged or from other code."""
+    try:
+        data = json.loads(memo.read_text(encoding="utf-8"))
+        if data.get("signature") == _signature() and isinstance(data.get("pages"), dict):
+            return {**data["pages"], **_CHECKED}
+    except (OSError, ValueError, AttributeError):
+        pass
+    return _CHECKED
 
 
 def _inert(path: Path, relative: str, text: str, nav_title: str | None) -> int:
