@@ -303,6 +303,31 @@ def test_key_pages_fit_1280px_and_are_screenshotted(built: BuildResult, server: 
             context.close()
 
 
+#: Tables wider than the box they sit in (Material puts each in a scrolling wrapper, which hides
+#: the last columns behind a scroll bar): header of the first column and the overflow in px.
+WIDE_TABLES = """() => [...document.querySelectorAll('article table')].map(t => {
+    const box = t.closest('.md-typeset__scrollwrap') || t.parentElement;
+    return [(t.querySelector('th') || {}).innerText, box.scrollWidth - box.clientWidth];
+}).filter(([, over]) => over > 1)"""
+
+
+def test_no_table_is_cut_at_1280px(built: BuildResult, server: str, browser: Any) -> None:
+    """Every table of every generated page fits its column at 1280 px (compact cells; tables
+    that span campaigns or arms are split per campaign or per arm instead of growing columns)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        cut = {}
+        for relative in site_pages(built.site_dir):
+            page.goto(server + relative, wait_until="load")
+            wide = page.evaluate(WIDE_TABLES)
+            if wide:
+                cut[relative] = wide
+        assert not cut, cut
+    finally:
+        context.close()
+
+
 def test_hostile_model_name_shows_as_text(built: BuildResult, server: str, browser: Any) -> None:
     slug_pages = [p for p in site_pages(built.site_dir) if p.startswith("results/img")]
     assert slug_pages, site_pages(built.site_dir)

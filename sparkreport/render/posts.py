@@ -433,15 +433,17 @@ class Resolver:
         self._known_metric(metric, frame)
         rows = _select(frame[frame["metric"] == metric], {**columns, **labels}, f"with {metric}")
         unit = metric_catalog.unit_of(metric)
-        head = ["campaign", "model", "environment", "source", "n", f"mean ({unit})" if unit else "mean", "SD",
-                f"{self.site.confidence_label} CI", "median", "min", "max"]
+        head = ["campaign", "model", "environment", "n", f"mean ({unit})" if unit else "mean", "SD",
+                f"{self.site.confidence_label} CI", "median", "min–max"]
         body = []
         for row in rows.to_dict(orient="records"):
-            body.append([md_escape(row["campaign"]), md_escape(row["model_name"]), md_escape(row["environment"]),
-                         "*published*" if row["source"] == "published" else "runs", str(int(row["n"])),
+            spread = MISSING if is_missing(row["min"]) or is_missing(row["max"]) else \
+                f"{num(row['min'], metric)}–{num(row['max'], metric)}"
+            published = " (*published*)" if row["source"] == "published" else ""  # as Results marks them
+            body.append([md_escape(row["campaign"]), md_escape(row["model_name"]),
+                         md_escape(row["environment"]) + published, str(int(row["n"])),
                          num(row["mean"], metric), num(row["sd"], metric),
-                         _interval(row["ci_low"], row["ci_high"], metric),
-                         num(row["median"], metric), num(row["min"], metric), num(row["max"], metric)])
+                         _interval(row["ci_low"], row["ci_high"], metric), num(row["median"], metric), spread])
         return _markdown_table(head, body)
 
     def _comparisons_table(self, metric: str | None = None, factor: str | None = None,
