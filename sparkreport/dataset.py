@@ -28,8 +28,6 @@ from sparkreport.store import RunStore
 if TYPE_CHECKING:
     import pandas as pd
 
-    from sparkreport.cache import AnalysisCache
-
 #: 2: ``pre_kv_memory_gib`` is a core column and ``peak_memory_gib`` means the peak with the KV cache.
 DATASET_SCHEMA_VERSION = 2
 
@@ -481,13 +479,14 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def export(dataset: Dataset, out: Path, *, cache: AnalysisCache | None = None) -> Path:
+def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -> Path:
     """Write the runs table to CSV, Parquet or JSON (chosen by suffix), atomically; CSV cells
     that a spreadsheet would take for a formula are neutralised (:func:`csv_safe`).
 
-    With ``cache`` (a build's analysis cache), the CSV and JSON texts are assembled from one
-    chunk per campaign, kept by the digest of the campaign's runs (:func:`export_chunks`), so a
-    new run re-encodes its campaign only; the bytes are those of an export without a cache.
+    With ``chunks`` (a build's ``build/cache/exports``), the CSV and JSON texts are assembled
+    from one chunk per campaign, kept by the digest of the campaign's runs
+    (:func:`export_chunks`), so a new run re-encodes its campaign only; the bytes are those of
+    an export without them.
     """
     import os
     import tempfile
@@ -502,9 +501,9 @@ def export(dataset: Dataset, out: Path, *, cache: AnalysisCache | None = None) -
         frame = dataset.runs
         if suffix == ".csv":
             header = csv_safe(frame.iloc[:0]).to_csv(index=False)
-            chunks = export_chunks(dataset, "csv", lambda part: csv_safe(part).to_csv(index=False, header=False),
-                                   cache)
-            Path(tmp).write_text(header + "".join(chunks), encoding="utf-8", newline="")
+            rows = export_chunks(dataset, "csv", lambda part: csv_safe(part).to_csv(index=False, header=False),
+                                 chunks)
+            Path(tmp).write_text(header + "".join(rows), encoding="utf-8", newline="")
         elif suffix == ".parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -527,7 +526,7 @@ def export(dataset: Dataset, out: Path, *, cache: AnalysisCache | None = None) -
             text = spec_json(payload, sort_keys=False)
             # each chunk: its rows as items of the payload's "runs" list (depth 1), brackets cut off
             items = export_chunks(dataset, "json", lambda part: spec_json(
-                json.loads(part.to_json(orient="records")), 1, sort_keys=False)[2:-3], cache)
+                json.loads(part.to_json(orient="records")), 1, sort_keys=False)[2:-3], chunks)
             if items:
                 text = text.replace('\n "runs": [],\n', '\n "runs": [\n' + ",\n".join(items) + '\n ],\n', 1)
             Path(tmp).write_text(text + "\n", encoding="utf-8")
@@ -538,30 +537,59 @@ def export(dataset: Dataset, out: Path, *, cache: AnalysisCache | None = None) -
     return out
 
 
-#: Part of an export chunk's cache key: another layout of the chunks drops them.
+@dataclass
+class ExportChunks:
+    """Where :func:`export` keeps its per-campaign chunks: one file per chunk under
+    ``folder/<kind>/`` (``build/cache/exports/``), named by the digest of what it encodes and
+    ``salt`` (the package's digest: other code, other chunks). ``computed`` and ``reused``
+    count chunks per kind (what a test reads)."""
+
+    folder: Path
+    salt: str = ""
+    computed: dict[str, int] = field(default_factory=dict)
+    reused: dict[str, int] = field(default_factory=dict)
+
+
+#: Part of an export chunk's key: another layout of the chunks drops them.
 EXPORT_CHUNKS = 1
 
 
 def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], str],
-                  cache: AnalysisCache | None) -> list[str]:
+                  chunks: ExportChunks | None) -> list[str]:
     """``encode`` of each campaign's rows of the runs table, in table order (the table is sorted
-    by campaign first), taken from ``cache`` when the campaign's runs (their run.json digests and
-    folders) and the table's columns are as they were; without a cache, or for an empty table,
-    the whole table as one chunk. Empty chunks are left out."""
+    by campaign first), read back from ``chunks`` when the campaign's runs (their run.json
+    digests and folders) and the table's columns are as they were; without ``chunks``, for an
+    empty table, or the first time (the kind's folder is made, nothing else: a cold build
+    encodes the table in one pass, faster than campaign by campaign), the whole table as one
+    chunk. Chunks no longer used are removed. Empty chunks are left out."""
+    from sparkreport.cache import _atomic_bytes, inputs_digest
+
     frame = dataset.runs
-    if cache is None or frame.empty or not cache.primed(f"export-{kind}"):  # a first build: one pass
+    folder = chunks.folder / kind if chunks is not None else None
+    if folder is None or frame.empty or not folder.is_dir():
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
         whole = encode(frame) if not frame.empty else ""
         return [whole] if whole else []
+    assert chunks is not None
     layout = repr([(str(column), str(dtype)) for column, dtype in frame.dtypes.items()])
     groups = sorted(frame.groupby("campaign", sort=False).indices.values(), key=lambda rows: rows[0])
     run_ids, run_paths = frame["run_id"].to_numpy(dtype=object), frame["run_path"].to_numpy(dtype=object)
-    chunks = []
+    out, used = [], set()
     for rows in groups:
-        key = cache.key(("kind", f"export-{kind}-{EXPORT_CHUNKS}"), ("layout", layout),
-                        ("runs", dataset.digest_of(run_ids[rows])), ("paths", "\0".join(run_paths[rows])))
-        chunk = cache.get(f"export-{kind}", key)
-        if chunk is None:
+        key = inputs_digest([("kind", f"export-{kind}-{EXPORT_CHUNKS}"), ("salt", chunks.salt), ("layout", layout),
+                             ("runs", dataset.digest_of(run_ids[rows])), ("paths", "\0".join(run_paths[rows]))])
+        path = folder / f"{key}.txt"
+        used.add(path.name)
+        try:
+            chunk = path.read_bytes().decode("utf-8")  # bytes: a CSV cell may hold a lone \r
+            chunks.reused[kind] = chunks.reused.get(kind, 0) + 1
+        except (OSError, UnicodeDecodeError):
             chunk = encode(frame.iloc[rows])
-            cache.put(f"export-{kind}", key, chunk)
-        chunks.append(chunk)
-    return [chunk for chunk in chunks if chunk]
+            _atomic_bytes(path, chunk.encode("utf-8"))
+            chunks.computed[kind] = chunks.computed.get(kind, 0) + 1
+        out.append(chunk)
+    for stale in folder.iterdir():
+        if stale.name not in used:
+            stale.unlink(missing_ok=True)
+    return [chunk for chunk in out if chunk]

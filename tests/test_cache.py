@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkreport.cache import AnalysisCache, BlobCache, HashMemo, RecordCache, package_digest
+from sparkreport.cache import BlobCache, HashMemo, RecordCache
 from sparkreport.dataset import load_dataset
 from sparkreport.render import RenderOptions
 from sparkreport.site import build
@@ -52,9 +52,8 @@ def test_unchanged_rebuild_reuses_the_build_and_a_changed_run_is_picked_up(
     csv = (project / "build" / "docs" / "downloads" / "dataset.csv").read_text(encoding="utf-8")
     assert "4242.4242" in csv
     assert build(_options(project)).cached
-    # Downloads' exports were kept per campaign in the analysis cache for the next build
-    kept = AnalysisCache(project / "build" / "cache" / "analysis.pickle", salt=package_digest(HashMemo(None)))
-    assert len(kept.entries.get("export-csv", {})) > 1 and len(kept.entries.get("export-json", {})) > 1
+    # Downloads' exports were kept per campaign for the next build
+    assert [p.suffix for p in (project / "build" / "cache" / "exports" / "csv").iterdir()] == [".txt"]
 
 
 def test_a_template_change_invalidates_the_build(tmp_path: Path, phase1_store: Path) -> None:
@@ -165,38 +164,40 @@ def test_a_second_render_into_the_same_folder_stops_with_one_line(tmp_path: Path
 
 def test_exports_from_campaign_chunks_are_byte_identical_and_a_new_run_reencodes_its_campaign(
         tmp_path: Path) -> None:
-    """Downloads' CSV and JSON are assembled from one cached chunk per campaign: the bytes equal
-    an export without a cache (first build: one pass, the kind only marked; then chunked), and
-    after one more run only that run's campaign is encoded again."""
+    """Downloads' CSV and JSON are assembled from one kept chunk per campaign: the bytes equal an
+    export without chunks (first build: one pass, the folder only made; then chunked), after one
+    more run only that run's campaign is encoded again, and chunks no longer used are removed."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
     from history_store import write_history_store
 
-    from sparkreport.cache import AnalysisCache
-    from sparkreport.dataset import Dataset, export
+    from sparkreport.dataset import Dataset, ExportChunks, export
     from sparkreport.schema import RunRecord
     from sparkreport.store import RunStore
 
     runs = write_history_store(tmp_path / "runs", runs=2, campaign_per_version=True)
-    cache = AnalysisCache(tmp_path / "analysis.pickle")
+    chunks = ExportChunks(tmp_path / "exports", salt="code")
 
-    def exported(ds: Dataset, folder: str, with_cache: bool) -> dict[str, bytes]:
-        return {name: export(ds, tmp_path / folder / name, cache=cache if with_cache else None).read_bytes()
+    def exported(ds: Dataset, folder: str, kept: ExportChunks | None) -> dict[str, bytes]:
+        return {name: export(ds, tmp_path / folder / name, chunks=kept).read_bytes()
                 for name in ("dataset.csv", "dataset.json")}
 
     ds = load_dataset(runs)
-    plain = exported(ds, "plain", False)
-    assert exported(ds, "first", True) == plain and cache.computed["export-csv"] == 0  # a first build: one pass
-    assert exported(ds, "filled", True) == plain and cache.computed["export-csv"] == len(ds.campaigns())
-    assert exported(ds, "again", True) == plain and cache.reused["export-json"] == len(ds.campaigns())
-    cache.save()
+    campaigns = len(ds.campaigns())
+    plain = exported(ds, "plain", None)
+    assert exported(ds, "first", chunks) == plain and chunks.computed == {}  # a first build: one pass
+    assert exported(ds, "filled", chunks) == plain and chunks.computed == {"csv": campaigns, "json": campaigns}
+    assert exported(ds, "again", chunks) == plain and chunks.reused == {"csv": campaigns, "json": campaigns}
 
-    store = RunStore(runs)
     base = next(r for r in ds.records if r.campaign == "v0.21.0")
-    store.write(RunRecord.from_dict({**base.to_dict(), "run_id": "native-0.21.0-extra", "iteration": 3}), [])
+    RunStore(runs).write(RunRecord.from_dict({**base.to_dict(), "run_id": "native-0.21.0-extra", "iteration": 3}), [])
     grown = load_dataset(runs)
-    cache = AnalysisCache(tmp_path / "analysis.pickle")
-    assert exported(grown, "grown", True) == exported(grown, "grown-plain", False)
-    assert cache.computed["export-csv"] == cache.computed["export-json"] == 1
-    assert b"native-0.21.0-extra" in exported(grown, "grown-check", True)["dataset.csv"]
+    chunks = ExportChunks(tmp_path / "exports", salt="code")
+    assert exported(grown, "grown", chunks) == exported(grown, "grown-plain", None)
+    assert chunks.computed == {"csv": 1, "json": 1}
+    assert b"native-0.21.0-extra" in exported(grown, "grown-check", chunks)["dataset.csv"]
+    assert len(list((tmp_path / "exports" / "csv").iterdir())) == campaigns  # the replaced chunk is gone
+    other = ExportChunks(tmp_path / "exports", salt="other code")
+    assert exported(grown, "other", other) == exported(grown, "grown-plain", None)
+    assert other.computed == {"csv": campaigns, "json": campaigns}

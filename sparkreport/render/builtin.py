@@ -452,7 +452,7 @@ class DownloadsPage(Page):
     site_footer = True
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        from sparkreport.dataset import csv_safe, export
+        from sparkreport.dataset import ExportChunks, csv_safe, export
         from sparkreport.store import sha256_file
 
         folder = out / self.folder
@@ -464,8 +464,11 @@ class DownloadsPage(Page):
             "dataset.json": ("JSON", "the runs and the published summaries, with schema version and hash",
                              len(site.dataset.runs) + len(site.dataset.summaries)),
         }
+        cache = site.analysis_cache
+        chunks = ExportChunks(cache.path.parent / "exports", cache.salt) \
+            if cache is not None and cache.path is not None else None
         for name, (kind, what, count) in described.items():
-            path = export(site.dataset, folder / name, cache=site.analysis_cache)
+            path = export(site.dataset, folder / name, chunks=chunks)
             files.append({"name": name, "format": kind, "what": what, "rows": count,
                           "size": path.stat().st_size, "sha256": sha256_file(path)})
         if not site.dataset.summaries.empty:

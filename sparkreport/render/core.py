@@ -301,8 +301,6 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
         written += docs
         if docs:
             nav.append(page.nav(docs))
-    if site.analysis_cache is not None:
-        site.analysis_cache.save()  # what the pages computed and kept there (Downloads' export chunks)
     notices: list[str] = []
     posts, svg_count = _posts_and_svgs(env, site, root, docs_dir, final_docs_dir, written, static, svg_jobs,
                                        cache_dir, notices)
@@ -374,8 +372,6 @@ def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_
             raise BuildError(f"{root / 'docs' / path}: collides with a generated page — rename it")
     env = make_environment(root / "templates")
     env.globals["chart"] = functools.partial(chart_html, static=generated.static)
-    if site.analysis_cache is not None:
-        site.analysis_cache.save()  # what the pages computed and kept there (Downloads' export chunks)
     notices: list[str] = []
     posts, svg_count = _posts_and_svgs(env, site, root, docs_dir, final_docs_dir, generated.pages,
                                        generated.static, [], cache_dir, notices)
