@@ -442,13 +442,36 @@ def _cached_records(store: RunStore, files: list[tuple[Path, os.stat_result]], p
         if isinstance(flat, FlatRecord):
             flat = flat.at(run_path)
         else:
-            flat = FlatRecord.of(store.load(path), run_path)
+            flat = FlatRecord.of(_interned(store.load(path)), run_path)
             cache.put(digest, flat)
         records.append((flat, digest))
     cache.keep_only(digests)
     cache.save()
     memo.save()
     return records
+
+
+def _interned(value: Any) -> Any:
+    """``value`` (a record) with every text in it interned, in place: the record cache's pickle
+    then holds each repeated name (metric, model, label, unit) once per file instead of once per
+    run, and loads in about two thirds of the time (the same values either way)."""
+    import sys
+
+    if isinstance(value, str):
+        return sys.intern(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        for name in _FIELD_NAMES.get(type(value)) or [f.name for f in fields(value)]:
+            item = getattr(value, name)
+            interned = _interned(item)
+            if interned is not item:
+                object.__setattr__(value, name, interned)
+    elif isinstance(value, dict):
+        items = [(_interned(k), _interned(v)) for k, v in value.items()]
+        value.clear()
+        value.update(items)
+    elif isinstance(value, list):
+        value[:] = [_interned(item) for item in value]
+    return value
 
 
 #: A cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
