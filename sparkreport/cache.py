@@ -62,16 +62,16 @@ class HashMemo:
             except (OSError, ValueError, KeyError):
                 self.entries = {}
 
-    def digest(self, path: Path, stat: os.stat_result | None = None) -> str:
+    def digest(self, path: Path | str, stat: os.stat_result | None = None) -> str:
         """The file's sha256, read only when its size, mtime or inode changed."""
-        stat = stat or path.stat()
+        stat = stat or os.stat(path)
         key = str(path)
         sig = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
         entry = self.entries.get(key)
         if entry is not None and entry[:3] == sig:
             return str(entry[3])
         digest = hashlib.sha256()
-        with path.open("rb") as handle:
+        with open(path, "rb") as handle:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
         value = digest.hexdigest()

@@ -403,7 +403,7 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
         raise DataError(f"{runs_dir}: no such run store — ingest results first (`sparkreport ingest FILE`)")
     scan = store.scan()
     files = [path for path, _stat in scan.files]
-    paths = [f"{path.parent.parent.name}/{path.parent.name}" for path in files]
+    paths = [f"{campaign}/{run}" for campaign, run in scan.folders]
     if cache_dir is None:
         loaded = _read_records(store, files, paths)
     else:
@@ -414,11 +414,12 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
     return dataset
 
 
-def _read_records(store: RunStore, files: list[Path], paths: list[str]) -> list[tuple[FlatRecord, str]]:
+def _read_records(store: RunStore, files: list[str], paths: list[str]) -> list[tuple[FlatRecord, str]]:
     """Each run.json read once: its flattened record and the sha256 of its bytes."""
     loaded = []
     for path, run_path in zip(files, paths, strict=True):
-        raw = path.read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read()
         loaded.append((FlatRecord.of(store.load(path, raw), run_path), hashlib.sha256(raw).hexdigest()))
     return loaded
 
@@ -427,7 +428,7 @@ def _read_records(store: RunStore, files: list[Path], paths: list[str]) -> list[
 FLAT_LAYOUT = 1
 
 
-def _cached_records(store: RunStore, files: list[tuple[Path, os.stat_result]], paths: list[str],
+def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], paths: list[str],
                     cache_dir: Path) -> list[tuple[FlatRecord, str]]:
     from sparkreport.cache import HashMemo, RecordCache, package_digest
 

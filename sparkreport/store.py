@@ -20,7 +20,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISLNK
 from typing import Any, Protocol
@@ -138,10 +138,13 @@ _MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
 class StoreScan:
     """One walk of the run store (:meth:`RunStore.scan`)."""
 
-    #: Every run.json and its stat (links followed), sorted (campaign, run_id) as ``run_files``.
-    files: list[tuple[Path, os.stat_result]]
+    #: Every run.json (a path string: tens of thousands of Path objects cost a third of a second)
+    #: and its stat (links followed), sorted (campaign, run_id) as ``run_files``.
+    files: list[tuple[str, os.stat_result]]
     #: Run folders without a run.json, as ``incomplete_runs`` names them.
     incomplete: list[str]
+    #: Each file's (campaign folder, run folder) names, in the order of ``files``.
+    folders: list[tuple[str, str]] = field(default_factory=list)
 
 
 class RunStore:
@@ -171,7 +174,7 @@ class RunStore:
         runs); links leaving the store are refused the same way."""
         if not self.root.is_dir():
             return StoreScan([], [])
-        found: list[tuple[tuple[str, str], Path, os.stat_result]] = []
+        found: list[tuple[tuple[str, str], str, os.stat_result]] = []
         linked: list[Path] = []
         incomplete: list[str] = []
         with os.scandir(self.root) as entries:
@@ -180,7 +183,7 @@ class RunStore:
             with os.scandir(campaign.path) as entries:
                 runs = [entry for entry in entries if not entry.name.startswith(".") and entry.is_dir()]
             for run in runs:
-                path = Path(run.path, RUN_FILE)
+                path = os.path.join(run.path, RUN_FILE)
                 try:
                     stat = os.lstat(path)
                     is_link = S_ISLNK(stat.st_mode)
@@ -194,10 +197,11 @@ class RunStore:
                     continue
                 found.append(((campaign.name, run.name), path, stat))
                 if is_link or run.is_symlink() or campaign.is_symlink():
-                    linked.append(path)
+                    linked.append(Path(path))
         found.sort(key=lambda item: item[0])
         self.check_links(sorted(linked))
-        return StoreScan([(path, stat) for _names, path, stat in found], sorted(incomplete))
+        return StoreScan([(path, stat) for _names, path, stat in found], sorted(incomplete),
+                         [names for names, _path, _stat in found])
 
     def check_links(self, files: list[Path]) -> None:
         """Refuse a campaign folder, run folder or run.json that is a symbolic link leaving the
@@ -281,10 +285,10 @@ class RunStore:
                 removed.append(entry)
         return removed
 
-    def load(self, path: Path, raw: bytes | None = None) -> RunRecord:
+    def load(self, path: Path | str, raw: bytes | None = None) -> RunRecord:
         """Read and validate one run.json (``raw``: its bytes, when the caller already read them)."""
         try:
-            text = path.read_text(encoding="utf-8") if raw is None else raw.decode("utf-8")
+            text = Path(path).read_text(encoding="utf-8") if raw is None else raw.decode("utf-8")
         except UnicodeDecodeError:
             raise SchemaError(path, "is not UTF-8 text", fix="re-create it with `sparkreport ingest`") from None
         try:

@@ -27,10 +27,11 @@ def _store(tmp_path: Path) -> Path:
 def test_scan_lists_what_run_files_and_incomplete_runs_list(tmp_path: Path) -> None:
     store = RunStore(_store(tmp_path))
     scan = store.scan()
-    assert [path for path, _stat in scan.files] == store.run_files()
+    assert [Path(path) for path, _stat in scan.files] == store.run_files()
+    assert scan.folders == [(p.parent.parent.name, p.parent.name) for p in store.run_files()]
     assert scan.incomplete == store.incomplete_runs() == ["a/broken", "a/empty"]
     for path, stat in scan.files:
-        assert (stat.st_ino, stat.st_size) == (path.stat().st_ino, path.stat().st_size)  # links followed
+        assert (stat.st_ino, stat.st_size) == (Path(path).stat().st_ino, Path(path).stat().st_size)  # links followed
     assert RunStore(tmp_path / "none").scan().files == []
 
 
