@@ -401,15 +401,18 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
     store = RunStore(runs_dir)
     if not runs_dir.is_dir():
         raise DataError(f"{runs_dir}: no such run store — ingest results first (`sparkreport ingest FILE`)")
+    from sparkreport.cache import gc_paused
+
     scan = store.scan()
     files = [path for path, _stat in scan.files]
     paths = [f"{campaign}/{run}" for campaign, run in scan.folders]
-    if cache_dir is None:
-        loaded = _read_records(store, files, paths)
-    else:
-        loaded = _cached_records(store, scan.files, paths, cache_dir)
-    run_digests = {flat.record.run_id: digest for flat, digest in loaded}
-    dataset = _assemble([flat for flat, _digest in loaded], paths, run_digests)
+    with gc_paused():  # every object made here stays alive: nothing for the collector to find
+        if cache_dir is None:
+            loaded = _read_records(store, files, paths)
+        else:
+            loaded = _cached_records(store, scan.files, paths, cache_dir)
+        run_digests = {flat.record.run_id: digest for flat, digest in loaded}
+        dataset = _assemble([flat for flat, _digest in loaded], paths, run_digests)
     dataset.incomplete = scan.incomplete
     return dataset
 
