@@ -116,6 +116,16 @@ def tree_digest(root: Path, memo: HashMemo) -> str:
     return digest.hexdigest()
 
 
+def code_signature(*modules: str | None, salt: str = "") -> str:
+    """One sha256 over ``salt`` and the bytes of the given source files (``module.__file__``):
+    what a cache of one step's output is keyed by, so that another version of that code starts
+    it afresh."""
+    digest = hashlib.sha256(salt.encode())
+    for module in modules:
+        digest.update(Path(str(module)).read_bytes())
+    return digest.hexdigest()
+
+
 def package_digest(memo: HashMemo) -> str:
     """The sparkreport package's own files: a code or template change invalidates every cache."""
     import sparkreport

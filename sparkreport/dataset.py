@@ -592,13 +592,14 @@ def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], 
     from sparkreport.cache import _atomic_bytes, inputs_digest
 
     frame = dataset.runs
-    folder = chunks.folder / kind if chunks is not None else None
-    if folder is None or frame.empty or not folder.is_dir():
-        if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
-        whole = encode(frame) if not frame.empty else ""
-        return [whole] if whole else []
-    assert chunks is not None
+    if frame.empty:
+        return []
+    if chunks is None:
+        return [encode(frame)]
+    folder = chunks.folder / kind
+    if not folder.is_dir():  # the first time: one pass, and the folder for the next build
+        folder.mkdir(parents=True, exist_ok=True)
+        return [encode(frame)]
     layout = repr([(str(column), str(dtype)) for column, dtype in frame.dtypes.items()])
     groups = sorted(frame.groupby("campaign", sort=False).indices.values(), key=lambda rows: rows[0])
     run_ids, run_paths = frame["run_id"].to_numpy(dtype=object), frame["run_path"].to_numpy(dtype=object)

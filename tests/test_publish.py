@@ -219,7 +219,9 @@ def test_leftovers_of_a_killed_build_are_cleaned_up(tmp_path: Path) -> None:
     old.mkdir()
     (old / "index.html").write_text("previous", encoding="utf-8")
     publish.staging_dir(site).mkdir()
+    (publish.staging_dir(site) / publish.CARRY_JOURNAL).write_text('{"root": "runs/fi', encoding="utf-8")
     publish.recover(site)  # killed between the two renames: the previous site is put back
+    # (a journal that cannot be read was never finished, so nothing had moved: it is dropped)
     assert (site / "index.html").read_text(encoding="utf-8") == "previous"
     assert not old.exists() and not publish.staging_dir(site).exists()
     (site / "index.html").unlink()

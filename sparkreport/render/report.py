@@ -506,9 +506,12 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
             text += f" [{min(lows):+.2f}, {max(highs):+.2f}]"
         return text
 
-    def count(rows: list[dict[str, Any]], before: str = " (", after: str = ")") -> str:
+    def count(rows: list[dict[str, Any]]) -> str:
         n = len({r["model"] for r in rows})
-        return f"{before}{n} model{'s' if n != 1 else ''}{after}" if count_models else ""
+        return f"{n} model{'s' if n != 1 else ''}"
+
+    def counted(rows: list[dict[str, Any]]) -> str:  # " (3 models)", or nothing on a model's own page
+        return f" ({count(rows)})" if count_models else ""
 
     for kind in ("equivalent", "higher", "lower", "inconclusive", "untested"):
         rows = groups.get(kind)
@@ -516,27 +519,28 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
             continue
         cand, base = rows[0]["candidate"], rows[0]["baseline"]
         if kind == "equivalent":
-            out.append(f"**The same within {margin}**{count(rows)}: {metrics_of(rows)}, "
+            out.append(f"**The same within {margin}**{counted(rows)}: {metrics_of(rows)}, "
                        f"{cand} against {base} {span(rows)}.")
         elif kind in ("higher", "lower"):
             by_metric: dict[str, list[dict[str, Any]]] = {}
             for r in rows:
                 by_metric.setdefault(str(r["label"]), []).append(r)
-            parts = [f"{label}{count(items, ' for ', '')} ({span(items)})" for label, items in by_metric.items()]
+            parts = [f"{label}{f' for {count(items)}' if count_models else ''} ({span(items)})"
+                     for label, items in by_metric.items()]
             out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind == "inconclusive":
             mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
                    if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
             detect = (f" With these runs, differences smaller than about {min(mde):.0f}% could not have been "
                       "detected.") if mde else ""
-            out.append(f"**No difference detected, none ruled out**{count(rows)}: {metrics_of(rows)} "
+            out.append(f"**No difference detected, none ruled out**{counted(rows)}: {metrics_of(rows)} "
                        f"({span(rows)}); the intervals are wider than the {margin} margin.{detect}")
         else:
             untested: dict[str, list[dict[str, Any]]] = {}
             for r in rows:
                 untested.setdefault(str(r["label"]), []).append(r)
             parts = [f"{label} {span(items, intervals=False)}" for label, items in untested.items()]
-            out.append(f"**Published without a spread, so not tested**{count(rows)}: {cand} against "
+            out.append(f"**Published without a spread, so not tested**{counted(rows)}: {cand} against "
                        f"{base}, {join_and(parts)}.")
     return out
 

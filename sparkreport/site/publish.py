@@ -58,10 +58,13 @@ def recover(target: Path) -> None:
     previous site back if the kill came between the two renames of a swap; a swap that had
     begun to carry the run-files folder over is finished instead (the new site was scanned)."""
     staging = staging_dir(target)
-    journal = staging / CARRY_JOURNAL
-    if journal.is_file():
+    try:  # written whole (by rename) before anything moves: unreadable means nothing moved yet
+        plan = json.loads((staging / CARRY_JOURNAL).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        plan = None
+    if isinstance(plan, dict):
         with _signals_held():
-            _carry_over(staging, target, json.loads(journal.read_text(encoding="utf-8")))
+            _carry_over(staging, target, plan)
             if target.exists():
                 os.rename(target, old_dir(target))
             os.rename(staging, target)
@@ -125,8 +128,10 @@ def swap(staging: Path, target: Path, carry: Carry | None = None) -> None:
         if carry is not None:
             if not (target / carry.root).is_dir():
                 raise BuildError(f"{target / carry.root}: removed while the site was being built — run the build again")
+            from sparkreport.cache import _atomic_bytes
+
             plan = carry.to_json()
-            (staging / CARRY_JOURNAL).write_text(json.dumps(plan), encoding="utf-8")
+            _atomic_bytes(staging / CARRY_JOURNAL, json.dumps(plan).encode())
             _carry_over(staging, target, plan)
         if target.exists():
             os.rename(target, old)

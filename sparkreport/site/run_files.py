@@ -72,9 +72,12 @@ class Published:
 
     copied: int = 0
     linked: int = 0
-    kept: int = 0
     record: dict[str, list[int]] = field(default_factory=dict)
     carry: Carry | None = None
+
+    @property
+    def kept(self) -> int:
+        return len(self.carry.kept) if self.carry is not None else 0
 
 
 @dataclass
@@ -104,15 +107,11 @@ RECORD_VERSION = 1
 def publisher_signature() -> str:
     """A digest of the code that decides a published file's bytes (names, env filter, gzip):
     another version republishes everything."""
-    import hashlib
-
     from sparkreport import published
+    from sparkreport.cache import code_signature
     from sparkreport.execute import envcapture
 
-    digest = hashlib.sha256(str(RECORD_VERSION).encode())
-    for module in (published.__file__, envcapture.__file__, __file__):
-        digest.update(Path(str(module)).read_bytes())
-    return digest.hexdigest()
+    return code_signature(published.__file__, envcapture.__file__, __file__, salt=str(RECORD_VERSION))
 
 
 def load_record(cache_dir: Path, runs_dir: Path, site_dir: Path) -> dict[str, list[int]]:
@@ -167,8 +166,7 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
     for target, source, stat in found:
         unchanged = before is not None and record.get(target) == out.record[target]
         if unchanged and carried is not None:
-            out.kept += 1
-            continue
+            continue  # stays in the live folder, which the swap carries over
         destination = os.path.join(site_root, target)
         parent = os.path.dirname(destination)
         if parent not in made:
@@ -195,9 +193,9 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
             pass
     out.copied = len(jobs)
     if carried is not None:
-        kept = [t for t in out.record if record.get(t) == out.record[t]]
-        out.carry = Carry(carried, incoming=[t for t in out.record if record.get(t) != out.record[t]],
-                          removed=sorted(set(record) - set(out.record)), kept=kept)
+        same = {t for t in out.record if record.get(t) == out.record[t]}
+        out.carry = Carry(carried, incoming=[t for t in out.record if t not in same],
+                          removed=sorted(set(record) - set(out.record)), kept=sorted(same))
     return out
 
 

@@ -356,11 +356,9 @@ class ScanMemo:
 def scanner_signature() -> str:
     """A digest of the shapes and of this scanner: a file clean for other code is scanned again."""
     from sparkreport import secrets
+    from sparkreport.cache import code_signature
 
-    digest = hashlib.sha256()
-    for module in (secrets.__file__, __file__):
-        digest.update(Path(str(module)).read_bytes())
-    return digest.hexdigest()
+    return code_signature(secrets.__file__, __file__)
 
 
 def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None = None) -> list[Finding]:

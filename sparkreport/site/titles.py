@@ -103,9 +103,9 @@ def make_titles_inert(docs_dir: Path, nav: list[Any], memo: Path | None = None) 
             fresh[path] = [stat.st_mtime_ns, stat.st_size, stat.st_ino, titled.get(relative)]
     _CHECKED.update(fresh)
     if memo is not None:
-        from sparkreport.cache import _atomic_bytes
+        from sparkreport.cache import _atomic_bytes, code_signature
 
-        _atomic_bytes(memo, json.dumps({"signature": _signature(), "pages": fresh}).encode())
+        _atomic_bytes(memo, json.dumps({"signature": code_signature(__file__), "pages": fresh}).encode())
     return changed
 
 
@@ -114,18 +114,14 @@ def make_titles_inert(docs_dir: Path, nav: list[Any], memo: Path | None = None) 
 _CHECKED: dict[str, list[Any]] = {}
 
 
-def _signature() -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-
-
 def _load_checked(memo: Path) -> dict[str, list[Any]]:
     """The pages a build found inert (``memo``), or what this process knows when it is missing,
     damaged or from other code."""
+    from sparkreport.cache import code_signature
+
     try:
         data = json.loads(memo.read_text(encoding="utf-8"))
-        if data.get("signature") == _signature() and isinstance(data.get("pages"), dict):
+        if data.get("signature") == code_signature(__file__) and isinstance(data.get("pages"), dict):
             return {**data["pages"], **_CHECKED}
     except (OSError, ValueError, AttributeError):
         pass
