@@ -149,7 +149,7 @@ class MemoryPage(Page):
                              "source": group["source"].iloc[0],
                              "pre_kv": by_metric.get("pre_kv_memory_gib"),
                              "peak": by_metric.get("peak_memory_gib"), "kv": by_metric.get("kv_cache_gib")})
-        from sparkreport.render.report import campaigns, cgroup_observation
+        from sparkreport.render.report import answer, campaigns, cgroup_observation, effect_rows
 
         every_arm = budget_rows(site)
         budget = [b for b in every_arm if b["campaign"] in shown]
@@ -162,7 +162,12 @@ class MemoryPage(Page):
             folder.mkdir(parents=True, exist_ok=True)
             write_budget_csv(every_arm, folder / BUDGET_FILE)
             doc.files = [f"{self.folder}/{BUDGET_FILE}"]
-        return {"arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
+        # each campaign's answer about memory, worded as Home and Results word theirs
+        effects = [e for e in effect_rows(site) if e["metric"] in MEMORY_METRICS and str(e["campaign"]) in shown]
+        answers = [{"campaign": name, "lines": answer(site, [], [e for e in effects if e["campaign"] == name])}
+                   for name in sorted({str(e["campaign"]) for e in effects})]
+        return {"answers": answers, "bracketed": any("[" in line for a in answers for line in a["lines"]),
+                "arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
                 "observations": observations, "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
                 "identity": [f for f in identity_fits(site) if f["campaign"] in shown], "ledger": ledger_summary(site),
                 "shown": sorted(shown), "earlier": sorted(earlier), "budget_file": BUDGET_FILE,
