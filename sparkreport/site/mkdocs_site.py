@@ -229,10 +229,14 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
+    from sparkreport.site.parallel_pages import ParallelPagesPlugin
+
     with _mkdocs_logs() as logs, compiled_templates(config_file.parent / "cache" / "jinja"):
         try:
             overrides = {"site_dir": str(site_dir)} if site_dir is not None else {}
             config = load_config(config_file=str(config_file), strict=strict, **overrides)
+            pages = ParallelPagesPlugin(dirty=reuse is not None)
+            config.plugins["sparkreport/parallel-pages"] = pages  # type: ignore[assignment]
             if reuse is None:
                 build(config)
             else:

@@ -36,6 +36,8 @@ from mkdocs.plugins import event_priority
 RECORD_FILE = "site-shell.json"
 #: Plugins whose output is all in Files, the search index or the blog folder.
 KNOWN_PLUGINS = frozenset({"search", "material/search", "blog", "material/blog"})
+#: Ours, registered by :func:`sparkreport.site.mkdocs_site.build_site`.
+OUR_PLUGINS = frozenset({"sparkreport/reuse", "sparkreport/parallel-pages"})
 #: MkDocs' own notice for dirty builds; ours are not what it warns about (see the docstring).
 DIRTY_NOTICE = "A 'dirty' build is being performed"
 SEARCH_INDEX = Path("search") / "search_index.json"
@@ -101,7 +103,19 @@ def _untitled(nav: Any) -> bool:
     return False
 
 
-def _blog_roots(config: Any) -> list[str]:
+def why_not_reused(config: Any) -> str:
+    """'' when every plugin's page events are known (search, blog, ours) and there are no hooks,
+    so that pages may be reused (or converted ahead, :mod:`sparkreport.site.parallel_pages`);
+    else the reason not to."""
+    plugins = set(config.plugins) - OUR_PLUGINS
+    if plugins - KNOWN_PLUGINS:
+        return f"plugins {sorted(plugins - KNOWN_PLUGINS)}"
+    if config.hooks:
+        return "hooks"
+    return ""
+
+
+def blog_roots(config: Any) -> list[str]:
     roots = []
     for name, plugin in config.plugins.items():
         if name in ("blog", "material/blog"):
@@ -126,14 +140,9 @@ class ReusePlugin:
 
     def _eligible(self, config: Any) -> str:
         """'' when this project's site may be reused, else the reason it may not."""
-        plugins = set(config.plugins) - {"sparkreport/reuse"}
-        if plugins - KNOWN_PLUGINS:
-            return f"plugins {sorted(plugins - KNOWN_PLUGINS)}"
-        if config.hooks:
-            return "hooks"
         if _untitled(config.nav):
             return "a nav entry without a title"
-        return ""
+        return why_not_reused(config)
 
     @event_priority(-100)  # after the blog plugin has placed its files
     def on_files(self, files: Any, *, config: Any) -> Any:
@@ -146,7 +155,7 @@ class ReusePlugin:
         reuse.key = None if why_not else _digest(reuse.shell, pages)
         if why_not or reuse.previous is None or reuse.key != reuse.previous_key:
             return files  # convert everything
-        blog = tuple(f"{root}/" for root in _blog_roots(config))
+        blog = tuple(f"{root}/" for root in blog_roots(config))
         for file in files:
             if file.generated_by is not None or file.abs_src_path is None:
                 continue

@@ -1,0 +1,138 @@
+"""MkDocs converts the pages' Markdown in several processes.
+
+MkDocs reads and converts every page in one loop, in one process: at 10 000 runs (1 081
+pages) that is about two thirds of its build. :class:`ParallelPagesPlugin`, registered by
+:func:`sparkreport.site.mkdocs_site.build_site`, runs after the nav is known (``on_nav``):
+it forks workers (:mod:`sparkreport.parallel`) that each read and convert a share of the pages
+exactly as ``Page.render`` does, and hands the results back. MkDocs' own loop then runs as
+always — every plugin event of every page, in order — except that a converted page's
+``render`` only takes its result. What a conversion logs (a broken link, in strict mode an
+error) is logged again in the build's process when MkDocs reaches that page, so warnings,
+their order and strict mode are as in a build in one process. The site is the same byte for
+byte (``tests/test_parallel.py``).
+
+Converted ahead: the pages MkDocs will convert (in a reusing build, only the modified ones),
+except the blog's (its plugin changes posts' Markdown before conversion), and only when every
+plugin is one whose page events we know (search, blog) and the project has no hooks — as for
+:mod:`sparkreport.site.reuse`. Otherwise, below :data:`MINIMUM_PAGES` pages, with one job or
+without fork, MkDocs converts everything itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from mkdocs.plugins import event_priority
+
+#: Fewer pages than this are converted in the build's own process (a fork costs more).
+MINIMUM_PAGES = 64
+#: Shares per worker: pages differ in size by two orders of magnitude, so small shares, taken
+#: in turn, keep the workers busy until the end.
+SHARES_PER_WORKER = 8
+
+
+@dataclass
+class Converted:
+    """What ``Page.render`` leaves on a page, as a worker computed it."""
+
+    content: str
+    toc: Any
+    title: str | None
+    anchors: set[str]
+    #: target page's src_uri → {anchor: link as written} (None: not recorded at this log level).
+    links: dict[str, dict[str, str]] | None
+    records: list[logging.LogRecord] = field(default_factory=list)
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.NOTSET)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg = record.getMessage()  # formatted here: arguments need not pickle
+        record.args = None
+        record.exc_info = record.exc_text = None
+        self.records.append(record)
+
+
+def _convert(page: Any, config: Any, files: Any) -> Converted:
+    """Read and convert one page as MkDocs' loop would (no plugin events), capturing its log."""
+    logger = logging.getLogger("mkdocs")
+    capture = _Capture()
+    logger.addHandler(capture)
+    config._current_page = page
+    try:
+        page.read_source(config)
+        page.render(config, files)
+    finally:
+        config._current_page = None
+        logger.removeHandler(capture)
+    links = getattr(page, "links_to_anchors", None)
+    return Converted(
+        content=page.content, toc=page.toc, title=page._title_from_render, anchors=set(page.present_anchor_ids),
+        links=None if links is None else {target.src_uri: dict(found) for target, found in links.items()},
+        records=capture.records)
+
+
+def _apply(page: Any, converted: Converted, config: Any, files: Any) -> None:
+    """Stands in for ``page.render`` once: the worker's result, and what it logged, logged now."""
+    vars(page).pop("render", None)
+    for record in converted.records:
+        logging.getLogger(record.name).handle(record)
+    page.content = converted.content
+    page.toc = converted.toc
+    page._title_from_render = converted.title
+    page.present_anchor_ids = converted.anchors
+    if converted.links is not None:
+        page.links_to_anchors = {files.get_file_from_path(uri): found for uri, found in converted.links.items()
+                                 if files.get_file_from_path(uri) is not None}
+
+
+class ParallelPagesPlugin:
+    """See the module docstring. ``dirty``: the build converts only modified pages."""
+
+    def __init__(self, *, dirty: bool = False) -> None:
+        self.dirty = dirty
+        self.converted = 0
+        self.workers = 0
+
+    @event_priority(-100)  # after every other plugin's nav (the blog places its posts there)
+    def on_nav(self, nav: Any, *, config: Any, files: Any) -> Any:
+        from mkdocs.structure.files import InclusionLevel
+        from mkdocs.structure.pages import Page
+
+        from sparkreport.parallel import fork_map, workers_for
+        from sparkreport.site.reuse import blog_roots, why_not_reused
+
+        if why_not_reused(config):
+            return nav
+        blog = tuple(f"{root}/" for root in blog_roots(config))
+        pages = []
+        for file in files.documentation_pages(inclusion=InclusionLevel.is_included):
+            if blog and (file.src_uri.startswith(blog) or file.dest_uri.startswith(blog)):
+                continue
+            if self.dirty and not file.is_modified():
+                continue
+            if file.page is None:
+                if not file.inclusion.is_not_in_nav():
+                    continue
+                Page(None, file, config)  # as MkDocs' loop does for a page out of the nav
+            pages.append(file.page)
+        self.workers = workers_for(len(pages), minimum=MINIMUM_PAGES)
+        if not self.workers:
+            return nav
+        shares = [pages[start::self.workers * SHARES_PER_WORKER]
+                  for start in range(min(len(pages), self.workers * SHARES_PER_WORKER))]
+
+        def convert(index: int) -> list[Converted]:
+            return [_convert(page, config, files) for page in shares[index]]
+
+        for share, results in zip(shares, fork_map(convert, len(shares), self.workers), strict=True):
+            for page, converted in zip(share, results, strict=True):
+                page.render = functools.partial(_apply, page, converted)
+        self.converted = len(pages)
+        return nav
