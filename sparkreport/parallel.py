@@ -14,6 +14,7 @@ build's own process, with the same result (tests compare both byte for byte).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -57,6 +58,15 @@ def workers_for(count: int, *, minimum: int = 2) -> int:
     return min(allowed, count)
 
 
+def _quiet_signals() -> None:
+    """In a worker: an interrupt is the build's process to handle (it stops the workers), and a
+    stop signal ends the worker at once (not through the build's own handlers)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _run(index: int) -> Any:
     assert _TASK is not None
     return _TASK(index)
@@ -71,11 +81,87 @@ def fork_map(task: Callable[[int], T], count: int, workers: int) -> list[T]:
     import multiprocessing
 
     _TASK = task
+    pool = multiprocessing.get_context("fork").Pool(processes=min(workers, count), initializer=_quiet_signals)
     try:
-        with multiprocessing.get_context("fork").Pool(processes=min(workers, count)) as pool:
-            return pool.map(_run, range(count), chunksize=1)
+        results = pool.map(_run, range(count), chunksize=1)
+        pool.close()
+        return results
+    except BaseException:
+        pool.terminate()
+        raise
     finally:
+        pool.join()
         _TASK = None
+
+
+class WorkerError(BuildError):
+    """A worker stopped without answering (killed, out of memory)."""
+
+
+def _worker(connection: Any, index: int, first: Callable[[int], Any], second: Callable[[int, Any], Any]) -> None:
+    _quiet_signals()
+    try:
+        connection.send(("ok", first(index)))
+        between = connection.recv()
+        connection.send(("ok", second(index, between)))
+    except BaseException as exc:  # noqa: BLE001 — handed to the build's process, raised there
+        try:
+            connection.send(("error", exc))
+        except Exception:  # noqa: BLE001 — an exception that does not pickle: say what it was
+            connection.send(("error", BuildError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        connection.close()
+        os._exit(0)  # no atexit handlers, no flushing of buffers the build's process owns
+
+
+def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]], Any],
+              second: Callable[[int, Any], Any]) -> tuple[list[T], Any, list[Any]]:
+    """Shares ``0 … count - 1`` in one forked worker each, in two steps that keep the worker's
+    state: ``first(i)`` in every worker; ``decide(firsts)`` here, with all their results; then
+    ``second(i, decided)`` in every worker. Returns (firsts, decided, seconds). The first
+    exception (by share) raised in a worker is raised here; the workers are always reaped."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    pipes = []
+    processes = []
+    try:
+        gc.freeze()  # the workers' collector leaves the build's objects (and their pages) alone
+        try:
+            for index in range(count):
+                mine, theirs = context.Pipe()
+                process = context.Process(target=_worker, args=(theirs, index, first, second), daemon=True)
+                process.start()
+                theirs.close()
+                pipes.append(mine)
+                processes.append(process)
+        finally:
+            gc.unfreeze()
+        firsts = [_answer(pipe) for pipe in pipes]
+        decided = decide(firsts)
+        for pipe in pipes:
+            pipe.send(decided)
+        seconds = [_answer(pipe) for pipe in pipes]
+        return firsts, decided, seconds
+    finally:
+        for pipe in pipes:
+            pipe.close()
+        for process in processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+
+def _answer(pipe: Any) -> Any:
+    try:
+        kind, value = pipe.recv()
+    except (EOFError, OSError):
+        raise WorkerError("a build worker stopped without an answer (killed, or out of memory?) — "
+                          f"build again, or set {JOBS_ENV}=1 to build in one process") from None
+    if kind == "error":
+        raise value
+    return value
 
 
 def split(items: Sequence[T], pieces: int) -> list[Sequence[T]]:

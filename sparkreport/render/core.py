@@ -7,14 +7,14 @@ import json
 import os
 import posixpath
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.cache import CACHE_DIR
 from sparkreport.errors import BuildError
-from sparkreport.render.pages import NavItem, PageDoc
+from sparkreport.render.pages import NavItem, PageDoc, fill
 from sparkreport.render.posts import PostDoc
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment
     from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
-    from sparkreport.render.pages import fill, registered_pages
+    from sparkreport.render.pages import registered_pages
     from sparkreport.render.preflight import preflight
 
     root = resolve_root(options)
@@ -268,20 +268,24 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
                 cached[doc.path] = found
             else:
                 fresh[doc.path] = CachedPage(key=key, files=[])
-                fill(doc)
-    chart_total = sum(len(doc.charts) for _page, docs in planned for doc in docs if doc.path in fresh)
-    chart_total += sum(len(entry.charts) for entry in cached.values())
-    static = config.static_fallbacks(chart_total)
+    kept_charts = sum(len(entry.charts) for entry in cached.values())
+    svg_jobs: list[tuple[Path, dict[str, Any] | None]] = []
+
+    def write(doc: PageDoc, static: bool, jobs: list[tuple[Path, dict[str, Any] | None]]) -> None:
+        env.globals["chart"] = functools.partial(chart_html, static=static)
+        write_page(env, site, doc, docs_dir, jobs, footer=footers[doc.path])
+
+    static = fill_and_write([doc for _page, docs in planned for doc in docs if doc.path in fresh],
+                            lambda charts: config.static_fallbacks(charts + kept_charts), write, svg_jobs)
     if cached and cache.static != static:  # every kept page drew its charts the other way: draw them all again
         for _page, docs in planned:
             for doc in docs:
                 if doc.path in cached:
                     fresh[doc.path] = CachedPage(key=cached.pop(doc.path).key, files=[])
-                    fill(doc)
+                    write(fill(doc), static, svg_jobs)
     env.globals["chart"] = functools.partial(chart_html, static=static)
     written: list[PageDoc] = []
     nav: list[NavItem] = []
-    svg_jobs: list[tuple[Path, dict[str, Any]]] = []
     keep: set[str] = set()
     for page, docs in planned:
         for doc in docs:
@@ -291,7 +295,6 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
                               for name, title, description, rows in entry.charts]
                 keep.update(entry.files)
                 continue
-            write_page(env, site, doc, docs_dir, svg_jobs, footer=footers[doc.path])
             charts_dir = posixpath.join(doc.folder, CHARTS_DIR)
             fresh[doc.path].files = [doc.path, *doc.files, *(posixpath.join(charts_dir, f"{chart.name}.{suffix}")
                                                              for chart in doc.charts
@@ -318,8 +321,81 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
                         rendered_pages=[path for path in fresh], skipped_pages=[path for path in cached])
 
 
+#: Fewer pages to fill than this are filled in the render's own process (a fork costs more).
+MINIMUM_FORKED_PAGES = 32
+
+
+def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
+                   write: Callable[[PageDoc, bool, list[tuple[Path, dict[str, Any] | None]]], None],
+                   svg_jobs: list[tuple[Path, dict[str, Any] | None]]) -> bool:
+    """Fill ``docs``, decide from their charts whether charts get static fallbacks
+    (``static_for(count)``), and write each one (``write``, which queues its SVG fallbacks in
+    ``svg_jobs``); returns that decision.
+
+    With enough pages, forked workers do it (:func:`sparkreport.parallel.two_phase`): each fills
+    a share of the pages, the chart count is summed here, each writes its share into the same
+    folder; this process learns each page's files and charts (names, titles, descriptions: what
+    the page cache and the posts read) and the SVG fallbacks to draw, whose specs it reads back
+    from the written ``.vl.json`` when it draws them (None in ``svg_jobs``). Same files, same
+    order of errors (the first page's, in plan order), as filling and writing here.
+    """
+    from sparkreport.charts import ChartSpec
+    from sparkreport.parallel import two_phase, workers_for
+
+    workers = workers_for(len(docs), minimum=MINIMUM_FORKED_PAGES)
+    if not workers:
+        for doc in docs:
+            fill(doc)
+        static = static_for(sum(len(doc.charts) for doc in docs))
+        for doc in docs:
+            write(doc, static, svg_jobs)
+        return static
+    shares = [range(start, len(docs), workers) for start in range(workers)]  # big pages spread
+
+    def first(share: int) -> tuple[int, Exception | None]:
+        for index in shares[share]:
+            try:
+                fill(docs[index])
+            except Exception as exc:  # noqa: BLE001 — the earliest page's error is raised by decide
+                return index, exc
+        return sum(len(docs[index].charts) for index in shares[share]), None
+
+    def decide(firsts: list[tuple[int, Exception | None]]) -> bool:
+        failed = sorted((index, exc) for index, exc in firsts if exc is not None)
+        if failed:
+            raise failed[0][1]
+        return static_for(sum(count for count, _exc in firsts))
+
+    def second(share: int, static: bool) -> list[tuple[int, Any, Exception | None]]:
+        out: list[tuple[int, Any, Exception | None]] = []
+        for index in shares[share]:
+            doc = docs[index]
+            jobs: list[tuple[Path, dict[str, Any] | None]] = []
+            try:
+                write(doc, static, jobs)
+            except Exception as exc:  # noqa: BLE001 — raised here in plan order, below
+                out.append((index, None, exc))
+                break
+            out.append((index, (list(doc.files), [(c.name, c.title, c.description, c.rows) for c in doc.charts],
+                                [str(path) for path, _spec in jobs]), None))
+        return out
+
+    _firsts, static, seconds = two_phase(len(shares), first, decide, second)
+    done = sorted(entry for share in seconds for entry in share)
+    failed = [exc for _index, _result, exc in done if exc is not None]
+    if failed:
+        raise failed[0]
+    for index, (files, charts, svgs), _exc in done:
+        doc = docs[index]
+        doc.files = files
+        doc.charts = [ChartSpec(name=name, title=title, description=description, spec={}, rows=rows)
+                      for name, title, description, rows in charts]
+        svg_jobs += [(Path(path), None) for path in svgs]
+    return static
+
+
 def _posts_and_svgs(env: jinja2.Environment, site: SiteData, root: Path, docs_dir: Path, final_docs_dir: Path,
-                    written: list[PageDoc], static: bool, svg_jobs: list[tuple[Path, dict[str, Any]]],
+                    written: list[PageDoc], static: bool, svg_jobs: list[tuple[Path, dict[str, Any] | None]],
                     cache_dir: Path, notices: list[str]) -> tuple[list[Any], int]:
     """Fill in the posts' bindings (into the staging ``docs_dir``) and draw the SVG fallbacks:
     every chart's when ``static``, else only those the posts show (a chart of a page kept as it
@@ -337,9 +413,12 @@ def _posts_and_svgs(env: jinja2.Environment, site: SiteData, root: Path, docs_di
         for path in sorted(wanted - drawn):  # a chart of a page kept as it was: its spec is in the docs folder
             spec_file = final_docs_dir / path.relative_to(docs_dir).with_suffix(".vl.json")
             svg_jobs.append((path, json.loads(spec_file.read_text(encoding="utf-8"))))
-    for path, _spec in svg_jobs:
+    # A page filled in a worker wrote its specs; read back only those of the SVGs drawn.
+    drawing = [(path, spec if spec is not None else json.loads(path.with_suffix(".vl.json").read_text(encoding="utf-8")))
+               for path, spec in svg_jobs]
+    for path, _spec in drawing:
         path.parent.mkdir(parents=True, exist_ok=True)
-    write_svgs(svg_jobs, cache_dir)
+    write_svgs(drawing, cache_dir)
     return posts, len(svg_jobs)
 
 
@@ -472,7 +551,7 @@ def copy_handwritten(source: Path, docs_dir: Path) -> list[str]:
 
 
 def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: Path,
-               svg_jobs: list[tuple[Path, dict[str, Any]]] | None = None,
+               svg_jobs: list[tuple[Path, dict[str, Any] | None]] | None = None,
                footer: dict[str, Any] | None = None) -> None:
     """Render one (filled) document's template and write it with its charts.
 
