@@ -1,0 +1,165 @@
+"""Issue 16: a build spreads its independent pieces over forked workers (the pages' fill and
+write, MkDocs' Markdown conversion, the run files' copies) — and publishes exactly what a build
+in one process publishes: the same files byte for byte, the same one-line errors, the same
+strict-mode warnings."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sparkreport import parallel
+from sparkreport.errors import BuildError
+from sparkreport.render import RenderOptions
+from sparkreport.site import build
+
+REPO = Path(__file__).resolve().parents[1]
+POST = ("---\ndate: 2026-02-03\ncategories: [Notes]\n---\n\n# Memory notes\n\n"
+        '{{ chart("memory/kv-vs-peak") }}\n\nThe KV cache against the peak.\n')
+
+needs_fork = pytest.mark.skipif(not parallel.can_fork(), reason="workers are forked: Linux only")
+
+
+def test_fork_map_keeps_order_and_raises_a_workers_error() -> None:
+    assert parallel.fork_map(lambda index: index * index, 7, 2) == [0, 1, 4, 9, 16, 25, 36]
+
+    def task(index: int) -> int:
+        if index == 3:
+            raise BuildError("page 3: cannot render")
+        return index
+
+    with pytest.raises(BuildError, match="^page 3: cannot render$"):
+        parallel.fork_map(task, 6, 2)
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])
+def test_a_bad_jobs_setting_is_one_line(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(parallel.JOBS_ENV, value)
+    with pytest.raises(BuildError) as caught:
+        parallel.jobs()
+    assert str(caught.value) == (f"SPARKREPORT_JOBS={value!r}: must be a whole number of at least 1 — "
+                                 "unset it to use every CPU, or set 1 to build in one process")
+
+
+def test_workers_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    assert parallel.workers_for(10_000) == 0  # one job: everything in the build's own process
+    monkeypatch.setenv(parallel.JOBS_ENV, "3")
+    assert parallel.workers_for(1, minimum=1) == 0  # one piece is never forked
+    assert parallel.workers_for(40, minimum=64) == 0
+    assert parallel.workers_for(100, minimum=64) == (3 if parallel.can_fork() else 0)
+    assert parallel.workers_for(2) == (2 if parallel.can_fork() else 0)  # never more workers than pieces
+    assert parallel.split(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
+
+
+@needs_fork
+def test_two_phase_keeps_each_workers_state_and_reports_a_dead_worker() -> None:
+    state: dict[int, int] = {}
+
+    def first(index: int) -> int:
+        state[index] = index * 10  # only in this worker's memory
+        return index
+
+    def second(index: int, total: int) -> int:
+        return state[index] + total
+
+    firsts, decided, seconds = parallel.two_phase(3, first, sum, second)
+    assert (firsts, decided, seconds) == ([0, 1, 2], 3, [3, 13, 23])
+    assert state == {}
+
+    def dies(index: int) -> int:
+        if index == 1:
+            os._exit(3)
+        return index
+
+    with pytest.raises(parallel.WorkerError, match="a build worker stopped without an answer"):
+        parallel.two_phase(2, dies, sum, second)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shipped store with a post drawing a page's chart, a hand-written page, and every
+    threshold at 1, so the small store's pages, conversions and copies all go to workers."""
+    from sparkreport.render import core
+    from sparkreport.site import parallel_pages, run_files
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    monkeypatch.setattr(core, "MINIMUM_FORKED_PAGES", 1)
+    monkeypatch.setattr(parallel_pages, "MINIMUM_PAGES", 1)
+    monkeypatch.setattr(run_files, "FORKED_FILES", 1)
+    root = tmp_path / "project"
+    (root / "docs" / "blog" / "posts").mkdir(parents=True)
+    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    (root / "docs" / "blog" / "index.md").write_text("# Blog\n", encoding="utf-8")
+    (root / "docs" / "blog" / "posts" / "memory.md").write_text(POST, encoding="utf-8")
+    (root / "docs" / "notes.md").write_text("# Notes\n\nA hand-written page.\n", encoding="utf-8")
+    shutil.copytree(REPO / "runs", root / "runs")
+    return root
+
+
+def built(root: Path, jobs: int, monkeypatch: pytest.MonkeyPatch, name: str) -> dict[str, bytes]:
+    """A cold build (no build folder) with ``jobs``; the site's files."""
+    monkeypatch.setenv(parallel.JOBS_ENV, str(jobs))
+    shutil.rmtree(root / "build", ignore_errors=True)
+    result = build(RenderOptions(runs_dir=root / "runs", project_root=root), root / name)
+    assert result.published["copied"] > 0
+    return {p.relative_to(result.site_dir).as_posix(): p.read_bytes()
+            for p in sorted(result.site_dir.rglob("*")) if p.is_file()}
+
+
+@needs_fork
+@pytest.mark.parametrize("static", ["all", "posts"])
+def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            static: str) -> None:
+    config = (REPO / "sparkreport.yml").read_text(encoding="utf-8") if (REPO / "sparkreport.yml").is_file() else ""
+    (project / "sparkreport.yml").write_text(config + f"\nstatic_charts: {static}\n", encoding="utf-8")
+    calls: list[str] = []
+    two_phase, fork_map = parallel.two_phase, parallel.fork_map
+
+    def counting_two_phase(*args: object, **kwargs: object) -> object:
+        calls.append("pages")
+        return two_phase(*args, **kwargs)  # type: ignore[arg-type]
+
+    def counting_fork_map(*args: object, **kwargs: object) -> object:
+        calls.append("forked")
+        return fork_map(*args, **kwargs)  # type: ignore[arg-type]
+
+    one = built(project, 1, monkeypatch, "site-one")
+    monkeypatch.setattr(parallel, "two_phase", counting_two_phase)
+    monkeypatch.setattr(parallel, "fork_map", counting_fork_map)
+    monkeypatch.setattr("sparkreport.site.run_files.fork_map", counting_fork_map)
+    two = built(project, 2, monkeypatch, "site-two")
+    # The pages' fill and write, MkDocs' conversion and the run files' copies all went to workers.
+    assert calls.count("pages") == 1 and calls.count("forked") == 2
+    assert sorted(one) == sorted(two)
+    assert [name for name in one if one[name] != two[name]] == []
+    svgs = [name for name in two if name.endswith(".svg") and "/charts/" in name]
+    assert svgs and ("memory/charts/kv-vs-peak.svg" in svgs)  # drawn from the spec a worker wrote
+    if static == "posts":
+        assert svgs == ["memory/charts/kv-vs-peak.svg"]  # only the post's chart
+
+
+@needs_fork
+def test_errors_in_workers_read_as_in_one_process(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page that cannot be rendered, and in strict mode a broken link MkDocs finds while a
+    worker converts a page: the same one-line error, whatever the number of jobs."""
+    messages = {}
+    (project / "templates").mkdir()
+    (project / "templates" / "results.md").write_text("# Results\n\n{{ nope() }}\n", encoding="utf-8")
+    for jobs in (1, 2):
+        with pytest.raises(BuildError) as caught:
+            built(project, jobs, monkeypatch, f"site-{jobs}")
+        messages[jobs] = str(caught.value)
+    assert messages[1] == messages[2]
+    assert messages[1].startswith("results.md: cannot render results/")
+    shutil.rmtree(project / "templates")
+    (project / "docs" / "notes.md").write_text("# Notes\n\nSee [the missing page](missing.md).\n", encoding="utf-8")
+    for jobs in (1, 2):
+        with pytest.raises(BuildError) as caught:
+            built(project, jobs, monkeypatch, f"site-{jobs}")
+        messages[jobs] = str(caught.value)
+    assert messages[1] == messages[2]
+    assert "missing.md" in messages[1] and "\n" not in messages[1]
