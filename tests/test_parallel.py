@@ -163,3 +163,27 @@ def test_errors_in_workers_read_as_in_one_process(project: Path, monkeypatch: py
         messages[jobs] = str(caught.value)
     assert messages[1] == messages[2]
     assert "missing.md" in messages[1] and "\n" not in messages[1]
+
+
+@needs_fork
+def test_the_publish_scan_in_workers_finds_what_one_process_finds(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import gzip
+
+    from sparkreport.site import scan
+
+    planted = ["postgres://bench:Hunter2Pass99@db.internal:5432/results",
+               "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4", "Authorization: Bearer abcDEF123456ghiJKL789"]
+    site = tmp_path / "site"
+    for index in range(40):
+        folder = site / "runs" / f"r{index:02d}"
+        folder.mkdir(parents=True)
+        text = f"line one\nrun {index}: {planted[index % 3]}\n" if index % 4 == 0 else f"tokens/s: {index}\n"
+        (folder / "run.json").write_text(text, encoding="utf-8")
+        (folder / "samples.csv.gz").write_bytes(gzip.compress(text.encode()))
+    monkeypatch.setattr(scan, "FORKED_SCAN", 1)
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    one = scan.scan_site(site)
+    monkeypatch.setenv(parallel.JOBS_ENV, "2")
+    assert scan.scan_site(site) == one
+    assert len(one) == 20 and [f.path for f in one] == sorted(f.path for f in one)  # in path order

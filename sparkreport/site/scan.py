@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkreport.errors import SparkreportError
+from sparkreport.parallel import fork_map, split, workers_for
 from sparkreport.secrets import REDACTED, SHAPES, Shape
 
 #: Suffixes of files that are not text (never scanned). ``.gz`` is decompressed and scanned.
@@ -378,17 +379,34 @@ def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None =
     grep = _grep() if prefilter and all(shape.name in _PROBE_ARGS for shape in SHAPES) else None
     plain = [path for _relative, path in files if not path.endswith(".gz")]
     candidates = _prefiltered(plain, grep) if grep is not None else None
-    packed_findings = _packed_findings([(r, p) for r, p in files if p.endswith(".gz")], grep)
-    findings: list[Finding] = []
-    for relative, path in files:
-        if path.endswith(".gz"):
-            findings += packed_findings.get(path, [])
-            continue
-        if candidates is not None and path not in candidates:
-            continue
-        with open(path, "rb") as handle:
-            findings += _file_findings(relative, handle.read())
-    return findings
+    todo = [(relative, path) for relative, path in files
+            if path.endswith(".gz") or candidates is None or path in candidates]
+
+    def findings_of(share: list[tuple[str, str]]) -> dict[str, list[Finding]]:
+        out = _packed_findings([(r, p) for r, p in share if p.endswith(".gz")], grep)
+        for relative, path in share:
+            if not path.endswith(".gz"):
+                with open(path, "rb") as handle:
+                    found = _file_findings(relative, handle.read())
+                if found:
+                    out[path] = found
+        return out
+
+    # The candidates' regular expressions and the decompression run in Python: many files go to
+    # forked workers (sparkreport.parallel), a share each.
+    workers = workers_for(len(todo), minimum=FORKED_SCAN)
+    found: dict[str, list[Finding]] = {}
+    if workers:
+        shares = split(todo, workers * 4)
+        for part in fork_map(lambda index: findings_of(list(shares[index])), len(shares), workers):
+            found.update(part)
+    else:
+        found = findings_of(todo)
+    return [finding for _relative, path in files for finding in found.get(path, [])]
+
+
+#: Fewer files to scan in Python than this are scanned in the build's own process.
+FORKED_SCAN = 500
 
 
 def _file_findings(relative: str, data: bytes) -> list[Finding]:
