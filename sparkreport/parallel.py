@@ -1,10 +1,12 @@
 """Independent pieces of a build, spread over forked processes.
 
 A cold build at 10 000 runs spends most of its time in work that splits into independent
-pieces (the builder's Markdown conversion of a thousand pages, the copies of twenty thousand
-run files), on one core. :func:`fork_map` runs such pieces in worker processes forked from the
-build, so each worker starts with everything already loaded (the MkDocs config, the page list)
-and only the results travel back, in order.
+pieces, on one core: filling and writing a thousand pages, MkDocs' Markdown conversion of
+them, the publish scan's pass over thousands of files. :func:`fork_map` and :func:`two_phase`
+run such pieces in worker processes forked from the build, so each worker starts with
+everything already loaded (the dataset, the analysis, the MkDocs config) and only the results
+travel back, in order. (Publishing the run files is not among them: its threads already keep
+the CPUs busy with the file system's calls and zlib.)
 
 How many workers: ``SPARKREPORT_JOBS`` when set (``1``: none, everything in the build's own
 process), else the number of CPUs this process may use. Workers are forked, so this is done

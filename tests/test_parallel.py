@@ -1,5 +1,5 @@
 """Issue 16: a build spreads its independent pieces over forked workers (the pages' fill and
-write, MkDocs' Markdown conversion, the run files' copies) — and publishes exactly what a build
+write, MkDocs' Markdown conversion, the publish scan) — and publishes exactly what a build
 in one process publishes: the same files byte for byte, the same one-line errors, the same
 strict-mode warnings."""
 
@@ -82,14 +82,14 @@ def test_two_phase_keeps_each_workers_state_and_reports_a_dead_worker() -> None:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The shipped store with a post drawing a page's chart, a hand-written page, and every
-    threshold at 1, so the small store's pages, conversions and copies all go to workers."""
+    threshold at 1, so the small store's pages, conversions and scan all go to workers."""
     from sparkreport.render import core
-    from sparkreport.site import parallel_pages, run_files
+    from sparkreport.site import parallel_pages, scan
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     monkeypatch.setattr(core, "MINIMUM_FORKED_PAGES", 1)
     monkeypatch.setattr(parallel_pages, "MINIMUM_PAGES", 1)
-    monkeypatch.setattr(run_files, "FORKED_FILES", 1)
+    monkeypatch.setattr(scan, "FORKED_SCAN", 1)
     root = tmp_path / "project"
     (root / "docs" / "blog" / "posts").mkdir(parents=True)
     shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
@@ -130,9 +130,9 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
     one = built(project, 1, monkeypatch, "site-one")
     monkeypatch.setattr(parallel, "two_phase", counting_two_phase)
     monkeypatch.setattr(parallel, "fork_map", counting_fork_map)
-    monkeypatch.setattr("sparkreport.site.run_files.fork_map", counting_fork_map)
+    monkeypatch.setattr("sparkreport.site.scan.fork_map", counting_fork_map)
     two = built(project, 2, monkeypatch, "site-two")
-    # The pages' fill and write, MkDocs' conversion and the run files' copies all went to workers.
+    # The pages' fill and write, MkDocs' conversion and the publish scan all went to workers.
     assert calls.count("pages") == 1 and calls.count("forked") == 2
     assert sorted(one) == sorted(two)
     assert [name for name in one if one[name] != two[name]] == []

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkreport.parallel import fork_map, split, workers_for
 from sparkreport.published import RUN_FILE, published_env, read_manifest, store_stat
 
 
@@ -98,9 +97,6 @@ class Carry:
     def to_json(self) -> dict[str, Any]:
         return {"root": self.root, "incoming": self.incoming, "removed": self.removed}
 
-
-#: Fewer files to copy than this are copied in the build's own process (a fork costs more).
-FORKED_FILES = 500
 
 #: The record of the published run files, in the build cache: site path → the source's
 #: (size, mtime_ns, inode) when it was published, with the code signature and the run store.
@@ -192,18 +188,9 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
         else:
             publish_file(source, Path(destination), size)
 
-    def run_all(share: list[tuple[str, str, int, bool]]) -> None:
-        with ThreadPoolExecutor(max_workers=4) as pool:  # copies and zlib release the GIL
-            for _ in pool.map(run, share):
-                pass
-
-    # run.json is filtered in Python (the GIL): many of them go to forked workers, a share each.
-    workers = workers_for(len(jobs), minimum=FORKED_FILES)
-    if workers:
-        shares = split(jobs, workers * 4)
-        fork_map(lambda index: run_all(list(shares[index])), len(shares), workers)
-    else:
-        run_all(jobs)
+    with ThreadPoolExecutor(max_workers=4) as pool:  # copies and zlib release the GIL
+        for _ in pool.map(run, jobs):
+            pass
     out.copied = len(jobs)
     if carried is not None:
         same = {t for t in out.record if record.get(t) == out.record[t]}
