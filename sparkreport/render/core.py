@@ -322,7 +322,7 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
 
 
 #: Fewer pages to fill than this are filled in the render's own process (a fork costs more).
-MINIMUM_FORKED_PAGES = 32
+MINIMUM_FORKED_PAGES = 8
 
 
 def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],

@@ -28,7 +28,7 @@ from typing import Any
 from mkdocs.plugins import event_priority
 
 #: Fewer pages than this are converted in the build's own process (a fork costs more).
-MINIMUM_PAGES = 64
+MINIMUM_PAGES = 16
 #: Shares per worker: pages differ in size by two orders of magnitude, so small shares, taken
 #: in turn, keep the workers busy until the end.
 SHARES_PER_WORKER = 8
