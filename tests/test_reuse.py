@@ -190,3 +190,47 @@ def test_a_page_changed_in_the_live_site_is_built_again(project: Path, tmp_path:
     assert second.reused > 0
     assert "edited in the site" not in page.read_text(encoding="utf-8")
     assert_equals_a_full_build(project, second, tmp_path)
+
+
+def _fresh_checkout(folder: Path) -> None:
+    """As `git checkout` on a new runner leaves a folder: the same bytes in new files."""
+    shutil.copytree(folder, folder.with_name(folder.name + ".new"), copy_function=shutil.copyfile)
+    shutil.rmtree(folder)
+    folder.with_name(folder.name + ".new").rename(folder)
+
+
+def _restored_from_cache(folder: Path) -> None:
+    """As actions/cache restores a folder: through `tar --posix` (mtimes kept to the
+    nanosecond, every inode new)."""
+    import subprocess
+
+    archive = folder.with_name(folder.name + ".tar")
+    subprocess.run(["tar", "--posix", "-cf", str(archive), "-C", str(folder.parent), folder.name], check=True)
+    shutil.rmtree(folder)
+    subprocess.run(["tar", "-xf", str(archive), "-C", str(folder.parent)], check=True)
+    archive.unlink()
+
+
+def test_a_ci_runner_with_the_caches_restored_rebuilds_only_what_changed(project: Path, tmp_path: Path) -> None:
+    """The workflow's case: a fresh checkout (runs/ and docs/ in new files, new mtimes), build/
+    and site/ restored from the Actions cache, one run.json changed. Only that file is copied,
+    the rest of the run files carried over, the pages that did not change reused —
+    and the site equals a full build."""
+    first = build(options(project), project / "site")
+    path = min((project / "runs").glob("*/*/run.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["labels"]["note"] = "rerun"
+    for folder in ("runs", "docs"):
+        _fresh_checkout(project / folder)
+    for folder in ("build", "site"):
+        _restored_from_cache(project / folder)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+    second = build(options(project), project / "site")
+
+    run_files = [p for p in (project / "site" / "runs" / "files").rglob("*") if p.is_file()]
+    assert first.published["copied"] == len(run_files) > 1
+    # Only the changed run.json is written (its run's raw files are the same bytes).
+    assert (second.published["copied"], second.published["kept"]) == (1, len(run_files) - 1)
+    assert second.reused > 0 and second.converted > 0  # as many as the same change converts in place
+    assert_equals_a_full_build(project, second, tmp_path)

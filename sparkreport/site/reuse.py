@@ -52,8 +52,10 @@ class Reuse:
     previous: Path | None
     previous_key: str | None
     shell: str
-    #: dest path → [size, mtime_ns, inode] of each file the previous build wrote, as it wrote it
-    #: (a file changed in the live site since — by hand, by another tool — is built again).
+    #: dest path → [size, mtime_ns] of each file the previous build wrote, as it wrote it (a
+    #: file changed in the live site since — by hand, by another tool — is built again). Not the
+    #: inode: a site restored from a CI cache (``tar --posix`` keeps mtimes to the nanosecond)
+    #: is still the site that build wrote; what it holds is scanned again where it changed.
     previous_files: dict[str, list[int]] = field(default_factory=dict)
     key: str | None = None
     files: dict[str, list[int]] = field(default_factory=dict)
@@ -168,7 +170,7 @@ class ReusePlugin:
                     continue  # MkDocs' own test for a modified file (File.is_modified)
             except OSError:
                 continue
-            if reuse.previous_files.get(file.dest_uri) != [found.st_size, found.st_mtime_ns, found.st_ino]:
+            if reuse.previous_files.get(file.dest_uri) != [found.st_size, found.st_mtime_ns]:
                 continue  # not as the last build wrote it
             Path(file.abs_dest_path).parent.mkdir(parents=True, exist_ok=True)
             os.link(before, file.abs_dest_path)
@@ -194,7 +196,7 @@ class ReusePlugin:
                 found = os.stat(self.site_dir / dest)
             except OSError:
                 continue
-            self.reuse.files[dest] = [found.st_size, found.st_mtime_ns, found.st_ino]
+            self.reuse.files[dest] = [found.st_size, found.st_mtime_ns]
 
     def _merge_search_index(self) -> None:
         if not self.linked_pages or self.reuse.previous is None:

@@ -28,9 +28,12 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkreport.published import RUN_FILE, published_env, read_manifest, store_stat
+
+if TYPE_CHECKING:
+    from sparkreport.cache import HashMemo
 
 
 def publish_file(source: str, target: Path, size: int) -> None:
@@ -72,7 +75,7 @@ class Published:
 
     copied: int = 0
     linked: int = 0
-    record: dict[str, list[int]] = field(default_factory=dict)
+    record: dict[str, list[Any]] = field(default_factory=dict)
     carry: Carry | None = None
 
     @property
@@ -98,10 +101,10 @@ class Carry:
         return {"root": self.root, "incoming": self.incoming, "removed": self.removed}
 
 
-#: The record of the published run files, in the build cache: site path → the source's
-#: (size, mtime_ns, inode) when it was published, with the code signature and the run store.
+#: The record of the published run files, in the build cache: site path → the source's size
+#: and sha256 when it was published, with the code signature and the run store.
 RECORD_FILE = "published-files.json"
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 
 
 def publisher_signature() -> str:
@@ -114,7 +117,7 @@ def publisher_signature() -> str:
     return code_signature(published.__file__, envcapture.__file__, __file__, salt=str(RECORD_VERSION))
 
 
-def load_record(cache_dir: Path, runs_dir: Path, site_dir: Path) -> dict[str, list[int]]:
+def load_record(cache_dir: Path, runs_dir: Path, site_dir: Path) -> dict[str, list[Any]]:
     """The published files of the live site ``site_dir`` (as the last successful build recorded
     them); {} when there is no record, or it was made by other code, for another run store or
     for another site folder."""
@@ -129,7 +132,7 @@ def load_record(cache_dir: Path, runs_dir: Path, site_dir: Path) -> dict[str, li
     return files if isinstance(files, dict) else {}
 
 
-def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[str, list[int]]) -> None:
+def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[str, list[Any]]) -> None:
     """Record what the site ``site_dir``, just published, holds of the runs' files."""
     from sparkreport.cache import _atomic_bytes
 
@@ -139,10 +142,12 @@ def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[st
 
 
 def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, previous: Path | None = None,
-                  record: dict[str, list[int]] | None = None) -> Published:
+                  record: dict[str, list[Any]] | None = None, memo: HashMemo | None = None) -> Published:
     """Publish the manifest's files into ``site``. A file whose source is unchanged since it
-    was published into ``previous`` (the live site: same size, mtime and inode as ``record``
-    says) is not copied again: when the live site's run-files folder holds exactly what
+    was published into ``previous`` (the live site: the same size and sha256 as ``record``
+    says — content, not mtime or inode, so a fresh checkout of the same store counts as
+    unchanged; the digests come from the build's ``memo``, which the build key has just
+    brought up to date) is not copied again: when the live site's run-files folder holds exactly what
     ``record`` says (:func:`carry_plan`), only the new and changed files are written and the
     folder is carried over at the swap (:class:`Carry`); otherwise each unchanged file is
     hard-linked from the live site. The others are copied (run.json filtered, large files
@@ -157,7 +162,8 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
         stat = store_stat(root, source, folders)
         if stat is not None:
             found.append((target, source, stat))
-            out.record[target] = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+            out.record[target] = [stat.st_size, memo.digest(os.path.join(root, source), stat) if memo is not None
+                                  else f"{stat.st_mtime_ns}:{stat.st_ino}"]
     before = str(previous) if previous is not None and record else None
     carried = carry_plan(Path(before), site, record, out.record) if before is not None else None
     jobs: list[tuple[str, str, int, bool]] = []
@@ -199,7 +205,7 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
     return out
 
 
-def carry_plan(live: Path, site: Path, record: dict[str, list[int]], now: dict[str, list[int]]) -> str | None:
+def carry_plan(live: Path, site: Path, record: dict[str, list[Any]], now: dict[str, list[Any]]) -> str | None:
     """The live site's run-files folder (site path, ``runs/files``) when a rebuild may carry it
     over whole, else None (then unchanged files are hard-linked one by one). It may when every
     published file lies under one such folder, the new site has none yet, and the live folder
@@ -240,5 +246,10 @@ def publish_run_files(docs_dir: Path, site_dir: Path, *, previous: Path | None =
     if manifest is None:
         return Published()
     runs_dir, files = manifest
-    record = load_record(cache_dir, runs_dir, previous) if cache_dir is not None and previous is not None else {}
-    return publish_files(runs_dir, site_dir, files, previous=previous if record else None, record=record)
+    if cache_dir is None:
+        return publish_files(runs_dir, site_dir, files)
+    from sparkreport.cache import HashMemo
+
+    record = load_record(cache_dir, runs_dir, previous) if previous is not None else {}
+    return publish_files(runs_dir, site_dir, files, previous=previous if record else None, record=record,
+                         memo=HashMemo(cache_dir / "hashes.json"))
