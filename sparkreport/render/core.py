@@ -275,8 +275,11 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
         env.globals["chart"] = functools.partial(chart_html, static=static)
         write_page(env, site, doc, docs_dir, jobs, footer=footers[doc.path])
 
+    # Not in a serve session: its process has the live server's threads, which a fork would not
+    # take along (and it re-renders a handful of pages at a time).
     static = fill_and_write([doc for _page, docs in planned for doc in docs if doc.path in fresh],
-                            lambda charts: config.static_fallbacks(charts + kept_charts), write, svg_jobs)
+                            lambda charts: config.static_fallbacks(charts + kept_charts), write, svg_jobs,
+                            forked=session is None)
     if cached and cache.static != static:  # every kept page drew its charts the other way: draw them all again
         for _page, docs in planned:
             for doc in docs:
@@ -327,12 +330,12 @@ MINIMUM_FORKED_PAGES = 8
 
 def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
                    write: Callable[[PageDoc, bool, list[tuple[Path, dict[str, Any] | None]]], None],
-                   svg_jobs: list[tuple[Path, dict[str, Any] | None]]) -> bool:
+                   svg_jobs: list[tuple[Path, dict[str, Any] | None]], *, forked: bool = True) -> bool:
     """Fill ``docs``, decide from their charts whether charts get static fallbacks
     (``static_for(count)``), and write each one (``write``, which queues its SVG fallbacks in
     ``svg_jobs``); returns that decision.
 
-    With enough pages, forked workers do it (:func:`sparkreport.parallel.two_phase`): each fills
+    With enough pages (and ``forked``), forked workers do it (:func:`sparkreport.parallel.two_phase`): each fills
     a share of the pages, the chart count is summed here, each writes its share into the same
     folder; this process learns each page's files and charts (names, titles, descriptions: what
     the page cache and the posts read) and the SVG fallbacks to draw, whose specs it reads back
@@ -342,7 +345,7 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     from sparkreport.charts import ChartSpec
     from sparkreport.parallel import two_phase, workers_for
 
-    workers = workers_for(len(docs), minimum=MINIMUM_FORKED_PAGES)
+    workers = workers_for(len(docs), minimum=MINIMUM_FORKED_PAGES) if forked else 0
     if not workers:
         for doc in docs:
             fill(doc)
