@@ -107,13 +107,22 @@ def _worker(connection: Any, index: int, first: Callable[[int], Any], second: Ca
         between = connection.recv()
         connection.send(("ok", second(index, between)))
     except BaseException as exc:  # noqa: BLE001 — handed to the build's process, raised there
-        try:
-            connection.send(("error", exc))
-        except Exception:  # noqa: BLE001 — an exception that does not pickle: say what it was
-            connection.send(("error", BuildError(f"{type(exc).__name__}: {exc}")))
+        connection.send(("error", portable(exc)))
     finally:
         connection.close()
         os._exit(0)  # no atexit handlers, no flushing of buffers the build's process owns
+
+
+def portable(exc: BaseException) -> BaseException:
+    """``exc`` when it survives the trip to the build's process (pickled and rebuilt), else a
+    BuildError that says what it was."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001 — any failure to pickle or to rebuild it
+        return BuildError(f"{type(exc).__name__}: {exc}")
 
 
 def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]], Any],

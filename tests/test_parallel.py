@@ -142,27 +142,28 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
         assert svgs == ["memory/charts/kv-vs-peak.svg"]  # only the post's chart
 
 
+def the_same_error_either_way(project: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The one-line error of a build in one process, which a build in two workers repeats."""
+    messages = []
+    for jobs in (1, 2):
+        with pytest.raises(BuildError) as caught:
+            built(project, jobs, monkeypatch, f"site-{jobs}")
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+    return messages[0]
+
+
 @needs_fork
 def test_errors_in_workers_read_as_in_one_process(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A page that cannot be rendered, and in strict mode a broken link MkDocs finds while a
     worker converts a page: the same one-line error, whatever the number of jobs."""
-    messages = {}
     (project / "templates").mkdir()
     (project / "templates" / "results.md").write_text("# Results\n\n{{ nope() }}\n", encoding="utf-8")
-    for jobs in (1, 2):
-        with pytest.raises(BuildError) as caught:
-            built(project, jobs, monkeypatch, f"site-{jobs}")
-        messages[jobs] = str(caught.value)
-    assert messages[1] == messages[2]
-    assert messages[1].startswith("results.md: cannot render results/")
+    assert the_same_error_either_way(project, monkeypatch).startswith("results.md: cannot render results/")
     shutil.rmtree(project / "templates")
     (project / "docs" / "notes.md").write_text("# Notes\n\nSee [the missing page](missing.md).\n", encoding="utf-8")
-    for jobs in (1, 2):
-        with pytest.raises(BuildError) as caught:
-            built(project, jobs, monkeypatch, f"site-{jobs}")
-        messages[jobs] = str(caught.value)
-    assert messages[1] == messages[2]
-    assert "missing.md" in messages[1] and "\n" not in messages[1]
+    message = the_same_error_either_way(project, monkeypatch)
+    assert "missing.md" in message and "\n" not in message
 
 
 @needs_fork
@@ -187,3 +188,17 @@ def test_the_publish_scan_in_workers_finds_what_one_process_finds(tmp_path: Path
     monkeypatch.setenv(parallel.JOBS_ENV, "2")
     assert scan.scan_site(site) == one
     assert len(one) == 20 and [f.path for f in one] == sorted(f.path for f in one)  # in path order
+
+
+class _Awkward(Exception):
+    def __init__(self, what: str, where: int) -> None:  # rebuilt from args alone, it would fail
+        super().__init__(f"{what} at {where}")
+
+
+@needs_fork
+def test_an_exception_that_cannot_travel_is_named() -> None:
+    def first(index: int) -> int:
+        raise _Awkward("bad page", index)
+
+    with pytest.raises(BuildError, match=r"^_Awkward: bad page at 0$"):
+        parallel.two_phase(2, first, sum, lambda index, total: total)

@@ -343,7 +343,7 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     order of errors (the first page's, in plan order), as filling and writing here.
     """
     from sparkreport.charts import ChartSpec
-    from sparkreport.parallel import two_phase, workers_for
+    from sparkreport.parallel import portable, two_phase, workers_for
 
     workers = workers_for(len(docs), minimum=MINIMUM_FORKED_PAGES) if forked else 0
     if not workers:
@@ -355,29 +355,29 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
         return static
     shares = [range(start, len(docs), workers) for start in range(workers)]  # big pages spread
 
-    def first(share: int) -> tuple[int, Exception | None]:
+    def first(share: int) -> tuple[int, BaseException | None]:
         for index in shares[share]:
             try:
                 fill(docs[index])
             except Exception as exc:  # noqa: BLE001 — the earliest page's error is raised by decide
-                return index, exc
+                return index, portable(exc)
         return sum(len(docs[index].charts) for index in shares[share]), None
 
-    def decide(firsts: list[tuple[int, Exception | None]]) -> bool:
+    def decide(firsts: list[tuple[int, BaseException | None]]) -> bool:
         failed = sorted((index, exc) for index, exc in firsts if exc is not None)
         if failed:
             raise failed[0][1]
         return static_for(sum(count for count, _exc in firsts))
 
-    def second(share: int, static: bool) -> list[tuple[int, Any, Exception | None]]:
-        out: list[tuple[int, Any, Exception | None]] = []
+    def second(share: int, static: bool) -> list[tuple[int, Any, BaseException | None]]:
+        out: list[tuple[int, Any, BaseException | None]] = []
         for index in shares[share]:
             doc = docs[index]
             jobs: list[tuple[Path, dict[str, Any] | None]] = []
             try:
                 write(doc, static, jobs)
             except Exception as exc:  # noqa: BLE001 — raised here in plan order, below
-                out.append((index, None, exc))
+                out.append((index, None, portable(exc)))
                 break
             out.append((index, (list(doc.files), [(c.name, c.title, c.description, c.rows) for c in doc.charts],
                                 [str(path) for path, _spec in jobs]), None))
@@ -417,7 +417,7 @@ def _posts_and_svgs(env: jinja2.Environment, site: SiteData, root: Path, docs_di
             spec_file = final_docs_dir / path.relative_to(docs_dir).with_suffix(".vl.json")
             svg_jobs.append((path, json.loads(spec_file.read_text(encoding="utf-8"))))
     # A page filled in a worker wrote its specs; read back only those of the SVGs drawn.
-    drawing = [(path, spec if spec is not None else json.loads(path.with_suffix(".vl.json").read_text(encoding="utf-8")))
+    drawing = [(path, spec if spec is not None else json.loads(path.with_suffix(".vl.json").read_text("utf-8")))
                for path, spec in svg_jobs]
     for path, _spec in drawing:
         path.parent.mkdir(parents=True, exist_ok=True)
