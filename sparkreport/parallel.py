@@ -51,13 +51,12 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
-def workers_for(count: int, *, minimum: int = 2) -> int:
-    """How many workers ``count`` pieces get: none (0) below ``minimum`` pieces, with one job
-    allowed or without fork; else up to :func:`jobs`, never more than the pieces."""
-    allowed = jobs()
-    if allowed < 2 or count < max(2, minimum) or not can_fork():
-        return 0
-    return min(allowed, count)
+def workers_for(count: int, *, per_worker: int = 1) -> int:
+    """How many workers ``count`` pieces get: one per ``per_worker`` pieces, at most :func:`jobs`
+    (a 64-CPU runner does not fork 17 workers for 17 pages); none (0) when that is fewer than
+    two, or without fork."""
+    workers = min(jobs(), count // max(1, per_worker))
+    return workers if workers >= 2 and can_fork() else 0
 
 
 def _quiet_signals() -> None:

@@ -48,10 +48,13 @@ def test_workers_for(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(parallel.JOBS_ENV, "1")
     assert parallel.workers_for(10_000) == 0  # one job: everything in the build's own process
     monkeypatch.setenv(parallel.JOBS_ENV, "3")
-    assert parallel.workers_for(1, minimum=1) == 0  # one piece is never forked
-    assert parallel.workers_for(40, minimum=64) == 0
-    assert parallel.workers_for(100, minimum=64) == (3 if parallel.can_fork() else 0)
-    assert parallel.workers_for(2) == (2 if parallel.can_fork() else 0)  # never more workers than pieces
+    fork = parallel.can_fork()
+    assert parallel.workers_for(1) == 0  # one piece is never forked
+    assert parallel.workers_for(15, per_worker=8) == 0  # a worker gets at least per_worker pieces
+    assert parallel.workers_for(16, per_worker=8) == (2 if fork else 0)
+    assert parallel.workers_for(100, per_worker=8) == (3 if fork else 0)  # at most the jobs allowed
+    monkeypatch.setenv(parallel.JOBS_ENV, "64")
+    assert parallel.workers_for(17, per_worker=4) == (4 if fork else 0)  # not 17 forks for 17 pages
     assert parallel.split(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
 
 
@@ -87,9 +90,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     from sparkreport.site import parallel_pages, scan
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-    monkeypatch.setattr(core, "MINIMUM_FORKED_PAGES", 1)
-    monkeypatch.setattr(parallel_pages, "MINIMUM_PAGES", 1)
-    monkeypatch.setattr(scan, "FORKED_SCAN", 1)
+    monkeypatch.setattr(core, "PAGES_PER_WORKER", 1)
+    monkeypatch.setattr(parallel_pages, "PAGES_PER_WORKER", 1)
+    monkeypatch.setattr(scan, "FILES_PER_WORKER", 1)
     root = tmp_path / "project"
     (root / "docs" / "blog" / "posts").mkdir(parents=True)
     shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
@@ -182,7 +185,7 @@ def test_the_publish_scan_in_workers_finds_what_one_process_finds(tmp_path: Path
         text = f"line one\nrun {index}: {planted[index % 3]}\n" if index % 4 == 0 else f"tokens/s: {index}\n"
         (folder / "run.json").write_text(text, encoding="utf-8")
         (folder / "samples.csv.gz").write_bytes(gzip.compress(text.encode()))
-    monkeypatch.setattr(scan, "FORKED_SCAN", 1)
+    monkeypatch.setattr(scan, "FILES_PER_WORKER", 1)
     monkeypatch.setenv(parallel.JOBS_ENV, "1")
     one = scan.scan_site(site)
     monkeypatch.setenv(parallel.JOBS_ENV, "2")

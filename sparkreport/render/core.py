@@ -324,8 +324,9 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
                         rendered_pages=[path for path in fresh], skipped_pages=[path for path in cached])
 
 
-#: Fewer pages to fill than this are filled in the render's own process (a fork costs more).
-MINIMUM_FORKED_PAGES = 8
+#: Pages a worker fills at least (below twice this, the render's own process does it all: a fork
+#: costs ~20 ms, a page 10–500 ms).
+PAGES_PER_WORKER = 4
 
 
 def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
@@ -340,12 +341,14 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     folder; this process learns each page's files and charts (names, titles, descriptions: what
     the page cache and the posts read) and the SVG fallbacks to draw, whose specs it reads back
     from the written ``.vl.json`` when it draws them (None in ``svg_jobs``). Same files, same
-    order of errors (the first page's, in plan order), as filling and writing here.
+    order of errors (the first page's, in plan order), as filling and writing here. A page's
+    context (DataFrames, read by nothing after its template) stays in the worker: such a page
+    keeps its ``fill``, and :func:`~sparkreport.render.pages.fill` computes it again on demand.
     """
     from sparkreport.charts import ChartSpec
     from sparkreport.parallel import portable, two_phase, workers_for
 
-    workers = workers_for(len(docs), minimum=MINIMUM_FORKED_PAGES) if forked else 0
+    workers = workers_for(len(docs), per_worker=PAGES_PER_WORKER) if forked else 0
     if not workers:
         for doc in docs:
             fill(doc)

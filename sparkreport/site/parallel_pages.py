@@ -14,7 +14,7 @@ byte (``tests/test_parallel.py``).
 Converted ahead: the pages MkDocs will convert (in a reusing build, only the modified ones),
 except the blog's (its plugin changes posts' Markdown before conversion), and only when every
 plugin is one whose page events we know (search, blog) and the project has no hooks — as for
-:mod:`sparkreport.site.reuse`. Otherwise, below :data:`MINIMUM_PAGES` pages, with one job or
+:mod:`sparkreport.site.reuse`. Otherwise, below twice :data:`PAGES_PER_WORKER` pages, with one job or
 without fork, MkDocs converts everything itself.
 """
 
@@ -27,8 +27,8 @@ from typing import Any
 
 from mkdocs.plugins import event_priority
 
-#: Fewer pages than this are converted in the build's own process (a fork costs more).
-MINIMUM_PAGES = 16
+#: Pages a worker converts at least (fewer than twice this: MkDocs converts them itself).
+PAGES_PER_WORKER = 8
 #: Shares per worker: pages differ in size by two orders of magnitude, so small shares, taken
 #: in turn, keep the workers busy until the end.
 SHARES_PER_WORKER = 8
@@ -122,7 +122,7 @@ class ParallelPagesPlugin:
                     continue
                 Page(None, file, config)  # as MkDocs' loop does for a page out of the nav
             pages.append(file.page)
-        self.workers = workers_for(len(pages), minimum=MINIMUM_PAGES)
+        self.workers = workers_for(len(pages), per_worker=PAGES_PER_WORKER)
         if not self.workers:
             return nav
         shares = [pages[start::self.workers * SHARES_PER_WORKER]

@@ -394,7 +394,7 @@ def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None =
 
     # The candidates' regular expressions and the decompression run in Python: many files go to
     # forked workers (sparkreport.parallel), a share each.
-    workers = workers_for(len(todo), minimum=FORKED_SCAN)
+    workers = workers_for(len(todo), per_worker=FILES_PER_WORKER)
     found: dict[str, list[Finding]] = {}
     if workers:
         shares = split(todo, workers * 4)
@@ -405,8 +405,8 @@ def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None =
     return [finding for _relative, path in files for finding in found.get(path, [])]
 
 
-#: Fewer files to scan in Python than this are scanned in the build's own process.
-FORKED_SCAN = 500
+#: Files a worker scans in Python at least (fewer than twice this: the build's process does it).
+FILES_PER_WORKER = 250
 
 
 def _file_findings(relative: str, data: bytes) -> list[Finding]:
