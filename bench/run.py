@@ -57,17 +57,54 @@ STAGES = ("ingest", "dataset", "dataset_cached", "analysis", "render", "build", 
 NEEDS_SITE = {"rebuild", "scan", "rebuild1", "newrun", "post", "refuse"}
 
 
+#: Peak PSS (MiB) of the last :func:`run_child`'s process tree: a build's forked workers share
+#: most of their pages with it, which ``ru_maxrss`` (the largest single process) does not show.
+LAST_TREE_PSS_MIB = 0.0
+
+
+def _tree_pss_kib(pid: int) -> int:
+    """The PSS of ``pid`` and its descendants (a page shared by n of them counts 1/n in each)."""
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as handle:
+                    stack += [int(child) for child in handle.read().split()]
+            with open(f"/proc/{current}/smaps_rollup") as handle:
+                total += next((int(line.split()[1]) for line in handle if line.startswith("Pss:")), 0)
+        except (OSError, ValueError):
+            continue  # ended meanwhile
+    return total
+
+
 def run_child(command: list[str], cwd: Path, expect_error: str | None = None) -> tuple[float, float, float]:
-    """Run ``command``; returns (wall seconds, peak RSS MiB, CPU seconds of that child). Fails loudly.
+    """Run ``command``; returns (wall seconds, peak RSS MiB, CPU seconds of that child and the
+    workers it forked). Fails loudly. Sets :data:`LAST_TREE_PSS_MIB` (sampled every 0.2 s).
 
     With ``expect_error``, the command must fail instead: exit 1, one line on stderr that starts
     with ``Error:`` and contains ``expect_error``, and no traceback.
     """
+    import threading
+
+    global LAST_TREE_PSS_MIB
+    peak = [0]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err)
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.2):
+                peak[0] = max(peak[0], _tree_pss_kib(process.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        if os.path.isdir("/proc"):
+            sampler.start()
         _pid, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
+        done.set()
+        LAST_TREE_PSS_MIB = peak[0] / 1024
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -224,7 +261,9 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
             before()
         wall, rss, cpu = run_child(command, project)
         row[f"{name}_s"], row[f"{name}_mib"], row[f"{name}_cpu_s"] = round(wall, 2), round(rss), round(cpu, 2)
-        print(f"  n={n:>6} {name:<9} {wall:8.2f} s ({cpu:7.2f} s CPU) {rss:7.0f} MiB", file=sys.stderr)
+        row[f"{name}_tree_mib"] = round(LAST_TREE_PSS_MIB)
+        print(f"  n={n:>6} {name:<9} {wall:8.2f} s ({cpu:7.2f} s CPU) {rss:7.0f} MiB, "
+              f"{LAST_TREE_PSS_MIB:5.0f} MiB PSS with its workers", file=sys.stderr)
 
     def set_aside(path: Path) -> None:
         # Deleting 10 000 run folders keeps ext4 busy for seconds after rmtree returns, which
