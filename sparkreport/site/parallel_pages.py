@@ -28,7 +28,7 @@ from typing import Any
 from mkdocs.plugins import event_priority
 
 #: Pages a worker converts at least (fewer than twice this: MkDocs converts them itself).
-PAGES_PER_WORKER = 8
+PAGES_PER_WORKER = 4
 #: Shares per worker: pages differ in size by two orders of magnitude, so small shares, taken
 #: in turn, keep the workers busy until the end.
 SHARES_PER_WORKER = 8
