@@ -93,14 +93,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(core, "PAGES_PER_WORKER", 1)
     monkeypatch.setattr(parallel_pages, "PAGES_PER_WORKER", 1)
     monkeypatch.setattr(scan, "FILES_PER_WORKER", 1)
-    root = tmp_path / "project"
-    (root / "docs" / "blog" / "posts").mkdir(parents=True)
-    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
-    (root / "docs" / "blog" / "index.md").write_text("# Blog\n", encoding="utf-8")
-    (root / "docs" / "blog" / "posts" / "memory.md").write_text(POST, encoding="utf-8")
-    (root / "docs" / "notes.md").write_text("# Notes\n\nA hand-written page.\n", encoding="utf-8")
-    shutil.copytree(REPO / "runs", root / "runs")
-    return root
+    from blog_project import blog_project
+
+    return blog_project(tmp_path / "project", REPO / "runs", ("memory.md", POST))
 
 
 def built(root: Path, jobs: int, monkeypatch: pytest.MonkeyPatch, name: str) -> dict[str, bytes]:

@@ -17,21 +17,15 @@ from sparkreport.cli import main
 from sparkreport.render import RenderOptions
 from sparkreport.site import BuildResult, build
 
-REPO = Path(__file__).resolve().parents[1]
 POST = "---\ndate: 2026-02-03\ncategories: [Notes]\n---\n\n# Fish & chips\n\nText about fish.\n"
 
 
 @pytest.fixture
 def project(tmp_path: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # the sitemap's dates: equal across builds
-    root = tmp_path / "project"
-    (root / "docs" / "blog" / "posts").mkdir(parents=True)
-    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
-    (root / "docs" / "blog" / "index.md").write_text("# Blog\n", encoding="utf-8")
-    (root / "docs" / "blog" / "posts" / "fish.md").write_text(POST, encoding="utf-8")
-    (root / "docs" / "notes.md").write_text("# Notes\n\nA hand-written page.\n", encoding="utf-8")
-    shutil.copytree(published_store, root / "runs")
-    return root
+    from blog_project import blog_project
+
+    return blog_project(tmp_path / "project", published_store, ("fish.md", POST))
 
 
 def options(root: Path) -> RenderOptions:
