@@ -5,7 +5,8 @@ pieces, on one core: filling and writing a thousand pages, MkDocs' Markdown conv
 them, the publish scan's pass over thousands of files. :func:`fork_map` and :func:`two_phase`
 run such pieces in worker processes forked from the build, so each worker starts with
 everything already loaded (the dataset, the analysis, the MkDocs config) and only the results
-travel back, in order. (Publishing the run files is not among them: its threads already keep
+travel back, in order; a worker killed (by the OOM killer, say) is a one-line error, not a
+hang. (Publishing the run files is not among them: its threads already keep
 the CPUs busy with the file system's calls and zlib.)
 
 How many workers: ``SPARKREPORT_JOBS`` when set (``1``: none, everything in the build's own
@@ -26,11 +27,6 @@ from sparkreport.errors import BuildError
 
 JOBS_ENV = "SPARKREPORT_JOBS"
 T = TypeVar("T")
-
-#: The task of the running :func:`fork_map`: workers inherit it through fork (a closure cannot
-#: be pickled; its index can).
-_TASK: Callable[[int], Any] | None = None
-
 
 def jobs() -> int:
     """The workers a build may use: ``SPARKREPORT_JOBS``, else the CPUs this process may run on."""
@@ -68,31 +64,17 @@ def _quiet_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _run(index: int) -> Any:
-    assert _TASK is not None
-    return _TASK(index)
-
-
 def fork_map(task: Callable[[int], T], count: int, workers: int) -> list[T]:
-    """``[task(0), …, task(count - 1)]``, computed in ``workers`` forked processes (in this
-    process when ``workers`` is below 2). An exception in a worker is raised here."""
-    global _TASK
+    """``[task(0), …, task(count - 1)]``, computed in ``workers`` forked processes, each taking
+    every ``workers``-th task (in this process when ``workers`` is below 2): :func:`two_phase`
+    with nothing to decide, so a killed worker is named rather than waited for."""
     if workers < 2 or count < 2:
         return [task(index) for index in range(count)]
-    import multiprocessing
-
-    _TASK = task
-    pool = multiprocessing.get_context("fork").Pool(processes=min(workers, count), initializer=_quiet_signals)
-    try:
-        results = pool.map(_run, range(count), chunksize=1)
-        pool.close()
-        return results
-    except BaseException:
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
-        _TASK = None
+    workers = min(workers, count)
+    shares, _decided, _seconds = two_phase(
+        workers, lambda worker: [task(index) for index in range(worker, count, workers)],
+        lambda _firsts: None, lambda _worker, _decided: None)
+    return [shares[index % workers][index // workers] for index in range(count)]
 
 
 class WorkerError(BuildError):

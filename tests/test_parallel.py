@@ -34,6 +34,14 @@ def test_fork_map_keeps_order_and_raises_a_workers_error() -> None:
     with pytest.raises(BuildError, match="^page 3: cannot render$"):
         parallel.fork_map(task, 6, 2)
 
+    def killed(index: int) -> int:
+        if index == 4:
+            os._exit(9)  # as the kernel's OOM killer would end it: no answer, no exception
+        return index
+
+    with pytest.raises(parallel.WorkerError, match="a build worker stopped without an answer"):
+        parallel.fork_map(killed, 6, 2)
+
 
 @pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])
 def test_a_bad_jobs_setting_is_one_line(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
@@ -131,7 +139,8 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
     monkeypatch.setattr("sparkreport.site.scan.fork_map", counting_fork_map)
     two = built(project, 2, monkeypatch, "site-two")
     # The pages' fill and write, MkDocs' conversion and the publish scan all went to workers.
-    assert calls.count("pages") == 1 and calls.count("forked") == 2
+    # (fork_map runs on two_phase: the render's own call and one under each fork_map)
+    assert calls.count("forked") == 2 and calls.count("pages") == 3
     assert sorted(one) == sorted(two)
     assert [name for name in one if one[name] != two[name]] == []
     svgs = [name for name in two if name.endswith(".svg") and "/charts/" in name]
