@@ -221,6 +221,7 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
     tested = [m for m in ds.metric_columns if m in representatives]
     values = float_matrix(used, tested)
     run_ids = used["run_id"].to_numpy(dtype=object)
+    measured = used[[c for c in NOISE_CAUSE_COLUMNS if c in used.columns]]  # the columns _noise_cause reads
     for arm, positions in arm_rows(used, ARM_KEYS):
         noisy: dict[str, float] = {}
         for j, metric in enumerate(tested):
@@ -232,7 +233,7 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
                 noisy[metric] = cv
         if noisy:
             listed = ", ".join(f"{m} {cv:.1%}" for m, cv in sorted(noisy.items(), key=lambda kv: -kv[1]))
-            cause = _noise_cause(used.iloc[positions])
+            cause = _noise_cause(measured.iloc[positions])
             findings.append(Finding(
                 "warning", "high-cv",
                 f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(positions)} runs — {listed}"
@@ -240,6 +241,10 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
                 sorted(run_ids[positions].tolist()), {m: round(cv, 4) for m, cv in noisy.items()},
             ))
     return findings
+
+
+#: The runs' measurement metrics :func:`_noise_cause` reads.
+NOISE_CAUSE_COLUMNS = ("gpu_util_mean_pct", "sm_clock_mean_mhz", "measured_window_s")
 
 
 def _noise_cause(arm: pd.DataFrame) -> str | None:

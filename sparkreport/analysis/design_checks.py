@@ -258,6 +258,7 @@ def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
         return findings
     values = float_matrix(used, metrics)
     run_ids = used["run_id"].to_numpy(dtype=object)
+    keys = used[ARM_KEYS]  # an arm's rows are taken from these columns only, not the runs' 80
 
     def flag(where: str, metric: str, sample: np.ndarray, positions: np.ndarray) -> None:
         unit = metric_catalog.unit_of(metric)
@@ -277,7 +278,7 @@ def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
             if constant(sample, 3):
                 flag(str(campaign), metric, sample, positions)
                 continue
-            for arm, arm_positions in arm_rows(used.iloc[positions], ARM_KEYS):
+            for arm, arm_positions in arm_rows(keys.iloc[positions], ARM_KEYS):
                 arm_sample = reported(values[positions[arm_positions], j])
                 if constant(arm_sample, 5):
                     flag(_arm(arm), metric, arm_sample, positions[arm_positions])
