@@ -79,8 +79,19 @@ def test_home_answers_the_newest_and_links_the_older(site: RenderResult) -> None
     home = text(site, "index.md")
     assert re.findall(r"^## \[(v[\d.]+)\]", home, flags=re.M) == NEWEST
     assert ("## Earlier campaigns\n\nThe 5 newest campaigns (by their last run) are above; the\n2 older ones have "
-            "their question and answer on their own pages:\n[v0.10.0](campaigns/v0.10.0/index.md) · "
-            "[v0.9.0](campaigns/v0.9.0/index.md).") in home
+            "their question and answer on their own pages, listed on\n[Campaigns](campaigns/index.md) with their "
+            "design.") in home
+
+
+def test_the_nav_lists_the_newest_campaigns_and_an_overview_lists_them_all(site: RenderResult) -> None:
+    section = dict(site.nav)["Campaigns"]
+    assert section == [("Overview", "campaigns/index.md"), *((v, f"campaigns/{v}/index.md") for v in NEWEST)]
+    overview = text(site, "campaigns/index.md")
+    assert overview.startswith("# Campaigns\n\nEvery campaign in the store, newest first (by its last run); "
+                               "the nav lists the 5 newest.")
+    rows = [line for line in overview.splitlines() if line.startswith("| [")]
+    assert [re.match(r"\| \[(v[\d.]+)\]", row)[1] for row in rows] == [*reversed(NEWEST), *OLDER]
+    assert rows[0] == "| [v0.15.0](v0.15.0/index.md) | 2026-01-07 | native, docker | 1 | 6 runs | — |"
 
 
 def test_a_new_run_in_the_newest_campaign_leaves_the_older_page_alone(store: Path, tmp_path: Path) -> None:
@@ -106,6 +117,9 @@ def test_five_campaigns_or_fewer_are_all_shown(tmp_path: Path) -> None:
     page = text(site, MODEL)
     assert "older ones" not in page and len(table_campaigns(page)) == 5
     assert "Earlier campaigns" not in text(site, "index.md")
+    assert not (site.docs_dir / "campaigns" / "index.md").exists()
+    assert [path for _title, path in dict(site.nav)["Campaigns"]] == [
+        f"campaigns/v{v}/index.md" for v in VERSIONS[:5]]
 
 
 def test_memory_shows_the_newest_and_ships_every_budget(site: RenderResult) -> None:

@@ -14,7 +14,7 @@ from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.render.context import SiteData
 from sparkreport.render.history import history_method, latest_change, site_history
-from sparkreport.render.pages import Page, PageDoc, register
+from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.report import answer, campaign_split, grouped, join_and, summary_table
 from sparkreport.render.tables import metric_label
 from sparkreport.schema import RunRecord
@@ -514,7 +514,51 @@ class CampaignPage(Page):
             doc.fill = functools.partial(self.fill_campaign, site, doc, campaign, campaign.name in earlier)
             docs.append(doc)
         grouped(site, "comparisons", "campaign")  # grouped once, before the pages are filled
-        return docs
+        if not earlier:
+            return docs
+        # More campaigns than the site-wide pages show in full: an overview lists them all and
+        # the nav only the newest (a nav of every campaign is rendered into every page).
+        self.newest = set(_shown)
+        overview = PageDoc(f"{self.folder}/index.md", "Overview", self.overview_template)
+        overview.fill = functools.partial(self.fill_overview, site, overview, len(_shown))
+        return [overview, *docs]
+
+    #: The overview's template (written only when some campaigns are not in the nav).
+    overview_template = "campaigns_index.md"
+    #: The campaigns the nav lists when there is an overview (set by :meth:`docs`).
+    newest: set[str]
+
+    def nav(self, docs: list[PageDoc]) -> NavItem:
+        """Every campaign; with an overview, the overview and the newest campaigns only."""
+        if not docs or docs[0].template != self.overview_template:
+            return super().nav(docs)
+        return (self.title, [(docs[0].title, docs[0].path),
+                             *((d.title, d.path) for d in docs[1:] if d.title in self.newest)])
+
+    def fill_overview(self, site: SiteData, doc: PageDoc, in_nav: int) -> None:
+        """Every campaign, newest first by its last run: its design, runs and hardware."""
+        import pandas as pd
+
+        from sparkreport.render.report import campaign_times, campaigns
+
+        times = campaign_times(site)
+        epoch = pd.Timestamp(0, tz="UTC")
+
+        def when(c: Any) -> tuple[Any, str]:
+            found = times.get(c.name)
+            return (epoch if found is None or pd.isna(found) else found, c.name)
+
+        listed = []
+        for c in sorted(campaigns(site), key=when, reverse=True):
+            found = times.get(c.name)
+            listed.append({
+                "name": c.name, "href": doc.href(c.path),
+                "last_run": "—" if found is None or pd.isna(found) else found.strftime("%Y-%m-%d"),
+                "levels": c.levels, "models": len(c.models),
+                "data": f"published figures ({c.arms} arms)" if c.published else f"{c.runs} runs",
+                "gpus": ", ".join(c.gpus) or "—",
+            })
+        doc.context = {"campaigns": listed, "in_nav": in_nav}
 
     def fill_campaign(self, site: SiteData, doc: PageDoc, campaign: Any, method_here: bool = False) -> None:
         """One campaign's context and charts; ``method_here``: with its Methodology section and arms
