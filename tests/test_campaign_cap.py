@@ -118,8 +118,8 @@ def test_five_campaigns_or_fewer_are_all_shown(tmp_path: Path) -> None:
     assert "older ones" not in page and len(table_campaigns(page)) == 5
     assert "Earlier campaigns" not in text(site, "index.md")
     assert not (site.docs_dir / "campaigns" / "index.md").exists()
-    assert [path for _title, path in dict(site.nav)["Campaigns"]] == [
-        f"campaigns/v{v}/index.md" for v in VERSIONS[:5]]
+    assert sorted(path for _title, path in dict(site.nav)["Campaigns"]) == sorted(
+        f"campaigns/v{v}/index.md" for v in VERSIONS[:5])
 
 
 def test_memory_shows_the_newest_and_ships_every_budget(site: RenderResult) -> None:
