@@ -558,7 +558,7 @@ class CampaignPage(Page):
                 "data": f"published figures ({c.arms} arms)" if c.published else f"{c.runs} runs",
                 "gpus": ", ".join(c.gpus) or "—",
             })
-        doc.context = {"campaigns": listed, "in_nav": in_nav}
+        doc.context = {"campaigns": listed, "in_nav": in_nav, "timed": any(c["last_run"] != "—" for c in listed)}
 
     def fill_campaign(self, site: SiteData, doc: PageDoc, campaign: Any, method_here: bool = False) -> None:
         """One campaign's context and charts; ``method_here``: with its Methodology section and arms
