@@ -157,3 +157,24 @@ def test_design_labels_as_defined(runs: pd.DataFrame) -> None:
                 expected.append(column)
                 break
     assert design_labels(runs) == expected
+
+
+@SETTINGS
+@given(sizes=hst.lists(hst.integers(min_value=0, max_value=2000), max_size=30),
+       confidence=hst.sampled_from([0.5, 0.8, 0.9, 0.95, 0.99, 0.999]))
+def test_t_quantiles_are_scipy_stats_values(sizes: list[int], confidence: float) -> None:
+    quantiles = st.t_quantiles(sizes, confidence)
+    assert set(quantiles) == {n for n in sizes if n >= 2}
+    for n, q in quantiles.items():
+        assert q == float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+        assert st.t_interval(3.0, 0.7, n, confidence) == st.t_interval(3.0, 0.7, n, confidence, q)
+
+
+def test_the_analysis_imports_without_scipy_stats() -> None:
+    """scipy.stats takes over a second to import; a rebuild from the cache does not need it."""
+    import subprocess
+    import sys
+
+    code = "import sys, sparkreport.analysis, sparkreport.render; print('scipy.stats' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

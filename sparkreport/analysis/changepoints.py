@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 METHOD = ("binary segmentation with Welch tests (Bonferroni per split), then a Holm-adjusted merge; "
           "the newest version also tested on its own")
@@ -77,6 +76,8 @@ class _Prefix:
 
 def _welch(prefix: _Prefix, lo: int, cut: np.ndarray, hi: int) -> tuple[np.ndarray, np.ndarray]:
     """Relative change and two-sided Welch p-value of [lo, cut) against [cut, hi), per cut."""
+    from scipy import stats as sps  # imported when a history is tested (over a second to import)
+
     n1, m1, v1 = prefix.segment(lo, cut)
     n2, m2, v2 = prefix.segment(cut, hi)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -14,10 +14,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy import special
-from scipy import stats as sps
 
 NAN = float("nan")
 
@@ -38,12 +38,14 @@ class Describe:
 def t_quantiles(sizes: Sequence[int], confidence: float = 0.95) -> dict[int, float]:
     """Sample size → the two-sided t quantile of a ``confidence`` CI of the mean (n − 1 df).
 
-    One scipy call for every size: ``sps.t.ppf`` costs the same for one value as for a thousand.
+    One scipy call for every size (``stdtrit``, what ``scipy.stats.t.ppf`` evaluates).
     """
     wanted = sorted({int(n) for n in sizes if n >= 2})
     if not wanted:
         return {}
-    quantiles = sps.t.ppf(0.5 + confidence / 2, np.asarray(wanted) - 1)
+    q = 0.5 + confidence / 2
+    df = np.asarray(wanted, dtype=float) - 1
+    quantiles = special.stdtrit(df, q) if 0 < q < 1 else _stats().t.ppf(q, df)
     return {n: float(q) for n, q in zip(wanted, quantiles, strict=True)}
 
 
@@ -56,7 +58,7 @@ def t_interval(mean: float, sd: float, n: int, confidence: float = 0.95,
     if n < 2 or not math.isfinite(sd):
         return NAN, NAN
     if quantile is None:
-        quantile = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+        quantile = _t_ppf(0.5 + confidence / 2, n - 1)
     half = quantile * sd / math.sqrt(n)
     return mean - half, mean + half
 
@@ -113,6 +115,14 @@ def describe_summary(n: int, mean: float, sd: float | None, confidence: float = 
     return Describe(n, mean, s, NAN, NAN, NAN, cv, low, high)
 
 
+def _stats() -> Any:
+    """``scipy.stats``, imported when first needed: it takes over a second to import, and a
+    rebuild whose analysis comes from the cache needs only the special functions."""
+    from scipy import stats
+
+    return stats
+
+
 # Student's t at one point, for the tests below. scipy.stats.t's sf, cdf and ppf evaluate exactly
 # these special functions (t._sf is stdtr(df, -x), t._ppf is stdtrit(df, q)) behind ~25 µs of
 # argument handling per call, which was most of the cost of comparing thousands of arms. The
@@ -120,19 +130,19 @@ def describe_summary(n: int, mean: float, sd: float | None, confidence: float = 
 # them; tests/test_analysis_vectorised.py checks that every value is scipy.stats'.
 def _t_sf(x: float, df: float) -> float:
     if not (math.isfinite(x) and 0 < df < math.inf):
-        return float(sps.t.sf(x, df))
+        return float(_stats().t.sf(x, df))
     return float(special.stdtr(df, -x))
 
 
 def _t_cdf(x: float, df: float) -> float:
     if not (math.isfinite(x) and 0 < df < math.inf):
-        return float(sps.t.cdf(x, df))
+        return float(_stats().t.cdf(x, df))
     return float(special.stdtr(df, x))
 
 
 def _t_ppf(q: float, df: float) -> float:
     if not (0 < q < 1 and 0 < df < math.inf):
-        return float(sps.t.ppf(q, df))
+        return float(_stats().t.ppf(q, df))
     return float(special.stdtrit(df, q))
 
 
@@ -209,7 +219,7 @@ def mann_whitney(a: Sequence[float], b: Sequence[float]) -> float:
         return NAN
     if len(set(a) | set(b)) == 1:
         return 1.0
-    return float(sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
+    return float(_stats().mannwhitneyu(b, a, alternative="two-sided").pvalue)
 
 
 def mann_whitney_many(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float]:
@@ -235,7 +245,7 @@ def mann_whitney_many(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) 
     for members in batches.values():
         a_rows = np.array([pairs[i][0] for i in members], dtype=float)
         b_rows = np.array([pairs[i][1] for i in members], dtype=float)
-        batch = sps.mannwhitneyu(b_rows, a_rows, alternative="two-sided", axis=1).pvalue
+        batch = _stats().mannwhitneyu(b_rows, a_rows, alternative="two-sided", axis=1).pvalue
         for i, p in zip(members, batch, strict=True):
             pvalues[i] = float(p)
     return pvalues
