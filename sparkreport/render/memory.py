@@ -73,8 +73,16 @@ def budget_rows(site: SiteData) -> list[dict[str, Any]]:
 
     Memory before the KV cache is ``pre_kv_memory_gib`` where the source reports it (trtllm-bench,
     TensorRT-LLM's log), else the peak in use less the KV cache (``peak_memory_gib`` includes it):
-    a budget never stacks the peak and the KV cache.
+    a budget never stacks the peak and the KV cache. Computed once per render (the page's text
+    and its chart both read it).
     """
+    cached = site.extra.get("_budget_rows")
+    if cached is None:
+        cached = site.extra["_budget_rows"] = _budget_rows(site)
+    return [dict(row) for row in cached]
+
+
+def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
     stats = site.stats[site.stats["metric"].isin(BUDGET_METRICS)]
     if stats.empty:
         return []
