@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparkreport.errors import SparkreportError
 from sparkreport.ingest import IngestOptions, ingest_paths
@@ -101,6 +103,46 @@ def test_grep_prefilter_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
     assert {"nul.log", "nul.log.gz"} <= {f.path for f in fast}
     assert {f.path for f in full} >= {f"f{k}.txt" for k in range(len(PLANTED))} | {"f9.txt", "f10.txt", "f11.txt"}
     assert not any(f.path in ("f8.txt", "plain.html") for f in full)
+
+
+KEY_NAMES = ["AccountKey", "SharedAccessKey", "SharedAccessSignature", "password", "PASSWD", "secret",
+             "client_secret", "api_key", "api-key", "apikey", "access_key", "accessKey", "auth_token", "authtoken",
+             "_authToken", "_auth", "token", "sig", "HF_TOKEN", "my_password", "tokens", "max tokens", "keys"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(lines=st.lists(st.tuples(st.sampled_from(["", "x ", "--", "\"", "export ", "a_", "-"]),
+                                st.sampled_from(KEY_NAMES), st.sampled_from(["", " ", "  ", "\t", "s", "\""]),
+                                st.sampled_from(["=", ":", " = ", ": ", "", " "]),
+                                st.sampled_from(["", "'", "\"", " "]),
+                                st.text(alphabet="abcXYZ019-_./;&,", min_size=0, max_size=12)),
+                      min_size=1, max_size=40))
+def test_the_key_value_prefilter_is_a_superset_line_by_line(tmp_path_factory: pytest.TempPathFactory,
+                                                            lines: list[tuple[str, ...]]) -> None:
+    """Every line the Python scan finds a key-value secret in, ``grep -E PREFILTER_ERE`` picks."""
+    from sparkreport.secrets import SHAPES
+    from sparkreport.site.scan import PREFILTER_ERE
+
+    shape = next(s for s in SHAPES if s.name == "key-value-secret")
+    texts = ["".join(parts) for parts in lines]
+    path = tmp_path_factory.mktemp("ere") / "lines.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    grep = subprocess.run(["grep", "-anE", "-e", PREFILTER_ERE, "--", str(path)], capture_output=True,
+                          env={**os.environ, "LC_ALL": "C"}, check=False)
+    picked = {int(line.split(b":", 1)[0]) for line in grep.stdout.splitlines()}
+    for number, text in enumerate(texts, start=1):
+        if any(shape.matches(text, text.lower())):
+            assert number in picked, text
+
+
+def test_the_prefilter_passes_over_trtllm_logs(tmp_path: Path) -> None:
+    """Their "max tokens: 4096" lines named a key once: every log got the full scan."""
+    site = _site(tmp_path, {"run.log": b"[TRT-LLM] [I] max tokens: 4096\nmax_num_tokens: 8192\nKV cache: 12 GiB\n"})
+    from sparkreport.site.scan import PREFILTER_ERE
+
+    grep = subprocess.run(["grep", "-alE", "-e", PREFILTER_ERE, "--", str(site / "run.log")], capture_output=True,
+                          check=False)
+    assert grep.stdout == b""
 
 
 def test_every_shape_has_a_probe_and_a_prefilter_example(tmp_path: Path) -> None:

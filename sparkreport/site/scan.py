@@ -207,8 +207,11 @@ def _any_case(word: str) -> str:
 PREFILTER_ERE = "|".join([
     r":(\\?/){2}[^[:space:]]*@",
     r"eyJ[A-Za-z0-9_-]{8}",
-    "(" + "|".join(_any_case(w) for w in ("key", "pass", "secret", "token", "_auth", "sig"))
-    + r")[a-zA-Z_-]{0,10}[[:space:]]*[=:]",
+    # every key name of the key-value shape ends in one of these words, right before its = or :
+    # (so "max tokens: 4096", in every TensorRT-LLM log, is not picked)
+    "(" + "|".join(_any_case(w) for w in ("key", "secret", "token", "_auth", "sig", "signature", "password",
+                                          "passwd"))
+    + r")[[:space:]]*[=:]",
     "-[A-Za-z0-9_-]{0,30}(" + "|".join(_any_case(w) for w in ("token", "key", "passw", "secret"))
     + r")[a-zA-Z]{0,4}([[:space:]]|=)",
     "PRIVATE KEY-----",
