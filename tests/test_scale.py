@@ -101,6 +101,29 @@ def test_runs_pages_are_grouped_and_paginated(campaign: tuple[Path, Path], tmp_p
         assert chart.rows <= 3 * runs_index.SAMPLE_POINTS
 
 
+def test_a_fresh_checkout_redraws_no_monitoring_chart(campaign: tuple[Path, Path], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group page that draws a samples.csv is keyed by its content (the build's hash memo), not
+    its mtime: a CI runner's fresh checkout, where every file is new, renders none of them again."""
+    import shutil
+
+    _sources, original = campaign
+    project = tmp_path / "project"
+    shutil.copytree(original, project)
+    monkeypatch.setattr(runs_index, "PAGE_SIZE", 4)
+    options = RenderOptions(runs_dir=project / "runs", project_root=project, docs_dir=project / "build" / "docs")
+    first = render(options)
+    drawn = {p.path for p in first.pages if p.charts and p.path.startswith("runs/")}
+    assert len(drawn) == 2
+    fresh = project / "runs.new"
+    shutil.copytree(project / "runs", fresh, copy_function=shutil.copyfile)  # new files, new mtimes
+    shutil.rmtree(project / "runs")
+    fresh.rename(project / "runs")
+    again = render(options)
+    assert drawn <= set(again.skipped_pages)
+    assert not [p for p in again.rendered_pages if p.startswith("runs/")]
+
+
 def test_every_page_stays_small(campaign: tuple[Path, Path], tmp_path: Path) -> None:
     _sources, project = campaign
     result = render(RenderOptions(runs_dir=project / "runs", project_root=project,

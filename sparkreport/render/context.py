@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from sparkreport.analysis import Finding
     from sparkreport.analysis.design import Fact
-    from sparkreport.cache import AnalysisCache
+    from sparkreport.cache import AnalysisCache, HashMemo
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
 
@@ -57,6 +57,10 @@ class SiteData:
     family_rule: str = ""
     #: The analysis cache this was computed with (its ``computed``/``reused`` counts), if any.
     analysis_cache: AnalysisCache | None = field(default=None, repr=False)
+    #: The build's file sha256s by stat (``build/cache/hashes.json``), set by the render: a page
+    #: keyed by a file's content (a samples.csv it draws) reads the hash from here, so a fresh
+    #: checkout (every mtime new) does not redraw it. None outside a render.
+    hash_memo: HashMemo | None = field(default=None, repr=False)
     _arm_runs: dict[tuple[str, str, str], list[str]] | None = field(default=None, init=False, repr=False)
 
     @property

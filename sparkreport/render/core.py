@@ -236,6 +236,8 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
         site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir)
     if session is not None:
         session.loaded = _Loaded(key, dataset, site)
+    memo = HashMemo(cache_dir / "hashes.json")
+    site.hash_memo = memo
     env = make_environment(root / "templates")
     planned = []
     for page in registered_pages():
@@ -248,7 +250,6 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
         planned.append((page, docs))
     # Plan, then fill: a document whose key is unchanged and whose files are still in the docs
     # folder is neither filled nor written; its files are kept as they are.
-    memo = HashMemo(cache_dir / "hashes.json")
     keys = PageKeys(site, env, [
         ("package", package_digest(memo)), ("command", command), ("root", str(root)), ("runs", str(runs_dir)),
         ("config_path", str(config_path)),

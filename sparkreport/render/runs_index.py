@@ -27,6 +27,7 @@ from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
+    from sparkreport.cache import HashMemo
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
     from sparkreport.schema import RunRecord
@@ -78,7 +79,7 @@ class RunsPage(Page):
                 doc.inputs = [e["run_id"] for e in chunk]
                 # the rows as listed (inclusion, files), the sibling pages and each samples.csv drawn
                 doc.also_reads = [json.dumps([chunk, paths], sort_keys=True, default=str),
-                                  *(_signature(site.runs_dir / e["run_path"] / "samples.csv")
+                                  *(_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
                                     for e in chunk if e["samples"])]
                 doc.fill = functools.partial(self.fill_group, site, doc, chunk, k, paths,
                                              {"campaign": campaign, "model_name": model_name,
@@ -172,9 +173,12 @@ class RunsPage(Page):
         return charts
 
 
-def _signature(path: Path) -> str:
-    """A file's size and modification time (what a page that draws it is keyed by)."""
+def _signature(path: Path, memo: HashMemo | None = None) -> str:
+    """What a page that draws a file is keyed by: its sha256 from the build's hash memo (a fresh
+    checkout, which gives every file a new mtime, changes nothing), else its size and mtime."""
     try:
+        if memo is not None:
+            return f"{path}: {memo.digest(path)}"
         stat = path.stat()
     except OSError:
         return f"{path}: absent"
