@@ -94,6 +94,28 @@ def test_the_nav_lists_the_newest_campaigns_and_an_overview_lists_them_all(site:
     assert rows[0] == "| [v0.15.0](v0.15.0/index.md) | 2026-01-07 | native, docker | 1 | 6 runs | — |"
 
 
+def test_without_run_times_the_overview_says_it_is_in_name_order(store: Path, tmp_path: Path) -> None:
+    """Ingested aggregates carry no run times: the overview says its order is the names', and
+    has no Last run column."""
+    import json
+
+    project = tmp_path / "p"
+    shutil.copytree(store, project, ignore=shutil.ignore_patterns("build"))
+    for path in (project / "runs").glob("*/*/run.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["started_at"] = None
+        path.write_text(json.dumps(data), encoding="utf-8")
+    site = render(RenderOptions(runs_dir=project / "runs", project_root=project,
+                                docs_dir=project / "build" / "docs"))
+    overview = text(site, "campaigns/index.md")
+    assert ("Every campaign in the store; none records when its runs ran, so they are in name order, last "
+            "first,\nand the nav lists the 5 last.") in overview
+    assert "| Campaign | Environments (baseline first) | Models | Data | GPU |" in overview
+    rows = [line for line in overview.splitlines() if line.startswith("| [")]
+    assert [re.match(r"\| \[(v[\d.]+)\]", row)[1] for row in rows] == sorted(
+        (f"v{v}" for v in VERSIONS), reverse=True)
+
+
 def test_a_new_run_in_the_newest_campaign_leaves_the_older_page_alone(store: Path, tmp_path: Path) -> None:
     project = tmp_path / "p"
     shutil.copytree(store, project, ignore=shutil.ignore_patterns("build"))
