@@ -114,6 +114,10 @@ def test_without_run_times_the_overview_says_it_is_in_name_order(store: Path, tm
     rows = [line for line in overview.splitlines() if line.startswith("| [")]
     assert [re.match(r"\| \[(v[\d.]+)\]", row)[1] for row in rows] == sorted(
         (f"v{v}" for v in VERSIONS), reverse=True)
+    # and no page claims the newest were chosen by their last run
+    assert "The 5 newest campaigns (by name, as no run records when it ran) are above" in text(site, "index.md")
+    assert "newest campaigns of this model, by name, as no run records when it ran;" in text(site, MODEL)
+    assert "by their last run" not in "".join(text(site, p.path) for p in site.pages)
 
 
 def test_a_new_run_in_the_newest_campaign_leaves_the_older_page_alone(store: Path, tmp_path: Path) -> None:

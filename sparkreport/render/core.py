@@ -202,6 +202,7 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
     from sparkreport.render.pages import registered_pages
     from sparkreport.render.preflight import preflight
+    from sparkreport.render.report import newest_rule
 
     root = resolve_root(options)
     config_path = options.config_path
@@ -254,6 +255,7 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
         ("package", package_digest(memo)), ("command", command), ("root", str(root)), ("runs", str(runs_dir)),
         ("config_path", str(config_path)),
         ("config", memo.digest(config_path) if config_path is not None and config_path.is_file() else "default"),
+        ("newest_by", newest_rule(site)),  # every page may say how the newest campaigns were chosen
     ])
     memo.save()
     cache = PageCache(cache_dir)
@@ -570,13 +572,13 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     import jinja2
 
     from sparkreport.charts import spec_json, to_svg
-    from sparkreport.render.report import errors_in
+    from sparkreport.render.report import errors_in, newest_rule
 
     context = {
         "banner_errors": errors_in(site, doc.scope) if doc.banner else [],
         "site": site, "page": doc, "provenance": site.provenance, "title": site.config.title,
         "ci_label": site.confidence_label, "href": doc.href, "charts": doc.charts, "page_inputs": footer,
-        **doc.context,
+        "newest_by": newest_rule(site), **doc.context,
     }
     try:
         text = env.get_template(doc.template).render(context)

@@ -235,6 +235,20 @@ def campaign_times(site: SiteData) -> dict[str, Any]:
     return dict(cached)
 
 
+def newest_rule(site: SiteData) -> str:
+    """How the pages that show the newest campaigns chose them, in words (after "newest"):
+    by their last run when every campaign has run times, else what :func:`newest_campaigns`
+    falls back to."""
+    import pandas as pd
+
+    known = sum(1 for t in campaign_times(site).values() if not pd.isna(t))
+    if known and known == len(campaigns(site)):
+        return "by their last run"
+    if not known:
+        return "by name, as no run records when it ran"
+    return "by their last run, a campaign without run times counting as oldest"
+
+
 def newest_campaigns(site: SiteData, names: Iterable[str]) -> tuple[list[str], list[str]]:
     """``names`` split into (shown in full, earlier): the :data:`CAMPAIGNS_IN_FULL` newest by
     their last run (a campaign without a run time counts as oldest; names break ties), and the
