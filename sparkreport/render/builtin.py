@@ -501,7 +501,7 @@ class CampaignPage(Page):
             runs_of.setdefault(campaign_name, []).extend(run_ids)
             models_of.setdefault(campaign_name, set()).add(model)
         docs = []
-        _shown, earlier = campaign_split(site)
+        shown, earlier = campaign_split(site)
         for campaign in campaigns(site):
             doc = PageDoc(campaign.path, campaign.name, self.template)
             doc.scope = [(campaign.name, m) for m in sorted(models_of.get(campaign.name, ()))]
@@ -518,9 +518,9 @@ class CampaignPage(Page):
             return docs
         # More campaigns than the site-wide pages show in full: an overview lists them all and
         # the nav only the newest (a nav of every campaign is rendered into every page).
-        self.newest = set(_shown)
+        self.newest = set(shown)
         overview = PageDoc(f"{self.folder}/index.md", "Overview", self.overview_template)
-        overview.fill = functools.partial(self.fill_overview, site, overview, len(_shown))
+        overview.fill = functools.partial(self.fill_overview, site, overview, len(shown))
         return [overview, *docs]
 
     #: The overview's template (written only when some campaigns are not in the nav).
@@ -539,17 +539,12 @@ class CampaignPage(Page):
         """Every campaign, newest first by its last run: its design, runs and hardware."""
         import pandas as pd
 
-        from sparkreport.render.report import campaign_times, campaigns
+        from sparkreport.render.report import campaign_times, campaigns, recency
 
         times = campaign_times(site)
-        epoch = pd.Timestamp(0, tz="UTC")
-
-        def when(c: Any) -> tuple[Any, str]:
-            found = times.get(c.name)
-            return (epoch if found is None or pd.isna(found) else found, c.name)
-
+        when = recency(site)
         listed = []
-        for c in sorted(campaigns(site), key=when, reverse=True):
+        for c in sorted(campaigns(site), key=lambda c: when(c.name), reverse=True):
             found = times.get(c.name)
             listed.append({
                 "name": c.name, "href": doc.href(c.path),

@@ -9,7 +9,7 @@ sentence stays one click away on the Results and Data quality pages.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -253,11 +253,18 @@ def newest_campaigns(site: SiteData, names: Iterable[str]) -> tuple[list[str], l
     """``names`` split into (shown in full, earlier): the :data:`CAMPAIGNS_IN_FULL` newest by
     their last run (a campaign without a run time counts as oldest; names break ties), and the
     rest. Each list in name order, as the pages list campaigns."""
-    import pandas as pd
-
     names = sorted(set(names))
     if len(names) <= CAMPAIGNS_IN_FULL:
         return names, []
+    shown = set(sorted(names, key=recency(site))[-CAMPAIGNS_IN_FULL:])
+    return [n for n in names if n in shown], [n for n in names if n not in shown]
+
+
+def recency(site: SiteData) -> Callable[[str], tuple[Any, str]]:
+    """A sort key for campaign names, oldest first: the start of the campaign's last run (a
+    campaign without a run time counts as oldest), then the name."""
+    import pandas as pd
+
     times = campaign_times(site)
     epoch = pd.Timestamp(0, tz="UTC")
 
@@ -265,8 +272,7 @@ def newest_campaigns(site: SiteData, names: Iterable[str]) -> tuple[list[str], l
         found = times.get(name)
         return (epoch if found is None or pd.isna(found) else found, name)
 
-    shown = set(sorted(names, key=when)[-CAMPAIGNS_IN_FULL:])
-    return [n for n in names if n in shown], [n for n in names if n not in shown]
+    return when
 
 
 def campaign_split(site: SiteData) -> tuple[set[str], set[str]]:
