@@ -87,14 +87,14 @@ def test_the_nav_lists_the_newest_campaigns_and_an_overview_lists_them_all(site:
     section = dict(site.nav)["Campaigns"]
     assert section == [("Overview", "campaigns/index.md"), *((v, f"campaigns/{v}/index.md") for v in NEWEST)]
     overview = text(site, "campaigns/index.md")
-    assert overview.startswith("# Campaigns\n\nEvery campaign in the store, newest first (by its last run); "
+    assert overview.startswith("# Campaigns\n\nEvery campaign in the store, newest first (by their last run); "
                                "the nav lists the 5 newest.")
     rows = [line for line in overview.splitlines() if line.startswith("| [")]
     assert [re.match(r"\| \[(v[\d.]+)\]", row)[1] for row in rows] == [*reversed(NEWEST), *OLDER]
     assert rows[0] == "| [v0.15.0](v0.15.0/index.md) | 2026-01-07 | native, docker | 1 | 6 runs | — |"
 
 
-def test_without_run_times_the_overview_says_it_is_in_name_order(store: Path, tmp_path: Path) -> None:
+def test_without_run_times_the_overview_says_its_order_is_the_names(store: Path, tmp_path: Path) -> None:
     """Ingested aggregates carry no run times: the overview says its order is the names', and
     has no Last run column."""
     import json
@@ -108,8 +108,8 @@ def test_without_run_times_the_overview_says_it_is_in_name_order(store: Path, tm
     site = render(RenderOptions(runs_dir=project / "runs", project_root=project,
                                 docs_dir=project / "build" / "docs"))
     overview = text(site, "campaigns/index.md")
-    assert ("Every campaign in the store; none records when its runs ran, so they are in name order, last "
-            "first,\nand the nav lists the 5 last.") in overview
+    assert ("Every campaign in the store, newest first (by name, as no run records when it ran); the nav "
+            "lists the 5 newest.") in overview
     assert "| Campaign | Environments (baseline first) | Models | Data | GPU |" in overview
     rows = [line for line in overview.splitlines() if line.startswith("| [")]
     assert [re.match(r"\| \[(v[\d.]+)\]", row)[1] for row in rows] == sorted(

@@ -536,7 +536,8 @@ class CampaignPage(Page):
                              *((d.title, d.path) for d in docs[1:] if d.title in self.newest)])
 
     def fill_overview(self, site: SiteData, doc: PageDoc, in_nav: int) -> None:
-        """Every campaign, newest first by its last run: its design, runs and hardware."""
+        """Every campaign, newest first (:func:`~sparkreport.render.report.recency`, the rule that
+        picks the newest for the nav): its last run, design, runs and hardware."""
         import pandas as pd
 
         from sparkreport.render.report import campaign_times, campaigns, recency
