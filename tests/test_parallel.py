@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from blog_project import blog_project
 
 from sparkreport import parallel
 from sparkreport.errors import BuildError
@@ -101,8 +102,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(core, "PAGES_PER_WORKER", 1)
     monkeypatch.setattr(parallel_pages, "PAGES_PER_WORKER", 1)
     monkeypatch.setattr(scan, "FILES_PER_WORKER", 1)
-    from blog_project import blog_project
-
     return blog_project(tmp_path / "project", REPO / "runs", ("memory.md", POST))
 
 

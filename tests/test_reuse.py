@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from blog_project import blog_project
 from click.testing import CliRunner
 
 from sparkreport.cli import main
@@ -23,8 +24,6 @@ POST = "---\ndate: 2026-02-03\ncategories: [Notes]\n---\n\n# Fish & chips\n\nTex
 @pytest.fixture
 def project(tmp_path: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # the sitemap's dates: equal across builds
-    from blog_project import blog_project
-
     return blog_project(tmp_path / "project", published_store, ("fish.md", POST))
 
 
