@@ -256,9 +256,7 @@ def _noise_cause(arm: pd.DataFrame) -> str | None:
             return []
         return [float(v) for v in arm[name].dropna()]
 
-    util = column("gpu_util_mean_pct")
-    clocks = column("sm_clock_mean_mhz")
-    window = column("measured_window_s")
+    util, clocks, window = (column(name) for name in NOISE_CAUSE_COLUMNS)
     if not (util or clocks or window):
         return None  # the runs carry no measurement metrics (ingested results): nothing to say
     util_sd = float(np.std(util, ddof=1)) if len(util) > 1 else 0.0
