@@ -125,3 +125,12 @@ def test_the_builder_lists_it_last_after_the_projects_own() -> None:
     assert markdown_extensions(None)[-1] == FAST_EXTENSION
     assert markdown_extensions(["abbr"])[-1] == FAST_EXTENSION
     assert markdown_extensions(["abbr", FAST_EXTENSION]).count(FAST_EXTENSION) == 1
+
+
+def test_a_registry_it_cannot_read_makes_it_step_aside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Python-Markdown whose Registry keeps its names elsewhere: the stock conversion, no error."""
+    assert fast_markdown._names(object()) == [fast_markdown.UNREADABLE]
+    monkeypatch.setattr(fast_markdown, "_names", lambda _registry: [fast_markdown.UNREADABLE])
+    md = same_both_ways("| A | B |\n|---|---|\n| plain | 1 |\n\n<table>\n<tr><td>x</td></tr>\n</table>\n")
+    assert not fast_markdown.plain_cells_safe(md)
+    assert md.preprocessors["sparkreport_raw_tables"].stashed == 0
