@@ -6,8 +6,9 @@ them, the publish scan's pass over thousands of files. :func:`fork_map` and :fun
 run such pieces in worker processes forked from the build, so each worker starts with
 everything already loaded (the dataset, the analysis, the MkDocs config) and only the results
 travel back, in order; a worker killed (by the OOM killer, say) is a one-line error, not a
-hang. (Publishing the run files is not among them: its threads already keep
-the CPUs busy with the file system's calls and zlib.)
+hang. :class:`Background` runs one piece beside the build's own work: publishing the run files
+(file system calls and zlib on a few threads, then their scan) while the builder converts the
+pages, which leaves a CPU idle for most of its time.
 
 How many workers: ``SPARKREPORT_JOBS`` when set (``1``: none, everything in the build's own
 process), else the number of CPUs this process may use. Workers are forked, so this is done
@@ -21,7 +22,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sparkreport.errors import BuildError
 
@@ -55,13 +56,23 @@ def workers_for(count: int, *, per_worker: int = 1) -> int:
     return workers if workers >= 2 and can_fork() else 0
 
 
-def _quiet_signals() -> None:
+def _quiet_signals(parent: int) -> None:
     """In a worker: an interrupt is the build's process to handle (it stops the workers), and a
-    stop signal ends the worker at once (not through the build's own handlers)."""
+    stop signal ends the worker at once (not through the build's own handlers). The worker dies
+    with the build's process ``parent`` (SIGKILL on its death, Linux's ``PR_SET_PDEATHSIG``): a
+    build killed by a signal it does not catch leaves no worker behind."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it died before the line above: nobody waits for this worker
+        os._exit(1)
 
 
 def fork_map(task: Callable[[int], T], count: int, workers: int) -> list[T]:
@@ -81,8 +92,11 @@ class WorkerError(BuildError):
     """A worker stopped without answering (killed, out of memory)."""
 
 
-def _worker(connection: Any, index: int, first: Callable[[int], Any], second: Callable[[int, Any], Any]) -> None:
-    _quiet_signals()
+def _worker(connection: Any, index: int, first: Callable[[int], Any], second: Callable[[int, Any], Any],
+            parent: int, others: list[Any]) -> None:
+    _quiet_signals(parent)
+    for pipe in others:  # the build's ends of earlier workers' pipes: they must see EOF when it dies
+        pipe.close()
     try:
         connection.send(("ok", first(index)))
         between = connection.recv()
@@ -122,7 +136,8 @@ def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]],
         try:
             for index in range(count):
                 mine, theirs = context.Pipe()
-                process = context.Process(target=_worker, args=(theirs, index, first, second), daemon=True)
+                process = context.Process(target=_worker, daemon=True,
+                                          args=(theirs, index, first, second, os.getpid(), list(pipes)))
                 process.start()
                 theirs.close()
                 pipes.append(mine)
@@ -154,6 +169,74 @@ def _answer(pipe: Any) -> Any:
     if kind == "error":
         raise value
     return value
+
+
+class Background(Generic[T]):
+    """``task()`` in one forked process, started at once; :meth:`result` waits for its value (or
+    raises what it raised, or :class:`WorkerError` when it was killed). Where no worker may be
+    forked (:func:`jobs` is 1, not Linux) the task runs in :meth:`result`, in this process: the
+    same value, later. :meth:`cancel` (or leaving the ``with`` block) kills it if it still runs."""
+
+    def __init__(self, task: Callable[[], T]):
+        self._task: Callable[[], T] | None = task
+        self._pipe: Any = None
+        self._process: Any = None
+        if jobs() < 2 or not can_fork():
+            return
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        mine, theirs = context.Pipe()
+        gc.freeze()  # the child's collector leaves the build's objects (and their pages) alone
+        try:
+            # Not a daemon: it may fork workers of its own (the scan); it never outlives the build.
+            self._process = context.Process(target=_background, args=(theirs, task, os.getpid()))
+            self._process.start()
+        finally:
+            gc.unfreeze()
+        theirs.close()
+        self._pipe = mine
+        self._task = None
+
+    def result(self) -> T:
+        if self._task is not None:
+            task, self._task = self._task, None
+            return task()
+        try:
+            value = _answer(self._pipe)
+        finally:
+            self.cancel(wait=5)
+        return value
+
+    def cancel(self, wait: float = 0) -> None:
+        """Stop the task (given ``wait`` seconds to end by itself first)."""
+        self._task = None
+        if self._pipe is not None:
+            self._pipe.close()
+            self._pipe = None
+        if self._process is not None:
+            self._process.join(timeout=wait)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join()
+            self._process = None
+
+    def __enter__(self) -> Background[T]:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.cancel()
+
+
+def _background(connection: Any, task: Callable[[], Any], parent: int) -> None:
+    _quiet_signals(parent)
+    try:
+        connection.send(("ok", task()))
+    except BaseException as exc:  # noqa: BLE001 — handed to the build's process, raised there
+        connection.send(("error", portable(exc)))
+    finally:
+        connection.close()
+        os._exit(0)
 
 
 def split(items: Sequence[T], pieces: int) -> list[Sequence[T]]:

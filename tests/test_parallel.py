@@ -208,3 +208,78 @@ def test_an_exception_that_cannot_travel_is_named() -> None:
 
     with pytest.raises(BuildError, match=r"^_Awkward: bad page at 0$"):
         parallel.two_phase(2, first, sum, lambda index, total: total)
+
+
+# ---------------------------------------------------------------------------------------------
+# Background: one task beside the build; no worker outlives a build killed outright
+
+
+def test_background_returns_raises_and_runs_in_process_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    parent = os.getpid()
+    with parallel.Background(lambda: (os.getpid(), 42)) as pending:
+        pid, value = pending.result()
+    assert value == 42 and (pid != parent) == parallel.can_fork()
+
+    def fails() -> int:
+        raise BuildError("runs/x/run.json: cannot publish")
+
+    with pytest.raises(BuildError, match=r"^runs/x/run.json: cannot publish$"), parallel.Background(fails) as pending:
+        pending.result()
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    with parallel.Background(lambda: os.getpid()) as pending:
+        assert pending.result() == parent  # no fork: the task runs in result(), here
+
+    ran: list[int] = []
+    with parallel.Background(lambda: ran.append(1)):
+        pass  # never asked for: never run
+    assert ran == []
+
+
+_KILLED_BUILD = """
+import os, sys, time
+from sparkreport import parallel
+mode = sys.argv[1]
+if mode == "two_phase":
+    parallel.two_phase(2, lambda i: os.write(1, f"{os.getpid()}\\n".encode()), lambda firsts: time.sleep(60),
+                       lambda i, d: None)
+else:
+    pending = parallel.Background(lambda: (os.write(1, f"{os.getpid()}\\n".encode()), time.sleep(60)))
+    time.sleep(60)
+"""
+
+
+@needs_fork
+@pytest.mark.parametrize("mode", ["two_phase", "background"])
+def test_workers_die_with_a_build_killed_outright(tmp_path: Path, mode: str) -> None:
+    """A build killed by a signal it cannot catch (SIGKILL; SIGTERM before its handler is set):
+    its workers die with it instead of waiting, forever, for an answer (each also held the
+    others' pipes open) — and with them the stdout a CI step reads to its end."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "killed.py"
+    script.write_text(_KILLED_BUILD, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script), mode], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO), parallel.JOBS_ENV: "2"})
+    assert proc.stdout is not None
+    workers = [int(proc.stdout.readline()) for _ in range(2 if mode == "two_phase" else 1)]
+    proc.send_signal(signal.SIGKILL)
+    started = time.monotonic()
+    try:
+        proc.communicate(timeout=10)  # stdout's EOF: only once every process holding it is gone
+    except subprocess.TimeoutExpired:
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        raise
+
+    def gone(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] in "ZX"
+        except OSError:
+            return True
+
+    while not all(gone(pid) for pid in workers) and time.monotonic() - started < 10:
+        time.sleep(0.05)  # SIGKILL was sent: the kernel is tearing them down
+    assert all(gone(pid) for pid in workers)

@@ -1,19 +1,23 @@
 """Site: turn a rendered docs folder into a static site, with MkDocs or Zensical.
 
 ``build(options)`` = render → inert titles → generated config → the builder
-(:mod:`sparkreport.site.builders`: ``builder:`` in sparkreport.yml or ``--builder``) → the
-post-build steps of our own (the runs' files, the blog feed) → the publish-time scan → swap.
+(:mod:`sparkreport.site.builders`: ``builder:`` in sparkreport.yml or ``--builder``), and beside
+it, in a forked process, the runs' files published and scanned → the blog feed → the
+publish-time scan of the rest → swap.
 ``serve`` renders and hands the generated config to the builder's live server.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sparkreport.parallel import Background
     from sparkreport.render import RenderOptions, RenderResult
+    from sparkreport.site.run_files import Published
 
 DEFAULT_SITE_DIR = Path("site")
 
@@ -125,12 +129,12 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
         if full:
             reuse.previous = None
     Reuse.forget(cache_dir)  # until the new site is live
-    with publish.staged(target) as staging:
+    with publish.staged(target) as staging, run_files_beside(result, target, cache_dir) as run_files:
         started = time.perf_counter()
         warnings = builder.build(config_file, staging, strict, reuse=reuse)
         timings["builder"] = time.perf_counter() - started
         started = time.perf_counter()
-        published = publish_steps(result, config_file, staging, target, cache_dir)
+        published = publish_steps(result, staging, target, run_files, cache_dir)
         timings["publish"] = time.perf_counter() - started
     if reuse is not None:
         reuse.save(cache_dir, target)
@@ -151,23 +155,57 @@ def config_nav(config_file: Path) -> list[object]:
     return nav if isinstance(nav, list) else []
 
 
-def publish_steps(result: RenderResult, config_file: Path, staging: Path, target: Path,
+@dataclass
+class RunFiles:
+    """The runs' files published beside the new site (:func:`sparkreport.site.publish.side_dir`)
+    and scanned there: what was published, what the scan found clean, how many files it read."""
+
+    files: Published
+    clean: dict[str, list[Any]]
+    scanned: int
+
+
+def publish_run_files_beside(docs_dir: Path, target: Path, cache_dir: Path | None) -> RunFiles:
+    """Publish the files the docs folder's manifest lists into the side folder of a build of
+    ``target`` (linking or carrying over what the live site holds unchanged), then scan them."""
+    from sparkreport.site import publish
+    from sparkreport.site.run_files import publish_run_files
+    from sparkreport.site.scan import ScanMemo, scan_site
+
+    side = publish.side_dir(target)
+    files = publish_run_files(docs_dir, side, previous=target if target.is_dir() else None, cache_dir=cache_dir)
+    memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
+    findings = scan_site(side, memo=memo)
+    return RunFiles(files, memo.clean_entries(findings), memo.scanned)
+
+
+def run_files_beside(result: RenderResult, target: Path, cache_dir: Path | None) -> Background[RunFiles]:
+    """:func:`publish_run_files_beside`, started now in a forked process (the builder, meanwhile,
+    keeps one CPU busy and leaves the other mostly idle); in this process when none may be forked."""
+    from sparkreport.parallel import Background
+
+    return Background(functools.partial(publish_run_files_beside, result.docs_dir, target, cache_dir))
+
+
+def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Background[RunFiles],
                   cache_dir: Path | None = None) -> dict[str, int]:
-    """After the builder, for any builder: the runs' files and the blog feed go into the built
-    site ``staging``, everything is scanned for credential shapes, and only then is it swapped
-    in for ``target``. With the build cache ``cache_dir``, this costs what changed: run files
-    whose source is unchanged stay where they are (the live run-files folder is carried over)
-    or are hard-linked from the live site, and files scanned clean before are not scanned
-    again. Returns counts: files copied, linked, kept and scanned."""
+    """After the builder, for any builder: the runs' files (published and scanned beside it
+    meanwhile, ``run_files``) are moved into the built site ``staging``, the blog feed written,
+    the rest scanned for credential shapes, and only then is it swapped in for ``target``.
+    With the build cache ``cache_dir``, this costs what changed: run files whose source is
+    unchanged stay where they are (the live run-files folder is carried over) or are
+    hard-linked from the live site, and files scanned clean before are not scanned again.
+    Returns counts: files copied, linked, kept and scanned."""
     from sparkreport.published import read_manifest
     from sparkreport.site import publish
     from sparkreport.site.blog_feed import write_feed
     from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config
-    from sparkreport.site.run_files import publish_run_files, save_record
+    from sparkreport.site.run_files import save_record
     from sparkreport.site.scan import ScanMemo, check_site
 
-    previous = target if target.is_dir() else None
-    files = publish_run_files(result.docs_dir, staging, previous=previous, cache_dir=cache_dir)
+    done = run_files.result()
+    files = done.files
+    publish.merge_into(publish.side_dir(target), staging)
     if result.posts:
         project = read_project_config(result.project_root / PROJECT_CONFIG)
         site_name = str(project.get("site_name") or result.config.title)
@@ -175,7 +213,9 @@ def publish_steps(result: RenderResult, config_file: Path, staging: Path, target
                    site_description=str(project.get("site_description") or ""),
                    site_url=str(project.get("site_url") or ""))
     memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
+    memo.adopt(done.clean)  # the run files, scanned where they were published
     check_site(staging, label=str(target), memo=memo)
+    memo.scanned += done.scanned
     publish.swap(staging, target, carry=files.carry)
     # After the swap, the records describe the live site (a kill before this only costs copies).
     if files.carry is not None:

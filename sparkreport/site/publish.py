@@ -1,7 +1,8 @@
 """Publishing a build: into a sibling temporary folder, scanned, then swapped in whole.
 
 ``sparkreport build`` never writes into the published site. MkDocs builds into
-``.<site>.building`` beside it, the runs' files are copied there, the publish-time scan
+``.<site>.building`` beside it while the runs' files are copied into ``.<site>.runfiles`` (and
+scanned there), they are moved into the new site, the publish-time scan
 (:mod:`sparkreport.site.scan`) runs there, and only then is the old site replaced: renamed
 to ``.<site>.old``, the new one renamed into place (SIGINT and SIGTERM held back for those two
 renames), the old one removed. A failure, a hit of the scan, Ctrl-C or SIGTERM at any point
@@ -48,6 +49,29 @@ def staging_dir(target: Path) -> Path:
     return target.with_name(f".{target.name}.building")
 
 
+def side_dir(target: Path) -> Path:
+    """Where the runs' files of a build of ``target`` are published while the builder builds the
+    pages (a builder may want its folder to itself); moved into the new site afterwards
+    (:func:`merge_into`)."""
+    return target.with_name(f".{target.name}.runfiles")
+
+
+def merge_into(source: Path, target: Path) -> None:
+    """Move everything under ``source`` into ``target`` (a folder in both is merged, a file in
+    ``source`` replaces one in ``target``), then remove ``source``. Renames only: one per
+    top-level entry when ``target`` holds none of them."""
+    with os.scandir(source) as entries:
+        for entry in list(entries):
+            destination = target / entry.name
+            if entry.is_dir(follow_symlinks=False) and destination.is_dir() and not destination.is_symlink():
+                merge_into(Path(entry.path), destination)
+                continue
+            if destination.is_dir() and not destination.is_symlink():
+                shutil.rmtree(destination)
+            os.replace(entry.path, destination)
+    source.rmdir()
+
+
 def old_dir(target: Path) -> Path:
     """Where the previous site waits, during a swap, to be removed."""
     return target.with_name(f".{target.name}.old")
@@ -71,6 +95,7 @@ def recover(target: Path) -> None:
     if target.is_dir():
         (target / CARRY_JOURNAL).unlink(missing_ok=True)
     shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(side_dir(target), ignore_errors=True)
     old = old_dir(target)
     if old.is_dir():
         if target.exists():
@@ -170,12 +195,13 @@ def _carry_over(staging: Path, target: Path, plan: dict[str, Any]) -> None:
 
 @contextmanager
 def staged(target: Path) -> Iterator[Path]:
-    """A fresh temporary folder for a build of ``target``; removed again unless the build
-    swapped it in (on any error, KeyboardInterrupt or SIGTERM)."""
+    """A fresh temporary folder for a build of ``target`` (and an empty :func:`side_dir`);
+    both removed again unless the build swapped it in (on any error, KeyboardInterrupt or SIGTERM)."""
     recover(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_dir(target)
     staging.mkdir()
+    side_dir(target).mkdir()
     try:
         with interruptible():
             yield staging
@@ -183,4 +209,5 @@ def staged(target: Path) -> Iterator[Path]:
         with _signals_held():
             if not (staging / CARRY_JOURNAL).is_file():  # else it holds the live run files: recover() finishes it
                 shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(side_dir(target), ignore_errors=True)
         raise

@@ -339,6 +339,17 @@ class ScanMemo:
         self.fresh[relative] = [*stamp, digest]
         return digest in self.digests
 
+    def adopt(self, clean: dict[str, list[Any]]) -> None:
+        """Take what another scan (of the same files, in another folder: the run files scanned
+        where they were published) found clean: a file with the same inode, size and mtime is
+        then not read again."""
+        self.files.update(clean)
+
+    def clean_entries(self, findings: list[Finding]) -> dict[str, list[Any]]:
+        """What this scan learnt of the files it found nothing in (for :meth:`adopt`)."""
+        dirty = {finding.path for finding in findings}
+        return {relative: entry for relative, entry in self.fresh.items() if relative not in dirty}
+
     def keep(self, paths: list[str]) -> None:
         """Keep what is known of files that were not scanned because the site kept them as they
         were (the run files carried over from the live site)."""
