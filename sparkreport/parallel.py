@@ -129,7 +129,7 @@ def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]],
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    pipes = []
+    pipes: list[Any] = []
     processes = []
     try:
         gc.freeze()  # the workers' collector leaves the build's objects (and their pages) alone

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import posixpath
 import shutil
 import signal
 import subprocess
@@ -638,3 +639,47 @@ def test_the_scan_still_catches_a_credential_in_a_changed_file(tiny: Path, tmp_p
     log.write_text(log.read_text(encoding="utf-8").replace(PLANTED["token-prefix"], "removed"), encoding="utf-8")
     fixed = build(_options(root), root / "site")
     assert fixed.published["copied"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The run files are published from the store alone, beside the render and the builder
+
+
+def test_the_store_alone_lists_what_the_runs_pages_publish(tiny: Path, tmp_path: Path) -> None:
+    """What a build starts publishing before the dataset is loaded (the run store read on its
+    own) is what the Runs pages then list: run.json, raw files under inert names, tables, no
+    file reached through a symbolic link."""
+    from sparkreport.published import read_manifest
+    from sparkreport.render.runs_index import RunsPage
+
+    root = _copy(tiny, tmp_path)
+    run = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log")).parent
+    data = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    (run / "notes.html").write_text("<p>notes</p>\n", encoding="utf-8")
+    (run / "inner.log").symlink_to(run / "engine_backend_trt.log")
+    (run / "samples.csv").write_text("elapsed_s,power_draw_w\n" + "0.1,50\n" * 60000, encoding="utf-8")
+    data["provenance"]["raw_files"] += ["notes.html", "inner.log", "missing.log"]
+    data["provenance"]["tables"] = ["samples"]
+    (run / "run.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
+    build(_options(root), root / "site")
+    manifest = read_manifest(root / "build" / "docs")
+    assert manifest is not None
+    listed = RunsPage.store_files(root / "runs")
+    assert listed == manifest[1]
+    names = {posixpath.basename(site_path) for site_path, _store in listed}
+    assert {"run.json", "notes.html.txt", "samples.csv.gz"} <= names and "inner.log" not in names
+
+
+def test_a_store_that_changed_under_the_build_publishes_what_the_pages_list(
+        tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The early list and the manifest disagree (a run ingested between the two reads, say):
+    the files the pages link are published, not the early ones."""
+    from sparkreport.render.runs_index import RunsPage
+
+    root = _copy(tiny, tmp_path)
+    expected = RunsPage.store_files(root / "runs")
+    monkeypatch.setattr(RunsPage, "store_files", classmethod(lambda cls, runs_dir: expected[1:]))
+    result = build(_options(root), root / "site")
+    assert {site_path for site_path, _store in expected} <= _files(root / "site")
+    assert result.published["copied"] == len(expected)
+    assert not publish.side_dir(root / "site").exists()

@@ -89,6 +89,11 @@ def docs_dir_for(options: RenderOptions) -> Path:
     return _under(resolve_root(options), options.docs_dir or DEFAULT_DOCS_DIR).resolve()
 
 
+def runs_dir_for(options: RenderOptions) -> Path:
+    """The absolute run store ``render`` reads (``--runs-dir``, under the project root when relative)."""
+    return _under(resolve_root(options), options.runs_dir).resolve()
+
+
 def _under(root: Path, path: Path) -> Path:
     return path if path.is_absolute() else root / path
 
@@ -210,7 +215,7 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
         config_path = root / CONFIG_FILE
     # The project root's sparkreport.yml, not the current directory's: render may run elsewhere.
     config = load_config(config_path) if config_path is not None else ProjectConfig()
-    runs_dir = _under(root, options.runs_dir).resolve()
+    runs_dir = runs_dir_for(options)
     docs_dir = docs_dir_for(options)
     cache_dir = docs_dir.parent / CACHE_DIR
     command = options.command or default_command(root, runs_dir)

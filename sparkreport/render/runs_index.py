@@ -109,6 +109,24 @@ class RunsPage(Page):
         write_manifest(out, site.runs_dir, sorted(published))
         index.files = [MANIFEST]
 
+    @classmethod
+    def store_files(cls, runs_dir: Path) -> list[tuple[str, str]]:
+        """What :meth:`write_manifest` will list, read from the run store alone (every run.json
+        read and validated, as the dataset reads it): a build starts publishing with this while
+        it loads and analyses the dataset, and compares it with the manifest afterwards."""
+        from sparkreport.store import RunStore
+
+        store = RunStore(runs_dir)
+        scan = store.scan()
+        folders: dict[str, bool] = {}
+        published: set[tuple[str, str]] = set()
+        for (path, _stat), (campaign, run) in zip(scan.files, scan.folders, strict=True):
+            record = store.load(path)
+            published.update((f"{cls.folder}/{f['path']}", f["store_path"])
+                             for f in run_files(runs_dir, f"{campaign}/{run}", record.provenance.raw_files,
+                                                cls.files_dir, tables=record.provenance.tables, folders=folders))
+        return sorted(published)
+
     def fill_group(self, site: SiteData, doc: PageDoc, chunk: list[dict[str, Any]], k: int, paths: list[str],
                    names: dict[str, str]) -> None:
         """One group page: its rows, links to its sibling pages and its monitoring charts."""

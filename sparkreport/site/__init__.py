@@ -1,15 +1,16 @@
 """Site: turn a rendered docs folder into a static site, with MkDocs or Zensical.
 
 ``build(options)`` = render → inert titles → generated config → the builder
-(:mod:`sparkreport.site.builders`: ``builder:`` in sparkreport.yml or ``--builder``), and beside
-it, in a forked process, the runs' files published and scanned → the blog feed → the
-publish-time scan of the rest → swap.
+(:mod:`sparkreport.site.builders`: ``builder:`` in sparkreport.yml or ``--builder``) → the blog
+feed → the publish-time scan → swap; from the start, in a forked process beside all of it, the
+runs' files are published and scanned.
 ``serve`` renders and hands the generated config to the builder's live server.
 """
 
 from __future__ import annotations
 
 import functools
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,7 +96,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
 
     from sparkreport.cache import HashMemo
     from sparkreport.render import render
-    from sparkreport.render.core import resolve_root
+    from sparkreport.render.core import resolve_root, runs_dir_for
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
     from sparkreport.site.mkdocs_site import write_config
@@ -117,19 +118,22 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
                            warnings=list(state["warnings"]), cached=True, builder=name)
     (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
     timings: dict[str, float] = {}
-    started = time.perf_counter()
-    result = render(options, checked=True)  # refuse_early ran in build()
-    config_file = write_config(result, target)
-    make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
-    timings["render"] = time.perf_counter() - started
-    reuse = None
-    if builder.reuses:
-        shell = incremental.shell_key(config_file, result.project_root, strict, name, memo)
-        reuse = Reuse.load(cache_dir, target, shell)
-        if full:
-            reuse.previous = None
-    Reuse.forget(cache_dir)  # until the new site is live
-    with publish.staged(target) as staging, run_files_beside(result, target, cache_dir) as run_files:
+    # The runs' files are published (and scanned) from the run store alone, in a forked process
+    # that starts now, while this one renders and builds: see run_files_beside.
+    with publish.staged(target) as staging, \
+            run_files_beside(runs_dir_for(options), target, cache_dir) as run_files:
+        started = time.perf_counter()
+        result = render(options, checked=True)  # refuse_early ran in build()
+        config_file = write_config(result, target)
+        make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
+        timings["render"] = time.perf_counter() - started
+        reuse = None
+        if builder.reuses:
+            shell = incremental.shell_key(config_file, result.project_root, strict, name, memo)
+            reuse = Reuse.load(cache_dir, target, shell)
+            if full:
+                reuse.previous = None
+        Reuse.forget(cache_dir)  # until the new site is live
         started = time.perf_counter()
         warnings = builder.build(config_file, staging, strict, reuse=reuse)
         timings["builder"] = time.perf_counter() - started
@@ -158,33 +162,44 @@ def config_nav(config_file: Path) -> list[object]:
 @dataclass
 class RunFiles:
     """The runs' files published beside the new site (:func:`sparkreport.site.publish.side_dir`)
-    and scanned there: what was published, what the scan found clean, how many files it read."""
+    and scanned there: which files (site path, store path), what was published, what the scan
+    found clean, how many files it read."""
 
+    listed: list[tuple[str, str]]
     files: Published
     clean: dict[str, list[Any]]
     scanned: int
 
 
-def publish_run_files_beside(docs_dir: Path, target: Path, cache_dir: Path | None) -> RunFiles:
-    """Publish the files the docs folder's manifest lists into the side folder of a build of
-    ``target`` (linking or carrying over what the live site holds unchanged), then scan them."""
+def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
+                             listed: list[tuple[str, str]] | None = None) -> RunFiles:
+    """Publish the runs' files (``listed``, else what the Runs pages will list, read from the
+    run store: :meth:`~sparkreport.render.runs_index.RunsPage.store_files`) into the side
+    folder of a build of ``target`` — linking or carrying over what the live site holds
+    unchanged — then scan them."""
+    from sparkreport.render.runs_index import RunsPage
     from sparkreport.site import publish
-    from sparkreport.site.run_files import publish_run_files
+    from sparkreport.site.run_files import publish_listed
     from sparkreport.site.scan import ScanMemo, scan_site
 
     side = publish.side_dir(target)
-    files = publish_run_files(docs_dir, side, previous=target if target.is_dir() else None, cache_dir=cache_dir)
+    if listed is None:
+        listed = RunsPage.store_files(runs_dir)
+    files = publish_listed(runs_dir, listed, side, previous=target if target.is_dir() else None,
+                           cache_dir=cache_dir)
     memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
     findings = scan_site(side, memo=memo)
-    return RunFiles(files, memo.clean_entries(findings), memo.scanned)
+    return RunFiles(listed, files, memo.clean_entries(findings), memo.scanned)
 
 
-def run_files_beside(result: RenderResult, target: Path, cache_dir: Path | None) -> Background[RunFiles]:
-    """:func:`publish_run_files_beside`, started now in a forked process (the builder, meanwhile,
-    keeps one CPU busy and leaves the other mostly idle); in this process when none may be forked."""
+def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None) -> Background[RunFiles]:
+    """:func:`publish_run_files_beside`, started now in a forked process: at the start of a
+    build, which loads and analyses the dataset on one CPU and leaves the other idle, then while
+    the builder converts the pages. In this process (when its result is asked for) where no
+    worker may be forked."""
     from sparkreport.parallel import Background
 
-    return Background(functools.partial(publish_run_files_beside, result.docs_dir, target, cache_dir))
+    return Background(functools.partial(publish_run_files_beside, runs_dir, target, cache_dir))
 
 
 def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Background[RunFiles],
@@ -204,6 +219,12 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
     from sparkreport.site.scan import ScanMemo, check_site
 
     done = run_files.result()
+    manifest = read_manifest(result.docs_dir)
+    listed = manifest[1] if manifest is not None else []
+    if done.listed != listed:  # the store changed under the build (or the pages list other files)
+        shutil.rmtree(publish.side_dir(target))
+        publish.side_dir(target).mkdir()
+        done = publish_run_files_beside(manifest[0] if manifest is not None else Path(), target, cache_dir, listed)
     files = done.files
     publish.merge_into(publish.side_dir(target), staging)
     if result.posts:
@@ -221,7 +242,6 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
     if files.carry is not None:
         memo.keep(files.carry.kept)  # carried over unchanged: scanned clean when first published
     memo.save()
-    manifest = read_manifest(result.docs_dir)
     if cache_dir is not None and manifest is not None:
         save_record(cache_dir, manifest[0], target, files.record)
     return {"copied": files.copied, "linked": files.linked, "kept": files.kept, "scanned": memo.scanned}

@@ -253,6 +253,13 @@ def publish_run_files(docs_dir: Path, site_dir: Path, *, previous: Path | None =
     if manifest is None:
         return Published()
     runs_dir, files = manifest
+    return publish_listed(runs_dir, files, site_dir, previous=previous, cache_dir=cache_dir)
+
+
+def publish_listed(runs_dir: Path, files: list[tuple[str, str]], site_dir: Path, *, previous: Path | None = None,
+                   cache_dir: Path | None = None) -> Published:
+    """:func:`publish_files` of ``files`` (site path, store path), with the live site's record
+    from the build cache ``cache_dir``."""
     if cache_dir is None:
         return publish_files(runs_dir, site_dir, files)
     from sparkreport.cache import HashMemo
