@@ -7,7 +7,8 @@ site and ``check`` can say what was left out.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -15,6 +16,8 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.analysis.statistics import describe_many, describe_summary
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from sparkreport.cache import AnalysisCache
@@ -44,6 +47,20 @@ def design_labels(runs: pd.DataFrame) -> list[str]:
         if ((distinct > 1) & (distinct < runs_per_arm)).any():
             factors.append(column)
     return factors
+
+
+def per_frame(ds: Dataset, runs: pd.DataFrame, name: str, compute: Callable[[], T]) -> T:
+    """``compute()`` once per dataset and runs table: the checks of one pass share the same
+    ``runs`` (the included runs), and several read the same derived table (the arm points, the
+    runs in start order). Kept in ``ds.memo`` with the table itself, so a table made later at
+    the same address is not mistaken for it. The value is shared: callers must not change it."""
+    key = (name, id(runs))
+    found = ds.memo.get(key)
+    if found is not None and found[0] is runs:
+        return found[1]
+    value = compute()
+    ds.memo[key] = (runs, value)
+    return value
 
 
 def arm_rows(runs: pd.DataFrame, keys: list[str], *, dropna: bool = True) -> list[tuple[Any, np.ndarray]]:

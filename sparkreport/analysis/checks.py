@@ -92,6 +92,8 @@ def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
     factors = _design_factors(ds, opts) if ds.whole is not None else None
     repeats = (with_iter.duplicated(repeat_key(with_iter, factors), keep=False)
                & with_iter[ARM_KEYS].notna().all(axis=1))
+    if not repeats.any():
+        return findings
     described = with_iter[["iteration", "included", "run_id"]]
     for arm, positions in arm_rows(with_iter, ARM_KEYS):
         if not repeats.iloc[positions].any():
@@ -121,7 +123,10 @@ def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
 def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     import pandas as pd
 
-    failed = runs[~runs["ok"].fillna(False).astype(bool)]
+    failing = ~runs["ok"].fillna(False).astype(bool)
+    if not failing.any():
+        return []
+    failed = runs[failing]
     findings = []
     for arm, group in failed.groupby(ARM_KEYS):
         codes = sorted({str(c) for c in group["exit_code"].astype(object) if not pd.isna(c)})
@@ -284,7 +289,10 @@ def _incomplete(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
 @register_check("guard", per_campaign=True)
 def _guard(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     """One finding per run a guard of the executor stopped (memory floor, stall)."""
-    stopped = runs[runs["guard"].notna()]
+    stopped_mask = runs["guard"].notna()
+    if not stopped_mask.any():  # the usual case: no copy of every column for an empty table
+        return []
+    stopped = runs[stopped_mask]
     state = "included" if opts.include_failed else "excluded from the statistics"
     return [Finding(
         "warning", f"guard-{row.guard}",

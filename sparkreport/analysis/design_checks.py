@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.analysis.arms import ARM_KEYS, arm_rows, float_matrix, reported
+from sparkreport.analysis.arms import ARM_KEYS, arm_rows, float_matrix, per_frame, reported
 from sparkreport.analysis.checks import Finding, register_check
 from sparkreport.analysis.design import interference_flags, primary_metrics
 from sparkreport.config import AnalysisOptions
@@ -46,8 +46,13 @@ def _arm(key: tuple[object, ...]) -> str:
     return "/".join(str(x) for x in key)
 
 
-def _ordered(runs: pd.DataFrame) -> pd.DataFrame:
-    """Used runs in start order (runs without a start time are left out)."""
+def _ordered(ds: Dataset, runs: pd.DataFrame) -> pd.DataFrame:
+    """Used runs in start order (runs without a start time are left out); computed once per
+    check pass (four checks read it) and shared: not to be changed."""
+    return per_frame(ds, runs, "start-order", lambda: _start_order(runs))
+
+
+def _start_order(runs: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     used = runs[runs["included"] & runs["started_at"].notna()].copy()
@@ -65,11 +70,11 @@ def _present(runs: pd.DataFrame, metrics: tuple[str, ...] | list[str]) -> list[s
     return [m for m in metrics if m in runs.columns and runs[m].notna().any()]
 
 
-def _ordered_values(runs: pd.DataFrame, opts: AnalysisOptions
+def _ordered_values(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions
                     ) -> tuple[pd.DataFrame, list[str], np.ndarray, np.ndarray] | None:
     """The runs in start order, their primary metrics present, those values as one float matrix
     and the run ids; None when there is nothing to check."""
-    used = _ordered(runs)
+    used = _ordered(ds, runs)
     metrics = _present(used, primary_metrics(opts))
     if not metrics or used.empty:
         return None
@@ -81,7 +86,7 @@ def _drift(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
     from scipy import stats as sps
 
     findings: list[Finding] = []
-    ordered = _ordered_values(runs, opts)
+    ordered = _ordered_values(ds, runs, opts)
     if ordered is None:
         return findings
     used, metrics, values, run_ids = ordered
@@ -131,7 +136,7 @@ def _block_starts(used: pd.DataFrame) -> dict[str, str]:
 @register_check("warmup-outlier", per_campaign=True)
 def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings: list[Finding] = []
-    ordered = _ordered_values(runs, opts)
+    ordered = _ordered_values(ds, runs, opts)
     if ordered is None:
         return findings
     used, metrics, values, run_ids = ordered
@@ -224,7 +229,7 @@ _HARDWARE = (("gpu_uuid", "GPUs"), ("gpu_name", "GPU models"), ("driver", "drive
 @register_check("hardware-change", per_campaign=True)
 def _hardware(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings: list[Finding] = []
-    used = _ordered(runs)
+    used = _ordered(ds, runs)
     for (campaign,), positions in arm_rows(used, ["campaign"]):
         group = used.iloc[positions]
         for column, what in _HARDWARE:

@@ -115,7 +115,14 @@ def _model_facts(model_id: str | None, name: str, details: dict[str, Any] | None
 
 
 def arm_points(ds: Dataset, runs: pd.DataFrame) -> list[ArmPoint]:
-    """Arm means (included runs and published summaries) with their model facts and hardware."""
+    """Arm means (included runs and published summaries) with their model facts and hardware
+    (computed once per check pass: five checks read them)."""
+    from sparkreport.analysis.arms import per_frame
+
+    return list(per_frame(ds, runs, "arm-points", lambda: _arm_points(ds, runs)))
+
+
+def _arm_points(ds: Dataset, runs: pd.DataFrame) -> list[ArmPoint]:
     details = {(r.campaign, r.model.name): r.model.details for r in ds.records if r.model.details}
     points: list[ArmPoint] = []
     used = runs[runs["included"]]
