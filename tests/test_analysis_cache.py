@@ -72,9 +72,10 @@ def test_cached_analysis_equals_uncached_on_a_planted_store(tmp_path: Path, dupl
         _assert_same(site, plain)
     first, second, third = (site.analysis_cache for site in builds)
     assert first is not None and second is not None and third is not None
-    assert "check" not in first.computed  # the first build of a cache folder: the whole store at once
-    assert second.computed["check"] == second.computed["compare"] == 3  # then campaign by campaign
-    assert not third.computed
+    # The first build of a cache folder computes the whole store at once and keeps each
+    # campaign's share; the next ones reuse them.
+    assert first.computed["check"] == first.computed["compare"] == first.computed["facts"] == 3
+    assert not second.computed and not third.computed
 
 
 def test_cached_analysis_equals_uncached_on_the_shipped_store(tmp_path: Path) -> None:
@@ -83,7 +84,7 @@ def test_cached_analysis_equals_uncached_on_the_shipped_store(tmp_path: Path) ->
     shutil.copytree(REPO / "runs", runs)
     cache = tmp_path / "cache"
     plain = _site(load_dataset(runs), config, tmp_path, None)
-    for _ in range(2):  # the first build marks the cache, the second fills it campaign by campaign
+    for _ in range(2):  # the first build fills the cache from the whole store, the second reads it
         _assert_same(_site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache), plain)
     warm = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
     _assert_same(warm, plain)
@@ -95,13 +96,14 @@ def test_one_changed_run_recomputes_its_arm_and_its_campaign(tmp_path: Path) -> 
     runs = tmp_path / "runs"
     shutil.copytree(REPO / "runs", runs)
     cache = tmp_path / "cache"
-    _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)  # marks the cache folder
+    _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)  # fills the cache folder
     first = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
     assert first.analysis_cache is not None
     arms = first.analysis_cache.reused["arm_stats"]
     campaigns = len(first.dataset.campaigns())
     assert arms >= 4 and campaigns >= 3
-    assert first.analysis_cache.computed["check"] == first.analysis_cache.computed["compare"] == campaigns
+    assert not first.analysis_cache.computed
+    assert first.analysis_cache.reused["check"] == first.analysis_cache.reused["compare"] == campaigns
 
     run_json = sorted(runs.glob("gpu-torch-native-vs-cgroup/*/run.json"))[3]
     data = json.loads(run_json.read_text(encoding="utf-8"))
@@ -114,3 +116,48 @@ def test_one_changed_run_recomputes_its_arm_and_its_campaign(tmp_path: Path) -> 
     assert again.analysis_cache.reused["arm_stats"] == arms - 1
     assert again.analysis_cache.reused["check"] == campaigns - 1
     _assert_same(again, _site(load_dataset(runs), config, tmp_path, None))
+
+
+@pytest.mark.parametrize("store", ["planted", "shipped"])
+def test_the_first_build_keeps_each_campaigns_share_as_its_view_computes_it(tmp_path: Path, store: str) -> None:
+    """What the first build of a cache folder keeps per campaign, cut from its whole-store pass,
+    is what computing each campaign's view gives (bit for bit, as ``repr`` writes the floats): so
+    a later build that recomputes one campaign and reuses the others equals an uncached one."""
+    import pickle
+
+    from sparkreport.cache import AnalysisCache, HashMemo, package_digest
+
+    if store == "planted":
+        config, ds = ProjectConfig(), build_dataset(_planted())
+    else:
+        config, ds = load_config(REPO / "sparkreport.yml"), load_dataset(REPO / "runs")
+    cut, viewed = tmp_path / "cut", tmp_path / "viewed"
+    _site(ds, config, tmp_path, cut)  # a fresh folder: the whole store, each campaign's share kept
+    marked = AnalysisCache(viewed / "analysis.pickle", salt=package_digest(HashMemo(None)))
+    viewed.mkdir()
+    for kind in ("compare", "check", "facts"):
+        marked.primed(kind)
+    marked.save()
+    ds = build_dataset(_planted()) if store == "planted" else load_dataset(REPO / "runs")
+    _site(ds, config, tmp_path, viewed)  # primed but empty: campaign by campaign, from the views
+
+    def entries(folder: Path) -> dict[str, object]:
+        with (folder / "analysis.pickle").open("rb") as handle:
+            return pickle.load(handle)["entries"]  # type: ignore[no-any-return]
+
+    a, b = entries(cut), entries(viewed)
+    for kind in ("compare", "check", "facts"):
+        assert len(a[kind]) == len(ds.campaigns()) + 1  # one entry per campaign, and the mark
+        assert repr(sorted(a[kind].items())) == repr(sorted(b[kind].items())), kind
+
+
+def test_a_finding_placed_in_no_single_campaign_leaves_the_checks_to_the_views() -> None:
+    from sparkreport.analysis.checks import Finding, _by_campaign
+
+    ds = build_dataset(_planted())
+    one = Finding("warning", "drift", "alpha/m/native: drifts", ["a.native.0", "a.native.2"])
+    named = Finding("info", "metric-not-reported", "beta/n/docker: the source does not report kv_cache_gib")
+    assert _by_campaign(ds, [one, named]) == {"alpha": [one], "beta": [named]}
+    both = Finding("warning", "x", "spans two", ["a.native.0", "b.native.0"])
+    unnamed = Finding("info", "y", "no campaign named here")
+    assert _by_campaign(ds, [one, both]) is None and _by_campaign(ds, [unnamed]) is None

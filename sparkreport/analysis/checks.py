@@ -86,7 +86,7 @@ def planned_per_campaign(runs: pd.DataFrame, opts: AnalysisOptions) -> dict[str,
 
 @register_check("duplicates", per_campaign=True)
 def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
-    findings = []
+    findings: list[Finding] = []
     with_iter = runs[runs["iteration"].notna()]
     # A repeat shares the arm and the per-arm key; rows without an arm belong to no group.
     factors = _design_factors(ds, opts) if ds.whole is not None else None
@@ -311,23 +311,55 @@ def check(ds: Dataset, opts: AnalysisOptions | None = None, cache: AnalysisCache
     run over the whole dataset every time.
     """
     opts = opts or AnalysisOptions()
-    if cache is None or not cache.primed("check"):
+    if cache is None:
         return _sorted(_run_checks(ds, opts, list(CHECKS)))
     from sparkreport.analysis.arms import campaign_digests
 
-    findings = _run_checks(ds, opts, [name for name in CHECKS if name not in CAMPAIGN_CHECKS])
     scoped = [name for name in CHECKS if name in CAMPAIGN_CHECKS]
     digests = campaign_digests(ds, opts)
     factors = _design_factors(ds, opts)
+
+    def key(campaign: str) -> str:
+        assert cache is not None
+        return cache.key(("kind", "check-1"), ("runs", digests[campaign]), ("opts", opts), ("checks", scoped),
+                         ("metrics", ds.metric_columns), ("factors", factors))
+
+    findings = _run_checks(ds, opts, [name for name in CHECKS if name not in CAMPAIGN_CHECKS])
+    if not cache.primed("check"):
+        # The whole store at once (the first build of a cache folder); each campaign's share of
+        # the findings is kept as its view would have found it, when every finding names runs
+        # of one campaign only — so the next build starts primed.
+        whole = _run_checks(ds, opts, scoped)
+        shares = _by_campaign(ds, whole)
+        if shares is not None:
+            for campaign in ds.campaigns():
+                cache.put("check", key(campaign), shares.get(campaign, []))
+        return _sorted(findings + whole)
     for campaign in ds.campaigns():
-        key = cache.key(("kind", "check-1"), ("runs", digests[campaign]), ("opts", opts), ("checks", scoped),
-                        ("metrics", ds.metric_columns), ("factors", factors))
-        found = cache.get("check", key)
+        found = cache.get("check", key(campaign))
         if found is None:
             found = _run_checks(ds.campaign_view(campaign), opts, scoped)
-            cache.put("check", key, found)
+            cache.put("check", key(campaign), found)
         findings.extend(found)
     return _sorted(findings)
+
+
+def _by_campaign(ds: Dataset, findings: list[Finding]) -> dict[str, list[Finding]] | None:
+    """The findings of per-campaign checks run on the whole dataset, by the campaign of the runs
+    each names (one that names none, by the ``campaign/…`` its message starts with), in order;
+    None when one cannot be placed in exactly one campaign."""
+    campaign_of = {record.run_id: record.campaign for record in ds.records}
+    known = set(campaign_of.values())
+    out: dict[str, list[Finding]] = {}
+    for finding in findings:
+        campaigns = {campaign_of.get(run_id) for run_id in finding.runs}
+        if not finding.runs:
+            prefix = finding.message.split("/", 1)[0]
+            campaigns = {prefix if prefix in known and "/" in finding.message else None}
+        if len(campaigns) != 1 or None in campaigns:
+            return None
+        out.setdefault(str(campaigns.pop()), []).append(finding)
+    return out
 
 
 def _run_checks(ds: Dataset, opts: AnalysisOptions, names: list[str]) -> list[Finding]:

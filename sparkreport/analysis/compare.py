@@ -95,23 +95,32 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     wanted = set(metrics or design.family_representatives(opts.tested_metrics)[0])
     names = dict(zip(ds.runs["model"], ds.runs["model_name"], strict=False))
     names.update(dict(zip(ds.summaries["model"], ds.summaries["model_name"], strict=False)))
+    digests = campaign_digests(ds, opts) if cache is not None else {}
+    models: dict[str, set[str]] = {}
+    for record in ds.records:
+        models.setdefault(record.campaign, set()).add(record.model.name)
+
+    def key(campaign: str) -> str:
+        assert cache is not None
+        shown_names = sorted((model, str(names.get(model, model))) for model in models[campaign])
+        return cache.key(("kind", "compare-1"), ("runs", digests[campaign]), ("factor", factor),
+                         ("baseline", baseline), ("opts", opts), ("wanted", sorted(wanted)),
+                         ("names", shown_names), ("metrics", ds.metric_columns))
+
     if cache is None or not cache.primed("compare"):
-        rows, levels = _pair_rows(ds, factor, baseline, opts, wanted, names)
+        rows, levels, by_campaign = _pair_rows(ds, factor, baseline, opts, wanted, names)
+        if cache is not None and baseline in levels:
+            # Each campaign's share of the whole table is what its view computes (the pairs are
+            # per campaign, each p-value is its pair's own): the next build starts primed.
+            for campaign in ds.campaigns():
+                cache.put("compare", key(campaign), by_campaign.get(campaign, ([], [])))
     else:
         rows, levels = [], []
-        models: dict[str, set[str]] = {}
-        for record in ds.records:
-            models.setdefault(record.campaign, set()).add(record.model.name)
-        digests = campaign_digests(ds, opts)
         for campaign in ds.campaigns():
-            shown_names = sorted((model, str(names.get(model, model))) for model in models[campaign])
-            key = cache.key(("kind", "compare-1"), ("runs", digests[campaign]), ("factor", factor),
-                            ("baseline", baseline), ("opts", opts), ("wanted", sorted(wanted)),
-                            ("names", shown_names), ("metrics", ds.metric_columns))
-            found = cache.get("compare", key)
+            found = cache.get("compare", key(campaign))
             if found is None:
-                found = _pair_rows(ds.campaign_view(campaign), factor, baseline, opts, wanted, names)
-                cache.put("compare", key, found)
+                found = _pair_rows(ds.campaign_view(campaign), factor, baseline, opts, wanted, names)[:2]
+                cache.put("compare", key(campaign), found)
             rows.extend(found[0])
             levels.extend(found[1])
         levels = sorted(set(levels))
@@ -126,13 +135,15 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
 
 
 def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, wanted: set[str],
-               names: dict[Any, Any]) -> tuple[list[dict[str, object]], list[str]]:
+               names: dict[Any, Any]) -> tuple[list[dict[str, object]], list[str],
+                                               dict[str, tuple[list[dict[str, object]], list[str]]]]:
     """The comparison rows before the design step (blocks, Holm, verdicts), and the levels of
-    ``factor`` seen (the caller refuses a baseline that none has)."""
+    ``factor`` seen (the caller refuses a baseline that none has); then the same two per
+    campaign (what :meth:`Dataset.campaign_view` of each would give)."""
     arms = _arms(ds, opts, factor)
     levels = sorted({key[2] for key in arms})
     if baseline not in levels:
-        return [], levels
+        return [], levels, {}
     pairs = []
     for (campaign, model, level, metric), base in sorted(arms.items()):
         if level != baseline:
@@ -151,13 +162,20 @@ def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, w
     # has no values, so its pairs get NaN (which _compare_one reports as skipped).
     p_mw = st.mann_whitney_many([(base.values or [], other.values or []) for *_, base, other in pairs])
     rows = []
+    by_campaign: dict[str, tuple[list[dict[str, object]], list[str]]] = {}
+    for key in arms:
+        by_campaign.setdefault(key[0], ([], []))[1].append(key[2])
+    for _rows, seen in by_campaign.values():
+        seen[:] = sorted(set(seen))
     for (campaign, model, metric, candidate, base, other), p in zip(pairs, p_mw, strict=True):
-        rows.append(_compare_one(base, other, opts, metric, p) | {
+        row = _compare_one(base, other, opts, metric, p) | {
             "campaign": campaign, "model": model, "model_name": names.get(model, model),
             "metric": metric, "unit": metric_catalog.unit_of(metric),
             "baseline": baseline, "candidate": candidate,
-        })
-    return rows, levels
+        }
+        rows.append(row)
+        by_campaign[campaign][0].append(row)
+    return rows, levels, by_campaign
 
 
 def _constant(arm: _Arm) -> bool:

@@ -110,19 +110,33 @@ def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str
     the configured fraction 0.9"). With ``cache``, each campaign's facts are kept by the
     digest of its runs."""
     opts = opts or AnalysisOptions()
-    if cache is None or not cache.primed("facts"):
+    if cache is None:
         return _constant_facts(ds, opts, factor, metrics)
     from sparkreport.analysis.arms import campaign_digests
 
-    facts: list[Fact] = []
     digests = campaign_digests(ds, opts)
+
+    def key(campaign: str) -> str:
+        assert cache is not None
+        return cache.key(("kind", "facts-1"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor),
+                         ("metrics", metrics))
+
+    if not cache.primed("facts"):
+        # The whole store at once; each fact belongs to one campaign, so each campaign's share is
+        # what its view computes: kept, so the next build starts primed.
+        facts = _constant_facts(ds, opts, factor, metrics)
+        shares: dict[str, list[Fact]] = {}
+        for fact in facts:
+            shares.setdefault(fact.campaign, []).append(fact)
+        for campaign in ds.campaigns():
+            cache.put("facts", key(campaign), shares.get(campaign, []))
+        return facts
+    facts = []
     for campaign in ds.campaigns():
-        key = cache.key(("kind", "facts-1"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor),
-                        ("metrics", metrics))
-        found = cache.get("facts", key)
+        found = cache.get("facts", key(campaign))
         if found is None:
             found = _constant_facts(ds.campaign_view(campaign), opts, factor, metrics)
-            cache.put("facts", key, found)
+            cache.put("facts", key(campaign), found)
         facts.extend(found)
     return facts
 
