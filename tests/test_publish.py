@@ -683,3 +683,17 @@ def test_a_store_that_changed_under_the_build_publishes_what_the_pages_list(
     assert {site_path for site_path, _store in expected} <= _files(root / "site")
     assert result.published["copied"] == len(expected)
     assert not publish.side_dir(root / "site").exists()
+
+
+def test_the_early_list_reads_an_old_record_through_the_store(tmp_path: Path) -> None:
+    """A run.json of an older schema is migrated before its files are listed (as the dataset
+    reads it); a current one is read as JSON alone, to the same lists."""
+    from sparkreport.render.runs_index import _listed_files
+
+    store = RunStore(tmp_path / "runs")
+    old = REPO / "tests" / "fixtures" / "schema-v1" / "torch-run.json"
+    migrated = store.load(old)
+    assert _listed_files(store, str(old)) == (migrated.provenance.raw_files, migrated.provenance.tables)
+    current = tmp_path / "run.json"
+    current.write_text(json.dumps(migrated.to_dict(), indent=2), encoding="utf-8")
+    assert _listed_files(store, str(current)) == (migrated.provenance.raw_files, migrated.provenance.tables)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
     from sparkreport.schema import RunRecord
+    from sparkreport.store import RunStore
 
 #: Rows per Runs page (about 400 bytes of Markdown each: pages stay far below 1.5 MB).
 PAGE_SIZE = 250
@@ -121,10 +122,10 @@ class RunsPage(Page):
         folders: dict[str, bool] = {}
         published: set[tuple[str, str]] = set()
         for (path, _stat), (campaign, run) in zip(scan.files, scan.folders, strict=True):
-            record = store.load(path)
+            raw_files, tables = _listed_files(store, path)
             published.update((f"{cls.folder}/{f['path']}", f["store_path"])
-                             for f in run_files(runs_dir, f"{campaign}/{run}", record.provenance.raw_files,
-                                                cls.files_dir, tables=record.provenance.tables, folders=folders))
+                             for f in run_files(runs_dir, f"{campaign}/{run}", raw_files, cls.files_dir,
+                                                tables=tables, folders=folders))
         return sorted(published)
 
     def fill_group(self, site: SiteData, doc: PageDoc, chunk: list[dict[str, Any]], k: int, paths: list[str],
@@ -189,6 +190,27 @@ class RunsPage(Page):
                                              "samples.csv")
                 charts.append(chart)
         return charts
+
+
+def _listed_files(store: RunStore, path: str) -> tuple[list[str], list[str]]:
+    """The raw files and tables a run.json lists. A record of the current schema version whose
+    lists are lists of strings is read as JSON alone (a third of validating it: a build reads
+    every run.json of the store for this); any other goes through the store's validation and
+    migration, which also names a bad file as the dataset would."""
+    from sparkreport.schema import SCHEMA_VERSION
+
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read())
+        provenance = data["provenance"]
+        lists = provenance.get("raw_files", []), provenance.get("tables", [])
+        if data["schema_version"] == SCHEMA_VERSION \
+                and all(isinstance(x, list) and all(isinstance(v, str) for v in x) for x in lists):
+            return list(lists[0]), list(lists[1])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        pass
+    record = store.load(path)
+    return record.provenance.raw_files, record.provenance.tables
 
 
 def _signature(path: Path, memo: HashMemo | None = None) -> str:
