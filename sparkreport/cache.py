@@ -282,10 +282,11 @@ class AnalysisCache:
         self.changed = True
 
     def primed(self, kind: str) -> bool:
-        """Whether an earlier build kept entries of ``kind``. The first build of a cache folder
-        (every CI build that does not keep ``build/``) computes per-campaign kinds over the whole
-        store, as fast as without a cache, and only marks the kind; the next build fills the
-        cache campaign by campaign (about 1.6× the whole-store cost, once)."""
+        """Whether an earlier build kept entries of ``kind`` (and mark that this one does). The
+        first build of a cache folder (every CI build that does not keep ``build/``) computes
+        per-campaign kinds over the whole store at once, as fast as without a cache, and keeps
+        each campaign's share of the result under that campaign's key; later builds read them
+        campaign by campaign."""
         marker = f"{kind}:primed"
         self.used.setdefault(kind, set()).add(marker)
         if marker in self.entries.get(kind, {}):
