@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -199,3 +200,34 @@ def test_per_run_spec_is_what_altair_builds() -> None:
     expected = alt.layer(box, points).properties(width=charts.PANEL_WIDTH, height=alt.Step(46), title="Runs").to_dict()
     assert json.loads(json.dumps(chart.spec, sort_keys=True)) == json.loads(json.dumps(expected, sort_keys=True))
     assert [row["status"] for row in data] == ["included", "excluded", "included", "included"]
+
+
+def test_every_chart_the_shipped_project_renders_is_valid_vega_lite(tmp_path: Path) -> None:
+    """Builds turn Altair's construction-time validation off (``charts.altair``): every chart
+    spec of this repository's own site — per-run, means, forest, memory budget, monitoring
+    samples, diffs — is checked against the Vega-Lite schema here instead (the History page's
+    charts by tests/test_history_page.py's spec checks)."""
+    from altair.utils.schemapi import validate_jsonschema
+    from altair.vegalite.v6.schema import load_schema
+
+    from sparkreport.render import RenderOptions, render
+
+    repo = Path(__file__).resolve().parents[1]
+    result = render(RenderOptions(runs_dir=repo / "runs", docs_dir=tmp_path / "docs",
+                                  config_path=repo / "sparkreport.yml", project_root=repo))
+    schema = load_schema()
+    specs = sorted(result.docs_dir.rglob("*.vl.json"))
+    assert len(specs) >= 40
+    for path in specs:
+        validate_jsonschema(json.loads(path.read_text(encoding="utf-8")), schema, rootschema=schema)
+    sections = {path.relative_to(result.docs_dir).parts[0] for path in specs}
+    assert {"results", "memory", "diffs", "campaigns"} <= sections, sorted(sections)
+    # The Runs pages' monitoring chart (this store's samples have other columns): from a GB10 CSV.
+    from sparkreport.render.runs_index import samples_chart
+
+    csv = tmp_path / "samples.csv"
+    csv.write_text("timestamp,power_draw_w,temperature_gpu_c,utilization_gpu_pct\n" + "".join(
+        f"2026/01/02 10:00:{k:02d}.000,{30 + k},{40 + k / 2},{k % 100}\n" for k in range(60)), encoding="utf-8")
+    chart = samples_chart(csv, name="samples-x", title="x: monitoring samples")
+    assert chart is not None
+    validate_jsonschema(json.loads(json.dumps(chart.spec)), schema, rootschema=schema)

@@ -54,6 +54,13 @@ def test_change_links_to_the_diff_page_of_its_two_versions(site: RenderResult) -
 def test_one_chart_per_charted_metric_with_change_marks(site: RenderResult) -> None:
     charts = sorted(p.name for p in (site.docs_dir / "history" / "charts").glob("*.vl.json"))
     assert charts == ["output_throughput_tok_s-history.vl.json", "peak_memory_gib-history.vl.json"]
+    from altair.utils.schemapi import validate_jsonschema
+    from altair.vegalite.v6.schema import load_schema
+
+    schema = load_schema()  # builds skip Altair's own validation (charts.altair): checked here
+    for name in charts:
+        validate_jsonschema(json.loads((site.docs_dir / "history" / "charts" / name).read_text(encoding="utf-8")),
+                            schema, rootschema=schema)
     spec = json.loads((site.docs_dir / "history" / "charts" / charts[0]).read_text())
     text = json.dumps(spec)
     assert "native: -3.8% (0.21.0 \\u2192 0.22.0, regression)" in text

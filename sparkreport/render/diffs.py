@@ -89,10 +89,11 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
 
 def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff) -> ChartSpec | None:
     """Both sides' runs per cell (a strip per side), aggregated if it would pass 5000 rows."""
-    import altair as alt
     import pandas as pd
 
-    from sparkreport.charts import MAX_ROWS, PANEL_WIDTH, _finish, _records, metric_title
+    from sparkreport.charts import MAX_ROWS, PANEL_WIDTH, _finish, _records, altair, metric_title
+
+    alt = altair()
 
     if metric not in a.columns or metric not in b.columns:
         return None
@@ -118,9 +119,9 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
 
 def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
     """The ratio b/a per cell with its Fieller CI, and the line of no change at 1."""
-    import altair as alt
+    from sparkreport.charts import PANEL_WIDTH, _finish, _records, altair
 
-    from sparkreport.charts import PANEL_WIDTH, _finish, _records
+    alt = altair()
 
     frame = cells[cells["ratio"].notna()].copy()
     if frame.empty:

@@ -182,9 +182,9 @@ def history_charts(site: SiteData, result: History) -> list[ChartSpec]:
 
 
 def _metric_chart(result: History, metric: str) -> ChartSpec | None:
-    import altair as alt
+    from sparkreport.charts import PANEL_WIDTH, _finish, altair, inline, metric_title
 
-    from sparkreport.charts import PANEL_WIDTH, _finish, inline, metric_title
+    alt = altair()
 
     # a series of one version is a point, not a course (the page counts them, history.json has them)
     series = [s for s in result.series if s.metric == metric and len(s.points) > 1]

@@ -234,9 +234,9 @@ def ledger_summary(site: SiteData) -> dict[str, Any]:
 def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
     """The memory budget as stacked bars per arm: memory before the KV cache → KV cache → left
     free. The bar is the pool: a KV cache that would pass it is cut at the pool (and said so)."""
-    import altair as alt
+    from sparkreport.charts import PANEL_WIDTH, _finish, altair
 
-    from sparkreport.charts import PANEL_WIDTH, _finish
+    alt = altair()
 
     parts = ("before the KV cache", "KV cache", "left free")
     data = []

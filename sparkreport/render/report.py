@@ -409,9 +409,9 @@ VERDICT_MARKS = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclu
 def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confidence: float) -> ChartSpec | None:
     """Every effect (Δ% vs the baseline) with its CI, one row per model × metric, and the
     equivalence band (± margin) drawn; effects without a CI are drawn hollow."""
-    import altair as alt
+    from sparkreport.charts import PANEL_WIDTH, _finish, altair, inline
 
-    from sparkreport.charts import PANEL_WIDTH, _finish, inline
+    alt = altair()
 
     data = []
     for e in effects:

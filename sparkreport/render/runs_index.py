@@ -231,12 +231,13 @@ def _order(record: RunRecord) -> tuple[str, str, str, int, str]:
 
 def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
     """Power, temperature and utilization over elapsed minutes, each series LTTB-downsampled."""
-    import altair as alt
     import numpy as np
     import pandas as pd
 
-    from sparkreport.charts import PANEL_WIDTH, _finish, inline
+    from sparkreport.charts import PANEL_WIDTH, _finish, altair, inline
     from sparkreport.lttb import lttb
+
+    alt = altair()
 
     try:
         frame = pd.read_csv(path)
