@@ -18,6 +18,7 @@ build's own process, with the same result (tests compare both byte for byte).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -168,6 +169,14 @@ def _answer(pipe: Any) -> Any:
                           f"build again, or set {JOBS_ENV}=1 to build in one process") from None
     if kind == "error":
         raise value
+    if kind == "file":  # a background task's value, pickled by it (our own file, just written)
+        import pickle
+
+        try:
+            with open(value, "rb") as handle:
+                return pickle.load(handle)  # noqa: S301
+        finally:
+            os.unlink(value)
     return value
 
 
@@ -212,6 +221,11 @@ class Background(Generic[T]):
         """Stop the task (given ``wait`` seconds to end by itself first)."""
         self._task = None
         if self._pipe is not None:
+            with contextlib.suppress(OSError, EOFError, ValueError):
+                if self._pipe.poll():  # done, but never asked for: remove the file of its value
+                    kind, value = self._pipe.recv()
+                    if kind == "file":
+                        os.unlink(value)
             self._pipe.close()
             self._pipe = None
         if self._process is not None:
@@ -231,7 +245,16 @@ class Background(Generic[T]):
 def _background(connection: Any, task: Callable[[], Any], parent: int) -> None:
     _quiet_signals(parent)
     try:
-        connection.send(("ok", task()))
+        value = task()
+        # The value goes through a file, so that this process ends (and frees its memory) as
+        # soon as it is done instead of waiting, in send(), for the build to read a pipe.
+        import pickle
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(prefix=".sparkreport-background.", suffix=".pickle",
+                                         delete=False) as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        connection.send(("file", handle.name))
     except BaseException as exc:  # noqa: BLE001 — handed to the build's process, raised there
         connection.send(("error", portable(exc)))
     finally:

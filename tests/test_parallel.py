@@ -283,3 +283,20 @@ def test_workers_die_with_a_build_killed_outright(tmp_path: Path, mode: str) -> 
     while not all(gone(pid) for pid in workers) and time.monotonic() - started < 10:
         time.sleep(0.05)  # SIGKILL was sent: the kernel is tearing them down
     assert all(gone(pid) for pid in workers)
+
+
+@needs_fork
+def test_a_background_value_travels_through_a_file_that_is_removed(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child hands its value over in a file (so it can end before the build reads it); the
+    file is gone once read, and also when the value is never asked for."""
+    import tempfile
+    import time
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    big = list(range(200_000))  # far more than a pipe holds
+    with parallel.Background(lambda: big) as pending:
+        assert pending.result() == big
+    with parallel.Background(lambda: big):
+        time.sleep(2)  # done meanwhile, never asked for
+    assert not list(tmp_path.glob(".sparkreport-background.*"))

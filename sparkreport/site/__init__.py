@@ -188,7 +188,7 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
     files = publish_listed(runs_dir, listed, side, previous=target if target.is_dir() else None,
                            cache_dir=cache_dir)
     memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
-    findings = scan_site(side, memo=memo)
+    findings = scan_site(side, memo=memo, forked=False)
     return RunFiles(listed, files, memo.clean_entries(findings), memo.scanned)
 
 

@@ -376,13 +376,16 @@ def scanner_signature() -> str:
     return code_signature(secrets.__file__, __file__)
 
 
-def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None = None) -> list[Finding]:
+def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None = None,
+              forked: bool = True) -> list[Finding]:
     """Every credential shape in the files of a built site, in path order.
 
     With ``prefilter`` (and a ``grep`` on the PATH), plain files go through :data:`PREFILTER_ERE`
     first and only those it matches are scanned in Python; gzip files are decompressed and
     handed to grep on stdin. Without grep every file is scanned in Python (same result, slower).
-    With a ``memo``, files it knows clean are left out (:class:`ScanMemo`).
+    With a ``memo``, files it knows clean are left out (:class:`ScanMemo`). ``forked=False``
+    scans in this process only (the run-file publisher, itself a process beside the build: its
+    workers' batches of decompressed samples were the cold build's peak of memory).
     """
     files = list(site_files(site_dir))
     if memo is not None:
@@ -408,7 +411,7 @@ def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None =
 
     # The candidates' regular expressions and the decompression run in Python: many files go to
     # forked workers (sparkreport.parallel), a share each.
-    workers = workers_for(len(todo), per_worker=FILES_PER_WORKER)
+    workers = workers_for(len(todo), per_worker=FILES_PER_WORKER) if forked else 0
     found: dict[str, list[Finding]] = {}
     if workers:
         shares = split(todo, workers * 4)
