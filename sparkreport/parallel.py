@@ -6,9 +6,9 @@ them, the publish scan's pass over thousands of files. :func:`fork_map` and :fun
 run such pieces in worker processes forked from the build, so each worker starts with
 everything already loaded (the dataset, the analysis, the MkDocs config) and only the results
 travel back, in order; a worker killed (by the OOM killer, say) is a one-line error, not a
-hang. :class:`Background` runs one piece beside the build's own work: publishing the run files
-(file system calls and zlib on a few threads, then their scan) while the builder converts the
-pages, which leaves a CPU idle for most of its time.
+hang. :class:`Background` runs one piece beside the build's own work from its start: publishing
+the run files (file system calls and zlib on a few threads, then their scan) while the build
+loads, analyses, renders and runs the builder, which leave a CPU idle much of the time.
 
 How many workers: ``SPARKREPORT_JOBS`` when set (``1``: none, everything in the build's own
 process), else the number of CPUs this process may use. Workers are forked, so this is done
@@ -198,7 +198,8 @@ class Background(Generic[T]):
         mine, theirs = context.Pipe()
         gc.freeze()  # the child's collector leaves the build's objects (and their pages) alone
         try:
-            # Not a daemon: it may fork workers of its own (the scan); it never outlives the build.
+            # Not a daemon, so that a task may fork workers of its own; it never outlives the
+            # build (PR_SET_PDEATHSIG, and cancel() when the build leaves the block).
             self._process = context.Process(target=_background, args=(theirs, task, os.getpid()))
             self._process.start()
         finally:

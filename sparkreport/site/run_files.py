@@ -4,8 +4,9 @@ The Runs pages link each run's files under ``runs/files/<campaign>/…``. Handin
 a 10 000-run store to MkDocs as static files cost more than the pages themselves (a File object,
 a modification check and a copy each); ``render`` instead writes a manifest (every published
 file: site path ← run-store path, :data:`sparkreport.published.MANIFEST`) into the docs folder,
-and :func:`publish_run_files` copies them into the site once the builder (MkDocs or Zensical)
-has built the pages. Files are copied, never linked: the site must not share files with
+and :func:`publish_listed` publishes them — from a process beside the build, into a folder beside
+the new site (:func:`sparkreport.site.publish_run_files_beside`), whichever builder (MkDocs or
+Zensical) builds the pages. Files are copied, never linked: the site must not share files with
 ``runs/``, the source of truth.
 
 What is published, and how:
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.published import COMPRESS_LEVEL, RUN_FILE, published_env, read_manifest, store_stat
+from sparkreport.published import COMPRESS_LEVEL, RUN_FILE, published_env, store_stat
 
 if TYPE_CHECKING:
     from sparkreport.cache import HashMemo
@@ -242,18 +243,6 @@ def carry_plan(live: Path, site: Path, record: dict[str, list[Any]], now: dict[s
                 else:
                     return None  # a link or a device: not something a build published
     return root if held == set(record) else None
-
-
-def publish_run_files(docs_dir: Path, site_dir: Path, *, previous: Path | None = None,
-                      cache_dir: Path | None = None) -> Published:
-    """The post-build step: publish the files the docs folder's manifest lists into the built
-    site ``site_dir`` (whichever builder built it), linking the unchanged ones from the live
-    site ``previous`` when the build cache ``cache_dir`` holds its record."""
-    manifest = read_manifest(docs_dir)
-    if manifest is None:
-        return Published()
-    runs_dir, files = manifest
-    return publish_listed(runs_dir, files, site_dir, previous=previous, cache_dir=cache_dir)
 
 
 def publish_listed(runs_dir: Path, files: list[tuple[str, str]], site_dir: Path, *, previous: Path | None = None,
