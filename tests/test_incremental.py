@@ -257,3 +257,53 @@ def test_a_session_reuses_the_analysis_when_only_a_post_changed(two_campaigns: P
     third = session.render()
     assert "results/deepseek/index.md" in third.rendered_pages
     assert "results/qwen72b/index.md" in third.skipped_pages
+
+
+def test_a_finding_renders_only_the_pages_that_show_it(two_campaigns: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Results page shows error-level findings only (its claims and its banner), a Runs group
+    page none: a new warning about a model's runs renders the pages that list warnings, not
+    those; an error renders its Results page too. Each render equals a cold one byte for byte.
+    With the Results template overridden by the project, the page is keyed by every finding."""
+    import sparkreport.analysis as analysis
+    from sparkreport.analysis.checks import Finding
+    from sparkreport.dataset import load_dataset
+    from sparkreport.render import runs_index
+    from sparkreport.render.markdown import PACKAGE_TEMPLATES
+
+    monkeypatch.setattr(runs_index, "PAGE_SIZE", 8)  # group pages, as in a large store
+    deepseek = sorted(r.run_id for r in load_dataset(two_campaigns / "runs").records if r.model.name == "deepseek")
+    planted: list[Finding] = []
+    check = analysis.check
+    monkeypatch.setattr(analysis, "check", lambda *a, **k: [*check(*a, **k), *planted])
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    first = render(options)
+    groups = [p for p in first.rendered_pages if p.startswith("runs/phase1/DeepSeek")]
+    assert groups
+
+    def cold(name: str) -> dict[str, bytes]:
+        return tree(render(RenderOptions(runs_dir=two_campaigns / "runs", project_root=two_campaigns,
+                                         docs_dir=tmp_path / name / "docs")).docs_dir)
+
+    planted.append(Finding("warning", "planted", "phase1/deepseek: a planted warning", runs=deepseek))
+    second = render(options)
+    assert "quality/index.md" in second.rendered_pages and "campaigns/phase1/index.md" in second.rendered_pages
+    assert "results/deepseek/index.md" not in second.rendered_pages
+    assert not set(groups) & set(second.rendered_pages)
+    assert tree(second.docs_dir) == cold("warning")
+
+    planted.append(Finding("error", "planted-error", "phase1/deepseek: a planted error", runs=deepseek))
+    third = render(options)
+    assert "results/deepseek/index.md" in third.rendered_pages
+    assert "results/qwen72b/index.md" not in third.rendered_pages
+    assert not set(groups) & set(third.rendered_pages)
+    assert tree(third.docs_dir) == cold("error")
+
+    (two_campaigns / "templates").mkdir()
+    for name in ("results.md", "runs_group.md"):  # the package's own text, as a project's file
+        (two_campaigns / "templates" / name).write_bytes((PACKAGE_TEMPLATES / name).read_bytes())
+    render(options)
+    planted.append(Finding("warning", "planted-again", "phase1/deepseek: another warning", runs=deepseek))
+    fourth = render(options)
+    assert "results/deepseek/index.md" in fourth.rendered_pages
+    assert set(groups) <= set(fourth.rendered_pages)

@@ -8,7 +8,9 @@ Each planned document (:class:`~sparkreport.render.pages.PageDoc`) gets a key, t
 * the runs it reads (``inputs``: :meth:`Dataset.digest_of` over their run.json digests; every
   run for a page that reads everything) and anything else it reads (``also_reads``: the
   analysis rows it shows, a campaign file, a diff's selectors);
-* the findings that concern it (those about its runs, those about no run, its banner's);
+* the findings that concern it (those about its runs and those about no run — only the
+  error-level ones, or none, for a page that shows no other (``PageDoc.reads_findings``) — and
+  its banner's);
 * ``sparkreport.yml``, the sparkreport package itself (code and packaged templates), the run
   store's and project's paths and the command printed in the footer; for the pages whose
   footer names the whole dataset, the dataset digest and the project commit.
@@ -103,6 +105,8 @@ class PageKeys:
         self.env = env
         self.base = inputs_digest([("pages", str(PAGES_VERSION)), *base])
         self._templates: dict[str, str] = {}
+        #: Whether a template and everything it includes come from the package (not overridden).
+        self._packaged: dict[str, bool] = {}
         dataset = site.dataset
         self.summary_ids = {r.run_id for r in dataset.records if r.record_type == "arm_summary"}
         self.all_ids = [r.run_id for r in dataset.records]
@@ -124,18 +128,29 @@ class PageKeys:
         import jinja2
         from jinja2 import meta
 
+        from sparkreport.render.markdown import PACKAGE_TEMPLATES
+
         if name in self._templates:
             return self._templates[name]
         if name in seen:
             return "cycle"
         try:
-            source = self.env.loader.get_source(self.env, name)[0] if self.env.loader else ""
+            source, filename, _uptodate = (self.env.loader.get_source(self.env, name) if self.env.loader
+                                           else ("", None, None))
             referenced = sorted(r for r in meta.find_referenced_templates(self.env.parse(source)) if r)
         except jinja2.TemplateError:
+            self._packaged[name] = False
             return "unreadable"  # the render itself reports it, with its line
         parts = [name, source] + [self.template_digest(r, seen | {name}) for r in referenced]
+        self._packaged[name] = (filename is not None and Path(filename).parent == PACKAGE_TEMPLATES
+                                and all(self._packaged.get(r, False) for r in referenced))
         self._templates[name] = digest = _sha("\0".join(parts))
         return digest
+
+    def packaged(self, name: str) -> bool:
+        """Whether template ``name`` and every template it includes are the package's own."""
+        self.template_digest(name)
+        return self._packaged.get(name, False)
 
     def footer(self, doc: PageDoc) -> dict[str, Any] | None:
         """What the page's footer says it was built from (None: the whole dataset's line)."""
@@ -151,9 +166,15 @@ class PageKeys:
             return self.all_findings
         from sparkreport.render.report import errors_in
 
-        found = set(self.unscoped)
-        for run in doc.inputs:
-            found.update(self.by_run.get(run, ()))
+        reads = doc.reads_findings if self.packaged(doc.template) else "all"
+        found: set[int] = set()
+        if reads != "none":
+            found.update(self.unscoped)
+            for run in doc.inputs:
+                found.update(self.by_run.get(run, ()))
+            if reads == "errors":
+                findings = self.site.findings
+                found = {i for i in found if findings[i].severity == "error"}
         if doc.banner:
             found.update(self._error_index[id(f)] for f in errors_in(self.site, doc.scope))
         return _sha("\n".join(self.finding_digests[i] for i in sorted(found)))

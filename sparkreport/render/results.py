@@ -90,6 +90,7 @@ class ResultsPage(Page):
         from sparkreport.render.report import slice_digest
 
         doc.scope = [(campaign, model) for campaign in campaigns]
+        doc.reads_findings = "errors"  # its claims and its banner name error-level findings only
         doc.inputs = [run for campaign in campaigns for run in runs_of.get((model, campaign), [])]
         # its analysis rows, per campaign: a comparison's Holm-adjusted p-value depends on the other
         # models of its campaign, not on other campaigns

@@ -78,6 +78,7 @@ class RunsPage(Page):
                 title = f"{model_name} · {environment}" + (f" ({k + 1}/{len(pages)})" if len(pages) > 1 else "")
                 doc = PageDoc(paths[k], title, self.group_template, banner=False)
                 doc.inputs = [e["run_id"] for e in chunk]
+                doc.reads_findings = "none"  # no banner; each row's inclusion is in also_reads
                 # the rows as listed (inclusion, files), the sibling pages and each samples.csv drawn
                 doc.also_reads = [json.dumps([chunk, paths], sort_keys=True, default=str),
                                   *(_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
