@@ -158,7 +158,7 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     # one table per model and environment, named above it (a nine-column table was cut at 1280 px)
     native = page[page.index("**llama-3-8b · native**"):]
     assert native.split("\n")[2] == "| Metric | a | b | Change | 95% CI of b/a | p (Holm) | Verdict |"
-    assert "| KV cache | 57.19 | 57.19 | +0.0% |" in native[:native.index("\n\n**") if "\n\n**" in native else None]
+    assert "| KV cache | 57.19 | 57.19 | 0.0% |" in native[:native.index("\n\n**") if "\n\n**" in native else None]
     charts = {p.name for p in (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "charts").glob("*.vl.json")}
     assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts
 

@@ -19,7 +19,7 @@ from sparkreport.dataset import Dataset, load_dataset
 from sparkreport.errors import BuildError
 from sparkreport.ingest import IngestOptions, ingest_paths
 from sparkreport.render import RenderOptions, RenderResult, render
-from sparkreport.render.markdown import md_escape, num
+from sparkreport.render.markdown import md_escape, num, signed
 from sparkreport.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -427,3 +427,13 @@ def test_quality_page_cuts_a_long_check_short_and_ships_every_finding(
     assert len(listed) == len({row["check"] for row in rows}) < len(rows)  # one row per check
     assert "A check with more than 1 findings is listed with its first 1:" in text
     assert f"All {len(rows):,} findings are in [findings.csv](findings.csv)" in text
+
+
+@pytest.mark.parametrize(("value", "digits", "text"), [
+    (1.234, 2, "+1.23"), (-12.5, 2, "-12.50"), (0.0, 2, "0.00"), (-0.0, 1, "0.0"),
+    (-0.0012, 2, "-0.001"), (0.00049, 2, "+0.0005"), (-0.0049, 2, "-0.005"), (0.04, 1, "+0.04"),
+    (1e-7, 2, "0.00"), (None, 2, "—"), (float("nan"), 2, "—"),
+])
+def test_signed_numbers_never_print_a_signed_zero(value: float | None, digits: int, text: str) -> None:
+    """An interval's end that rounds to zero keeps its sign with the decimals that show it."""
+    assert signed(value, digits) == text

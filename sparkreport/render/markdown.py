@@ -89,6 +89,19 @@ def pvalue(p: Any) -> str:
     return "< 0.001" if float(p) < 0.001 else f"{float(p):.3f}"
 
 
+def signed(value: Any, digits: int = 2) -> str:
+    """A signed number ('+0.03', '-1.20'). A value that rounds to zero keeps its sign with as many
+    more decimals (up to three) as show its first digit ('-0.004', not '-0.00'): an interval's
+    end just below zero says so. Zero, and a value too small for that, is '0.00'; '—' when missing."""
+    if is_missing(value):
+        return MISSING
+    number = float(value)
+    for places in range(digits, digits + 4):
+        if f"{abs(number):.{places}f}".strip("0.") != "":
+            return f"{number:+.{places}f}"
+    return f"{0:.{digits}f}"
+
+
 def percent(value: Any, digits: int = 1) -> str:
     """A fraction as a percentage ('8.8%')."""
     if is_missing(value):
@@ -159,5 +172,6 @@ def make_environment(project_templates: Path | None) -> jinja2.Environment:
     )
     env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
+                       signed=signed,
                        percent=percent, code=code, is_missing=is_missing, MISSING=MISSING, cut=shown_values)
     return env

@@ -521,9 +521,12 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
         highs = [r["delta_high"] for r in rows if r["delta_high"] is not None]
         if not deltas:
             return ""
-        text = f"{deltas[0]:+.2f}%" if len(deltas) == 1 else f"{min(deltas):+.2f}% to {max(deltas):+.2f}%"
+        from sparkreport.render.markdown import signed
+
+        text = (f"{signed(deltas[0])}%" if len(deltas) == 1
+                else f"{signed(min(deltas))}% to {signed(max(deltas))}%")
         if intervals and lows and highs:  # the brackets are explained once, under the summary table
-            text += f" [{min(lows):+.2f}, {max(highs):+.2f}]"
+            text += f" [{signed(min(lows))}, {signed(max(highs))}]"
         return text
 
     def count(rows: list[dict[str, Any]]) -> str:
