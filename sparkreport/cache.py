@@ -16,13 +16,14 @@ build whose key matches the last successful one has nothing to do.
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
 import os
 import pickle
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +32,8 @@ from typing import Any, TypeVar
 CACHE_VERSION = 1
 CACHE_DIR = "cache"
 T = TypeVar("T")
+V = TypeVar("V")
+W = TypeVar("W")
 
 
 def _atomic_bytes(path: Path, data: bytes) -> None:
@@ -303,6 +306,26 @@ class AnalysisCache:
         value = compute()
         self.put(kind, key, value)
         return value
+
+    def campaign_parts(self, kind: str, campaigns: Sequence[str], key: Callable[[str], str],
+                       whole: Callable[[], tuple[W, Mapping[str, V] | None]], part: Callable[[str], V],
+                       empty: Callable[[], V]) -> tuple[W | None, list[V]]:
+        """A per-campaign kind (``compare``, ``check``, ``facts``), one campaign per entry under
+        ``key(campaign)``.
+
+        The first build of a cache folder (:meth:`primed` false) calls ``whole()`` once — the
+        result over the whole store and each campaign's share of it, as that campaign's view
+        computes it (None: the result cannot be split; the next build computes every campaign)
+        — keeps the shares (``empty()`` for a campaign without one) and returns ``(result, [])``.
+        A later build returns ``(None, parts)``: each campaign's entry, or ``part(campaign)``
+        computed on its view and kept, in ``campaigns``' order."""
+        if not self.primed(kind):
+            result, shares = whole()
+            if shares is not None:
+                for campaign in campaigns:
+                    self.put(kind, key(campaign), shares[campaign] if campaign in shares else empty())
+            return result, []
+        return None, [self.get_or(kind, key(campaign), functools.partial(part, campaign)) for campaign in campaigns]
 
     def save(self) -> None:
         """Write the entries, forgetting those of a kind used this time that were not asked for

@@ -324,24 +324,16 @@ def check(ds: Dataset, opts: AnalysisOptions | None = None, cache: AnalysisCache
         return cache.key(("kind", "check-1"), ("runs", digests[campaign]), ("opts", opts), ("checks", scoped),
                          ("metrics", ds.metric_columns), ("factors", factors))
 
+    def whole() -> tuple[list[Finding], dict[str, list[Finding]] | None]:
+        # Each campaign's share is what its view finds when every finding can be placed in one.
+        found = _run_checks(ds, opts, scoped)
+        return found, _by_campaign(ds, found)
+
     findings = _run_checks(ds, opts, [name for name in CHECKS if name not in CAMPAIGN_CHECKS])
-    if not cache.primed("check"):
-        # The whole store at once (the first build of a cache folder); each campaign's share of
-        # the findings is kept as its view would have found it, when every finding names runs
-        # of one campaign only — so the next build starts primed.
-        whole = _run_checks(ds, opts, scoped)
-        shares = _by_campaign(ds, whole)
-        if shares is not None:
-            for campaign in ds.campaigns():
-                cache.put("check", key(campaign), shares.get(campaign, []))
-        return _sorted(findings + whole)
-    for campaign in ds.campaigns():
-        found = cache.get("check", key(campaign))
-        if found is None:
-            found = _run_checks(ds.campaign_view(campaign), opts, scoped)
-            cache.put("check", key(campaign), found)
-        findings.extend(found)
-    return _sorted(findings)
+    found, parts = cache.campaign_parts("check", ds.campaigns(), key, whole,
+                                        lambda campaign: _run_checks(ds.campaign_view(campaign), opts, scoped),
+                                        list[Finding])
+    return _sorted(findings + (found if found is not None else [f for part in parts for f in part]))
 
 
 def _by_campaign(ds: Dataset, findings: list[Finding]) -> dict[str, list[Finding]] | None:

@@ -11,6 +11,7 @@ summaries get the tests summary statistics allow, and ``skipped`` names the othe
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,9 @@ from sparkreport.analysis.arms import arm_rows, campaign_digests, float_matrix, 
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
 from sparkreport.errors import DataError
+
+#: Comparison rows before the design step, and the levels of the factor seen.
+Pairs = tuple[list[dict[str, object]], list[str]]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,23 +111,24 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
                          ("baseline", baseline), ("opts", opts), ("wanted", sorted(wanted)),
                          ("names", shown_names), ("metrics", ds.metric_columns))
 
-    if cache is None or not cache.primed("compare"):
+    def whole() -> tuple[Pairs, Mapping[str, Pairs] | None]:
+        # Each campaign's share of the whole table is what its view computes (the pairs are per
+        # campaign, each p-value is its pair's own).
         rows, levels, by_campaign = _pair_rows(ds, factor, baseline, opts, wanted, names)
-        if cache is not None and baseline in levels:
-            # Each campaign's share of the whole table is what its view computes (the pairs are
-            # per campaign, each p-value is its pair's own): the next build starts primed.
-            for campaign in ds.campaigns():
-                cache.put("compare", key(campaign), by_campaign.get(campaign, ([], [])))
+        return (rows, levels), (by_campaign if baseline in levels else None)
+
+    if cache is None:
+        rows, levels = whole()[0]
     else:
-        rows, levels = [], []
-        for campaign in ds.campaigns():
-            found = cache.get("compare", key(campaign))
-            if found is None:
-                found = _pair_rows(ds.campaign_view(campaign), factor, baseline, opts, wanted, names)[:2]
-                cache.put("compare", key(campaign), found)
-            rows.extend(found[0])
-            levels.extend(found[1])
-        levels = sorted(set(levels))
+        found, parts = cache.campaign_parts(
+            "compare", ds.campaigns(), key, whole,
+            lambda campaign: _pair_rows(ds.campaign_view(campaign), factor, baseline, opts, wanted, names)[:2],
+            lambda: ([], []))
+        if found is not None:
+            rows, levels = found
+        else:
+            rows = [row for part_rows, _levels in parts for row in part_rows]
+            levels = sorted({level for _rows, part_levels in parts for level in part_levels})
     if levels and baseline not in levels:
         raise DataError(f"no {factor} called {baseline!r} — the data has: {', '.join(levels)}")
     frame = pd.DataFrame(rows, columns=[*COMPARE_KEYS, *EXTRA_KEYS])
@@ -135,8 +140,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
 
 
 def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, wanted: set[str],
-               names: dict[Any, Any]) -> tuple[list[dict[str, object]], list[str],
-                                               dict[str, tuple[list[dict[str, object]], list[str]]]]:
+               names: dict[Any, Any]) -> tuple[list[dict[str, object]], list[str], dict[str, Pairs]]:
     """The comparison rows before the design step (blocks, Holm, verdicts), and the levels of
     ``factor`` seen (the caller refuses a baseline that none has); then the same two per
     campaign (what :meth:`Dataset.campaign_view` of each would give)."""

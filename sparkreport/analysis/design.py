@@ -121,24 +121,18 @@ def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str
         return cache.key(("kind", "facts-1"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor),
                          ("metrics", metrics))
 
-    if not cache.primed("facts"):
-        # The whole store at once; each fact belongs to one campaign, so each campaign's share is
-        # what its view computes: kept, so the next build starts primed.
+    def whole() -> tuple[list[Fact], dict[str, list[Fact]]]:
+        # Each fact belongs to one campaign, so each campaign's share is what its view computes.
         facts = _constant_facts(ds, opts, factor, metrics)
         shares: dict[str, list[Fact]] = {}
         for fact in facts:
             shares.setdefault(fact.campaign, []).append(fact)
-        for campaign in ds.campaigns():
-            cache.put("facts", key(campaign), shares.get(campaign, []))
-        return facts
-    facts = []
-    for campaign in ds.campaigns():
-        found = cache.get("facts", key(campaign))
-        if found is None:
-            found = _constant_facts(ds.campaign_view(campaign), opts, factor, metrics)
-            cache.put("facts", key(campaign), found)
-        facts.extend(found)
-    return facts
+        return facts, shares
+
+    found, parts = cache.campaign_parts("facts", ds.campaigns(), key, whole,
+                                        lambda campaign: _constant_facts(ds.campaign_view(campaign), opts, factor,
+                                                                         metrics), list[Fact])
+    return found if found is not None else [fact for part in parts for fact in part]
 
 
 def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str] | None) -> list[Fact]:
