@@ -201,3 +201,21 @@ def test_exports_from_campaign_chunks_are_byte_identical_and_a_new_run_reencodes
     other = ExportChunks(tmp_path / "exports", salt="other code")
     assert exported(grown, "other", other) == exported(grown, "grown-plain", None)
     assert other.computed == {"csv": campaigns, "json": campaigns}
+
+
+def test_commands_run_with_the_batch_collector_thresholds() -> None:
+    """Every command tunes the cyclic collector for a heap that lives until it ends."""
+    import gc
+
+    from click.testing import CliRunner
+
+    from sparkreport.cache import GC_THRESHOLDS
+    from sparkreport.cli import main
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        assert CliRunner().invoke(main, ["formats"]).exit_code == 0
+        assert gc.get_threshold() == GC_THRESHOLDS
+    finally:
+        gc.set_threshold(*before)

@@ -62,3 +62,6 @@ def main() -> None:
     Pipeline:  ingest / run  →  runs/  →  dataset  →  stats · compare · check
                →  render (Markdown + charts)  →  build (MkDocs site)
     """
+    from sparkreport.cache import batch_collector
+
+    batch_collector()
