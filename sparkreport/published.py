@@ -81,7 +81,7 @@ def store_stat(runs_dir: str, relative: str, folders: dict[str, bool] | None = N
     memo = folders if folders is not None else {}
     path = runs_dir
     for part in parts[:-1]:
-        path = os.path.join(path, part)
+        path = f"{path}/{part}"  # os.path.join, without its checks (a third of a listing's time)
         fine = memo.get(path)
         if fine is None:
             try:
@@ -92,7 +92,7 @@ def store_stat(runs_dir: str, relative: str, folders: dict[str, bool] | None = N
         if not fine:
             return None
     try:
-        found = os.lstat(os.path.join(path, parts[-1]))
+        found = os.lstat(f"{path}/{parts[-1]}")
     except OSError:
         return None
     return found if stat_module.S_ISREG(found.st_mode) else None

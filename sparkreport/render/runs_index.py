@@ -291,8 +291,12 @@ def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str,
     listed = ["run.json", *raw_files, *(f"{t}.csv" for t in tables or [])]
     out: list[dict[str, str]] = []
     seen: set[str] = set()
+    plain_run = run_path not in ("", ".") and posixpath.normpath(run_path) == run_path
     for name in listed:
-        store_path = posixpath.normpath(posixpath.join(run_path, name))
+        if plain_run and "/" not in name and name not in (".", "..", ""):
+            store_path = f"{run_path}/{name}"  # what normpath(join()) gives, without its work
+        else:
+            store_path = posixpath.normpath(posixpath.join(run_path, name))
         if store_path in seen or store_path.startswith("../"):
             continue
         seen.add(store_path)
