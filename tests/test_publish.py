@@ -697,3 +697,19 @@ def test_the_early_list_reads_an_old_record_through_the_store(tmp_path: Path) ->
     current = tmp_path / "run.json"
     current.write_text(json.dumps(migrated.to_dict(), indent=2), encoding="utf-8")
     assert _listed_files(store, str(current)) == (migrated.provenance.raw_files, migrated.provenance.tables)
+
+
+@pytest.mark.parametrize("run_path", ["c/r", "c/./r", "c/x/../r", "c//r"])
+@pytest.mark.parametrize("name", ["a.log", "./a.log", "sub/../a.log", "sub/b.log", "../r/a.log", ".."])
+def test_a_runs_files_are_found_by_their_normal_path(tmp_path: Path, run_path: str, name: str) -> None:
+    """The file list names each file by its normalized store path, however the run folder and
+    the record spell it (the fast path for plain names gives what normpath(join()) gives)."""
+
+    from sparkreport.render.runs_index import run_files
+
+    (tmp_path / "c" / "r" / "sub").mkdir(parents=True)
+    for path in ("c/r/run.json", "c/r/a.log", "c/r/sub/b.log"):
+        (tmp_path / path).write_text("x", encoding="utf-8")
+    found = {f["store_path"] for f in run_files(tmp_path, run_path, [name], "files")}
+    expected = posixpath.normpath(posixpath.join(run_path, name))
+    assert found == {"c/r/run.json"} | ({expected} if (tmp_path / expected).is_file() else set())
