@@ -101,6 +101,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     monkeypatch.setattr(core, "PAGES_PER_WORKER", 1)
     monkeypatch.setattr(parallel_pages, "PAGES_PER_WORKER", 1)
+    monkeypatch.setattr(parallel_pages, "BUILD_PAGES_PER_WORKER", 1)
     monkeypatch.setattr(scan, "FILES_PER_WORKER", 1)
     return blog_project(tmp_path / "project", REPO / "runs", ("memory.md", POST))
 
@@ -137,9 +138,10 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
     monkeypatch.setattr(parallel, "fork_map", counting_fork_map)
     monkeypatch.setattr("sparkreport.site.scan.fork_map", counting_fork_map)
     two = built(project, 2, monkeypatch, "site-two")
-    # The pages' fill and write, MkDocs' conversion and the publish scan all went to workers.
+    # The pages' fill and write, MkDocs' conversion and page building and the publish scan all went
+    # to workers.
     # (fork_map runs on two_phase: the render's own call and one under each fork_map)
-    assert calls.count("forked") == 2 and calls.count("pages") == 3
+    assert calls.count("forked") == 3 and calls.count("pages") == 4
     assert sorted(one) == sorted(two)
     assert [name for name in one if one[name] != two[name]] == []
     svgs = [name for name in two if name.endswith(".svg") and "/charts/" in name]

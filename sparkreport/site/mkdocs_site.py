@@ -241,12 +241,13 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
             pages = ParallelPagesPlugin(dirty=reuse is not None)
             config.plugins["sparkreport/parallel-pages"] = pages  # type: ignore[assignment]
             if reuse is None:
-                build(config)
+                with pages.building():
+                    build(config)
             else:
                 from sparkreport.site.reuse import ReusePlugin
 
                 config.plugins["sparkreport/reuse"] = ReusePlugin(reuse)  # type: ignore[assignment]
-                with _without_dirty_notice():
+                with _without_dirty_notice(), pages.building():
                     build(config, dirty=True)
         except (mkdocs_errors.MkDocsException, OSError) as exc:
             first = f" — first warning: {logs.messages[0]}" if logs.messages else ""

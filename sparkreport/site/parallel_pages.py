@@ -11,6 +11,18 @@ error) is logged again in the build's process when MkDocs reaches that page, so 
 their order and strict mode are as in a build in one process. The site is the same byte for
 byte (``tests/test_parallel.py``).
 
+Built ahead, the same way: once every page is converted, MkDocs renders each page into the
+theme's template and writes its HTML, again one page after another in one process (at 10 000
+runs ~7 s of a cold build with nothing else running). When MkDocs' loop asks for its first page
+(the static files and the theme's own templates are written by then, as always), forked workers
+build the same pages — ``_build_page`` itself, each writing its page's HTML — and hand back
+what the build's process needs of each: the search entries the search plugin's
+``on_page_context`` added (carried into its index in MkDocs' order, when the loop reaches the
+page) and what was logged. A page a worker could not build is built by MkDocs' loop as usual,
+which raises its error as a build in one process does. Only while MkDocs' ``_build_page`` is the
+one this was written against (:data:`BUILD_PAGE_ARGS`) and the search index is where MkDocs or
+Material keep it; at least :data:`BUILD_PAGES_PER_WORKER` pages a worker.
+
 Converted ahead: the pages MkDocs will convert (in a reusing build, only the modified ones),
 except the blog's (its plugin changes posts' Markdown before conversion), and only when every
 plugin is one whose page events we know (search, blog) and the project has no hooks — as for
@@ -21,7 +33,10 @@ without fork, MkDocs converts everything itself.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +47,10 @@ PAGES_PER_WORKER = 4
 #: Shares per worker: pages differ in size by two orders of magnitude, so small shares, taken
 #: in turn, keep the workers busy until the end.
 SHARES_PER_WORKER = 8
+#: Pages a worker builds (template and HTML) at least: a page takes ~5 ms, a fork ~50 ms.
+BUILD_PAGES_PER_WORKER = 32
+#: The parameters of ``mkdocs.commands.build._build_page`` this module stands in for.
+BUILD_PAGE_ARGS = ("page", "config", "doc_files", "nav", "env", "dirty", "excluded")
 
 
 @dataclass
@@ -92,6 +111,43 @@ def _apply(page: Any, converted: Converted, config: Any, files: Any) -> None:
                                  if files.get_file_from_path(uri) is not None}
 
 
+@dataclass
+class Built:
+    """What building one page in a worker left that the build's process needs."""
+
+    #: The entries the search plugin added to its index for the page.
+    entries: list[Any]
+    records: list[logging.LogRecord] = field(default_factory=list)
+
+
+def _search_entries(config: Any) -> list[Any] | None:
+    """The search plugin's list of index entries (Material's or MkDocs' own); [] without a search
+    plugin (nothing to carry); None when it is not where this module knows to find it."""
+    for name in ("material/search", "search"):
+        plugin = config.plugins.get(name)
+        if plugin is None:
+            continue
+        index = getattr(plugin, "search_index", None)
+        entries = getattr(index, "entries", getattr(index, "_entries", None))
+        return entries if isinstance(entries, list) else None
+    return []
+
+
+def _build_one(build_page: Any, page: Any, config: Any, doc_files: Any, nav: Any, env: Any,
+               entries: list[Any]) -> Built:
+    """MkDocs' ``_build_page`` of one page (its HTML written), capturing its search entries and
+    its log."""
+    logger = logging.getLogger("mkdocs")
+    capture = _Capture()
+    logger.addHandler(capture)
+    before = len(entries)
+    try:
+        build_page(page, config, doc_files, nav, env, False, excluded=False)
+    finally:
+        logger.removeHandler(capture)
+    return Built(entries=entries[before:], records=capture.records)
+
+
 class ParallelPagesPlugin:
     """See the module docstring. ``dirty``: the build converts only modified pages."""
 
@@ -99,6 +155,73 @@ class ParallelPagesPlugin:
         self.dirty = dirty
         self.converted = 0
         self.workers = 0
+        #: The pages converted ahead, which workers may also build.
+        self.pages: list[Any] = []
+        #: src_uri → what a worker built (filled at MkDocs' first page); None until then.
+        self.built: dict[str, Built] | None = None
+        self.built_ahead = 0
+        self._original: Any = None
+
+    @contextmanager
+    def building(self) -> Iterator[None]:
+        """For the block (one ``mkdocs build``), MkDocs' ``_build_page`` is :meth:`_build_page`."""
+        from mkdocs.commands import build as mkdocs_build
+
+        original = mkdocs_build._build_page
+        if tuple(inspect.signature(original).parameters) != BUILD_PAGE_ARGS:
+            yield  # another MkDocs: it builds every page itself
+            return
+        self._original = original
+        mkdocs_build._build_page = self._build_page
+        try:
+            yield
+        finally:
+            mkdocs_build._build_page = original
+            self.built = None
+
+    def _build_page(self, page: Any, config: Any, doc_files: Any, nav: Any, env: Any, dirty: bool = False,
+                    excluded: bool = False) -> None:
+        if self.built is None:
+            self.built = self._build_ahead(config, doc_files, nav, env)
+        done = self.built.pop(page.file.src_uri, None) if not excluded else None
+        if done is None:
+            self._original(page, config, doc_files, nav, env, dirty, excluded=excluded)
+            return
+        for record in done.records:
+            logging.getLogger(record.name).handle(record)
+        entries = _search_entries(config)
+        assert entries is not None  # checked before building ahead
+        entries.extend(done.entries)
+
+    def _build_ahead(self, config: Any, doc_files: Any, nav: Any, env: Any) -> dict[str, Built]:
+        """Build the pages converted ahead in workers (see the module docstring); what each left."""
+        from sparkreport.parallel import fork_map, workers_for
+
+        pages = self.pages
+        workers = workers_for(len(pages), per_worker=BUILD_PAGES_PER_WORKER)
+        if not workers or _search_entries(config) is None:
+            return {}
+        for name in sorted({page.meta.get("template", "main.html") for page in pages}):
+            env.get_template(name)  # compiled once, here, rather than in every worker
+        shares = [pages[start::workers * SHARES_PER_WORKER]
+                  for start in range(min(len(pages), workers * SHARES_PER_WORKER))]
+        original = self._original
+
+        def build_share(index: int) -> list[tuple[str, Built]]:
+            entries = _search_entries(config)
+            assert entries is not None
+            done = []
+            for page in shares[index]:
+                try:
+                    built = _build_one(original, page, config, doc_files, nav, env, entries)
+                except Exception:  # noqa: BLE001 — MkDocs' loop builds it again and raises it
+                    break
+                done.append((page.file.src_uri, built))
+            return done
+
+        built = {uri: result for share in fork_map(build_share, len(shares), workers) for uri, result in share}
+        self.built_ahead = len(built)
+        return built
 
     @event_priority(-100)  # after every other plugin's nav (the blog places its posts there)
     def on_nav(self, nav: Any, *, config: Any, files: Any) -> Any:
@@ -135,4 +258,5 @@ class ParallelPagesPlugin:
             for page, converted in zip(share, results, strict=True):
                 page.render = functools.partial(_apply, page, converted)
         self.converted = len(pages)
+        self.pages = pages
         return nav
