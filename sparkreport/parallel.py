@@ -1,8 +1,8 @@
 """Independent pieces of a build, spread over forked processes.
 
 A cold build at 10 000 runs spends most of its time in work that splits into independent
-pieces, on one core: filling and writing a thousand pages, MkDocs' Markdown conversion of
-them, the publish scan's pass over thousands of files. :func:`fork_map` and :func:`two_phase`
+pieces, on one core: filling and writing a thousand pages, MkDocs' Markdown conversion and
+building of them, the publish scan's pass over thousands of files. :func:`fork_map` and :func:`two_phase`
 run such pieces in worker processes forked from the build, so each worker starts with
 everything already loaded (the dataset, the analysis, the MkDocs config) and only the results
 travel back, in order; a worker killed (by the OOM killer, say) is a one-line error, not a

@@ -84,9 +84,9 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
     The runs' files, the blog feed and the credential scan are sparkreport's own steps after
     the builder, so both builders publish the same site; it replaces the old one only whole.
 
-    On Linux, filling and writing the pages, MkDocs' conversion of them and the credential
-    scan run in forked workers, one per CPU; set SPARKREPORT_JOBS=N to use N (1: all in one
-    process). The site is the same byte for byte either way.
+    On Linux, filling and writing the pages, MkDocs' conversion and building of them and the
+    credential scan run in forked workers, one per CPU; set SPARKREPORT_JOBS=N to use N (1: all
+    in one process). The site is the same byte for byte either way.
     """
     from sparkreport.site import build
 
