@@ -156,8 +156,10 @@ def test_a_finding_placed_in_no_single_campaign_leaves_the_checks_to_the_views()
 
     ds = build_dataset(_planted())
     one = Finding("warning", "drift", "alpha/m/native: drifts", ["a.native.0", "a.native.2"])
-    named = Finding("info", "metric-not-reported", "beta/n/docker: the source does not report kv_cache_gib")
+    named = Finding("info", "metric-not-reported", "beta/n/docker: the source does not report kv_cache_gib",
+                    campaign="beta")
     assert _by_campaign(ds, [one, named]) == {"alpha": [one], "beta": [named]}
     both = Finding("warning", "x", "spans two", ["a.native.0", "b.native.0"])
-    unnamed = Finding("info", "y", "no campaign named here")
+    # no runs and no campaign: a message that starts like one does not place it
+    unnamed = Finding("info", "y", "beta/n/docker: no campaign set")
     assert _by_campaign(ds, [one, both]) is None and _by_campaign(ds, [unnamed]) is None

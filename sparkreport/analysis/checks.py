@@ -42,6 +42,9 @@ class Finding:
     #: Findings sharing an assumption rest on it together: group them
     #: (``physics.assumption_groups``), never count them as independent.
     assumes: list[str] = field(default_factory=list)
+    #: The campaign a finding that names no runs is about (a per-campaign check sets it), so that
+    #: ``check`` can keep it with its campaign; the runs say it for the others. Not exported.
+    campaign: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {"severity": self.severity, "code": self.code, "message": self.message, "runs": self.runs,
@@ -170,7 +173,7 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
         if absent:
             findings.append(Finding(
                 "info", "metric-not-reported",
-                f"{_arm(arm)}: the source does not report {', '.join(absent)}", [],
+                f"{_arm(arm)}: the source does not report {', '.join(absent)}", [], campaign=str(arm[0]),
             ))
     return findings
 
@@ -338,16 +341,12 @@ def check(ds: Dataset, opts: AnalysisOptions | None = None, cache: AnalysisCache
 
 def _by_campaign(ds: Dataset, findings: list[Finding]) -> dict[str, list[Finding]] | None:
     """The findings of per-campaign checks run on the whole dataset, by the campaign of the runs
-    each names (one that names none, by the ``campaign/…`` its message starts with), in order;
-    None when one cannot be placed in exactly one campaign."""
+    each names (one that names none, by its ``campaign``), in order; None when one cannot be
+    placed in exactly one campaign."""
     campaign_of = {record.run_id: record.campaign for record in ds.records}
-    known = set(campaign_of.values())
     out: dict[str, list[Finding]] = {}
     for finding in findings:
-        campaigns = {campaign_of.get(run_id) for run_id in finding.runs}
-        if not finding.runs:
-            prefix = finding.message.split("/", 1)[0]
-            campaigns = {prefix if prefix in known and "/" in finding.message else None}
+        campaigns = {campaign_of.get(run_id) for run_id in finding.runs} if finding.runs else {finding.campaign}
         if len(campaigns) != 1 or None in campaigns:
             return None
         out.setdefault(str(campaigns.pop()), []).append(finding)
