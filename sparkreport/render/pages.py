@@ -19,7 +19,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
@@ -51,7 +51,7 @@ class PageDoc:
     #: ``"errors"`` (a Results page: its claims and its banner), or ``"none"`` (a Runs group page,
     #: whose rows carry each run's inclusion in ``also_reads``). A page whose template (or one it
     #: includes) a project overrides is keyed by ``"all"``: its template may read any finding.
-    reads_findings: str = "all"
+    reads_findings: Literal["all", "errors", "none"] = "all"
     #: Files written besides the Markdown and the charts (relative to the docs folder).
     files: list[str] = field(default_factory=list)
     #: Computes ``context`` and ``charts`` (the expensive part); None once filled.

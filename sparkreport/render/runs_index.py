@@ -113,9 +113,9 @@ class RunsPage(Page):
 
     @classmethod
     def store_files(cls, runs_dir: Path) -> list[tuple[str, str]]:
-        """What :meth:`write_manifest` will list, read from the run store alone (every run.json
-        read and validated, as the dataset reads it): a build starts publishing with this while
-        it loads and analyses the dataset, and compares it with the manifest afterwards."""
+        """What :meth:`write_manifest` will list, read from the run store alone (each run.json's
+        listed files, :func:`_listed_files`): a build starts publishing with this while it loads
+        and analyses the dataset, and compares it with the manifest afterwards."""
         from sparkreport.store import RunStore
 
         store = RunStore(runs_dir)

@@ -111,6 +111,12 @@ def _apply(page: Any, converted: Converted, config: Any, files: Any) -> None:
                                  if files.get_file_from_path(uri) is not None}
 
 
+def _shares(pages: list[Any], workers: int) -> list[list[Any]]:
+    """``SHARES_PER_WORKER`` small shares a worker, each every n-th page (big pages spread)."""
+    count = workers * SHARES_PER_WORKER
+    return [pages[start::count] for start in range(min(len(pages), count))]
+
+
 @dataclass
 class Built:
     """What building one page in a worker left that the build's process needs."""
@@ -203,8 +209,7 @@ class ParallelPagesPlugin:
             return {}
         for name in sorted({page.meta.get("template", "main.html") for page in pages}):
             env.get_template(name)  # compiled once, here, rather than in every worker
-        shares = [pages[start::workers * SHARES_PER_WORKER]
-                  for start in range(min(len(pages), workers * SHARES_PER_WORKER))]
+        shares = _shares(pages, workers)
         original = self._original
 
         def build_share(index: int) -> list[tuple[str, Built]]:
@@ -248,8 +253,7 @@ class ParallelPagesPlugin:
         self.workers = workers_for(len(pages), per_worker=PAGES_PER_WORKER)
         if not self.workers:
             return nav
-        shares = [pages[start::self.workers * SHARES_PER_WORKER]
-                  for start in range(min(len(pages), self.workers * SHARES_PER_WORKER))]
+        shares = _shares(pages, self.workers)
 
         def convert(index: int) -> list[Converted]:
             return [_convert(page, config, files) for page in shares[index]]
