@@ -22,7 +22,7 @@ import contextlib
 import gc
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from sparkreport.errors import BuildError
@@ -77,16 +77,52 @@ def _quiet_signals(parent: int) -> None:
 
 
 def fork_map(task: Callable[[int], T], count: int, workers: int) -> list[T]:
-    """``[task(0), …, task(count - 1)]``, computed in ``workers`` forked processes, each taking
-    every ``workers``-th task (in this process when ``workers`` is below 2): :func:`two_phase`
-    with nothing to decide, so a killed worker is named rather than waited for."""
+    """``[task(0), …, task(count - 1)]``, computed in ``workers`` forked processes that take the
+    next task as each finishes its last (:class:`Claims`: one long task does not leave the other
+    workers idle behind it), in this process when ``workers`` is below 2. The first failing task's
+    exception (by index, as in one process) is raised here; a killed worker is named rather than
+    waited for (:func:`two_phase`)."""
     if workers < 2 or count < 2:
         return [task(index) for index in range(count)]
     workers = min(workers, count)
-    shares, _decided, _seconds = two_phase(
-        workers, lambda worker: [task(index) for index in range(worker, count, workers)],
-        lambda _firsts: None, lambda _worker, _decided: None)
-    return [shares[index % workers][index // workers] for index in range(count)]
+    claims = Claims(range(count))
+
+    def share(_worker: int) -> list[tuple[int, Any, BaseException | None]]:
+        done: list[tuple[int, Any, BaseException | None]] = []
+        for index in claims:
+            try:
+                done.append((index, task(index), None))
+            except Exception as exc:  # noqa: BLE001 — every task runs; the lowest index's is raised
+                done.append((index, None, portable(exc)))
+        return done
+
+    shares, _decided, _seconds = two_phase(workers, share, lambda _firsts: None, lambda _worker, _decided: None)
+    done = sorted((entry for part in shares for entry in part), key=lambda entry: entry[0])
+    failed = [exc for _index, _value, exc in done if exc is not None]
+    if failed:
+        raise failed[0]
+    return [value for _index, value, _exc in done]
+
+
+class Claims:
+    """``order`` handed out one item at a time to forked workers, each item to one of them: a
+    counter in shared memory, made before the fork. Iterate it in each worker; in a process that
+    forked none it is just ``order``."""
+
+    def __init__(self, order: Sequence[int]):
+        import multiprocessing
+
+        self.order = list(order)
+        self._next = multiprocessing.get_context("fork").Value("q", 0)
+
+    def __iter__(self) -> Iterator[int]:
+        while True:
+            with self._next.get_lock():
+                position = self._next.value
+                self._next.value = position + 1
+            if position >= len(self.order):
+                return
+            yield self.order[position]
 
 
 class WorkerError(BuildError):

@@ -44,6 +44,33 @@ def test_fork_map_keeps_order_and_raises_a_workers_error() -> None:
         parallel.fork_map(killed, 6, 2)
 
 
+@pytest.mark.skipif(not parallel.can_fork(), reason="workers are forked: Linux only")
+def test_fork_map_hands_out_tasks_as_workers_finish_and_raises_the_earliest_error() -> None:
+    import time
+
+    def task(index: int) -> int:
+        if index == 0:
+            time.sleep(1.5)  # the long task: its worker takes nothing else while it runs
+        return os.getpid()
+
+    pids = parallel.fork_map(task, 30, 2)
+    assert pids.count(pids[0]) == 1 and len(set(pids)) == 2
+
+    def failing(index: int) -> int:
+        if index in (4, 1):
+            time.sleep(0.2 if index == 1 else 0)  # the later task fails first; the earlier is raised
+            raise BuildError(f"task {index} failed")
+        return index
+
+    with pytest.raises(BuildError, match="^task 1 failed$"):
+        parallel.fork_map(failing, 8, 2)
+
+
+def test_claims_hand_each_item_out_once() -> None:
+    claims = parallel.Claims([3, 1, 2])
+    assert list(claims) == [3, 1, 2] and list(claims) == []
+
+
 @pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])
 def test_a_bad_jobs_setting_is_one_line(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(parallel.JOBS_ENV, value)
@@ -117,11 +144,19 @@ def built(root: Path, jobs: int, monkeypatch: pytest.MonkeyPatch, name: str) -> 
 
 
 @needs_fork
-@pytest.mark.parametrize("static", ["all", "posts"])
+@pytest.mark.parametrize("static", ["all", "posts", "auto", "auto-10"])
 def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monkeypatch: pytest.MonkeyPatch,
                                                             static: str) -> None:
+    """"all" and "posts" settle the SVG decision before any page (each worker writes a page as it
+    fills it), "auto" only once every page is filled (61 charts: all written in the second phase),
+    "auto" with a limit of 10 part way (the pages filled before a worker saw 11 charts wait)."""
+    from sparkreport import config as config_module
+
+    if static == "auto-10":
+        monkeypatch.setattr(config_module, "STATIC_CHART_LIMIT", 10)
     config = (REPO / "sparkreport.yml").read_text(encoding="utf-8") if (REPO / "sparkreport.yml").is_file() else ""
-    (project / "sparkreport.yml").write_text(config + f"\nstatic_charts: {static}\n", encoding="utf-8")
+    (project / "sparkreport.yml").write_text(config + f"\nstatic_charts: {static.split('-')[0]}\n",
+                                             encoding="utf-8")
     calls: list[str] = []
     two_phase, fork_map = parallel.two_phase, parallel.fork_map
 
@@ -146,8 +181,10 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
     assert [name for name in one if one[name] != two[name]] == []
     svgs = [name for name in two if name.endswith(".svg") and "/charts/" in name]
     assert svgs and ("memory/charts/kv-vs-peak.svg" in svgs)  # drawn from the spec a worker wrote
-    if static == "posts":
+    if static in ("posts", "auto-10"):
         assert svgs == ["memory/charts/kv-vs-peak.svg"]  # only the post's chart
+    else:
+        assert len(svgs) > 40
 
 
 def the_same_error_either_way(project: Path, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -302,3 +339,16 @@ def test_a_background_value_travels_through_a_file_that_is_removed(tmp_path: Pat
     with parallel.Background(lambda: big):
         time.sleep(2)  # done meanwhile, never asked for
     assert not list(tmp_path.glob(".sparkreport-background.*"))
+
+
+def test_the_svg_decision_is_settled_only_when_no_more_charts_can_change_it() -> None:
+    from sparkreport.config import ProjectConfig
+    from sparkreport.render.core import settled
+
+    def static_for(mode: str):  # type: ignore[no-untyped-def]
+        config = ProjectConfig(static_charts=mode)
+        return config.static_fallbacks
+
+    assert [settled(static_for("auto"), n) for n in (0, 100, 101)] == [None, None, False]
+    assert [settled(static_for("all"), n) for n in (0, 10_000)] == [True, True]
+    assert [settled(static_for("posts"), n) for n in (0, 10_000)] == [False, False]

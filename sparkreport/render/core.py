@@ -7,6 +7,7 @@ import json
 import os
 import posixpath
 import shutil
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -344,17 +345,18 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     (``static_for(count)``), and write each one (``write``, which queues its SVG fallbacks in
     ``svg_jobs``); returns that decision.
 
-    With enough pages (and ``forked``), forked workers do it (:func:`sparkreport.parallel.two_phase`): each fills
-    a share of the pages, the chart count is summed here, each writes its share into the same
-    folder; this process learns each page's files and charts (names, titles, descriptions: what
-    the page cache and the posts read) and the SVG fallbacks to draw, whose specs it reads back
-    from the written ``.vl.json`` when it draws them (None in ``svg_jobs``). Same files, same
+    With enough pages (and ``forked``), forked workers do it (:func:`sparkreport.parallel.two_phase`):
+    each fills the next page as it finishes one (:func:`_weight` says which first), the chart
+    count is summed here, each writes the pages it filled into the same folder; this process
+    learns each page's files and charts (names, titles, descriptions: what the page cache and the
+    posts read) and the SVG fallbacks to draw, whose specs it reads back from the written
+    ``.vl.json`` when it draws them (None in ``svg_jobs``). Same files, same
     order of errors (the first page's, in plan order), as filling and writing here. A page's
     context (DataFrames, read by nothing after its template) stays in the worker: such a page
     keeps its ``fill``, and :func:`~sparkreport.render.pages.fill` computes it again on demand.
     """
     from sparkreport.charts import ChartSpec
-    from sparkreport.parallel import portable, two_phase, workers_for
+    from sparkreport.parallel import Claims, portable, two_phase, workers_for
 
     workers = workers_for(len(docs), per_worker=PAGES_PER_WORKER) if forked else 0
     if not workers:
@@ -364,38 +366,51 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
         for doc in docs:
             write(doc, static, svg_jobs)
         return static
-    shares = [range(start, len(docs), workers) for start in range(workers)]  # big pages spread
+    # Each worker takes the next page as it finishes one, the pages that read every run first (the
+    # Downloads page exports the whole store: filled last, it kept one worker busy seconds after
+    # the other ran out), and writes it at once when its own pages' charts already settle the
+    # decision (see settled); the pages filled before that are written in the second phase.
+    claims = Claims(sorted(range(len(docs)), key=lambda index: _weight(docs[index])))
+    waiting: list[int] = []
 
-    def first(share: int) -> tuple[int, BaseException | None]:
-        for index in shares[share]:
+    def write_one(index: int, static: bool) -> tuple[int, Any, BaseException | None]:
+        doc = docs[index]
+        jobs: list[tuple[Path, dict[str, Any] | None]] = []
+        try:
+            write(doc, static, jobs)
+        except Exception as exc:  # noqa: BLE001 — every page is tried; the earliest's is raised below
+            return index, None, portable(exc)
+        return index, (list(doc.files), [(c.name, c.title, c.description, c.rows) for c in doc.charts],
+                       [str(path) for path, _spec in jobs]), None
+
+    def first(_worker: int) -> tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]:
+        failed, written, charts = [], [], 0
+        for index in claims:
             try:
                 fill(docs[index])
-            except Exception as exc:  # noqa: BLE001 — the earliest page's error is raised by decide
-                return index, portable(exc)
-        return sum(len(docs[index].charts) for index in shares[share]), None
+            except Exception as exc:  # noqa: BLE001 — every page is tried; decide raises the earliest's
+                failed.append((index, portable(exc)))
+                continue
+            charts += len(docs[index].charts)
+            waiting.append(index)
+            static = settled(static_for, charts)
+            if static is not None:
+                written += [write_one(waiting_index, static) for waiting_index in waiting]
+                waiting.clear()
+        return charts, failed, written
 
-    def decide(firsts: list[tuple[int, BaseException | None]]) -> bool:
-        failed = sorted((index, exc) for index, exc in firsts if exc is not None)
+    def decide(firsts: list[tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]]) -> bool:
+        failed = sorted((entry for _count, errors, _written in firsts for entry in errors), key=lambda e: e[0])
         if failed:
             raise failed[0][1]
-        return static_for(sum(count for count, _exc in firsts))
+        return static_for(sum(count for count, _errors, _written in firsts))
 
-    def second(share: int, static: bool) -> list[tuple[int, Any, BaseException | None]]:
-        out: list[tuple[int, Any, BaseException | None]] = []
-        for index in shares[share]:
-            doc = docs[index]
-            jobs: list[tuple[Path, dict[str, Any] | None]] = []
-            try:
-                write(doc, static, jobs)
-            except Exception as exc:  # noqa: BLE001 — raised here in plan order, below
-                out.append((index, None, portable(exc)))
-                break
-            out.append((index, (list(doc.files), [(c.name, c.title, c.description, c.rows) for c in doc.charts],
-                                [str(path) for path, _spec in jobs]), None))
-        return out
+    def second(_worker: int, static: bool) -> list[tuple[int, Any, BaseException | None]]:
+        return [write_one(index, static) for index in waiting]
 
-    _firsts, static, seconds = two_phase(len(shares), first, decide, second)
-    done = sorted(entry for share in seconds for entry in share)
+    firsts, static, seconds = two_phase(workers, first, decide, second)
+    done = sorted([*(entry for _count, _errors, written in firsts for entry in written),
+                   *(entry for share in seconds for entry in share)], key=lambda entry: entry[0])
     failed = [exc for _index, _result, exc in done if exc is not None]
     if failed:
         raise failed[0]
@@ -406,6 +421,22 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
                       for name, title, description, rows in charts]
         svg_jobs += [(Path(path), None) for path in svgs]
     return static
+
+
+def settled(static_for: Callable[[int], bool], charts: int) -> bool | None:
+    """The static-fallback decision when ``charts`` (a lower bound of the site's chart count)
+    already settles it, else None. ``static_for`` may only turn from True to False as the count
+    grows (:meth:`~sparkreport.config.ProjectConfig.static_fallbacks`: "auto" draws SVGs up to a
+    limit, "all" and "none" ignore the count)."""
+    if not static_for(charts):
+        return False
+    return True if static_for(sys.maxsize) else None
+
+
+def _weight(doc: PageDoc) -> tuple[bool, int]:
+    """The order pages are handed to the workers: those that read every run first, then by the
+    runs they read, most first (a page's cost grows with them); ties keep the plan's order."""
+    return doc.inputs is not None, -len(doc.inputs or ())
 
 
 def _posts_and_svgs(env: jinja2.Environment, site: SiteData, root: Path, docs_dir: Path, final_docs_dir: Path,
