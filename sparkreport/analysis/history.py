@@ -190,42 +190,52 @@ def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str]
     run's place in ``versions``)."""
     import numpy as np
 
-    out: list[Series] = []
-    for (campaign, model, environment), cell in runs.groupby(["campaign", "model", "environment"], sort=True):
-        model_name = str(cell["model_name"].iloc[0])
-        codes = cell["_rank"].to_numpy()
+    # Each column to numpy once and each cell by its rows' positions (a pandas selection per cell
+    # and metric was most of a cold build's history); every sample described in one call.
+    ranks = runs["_rank"].to_numpy()
+    names = runs["model_name"].to_numpy()
+    columns = {metric: runs[metric].to_numpy(dtype=float, na_value=np.nan) for metric in present}
+    cells: dict[tuple[str, str, str], np.ndarray] = runs.groupby(  # type: ignore[assignment]
+        ["campaign", "model", "environment"]).indices
+    planned: list[tuple[tuple[str, str, str], str, list[str], list[np.ndarray], str]] = []
+    for key in sorted(cells):  # the order groupby(sort=True) gave: string keys, by code point
+        rows = cells[key]
+        codes = ranks[rows]
         for metric in present:
-            values = cell[metric].to_numpy(dtype=float, na_value=np.nan)
+            values = columns[metric][rows]
             keep = np.isfinite(values)
             if not keep.any():
                 continue
             order_idx = np.argsort(codes[keep], kind="stable")
             kept_codes, kept_values = codes[keep][order_idx], values[keep][order_idx]
             starts = np.flatnonzero(np.r_[True, kept_codes[1:] != kept_codes[:-1]])
-            ordered = [versions[int(kept_codes[i])] for i in starts]
-            samples = np.split(kept_values, starts[1:])
-            described = st.describe_many(samples, opts.confidence)
-            points = [VersionPoint(v, d.n, d.mean, d.ci_low, d.ci_high)
-                      for v, d in zip(ordered, described, strict=True)]
-            series = Series(str(campaign), str(model), model_name, str(environment), metric, points)
-            effect = opts.margins.get(metric, effect_default) if min_effect is None else min_effect
-            for step in find_steps(samples, alpha=opts.alpha, min_effect=effect):
-                a, b = samples[step.index - 1], samples[step.index]
-                ratio = float(np.mean(b) / np.mean(a)) if np.mean(a) else st.NAN
-                da, db = described[step.index - 1], described[step.index]
-                low, high = st.fieller_ratio_ci(da.mean, da.sd, da.n, db.mean, db.sd, db.n, opts.confidence)
-                better = metric_catalog.lookup(metric)
-                higher_is_better = better is None or better.direction != "lower"
-                series.changes.append(ChangePoint(
-                    campaign=series.campaign, model=series.model, environment=series.environment, metric=metric,
-                    before=ordered[step.index - 1], after=ordered[step.index],
-                    mean_before=float(np.mean(a)), mean_after=float(np.mean(b)),
-                    change_pct=(ratio - 1) * 100, change_ci_low=(low - 1) * 100, change_ci_high=(high - 1) * 100,
-                    p_adjusted=step.p_adjusted,
-                    direction="improvement" if (step.change > 0) == higher_is_better else "regression",
-                    newest=ordered[step.index] == versions[-1],
-                ))
-            out.append(series)
+            planned.append((key, metric, [versions[int(kept_codes[i])] for i in starts],
+                            np.split(kept_values, starts[1:]), str(names[rows[0]])))
+    every = st.describe_many([sample for *_head, samples, _name in planned for sample in samples], opts.confidence)
+    out: list[Series] = []
+    at = 0
+    for (campaign, model, environment), metric, ordered, samples, model_name in planned:
+        described, at = every[at:at + len(samples)], at + len(samples)
+        points = [VersionPoint(v, d.n, d.mean, d.ci_low, d.ci_high) for v, d in zip(ordered, described, strict=True)]
+        series = Series(str(campaign), str(model), model_name, str(environment), metric, points)
+        effect = opts.margins.get(metric, effect_default) if min_effect is None else min_effect
+        for step in find_steps(samples, alpha=opts.alpha, min_effect=effect):
+            a, b = samples[step.index - 1], samples[step.index]
+            ratio = float(np.mean(b) / np.mean(a)) if np.mean(a) else st.NAN
+            da, db = described[step.index - 1], described[step.index]
+            low, high = st.fieller_ratio_ci(da.mean, da.sd, da.n, db.mean, db.sd, db.n, opts.confidence)
+            better = metric_catalog.lookup(metric)
+            higher_is_better = better is None or better.direction != "lower"
+            series.changes.append(ChangePoint(
+                campaign=series.campaign, model=series.model, environment=series.environment, metric=metric,
+                before=ordered[step.index - 1], after=ordered[step.index],
+                mean_before=float(np.mean(a)), mean_after=float(np.mean(b)),
+                change_pct=(ratio - 1) * 100, change_ci_low=(low - 1) * 100, change_ci_high=(high - 1) * 100,
+                p_adjusted=step.p_adjusted,
+                direction="improvement" if (step.change > 0) == higher_is_better else "regression",
+                newest=ordered[step.index] == versions[-1],
+            ))
+        out.append(series)
     return out
 
 
