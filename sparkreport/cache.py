@@ -84,6 +84,14 @@ class HashMemo:
         self.changed = True
         return value
 
+    def known(self, path: Path | str, stat: os.stat_result) -> str | None:
+        """The file's sha256 when it is remembered for this size, mtime and inode; None (and no
+        reading) otherwise."""
+        entry = self.entries.get(str(path))
+        if entry is not None and entry[:3] == [stat.st_size, stat.st_mtime_ns, stat.st_ino]:
+            return str(entry[3])
+        return None
+
     def save(self) -> None:
         if self.path is not None and self.changed:
             _atomic_bytes(self.path, json.dumps({"version": CACHE_VERSION, "files": self.entries}).encode())
@@ -206,6 +214,14 @@ class RecordCache:
         for digest in stale:
             del self.entries[digest]
         self.changed = self.changed or bool(stale)
+
+    def known(self, path: Path | str, stat: os.stat_result) -> str | None:
+        """The file's sha256 when it is remembered for this size, mtime and inode; None (and no
+        reading) otherwise."""
+        entry = self.entries.get(str(path))
+        if entry is not None and entry[:3] == [stat.st_size, stat.st_mtime_ns, stat.st_ino]:
+            return str(entry[3])
+        return None
 
     def save(self) -> None:
         if self.path is not None and self.changed:

@@ -533,6 +533,33 @@ def _bytes(site: Path) -> dict[str, bytes]:
     return {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
 
 
+def test_a_cold_builds_record_takes_the_build_keys_digests(tmp_path: Path) -> None:
+    """A cold build's publisher starts before the build key hashes the store: it records each
+    file by mtime and inode, and the build's digests replace those for the files they describe —
+    a file changed since (another mtime) keeps its stat, which no later record equals."""
+    from sparkreport.cache import HashMemo
+    from sparkreport.site.run_files import complete_record, publish_files
+
+    runs = tmp_path / "runs"
+    (runs / "c" / "r").mkdir(parents=True)
+    for name in ("run.json", "a.log", "b.log"):
+        (runs / "c" / "r" / name).write_text("{}" if name == "run.json" else name, encoding="utf-8")
+    listed = [(f"runs/files/c/r/{name}", f"c/r/{name}") for name in ("run.json", "a.log", "b.log")]
+    memo = HashMemo(None)
+    published = publish_files(runs, tmp_path / "site", listed, memo=memo)
+    assert all(value[1].startswith("stat:") for value in published.record.values()) and not memo.entries
+    for name in ("run.json", "a.log"):
+        memo.digest(str(runs / "c" / "r" / name))
+    before = os.stat(runs / "c" / "r" / "a.log")
+    os.utime(runs / "c" / "r" / "a.log", ns=(before.st_atime_ns, before.st_mtime_ns + 1))  # changed after publishing
+    memo.digest(str(runs / "c" / "r" / "a.log"))
+    record = complete_record(published.record, listed, runs, memo)
+    assert record["runs/files/c/r/run.json"] == [2, memo.known(str(runs / "c" / "r" / "run.json"),
+                                                               os.stat(runs / "c" / "r" / "run.json"))]
+    assert record["runs/files/c/r/a.log"] == published.record["runs/files/c/r/a.log"]  # not the content published
+    assert record["runs/files/c/r/b.log"] == published.record["runs/files/c/r/b.log"]  # never hashed
+
+
 @pytest.mark.parametrize("builder", ["mkdocs", "zensical"])
 def test_a_rebuild_publishes_only_the_changed_run_files(tiny: Path, tmp_path: Path, builder: str) -> None:
     root = _copy(tiny, tmp_path)

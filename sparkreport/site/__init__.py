@@ -9,6 +9,7 @@ runs' files are published and scanned.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sparkreport.cache import HashMemo
     from sparkreport.parallel import Background
     from sparkreport.render import RenderOptions, RenderResult
     from sparkreport.site.run_files import Published
@@ -109,19 +111,26 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
     if not target.is_absolute():
         target = resolve_root(options) / target
     memo = HashMemo(cache_dir / "hashes.json")
-    key = incremental.build_key(options, target, strict, memo, name)
-    memo.save()
-    state = None if full else incremental.load_state(cache_dir, key, target)
-    if state is not None:
-        return BuildResult(site_dir=target, config_file=Path(state["config_file"]),
-                           render=incremental.result_from_state(state, options),
-                           warnings=list(state["warnings"]), cached=True, builder=name)
-    (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
     timings: dict[str, float] = {}
-    # The runs' files are published (and scanned) from the run store alone, in a forked process
-    # that starts now, while this one renders and builds: see run_files_beside.
-    with publish.staged(target) as staging, \
-            run_files_beside(runs_dir_for(options), target, cache_dir) as run_files:
+    with contextlib.ExitStack() as stack:
+        def start() -> tuple[Path, Background[RunFiles]]:
+            # The runs' files are published (and scanned) from the run store alone, in a forked
+            # process that starts now, while this one renders and builds: see run_files_beside.
+            return (stack.enter_context(publish.staged(target)),
+                    stack.enter_context(run_files_beside(runs_dir_for(options), target, cache_dir)))
+
+        # Without a kept state no build is skipped: the publisher starts before the build key,
+        # which hashes every run file (seconds on one CPU in a cold build).
+        started_early = start() if full or not (cache_dir / incremental.STATE_FILE).is_file() else None
+        key = incremental.build_key(options, target, strict, memo, name)
+        memo.save()
+        state = None if full else incremental.load_state(cache_dir, key, target)
+        if state is not None:
+            return BuildResult(site_dir=target, config_file=Path(state["config_file"]),
+                               render=incremental.result_from_state(state, options),
+                               warnings=list(state["warnings"]), cached=True, builder=name)
+        (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
+        staging, run_files = started_early or start()
         started = time.perf_counter()
         result = render(options, checked=True)  # refuse_early ran in build()
         config_file = write_config(result, target)
@@ -138,7 +147,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
         warnings = builder.build(config_file, staging, strict, reuse=reuse)
         timings["builder"] = time.perf_counter() - started
         started = time.perf_counter()
-        published = publish_steps(result, staging, target, run_files, cache_dir)
+        published = publish_steps(result, staging, target, run_files, cache_dir, memo)
         timings["publish"] = time.perf_counter() - started
     if reuse is not None:
         reuse.save(cache_dir, target)
@@ -203,19 +212,21 @@ def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None) -> Ba
 
 
 def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Background[RunFiles],
-                  cache_dir: Path | None = None) -> dict[str, int]:
+                  cache_dir: Path | None = None, hashes: HashMemo | None = None) -> dict[str, int]:
     """After the builder, for any builder: the runs' files (published and scanned beside it
     meanwhile, ``run_files``) are moved into the built site ``staging``, the blog feed written,
     the rest scanned for credential shapes, and only then is it swapped in for ``target``.
     With the build cache ``cache_dir``, this costs what changed: run files whose source is
     unchanged stay where they are (the live run-files folder is carried over) or are
     hard-linked from the live site, and files scanned clean before are not scanned again.
-    Returns counts: files copied, linked, kept and scanned."""
+    ``hashes``: the build key's file digests, which complete the record of what was published
+    (:func:`~sparkreport.site.run_files.complete_record`). Returns counts: files copied, linked,
+    kept and scanned."""
     from sparkreport.published import read_manifest
     from sparkreport.site import publish
     from sparkreport.site.blog_feed import write_feed
     from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config
-    from sparkreport.site.run_files import save_record
+    from sparkreport.site.run_files import complete_record, save_record
     from sparkreport.site.scan import ScanMemo, check_site
 
     done = run_files.result()
@@ -243,7 +254,8 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
         memo.keep(files.carry.kept)  # carried over unchanged: scanned clean when first published
     memo.save()
     if cache_dir is not None and manifest is not None:
-        save_record(cache_dir, manifest[0], target, files.record)
+        record = complete_record(files.record, done.listed, manifest[0], hashes) if hashes is not None else files.record
+        save_record(cache_dir, manifest[0], target, record)
     return {"copied": files.copied, "linked": files.linked, "kept": files.kept, "scanned": memo.scanned}
 
 

@@ -170,8 +170,7 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
         stat = store_stat(root, source, folders)
         if stat is not None:
             found.append((target, source, stat))
-            out.record[target] = [stat.st_size, memo.digest(os.path.join(root, source), stat) if memo is not None
-                                  else f"{stat.st_mtime_ns}:{stat.st_ino}"]
+            out.record[target] = [stat.st_size, _content_key(memo, os.path.join(root, source), stat, bool(record))]
     before = str(previous) if previous is not None and record else None
     carried = carry_plan(Path(before), site, record, out.record) if before is not None else None
     jobs: list[tuple[str, str, int, bool]] = []
@@ -210,6 +209,40 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
         same = {t for t in out.record if record.get(t) == out.record[t]}
         out.carry = Carry(carried, incoming=[t for t in out.record if t not in same],
                           removed=sorted(set(record) - set(out.record)), kept=sorted(same))
+    return out
+
+
+#: How a record names a file's content it did not hash: its mtime and inode (see complete_record).
+STAT_KEY = "stat:"
+
+
+def _content_key(memo: HashMemo | None, path: str, stat: os.stat_result, compare: bool) -> str:
+    """What the record keeps of a published file's content: its sha256 from ``memo`` — hashed
+    now only when there is a record to ``compare`` with (a rebuild) —, else its mtime and inode
+    (a cold build's publisher, which starts before the build key has hashed the store:
+    :func:`complete_record` puts the build's digests in before the record is saved)."""
+    known = memo.known(path, stat) if memo is not None else None
+    if known is not None:
+        return known
+    if memo is not None and compare:
+        return memo.digest(path, stat)
+    return f"{STAT_KEY}{stat.st_mtime_ns}:{stat.st_ino}"
+
+
+def complete_record(record: dict[str, list[Any]], listed: list[tuple[str, str]], runs_dir: Path,
+                    memo: HashMemo) -> dict[str, list[Any]]:
+    """``record`` with the sha256 the build's ``memo`` holds for each file published unhashed
+    (same size, mtime and inode as when it was published); a file the memo does not know keeps
+    its mtime and inode, which no later record equals (the next build copies it again)."""
+    out = dict(record)
+    root = str(runs_dir)
+    for target, source in listed:
+        value = out.get(target)
+        if value is None or not str(value[1]).startswith(STAT_KEY):
+            continue
+        entry = memo.entries.get(os.path.join(root, source))
+        if entry is not None and f"{STAT_KEY}{entry[1]}:{entry[2]}" == value[1] and entry[0] == value[0]:
+            out[target] = [value[0], entry[3]]
     return out
 
 
