@@ -386,6 +386,22 @@ def test_published_run_json_holds_only_allowlisted_variables(tmp_path: Path) -> 
     assert "Pw0rdPw0rd" not in published and "Pr0xyPass" not in published and "private-value-1" not in published
     assert json.loads(published)["environment"]["details"]["env_vars"] == {
         "CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO", "PATH": "/usr/bin"}
+    # A record without the key is copied byte for byte without being parsed; one that spells the
+    # key with escapes, or is not UTF-8, is parsed and filtered all the same.
+    escaped = json.dumps({"environment": {"details": {"env_vars": env}}}).replace('"env_vars"', '"env\\u005fvars"')
+    encodings = {"plain": (json.dumps({"environment": {"details": {"kind": "native"}}}) + "\n", "utf-8"),
+                 "escaped": (escaped, "utf-8"),
+                 "utf-16": (json.dumps({"environment": {"details": {"env_vars": env}}}), "utf-16")}
+    for name, (text, encoding) in encodings.items():
+        (run / "run.json").write_bytes(text.encode(encoding))
+        copy_files(tmp_path / "runs", tmp_path / name, [("r/run.json", "c/r1/run.json")])
+        out = (tmp_path / name / "r" / "run.json").read_bytes()
+        if name == "plain":
+            assert out == text.encode()
+        else:
+            assert b"Pw0rdPw0rd" not in out and b"private-value-1" not in out and b"P\x00w\x000\x00r" not in out
+            assert json.loads(out)["environment"]["details"]["env_vars"] == {
+                "CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO", "PATH": "/usr/bin"}
 
 
 def test_methodology_describes_environments_without_dumps() -> None:

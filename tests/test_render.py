@@ -10,6 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparkreport import __version__
 from sparkreport.analysis import arm_stats, compare
@@ -437,3 +439,18 @@ def test_quality_page_cuts_a_long_check_short_and_ships_every_finding(
 def test_signed_numbers_never_print_a_signed_zero(value: float | None, digits: int, text: str) -> None:
     """An interval's end that rounds to zero keeps its sign with the decimals that show it."""
     assert signed(value, digits) == text
+
+
+def _md_escape_in_full(value: object) -> str:
+    """md_escape without its shortcut for text it would leave as it is."""
+    from sparkreport.render.markdown import _HTML_START, _MD_SPECIAL
+
+    text = re.sub(r"\s+", " ", str(value))
+    text = _HTML_START.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", text)
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab 1.,-\\`*_[]{}|<&#;/!?\t\n\r\x0b\x0c\u00a0\u2003\u3000é")), max_size=24))
+@settings(max_examples=400, deadline=None)
+def test_md_escape_returns_unchanged_text_only_where_escaping_changes_nothing(text: str) -> None:
+    assert md_escape(text) == _md_escape_in_full(text)

@@ -34,11 +34,19 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}|])")
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?\w+;)")
 
 
+#: A character md_escape changes, or whitespace other than single spaces: text without one is
+#: returned as it is (most cells are numbers and names).
+_NEEDS_ESCAPE = re.compile(r"[\\`*_\[\]{}|<&]|[^\S ]| {2}")
+
+
 def md_escape(value: Any) -> str:
     """Text safe in Markdown prose or a table cell: no HTML tag, entity or Markdown syntax."""
     if value is None:
         return MISSING
-    text = re.sub(r"\s+", " ", str(value))
+    text = str(value)
+    if _NEEDS_ESCAPE.search(text) is None:
+        return text
+    text = re.sub(r"\s+", " ", text)
     text = _HTML_START.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", text)
     return _MD_SPECIAL.sub(r"\\\1", text)
 
