@@ -69,31 +69,45 @@ def test_synthetic_runs_carry_their_labels_formats_and_samples(campaign: tuple[P
 
 def test_runs_pages_are_grouped_and_paginated(campaign: tuple[Path, Path], tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large store: the Runs index lists each campaign × model × environment group, linked to its
+    section on its campaign's pages (at most PAGE_SIZE rows a page; a group cut by a page break is
+    "continued" on the next)."""
     _sources, project = campaign
     monkeypatch.setattr(runs_index, "PAGE_SIZE", 4)
     result = render(RenderOptions(runs_dir=project / "runs", project_root=project,
                                   docs_dir=tmp_path / "out" / "docs"))
     runs_docs = [p for p in result.pages if p.path.startswith("runs/")]
-    groups = [p for p in runs_docs if p.path != "runs/index.md"]
-    assert groups, "a store larger than a page gets group pages"
-    for doc in groups:
+    pages = [p for p in runs_docs if p.path != "runs/index.md"]
+    assert pages, "a store larger than a page gets campaign pages"
+    for doc in pages:
         fill(doc)  # a page filled in a worker brings back its files and charts, not its context
-    assert all(len(p.context["entries"]) <= 4 for p in groups)
-    listed = sorted(e["run_id"] for p in groups for e in p.context["entries"])
+    rows = [[e for section in p.context["sections"] for e in section["entries"]] for p in pages]
+    assert all(len(entries) <= 4 for entries in rows) and max(len(entries) for entries in rows) == 4
+    listed = sorted(e["run_id"] for entries in rows for e in entries)
     assert listed == sorted(r.run_id for r in load_dataset(project / "runs").records)
+    campaigns = sorted({p.path.split("/")[1] for p in pages})
+    assert campaigns == ["synth-1.0.0", "synth-1.0.1"]  # a campaign's pages: index.md, page-2/ …
+    assert {p.path for p in pages} >= {"runs/synth-1.0.0/index.md", "runs/synth-1.0.0/page-2/index.md"}
     assert dict(result.nav)["Runs"] == "runs/index.md"  # only the index in the nav
     index = (result.docs_dir / "runs" / "index.md").read_text(encoding="utf-8")
-    for doc in groups:
+    sections = [(p, section) for p in pages for section in p.context["sections"]]
+    first = [(p, section) for p, section in sections if not section["continued"]]
+    groups = {(p.context["campaign"], s["model_name"], s["environment"]) for p, s in sections}
+    assert len(first) == len(groups)  # each group starts once
+    for doc, section in first:  # the index links each group to where it starts
+        assert f"({doc.path.removeprefix('runs/')}#{section['anchor']})" in index
+    for doc in pages:
         text = (result.docs_dir / doc.path).read_text(encoding="utf-8")
-        for entry in doc.context["entries"]:
-            for link in entry["files"]:  # published from the run store by the site build
-                published = posixpath.normpath(posixpath.join(doc.folder, unquote(link["href"])))
-                assert (project / "runs" / published.removeprefix("runs/files/")).is_file(), link
-        if doc.context["page_number"] == 1:
-            assert doc.path.removeprefix("runs/") in index
+        for section in doc.context["sections"]:
+            assert f'## <a id="{section["anchor"]}"></a>' in text
+            for entry in section["entries"]:
+                for link in entry["files"]:  # published from the run store by the site build
+                    published = posixpath.normpath(posixpath.join(doc.folder, unquote(link["href"])))
+                    assert (project / "runs" / published.removeprefix("runs/files/")).is_file(), link
         assert "all runs" in text
         assert text.startswith("---\nsearch:\n  exclude: true\n---\n")  # out of the search index
-    charts = [c for p in groups for c in p.charts]
+    assert any(section["continued"] for _p, section in sections)
+    charts = [c for p in pages for c in p.charts]
     assert len(charts) == 2  # one monitoring chart per sampled run
     for chart in charts:
         series = {row["series"] for row in chart.spec["data"]["values"]}

@@ -48,7 +48,7 @@ class PageDoc:
     #: Anything else the page reads, as text or digests (analysis rows, a campaign file, …).
     also_reads: list[str] = field(default_factory=list)
     #: Which findings about its runs (and about no run) the page shows: ``"all"``, only the
-    #: ``"errors"`` (a Results page: its claims and its banner), or ``"none"`` (a Runs group page,
+    #: ``"errors"`` (a Results page: its claims and its banner), or ``"none"`` (a Runs campaign page,
     #: whose rows carry each run's inclusion in ``also_reads``). A page whose template (or one it
     #: includes) a project overrides is keyed by ``"all"``: its template may read any finding.
     reads_findings: Literal["all", "errors", "none"] = "all"

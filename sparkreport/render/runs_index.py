@@ -2,9 +2,11 @@
 
 A small store (at most :data:`PAGE_SIZE` records) keeps one Runs page listing every record.
 A larger one gets an index (one row per campaign × model × environment group: runs, failed,
-used in the statistics, links) and one page per group, split into pages of
-:data:`PAGE_SIZE` rows; only the index is in the nav. Runs with monitoring samples get a
-time-series chart on their group page, downsampled with LTTB (the full series is linked:
+used in the statistics, a link to the group) and one page per campaign, split into pages of
+:data:`PAGE_SIZE` rows, with a section per model and environment; only the index is in the nav.
+(A page per group cost MkDocs a page each: 1 000 pages of ten rows at 10 000 runs, ~7 s of its
+build for what 50 pages hold.) Runs with monitoring samples get a
+time-series chart in their section, downsampled with LTTB (the full series is linked:
 the run's ``samples.csv``). Every run's files are published verbatim beside the pages, copied
 into the site after the builder (:mod:`sparkreport.site.run_files`).
 """
@@ -66,35 +68,45 @@ class RunsPage(Page):
             return [index]
         docs: list[PageDoc] = []
         groups: dict[str, list[dict[str, Any]]] = {c: [] for c in campaigns}
-        by_group: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-        for entry in entries:
-            by_group.setdefault((entry["campaign"], entry["model_name"], entry["environment"]), []).append(entry)
-        folders = unique_slugs(name for key in by_group for name in key[1:])
-        for (campaign, model_name, environment), members in by_group.items():
+        by_campaign: dict[str, list[dict[str, Any]]] = {}
+        for entry in entries:  # in (campaign, model, environment, iteration, run id) order
+            by_campaign.setdefault(entry["campaign"], []).append(entry)
+        anchors = unique_slugs(name for entry in entries for name in (entry["model_name"], entry["environment"]))
+        for campaign, members in by_campaign.items():
             pages = [members[i:i + PAGE_SIZE] for i in range(0, len(members), PAGE_SIZE)]
-            base = f"{self.folder}/{slug(campaign)}/{folders[model_name]}--{folders[environment]}"
+            base = f"{self.folder}/{slug(campaign)}"
             paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(pages))]
+            seen: dict[tuple[str, str], dict[str, Any]] = {}
             for k, chunk in enumerate(pages):
-                title = f"{model_name} · {environment}" + (f" ({k + 1}/{len(pages)})" if len(pages) > 1 else "")
+                title = campaign + (f" ({k + 1}/{len(pages)})" if len(pages) > 1 else "")
                 doc = PageDoc(paths[k], title, self.group_template, banner=False)
                 doc.inputs = [e["run_id"] for e in chunk]
                 doc.reads_findings = "none"  # no banner; each row's inclusion is in also_reads
-                # the rows as listed (inclusion, files), the sibling pages and each samples.csv drawn
-                doc.also_reads = [json.dumps([chunk, paths], sort_keys=True, default=str),
+                sections: list[dict[str, Any]] = []
+                for entry in chunk:
+                    key = (entry["model_name"], entry["environment"])
+                    if not sections or (sections[-1]["model_name"], sections[-1]["environment"]) != key:
+                        anchor = f"{anchors[key[0]]}--{anchors[key[1]]}"
+                        sections.append({"model_name": key[0], "environment": key[1], "anchor": anchor,
+                                         "continued": key in seen, "entries": []})
+                        if key not in seen:
+                            seen[key] = {"model_name": key[0], "environment": key[1], "runs": 0, "published": 0,
+                                         "failed": 0, "included": 0, "sampled": 0,
+                                         "href": f"{index.href(paths[k])}#{anchor}"}
+                            groups[campaign].append(seen[key])
+                    sections[-1]["entries"].append(entry)
+                    group = seen[key]
+                    group["runs"] += 1
+                    group["published"] += bool(entry["published"])
+                    group["failed"] += not entry["published"] and not entry["ok"]
+                    group["included"] += bool(entry["included"])
+                    group["sampled"] += bool(entry["samples"])
+                # the rows as listed (inclusion, files, sections), the sibling pages and each samples.csv drawn
+                doc.also_reads = [json.dumps([sections, paths], sort_keys=True, default=str),
                                   *(_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
                                     for e in chunk if e["samples"])]
-                doc.fill = functools.partial(self.fill_group, site, doc, chunk, k, paths,
-                                             {"campaign": campaign, "model_name": model_name,
-                                              "environment": environment})
+                doc.fill = functools.partial(self.fill_group, site, doc, sections, k, paths, campaign)
                 docs.append(doc)
-            groups[campaign].append({
-                "model_name": model_name, "environment": environment, "runs": len(members),
-                "published": sum(bool(e["published"]) for e in members),
-                "failed": sum(not e["published"] and not e["ok"] for e in members),
-                "included": sum(bool(e["included"]) for e in members),
-                "sampled": sum(bool(e["samples"]) for e in members),
-                "pages": [{"number": j + 1, "href": index.href(p)} for j, p in enumerate(paths)],
-            })
 
         def fill_index() -> None:
             self.write_manifest(site, out, index, entries)
@@ -129,25 +141,27 @@ class RunsPage(Page):
                                                 tables=tables, folders=folders))
         return sorted(published)
 
-    def fill_group(self, site: SiteData, doc: PageDoc, chunk: list[dict[str, Any]], k: int, paths: list[str],
-                   names: dict[str, str]) -> None:
-        """One group page: its rows, links to its sibling pages and its monitoring charts."""
+    def fill_group(self, site: SiteData, doc: PageDoc, sections: list[dict[str, Any]], k: int, paths: list[str],
+                   campaign: str) -> None:
+        """One page of a campaign's runs: a section per model and environment (its rows and its
+        monitoring charts), links to the campaign's other pages."""
+        filled = [dict(section, entries=[dict(e, files=[dict(f, href=doc.href(f"{self.folder}/{f['href']}"))
+                                                         for f in e["files"]]) for e in section["entries"]])
+                  for section in sections]
+        doc.charts = [chart for section in filled for chart in self.sample_charts(site, doc, section["entries"])]
         doc.context = {
-            **names,
-            "entries": [dict(e, files=[dict(f, href=doc.href(f"{self.folder}/{f['href']}"))
-                                       for f in e["files"]]) for e in chunk],
+            "campaign": campaign, "sections": filled,
             "page_number": k + 1, "page_count": len(paths),
             "pages": [{"number": j + 1, "href": doc.href(p)} for j, p in enumerate(paths)],
             "index_href": doc.href(self.path), **self.limits(),
         }
-        doc.charts = self.sample_charts(site, doc, chunk)
 
     @staticmethod
     def limits() -> dict[str, int]:
         return {"page_size": PAGE_SIZE, "sample_points": SAMPLE_POINTS}
 
     def nav(self, docs: list[PageDoc]) -> NavItem:
-        """Only the index: the group pages are reached from its table (the nav stays short)."""
+        """Only the index: the campaign pages are reached from its table (the nav stays short)."""
         return (self.title, docs[0].path)
 
     def entries(self, site: SiteData, files_root: Path) -> list[dict[str, Any]]:

@@ -302,7 +302,7 @@ def _without_dirty_notice() -> Iterator[None]:
 
 
 #: MkDocs lines ``serve`` leaves out: the dirty-build notice (said in serve's docs) and the list of
-#: pages out of the nav (the Runs group pages, by design: a thousand lines at 10 000 runs).
+#: pages out of the nav (the Runs campaign pages, by design: a hundred lines at 10 000 runs).
 SERVE_QUIET = ("A 'dirty' build", "The following pages exist in the docs directory")
 
 
