@@ -70,17 +70,15 @@ class HashMemo:
     def digest(self, path: Path | str, stat: os.stat_result | None = None) -> str:
         """The file's sha256, read only when its size, mtime or inode changed."""
         stat = stat or os.stat(path)
-        key = str(path)
-        sig = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
-        entry = self.entries.get(key)
-        if entry is not None and entry[:3] == sig:
-            return str(entry[3])
+        known = self.known(path, stat)
+        if known is not None:
+            return known
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
         value = digest.hexdigest()
-        self.entries[key] = [*sig, value]
+        self.entries[str(path)] = [stat.st_size, stat.st_mtime_ns, stat.st_ino, value]
         self.changed = True
         return value
 
@@ -214,14 +212,6 @@ class RecordCache:
         for digest in stale:
             del self.entries[digest]
         self.changed = self.changed or bool(stale)
-
-    def known(self, path: Path | str, stat: os.stat_result) -> str | None:
-        """The file's sha256 when it is remembered for this size, mtime and inode; None (and no
-        reading) otherwise."""
-        entry = self.entries.get(str(path))
-        if entry is not None and entry[:3] == [stat.st_size, stat.st_mtime_ns, stat.st_ino]:
-            return str(entry[3])
-        return None
 
     def save(self) -> None:
         if self.path is not None and self.changed:
