@@ -85,11 +85,11 @@ def fork_map(task: Callable[[int], T], count: int, workers: int) -> list[T]:
     if workers < 2 or count < 2:
         return [task(index) for index in range(count)]
     workers = min(workers, count)
-    claims = Claims(range(count))
+    claims = Claims(range(count), workers)
 
-    def share(_worker: int) -> list[tuple[int, Any, BaseException | None]]:
+    def share(worker: int) -> list[tuple[int, Any, BaseException | None]]:
         done: list[tuple[int, Any, BaseException | None]] = []
-        for index in claims:
+        for index in claims.mine(worker):
             try:
                 done.append((index, task(index), None))
             except Exception as exc:  # noqa: BLE001 — every task runs; the lowest index's is raised
@@ -105,17 +105,26 @@ def fork_map(task: Callable[[int], T], count: int, workers: int) -> list[T]:
 
 
 class Claims:
-    """``order`` handed out one item at a time to forked workers, each item to one of them: a
-    counter in shared memory, made before the fork. Iterate it in each worker; in a process that
-    forked none it is just ``order``."""
+    """``order`` handed out to ``workers`` forked workers one item at a time, each item to one of
+    them: a counter in shared memory, made before the fork. Each worker iterates :meth:`mine`.
+    Where no shared counter can be made (no ``/dev/shm``, say), worker ``w`` takes every
+    ``workers``-th item from the ``w``-th: the same items, in fixed shares."""
 
-    def __init__(self, order: Sequence[int]):
+    def __init__(self, order: Sequence[int], workers: int):
         import multiprocessing
 
         self.order = list(order)
-        self._next = multiprocessing.get_context("fork").Value("q", 0)
+        self.workers = workers
+        try:
+            self._next: Any = multiprocessing.get_context("fork").Value("q", 0)
+        except (OSError, ImportError):  # no POSIX semaphores here
+            self._next = None
 
-    def __iter__(self) -> Iterator[int]:
+    def mine(self, worker: int) -> Iterator[int]:
+        """The items worker ``worker`` takes, as it asks for them."""
+        if self._next is None:
+            yield from self.order[worker::self.workers]
+            return
         while True:
             with self._next.get_lock():
                 position = self._next.value

@@ -66,9 +66,19 @@ def test_fork_map_hands_out_tasks_as_workers_finish_and_raises_the_earliest_erro
         parallel.fork_map(failing, 8, 2)
 
 
-def test_claims_hand_each_item_out_once() -> None:
-    claims = parallel.Claims([3, 1, 2])
-    assert list(claims) == [3, 1, 2] and list(claims) == []
+def test_claims_hand_each_item_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    claims = parallel.Claims([3, 1, 2, 5], 2)
+    assert list(claims.mine(0)) == [3, 1, 2, 5] and list(claims.mine(1)) == []
+
+    import multiprocessing.context
+
+    def no_semaphores(*_args: object, **_kwargs: object) -> None:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(multiprocessing.context.BaseContext, "Value", no_semaphores)
+    fixed = parallel.Claims([3, 1, 2, 5], 2)  # no shared counter: fixed shares, every item once
+    assert list(fixed.mine(0)) == [3, 2] and list(fixed.mine(1)) == [1, 5]
+    assert parallel.fork_map(lambda index: index * 10, 5, 2) == [0, 10, 20, 30, 40]
 
 
 @pytest.mark.parametrize("value", ["0", "two", "-1", "1.5"])

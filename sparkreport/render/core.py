@@ -370,7 +370,7 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     # Downloads page exports the whole store: filled last, it kept one worker busy seconds after
     # the other ran out), and writes it at once when its own pages' charts already settle the
     # decision (see settled); the pages filled before that are written in the second phase.
-    claims = Claims(sorted(range(len(docs)), key=lambda index: _weight(docs[index])))
+    claims = Claims(sorted(range(len(docs)), key=lambda index: _weight(docs[index])), workers)
     waiting: list[int] = []
 
     def write_one(index: int, static: bool) -> tuple[int, Any, BaseException | None]:
@@ -383,9 +383,9 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
         return index, (list(doc.files), [(c.name, c.title, c.description, c.rows) for c in doc.charts],
                        [str(path) for path, _spec in jobs]), None
 
-    def first(_worker: int) -> tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]:
+    def first(worker: int) -> tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]:
         failed, written, charts = [], [], 0
-        for index in claims:
+        for index in claims.mine(worker):
             try:
                 fill(docs[index])
             except Exception as exc:  # noqa: BLE001 — every page is tried; decide raises the earliest's
