@@ -5,10 +5,10 @@ A larger one gets an index (one row per campaign × model × environment group: 
 used in the statistics, a link to the group) and one page per campaign, split into pages of
 :data:`PAGE_SIZE` rows, with a section per model and environment; only the index is in the nav.
 (A page per group cost MkDocs a page each: 1 000 pages of ten rows at 10 000 runs, ~7 s of its
-build for what 50 pages hold.) Runs with monitoring samples get a
-time-series chart in their section, downsampled with LTTB (the full series is linked:
-the run's ``samples.csv``). Every run's files are published verbatim beside the pages, copied
-into the site after the builder (:mod:`sparkreport.site.run_files`).
+build for what 50 pages hold.) Runs with monitoring samples get a time-series chart in their
+section, downsampled with LTTB (the full series is linked: the run's ``samples.csv``). Every
+run's files are published verbatim beside the pages, copied into the site after the builder
+(:mod:`sparkreport.site.run_files`).
 """
 
 from __future__ import annotations
