@@ -85,8 +85,12 @@ class HashMemo:
     def known(self, path: Path | str, stat: os.stat_result) -> str | None:
         """The file's sha256 when it is remembered for this size, mtime and inode; None (and no
         reading) otherwise."""
+        return self.known_as(path, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+    def known_as(self, path: Path | str, size: int, mtime_ns: int, inode: int) -> str | None:
+        """:meth:`known` for a file as it was when those three were read."""
         entry = self.entries.get(str(path))
-        if entry is not None and entry[:3] == [stat.st_size, stat.st_mtime_ns, stat.st_ino]:
+        if entry is not None and entry[:3] == [size, mtime_ns, inode]:
             return str(entry[3])
         return None
 

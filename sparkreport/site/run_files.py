@@ -242,9 +242,10 @@ def complete_record(record: dict[str, list[Any]], listed: list[tuple[str, str]],
         value = out.get(target)
         if value is None or not str(value[1]).startswith(STAT_KEY):
             continue
-        entry = memo.entries.get(os.path.join(root, source))
-        if entry is not None and f"{STAT_KEY}{entry[1]}:{entry[2]}" == value[1] and entry[0] == value[0]:
-            out[target] = [value[0], entry[3]]
+        mtime_ns, inode = (int(part) for part in str(value[1]).removeprefix(STAT_KEY).split(":"))
+        digest = memo.known_as(os.path.join(root, source), value[0], mtime_ns, inode)
+        if digest is not None:
+            out[target] = [value[0], digest]
     return out
 
 
