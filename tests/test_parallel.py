@@ -46,13 +46,20 @@ def test_fork_map_keeps_order_and_raises_a_workers_error() -> None:
 
 @pytest.mark.skipif(not parallel.can_fork(), reason="workers are forked: Linux only")
 def test_fork_map_hands_out_tasks_as_workers_finish_and_raises_the_earliest_error() -> None:
+    import multiprocessing
     import time
 
+    last_done = multiprocessing.get_context("fork").Event()
+
     def task(index: int) -> int:
-        if index == 0:
-            time.sleep(1.5)  # the long task: its worker takes nothing else while it runs
+        if index == 0:  # the long task: it ends only once the last task is done
+            assert last_done.wait(60)
+        if index == 29:
+            last_done.set()
         return os.getpid()
 
+    # Handed out as workers finish, the other worker does tasks 1–29 while task 0 runs; in fixed
+    # shares task 0's worker would also own every other task after it.
     pids = parallel.fork_map(task, 30, 2)
     assert pids.count(pids[0]) == 1 and len(set(pids)) == 2
 
