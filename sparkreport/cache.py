@@ -190,38 +190,65 @@ class BlobCache:
 
 
 class RecordCache:
-    """Validated run records (as pickled dicts of parsed JSON) by the run.json's content hash.
+    """Validated run records by the run.json's content hash, one pickle per shard (a campaign).
 
     Reading a run.json costs a JSON parse and a validation; this keeps the validated record
-    for files whose bytes did not change. One pickle file, rewritten when something changed.
+    for files whose bytes did not change. Each shard is its own file under ``folder``, rewritten
+    only when one of its records changed: one new run rewrites its campaign's records, not the
+    whole store's (41 MB at 10 000 runs, ~0.3 s to pickle and write).
     """
 
-    def __init__(self, path: Path | None, salt: str = ""):
-        self.path = path
+    def __init__(self, folder: Path | None, salt: str = ""):
+        self.folder = folder
         #: What else the records depend on (the package's code): a different salt drops them all.
         self.salt = salt
-        self.entries: dict[str, Any] = _load_pickle(path, salt, "records")
-        self.changed = False
+        self.shards: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, Path] = {}  # shard → its file, for those read from the folder
+        self.changed: set[str] = set()
+        if folder is not None and folder.is_dir():
+            for path in sorted(folder.glob("*.pickle")):
+                shard = _load_pickle(path, salt, "shard")
+                if isinstance(shard.get("name"), str) and isinstance(shard.get("records"), dict):
+                    self.shards[shard["name"]] = shard["records"]
+                    self.files[shard["name"]] = path
 
-    def get(self, digest: str) -> Any:
-        return self.entries.get(digest)
+    def get(self, shard: str, digest: str) -> Any:
+        return self.shards.get(shard, {}).get(digest)
 
-    def put(self, digest: str, record: Any) -> None:
-        self.entries[digest] = record
-        self.changed = True
+    def put(self, shard: str, digest: str, record: Any) -> None:
+        self.shards.setdefault(shard, {})[digest] = record
+        self.changed.add(shard)
 
-    def keep_only(self, digests: set[str]) -> None:
-        """Forget records no longer in the store (the cache does not grow without bound)."""
-        stale = [d for d in self.entries if d not in digests]
-        for digest in stale:
-            del self.entries[digest]
-        self.changed = self.changed or bool(stale)
+    def keep_only(self, digests: Mapping[str, set[str]]) -> None:
+        """Forget records no longer in the store, and shards no longer in it (the cache does not
+        grow without bound)."""
+        for shard in list(self.shards):
+            wanted = digests.get(shard)
+            if wanted is None:
+                del self.shards[shard]
+                self.changed.add(shard)
+                continue
+            entries = self.shards[shard]
+            stale = [d for d in entries if d not in wanted]
+            for digest in stale:
+                del entries[digest]
+            if stale:
+                self.changed.add(shard)
 
     def save(self) -> None:
-        if self.path is not None and self.changed:
-            payload = {"version": CACHE_VERSION, "salt": self.salt, "records": self.entries}
-            _atomic_bytes(self.path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-            self.changed = False
+        if self.folder is None or not self.changed:
+            return
+        for shard in sorted(self.changed):
+            path = self.folder / f"{hashlib.sha256(shard.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.pickle"
+            if shard in self.shards:
+                payload = {"version": CACHE_VERSION, "salt": self.salt,
+                           "shard": {"name": shard, "records": self.shards[shard]}}
+                _atomic_bytes(path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+                self.files[shard] = path
+            else:
+                path.unlink(missing_ok=True)
+                self.files.pop(shard, None)
+        self.changed = set()
 
 
 #: The cyclic collector's thresholds for a command (:func:`batch_collector`); Python's own are

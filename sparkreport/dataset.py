@@ -437,22 +437,24 @@ def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], pa
     from sparkreport.cache import HashMemo, RecordCache, package_digest
 
     memo = HashMemo(cache_dir / "hashes.json")
-    cache = RecordCache(cache_dir / "records.pickle", salt=f"flat-{FLAT_LAYOUT}:{package_digest(memo)}")
+    cache = RecordCache(cache_dir / "records", salt=f"flat-{FLAT_LAYOUT}:{package_digest(memo)}")
     records = []
-    digests = set()
+    digests: dict[str, set[str]] = {}
     for (path, stat), run_path in zip(files, paths, strict=True):
         digest = memo.digest(path, stat)
-        digests.add(digest)
-        flat = cache.get(digest)
+        shard = run_path.partition("/")[0]  # the campaign: one new run rewrites its campaign's shard
+        digests.setdefault(shard, set()).add(digest)
+        flat = cache.get(shard, digest)
         if isinstance(flat, FlatRecord):
             flat = flat.at(run_path)
         else:
             flat = FlatRecord.of(_interned(store.load(path)), run_path)
-            cache.put(digest, flat)
+            cache.put(shard, digest, flat)
         records.append((flat, digest))
     cache.keep_only(digests)
     cache.save()
     memo.save()
+    (cache_dir / "records.pickle").unlink(missing_ok=True)  # the one-file layout before the shards
     return records
 
 

@@ -82,6 +82,40 @@ def test_mann_whitney_many_is_mann_whitney_of_each_pair(many: list[tuple[list[fl
         assert same(p, st.mann_whitney(a, b)), (a, b)
 
 
+def scipy_mann_whitney(a: list[float], b: list[float]) -> float:
+    """What ``mann_whitney`` returned when it called scipy.stats (before its own U test)."""
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    if len(set(a) | set(b)) == 1:
+        return 1.0
+    return float(sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
+
+
+@SETTINGS
+@given(hst.lists(pairs, max_size=10))
+def test_mann_whitney_is_scipy_stats(many: list[tuple[list[float], list[float]]]) -> None:
+    """Value for value, exact and approximate, with and without ties, one by one and batched."""
+    for (a, b), p in zip(many, st.mann_whitney_many(many), strict=True):
+        expected = scipy_mann_whitney(a, b)
+        assert same(st.mann_whitney(a, b), expected), (a, b)
+        assert same(p, expected), (a, b)
+
+
+def test_mann_whitney_is_scipy_stats_at_the_method_edges() -> None:
+    """Sizes where scipy switches between the exact test and the normal approximation (a side of
+    8 against 9), a small side against a large one (exact, hundreds of U values) and NaN."""
+    rng = np.random.default_rng(3)
+    for n1, n2 in [(8, 8), (8, 9), (9, 9), (2, 60), (3, 200), (9, 40), (5, 5)]:
+        for _ in range(5):
+            a, b = rng.normal(0, 1, n1).tolist(), rng.normal(0.5, 1, n2).tolist()
+            assert same(st.mann_whitney(a, b), scipy_mann_whitney(a, b)), (n1, n2)
+            rounded = ([round(v) for v in a], [round(v) for v in b])  # ties
+            assert same(st.mann_whitney(*rounded), scipy_mann_whitney(*rounded)), (n1, n2)
+    with_nan = ([1.0, math.nan, 3.0], [4.0, 5.0, 6.0])
+    assert math.isnan(st.mann_whitney(*with_nan))
+    assert math.isnan(float(sps.mannwhitneyu(with_nan[1], with_nan[0]).pvalue))
+
+
 def test_mann_whitney_many_keeps_exact_and_tied_pairs_apart() -> None:
     """Same sizes, one pair with ties: the untied pair keeps scipy's exact test in the batch."""
     untied = ([1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0])

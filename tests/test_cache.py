@@ -97,12 +97,35 @@ def test_dataset_cache_reads_changed_files_and_matches_an_uncached_read(tmp_path
 
 
 def test_record_cache_drops_entries_of_another_salt(tmp_path: Path) -> None:
-    path = tmp_path / "records.pickle"
-    cache = RecordCache(path, salt="a")
-    cache.put("d1", {"x": 1})
+    folder = tmp_path / "records"
+    cache = RecordCache(folder, salt="a")
+    cache.put("c1", "d1", {"x": 1})
     cache.save()
-    assert RecordCache(path, salt="a").get("d1") == {"x": 1}
-    assert RecordCache(path, salt="b").get("d1") is None
+    assert RecordCache(folder, salt="a").get("c1", "d1") == {"x": 1}
+    assert RecordCache(folder, salt="b").get("c1", "d1") is None
+
+
+def test_record_cache_rewrites_only_the_shard_that_changed(tmp_path: Path) -> None:
+    folder = tmp_path / "records"
+    cache = RecordCache(folder, salt="a")
+    cache.put("c1", "d1", {"x": 1})
+    cache.put("c2", "d2", {"x": 2})
+    cache.save()
+    files = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
+    assert len(files) == 2
+    cache = RecordCache(folder, salt="a")
+    cache.put("c2", "d3", {"x": 3})
+    cache.keep_only({"c1": {"d1"}, "c2": {"d3"}})
+    cache.save()
+    after = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
+    assert after.keys() == files.keys()
+    assert sum(after[name] == files[name] for name in files) == 1  # c1's file untouched
+    again = RecordCache(folder, salt="a")
+    assert (again.get("c1", "d1"), again.get("c2", "d2"), again.get("c2", "d3")) == ({"x": 1}, None, {"x": 3})
+    again.keep_only({"c2": {"d3"}})  # campaign c1 removed from the store: its shard goes too
+    again.save()
+    assert len(list(folder.iterdir())) == 1
+    assert RecordCache(folder, salt="a").get("c1", "d1") is None
 
 
 def test_hash_memo_rehashes_a_rewritten_file(tmp_path: Path) -> None:
@@ -123,12 +146,15 @@ def test_blob_cache_round_trip(tmp_path: Path) -> None:
     assert (cache.hits, cache.misses) == (1, 1)
 
 
-@pytest.mark.parametrize("name", ["hashes.json", "records.pickle"])
+@pytest.mark.parametrize("name", ["hashes.json", "records/0.pickle"])
 def test_a_corrupt_cache_file_is_ignored(tmp_path: Path, phase1_store: Path, name: str) -> None:
     runs = tmp_path / "runs"
     shutil.copytree(phase1_store, runs)
     cache = tmp_path / "cache"
-    cache.mkdir()
+    load_dataset(runs, cache_dir=cache)  # the record shards written
+    for shard in (cache / "records").glob("*.pickle"):
+        shard.write_bytes(b"\x00not a cache")
+    (cache / name).parent.mkdir(exist_ok=True)
     (cache / name).write_bytes(b"\x00not a cache")
     assert load_dataset(runs, cache_dir=cache).digest == load_dataset(runs).digest
 

@@ -83,8 +83,6 @@ def _ordered_values(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions
 
 @register_check("drift", per_campaign=True)
 def _drift(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
-    from scipy import stats as sps
-
     findings: list[Finding] = []
     ordered = _ordered_values(ds, runs, opts)
     if ordered is None:
@@ -97,6 +95,8 @@ def _drift(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
             y = column[keep]
             if y.size < MIN_DRIFT_RUNS or float(y.max()) == float(y.min()):
                 continue
+            from scipy import stats as sps  # here: over a second to import, and most arms have nothing to test
+
             order = np.arange(y.size, dtype=float)
             tau, p = sps.kendalltau(order, y)
             if not (math.isfinite(p) and p < opts.alpha):
@@ -187,8 +187,6 @@ _POOLED_FIELDS = ("engine_version",)
 
 @register_check("pooled-label", per_campaign=True)
 def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
-    from scipy import stats as sps
-
     findings: list[Finding] = []
     used = runs[runs["included"]]
     metrics = _present(used, primary_metrics(opts))
@@ -207,6 +205,8 @@ def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
                 groups = [reported(values[positions[arm_labels.astype(str) == level], j]) for level in levels]
                 if any(g.size < 2 for g in groups) or all(float(g.std()) == 0 for g in groups):
                     continue
+                from scipy import stats as sps  # only where there is a test to run (over a second to import)
+
                 p = float(sps.f_oneway(*groups).pvalue)
                 if not (math.isfinite(p) and p < opts.alpha):
                     continue

@@ -219,7 +219,10 @@ def mann_whitney(a: Sequence[float], b: Sequence[float]) -> float:
         return NAN
     if len(set(a) | set(b)) == 1:
         return 1.0
-    return float(_stats().mannwhitneyu(b, a, alternative="two-sided").pvalue)
+    x, y = np.asarray([b], dtype=float), np.asarray([a], dtype=float)
+    if np.isnan(x).any() or np.isnan(y).any():
+        return NAN  # scipy.stats' nan_policy="propagate"
+    return float(_mwu_two_sided(x, y)[0])
 
 
 def mann_whitney_many(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float]:
@@ -245,10 +248,81 @@ def mann_whitney_many(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) 
     for members in batches.values():
         a_rows = np.array([pairs[i][0] for i in members], dtype=float)
         b_rows = np.array([pairs[i][1] for i in members], dtype=float)
-        batch = _stats().mannwhitneyu(b_rows, a_rows, alternative="two-sided", axis=1).pvalue
+        batch = _mwu_two_sided(b_rows, a_rows)
         for i, p in zip(members, batch, strict=True):
             pvalues[i] = float(p)
     return pvalues
+
+
+def _mwu_two_sided(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``scipy.stats.mannwhitneyu(x, y, alternative="two-sided", axis=1).pvalue`` for rows without
+    NaN, computed the way scipy 1.17 computes it (average ranks, ``method="auto"``: the exact
+    distribution when a side has at most 8 values and the batch has no ties, else the normal
+    approximation with tie and continuity corrections), without importing ``scipy.stats`` (over
+    a second, most of a rebuild's analysis after one new run). tests/test_statistics.py checks
+    every value against scipy.stats on random samples, with and without ties."""
+    n1, n2 = x.shape[1], y.shape[1]
+    xy = np.concatenate([x, y], axis=1)
+    order = np.argsort(xy, axis=1, kind="stable")
+    ranks = np.empty_like(xy)
+    tie_term = np.zeros(len(xy))
+    ties = False
+    for row in range(len(xy)):
+        values = xy[row, order[row]]
+        starts = np.flatnonzero(np.concatenate([[True], values[:-1] != values[1:]]))
+        counts = np.diff(starts, append=values.size)
+        ties = ties or bool((counts > 1).any())
+        average = starts + 1 + (counts.astype(float) - 1) / 2
+        ranks[row, order[row]] = np.repeat(average, counts)
+        tie_term[row] = np.sum(counts.astype(float) ** 3 - counts)
+    u1 = ranks[:, :n1].sum(axis=1) - n1 * (n1 + 1) / 2
+    u = np.maximum(u1, n1 * n2 - u1)
+    if (n1 > 8 and n2 > 8) or ties:
+        n = n1 + n2
+        s = np.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (u - n1 * n2 / 2 - 0.5) / s
+        p = special.ndtr(-z)
+    else:
+        p = _mwu_exact_sf(u.astype(np.int64), min(n1, n2), max(n1, n2))
+    return np.clip(p * 2, 0.0, 1.0)
+
+
+def _mwu_exact_sf(k: np.ndarray, n1: int, n2: int) -> np.ndarray:
+    """P(U ≥ k) under the null for samples of n1 ≤ n2 values: scipy's ``_MWU.sf`` (the
+    frequencies of U by the recurrence of Andreas Löffler, then the same cumulative sums)."""
+    kc = np.asarray(n1 * n2 - k)
+    low = k < kc
+    kc[low] = k[low]
+    pmfs = _mwu_frequencies(int(np.max(kc)), n1, n2)
+    cdfs = np.asarray(np.cumsum(pmfs)[kc])
+    cdfs[low] = 1.0 - cdfs[low] + pmfs[kc[low]]
+    return cdfs
+
+
+@lru_cache(maxsize=64)
+def _mwu_frequencies(maxu: int, n1: int, n2: int) -> np.ndarray:
+    """The null probabilities of U = 0 … maxu (maxu ≤ n1·n2 / 2), as scipy's ``_MWU`` builds them."""
+    total = special.binom(n1 + n2, n1)
+    sigma = np.zeros(maxu + 1, dtype=int)
+    for d in np.arange(1, n1 + 1):
+        sigma[np.arange(d, maxu + 1, d)] += d
+    for d in np.arange(n2 + 1, n2 + n1 + 1):
+        sigma[np.arange(d, maxu + 1, d)] -= d
+    sigma = sigma[1:]
+    configurations = np.zeros(maxu + 1, dtype=np.uint64)
+    is_uint = True
+    uint_max = np.iinfo(np.uint64).max
+    configurations[0] = 1
+    for u in np.arange(1, maxu + 1):
+        new_val = np.dot(configurations[:u], sigma[u - 1::-1]) / u
+        if new_val > uint_max and is_uint:
+            configurations = configurations.astype(float)
+            is_uint = False
+        configurations[u] = new_val
+    frequencies = configurations / total
+    frequencies.flags.writeable = False
+    return frequencies
 
 
 def hedges_g(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int) -> float:
