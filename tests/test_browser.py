@@ -382,6 +382,74 @@ def test_charts_survive_instant_navigation(tmp_path_factory: pytest.TempPathFact
             visit.close()
 
 
+@contextlib.contextmanager
+def serving_as_pages(site_dir: Path) -> Iterator[str]:
+    """``site_dir`` served the way GitHub Pages serves a site: a missing path gets the site's
+    404.html with status 404 (``python -m http.server`` sends its own error page)."""
+    import functools
+    import http.server
+    import threading
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            if code != 404:
+                super().send_error(code, message, explain)
+                return
+            body = (site_dir / "404.html").read_bytes()
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(site_dir)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_an_old_runs_link_lands_on_its_section(tmp_path_factory: pytest.TempPathFactory, phase1_store: Path,
+                                               built: BuildResult, browser: Any,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link to a group's own Runs page (the layout before the campaign pages) lands, through the
+    host's 404 page, on the group's section of its campaign's pages: the page it starts on."""
+    from sparkreport.render import runs_index
+
+    monkeypatch.setattr(runs_index, "PAGE_SIZE", 4)  # campaign pages, as in a large store
+    project = tmp_path_factory.mktemp("moved-project")
+    result = build(RenderOptions(runs_dir=phase1_store, project_root=project), project / "site",
+                   builder=built.builder)
+    index = (result.site_dir / "runs" / "index.html").read_text(encoding="utf-8")
+    import re
+
+    targets = sorted(set(re.findall(r'href="((?:\./)?([^"/]+)/(?:(page-\d+)/)?(?:index\.html)?#([^"]+--[^"]+))"', index)))
+    assert targets, "the Runs index links each group to its section"
+    later = [t for t in targets if t[2]]
+    cases = [targets[0], *later[:1]]
+    with serving_as_pages(result.site_dir) as url:
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            for _href, campaign, page_dir, anchor in cases:
+                page.goto(f"{url}runs/{campaign}/{anchor}/")
+                expected = f"{url}runs/{campaign}/" + (f"{page_dir}/" if page_dir else "")
+                page.wait_for_url(lambda u, e=expected, a=anchor: u.startswith(e) and u.endswith(f"#{a}"),
+                                  timeout=10_000)
+                assert page.locator(f"[id='{anchor}']").count() == 1
+            page.goto(f"{url}no-such-page/")  # any other missing page: the 404 page stays
+            page.wait_for_timeout(500)
+            assert page.url == f"{url}no-such-page/"
+        finally:
+            context.close()
+
+
 SEARCH_HITS = """() => {
     const hits = [...document.querySelectorAll('.md-search-result__link')].map(a => a.href);
     for (const host of document.querySelectorAll('*'))  // Zensical's search lives in a shadow root
