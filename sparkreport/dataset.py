@@ -27,6 +27,7 @@ from sparkreport.schema import SCHEMA_VERSION, RunRecord
 from sparkreport.store import RunStore
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 #: 2: ``pre_kv_memory_gib`` is a core column and ``peak_memory_gib`` means the peak with the KV cache.
@@ -548,7 +549,7 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
         if suffix == ".csv":
             header = csv_safe(frame.iloc[:0]).to_csv(index=False)
             rows = export_chunks(dataset, "csv", lambda part: csv_safe(part).to_csv(index=False, header=False),
-                                 chunks)
+                                 chunks, split=_csv_by_campaign)
             Path(tmp).write_text(header + "".join(rows), encoding="utf-8", newline="")
         elif suffix == ".parquet":
             import pyarrow as pa
@@ -572,7 +573,8 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
             text = spec_json(payload, sort_keys=False)
             # each chunk: its rows as items of the payload's "runs" list (depth 1), brackets cut off
             items = export_chunks(dataset, "json", lambda part: spec_json(
-                json.loads(part.to_json(orient="records")), 1, sort_keys=False)[2:-3], chunks)
+                json.loads(part.to_json(orient="records")), 1, sort_keys=False)[2:-3], chunks,
+                split=_json_by_campaign)
             if items:
                 text = text.replace('\n "runs": [],\n', '\n "runs": [\n' + ",\n".join(items) + '\n ],\n', 1)
             Path(tmp).write_text(text + "\n", encoding="utf-8")
@@ -601,13 +603,18 @@ EXPORT_CHUNKS = 1
 
 
 def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], str],
-                  chunks: ExportChunks | None) -> list[str]:
+                  chunks: ExportChunks | None,
+                  split: Callable[[pd.DataFrame, list[np.ndarray]], list[str] | None] | None = None) -> list[str]:
     """``encode`` of each campaign's rows of the runs table, in table order (the table is sorted
     by campaign first), read back from ``chunks`` when the campaign's runs (their run.json
-    digests and folders) and the table's columns are as they were; without ``chunks``, for an
-    empty table, or the first time (the kind's folder is made, nothing else: a cold build
-    encodes the table in one pass, faster than campaign by campaign), the whole table as one
-    chunk. Chunks no longer used are removed. Empty chunks are left out."""
+    digests and folders) and the table's columns are as they were. Without ``chunks`` or for an
+    empty table, the whole table as one chunk. When a third of the campaigns or more have no
+    chunk (a cold build, another version of the code) and ``split`` is given, the table is
+    encoded in one pass and cut at the campaigns (``split(frame, rows per campaign)``; None when
+    it cannot be cut, e.g. a CSV cell holding a line break): one pass over 10 000 runs costs
+    about half of fifty (0.76 against 1.75 s for the CSV), and the next build, which adds a run,
+    finds every other campaign's chunk. Chunks no longer used are removed. Empty chunks are left
+    out."""
     from sparkreport.cache import _atomic_bytes, inputs_digest
 
     frame = dataset.runs
@@ -616,27 +623,59 @@ def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], 
     if chunks is None:
         return [encode(frame)]
     folder = chunks.folder / kind
-    if not folder.is_dir():  # the first time: one pass, and the folder for the next build
-        folder.mkdir(parents=True, exist_ok=True)
-        return [encode(frame)]
+    folder.mkdir(parents=True, exist_ok=True)
     layout = repr([(str(column), str(dtype)) for column, dtype in frame.dtypes.items()])
-    groups = sorted(frame.groupby("campaign", sort=False).indices.values(), key=lambda rows: rows[0])
+    import numpy as np
+
+    groups = [np.asarray(rows) for rows in sorted(frame.groupby("campaign", sort=False).indices.values(),
+                                                  key=lambda rows: rows[0])]
     run_ids, run_paths = frame["run_id"].to_numpy(dtype=object), frame["run_path"].to_numpy(dtype=object)
-    out, used = [], set()
+    paths = []
     for rows in groups:
         key = inputs_digest([("kind", f"export-{kind}-{EXPORT_CHUNKS}"), ("salt", chunks.salt), ("layout", layout),
                              ("runs", dataset.digest_of(run_ids[rows])), ("paths", "\0".join(run_paths[rows]))])
-        path = folder / f"{key}.txt"
-        used.add(path.name)
+        paths.append(folder / f"{key}.txt")
+    out: list[str | None] = []
+    for path in paths:
         try:
-            chunk = path.read_bytes().decode("utf-8")  # bytes: a CSV cell may hold a lone \r
-            chunks.reused[kind] = chunks.reused.get(kind, 0) + 1
+            out.append(path.read_bytes().decode("utf-8"))  # bytes: a CSV cell may hold a lone \r
         except (OSError, UnicodeDecodeError):
-            chunk = encode(frame.iloc[rows])
-            _atomic_bytes(path, chunk.encode("utf-8"))
-            chunks.computed[kind] = chunks.computed.get(kind, 0) + 1
-        out.append(chunk)
+            out.append(None)
+    missing = [i for i, chunk in enumerate(out) if chunk is None]
+    chunks.reused[kind] = chunks.reused.get(kind, 0) + len(groups) - len(missing)
+    whole = split(frame, groups) if split is not None and missing and 3 * len(missing) >= len(groups) else None
+    for i in missing:
+        chunk = whole[i] if whole is not None else encode(frame.iloc[groups[i]])
+        _atomic_bytes(paths[i], chunk.encode("utf-8"))
+        chunks.computed[kind] = chunks.computed.get(kind, 0) + 1
+        out[i] = chunk
+    used = {path.name for path in paths}
     for stale in folder.iterdir():
         if stale.name not in used:
             stale.unlink(missing_ok=True)
     return [chunk for chunk in out if chunk]
+
+
+def _contiguous(groups: list[np.ndarray]) -> bool:
+    return all(len(rows) and rows[-1] - rows[0] + 1 == len(rows) for rows in groups)
+
+
+def _csv_by_campaign(frame: pd.DataFrame, groups: list[np.ndarray]) -> list[str] | None:
+    """The runs table's CSV rows in one pass, cut at the campaigns' first rows; None when a cell
+    holds a line break (a row is then more than one line) or the rows are not in campaign order."""
+    text = csv_safe(frame).to_csv(index=False, header=False)
+    lines = text.split("\n")
+    if len(lines) != len(frame) + 1 or lines[-1] != "" or not _contiguous(groups):
+        return None
+    return ["".join(f"{line}\n" for line in lines[rows[0]:rows[-1] + 1]) for rows in groups]
+
+
+def _json_by_campaign(frame: pd.DataFrame, groups: list[np.ndarray]) -> list[str] | None:
+    """The runs table's JSON items read once, each campaign's encoded from them (what encoding
+    each campaign's rows on their own gives: every value is formatted alone)."""
+    from sparkreport.charts import spec_json
+
+    if not _contiguous(groups):
+        return None
+    records = json.loads(frame.to_json(orient="records"))
+    return [spec_json(records[rows[0]:rows[-1] + 1], 1, sort_keys=False)[2:-3] for rows in groups]

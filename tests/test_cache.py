@@ -212,8 +212,8 @@ def test_exports_from_campaign_chunks_are_byte_identical_and_a_new_run_reencodes
     ds = load_dataset(runs)
     campaigns = len(ds.campaigns())
     plain = exported(ds, "plain", None)
-    assert exported(ds, "first", chunks) == plain and chunks.computed == {}  # a first build: one pass
-    assert exported(ds, "filled", chunks) == plain and chunks.computed == {"csv": campaigns, "json": campaigns}
+    # a first build: one pass over the table, cut into every campaign's chunk
+    assert exported(ds, "first", chunks) == plain and chunks.computed == {"csv": campaigns, "json": campaigns}
     assert exported(ds, "again", chunks) == plain and chunks.reused == {"csv": campaigns, "json": campaigns}
 
     base = next(r for r in ds.records if r.campaign == "v0.21.0")
@@ -227,6 +227,44 @@ def test_exports_from_campaign_chunks_are_byte_identical_and_a_new_run_reencodes
     other = ExportChunks(tmp_path / "exports", salt="other code")
     assert exported(grown, "other", other) == exported(grown, "grown-plain", None)
     assert other.computed == {"csv": campaigns, "json": campaigns}
+
+
+def test_export_cut_in_one_pass_is_each_campaign_encoded_alone(tmp_path: Path) -> None:
+    """The chunks a cold build cuts from one pass over the table are, byte for byte, what encoding
+    each campaign's rows alone gives — also with cells a spreadsheet would run (neutralised) and
+    quotes; a CSV cell with a line break cannot be cut by lines, so each campaign is encoded alone,
+    and the export is still the plain one."""
+    import sys
+
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from history_store import write_history_store
+
+    from sparkreport.charts import spec_json
+    from sparkreport.dataset import Dataset, ExportChunks, _csv_by_campaign, _json_by_campaign, csv_safe, export
+
+    runs = write_history_store(tmp_path / "runs", runs=2, campaign_per_version=True)
+    ds = load_dataset(runs)
+    frame = ds.runs.copy()
+    frame["run_path"] = frame["run_path"].astype(object)
+    frame.loc[frame.index[0], "run_path"] = '=HYPERLINK("x")'
+    groups = [np.asarray(rows) for rows in sorted(frame.groupby("campaign", sort=False).indices.values(),
+                                                  key=lambda rows: rows[0])]
+    alone_csv = [csv_safe(frame.iloc[rows]).to_csv(index=False, header=False) for rows in groups]
+    alone_json = [spec_json(json.loads(frame.iloc[rows].to_json(orient="records")), 1, sort_keys=False)[2:-3]
+                  for rows in groups]
+    assert _csv_by_campaign(frame, groups) == alone_csv
+    assert _json_by_campaign(frame, groups) == alone_json
+    broken = frame.copy()
+    broken.loc[broken.index[1], "run_path"] = "two\nlines"
+    assert _csv_by_campaign(broken, groups) is None
+    with_break = Dataset(runs=broken, summaries=ds.summaries, records=ds.records, digest=ds.digest,
+                         paths=ds.paths, run_digests=ds.run_digests)
+    plain = export(with_break, tmp_path / "plain.csv").read_bytes()
+    chunks = ExportChunks(tmp_path / "exports", salt="code")
+    assert export(with_break, tmp_path / "chunked.csv", chunks=chunks).read_bytes() == plain
+    assert chunks.computed == {"csv": len(groups)}
 
 
 def test_commands_run_with_the_batch_collector_thresholds() -> None:
