@@ -322,7 +322,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     for metric, margin in config.analysis.margins.items():
         name = f"analysis.margins.{metric}"
         if not isinstance(metric, str) or not is_metric(metric):
-            raise where.error(name, f"{name}: {metric!r} is not a canonical metric name",
+            raise where.error(name, f"analysis.margins: {metric!r} is not a canonical metric name",
                               fix="e.g. output_throughput_tok_s: 0.02 (see `sparkreport metrics`)")
         _typed(where, name, margin, (int, float))
         _fraction(where, name, margin)

@@ -19,7 +19,8 @@ class SparkreportError(click.ClickException):
     exit_code = 1
 
     def format_message(self) -> str:
-        return self.message
+        # One line whatever a path or a value in it holds (a YAML key may be "\n").
+        return self.message.replace("\r", "\\r").replace("\n", "\\n")
 
 
 class InputError(SparkreportError):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sparkreport.config import AnalysisOptions, load_config
@@ -101,6 +101,7 @@ _ANALYSIS_KEYS = sorted(AnalysisOptions.__dataclass_fields__)
 @given(key=st.sampled_from([*(f"analysis.{k}" for k in _ANALYSIS_KEYS), "title", "charts", "static_charts",
                             "diffs", "diffs.0.metrics", "diffs.0.a", "analysis"]),
        value=_ANY_VALUE)
+@example(key="analysis.margins", value={"\n": None})  # a key that is a line break: still one line
 def test_no_value_gives_a_traceback(tmp_path: Path, key: str, value: object) -> None:
     doc: dict[str, object] = {}
     if key.startswith("diffs.0."):

@@ -219,6 +219,38 @@ def test_runs_page_links_to_every_runs_raw_files(rendered: RenderResult, phase1_
     assert "files/phase1/_sources/" in text  # the shared aggregate source, published once
 
 
+def test_runs_table_breaks_run_ids_at_their_dots_and_drops_an_empty_iteration_column() -> None:
+    """A run id may break only after a dot or a hyphen, or every 10 characters of a longer stretch
+    (``<wbr>``; Material lets code break anywhere), not at all under a campaign page's section heading; a table whose rows have no
+    iteration has no Iteration column of dashes. Ids are escaped before the breaks go in."""
+    from types import SimpleNamespace
+
+    from sparkreport.render.markdown import make_environment
+
+    template = make_environment(None).get_template("_runs_table.md")
+    row = {"run_id": "llama.cold.<i01>-" + "f" * 40, "model_name": "m", "environment": "native", "iteration": None,
+           "published": False, "ok": True, "guard": None, "exit_code": 0, "included": True, "reason": None,
+           "files": [], "chart": None}
+    site = SimpleNamespace(config=SimpleNamespace(factor="environment"))
+    without = template.render(entries=[row], site=site, sample_points=400)
+    assert "<th>Iteration</th>" not in without and "<td>—</td>" not in without
+    assert ('<tr><td class="sparkreport-run"><code>llama.<wbr>cold.<wbr>&lt;i01&gt;-'
+            f'{"f" * 10}<wbr>{"f" * 10}<wbr>{"f" * 10}<wbr>{"f" * 10}</code></td>') in without
+    with_one = template.render(entries=[row, {**row, "run_id": "b", "iteration": 2}], site=site, sample_points=400)
+    assert "<th>Iteration</th>" in with_one and "<td>—</td>" in with_one and "<td>2</td>" in with_one
+    in_section = template.render(entries=[row], site=site, sample_points=400, in_section=True)
+    assert '<td class="sparkreport-run sparkreport-nowrap">' in in_section and "<th>Model</th>" not in in_section
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_a_breakable_id_reads_as_the_escaped_id(value: str) -> None:
+    """``breakable`` only adds break opportunities: without them it is ``h``'s escaping."""
+    from sparkreport.render.markdown import breakable, h
+
+    assert str(breakable(value)).replace("<wbr>", "") == str(h(value))
+
+
 def test_downloads_are_the_dataset(rendered: RenderResult, phase1_dataset: Dataset) -> None:
     folder = rendered.docs_dir / "downloads"
     csv = pd.read_csv(folder / "dataset.csv")

@@ -137,6 +137,27 @@ def h(value: Any) -> Markup:
     return Markup(html.escape(" ".join(str(value).split()), quote=True))
 
 
+#: Longest stretch of an identifier without a break opportunity (a sha256 run id is 64 characters).
+BREAK_EVERY = 10
+
+
+def breakable(value: Any) -> Markup:
+    """An identifier as HTML (escaped) with break opportunities (``<wbr>``) after each dot and every
+    :data:`BREAK_EVERY` characters of a longer stretch without a dot or a hyphen: a browser takes
+    those (and the hyphens) before breaking inside a word as Material lets code do ("cgrou|p-16g")."""
+    pieces = re.split(r"([.-])", " ".join(str(value).split()))
+    out = []
+    for piece in pieces:
+        if piece == ".":
+            out.append(".<wbr>")
+        elif piece == "-":
+            out.append("-")
+        else:
+            chunks = [piece[i:i + BREAK_EVERY] for i in range(0, len(piece), BREAK_EVERY)] or [""]
+            out.append("<wbr>".join(html.escape(chunk, quote=True) for chunk in chunks))
+    return Markup("".join(out))
+
+
 def link(text: Any, target: str) -> Markup:
     """A Markdown link with escaped text (``target`` is produced by us, not user data)."""
     return Markup(f"[{md_escape(text)}]({target})")
@@ -178,7 +199,8 @@ def make_environment(project_templates: Path | None) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h)
+    env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
+                       breakable=breakable)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
                        signed=signed,
                        percent=percent, code=code, is_missing=is_missing, MISSING=MISSING, cut=shown_values)
