@@ -203,14 +203,14 @@ class RecordCache:
         #: What else the records depend on (the package's code): a different salt drops them all.
         self.salt = salt
         self.shards: dict[str, dict[str, Any]] = {}
-        self.files: dict[str, Path] = {}  # shard → its file, for those read from the folder
         self.changed: set[str] = set()
-        if folder is not None and folder.is_dir():
-            for path in sorted(folder.glob("*.pickle")):
-                shard = _load_pickle(path, salt, "shard")
-                if isinstance(shard.get("name"), str) and isinstance(shard.get("records"), dict):
-                    self.shards[shard["name"]] = shard["records"]
-                    self.files[shard["name"]] = path
+        #: Every shard file in the folder, read or not (another salt's, a damaged one): those no
+        #: shard is saved to are removed by the next save.
+        self.found: set[Path] = set(folder.glob("*.pickle")) if folder is not None and folder.is_dir() else set()
+        for path in sorted(self.found):
+            shard = _load_pickle(path, salt, "shard")
+            if isinstance(shard.get("name"), str) and isinstance(shard.get("records"), dict):
+                self.shards[shard["name"]] = shard["records"]
 
     def get(self, shard: str, digest: str) -> Any:
         return self.shards.get(shard, {}).get(digest)
@@ -235,19 +235,21 @@ class RecordCache:
             if stale:
                 self.changed.add(shard)
 
+    def shard_path(self, shard: str) -> Path:
+        assert self.folder is not None
+        return self.folder / f"{hashlib.sha256(shard.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.pickle"
+
     def save(self) -> None:
         if self.folder is None or not self.changed:
             return
-        for shard in sorted(self.changed):
-            path = self.folder / f"{hashlib.sha256(shard.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.pickle"
-            if shard in self.shards:
-                payload = {"version": CACHE_VERSION, "salt": self.salt,
-                           "shard": {"name": shard, "records": self.shards[shard]}}
-                _atomic_bytes(path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-                self.files[shard] = path
-            else:
-                path.unlink(missing_ok=True)
-                self.files.pop(shard, None)
+        for shard in sorted(self.changed & set(self.shards)):
+            payload = {"version": CACHE_VERSION, "salt": self.salt,
+                       "shard": {"name": shard, "records": self.shards[shard]}}
+            _atomic_bytes(self.shard_path(shard), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+        kept = {self.shard_path(shard) for shard in self.shards}
+        for stale in self.found - kept:  # a removed campaign's, another salt's, a damaged file
+            stale.unlink(missing_ok=True)
+        self.found = kept
         self.changed = set()
 
 

@@ -126,6 +126,10 @@ def test_record_cache_rewrites_only_the_shard_that_changed(tmp_path: Path) -> No
     again.save()
     assert len(list(folder.iterdir())) == 1
     assert RecordCache(folder, salt="a").get("c1", "d1") is None
+    other = RecordCache(folder, salt="b")  # other code: c2's file is not read, and goes once it saves
+    other.put("c3", "d4", {"x": 4})
+    other.save()
+    assert [RecordCache(folder, salt="b").get("c3", "d4")] == [{"x": 4}] and len(list(folder.iterdir())) == 1
 
 
 def test_hash_memo_rehashes_a_rewritten_file(tmp_path: Path) -> None:

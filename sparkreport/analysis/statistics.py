@@ -259,7 +259,7 @@ def _mwu_two_sided(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     NaN, computed the way scipy 1.17 computes it (average ranks, ``method="auto"``: the exact
     distribution when a side has at most 8 values and the batch has no ties, else the normal
     approximation with tie and continuity corrections), without importing ``scipy.stats`` (over
-    a second, most of a rebuild's analysis after one new run). tests/test_statistics.py checks
+    a second, most of a rebuild's analysis after one new run). tests/test_analysis_vectorised.py checks
     every value against scipy.stats on random samples, with and without ties."""
     n1, n2 = x.shape[1], y.shape[1]
     xy = np.concatenate([x, y], axis=1)
