@@ -615,6 +615,8 @@ def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], 
     about half of fifty (0.76 against 1.75 s for the CSV), and the next build, which adds a run,
     finds every other campaign's chunk. Chunks no longer used are removed. Empty chunks are left
     out."""
+    import numpy as np
+
     from sparkreport.cache import _atomic_bytes, inputs_digest
 
     frame = dataset.runs
@@ -625,8 +627,6 @@ def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], 
     folder = chunks.folder / kind
     folder.mkdir(parents=True, exist_ok=True)
     layout = repr([(str(column), str(dtype)) for column, dtype in frame.dtypes.items()])
-    import numpy as np
-
     groups = [np.asarray(rows) for rows in sorted(frame.groupby("campaign", sort=False).indices.values(),
                                                   key=lambda rows: rows[0])]
     run_ids, run_paths = frame["run_id"].to_numpy(dtype=object), frame["run_path"].to_numpy(dtype=object)
