@@ -19,8 +19,7 @@ class SparkreportError(click.ClickException):
     exit_code = 1
 
     def format_message(self) -> str:
-        # One line whatever a path or a value in it holds (a YAML key may be "\n").
-        return self.message.replace("\r", "\\r").replace("\n", "\\n")
+        return self.message
 
 
 class InputError(SparkreportError):
@@ -36,6 +35,10 @@ class InputError(SparkreportError):
         if fix:
             text += f" — {fix}"
         super().__init__(text)
+
+    def format_message(self) -> str:
+        # One line whatever the path or a value quoted in the problem holds (a YAML key may be "\n").
+        return self.message.replace("\r", "\\r").replace("\n", "\\n")
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Picklable (parsing in worker processes, Ray tasks) despite the keyword-only fields."""

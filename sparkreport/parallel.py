@@ -18,7 +18,6 @@ build's own process, with the same result (tests compare both byte for byte).
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import sys
@@ -206,7 +205,7 @@ def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]],
                 process.join()
 
 
-def _answer(pipe: Any) -> Any:
+def _answer(pipe: Any, file: Any = None) -> Any:
     try:
         kind, value = pipe.recv()
     except (EOFError, OSError):
@@ -214,14 +213,11 @@ def _answer(pipe: Any) -> Any:
                           f"build again, or set {JOBS_ENV}=1 to build in one process") from None
     if kind == "error":
         raise value
-    if kind == "file":  # a background task's value, pickled by it (our own file, just written)
+    if kind == "file":  # a background task's value, pickled by it into ``file`` (ours, just written)
         import pickle
 
-        try:
-            with open(value, "rb") as handle:
-                return pickle.load(handle)  # noqa: S301
-        finally:
-            os.unlink(value)
+        file.seek(0)
+        return pickle.load(file)  # noqa: S301
     return value
 
 
@@ -234,18 +230,23 @@ class Background(Generic[T]):
     def __init__(self, task: Callable[[], T]):
         self._task: Callable[[], T] | None = task
         self._pipe: Any = None
+        self._file: Any = None
         self._process: Any = None
         if jobs() < 2 or not can_fork():
             return
         import multiprocessing
+        import tempfile
 
         context = multiprocessing.get_context("fork")
         mine, theirs = context.Pipe()
+        # The value's file, made before the fork and without a name (unlinked at once): the child
+        # writes it, this process reads it, and a kill of either at any moment leaves nothing.
+        self._file = tempfile.TemporaryFile(prefix=".sparkreport-background.")  # noqa: SIM115 (closed in cancel)
         gc.freeze()  # the child's collector leaves the build's objects (and their pages) alone
         try:
             # Not a daemon, so that a task may fork workers of its own; it never outlives the
             # build (PR_SET_PDEATHSIG, and cancel() when the build leaves the block).
-            self._process = context.Process(target=_background, args=(theirs, task, os.getpid()))
+            self._process = context.Process(target=_background, args=(theirs, task, os.getpid(), self._file))
             self._process.start()
         finally:
             gc.unfreeze()
@@ -258,7 +259,7 @@ class Background(Generic[T]):
             task, self._task = self._task, None
             return task()
         try:
-            value = _answer(self._pipe)
+            value = _answer(self._pipe, self._file)
         finally:
             self.cancel(wait=5)
         return value
@@ -267,13 +268,11 @@ class Background(Generic[T]):
         """Stop the task (given ``wait`` seconds to end by itself first)."""
         self._task = None
         if self._pipe is not None:
-            with contextlib.suppress(OSError, EOFError, ValueError):
-                if self._pipe.poll():  # done, but never asked for: remove the file of its value
-                    kind, value = self._pipe.recv()
-                    if kind == "file":
-                        os.unlink(value)
             self._pipe.close()
             self._pipe = None
+        if self._file is not None:
+            self._file.close()  # nameless: closing it is all there is to remove
+            self._file = None
         if self._process is not None:
             self._process.join(timeout=wait)
             if self._process.is_alive():
@@ -288,19 +287,17 @@ class Background(Generic[T]):
         self.cancel()
 
 
-def _background(connection: Any, task: Callable[[], Any], parent: int) -> None:
+def _background(connection: Any, task: Callable[[], Any], parent: int, file: Any) -> None:
     _quiet_signals(parent)
     try:
         value = task()
         # The value goes through a file, so that this process ends (and frees its memory) as
         # soon as it is done instead of waiting, in send(), for the build to read a pipe.
         import pickle
-        import tempfile
 
-        with tempfile.NamedTemporaryFile(prefix=".sparkreport-background.", suffix=".pickle",
-                                         delete=False) as handle:
-            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        connection.send(("file", handle.name))
+        pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
+        file.flush()
+        connection.send(("file", None))
     except BaseException as exc:  # noqa: BLE001 — handed to the build's process, raised there
         connection.send(("error", portable(exc)))
     finally:

@@ -341,11 +341,23 @@ def test_workers_die_with_a_build_killed_outright(tmp_path: Path, mode: str) -> 
     assert all(gone(pid) for pid in workers)
 
 
+_KILLED_AFTER_THE_VALUE = """
+import os, signal, time
+from sparkreport import parallel
+pending = parallel.Background(lambda: list(range(200_000)))
+time.sleep(2)  # the value is written by now, never read: the build is killed outright
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
 @needs_fork
-def test_a_background_value_travels_through_a_file_that_is_removed(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_background_value_travels_through_a_file_that_is_never_left(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The child hands its value over in a file (so it can end before the build reads it); the
-    file is gone once read, and also when the value is never asked for."""
+    file has no name in the temp folder, so none is left behind: once read, when the value is
+    never asked for, or when the build is killed outright after the child wrote it."""
+    import subprocess
+    import sys
     import tempfile
     import time
 
@@ -355,7 +367,12 @@ def test_a_background_value_travels_through_a_file_that_is_removed(tmp_path: Pat
         assert pending.result() == big
     with parallel.Background(lambda: big):
         time.sleep(2)  # done meanwhile, never asked for
-    assert not list(tmp_path.glob(".sparkreport-background.*"))
+    script = tmp_path / "killed.py"
+    script.write_text(_KILLED_AFTER_THE_VALUE, encoding="utf-8")
+    killed = subprocess.run([sys.executable, str(script)], check=False, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(REPO), parallel.JOBS_ENV: "2", "TMPDIR": str(tmp_path)})
+    assert killed.returncode == -9
+    assert [p.name for p in tmp_path.iterdir()] == ["killed.py"]
 
 
 def test_the_svg_decision_is_settled_only_when_no_more_charts_can_change_it() -> None:
