@@ -168,6 +168,17 @@ def site_pages(site_dir: Path) -> list[str]:
     return pages
 
 
+def scroll_through(page: Any) -> None:
+    """Scroll a page from top to bottom a screen at a time (it grows as charts are drawn), then
+    back to the top."""
+    y = 0
+    while y < page.evaluate("document.documentElement.scrollHeight") and y < 400 * 900:
+        page.evaluate(f"window.scrollTo(0, {y})")
+        page.wait_for_timeout(50)
+        y += 900
+    page.evaluate("window.scrollTo(0, 0)")
+
+
 class PageVisit:
     """One page opened in a fresh context, recording console errors, dialogs and requests."""
 
@@ -183,6 +194,7 @@ class PageVisit:
         self.page.on("response", lambda r: r.status >= 400 and self.errors.append(f"HTTP {r.status}: {r.url}"))
         self.context.route("**/*", self._route)
         self.page.goto(url, wait_until="networkidle")
+        scroll_through(self.page)  # a page with many charts draws each as it nears the viewport
         self.page.wait_for_function(DRAWN, timeout=20_000)
 
     def _console(self, message: Any) -> None:
@@ -446,6 +458,45 @@ def test_an_old_runs_link_lands_on_its_section(tmp_path_factory: pytest.TempPath
             page.goto(f"{url}no-such-page/")  # any other missing page: the 404 page stays
             page.wait_for_timeout(500)
             assert page.url == f"{url}no-such-page/"
+        finally:
+            context.close()
+
+
+def test_a_page_of_many_charts_draws_them_as_they_near_the_viewport(
+        tmp_path_factory: pytest.TempPathFactory, built: BuildResult, browser: Any) -> None:
+    """A Runs page with a monitoring chart per sampled run (30 here; up to 250 on a campaign's
+    page) draws the charts within a screen of the viewport, the rest as the reader scrolls to
+    them; printing draws those left. No console error either way."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_synth", REPO / "bench" / "synth.py")
+    assert spec is not None and spec.loader is not None
+    synth = importlib.util.module_from_spec(spec)
+    sys.modules["bench_synth"] = synth
+    spec.loader.exec_module(synth)
+    root = tmp_path_factory.mktemp("lazy-project")
+    synth.generate(root / "sources", synth.SynthOptions(runs=40, sampled=30, sample_hours=0.005, models=2,
+                                                        iterations=10, vllm_fraction=0.0,
+                                                        truncated_fraction=0.0, seed=5))
+    synth.ingest_campaign(root / "sources", root / "runs")
+    result = build(RenderOptions(runs_dir=root / "runs", project_root=root), root / "site", builder=built.builder)
+    states = "Array.from(document.querySelectorAll('.sparkreport-chart')).map(e => e.dataset.state)"
+    with serving(result.site_dir, free_port()) as url:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        try:
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("console", lambda m: m.type in ("error", "warning") and errors.append(m.text))
+            page.goto(url + "runs/", wait_until="networkidle")
+            first = page.evaluate(states)
+            assert len(first) == 30, first
+            assert first.count("waiting") >= 10, first  # below the table, out of reach: not drawn yet
+            scroll_through(page)
+            page.wait_for_function(DRAWN, timeout=30_000)
+            page.goto(url + "runs/", wait_until="networkidle")  # again, then printed: the rest is drawn
+            page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+            page.wait_for_function(DRAWN, timeout=30_000)
+            assert not errors, errors
         finally:
             context.close()
 

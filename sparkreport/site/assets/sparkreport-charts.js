@@ -5,7 +5,8 @@
  * <span class="sparkreport-chart"> holding the static SVG as an <img> whose src MkDocs made
  * relative to the page: the spec is the same path ending in .vl.json. Charts are drawn on page
  * load and again after Material's instant navigation (document$), and redrawn when the colour
- * scheme switches between light and dark.
+ * scheme switches between light and dark. On a page with more than LAZY_ABOVE charts each is drawn
+ * as it nears the viewport (data-state "waiting" until then).
  */
 (function () {
   "use strict";
@@ -67,8 +68,18 @@
     });
   }
 
+  // A page with more charts than this (a campaign's Runs page: a monitoring chart per sampled run,
+  // up to 250) draws each as it comes within a screen of the viewport, not all on load (each is
+  // a fetch and ~50 ms of drawing); printing draws the rest.
+  var LAZY_ABOVE = 24;
+  var nearby = null;
+
   function drawAll() {
     var nodes = document.querySelectorAll(SELECTOR);
+    if (nearby) {
+      nearby.disconnect();
+      nearby = null;
+    }
     if (!nodes.length) {
       return;
     }
@@ -76,7 +87,33 @@
       Array.prototype.forEach.call(nodes, showFallback);
       return;
     }
-    Array.prototype.forEach.call(nodes, draw);
+    if (nodes.length <= LAZY_ABOVE || typeof window.IntersectionObserver !== "function") {
+      Array.prototype.forEach.call(nodes, draw);
+      return;
+    }
+    nearby = new IntersectionObserver(function (entries, observer) {
+      entries.forEach(function (entry) {
+        if (entry.isIntersecting) {
+          observer.unobserve(entry.target);
+          draw(entry.target);
+        }
+      });
+    }, { rootMargin: "100% 0px" });
+    Array.prototype.forEach.call(nodes, function (el) {
+      if (el.getAttribute("data-state") !== "drawn") {
+        el.setAttribute("data-state", "waiting");
+      }
+      nearby.observe(el);
+    });
+  }
+
+  function drawWaiting() {
+    if (!nearby) {
+      return;
+    }
+    nearby.disconnect();
+    nearby = null;
+    Array.prototype.forEach.call(document.querySelectorAll(SELECTOR + '[data-state="waiting"]'), draw);
   }
 
   function watchScheme() {
@@ -102,4 +139,5 @@
     drawAll();
   }
   watchScheme();
+  window.addEventListener("beforeprint", drawWaiting);
 })();
