@@ -1,3 +1,3 @@
-from sparkreport.cli import main
+from sparkreport.cli import entry
 
-main()
+entry()

@@ -39,3 +39,28 @@ def test_help_is_fast_and_light() -> None:
             "print('HEAVY', heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out
+
+
+def test_the_console_script_skips_teardown_but_runs_exit_handlers(tmp_path: Path) -> None:
+    """``sparkreport`` (and ``python -m sparkreport``) ends with os._exit after the exit handlers
+    and a flush: output complete, statuses as click sets them, an error one line."""
+    import subprocess
+    import sys
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["scripts"]["sparkreport"] == "sparkreport.cli:entry"
+    code = ("import atexit, sys; atexit.register(lambda: print('exit handler ran')); "
+            "sys.argv = ['sparkreport', 'metrics']; from sparkreport.cli import entry; entry()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "output_throughput_tok_s" in done.stdout and done.stdout.endswith("exit handler ran\n")
+    assert done.stdout.count("\n") == CliRunner().invoke(main, ["metrics"]).output.count("\n") + 1
+    missing = tmp_path / "none"
+    failed = subprocess.run([sys.executable, "-m", "sparkreport", "stats", "--runs-dir", str(missing)],
+                            capture_output=True, text=True, check=False)
+    assert (failed.returncode, failed.stdout) == (1, "")
+    assert failed.stderr == f"Error: {missing}: no such run store — ingest results first (`sparkreport ingest FILE`)\n"
+    usage = subprocess.run([sys.executable, "-m", "sparkreport", "no-such-command"], capture_output=True,
+                           text=True, check=False)
+    assert usage.returncode == 2 and usage.stderr.endswith("Error: No such command 'no-such-command'.\n")
