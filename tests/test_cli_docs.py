@@ -42,19 +42,23 @@ def test_help_is_fast_and_light() -> None:
 
 
 def test_the_console_script_skips_teardown_but_runs_exit_handlers(tmp_path: Path) -> None:
-    """``sparkreport`` (and ``python -m sparkreport``) ends with os._exit after the exit handlers
-    and a flush: output complete, statuses as click sets them, an error one line."""
+    """``sparkreport`` (and ``python -m sparkreport``) ends with os._exit after waiting for its
+    threads, the exit handlers and a flush: output complete, statuses as click sets them, an
+    error one line."""
     import subprocess
     import sys
     import tomllib
 
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
     assert pyproject["project"]["scripts"]["sparkreport"] == "sparkreport.cli:entry"
-    code = ("import atexit, sys; atexit.register(lambda: print('exit handler ran')); "
+    late = tmp_path / "late.txt"  # written by a thread that is not a daemon, after main() returned
+    code = ("import atexit, sys, threading, time, pathlib; atexit.register(lambda: print('exit handler ran')); "
+            f"threading.Thread(target=lambda: (time.sleep(1), pathlib.Path({str(late)!r}).write_text('x'))).start(); "
             "sys.argv = ['sparkreport', 'metrics']; from sparkreport.cli import entry; entry()")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert "output_throughput_tok_s" in done.stdout and done.stdout.endswith("exit handler ran\n")
+    assert late.read_text() == "x"
     assert done.stdout.count("\n") == CliRunner().invoke(main, ["metrics"]).output.count("\n") + 1
     missing = tmp_path / "none"
     failed = subprocess.run([sys.executable, "-m", "sparkreport", "stats", "--runs-dir", str(missing)],

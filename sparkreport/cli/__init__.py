@@ -71,13 +71,15 @@ def entry() -> None:
     """The ``sparkreport`` console script (and ``python -m sparkreport``): :func:`main`, then an
     exit that skips tearing the interpreter's heap down object by object — 0.5–0.6 s of every
     build at 10 000 runs (the dataset, the analysis, the pages), bench/README.md, issue 16's tenth
-    round. What an ordinary exit does that matters still happens: the exit handlers run
-    (multiprocessing's, logging's, temporary folders' finalizers) and stdout and stderr are
-    flushed. An unexpected exception still ends the ordinary way, with its traceback."""
+    round. What an ordinary exit does that matters still happens: threads that are not daemons are
+    waited for, the exit handlers run (multiprocessing's, logging's, temporary folders'
+    finalizers) and stdout and stderr are flushed. An unexpected exception still ends the
+    ordinary way, with its traceback."""
     import atexit
     import contextlib
     import os
     import sys
+    import threading
 
     try:
         main.main(prog_name="sparkreport")
@@ -88,7 +90,12 @@ def entry() -> None:
         else:  # sys.exit("message"): printed, status 1, as Python does
             print(exc.code, file=sys.stderr)
             code = 1
-    atexit._run_exitfuncs()  # what the interpreter's shutdown would run first
+    # What the interpreter's shutdown does first, in its order: wait for the threads that are not
+    # daemons (a thread pool's workers are told to stop first), then the exit handlers.
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (`sparkreport metrics | head`)
             stream.flush()
