@@ -21,7 +21,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from sparkreport.errors import BuildError
@@ -96,11 +96,17 @@ def fork_map(task: Callable[[int], T], count: int, workers: int) -> list[T]:
         return done
 
     shares, _decided, _seconds = two_phase(workers, share, lambda _firsts: None, lambda _worker, _decided: None)
-    done = sorted((entry for part in shares for entry in part), key=lambda entry: entry[0])
+    return [value for _index, value in in_order(entry for part in shares for entry in part)]
+
+
+def in_order(entries: Iterable[tuple[int, Any, BaseException | None]]) -> list[tuple[int, Any]]:
+    """(index, value) of tasks done by several workers, in index order; raises the exception of
+    the lowest index that failed (what one process running them in order would have raised)."""
+    done = sorted(entries, key=lambda entry: entry[0])
     failed = [exc for _index, _value, exc in done if exc is not None]
     if failed:
         raise failed[0]
-    return [value for _index, value, _exc in done]
+    return [(index, value) for index, value, _exc in done]
 
 
 class Claims:

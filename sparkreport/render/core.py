@@ -356,7 +356,7 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     keeps its ``fill``, and :func:`~sparkreport.render.pages.fill` computes it again on demand.
     """
     from sparkreport.charts import ChartSpec
-    from sparkreport.parallel import Claims, portable, two_phase, workers_for
+    from sparkreport.parallel import Claims, in_order, portable, two_phase, workers_for
 
     workers = workers_for(len(docs), per_worker=PAGES_PER_WORKER) if forked else 0
     if not workers:
@@ -371,7 +371,7 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     # the other ran out), and writes it at once when its own pages' charts already settle the
     # decision (see settled); the pages filled before that are written in the second phase.
     claims = Claims(sorted(range(len(docs)), key=lambda index: _weight(docs[index])), workers)
-    waiting: list[int] = []
+    waiting: list[int] = []  # in each worker, its own: filled in the first phase, written in the second
 
     def write_one(index: int, static: bool) -> tuple[int, Any, BaseException | None]:
         doc = docs[index]
@@ -409,12 +409,8 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
         return [write_one(index, static) for index in waiting]
 
     firsts, static, seconds = two_phase(workers, first, decide, second)
-    done = sorted([*(entry for _count, _errors, written in firsts for entry in written),
-                   *(entry for share in seconds for entry in share)], key=lambda entry: entry[0])
-    failed = [exc for _index, _result, exc in done if exc is not None]
-    if failed:
-        raise failed[0]
-    for index, (files, charts, svgs), _exc in done:
+    for index, (files, charts, svgs) in in_order([*(entry for _count, _errors, written in firsts for entry in written),
+                                                  *(entry for share in seconds for entry in share)]):
         doc = docs[index]
         doc.files = files
         doc.charts = [ChartSpec(name=name, title=title, description=description, spec={}, rows=rows)
