@@ -328,6 +328,21 @@ def test_project_template_overrides_by_name(tmp_path: Path, phase1_store: Path) 
     assert page(result, "methodology/index.md").startswith("# Methodology")
 
 
+def test_compiled_templates_are_kept_per_package_and_follow_their_source(tmp_path: Path, phase1_store: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    home = tmp_path / "templates" / "home.md"
+    home.write_text('{% extends "_base.md" %}{% block body %}# First home\n{% endblock %}\n', encoding="utf-8")
+    render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    compiled = tmp_path / "build" / "cache" / "templates"
+    [folder] = list(compiled.iterdir())
+    assert len(list(folder.glob("__jinja2_*.cache"))) >= 5  # every template a page used, ours included
+    (compiled / "another-package").mkdir()  # another version of sparkreport's compiled templates
+    home.write_text('{% extends "_base.md" %}{% block body %}# Second home\n{% endblock %}\n', encoding="utf-8")
+    result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    assert page(result, "index.md").startswith("# Second home\n")  # recompiled from the new source
+    assert list(compiled.iterdir()) == [folder]
+
+
 def test_user_data_is_escaped(tmp_path: Path) -> None:
     source = tmp_path / "odd.csv"
     source.write_text("model,environment,metric,n,mean,sd\n"

@@ -204,7 +204,7 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.render.context import build_site_data, git_commit
-    from sparkreport.render.markdown import chart_html, make_environment
+    from sparkreport.render.markdown import chart_html, make_environment, template_cache
     from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
     from sparkreport.render.pages import registered_pages
     from sparkreport.render.preflight import preflight
@@ -245,7 +245,7 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
         session.loaded = _Loaded(key, dataset, site)
     memo = HashMemo(cache_dir / "hashes.json")
     site.hash_memo = memo
-    env = make_environment(root / "templates")
+    env = make_environment(root / "templates", template_cache(cache_dir, package_digest(memo)))
     planned = []
     for page in registered_pages():
         docs = page.docs(site, docs_dir)
@@ -482,7 +482,8 @@ def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_
                  generated: _Generated) -> RenderResult:
     """A session's render after only hand-written docs changed: copy them, fill in the posts'
     bindings with the data already loaded, keep every generated file as the last render wrote it."""
-    from sparkreport.render.markdown import chart_html, make_environment
+    from sparkreport.cache import HashMemo, package_digest
+    from sparkreport.render.markdown import chart_html, make_environment, template_cache
     from sparkreport.render.preflight import preflight
 
     preflight(site.dataset, config, root / "docs")
@@ -490,7 +491,8 @@ def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_
     for path in handwritten:  # a hand-written page now where a generated one is: a full render says so
         if path in generated.files:
             raise BuildError(f"{root / 'docs' / path}: collides with a generated page — rename it")
-    env = make_environment(root / "templates")
+    compiled = template_cache(cache_dir, package_digest(site.hash_memo or HashMemo(None)))
+    env = make_environment(root / "templates", compiled)
     env.globals["chart"] = functools.partial(chart_html, static=generated.static)
     notices: list[str] = []
     posts, svg_count = _posts_and_svgs(env, site, root, docs_dir, final_docs_dir, generated.pages,

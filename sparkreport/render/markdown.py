@@ -182,8 +182,15 @@ def chart_html(chart: ChartSpec, folder: str = "charts", *, static: bool = True)
     )
 
 
-def make_environment(project_templates: Path | None) -> jinja2.Environment:
-    """A Jinja2 environment: the project's templates first, then the packaged ones."""
+def make_environment(project_templates: Path | None, compiled: Path | None = None) -> jinja2.Environment:
+    """A Jinja2 environment: the project's templates first, then the packaged ones.
+
+    ``compiled``: a folder that keeps the compiled templates between builds (Jinja's bytecode
+    cache: each template by its name and file, recompiled when its source changes; Jinja's own
+    version and Python's are in each file). The environment's options are this module's code,
+    so the caller names the folder by the package's digest (:func:`template_cache`). Compiling
+    the templates a new run's pages use was ~0.1 s of each page worker.
+    """
     import jinja2
 
     loaders: list[jinja2.BaseLoader] = []
@@ -198,6 +205,7 @@ def make_environment(project_templates: Path | None) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        bytecode_cache=jinja2.FileSystemBytecodeCache(str(compiled)) if compiled is not None else None,
     )
     env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
                        breakable=breakable)
@@ -205,3 +213,25 @@ def make_environment(project_templates: Path | None) -> jinja2.Environment:
                        signed=signed,
                        percent=percent, code=code, is_missing=is_missing, MISSING=MISSING, cut=shown_values)
     return env
+
+
+#: The compiled page templates' folder in a build's cache (one subfolder per package digest).
+TEMPLATE_CACHE = "templates"
+
+
+def template_cache(cache_dir: Path, package: str) -> Path | None:
+    """The folder for :func:`make_environment`'s compiled templates under ``cache_dir``, named by
+    the package's digest ``package``; another digest's folder is removed. None when it cannot
+    be made (a read-only cache: the templates are compiled every time, the same pages)."""
+    import shutil
+
+    root = cache_dir / TEMPLATE_CACHE
+    folder = root / package[:16]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for other in root.iterdir():
+            if other != folder:
+                shutil.rmtree(other, ignore_errors=True) if other.is_dir() else other.unlink(missing_ok=True)
+    except OSError:
+        return None
+    return folder
