@@ -204,6 +204,51 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
         assert len(svgs) > 40
 
 
+@needs_fork
+def test_pages_indexed_in_the_conversion_workers_give_the_same_search_index(project: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages converted in workers but built in the build's process (too few to build ahead): the
+    search plugin's parsing of each such page happened in the worker that converted it, and the
+    site, its search index included, is the one-process build's. A page changed after it was
+    indexed (here by a plugin event) is indexed again in the build's process."""
+    from material.plugins.search import plugin as search
+
+    from sparkreport.site import parallel_pages
+
+    monkeypatch.setattr(parallel_pages, "BUILD_PAGES_PER_WORKER", 10**6)
+    fed: list[int] = []
+    feed = search.Parser.feed
+    parent = os.getpid()
+
+    def counted(self: object, data: str) -> None:
+        if os.getpid() == parent:
+            fed.append(len(data))
+        feed(self, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(search.Parser, "feed", counted)
+    one = built(project, 1, monkeypatch, "site-one")
+    in_one = len(fed)
+    fed.clear()
+    two = built(project, 2, monkeypatch, "site-two")
+    assert one == two
+    blog = [name for name in two if name.startswith("blog/") and name.endswith("index.html")]
+    assert in_one > len(blog) + 10 and 0 < len(fed) <= len(blog)  # only the blog's pages, not converted ahead
+    in_two = len(fed)
+
+    original = parallel_pages._apply
+
+    def changed(page: object, converted: object, config: object, files: object) -> None:
+        original(page, converted, config, files)  # type: ignore[arg-type]
+        if page.file.src_uri == "methodology/index.md":  # type: ignore[attr-defined]
+            page.content += "<p>added after indexing</p>"  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(parallel_pages, "_apply", changed)
+    fed.clear()
+    three = built(project, 2, monkeypatch, "site-three")
+    assert len(fed) == in_two + 1
+    assert "added after indexing" in three["search/search_index.json"].decode()
+
+
 def the_same_error_either_way(project: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """The one-line error of a build in one process, which a build in two workers repeats."""
     messages = []

@@ -23,6 +23,13 @@ which raises its error as a build in one process does. Only while MkDocs' ``_bui
 one this was written against (:data:`BUILD_PAGE_ARGS`) and the search index is where MkDocs or
 Material keep it; at least :data:`BUILD_PAGES_PER_WORKER` pages a worker.
 
+Indexed ahead, too: the search plugin parses each page's HTML for its index when MkDocs' loop
+reaches the page (``on_page_context``: ~20 ms for a Runs page of 50 runs, pure-Python HTML
+parsing), in the build's process unless the pages are built ahead. The conversion workers
+index each page they convert with the same plugin's own code right after converting it; when
+MkDocs' loop reaches the page, the entries are taken only if the page is still what was
+indexed (its HTML, URL, title and metadata equal), else it is indexed there as always.
+
 Converted ahead: the pages MkDocs will convert (in a reusing build, only the modified ones),
 except the blog's (its plugin changes posts' Markdown before conversion), and only when every
 plugin is one whose page events we know (search, blog) and the project has no hooks — as for
@@ -64,6 +71,24 @@ class Converted:
     #: target page's src_uri → {anchor: link as written} (None: not recorded at this log level).
     links: dict[str, dict[str, str]] | None
     records: list[logging.LogRecord] = field(default_factory=list)
+    #: What the search plugin indexed of the page as converted (:class:`Indexed`), if there is one.
+    indexed: Indexed | None = None
+
+
+@dataclass
+class Indexed:
+    """A page's search entries, computed by the search plugin's own ``add_entry_from_context``
+    in a conversion worker, and what they were computed from."""
+
+    content: str
+    url: str
+    title: str | None
+    meta: dict[str, Any]
+    entries: list[Any]
+
+    def matches(self, page: Any) -> bool:
+        return (page.content == self.content and page.url == self.url and page.title == self.title
+                and page.meta == self.meta)
 
 
 class _Capture(logging.Handler):
@@ -78,8 +103,9 @@ class _Capture(logging.Handler):
         self.records.append(record)
 
 
-def _convert(page: Any, config: Any, files: Any) -> Converted:
-    """Read and convert one page as MkDocs' loop would (no plugin events), capturing its log."""
+def _convert(page: Any, config: Any, files: Any, index: Any = None) -> Converted:
+    """Read and convert one page as MkDocs' loop would (no plugin events), capturing its log;
+    with the search plugin's ``index``, index the converted page (:class:`Indexed`)."""
     logger = logging.getLogger("mkdocs")
     capture = _Capture()
     logger.addHandler(capture)
@@ -94,7 +120,23 @@ def _convert(page: Any, config: Any, files: Any) -> Converted:
     return Converted(
         content=page.content, toc=page.toc, title=page._title_from_render, anchors=set(page.present_anchor_ids),
         links=None if links is None else {target.src_uri: dict(found) for target, found in links.items()},
-        records=capture.records)
+        records=capture.records, indexed=_index(index, page) if index is not None else None)
+
+
+def _index(index: Any, page: Any) -> Indexed | None:
+    """The entries ``index`` (the search plugin's) adds for ``page``; None if indexing it failed
+    (MkDocs' loop indexes it again, and any error is raised there)."""
+    entries = _entries_of(index)
+    assert entries is not None
+    before = len(entries)
+    try:
+        index.add_entry_from_context(page)
+    except Exception:  # noqa: BLE001 — indexed again by the search plugin in MkDocs' loop
+        return None
+    finally:
+        added = entries[before:]
+        del entries[before:]
+    return Indexed(content=page.content, url=page.url, title=page.title, meta=dict(page.meta), entries=added)
 
 
 def _apply(page: Any, converted: Converted, config: Any, files: Any) -> None:
@@ -126,17 +168,28 @@ class Built:
     records: list[logging.LogRecord] = field(default_factory=list)
 
 
+def _search_index(config: Any) -> Any:
+    """The search plugin's index (Material's or MkDocs' own), None without a search plugin."""
+    for name in ("material/search", "search"):
+        plugin = config.plugins.get(name)
+        if plugin is not None:
+            return getattr(plugin, "search_index", None)
+    return None
+
+
+def _entries_of(index: Any) -> list[Any] | None:
+    """A search index's list of entries; None when it is not where this module knows to find it."""
+    entries = getattr(index, "entries", getattr(index, "_entries", None))
+    return entries if isinstance(entries, list) and callable(getattr(index, "add_entry_from_context", None)) else None
+
+
 def _search_entries(config: Any) -> list[Any] | None:
     """The search plugin's list of index entries (Material's or MkDocs' own); [] without a search
     plugin (nothing to carry); None when it is not where this module knows to find it."""
-    for name in ("material/search", "search"):
-        plugin = config.plugins.get(name)
-        if plugin is None:
-            continue
-        index = getattr(plugin, "search_index", None)
-        entries = getattr(index, "entries", getattr(index, "_entries", None))
-        return entries if isinstance(entries, list) else None
-    return []
+    index = _search_index(config)
+    if index is None:
+        return [] if not any(name in config.plugins for name in ("material/search", "search")) else None
+    return _entries_of(index)
 
 
 def _build_one(build_page: Any, page: Any, config: Any, doc_files: Any, nav: Any, env: Any,
@@ -166,7 +219,11 @@ class ParallelPagesPlugin:
         #: src_uri → what a worker built (filled at MkDocs' first page); None until then.
         self.built: dict[str, Built] | None = None
         self.built_ahead = 0
+        #: src_uri → the search entries a conversion worker computed; pages whose entries were taken.
+        self.indexed: dict[str, Indexed] = {}
+        self.indexed_ahead = 0
         self._original: Any = None
+        self._index: Any = None
 
     @contextmanager
     def building(self) -> Iterator[None]:
@@ -184,6 +241,20 @@ class ParallelPagesPlugin:
         finally:
             mkdocs_build._build_page = original
             self.built = None
+            if self._index is not None:  # the search plugin's own method again
+                vars(self._index).pop("add_entry_from_context", None)
+                self._index = None
+            self.indexed = {}
+
+    def _add_entry(self, add: Any, entries: list[Any], page: Any) -> None:
+        """Stands in for the search index's ``add_entry_from_context``: a page indexed ahead and
+        unchanged since gets those entries, any other is indexed here (``add``)."""
+        indexed = self.indexed.pop(page.file.src_uri, None)
+        if indexed is not None and indexed.matches(page):
+            entries.extend(indexed.entries)
+            self.indexed_ahead += 1
+            return
+        add(page)
 
     def _build_page(self, page: Any, config: Any, doc_files: Any, nav: Any, env: Any, dirty: bool = False,
                     excluded: bool = False) -> None:
@@ -254,13 +325,20 @@ class ParallelPagesPlugin:
         if not self.workers:
             return nav
         shares = _shares(pages, self.workers)
+        index = _search_index(config)
+        entries = _entries_of(index) if index is not None and self._original is not None else None
 
-        def convert(index: int) -> list[Converted]:
-            return [_convert(page, config, files) for page in shares[index]]
+        def convert(share: int) -> list[Converted]:
+            return [_convert(page, config, files, index if entries is not None else None) for page in shares[share]]
 
         for share, results in zip(shares, fork_map(convert, len(shares), self.workers), strict=True):
             for page, converted in zip(share, results, strict=True):
                 page.render = functools.partial(_apply, page, converted)
+                if converted.indexed is not None:
+                    self.indexed[page.file.src_uri] = converted.indexed
+        if entries is not None and self.indexed:
+            index.add_entry_from_context = functools.partial(self._add_entry, index.add_entry_from_context, entries)
+            self._index = index
         self.converted = len(pages)
         self.pages = pages
         return nav
