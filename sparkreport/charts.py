@@ -1,9 +1,14 @@
-"""Charts: Altair → Vega-Lite specs (embedded by the site) and static SVG fallbacks.
+"""Charts: Vega-Lite specs (embedded by the site) and static SVG fallbacks.
 
 Every chart is built from a small, already-aggregated frame: per-run values (a handful of
 runs per arm) or per-arm statistics. Altair's 5000-row limit is respected, never switched
 off: a per-run chart whose data would pass it is drawn from per-arm quantiles instead.
-Altair and vl-convert are imported inside the functions so the executor never needs them.
+
+The specs are written directly as plain dicts (each chart's ``*_spec`` function), not through
+Altair: importing it cost each page worker ~0.26 s a build, and its objects ~35 ms a chart.
+``tests/test_charts.py`` checks every one equals, key for key, what Altair built from the same
+data (``tests/altair_reference.py``). vl-convert is imported inside :func:`to_svg`, so the
+executor never needs it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ PANEL_WIDTH = 420
 PANEL_HEIGHT = 220
 #: The Vega-Lite version the specs target (what Altair emits and the site vendors).
 VEGALITE_VERSION = "6.4"
+#: Every spec's ``$schema`` (Altair's ``SCHEMA_URL``; tested equal).
+SCHEMA_URL = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
 
 PUBLISHED = "published figures"
 MEASURED = "per-run data"
@@ -72,69 +79,52 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-#: Rows handed to Altair as a one-row placeholder (see :func:`inline`), by placeholder token.
-_PENDING: dict[str, list[dict[str, Any]]] = {}
-_MARK = "__sparkreport_rows__"
+def top_level(body: dict[str, Any], **properties: Any) -> dict[str, Any]:
+    """A chart's spec as Altair wrote it: its default view config, ``body`` (a unit's data, mark
+    and encoding, or a list of layers and the data they share), the ``properties`` (height,
+    resolve, title, width) in alphabetical order, and the schema URL."""
+    return {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300}}, **body,
+            **dict(sorted(properties.items())), "$schema": SCHEMA_URL}
 
 
-def altair() -> Any:
-    """Altair, with its construction-time validation (``DEBUG_MODE``) off. Every schema object
-    Altair builds is otherwise converted to a dict and checked against the Vega-Lite schema as
-    it is made — about a tenth of a cold build's chart work at 10 000 runs, for charts that are
-    ours and fixed in shape: their specs are validated in the tests
-    (``tests/test_charts.py``), and ``to_dict`` is called with ``validate=False`` already."""
-    import altair as alt
-    from altair.utils import schemapi
-
-    schemapi.disable_debug_mode()
-    return alt
+def mark(kind: str, **options: Any) -> dict[str, Any]:
+    """A mark as Altair writes ``mark_point(size=60, filled=True)``: its type, then its options
+    in alphabetical order."""
+    return {"type": kind, **dict(sorted(options.items()))}
 
 
-def inline(values: list[dict[str, Any]]) -> Any:
-    """Inline chart data, without Altair validating every value (which costs more than the rest
-    of the chart at a few thousand rows): Altair gets a one-row placeholder and :func:`_finish`
-    puts the real rows into the spec."""
-    alt = altair()
-
-    token = f"{len(_PENDING)}-{id(values)}"
-    _PENDING[token] = values
-    return alt.Data(values=[{_MARK: token}])
+def _field(name: str, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    return dict(sorted({"field": name, "type": kind, **options}.items()))
 
 
-def _fill(node: Any) -> Any:
-    """Replace placeholders made by :func:`inline` with their rows, anywhere in a spec."""
-    if isinstance(node, dict):
-        values = node.get("values")
-        if isinstance(values, list) and len(values) == 1 and isinstance(values[0], dict) and _MARK in values[0]:
-            return {**node, "values": _PENDING.pop(values[0][_MARK])}
-        return {key: _fill(value) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_fill(item) for item in node]
-    return node
+def quantitative(name: str, **options: Any) -> dict[str, Any]:
+    """A quantitative channel as Altair writes ``alt.X("mean:Q", title=…)``: ``{"field": "mean",
+    "title": …, "type": "quantitative"}``, in alphabetical order (``sum(gib)`` is written
+    ``aggregate="sum"``)."""
+    return _field(name, "quantitative", options)
 
 
-def _finish(chart: Any, name: str, title: str, description: str, rows: int) -> ChartSpec:
-    # Validation against the Vega-Lite schema costs ~40% of a chart's build time; the specs are
-    # ours and fixed in shape (validated in the tests), so the build skips it.
-    try:
-        spec = _fill(chart.properties(title=title).to_dict(validate=False))
-    finally:
-        _PENDING.clear()
-    return ChartSpec(name=name, title=title, description=description, spec=spec, rows=rows)
+def nominal(name: str, **options: Any) -> dict[str, Any]:
+    """A nominal channel (``"arm:N"``), as :func:`quantitative`."""
+    return _field(name, "nominal", options)
+
+
+def ordinal(name: str, **options: Any) -> dict[str, Any]:
+    """An ordinal channel (``"version:O"``), as :func:`quantitative`."""
+    return _field(name, "ordinal", options)
 
 
 def _environment_color() -> dict[str, Any]:
-    """The colour channel of the specs written without Altair: one colour per environment, no legend."""
-    return {"field": "environment", "legend": None, "type": "nominal"}
+    """The colour channel of the per-arm charts: one colour per environment, no legend."""
+    return nominal("environment", legend=None)
 
 
-def _rows_panel(layers: list[dict[str, Any]], title: str) -> dict[str, Any]:
+def _rows_panel(layers: list[dict[str, Any]], title: str, data: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A layered spec of one row per arm, as Altair writes ``alt.layer(...).properties(width=PANEL_WIDTH,
-    height=alt.Step(46), title=…)`` (its default view config and schema URL included)."""
-    alt = altair()
-
-    return {"config": {"view": {"continuousWidth": 300, "continuousHeight": 300}}, "layer": layers,
-            "height": {"step": 46}, "title": title, "width": PANEL_WIDTH, "$schema": alt.SCHEMA_URL}
+    height=alt.Step(46), title=…)``; ``data``: the rows every layer shares (Altair lifts them
+    out of the layers)."""
+    body: dict[str, Any] = {"layer": layers, **({"data": {"values": data}} if data is not None else {})}
+    return top_level(body, height={"step": 46}, title=title, width=PANEL_WIDTH)
 
 
 def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> ChartSpec | None:
@@ -173,8 +163,9 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[s
         return {"field": "environment", "title": None, "type": "nominal"}
 
     box = {"mark": {"type": "boxplot", "extent": "min-max", "median": {"color": "#333"}, "opacity": 0.35, "size": 22},
-           "encoding": {"color": _environment_color(), "y": y(),
-                        "x": {"field": "value", "scale": {"zero": False}, "title": axis, "type": "quantitative"}},
+           "encoding": {"color": _environment_color(),
+                        "x": {"field": "value", "scale": {"zero": False}, "title": axis, "type": "quantitative"},
+                        "y": y()},
            "transform": [{"filter": "(datum.status === 'included')"}]}
     points = {
         "mark": {"type": "point", "filled": True, "opacity": 0.9, "size": 45},
@@ -188,12 +179,11 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[s
                         {"field": "status", "type": "nominal"}],
             "x": {"field": "value", "type": "quantitative"}, "y": y(),
             "yOffset": {"field": "jitter", "scale": {"domain": [-1, 2]}, "title": None, "type": "quantitative"}}}
-    return {**_rows_panel([box, points], title), "data": {"values": data}}
+    return _rows_panel([box, points], title, data)
 
 
 def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str) -> ChartSpec:
     """The per-run chart for arms too large to embed: min–max rule and quartile bar per arm."""
-    alt = altair()
     import pandas as pd
 
     included = frame[frame["included"]]
@@ -204,16 +194,24 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
     })
     summary["n"] = grouped.size()
     data = _records(summary.reset_index())
-    base = alt.Chart(inline(data)).encode(y=alt.Y("environment:N", title=None),
-                                                   color=alt.Color("environment:N", legend=None))
-    chart = alt.layer(
-        base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=False)), x2=alt.X2("max:Q")),
-        base.mark_bar(size=18, opacity=0.5).encode(x=alt.X("q1:Q"), x2=alt.X2("q3:Q")),
-        base.mark_tick(color="#333", size=18).encode(x=alt.X("median:Q"),
-                                                          tooltip=[alt.Tooltip("n:Q"), alt.Tooltip("median:Q")]),
-    ).properties(width=PANEL_WIDTH, height=alt.Step(46))
     description = f"{axis} per environment: range, quartiles and median of {len(included)} runs."
-    return _finish(chart, name, title, description, rows=len(data))
+    return ChartSpec(name=name, title=title, description=description, spec=quantile_spec(data, axis=axis, title=title),
+                     rows=len(data))
+
+
+def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[str, Any]:
+    """The quantile chart's spec: per arm in ``data`` (``environment, min, q1, median, q3, max,
+    n``) a rule from min to max, a bar over the quartiles and a tick at the median."""
+    def layer(kind: str, encoding: dict[str, Any], **options: Any) -> dict[str, Any]:
+        return {"mark": mark(kind, **options),
+                "encoding": {"color": _environment_color(), **encoding, "y": nominal("environment", title=None)}}
+
+    return _rows_panel([
+        layer("rule", {"x": quantitative("min", scale={"zero": False}, title=axis), "x2": {"field": "max"}}),
+        layer("bar", {"x": quantitative("q1"), "x2": {"field": "q3"}}, opacity=0.5, size=18),
+        layer("tick", {"tooltip": [quantitative("n"), quantitative("median")], "x": quantitative("median")},
+              color="#333", size=18),
+    ], title, data)
 
 
 #: Row labels of the means charts ("native · Llama-3-8B shape (random weights)") are cut only past this.
@@ -257,9 +255,6 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                band: tuple[float, float] | None, title: str) -> dict[str, Any]:
     """The means chart's Vega-Lite spec: the band (if any), the error bars of the arms with an
     interval (if any), then the points, one row per arm in ``data``'s order."""
-    def quantitative(field: str, **extra: Any) -> dict[str, Any]:
-        return {"field": field, **extra, "type": "quantitative"}
-
     def y() -> dict[str, Any]:
         return {"axis": {"labelLimit": LABEL_LIMIT_PX}, "field": "arm", "sort": [row["arm"] for row in data],
                 "title": None, "type": "nominal"}
@@ -284,10 +279,9 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                         quantitative("ci_low", format=".4~f", title=f"{level} CI low"),
                         quantitative("ci_high", format=".4~f", title=f"{level} CI high")],
             "x": quantitative("mean", scale={"zero": False}, title=axis), "y": y()}})
-    spec = _rows_panel(layers, title)
     if len(layers) == 1:  # as Altair does: a single layer's data moves to the top
-        spec["data"] = layers[0].pop("data")
-    return spec
+        return _rows_panel(layers, title, layers[0].pop("data")["values"])
+    return _rows_panel(layers, title)
 
 
 def memory_scatter(points: pd.DataFrame, *, name: str, title: str,
@@ -299,8 +293,6 @@ def memory_scatter(points: pd.DataFrame, *, name: str, title: str,
     (:data:`MEASURED` or :data:`PUBLISHED`). None when no point has both figures. Above
     :data:`MAX_ROWS` points, each arm is reduced to its mean.
     """
-    alt = altair()
-
     if x_metric not in points or "kv_cache_gib" not in points:
         return None
     frame = points[points[x_metric].notna() & points["kv_cache_gib"].notna()].copy()
@@ -313,20 +305,27 @@ def memory_scatter(points: pd.DataFrame, *, name: str, title: str,
         frame = frame.groupby(["model_name", "environment", "origin"], as_index=False)[
             [x_metric, "kv_cache_gib"]].mean()
     data = _records(frame[columns])
-    chart = alt.Chart(inline(data)).mark_point(filled=True, size=60, opacity=0.8).encode(
-        x=alt.X(f"{x_metric}:Q", title=metric_title(x_metric), scale=alt.Scale(zero=False)),
-        y=alt.Y("kv_cache_gib:Q", title=metric_title("kv_cache_gib"), scale=alt.Scale(zero=False)),
-        color=alt.Color("environment:N", title="environment"),
-        shape=alt.Shape("model_name:N", title="model"),
-        tooltip=[alt.Tooltip("model_name:N", title="model"), alt.Tooltip("environment:N"),
-                 alt.Tooltip("origin:N", title="source"),
-                 alt.Tooltip(f"{x_metric}:Q", title=f"{metric_title(x_metric)}", format=".2f"),
-                 alt.Tooltip("kv_cache_gib:Q", title="KV cache (GiB)", format=".2f")],
-    ).properties(width=PANEL_WIDTH + 80, height=PANEL_HEIGHT + 80)
     what = "memory in use before it was allocated" if x_metric == "pre_kv_memory_gib" else metric_title(x_metric)
     description = (f"KV cache against {what}, one point per run (published arms: one point "
                    "per arm mean), coloured by environment, shaped by model.")
-    return _finish(chart, name, title, description, rows=len(data))
+    return ChartSpec(name=name, title=title, description=description,
+                     spec=scatter_spec(data, x_metric=x_metric, title=title), rows=len(data))
+
+
+def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str) -> dict[str, Any]:
+    """The memory scatter's spec: a point per row of ``data`` at (``x_metric``, ``kv_cache_gib``),
+    coloured by environment, shaped by model."""
+    x_title, kv_title = metric_title(x_metric), metric_title("kv_cache_gib")
+    return top_level({
+        "data": {"values": data}, "mark": mark("point", filled=True, opacity=0.8, size=60),
+        "encoding": {
+            "color": nominal("environment", title="environment"), "shape": nominal("model_name", title="model"),
+            "tooltip": [nominal("model_name", title="model"), nominal("environment"), nominal("origin", title="source"),
+                        quantitative(x_metric, format=".2f", title=x_title),
+                        quantitative("kv_cache_gib", format=".2f", title="KV cache (GiB)")],
+            "x": quantitative(x_metric, scale={"zero": False}, title=x_title),
+            "y": quantitative("kv_cache_gib", scale={"zero": False}, title=kv_title)}},
+        height=PANEL_HEIGHT + 80, title=title, width=PANEL_WIDTH + 80)
 
 
 _SCALARS = (str, int, float, bool, type(None))

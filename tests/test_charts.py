@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
+import altair_reference
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -66,15 +69,6 @@ def test_large_arms_are_aggregated_not_unlimited() -> None:
     assert all(r["min"] <= r["q1"] <= r["median"] <= r["q3"] <= r["max"] for r in rows)
 
 
-def test_altair_row_limit_is_still_on(phase1_dataset: Dataset) -> None:
-    import altair as alt
-
-    assert alt.data_transformers.active == "default"
-    big = pd.DataFrame({"x": range(charts.MAX_ROWS + 1)})
-    with pytest.raises(alt.MaxRowsError):
-        alt.Chart(big).mark_point().encode(x="x").to_dict()
-
-
 def test_means_chart_uses_the_given_intervals() -> None:
     stats = pd.DataFrame({
         "environment": ["native", "container"], "metric": ["kv_cache_gib"] * 2, "n": [10, 10],
@@ -127,33 +121,22 @@ def test_spec_json_is_json_dumps_indent_1(value: object) -> None:
     assert spec_json(value, sort_keys=False) == json.dumps(value, indent=1)
 
 
-def _altair_means_spec(data: list[dict[str, object]], with_ci: list[dict[str, object]], *, axis: str, level: str,
-                       band: tuple[float, float] | None, title: str) -> dict[str, object]:
-    """The means chart's layers as Altair builds them (the reference ``means_spec`` writes directly)."""
+# The specs are written directly (no Altair in a build); each must be what Altair built.
+
+
+def assert_altairs(direct: dict, reference: dict) -> None:
+    """``direct`` is Altair's ``reference``: equal, written to ``.vl.json`` byte for byte (keys
+    sorted, as the site writes them), and with Altair's key order (what vl-convert is given)."""
+    assert direct == reference
+    assert charts.spec_json(direct) == charts.spec_json(reference)  # json.dumps(indent=1, sort_keys=True)
+    assert json.dumps(direct) == json.dumps(reference)
+
+
+def test_schema_url_is_altairs() -> None:
     import altair as alt
 
-    y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data],
-              axis=alt.Axis(labelLimit=charts.LABEL_LIMIT_PX))
-    points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=70).encode(
-        x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
-        color=alt.Color("environment:N", legend=None),
-        shape=alt.Shape("origin:N", title="source", scale=alt.Scale(domain=[charts.MEASURED, charts.PUBLISHED],
-                                                                     range=["circle", "diamond"])),
-        tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("origin:N", title="source"), alt.Tooltip("n:Q"),
-                 alt.Tooltip("mean:Q", format=".4~f"),
-                 alt.Tooltip("ci_low:Q", title=f"{level} CI low", format=".4~f"),
-                 alt.Tooltip("ci_high:Q", title=f"{level} CI high", format=".4~f")],
-    )
-    layers = [points]
-    if with_ci:
-        layers.insert(0, alt.Chart(alt.Data(values=with_ci)).mark_errorbar(ticks=True).encode(
-            x=alt.X("ci_low:Q", title=axis), x2=alt.X2("ci_high:Q"), y=y,
-            color=alt.Color("environment:N", legend=None)))
-    if band is not None:
-        layers.insert(0, alt.Chart(alt.Data(values=[{"lo": band[0], "hi": band[1]}])).mark_rect(
-            opacity=0.15, color="#2a9d8f").encode(x=alt.X("lo:Q", title=axis), x2=alt.X2("hi:Q")))
-    chart = alt.layer(*layers).properties(width=charts.PANEL_WIDTH, height=alt.Step(46))
-    return chart.properties(title=title).to_dict()  # validated against the Vega-Lite schema here
+    assert charts.SCHEMA_URL == alt.SCHEMA_URL
+    assert charts.SCHEMA_URL.startswith(f"https://vega.github.io/schema/vega-lite/v{charts.VEGALITE_VERSION}.")
 
 
 @pytest.mark.parametrize("band", [None, (98.0, 102.0)])
@@ -170,40 +153,266 @@ def test_means_spec_is_what_altair_builds(band: tuple[float, float] | None, inte
     data = (chart.spec.get("data") or chart.spec["layer"][-1]["data"])["values"]
     with_ci = [row for row in data if row["ci_low"] is not None]
     assert len(chart.spec["layer"]) == 1 + (band is not None) + bool(with_ci)
-    expected = _altair_means_spec(data, with_ci, axis=chart.spec["layer"][-1]["encoding"]["x"]["title"],
-                                  level="90%", band=band, title="Means")
-    assert json.loads(json.dumps(chart.spec, sort_keys=True)) == json.loads(json.dumps(expected, sort_keys=True))
+    axis = chart.spec["layer"][-1]["encoding"]["x"]["title"]
+    assert_altairs(chart.spec, altair_reference.means_spec(data, with_ci, axis=axis, level="90%", band=band,
+                                                           title="Means"))
 
 
 def test_per_run_spec_is_what_altair_builds() -> None:
-    import altair as alt
-
     runs = pd.DataFrame({"environment": ["native", "native", "docker", "docker"], "run_id": ["a", "b", "c", "d"],
                          "iteration": [1, 2, 1, 2], "output_throughput_tok_s": [100.0, 101.0, 98.0, 97.5],
                          "included": [True, False, True, True]})
     chart = charts.per_run_chart(runs, "output_throughput_tok_s", name="r", title="Runs")
     assert chart is not None
     data, axis = chart.spec["data"]["values"], chart.spec["layer"][0]["encoding"]["x"]["title"]
-    y = alt.Y("environment:N", title=None)
-    base = alt.Chart(alt.Data(values=data))
-    box = base.transform_filter(alt.datum.status == "included").mark_boxplot(
-        extent="min-max", opacity=0.35, size=22, median={"color": "#333"}
-    ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
-             color=alt.Color("environment:N", legend=None))
-    points = base.mark_point(size=45, filled=True, opacity=0.9).encode(
-        x=alt.X("value:Q"), y=y, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
-        color=alt.Color("environment:N", legend=None),
-        shape=alt.Shape("status:N", title="run", scale=alt.Scale(domain=["included", "excluded"],
-                                                                  range=["circle", "cross"])),
-        tooltip=[alt.Tooltip("run_id:N", title="run"), alt.Tooltip("iteration:Q"),
-                 alt.Tooltip("value:Q", title=axis, format=".4~f"), alt.Tooltip("status:N")])
-    expected = alt.layer(box, points).properties(width=charts.PANEL_WIDTH, height=alt.Step(46), title="Runs").to_dict()
-    assert json.loads(json.dumps(chart.spec, sort_keys=True)) == json.loads(json.dumps(expected, sort_keys=True))
+    assert_altairs(chart.spec, altair_reference.per_run_spec(data, axis=axis, title="Runs"))
     assert [row["status"] for row in data] == ["included", "excluded", "included", "included"]
 
 
+@pytest.mark.parametrize("arms", [1, 3])
+@pytest.mark.parametrize("low", [0.0, 5.0])
+def test_quantile_spec_is_what_altair_builds(arms: int, low: float) -> None:
+    """Arms past the row limit: quartiles per arm (the axis starts at 0 or says it does not)."""
+    n = charts.MAX_ROWS + 10
+    environments = ["native", "docker", "podman"][:arms]
+    runs = pd.DataFrame({"environment": [environments[i % arms] for i in range(n)], "run_id": [f"r{i}" for i in range(n)],
+                         "iteration": range(n), "kv_cache_gib": [low + i % 97 for i in range(n)],
+                         "included": [i % 50 != 0 for i in range(n)]})
+    chart = charts.per_run_chart(runs, "kv_cache_gib", name="q", title="KV cache: every run")
+    assert chart is not None and chart.rows == arms
+    data, axis = chart.spec["data"]["values"], chart.spec["layer"][0]["encoding"]["x"]["title"]
+    assert axis.endswith("does not start at 0") == (low > 0)
+    assert_altairs(chart.spec, altair_reference.quantile_spec(data, axis=axis, title="KV cache: every run"))
+
+
+@pytest.mark.parametrize("x_metric", ["pre_kv_memory_gib", "peak_memory_gib"])
+def test_scatter_spec_is_what_altair_builds(phase1_dataset: Dataset, x_metric: str) -> None:
+    points = phase1_dataset.runs.assign(origin=charts.MEASURED)
+    if x_metric == "peak_memory_gib":  # Phase 1 recorded the memory before the KV cache only
+        points = points.assign(peak_memory_gib=points["pre_kv_memory_gib"] + points["kv_cache_gib"])
+    chart = charts.memory_scatter(points, name="mem", title="KV cache against memory", x_metric=x_metric)
+    assert chart is not None and chart.rows == 63
+    assert_altairs(chart.spec, altair_reference.scatter_spec(chart.spec["data"]["values"], x_metric=x_metric,
+                                                             title="KV cache against memory"))
+
+
+def test_scatter_spec_of_arm_means_and_of_one_point() -> None:
+    n = charts.MAX_ROWS + 1
+    many = pd.DataFrame({"model_name": ["a", "b"] * (n // 2) + ["a"], "environment": "native",
+                         "pre_kv_memory_gib": [float(i % 13) for i in range(n)], "kv_cache_gib": 40.0})
+    one = pd.DataFrame({"model_name": ["a"], "environment": ["native"], "pre_kv_memory_gib": [math.nan],
+                        "kv_cache_gib": [40.0]})
+    one = pd.concat([one, one.assign(pre_kv_memory_gib=30.0, origin=charts.PUBLISHED)], ignore_index=True)
+    for points, rows in ((many, 2), (one, 1)):  # arm means past the row limit; no origin column, NaN dropped
+        chart = charts.memory_scatter(points, name="mem", title="t")
+        assert chart is not None and chart.rows == rows
+        assert_altairs(chart.spec, altair_reference.scatter_spec(chart.spec["data"]["values"],
+                                                                 x_metric="pre_kv_memory_gib", title="t"))
+
+
+def _effect(model: str, label: str, delta: float | None, ci: float | None, verdict: str = "equivalent",
+            margin: float = 2.0) -> dict[str, object]:
+    return {"model_name": model, "label": label, "candidate": "docker", "baseline": "native", "campaign": "c1",
+            "delta_pct": delta, "delta_low": None if ci is None or delta is None else delta - ci,
+            "delta_high": None if ci is None or delta is None else delta + ci, "verdict": verdict,
+            "margin_pct": margin}
+
+
+FORESTS = {
+    "mixed": [_effect("llama-3-8b", "Output throughput", -0.41234, 0.8),
+              _effect("qwen-72b", "Output throughput", 3.5, 1.0, "higher", margin=5.0),
+              _effect("gpt-oss-120b", "KV cache", -6.2, None, "lower"),
+              _effect("gpt-oss-120b", "Peak memory", None, None, "untested")],
+    "no interval": [_effect("llama-3-8b", "Output throughput", 1.0, None, "inconclusive")],
+    "one, long label": [_effect("DeepSeek-R1-Distill-Qwen-7B shape (random weights, 4-bit)" * 3,
+                                "Time to first token (mean)", 0.25, 0.5, margin=2.5)],
+}
+
+
+@pytest.mark.parametrize("case", list(FORESTS))
+@pytest.mark.parametrize("confidence", [0.95, 0.9])
+def test_forest_spec_is_what_altair_builds(case: str, confidence: float) -> None:
+    from sparkreport.render.report import forest_chart
+
+    chart = forest_chart(FORESTS[case], name="effects", title="Every effect", confidence=confidence)
+    assert chart is not None
+    data = chart.spec["layer"][-1]["data"]["values"]
+    assert len(chart.spec["layer"]) == 3 + any(row["with_ci"] for row in data)
+    margin = max(row["margin"] for row in data)
+    assert_altairs(chart.spec, altair_reference.forest_spec(data, level=f"{confidence:.0%}", margin=margin,
+                                                            title="Every effect"))
+
+
+def test_no_forest_without_an_effect() -> None:
+    from sparkreport.render.report import forest_chart
+
+    assert forest_chart([_effect("m", "KV cache", None, None)], name="e", title="t", confidence=0.95) is None
+
+
+@pytest.mark.parametrize(("steps", "single_run"), [({"0.22.0": -0.042}, "0.19.0"), (None, None)])
+def test_history_spec_is_what_altair_builds(tmp_path: Path, steps: dict[str, float] | None,
+                                            single_run: str | None) -> None:
+    """With and without change points; a version of one run has no interval (None)."""
+    from history_store import write_history_store
+
+    from sparkreport.analysis import AnalysisOptions
+    from sparkreport.analysis.history import history
+    from sparkreport.dataset import load_dataset
+    from sparkreport.render.history import _metric_chart
+
+    runs = write_history_store(tmp_path / "runs", steps=steps, single_run=single_run, kv_cache=True)
+    result = history(load_dataset(runs), AnalysisOptions(bootstrap_resamples=200))
+    specs = 0
+    for metric in dict.fromkeys(s.metric for s in result.series):
+        chart = _metric_chart(result, metric)
+        if chart is None:
+            continue
+        specs += 1
+        layers = chart.spec["layer"]
+        changes = layers[2]["data"]["values"] if len(layers) == 3 else []
+        points = chart.spec["data"]["values"]
+        assert_altairs(chart.spec, altair_reference.history_spec(
+            points, changes, versions=result.versions, column=result.column,
+            axis=layers[1]["encoding"]["y"]["title"], title=chart.title))
+    assert specs >= 2
+    assert bool(result.changes) == (steps is not None)
+
+
+def test_history_spec_of_one_series_and_none_values() -> None:
+    from sparkreport.render.history import history_spec
+
+    points = [{"series": "m · native", "version": v, "mean": mean, "ci_low": None, "ci_high": None, "n": 1}
+              for v, mean in (("1.0", 10.0), ("1.1", None), ("2.0", 12.5))]
+    changes = [{"after": "2.0", "text": "m · native: +25.0% (1.1 → 2.0, improvement)"}]
+    for marks in ([], changes):
+        assert_altairs(history_spec(points, marks, versions=["1.0", "1.1", "2.0"], column="label.version",
+                                    axis="Output throughput (tok/s)", title="t"),
+                       altair_reference.history_spec(points, marks, versions=["1.0", "1.1", "2.0"],
+                                                     column="label.version", axis="Output throughput (tok/s)",
+                                                     title="t"))
+
+
+def _sides(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    side = pd.DataFrame({"model_name": ["llama", "qwen"] * (n // 2), "environment": "native",
+                         "output_throughput_tok_s": [100.0 + i % 7 for i in range(n // 2 * 2)]})
+    return side, side.assign(output_throughput_tok_s=side["output_throughput_tok_s"] * 1.01)
+
+
+@pytest.mark.parametrize("n", [6, charts.MAX_ROWS])
+def test_sides_spec_is_what_altair_builds(n: int) -> None:
+    """Every run of both sides; past the row limit, each side's mean per cell (2 cells × 2 sides)."""
+    from sparkreport.config import NamedDiff
+    from sparkreport.render.diffs import sides_chart
+
+    a, b = _sides(n)
+    chart = sides_chart(a, b, "output_throughput_tok_s", NamedDiff(name="d", a="engine=x", b="engine=y"))
+    assert chart is not None and chart.rows == (2 * n if 2 * n <= charts.MAX_ROWS else 4)
+    assert_altairs(chart.spec, altair_reference.sides_spec(chart.spec["data"]["values"],
+                                                           metric="output_throughput_tok_s", title=chart.title))
+
+
+def test_ratio_spec_is_what_altair_builds() -> None:
+    from sparkreport.render.diffs import ratio_chart
+
+    cells = pd.DataFrame({"model": ["llama", "qwen", "gpt"], "environment": ["native", "docker", "native"],
+                          "ratio": [1.01, 0.95, math.nan], "ratio_ci_low": [0.99, math.nan, math.nan],
+                          "ratio_ci_high": [1.03, math.nan, math.nan], "verdict": ["unchanged", "lower", "missing"]})
+    for frame in (cells, cells.iloc[:1]):
+        chart = ratio_chart(frame, "output_throughput_tok_s")
+        assert chart is not None and chart.rows == min(len(frame), 2)
+        assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title))
+    assert ratio_chart(cells.iloc[2:], "output_throughput_tok_s") is None
+
+
+def test_budget_spec_is_what_altair_builds() -> None:
+    """One campaign or two (a row each); an arm without a KV cache figure; arms without a pool left out."""
+    from sparkreport.render.memory import budget_chart
+
+    def arm(campaign: str, model: str, pool: float | None, pre_kv: float | None, kv: float | None) -> dict:
+        return {"campaign": campaign, "model_name": model, "environment": "native", "pool": pool, "pre_kv": pre_kv,
+                "kv": kv}
+
+    budgets = [arm("c1", "llama", 119.7, 18.8, 57.2), arm("c1", "qwen", 119.7, 80.1, None),
+               arm("c2", "gpt-oss-120b", 119.7, 70.5, 60.0), arm("c2", "x", None, 10.0, 5.0)]
+    for budget in (budgets[:2], budgets):
+        chart = budget_chart(budget)
+        assert chart is not None and chart.rows == 3 * min(len(budget), 3)
+        assert_altairs(chart.spec, altair_reference.budget_spec(
+            chart.spec["data"]["values"], ("before the KV cache", "KV cache", "left free"), title=chart.title))
+    assert budget_chart(budgets[3:]) is None
+
+
+@pytest.mark.parametrize("columns", ["all", "one", "no timestamp"])
+def test_samples_spec_is_what_altair_builds(tmp_path: Path, columns: str) -> None:
+    from sparkreport.render.runs_index import samples_chart
+
+    rows = [f"2026/01/02 10:{k // 60:02d}:{k % 60:02d}.000,{30 + k % 11},{40 + k / 2},{'' if k % 9 else k % 100}\n"
+            for k in range(900)]
+    text = "timestamp,power_draw_w,temperature_gpu_c,utilization_gpu_pct\n" + "".join(rows)
+    if columns == "one":
+        text = "\n".join(",".join(line.split(",")[:2]) for line in text.splitlines())
+    elif columns == "no timestamp":
+        text = "\n".join(line.split(",", 1)[1] for line in text.splitlines())
+    csv = tmp_path / "samples.csv"
+    csv.write_text(text, encoding="utf-8")
+    chart = samples_chart(csv, name="samples-x", title="x: monitoring samples")
+    assert chart is not None
+    series = {row["series"] for row in chart.spec["data"]["values"]}
+    assert len(series) == (1 if columns == "one" else 3)
+    assert_altairs(chart.spec, altair_reference.samples_spec(chart.spec["data"]["values"], title=chart.title))
+
+
+def test_a_render_imports_no_altair(tmp_path: Path) -> None:
+    """Rendering a site — every kind of chart, in forked page workers too — never imports Altair:
+    an import of it fails the render, and the process has not loaded it at the end."""
+    repo = Path(__file__).resolve().parents[1]
+    script = f"""
+import sys
+from pathlib import Path
+
+class NoAltair:
+    def find_spec(self, name, path=None, target=None):
+        if name == "altair" or name.startswith("altair."):
+            raise ImportError(f"{{name}} imported during a render")
+
+sys.meta_path.insert(0, NoAltair())
+sys.path.insert(0, {str(repo / "tests")!r})
+import pandas as pd
+from history_store import write_history_store
+from sparkreport import charts
+from sparkreport.render import RenderOptions, render
+from sparkreport.render.runs_index import samples_chart
+
+tmp, repo = Path({str(tmp_path)!r}), Path({str(repo)!r})
+shipped = render(RenderOptions(runs_dir=repo / "runs", docs_dir=tmp / "shipped" / "docs",
+                               config_path=repo / "sparkreport.yml", project_root=repo))
+(tmp / "history").mkdir()
+runs = write_history_store(tmp / "history" / "runs", steps={{"0.22.0": -0.05}})
+history = render(RenderOptions(runs_dir=runs, project_root=tmp / "history"))
+csv = tmp / "samples.csv"
+csv.write_text("power_draw_w\\n" + "".join(f"{{k}}\\n" for k in range(50)), encoding="utf-8")
+assert samples_chart(csv, name="s", title="s") is not None
+n = charts.MAX_ROWS + 1
+big = pd.DataFrame({{"environment": "native", "run_id": [str(i) for i in range(n)], "iteration": 1,
+                     "kv_cache_gib": [float(i) for i in range(n)]}})
+assert charts.per_run_chart(big, "kv_cache_gib", name="q", title="q") is not None
+names = {{p.name for p in (tmp / "shipped" / "docs").rglob("*.vl.json")}}
+names |= {{p.name for p in history.docs_dir.rglob("*.vl.json")}}
+print(sorted(m for m in sys.modules if m.split(".")[0] == "altair"))
+print(sorted({{n.split("-")[-1] for n in names}}))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded, kinds = result.stdout.splitlines()[-2:]
+    assert loaded == "[]"
+    # per-run, means, by-model means, forest, memory budget and scatter, diffs' sides and ratio, history
+    for kind in ("runs.vl.json", "means.vl.json", "effects.vl.json", "budget.vl.json", "peak.vl.json",
+                 "sides.vl.json", "ratio.vl.json", "history.vl.json"):
+        assert kind in kinds, kinds
+
+
 def test_every_chart_the_shipped_project_renders_is_valid_vega_lite(tmp_path: Path) -> None:
-    """Builds turn Altair's construction-time validation off (``charts.altair``): every chart
+    """Builds write the specs without Altair (nor its validation): every chart
     spec of this repository's own site — per-run, means, forest, memory budget, monitoring
     samples, diffs — is checked against the Vega-Lite schema here instead (the History page's
     charts by tests/test_history_page.py's spec checks)."""

@@ -91,9 +91,7 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
     """Both sides' runs per cell (a strip per side), aggregated if it would pass 5000 rows."""
     import pandas as pd
 
-    from sparkreport.charts import MAX_ROWS, PANEL_WIDTH, _finish, _records, altair, metric_title
-
-    alt = altair()
+    from sparkreport.charts import MAX_ROWS, ChartSpec, _records
 
     if metric not in a.columns or metric not in b.columns:
         return None
@@ -106,38 +104,56 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
     if len(frame) > MAX_ROWS:
         frame = frame.groupby(["cell", "side"], as_index=False)[[metric]].mean()
     data = _records(frame)
-    chart = alt.Chart(alt.Data(values=data)).mark_tick(thickness=2).encode(
-        x=alt.X(f"{metric}:Q", title=metric_title(metric), scale=alt.Scale(zero=False)),
-        y=alt.Y("cell:N", title=None),
-        yOffset=alt.YOffset("side:N"),
-        color=alt.Color("side:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
-        tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("side:N"), alt.Tooltip(f"{metric}:Q", format=".4g")],
-    ).properties(width=PANEL_WIDTH)
-    return _finish(chart, f"{metric}-sides", f"{metric_label(metric)}: both sides' runs",
-                   f"{metric_label(metric)} of every run on each side, per model and environment.", len(data))
+    title = f"{metric_label(metric)}: both sides' runs"
+    return ChartSpec(name=f"{metric}-sides", title=title,
+                     description=f"{metric_label(metric)} of every run on each side, per model and environment.",
+                     spec=sides_spec(data, metric=metric, title=title), rows=len(data))
+
+
+def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[str, Any]:
+    """The sides chart's spec: a tick per row of ``data`` at its ``metric``, a row per cell,
+    the two sides offset within it and coloured."""
+    from sparkreport.charts import PANEL_WIDTH, mark, metric_title, nominal, quantitative, top_level
+
+    return top_level({"data": {"values": data}, "mark": mark("tick", thickness=2), "encoding": {
+        "color": nominal("side", legend={"labelLimit": 400, "orient": "bottom"}, title=None),
+        "tooltip": [nominal("cell"), nominal("side"), quantitative(metric, format=".4g")],
+        "x": quantitative(metric, scale={"zero": False}, title=metric_title(metric)),
+        "y": nominal("cell", title=None), "yOffset": nominal("side")}}, title=title, width=PANEL_WIDTH)
 
 
 def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
     """The ratio b/a per cell with its Fieller CI, and the line of no change at 1."""
-    from sparkreport.charts import PANEL_WIDTH, _finish, _records, altair
-
-    alt = altair()
+    from sparkreport.charts import ChartSpec, _records
 
     frame = cells[cells["ratio"].notna()].copy()
     if frame.empty:
         return None
     frame["cell"] = frame["model"].astype(str) + " · " + frame["environment"].astype(str)
     data = _records(frame[["cell", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]])
-    base = alt.Chart(alt.Data(values=data))
-    bars = base.mark_rule().encode(x=alt.X("ratio_ci_low:Q", title="b / a (95% CI)", scale=alt.Scale(zero=False)),
-                                   x2=alt.X2("ratio_ci_high:Q"), y=alt.Y("cell:N", title=None))
-    points = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("ratio:Q"), y=alt.Y("cell:N"), color=alt.Color("verdict:N", title="verdict"),
-        tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("ratio:Q", format=".4f"), alt.Tooltip("verdict:N")])
-    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 4]).encode(x=alt.X("one:Q"))
-    chart = (bars + points + one).properties(width=PANEL_WIDTH)
-    return _finish(chart, f"{metric}-ratio", f"{metric_label(metric)}: ratio b/a",
-                   f"The ratio of means b/a of {metric_label(metric)} per cell with its Fieller CI.", len(data))
+    title = f"{metric_label(metric)}: ratio b/a"
+    return ChartSpec(name=f"{metric}-ratio", title=title,
+                     description=f"The ratio of means b/a of {metric_label(metric)} per cell with its Fieller CI.",
+                     spec=ratio_spec(data, title=title), rows=len(data))
+
+
+def ratio_spec(data: list[dict[str, Any]], *, title: str) -> dict[str, Any]:
+    """The ratio chart's spec: per cell in ``data`` the CI as a rule and the ratio as a point
+    coloured by verdict, and a dashed rule at 1."""
+    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+
+    layers = [
+        {"mark": mark("rule"), "encoding": {
+            "x": quantitative("ratio_ci_low", scale={"zero": False}, title="b / a (95% CI)"),
+            "x2": {"field": "ratio_ci_high"}, "y": nominal("cell", title=None)}},
+        {"mark": mark("point", filled=True, size=60), "encoding": {
+            "color": nominal("verdict", title="verdict"),
+            "tooltip": [nominal("cell"), quantitative("ratio", format=".4f"), nominal("verdict")],
+            "x": quantitative("ratio"), "y": nominal("cell")}},
+        {"data": {"values": [{"one": 1.0}]}, "mark": mark("rule", strokeDash=[4, 4]),
+         "encoding": {"x": quantitative("one")}},
+    ]
+    return top_level({"layer": layers, "data": {"values": data}}, title=title, width=PANEL_WIDTH)
 
 
 def diff_scope(site: SiteData, named: NamedDiff) -> list[tuple[str, str]] | None:

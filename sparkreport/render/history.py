@@ -182,9 +182,7 @@ def history_charts(site: SiteData, result: History) -> list[ChartSpec]:
 
 
 def _metric_chart(result: History, metric: str) -> ChartSpec | None:
-    from sparkreport.charts import PANEL_WIDTH, _finish, altair, inline, metric_title
-
-    alt = altair()
+    from sparkreport.charts import ChartSpec, metric_title
 
     # a series of one version is a point, not a course (the page counts them, history.json has them)
     series = [s for s in result.series if s.metric == metric and len(s.points) > 1]
@@ -195,28 +193,42 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
     if not points:
         return None
     changes = [_change_mark(c, s.model) for s in series for c in s.changes]
+    title = f"{metric_label(metric)} across versions"
+    spec = history_spec(points, changes, versions=result.versions, column=result.column, axis=metric_title(metric),
+                        title=title)
+    description = (f"Mean {metric_label(metric)} per version with its CI, per model and environment; dashed lines "
+                   f"mark change points (at the first version after the change).")
+    return ChartSpec(name=f"{metric}-history", title=title, description=description, spec=spec, rows=len(points))
+
+
+def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *, versions: list[str], column: str,
+                 axis: str, title: str) -> dict[str, Any]:
+    """The history chart's spec: each series' CI as a rule and its means as a line over the
+    versions, and the change points (if any) as dashed rules at the version after the change."""
+    from sparkreport.charts import PANEL_WIDTH, mark, nominal, ordinal, quantitative, top_level
+
     # An explicit domain: layers with different fields drop a sort array, and versions must
     # never fall back to alphabetical order (0.20.0 before 0.20.0rc1).
-    domain = alt.Scale(domain=result.versions)
-    x = alt.X("version:O", scale=domain, title=f"version ({result.column})",
-              axis=alt.Axis(labelOverlap=True, labelAngle=-45))
-    base = alt.Chart(inline(points))
-    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400, columns=2))
-    lines = base.mark_line(point=True).encode(
-        x=x, y=alt.Y("mean:Q", title=metric_title(metric), scale=alt.Scale(zero=False)), color=color,
-        tooltip=[alt.Tooltip("series:N"), alt.Tooltip("version:O"), alt.Tooltip("mean:Q", format=".4g"),
-                 alt.Tooltip("n:Q")])
-    bars = base.mark_rule().encode(x=x, y=alt.Y("ci_low:Q"), y2=alt.Y2("ci_high:Q"), color=color)
-    layers = bars + lines
+    def x() -> dict[str, Any]:
+        return ordinal("version", axis={"labelAngle": -45, "labelOverlap": True}, scale={"domain": list(versions)},
+                       title=f"version ({column})")
+
+    def color() -> dict[str, Any]:
+        return nominal("series", legend={"columns": 2, "labelLimit": 400, "orient": "bottom"}, title=None)
+
+    layers = [
+        {"mark": mark("rule"), "encoding": {"color": color(), "x": x(), "y": quantitative("ci_low"),
+                                            "y2": {"field": "ci_high"}}},
+        {"mark": mark("line", point=True), "encoding": {
+            "color": color(),
+            "tooltip": [nominal("series"), ordinal("version"), quantitative("mean", format=".4g"), quantitative("n")],
+            "x": x(), "y": quantitative("mean", scale={"zero": False}, title=axis)}},
+    ]
     if changes:
-        rules = alt.Chart(alt.Data(values=changes)).mark_rule(strokeDash=[4, 4], color="#c62828").encode(
-            x=alt.X("after:O", scale=domain),
-            tooltip=[alt.Tooltip("text:N", title="change point")])
-        layers = layers + rules
-    chart = layers.properties(width=PANEL_WIDTH + 180)
-    return _finish(chart, f"{metric}-history", f"{metric_label(metric)} across versions",
-                   f"Mean {metric_label(metric)} per version with its CI, per model and environment; dashed lines "
-                   f"mark change points (at the first version after the change).", len(points))
+        layers.append({"data": {"values": changes}, "mark": mark("rule", color="#c62828", strokeDash=[4, 4]),
+                       "encoding": {"tooltip": [nominal("text", title="change point")],
+                                    "x": ordinal("after", scale={"domain": list(versions)})}})
+    return top_level({"layer": layers, "data": {"values": points}}, title=title, width=PANEL_WIDTH + 180)
 
 
 def _short(value: float) -> float | None:

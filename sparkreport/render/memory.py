@@ -242,9 +242,7 @@ def ledger_summary(site: SiteData) -> dict[str, Any]:
 def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
     """The memory budget as stacked bars per arm: memory before the KV cache → KV cache → left
     free. The bar is the pool: a KV cache that would pass it is cut at the pool (and said so)."""
-    from sparkreport.charts import PANEL_WIDTH, _finish, altair
-
-    alt = altair()
+    from sparkreport.charts import ChartSpec
 
     parts = ("before the KV cache", "KV cache", "left free")
     data = []
@@ -260,15 +258,23 @@ def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
                          "order": order})
     if not data:
         return None
-    chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
-        y=alt.Y("arm:N", title=None, sort=None, axis=alt.Axis(labelLimit=360)),
-        x=alt.X("sum(gib):Q", title="GiB of the memory pool (the whole bar)", stack="zero"),
-        color=alt.Color("part:N", title="budget", sort=list(parts), legend=alt.Legend(orient="bottom")),
-        order=alt.Order("order:Q"),
-        row=alt.Row("campaign:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left",
-                                                                labelLimit=400)),
-        tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("part:N"), alt.Tooltip("gib:Q", format=".2f", title="GiB")],
-    ).properties(width=PANEL_WIDTH).resolve_scale(y="independent")
+    title = "Memory budget per arm"
     description = ("The memory pool of each arm split into the memory in use before the KV cache, the KV "
                    "cache and what is left free (means); each bar is exactly the pool.")
-    return _finish(chart, "memory-budget", "Memory budget per arm", description, rows=len(data))
+    return ChartSpec(name="memory-budget", title=title, description=description,
+                     spec=budget_spec(data, parts, title=title), rows=len(data))
+
+
+def budget_spec(data: list[dict[str, Any]], parts: tuple[str, ...], *, title: str) -> dict[str, Any]:
+    """The budget chart's spec: per arm a bar of the ``parts`` stacked in order (the sum of
+    ``gib``), a row of arms per campaign, each row with its own arms."""
+    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+
+    return top_level({"data": {"values": data}, "mark": mark("bar"), "encoding": {
+        "color": nominal("part", legend={"orient": "bottom"}, sort=list(parts), title="budget"),
+        "order": quantitative("order"),
+        "row": nominal("campaign", header={"labelAlign": "left", "labelAngle": 0, "labelLimit": 400}, title=None),
+        "tooltip": [nominal("arm"), nominal("part"), quantitative("gib", format=".2f", title="GiB")],
+        "x": quantitative("gib", aggregate="sum", stack="zero", title="GiB of the memory pool (the whole bar)"),
+        "y": nominal("arm", axis={"labelLimit": 360}, sort=None, title=None)}},
+        resolve={"scale": {"y": "independent"}}, title=title, width=PANEL_WIDTH)

@@ -409,9 +409,7 @@ VERDICT_MARKS = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclu
 def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confidence: float) -> ChartSpec | None:
     """Every effect (Δ% vs the baseline) with its CI, one row per model × metric, and the
     equivalence band (± margin) drawn; effects without a CI are drawn hollow."""
-    from sparkreport.charts import PANEL_WIDTH, _finish, altair, inline
-
-    alt = altair()
+    from sparkreport.charts import ChartSpec
 
     data = []
     for e in effects:
@@ -428,31 +426,44 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
         return None
     level = f"{confidence:.0%}"
     margin = max(d["margin"] for d in data)
-    y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=320))
-    band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color="#2a9d8f").encode(
-        x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
-    zero = alt.Chart(inline([{"x": 0}])).mark_rule(color="#555").encode(x=alt.X("x:Q"))
-    with_ci = [d for d in data if d["with_ci"]]
-    verdicts = ["equivalent", "higher", "lower", "inconclusive"]
-    colour = alt.Color("verdict:N", scale=alt.Scale(domain=verdicts, range=["#2a9d8f", "#e76f51", "#264653",
-                                                                              "#999999"]))
-    tooltip = [alt.Tooltip("row:N", title="effect"), alt.Tooltip("comparison:N"), alt.Tooltip("campaign:N"),
-               alt.Tooltip("delta:Q", title="Δ %", format="+.2f"),
-               alt.Tooltip("low:Q", title=f"{level} CI low", format="+.2f"),
-               alt.Tooltip("high:Q", title=f"{level} CI high", format="+.2f"), alt.Tooltip("verdict:N")]
-    layers: list[Any] = [band, zero]
-    if with_ci:
-        layers.append(alt.Chart(inline(with_ci)).mark_rule(strokeWidth=2).encode(
-            x=alt.X("low:Q"), x2=alt.X2("high:Q"), y=y, color=colour))
-    layers.append(alt.Chart(inline(data)).mark_point(size=60).encode(
-        x=alt.X("delta:Q", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
-        y=y, color=colour, fill=alt.FillValue(**alt.condition("datum.with_ci", colour, alt.value("white"))),
-        tooltip=tooltip))
-    chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(22))
     description = (f"Every comparison as a difference from the baseline in percent with its {level} "
                    f"confidence interval; the shaded band is the ±{margin:g}% equivalence margin; hollow "
                    "points have no interval (published without a spread).")
-    return _finish(chart, name, title, description, rows=len(data))
+    return ChartSpec(name=name, title=title, description=description,
+                     spec=forest_spec(data, level=level, margin=margin, title=title), rows=len(data))
+
+
+def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
+    """The forest chart's spec: the equivalence band (± ``margin``), the line at zero, the CIs
+    of the effects that have one, and every effect as a point (hollow without a CI), one row
+    per effect in ``data``'s order, coloured by verdict."""
+    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+
+    def y() -> dict[str, Any]:
+        return nominal("row", axis={"labelLimit": 320}, sort=[d["row"] for d in data], title=None)
+
+    def colour() -> dict[str, Any]:
+        return nominal("verdict", scale={"domain": ["equivalent", "higher", "lower", "inconclusive"],
+                                         "range": ["#2a9d8f", "#e76f51", "#264653", "#999999"]})
+
+    layers: list[dict[str, Any]] = [
+        {"data": {"values": [{"lo": -margin, "hi": margin}]}, "mark": mark("rect", color="#2a9d8f", opacity=0.12),
+         "encoding": {"x": quantitative("lo"), "x2": {"field": "hi"}}},
+        {"data": {"values": [{"x": 0}]}, "mark": mark("rule", color="#555"), "encoding": {"x": quantitative("x")}},
+    ]
+    with_ci = [d for d in data if d["with_ci"]]
+    if with_ci:
+        layers.append({"data": {"values": with_ci}, "mark": mark("rule", strokeWidth=2),
+                       "encoding": {"color": colour(), "x": quantitative("low"), "x2": {"field": "high"}, "y": y()}})
+    layers.append({"data": {"values": data}, "mark": mark("point", size=60), "encoding": {
+        "color": colour(), "fill": {"condition": {"test": "datum.with_ci", **colour()}, "value": "white"},
+        "tooltip": [nominal("row", title="effect"), nominal("comparison"), nominal("campaign"),
+                    quantitative("delta", format="+.2f", title="Δ %"),
+                    quantitative("low", format="+.2f", title=f"{level} CI low"),
+                    quantitative("high", format="+.2f", title=f"{level} CI high"), nominal("verdict")],
+        "x": quantitative("delta", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
+        "y": y()}})
+    return top_level({"layer": layers}, height={"step": 22}, title=title, width=PANEL_WIDTH)
 
 
 def _round(value: float | None) -> float | None:

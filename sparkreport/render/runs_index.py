@@ -249,10 +249,8 @@ def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
     import numpy as np
     import pandas as pd
 
-    from sparkreport.charts import PANEL_WIDTH, _finish, altair, inline
+    from sparkreport.charts import ChartSpec
     from sparkreport.lttb import lttb
-
-    alt = altair()
 
     try:
         frame = pd.read_csv(path)
@@ -275,14 +273,23 @@ def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
         xs, ys = lttb(elapsed[keep], values[keep], SAMPLE_POINTS)
         data += [{"minute": round(float(x), 4), "value": float(y), "series": column} for x, y in zip(xs, ys,
                                                                                                        strict=True)]
-    chart = alt.Chart(inline(data)).mark_line(strokeWidth=1).encode(
-        x=alt.X("minute:Q", title="elapsed (min)"), y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
-        row=alt.Row("series:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
-        color=alt.Color("series:N", legend=None),
-    ).properties(width=PANEL_WIDTH, height=70).resolve_scale(y="independent")
     description = (f"{', '.join(series)} over the run ({len(frame)} samples, drawn with at most "
                    f"{SAMPLE_POINTS} points per series by LTTB; samples.csv has every sample).")
-    return _finish(chart, name, title, description, rows=len(data))
+    return ChartSpec(name=name, title=title, description=description, spec=samples_spec(data, title=title),
+                     rows=len(data))
+
+
+def samples_spec(data: list[dict[str, Any]], *, title: str) -> dict[str, Any]:
+    """The samples chart's spec: a line per series of ``data`` over elapsed minutes, a row each
+    with its own y scale."""
+    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+
+    return top_level({"data": {"values": data}, "mark": mark("line", strokeWidth=1), "encoding": {
+        "color": nominal("series", legend=None),
+        "row": nominal("series", header={"labelAlign": "left", "labelAngle": 0}, title=None),
+        "x": quantitative("minute", title="elapsed (min)"),
+        "y": quantitative("value", scale={"zero": False}, title=None)}},
+        height=70, resolve={"scale": {"y": "independent"}}, title=title, width=PANEL_WIDTH)
 
 
 def run_files(runs_dir: Path, run_path: str, raw_files: list[str], prefix: str,
