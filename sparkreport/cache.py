@@ -25,6 +25,7 @@ import pickle
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -100,10 +101,12 @@ class HashMemo:
             self.changed = False
 
 
-def walk_files(root: Path) -> Iterator[tuple[str, str, os.stat_result]]:
+def walk_files(root: Path, links: set[str] | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
     """(posix path relative to root, path, stat) of every regular file under ``root``, sorted,
     hidden files and folders (``.name``) and ``__pycache__`` (written by imports) left out.
-    Paths are strings: a build walks 20 000 run files, and a Path for each cost half the walk."""
+    Paths are strings: a build walks 20 000 run files, and a Path for each cost half the walk.
+    ``links`` collects the relative path of every symbolic link met (a linked folder is not
+    entered; a linked file is yielded with its target's stat)."""
     if not root.is_dir():
         return
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
@@ -115,16 +118,52 @@ def walk_files(root: Path) -> Iterator[tuple[str, str, os.stat_result]]:
             if entry.name.startswith(".") or entry.name == "__pycache__":
                 continue
             relative = f"{prefix}{entry.name}"
+            if links is not None and entry.is_symlink():
+                links.add(relative)
             if entry.is_dir(follow_symlinks=False):
                 stack.append((entry.path, relative + "/"))
             elif entry.is_file():
                 yield relative, entry.path, entry.stat()
 
 
-def tree_digest(root: Path, memo: HashMemo) -> str:
-    """One sha256 over every file under ``root`` (relative path + content hash)."""
+@dataclass
+class StoreWalk:
+    """One walk of a run store (:func:`walk_store`): its files as :func:`walk_files` gives them,
+    and each campaign folder's stat digest."""
+
+    files: list[tuple[str, str, os.stat_result]]
+    #: Each folder directly under the store that holds files: one sha256 over the path, size,
+    #: mtime and inode of every file in it (hidden ones left out), or None when it is, or holds,
+    #: a symbolic link (what is kept by this key could not tell where a link points now).
+    folders: dict[str, str | None]
+
+
+def walk_store(root: Path) -> StoreWalk:
+    """Walk the run store once: what the build key hashes, and a key per campaign folder that a
+    cache of what is read from the folder's files can be kept by, without reading a file."""
+    links: set[str] = set()
+    files = list(walk_files(root, links))
+    digests: dict[str, Any] = {}
+    for relative, _path, stat in files:
+        top, slash, rest = relative.partition("/")
+        if not slash:
+            continue  # a file beside the campaigns
+        digest = digests.get(top)
+        if digest is None:
+            digest = digests[top] = hashlib.sha256()
+        digest.update(f"{rest}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}\n".encode(
+            "utf-8", "surrogateescape"))
+    folders: dict[str, str | None] = {top: digest.hexdigest() for top, digest in digests.items()}
+    for link in links:
+        folders[link.partition("/")[0]] = None
+    return StoreWalk(files, folders)
+
+
+def tree_digest(root: Path, memo: HashMemo, files: Sequence[tuple[str, str, os.stat_result]] | None = None) -> str:
+    """One sha256 over every file under ``root`` (relative path + content hash); ``files``: the
+    root's :func:`walk_files` already walked."""
     digest = hashlib.sha256()
-    for relative, path, stat in sorted(walk_files(root)):
+    for relative, path, stat in sorted(walk_files(root) if files is None else files):
         # A file name need not be UTF-8 (os.fsdecode keeps other bytes as surrogates): hash its bytes.
         digest.update(f"{relative}\0{memo.digest(path, stat)}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()

@@ -287,3 +287,29 @@ def test_commands_run_with_the_batch_collector_thresholds() -> None:
         assert gc.get_threshold() == GC_THRESHOLDS
     finally:
         gc.set_threshold(*before)
+
+
+def test_walk_store_keys_each_campaign_by_its_files_stats(tmp_path: Path) -> None:
+    from sparkreport.cache import walk_files, walk_store
+
+    for campaign in ("a", "b"):
+        (tmp_path / campaign / "run-1").mkdir(parents=True)
+        (tmp_path / campaign / "run-1" / "run.json").write_text("{}\n", encoding="utf-8")
+    (tmp_path / ".staging" / "run-2").mkdir(parents=True)
+    (tmp_path / ".staging" / "run-2" / "run.json").write_text("{}\n", encoding="utf-8")
+    (tmp_path / "loose.txt").write_text("x\n", encoding="utf-8")
+    walk = walk_store(tmp_path)
+    assert walk.files == list(walk_files(tmp_path))  # what the build key hashes, as before
+    first = walk.folders
+    assert sorted(first) == ["a", "b"] and None not in first.values()
+    assert walk_store(tmp_path).folders == first  # nothing read, nothing changed
+    (tmp_path / "a" / "run-1" / "raw.log").write_text("new\n", encoding="utf-8")
+    second = walk_store(tmp_path).folders
+    assert second["a"] != first["a"] and second["b"] == first["b"]
+    (tmp_path / "a" / "run-1" / "raw.log").write_text("newer\n", encoding="utf-8")  # same name, other size
+    third = walk_store(tmp_path).folders["a"]
+    assert third not in (first["a"], second["a"])
+    (tmp_path / "b" / "run-1" / "link.log").symlink_to(tmp_path / "a" / "run-1" / "raw.log")
+    (tmp_path / "c").symlink_to(tmp_path / "a")
+    linked = walk_store(tmp_path).folders
+    assert linked["b"] is None and linked["c"] is None and linked["a"] == third

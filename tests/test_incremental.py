@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from sparkreport.cli import main
 from sparkreport.errors import BuildError, ConfigError
 from sparkreport.names import shown_values
-from sparkreport.render import RenderOptions, render
+from sparkreport.render import RenderOptions, RenderResult, render
 
 
 def test_shown_values_cuts_long_lists_short() -> None:
@@ -173,6 +173,66 @@ def test_one_changed_run_renders_only_the_pages_that_read_it(two_campaigns: Path
                                 docs_dir=tmp_path / "cold" / "docs"))
     assert cold.skipped_pages == []
     assert tree(docs) == tree(cold.docs_dir)
+
+
+def test_the_runs_rows_are_listed_again_only_for_a_campaign_whose_files_changed(
+        two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Runs rows (each run's files, by one lstat each) are kept per campaign folder by the
+    stat of every file in it: a campaign whose files did not change is not listed again, one
+    whose raw file went is, one holding a symbolic link always is, and a raw file named in
+    another campaign's folder keeps its campaign from being cached. The pages and the manifest
+    are a cold render's either way."""
+    from sparkreport.cache import walk_store
+    from sparkreport.published import MANIFEST
+    from sparkreport.render import runs_index
+
+    listed: list[str] = []
+    run_files = runs_index.run_files
+
+    def counting(runs_dir: Path, run_path: str, *args: object, **kwargs: object) -> object:
+        listed.append(run_path.partition("/")[0])
+        return run_files(runs_dir, run_path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runs_index, "run_files", counting)
+    runs = two_campaigns / "runs"
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+
+    def rendered() -> RenderResult:  # as a build renders: with its walk of the store
+        return render(options, store_walk=walk_store(runs))
+
+    render(options)  # a render without a build's walk lists every campaign, and keeps nothing
+    assert not (two_campaigns / "build" / "cache" / runs_index.LISTING_CACHE).exists()
+    listed.clear()
+    rendered()
+    campaigns = {p.name for p in runs.iterdir() if p.is_dir()}
+    assert set(listed) == campaigns and "phase1-published" in campaigns
+    listed.clear()
+    rendered()  # nothing changed: nothing listed
+    assert listed == []
+    run = sorted(p for p in (runs / "phase1").iterdir() if (p / "record.json").is_file())[0]
+    (run / "record.json").unlink()  # a raw file gone, its run.json unchanged
+    rendered()
+    assert set(listed) == {"phase1"} and len(listed) == 63
+    manifest = (two_campaigns / "build" / "docs" / MANIFEST).read_text(encoding="utf-8")
+    assert f"{run.name}/record.json" not in manifest and "record.json" in manifest
+    listed.clear()
+    (runs / "phase1-published" / "notes.txt").write_text("x\n", encoding="utf-8")
+    (runs / "phase1-published" / "link.txt").symlink_to(runs / "phase1-published" / "notes.txt")
+    for _ in range(2):  # not cached while it holds a link
+        rendered()
+        assert set(listed) == {"phase1-published"}
+        listed.clear()
+    (runs / "phase1-published" / "link.txt").unlink()
+    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    record["provenance"]["raw_files"].append("../../phase1-published/notes.txt")  # another campaign's file
+    (run / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    for _ in range(2):
+        rendered()
+        assert "phase1" in listed
+        listed.clear()
+    result = rendered()
+    cold = render(RenderOptions(runs_dir=runs, project_root=two_campaigns, docs_dir=tmp_path / "cold" / "docs"))
+    assert tree(result.docs_dir) == tree(cold.docs_dir)
 
 
 def test_template_and_config_changes_render_their_pages(two_campaigns: Path) -> None:

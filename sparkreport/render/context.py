@@ -61,6 +61,9 @@ class SiteData:
     #: keyed by a file's content (a samples.csv it draws) reads the hash from here, so a fresh
     #: checkout (every mtime new) does not redraw it. None outside a render.
     hash_memo: HashMemo | None = field(default=None, repr=False)
+    #: Each campaign folder's stat digest from the build's walk of the store
+    #: (:attr:`sparkreport.cache.StoreWalk.folders`), set by a build's render; None otherwise.
+    store_folders: dict[str, str | None] | None = field(default=None, repr=False)
     _arm_runs: dict[tuple[str, str, str], list[str]] | None = field(default=None, init=False, repr=False)
 
     @property

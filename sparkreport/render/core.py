@@ -21,6 +21,7 @@ from sparkreport.render.posts import PostDoc
 if TYPE_CHECKING:
     import jinja2
 
+    from sparkreport.cache import StoreWalk
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.render.context import SiteData
@@ -153,7 +154,7 @@ class RenderSession:
 
 
 def render(options: RenderOptions, *, session: RenderSession | None = None,
-           checked: bool = False) -> RenderResult:
+           checked: bool = False, store_walk: StoreWalk | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     The configuration, the diffs and the posts' bindings are checked against the store's names
@@ -164,7 +165,9 @@ def render(options: RenderOptions, *, session: RenderSession | None = None,
     the path, never a traceback. One render or build at a time writes into a docs folder's
     parent (:mod:`sparkreport.lock`); a second one stops at once with a BuildError. With a
     ``session`` (:class:`RenderSession`), the dataset and analysis of its last render are reused
-    when the run store and the configuration did not change.
+    when the run store and the configuration did not change. ``store_walk``: the run store as
+    ``build`` walked it for its key (:func:`~sparkreport.cache.walk_store`), whose per-campaign
+    digests let the Runs pages keep the rows of the campaigns whose files did not change.
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
@@ -175,7 +178,7 @@ def render(options: RenderOptions, *, session: RenderSession | None = None,
         refuse_early(options)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
     try:
         with output_lock(docs_dir_for(options).parent):
-            return _render(options, session)
+            return _render(options, session, store_walk)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
@@ -198,7 +201,8 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str)
     return digest.hexdigest()
 
 
-def _render(options: RenderOptions, session: RenderSession | None = None) -> RenderResult:
+def _render(options: RenderOptions, session: RenderSession | None = None,
+            store_walk: StoreWalk | None = None) -> RenderResult:
     from sparkreport.cache import HashMemo, package_digest
     from sparkreport.charts import ChartSpec
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
@@ -245,6 +249,7 @@ def _render(options: RenderOptions, session: RenderSession | None = None) -> Ren
         session.loaded = _Loaded(key, dataset, site)
     memo = HashMemo(cache_dir / "hashes.json")
     site.hash_memo = memo
+    site.store_folders = store_walk.folders if store_walk is not None else None
     env = make_environment(root / "templates", template_cache(cache_dir, package_digest(memo)))
     planned = []
     for page in registered_pages():

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 PAGE_SIZE = 250
 #: Points per series in a samples chart (LTTB); the full series is in samples.csv.
 SAMPLE_POINTS = 400
+#: The Runs rows' cache in a build's cache folder (see :meth:`RunsPage.entries`).
+LISTING_CACHE = "runs-listing"
 #: Sample columns drawn, when present.
 SAMPLE_SERIES = ("power_draw_w", "temperature_gpu_c", "utilization_gpu_pct")
 
@@ -57,7 +59,13 @@ class RunsPage(Page):
         campaigns = sorted({r.campaign for r in site.dataset.records})
         entries = self.entries(site, site.runs_dir)
         index = PageDoc(self.path, self.title, self.template, banner=False)
+        # The index writes the manifest of every published file: a raw file added or removed
+        # beside an unchanged run.json changes it (and, on a small store, the rows it shows).
+        index.also_reads = [_digest([[f["path"], f["store_path"]] for e in entries for f in e["files"]])]
         if len(site.dataset.records) <= PAGE_SIZE:
+            index.also_reads += [_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
+                                 for e in entries if e["samples"]]
+
             def fill_small() -> None:
                 self.write_manifest(site, out, index, entries)
                 index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
@@ -165,30 +173,77 @@ class RunsPage(Page):
         return (self.title, docs[0].path)
 
     def entries(self, site: SiteData, files_root: Path) -> list[dict[str, Any]]:
-        """One row per record, in (campaign, model, environment, iteration, run id) order."""
+        """One row per record, in (campaign, model, environment, iteration, run id) order.
+
+        A row's files are each listed file's lstat (one per file, a third of a second at 10 000
+        runs, with the rest of a row): in a build, the rows of a campaign folder are kept
+        (``build/cache/runs-listing/``) by the path, size, mtime and inode of every file in it
+        (from the walk the build key made, :func:`~sparkreport.cache.walk_store`) and the
+        package's digest, and only a folder that changed, or holds a symbolic link, is listed
+        again. Whether each run is
+        included (the analysis) is set on every row afterwards, cached or not."""
         runs = site.runs
         included = dict(zip(runs["run_id"], runs["included"], strict=True)) if not runs.empty else {}
         reasons = dict(zip(runs["run_id"], runs["exclusion_reason"], strict=True)) if not runs.empty else {}
+        by_folder: dict[str, list[tuple[RunRecord, str]]] = {}
         paths = dict(zip([r.run_id for r in site.dataset.records], site.dataset.paths, strict=True))
-        folders: dict[str, bool] = {}
-        out = []
-        for record in sorted(site.dataset.records, key=_order):
+        for record in site.dataset.records:
             run_path = paths.get(record.run_id, f"{record.campaign}/{record.run_id}")
-            out.append({
-                "run_id": record.run_id, "campaign": record.campaign,
-                "published": record.record_type == "arm_summary",
-                "model_name": record.model.display_name or record.model.name,
-                "environment": record.environment.name, "iteration": record.iteration,
-                "ok": record.status.ok, "exit_code": record.status.exit_code,
-                "guard": _guard_label(record),
-                "included": plain(included.get(record.run_id)),
-                "reason": plain(reasons.get(record.run_id)),
-                "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir,
-                                   tables=record.provenance.tables, folders=folders),
-                "samples": "samples" in record.provenance.tables,
-                "run_path": shown(run_path), "chart": None, "samples_href": None,
-            })
-        return out
+            by_folder.setdefault(run_path.partition("/")[0], []).append((record, run_path))
+        cache, stats, salt = self._listing_cache(site, files_root)
+        folders: dict[str, bool] = {}
+        out: list[tuple[tuple[str, str, str, int, str], dict[str, Any]]] = []
+        keys: dict[str, set[str]] = {}
+        for folder, members in by_folder.items():
+            key = None
+            if cache is not None and stats.get(folder) is not None and _lists_within(folder, members):
+                key = _digest(salt, stats[folder], str(files_root), self.files_dir,
+                              [(record.run_id, run_path) for record, run_path in members])
+                keys[folder] = {key}
+                rows = cache.get(folder, key)
+                if isinstance(rows, list):
+                    out += rows
+                    continue
+            rows = [(_order(record), self._entry(record, run_path, files_root, folders))
+                    for record, run_path in members]
+            if key is not None:
+                cache.put(folder, key, rows)
+            out += rows
+        if cache is not None:  # saved before any row is changed below
+            cache.keep_only(keys)
+            cache.save()
+        out.sort(key=lambda pair: pair[0])
+        for _order_key, entry in out:
+            entry["included"] = plain(included.get(entry["run_id"]))
+            entry["reason"] = plain(reasons.get(entry["run_id"]))
+        return [entry for _order_key, entry in out]
+
+    def _listing_cache(self, site: SiteData, files_root: Path) -> tuple[Any, dict[str, str | None], str]:
+        """The rows' cache, each campaign folder's stat digest and the cache's salt; (None, {}, '')
+        outside a build (no walk of the store to key by) or for runs published from elsewhere."""
+        from sparkreport.cache import RecordCache, package_digest
+
+        memo = site.hash_memo
+        if memo is None or memo.path is None or site.store_folders is None or files_root != site.runs_dir:
+            return None, {}, ""
+        salt = f"runs-listing-1:{package_digest(memo)}"
+        return RecordCache(memo.path.parent / LISTING_CACHE, salt=salt), site.store_folders, salt
+
+    def _entry(self, record: RunRecord, run_path: str, files_root: Path, folders: dict[str, bool]) -> dict[str, Any]:
+        """A record's row, but for ``included`` and ``reason`` (set by :meth:`entries`)."""
+        return {
+            "run_id": record.run_id, "campaign": record.campaign,
+            "published": record.record_type == "arm_summary",
+            "model_name": record.model.display_name or record.model.name,
+            "environment": record.environment.name, "iteration": record.iteration,
+            "ok": record.status.ok, "exit_code": record.status.exit_code,
+            "guard": _guard_label(record),
+            "included": None, "reason": None,
+            "files": run_files(files_root, run_path, record.provenance.raw_files, self.files_dir,
+                               tables=record.provenance.tables, folders=folders),
+            "samples": "samples" in record.provenance.tables,
+            "run_path": shown(run_path), "chart": None, "samples_href": None,
+        }
 
     def sample_charts(self, site: SiteData, doc: PageDoc, entries: list[dict[str, Any]]) -> list[ChartSpec]:
         """One LTTB-downsampled monitoring chart per run with samples; sets ``entry['chart']``."""
@@ -226,6 +281,26 @@ def _listed_files(store: RunStore, path: str) -> tuple[list[str], list[str]]:
         pass
     record = store.load(path)
     return record.provenance.raw_files, record.provenance.tables
+
+
+def _lists_within(folder: str, members: list[tuple[RunRecord, str]]) -> bool:
+    """Whether every file these records list lies in the campaign ``folder`` and is one the walk
+    of the store sees (a raw file may be named ``../../other/x``, whose folder's changes would
+    not reach a key made from this one's; the walk leaves hidden files out)."""
+    for record, run_path in members:
+        for name in (*record.provenance.raw_files, *record.provenance.tables):
+            if "/" not in name and not name.startswith("."):
+                continue
+            path = posixpath.normpath(posixpath.join(run_path, name))
+            if not path.startswith(f"{folder}/") or any(part.startswith(".") for part in path.split("/")):
+                return False
+    return True
+
+
+def _digest(*parts: Any) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(parts, default=str).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _signature(path: Path, memo: HashMemo | None = None) -> str:

@@ -96,7 +96,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
            builder_name: str | None, full: bool = False) -> BuildResult:
     import time
 
-    from sparkreport.cache import HashMemo
+    from sparkreport.cache import HashMemo, walk_store
     from sparkreport.render import render
     from sparkreport.render.core import resolve_root, runs_dir_for
     from sparkreport.site import incremental, publish
@@ -122,7 +122,8 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
         # Without a kept state no build is skipped: the publisher starts before the build key,
         # which hashes every run file (seconds on one CPU in a cold build).
         started_early = start() if full or not (cache_dir / incremental.STATE_FILE).is_file() else None
-        key = incremental.build_key(options, target, strict, memo, name)
+        runs_walk = walk_store(incremental.runs_path(options))  # one walk: the key, the Runs pages' rows
+        key = incremental.build_key(options, target, strict, memo, name, runs_walk)
         memo.save()
         state = None if full else incremental.load_state(cache_dir, key, target)
         if state is not None:
@@ -132,7 +133,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
         (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
         staging, run_files = started_early or start()
         started = time.perf_counter()
-        result = render(options, checked=True)  # refuse_early ran in build()
+        result = render(options, checked=True, store_walk=runs_walk)  # refuse_early ran in build()
         config_file = write_config(result, target)
         make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
         timings["render"] = time.perf_counter() - started

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.cache import CACHE_DIR, HashMemo, inputs_digest, package_digest, tree_digest
+from sparkreport.cache import CACHE_DIR, HashMemo, StoreWalk, inputs_digest, package_digest, tree_digest
 
 if TYPE_CHECKING:
     from sparkreport.render import RenderOptions, RenderResult
@@ -35,9 +35,17 @@ def cache_dir_for(options: RenderOptions) -> Path:
     return docs_dir_for(options).parent / CACHE_DIR
 
 
+def runs_path(options: RenderOptions) -> Path:
+    """The run store as the build key walks it (under the project root when relative)."""
+    from sparkreport.render.core import resolve_root
+
+    return options.runs_dir if options.runs_dir.is_absolute() else resolve_root(options) / options.runs_dir
+
+
 def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo: HashMemo,
-              builder: str = "mkdocs") -> str:
-    """The content key of a build: equal keys build identical sites."""
+              builder: str = "mkdocs", runs_walk: StoreWalk | None = None) -> str:
+    """The content key of a build: equal keys build identical sites. ``runs_walk``: the run
+    store's :func:`~sparkreport.cache.walk_store` at :func:`runs_path`, if already walked."""
     import mkdocs
 
     from sparkreport import __version__
@@ -45,9 +53,10 @@ def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo:
     from sparkreport.render.core import resolve_root
 
     root = resolve_root(options)
-    runs = options.runs_dir if options.runs_dir.is_absolute() else root / options.runs_dir
+    runs = runs_path(options)
     parts: list[tuple[str, str]] = [
-        ("version", __version__), ("package", package_digest(memo)), ("runs", tree_digest(runs, memo)),
+        ("version", __version__), ("package", package_digest(memo)),
+        ("runs", tree_digest(runs, memo, runs_walk.files if runs_walk is not None else None)),
         ("mkdocs", mkdocs.__version__), ("material", _material_version("mkdocs-material")),
         ("builder", builder), ("zensical", _material_version("zensical") if builder == "zensical" else ""),
         ("commit", git_commit(root) or ""), ("strict", str(strict)), ("site_dir", str(site_dir)),
