@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -151,6 +152,14 @@ def _apply(page: Any, converted: Converted, config: Any, files: Any) -> None:
     if converted.links is not None:
         page.links_to_anchors = {files.get_file_from_path(uri): found for uri, found in converted.links.items()
                                  if files.get_file_from_path(uri) is not None}
+
+
+def _source_size(page: Any) -> int:
+    """A page's Markdown in bytes (0 when it has no file): how long its conversion may take."""
+    try:
+        return os.stat(page.file.abs_src_path).st_size
+    except (OSError, TypeError):
+        return 0
 
 
 def _shares(pages: list[Any], workers: int) -> list[list[Any]]:
@@ -324,6 +333,9 @@ class ParallelPagesPlugin:
         self.workers = workers_for(len(pages), per_worker=PAGES_PER_WORKER)
         if not self.workers:
             return nav
+        # The biggest first: a few pages take most of a rebuild's conversion (the Runs index's
+        # table of every group), and a worker that starts one last runs on alone.
+        pages.sort(key=_source_size, reverse=True)
         shares = _shares(pages, self.workers)
         index = _search_index(config)
         entries = _entries_of(index) if index is not None and self._original is not None else None
