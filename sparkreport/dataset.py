@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from sparkreport.cache import HashMemo
+
 #: 2: ``pre_kv_memory_gib`` is a core column and ``peak_memory_gib`` means the peak with the KV cache.
 DATASET_SCHEMA_VERSION = 2
 
@@ -392,13 +394,14 @@ def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, 
                    paths=list(paths), run_digests=run_digests)
 
 
-def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
+def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashMemo | None = None) -> Dataset:
     """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file).
 
     With ``cache_dir`` (a build's ``build/cache``), each record is kept flattened
     (:class:`FlatRecord`: the validated record, its table rows, its canonical JSON) by its
     run.json's content hash, so a rebuild reads, validates and flattens only the files that
-    changed and assembles the same frames from the rest.
+    changed and assembles the same frames from the rest. ``hashes``: the build's file digests
+    (``cache_dir``'s ``hashes.json``), if already read.
     """
     store = RunStore(runs_dir)
     if not runs_dir.is_dir():
@@ -412,7 +415,7 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None) -> Dataset:
         if cache_dir is None:
             loaded = _read_records(store, files, paths)
         else:
-            loaded = _cached_records(store, scan.files, paths, cache_dir)
+            loaded = _cached_records(store, scan.files, paths, cache_dir, hashes)
         run_digests = {flat.record.run_id: digest for flat, digest in loaded}
         dataset = _assemble([flat for flat, _digest in loaded], paths, run_digests)
     dataset.incomplete = scan.incomplete
@@ -434,10 +437,10 @@ FLAT_LAYOUT = 1
 
 
 def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], paths: list[str],
-                    cache_dir: Path) -> list[tuple[FlatRecord, str]]:
+                    cache_dir: Path, memo: HashMemo | None = None) -> list[tuple[FlatRecord, str]]:
     from sparkreport.cache import HashMemo, RecordCache, package_digest
 
-    memo = HashMemo(cache_dir / "hashes.json")
+    memo = memo if memo is not None else HashMemo(cache_dir / "hashes.json")
     cache = RecordCache(cache_dir / "records", salt=f"flat-{FLAT_LAYOUT}:{package_digest(memo)}")
     records = []
     digests: dict[str, set[str]] = {}

@@ -21,7 +21,7 @@ from sparkreport.render.posts import PostDoc
 if TYPE_CHECKING:
     import jinja2
 
-    from sparkreport.cache import StoreWalk
+    from sparkreport.cache import HashMemo, StoreWalk
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.render.context import SiteData
@@ -154,7 +154,7 @@ class RenderSession:
 
 
 def render(options: RenderOptions, *, session: RenderSession | None = None,
-           checked: bool = False, store_walk: StoreWalk | None = None) -> RenderResult:
+           checked: bool = False, store_walk: StoreWalk | None = None, hashes: HashMemo | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     The configuration, the diffs and the posts' bindings are checked against the store's names
@@ -167,7 +167,8 @@ def render(options: RenderOptions, *, session: RenderSession | None = None,
     ``session`` (:class:`RenderSession`), the dataset and analysis of its last render are reused
     when the run store and the configuration did not change. ``store_walk``: the run store as
     ``build`` walked it for its key (:func:`~sparkreport.cache.walk_store`), whose per-campaign
-    digests let the Runs pages keep the rows of the campaigns whose files did not change.
+    digests let the Runs pages keep the rows of the campaigns whose files did not change;
+    ``hashes``: the build's file digests (``build/cache/hashes.json``), already read.
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
@@ -178,7 +179,7 @@ def render(options: RenderOptions, *, session: RenderSession | None = None,
         refuse_early(options)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
     try:
         with output_lock(docs_dir_for(options).parent):
-            return _render(options, session, store_walk)
+            return _render(options, session, store_walk, hashes)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
@@ -202,7 +203,7 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str)
 
 
 def _render(options: RenderOptions, session: RenderSession | None = None,
-            store_walk: StoreWalk | None = None) -> RenderResult:
+            store_walk: StoreWalk | None = None, hashes: HashMemo | None = None) -> RenderResult:
     from sparkreport.cache import HashMemo, package_digest
     from sparkreport.charts import ChartSpec
     from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
@@ -230,7 +231,9 @@ def _render(options: RenderOptions, session: RenderSession | None = None,
     key = data_key(root, runs_dir, config_path, command) if session is not None else ""
     loaded = session.loaded if session is not None and session.loaded and session.loaded.key == key else None
     # The run store and the configuration unchanged since the session's last render: no reading.
-    dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir)
+    memo = hashes if hashes is not None and hashes.path == cache_dir / "hashes.json" \
+        else HashMemo(cache_dir / "hashes.json")
+    dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # what the name index could not decide, before any heavy work
@@ -247,7 +250,6 @@ def _render(options: RenderOptions, session: RenderSession | None = None,
         site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir)
     if session is not None:
         session.loaded = _Loaded(key, dataset, site)
-    memo = HashMemo(cache_dir / "hashes.json")
     site.hash_memo = memo
     site.store_folders = store_walk.folders if store_walk is not None else None
     env = make_environment(root / "templates", template_cache(cache_dir, package_digest(memo)))

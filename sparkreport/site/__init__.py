@@ -133,7 +133,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
         (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
         staging, run_files = started_early or start()
         started = time.perf_counter()
-        result = render(options, checked=True, store_walk=runs_walk)  # refuse_early ran in build()
+        result = render(options, checked=True, store_walk=runs_walk, hashes=memo)  # refuse_early ran in build()
         config_file = write_config(result, target)
         make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
         timings["render"] = time.perf_counter() - started
