@@ -65,6 +65,8 @@ class SiteData:
     #: (:attr:`sparkreport.cache.StoreWalk.folders`), set by a build's render; None otherwise.
     store_folders: dict[str, str | None] | None = field(default=None, repr=False)
     _arm_runs: dict[tuple[str, str, str], list[str]] | None = field(default=None, init=False, repr=False)
+    #: Every comparison as an effect (:func:`sparkreport.render.report.effect_rows`), once computed.
+    effects: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
 
     @property
     def confidence_label(self) -> str:
