@@ -1,6 +1,6 @@
 """The command line: a thin layer that parses options and calls typed functions.
 
-Each stage's commands live in their own module; heavy libraries (pandas, altair, mkdocs) are
+Each stage's commands live in their own module; heavy libraries (pandas, scipy, mkdocs) are
 imported inside the commands so ``sparkreport --help`` stays instant and the executor runs
 with only its runtime dependencies.
 """

@@ -1,6 +1,6 @@
 """`sparkreport run`: execute a benchmark campaign into the run store.
 
-Imports only the light execute package (no pandas, altair or mkdocs), so it works on a GPU
+Imports only the light execute package (no pandas, scipy or mkdocs), so it works on a GPU
 machine that has only click, PyYAML, nvidia-ml-py and the workload's own stack.
 """
 
