@@ -118,6 +118,38 @@ def test_one_changed_run_recomputes_its_arm_and_its_campaign(tmp_path: Path) -> 
     _assert_same(again, _site(load_dataset(runs), config, tmp_path, None))
 
 
+def test_a_render_writes_the_analysis_cache_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis and the history (computed while the pages are planned) go into one pickle,
+    written once a render: a 5 MB file at 10 000 runs, pickled twice before."""
+    from history_store import write_history_store
+
+    from sparkreport import cache as cache_module
+    from sparkreport.render import RenderOptions, render
+
+    write_history_store(tmp_path / "runs", campaign_per_version=True)
+    written: list[str] = []
+    atomic = cache_module._atomic_bytes
+
+    def counting(path: Path, data: bytes) -> None:
+        written.append(path.name)
+        atomic(path, data)
+
+    monkeypatch.setattr(cache_module, "_atomic_bytes", counting)
+    options = RenderOptions(runs_dir=Path("runs"), project_root=tmp_path)
+    render(options)
+    assert written.count("analysis.pickle") == 1
+    run_json = sorted((tmp_path / "runs" / "v0.21.0").glob("*/run.json"))[0]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] *= 1.01
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    written.clear()
+    render(options)
+    assert written.count("analysis.pickle") == 1
+    entries = cache_module.AnalysisCache(tmp_path / "build" / "cache" / "analysis.pickle",
+                                         salt=cache_module.package_digest(cache_module.HashMemo(None))).entries
+    assert {"arm_stats", "compare", "check", "facts", "history"} <= set(entries)  # all in the one save
+
+
 @pytest.mark.parametrize("store", ["planted", "shipped"])
 def test_the_first_build_keeps_each_campaigns_share_as_its_view_computes_it(tmp_path: Path, store: str) -> None:
     """What the first build of a cache folder keeps per campaign, cut from its whole-store pass,

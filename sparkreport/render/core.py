@@ -247,7 +247,7 @@ def _render(options: RenderOptions, session: RenderSession | None = None,
         site = loaded.site
         site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
     else:
-        site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir)
+        site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir, save=False)
     if session is not None:
         session.loaded = _Loaded(key, dataset, site)
     site.hash_memo = memo
@@ -262,6 +262,8 @@ def _render(options: RenderOptions, session: RenderSession | None = None,
                     f"{root / 'docs' / doc.path}: collides with the generated {page.title} page — "
                     f"rename it, or change the page through templates/{page.template}")
         planned.append((page, docs))
+    if site.analysis_cache is not None:  # the analysis and what planning added (the history)
+        site.analysis_cache.save()
     # Plan, then fill: a document whose key is unchanged and whose files are still in the docs
     # folder is neither filled nor written; its files are kept as they are.
     keys = PageKeys(site, env, [
