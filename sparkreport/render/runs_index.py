@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from sparkreport.cache import inputs_digest
 from sparkreport.dataset import plain
 from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
 from sparkreport.names import shown, unique_slugs
@@ -29,7 +30,7 @@ from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
-    from sparkreport.cache import HashMemo
+    from sparkreport.cache import HashMemo, RecordCache
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
     from sparkreport.schema import RunRecord
@@ -61,7 +62,7 @@ class RunsPage(Page):
         index = PageDoc(self.path, self.title, self.template, banner=False)
         # The index writes the manifest of every published file: a raw file added or removed
         # beside an unchanged run.json changes it (and, on a small store, the rows it shows).
-        index.also_reads = [_digest([[f["path"], f["store_path"]] for e in entries for f in e["files"]])]
+        index.also_reads = [json.dumps([[f["path"], f["store_path"]] for e in entries for f in e["files"]])]
         if len(site.dataset.records) <= PAGE_SIZE:
             index.also_reads += [_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
                                  for e in entries if e["samples"]]
@@ -180,8 +181,8 @@ class RunsPage(Page):
         (``build/cache/runs-listing/``) by the path, size, mtime and inode of every file in it
         (from the walk the build key made, :func:`~sparkreport.cache.walk_store`) and the
         package's digest, and only a folder that changed, or holds a symbolic link, is listed
-        again. Whether each run is
-        included (the analysis) is set on every row afterwards, cached or not."""
+        again. Whether each run is included (the analysis) is set on every row afterwards,
+        cached or not."""
         runs = site.runs
         included = dict(zip(runs["run_id"], runs["included"], strict=True)) if not runs.empty else {}
         reasons = dict(zip(runs["run_id"], runs["exclusion_reason"], strict=True)) if not runs.empty else {}
@@ -190,15 +191,18 @@ class RunsPage(Page):
         for record in site.dataset.records:
             run_path = paths.get(record.run_id, f"{record.campaign}/{record.run_id}")
             by_folder.setdefault(run_path.partition("/")[0], []).append((record, run_path))
-        cache, stats, salt = self._listing_cache(site, files_root)
+        cache = self._listing_cache(site, files_root)
+        stats = site.store_folders or {}
         folders: dict[str, bool] = {}
         out: list[tuple[tuple[str, str, str, int, str], dict[str, Any]]] = []
         keys: dict[str, set[str]] = {}
         for folder, members in by_folder.items():
             key = None
-            if cache is not None and stats.get(folder) is not None and _lists_within(folder, members):
-                key = _digest(salt, stats[folder], str(files_root), self.files_dir,
-                              [(record.run_id, run_path) for record, run_path in members])
+            stat = stats.get(folder)
+            if cache is not None and stat is not None and _lists_within(folder, members):
+                key = inputs_digest([("code", cache.salt), ("folder", stat), ("root", str(files_root)),
+                                     ("prefix", self.files_dir),
+                                     ("runs", json.dumps([[record.run_id, run_path] for record, run_path in members]))])
                 keys[folder] = {key}
                 rows = cache.get(folder, key)
                 if isinstance(rows, list):
@@ -206,7 +210,7 @@ class RunsPage(Page):
                     continue
             rows = [(_order(record), self._entry(record, run_path, files_root, folders))
                     for record, run_path in members]
-            if key is not None:
+            if cache is not None and key is not None:
                 cache.put(folder, key, rows)
             out += rows
         if cache is not None:  # saved before any row is changed below
@@ -218,16 +222,15 @@ class RunsPage(Page):
             entry["reason"] = plain(reasons.get(entry["run_id"]))
         return [entry for _order_key, entry in out]
 
-    def _listing_cache(self, site: SiteData, files_root: Path) -> tuple[Any, dict[str, str | None], str]:
-        """The rows' cache, each campaign folder's stat digest and the cache's salt; (None, {}, '')
-        outside a build (no walk of the store to key by) or for runs published from elsewhere."""
+    def _listing_cache(self, site: SiteData, files_root: Path) -> RecordCache | None:
+        """The rows' cache, salted with the package's digest; None outside a build (no walk of the
+        store to key the rows by) or for runs published from elsewhere than the store."""
         from sparkreport.cache import RecordCache, package_digest
 
         memo = site.hash_memo
         if memo is None or memo.path is None or site.store_folders is None or files_root != site.runs_dir:
-            return None, {}, ""
-        salt = f"runs-listing-1:{package_digest(memo)}"
-        return RecordCache(memo.path.parent / LISTING_CACHE, salt=salt), site.store_folders, salt
+            return None
+        return RecordCache(memo.path.parent / LISTING_CACHE, salt=f"runs-listing-1:{package_digest(memo)}")
 
     def _entry(self, record: RunRecord, run_path: str, files_root: Path, folders: dict[str, bool]) -> dict[str, Any]:
         """A record's row, but for ``included`` and ``reason`` (set by :meth:`entries`)."""
@@ -295,12 +298,6 @@ def _lists_within(folder: str, members: list[tuple[RunRecord, str]]) -> bool:
             if not path.startswith(f"{folder}/") or any(part.startswith(".") for part in path.split("/")):
                 return False
     return True
-
-
-def _digest(*parts: Any) -> str:
-    import hashlib
-
-    return hashlib.sha256(json.dumps(parts, default=str).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _signature(path: Path, memo: HashMemo | None = None) -> str:

@@ -178,11 +178,10 @@ class Built:
 
 
 def _search_index(config: Any) -> Any:
-    """The search plugin's index (Material's or MkDocs' own), None without a search plugin."""
+    """The search plugin's index (Material's or MkDocs' own), None without one."""
     for name in ("material/search", "search"):
-        plugin = config.plugins.get(name)
-        if plugin is not None:
-            return getattr(plugin, "search_index", None)
+        if name in config.plugins:
+            return getattr(config.plugins[name], "search_index", None)
     return None
 
 
@@ -195,10 +194,9 @@ def _entries_of(index: Any) -> list[Any] | None:
 def _search_entries(config: Any) -> list[Any] | None:
     """The search plugin's list of index entries (Material's or MkDocs' own); [] without a search
     plugin (nothing to carry); None when it is not where this module knows to find it."""
-    index = _search_index(config)
-    if index is None:
-        return [] if not any(name in config.plugins for name in ("material/search", "search")) else None
-    return _entries_of(index)
+    if not any(name in config.plugins for name in ("material/search", "search")):
+        return []
+    return _entries_of(_search_index(config))
 
 
 def _build_one(build_page: Any, page: Any, config: Any, doc_files: Any, nav: Any, env: Any,
