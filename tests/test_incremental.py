@@ -235,6 +235,63 @@ def test_the_runs_rows_are_listed_again_only_for_a_campaign_whose_files_changed(
     assert tree(result.docs_dir) == tree(cold.docs_dir)
 
 
+def test_the_published_files_are_read_again_only_for_a_campaign_whose_files_changed(
+        two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a build starts publishing (every run.json's listed files, read from the store) is kept
+    per campaign folder by the walk's digest of it: an unchanged campaign's run.json files are not
+    read again, a changed one's are, one holding a symbolic link or naming another campaign's file
+    always is; the list is the uncached one every time."""
+    from sparkreport.cache import RecordCache, walk_store
+    from sparkreport.render import runs_index
+    from sparkreport.render.runs_index import RunsPage
+
+    read: list[str] = []
+    listed_files = runs_index._listed_files
+
+    def counting(store: object, path: str) -> tuple[list[str], list[str]]:
+        read.append(Path(path).parent.parent.name)
+        return listed_files(store, path)  # type: ignore[arg-type]
+
+    runs = two_campaigns / "runs"
+    cache_dir = tmp_path / "store-files"
+
+    def store_files() -> list[tuple[str, str]]:
+        monkeypatch.setattr(runs_index, "_listed_files", counting)
+        listed = RunsPage.store_files(runs, walk_store(runs).folders, RecordCache(cache_dir, salt="s"))
+        monkeypatch.setattr(runs_index, "_listed_files", listed_files)
+        assert listed == RunsPage.store_files(runs)  # what an uncached read lists
+        return listed
+
+    first = store_files()
+    campaigns = {p.name for p in runs.iterdir() if p.is_dir()}
+    assert set(read) == campaigns and {"phase1", "phase1-published"} <= campaigns
+    read.clear()
+    assert store_files() == first and read == []
+    run = sorted(p for p in (runs / "phase1").iterdir() if (p / "record.json").is_file())[0]
+    (run / "record.json").unlink()  # a raw file gone, its run.json unchanged
+    assert len(store_files()) == len(first) - 1
+    assert set(read) == {"phase1"}
+    read.clear()
+    (runs / "phase1-published" / "notes.txt").write_text("x\n", encoding="utf-8")
+    (runs / "phase1-published" / "link.txt").symlink_to(runs / "phase1-published" / "notes.txt")
+    for _ in range(2):  # not kept while it holds a link
+        store_files()
+        assert set(read) == {"phase1-published"}
+        read.clear()
+    (runs / "phase1-published" / "link.txt").unlink()
+    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    record["provenance"]["raw_files"].append("../../phase1-published/notes.txt")  # another campaign's file
+    (run / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    for _ in range(2):
+        listed = store_files()
+        assert "phase1" in read
+        read.clear()
+    assert "phase1-published/notes.txt" in {store for _site, store in listed}
+    (runs / "phase1-published" / "notes.txt").write_text("changed\n", encoding="utf-8")
+    store_files()  # the named file changed in the other folder: read again, not taken from the cache
+    assert "phase1" in read
+
+
 def test_template_and_config_changes_render_their_pages(two_campaigns: Path) -> None:
     from sparkreport.render.markdown import PACKAGE_TEMPLATES
 

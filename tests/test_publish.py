@@ -721,7 +721,7 @@ def test_a_store_that_changed_under_the_build_publishes_what_the_pages_list(
 
     root = _copy(tiny, tmp_path)
     expected = RunsPage.store_files(root / "runs")
-    monkeypatch.setattr(RunsPage, "store_files", classmethod(lambda cls, runs_dir: expected[1:]))
+    monkeypatch.setattr(RunsPage, "store_files", classmethod(lambda cls, runs_dir, *rest: expected[1:]))
     result = build(_options(root), root / "site")
     assert {site_path for site_path, _store in expected} <= _files(root / "site")
     assert result.published["copied"] == len(expected)

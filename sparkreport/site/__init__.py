@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from sparkreport.cache import HashMemo
     from sparkreport.parallel import Background
     from sparkreport.render import RenderOptions, RenderResult
@@ -96,7 +98,7 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
            builder_name: str | None, full: bool = False) -> BuildResult:
     import time
 
-    from sparkreport.cache import HashMemo, walk_store
+    from sparkreport.cache import HashMemo, package_digest, walk_store
     from sparkreport.render import render
     from sparkreport.render.core import resolve_root, runs_dir_for
     from sparkreport.site import incremental, publish
@@ -117,12 +119,14 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
             # The runs' files are published (and scanned) from the run store alone, in a forked
             # process that starts now, while this one renders and builds: see run_files_beside.
             return (stack.enter_context(publish.staged(target)),
-                    stack.enter_context(run_files_beside(runs_dir_for(options), target, cache_dir)))
+                    stack.enter_context(run_files_beside(runs_dir_for(options), target, cache_dir,
+                                                         runs_walk.folders, package_digest(memo))))
 
+        # One walk of the store: the build key, the published files' and the Runs pages' rows.
+        runs_walk = walk_store(incremental.runs_path(options))
         # Without a kept state no build is skipped: the publisher starts before the build key,
         # which hashes every run file (seconds on one CPU in a cold build).
         started_early = start() if full or not (cache_dir / incremental.STATE_FILE).is_file() else None
-        runs_walk = walk_store(incremental.runs_path(options))  # one walk: the key, the Runs pages' rows
         key = incremental.build_key(options, target, strict, memo, name, runs_walk)
         memo.save()
         state = None if full else incremental.load_state(cache_dir, key, target)
@@ -182,19 +186,25 @@ class RunFiles:
 
 
 def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
-                             listed: list[tuple[str, str]] | None = None) -> RunFiles:
+                             listed: list[tuple[str, str]] | None = None,
+                             folders: Mapping[str, str | None] | None = None, salt: str = "") -> RunFiles:
     """Publish the runs' files (``listed``, else what the Runs pages will list, read from the
-    run store: :meth:`~sparkreport.render.runs_index.RunsPage.store_files`) into the side
-    folder of a build of ``target`` — linking or carrying over what the live site holds
+    run store: :meth:`~sparkreport.render.runs_index.RunsPage.store_files`, kept per campaign
+    in ``cache_dir`` by the walk's ``folders`` digests and ``salt``, the package's digest) into
+    the side folder of a build of ``target`` — linking or carrying over what the live site holds
     unchanged — then scan them."""
-    from sparkreport.render.runs_index import RunsPage
+    from sparkreport.cache import RecordCache
+    from sparkreport.render.runs_index import STORE_FILES_CACHE, RunsPage
     from sparkreport.site import publish
     from sparkreport.site.run_files import publish_listed
     from sparkreport.site.scan import ScanMemo, scan_site
 
     side = publish.side_dir(target)
     if listed is None:
-        listed = RunsPage.store_files(runs_dir)
+        cache = None
+        if cache_dir is not None and folders is not None:
+            cache = RecordCache(cache_dir / STORE_FILES_CACHE, salt=f"store-files-1:{salt}")
+        listed = RunsPage.store_files(runs_dir, folders, cache)
     files = publish_listed(runs_dir, listed, side, previous=target if target.is_dir() else None,
                            cache_dir=cache_dir)
     memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
@@ -202,14 +212,16 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
     return RunFiles(listed, files, memo.clean_entries(findings), memo.scanned)
 
 
-def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None) -> Background[RunFiles]:
+def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
+                     folders: Mapping[str, str | None] | None = None, salt: str = "") -> Background[RunFiles]:
     """:func:`publish_run_files_beside`, started now in a forked process: at the start of a
     build, which loads and analyses the dataset on one CPU and leaves the other idle, then while
     the builder converts the pages. In this process (when its result is asked for) where no
     worker may be forked."""
     from sparkreport.parallel import Background
 
-    return Background(functools.partial(publish_run_files_beside, runs_dir, target, cache_dir))
+    return Background(functools.partial(publish_run_files_beside, runs_dir, target, cache_dir,
+                                        folders=folders, salt=salt))
 
 
 def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Background[RunFiles],
