@@ -56,9 +56,10 @@ def render_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | No
     The project's hand-written docs/ is copied into the output first; a project's
     templates/ folder overrides the packaged page templates by file name.
     """
+    from sparkreport.project import resolve_project
     from sparkreport.render import render
 
-    result = render(make_options("render", runs_dir, docs_dir, config_path))
+    result = render(resolve_project(make_options("render", runs_dir, docs_dir, config_path)))
     for notice in result.notices:
         click.echo(f"note: {notice}", err=True)
     click.echo(f"{len(result.pages)} pages, {result.chart_count} charts → {result.docs_dir}")
@@ -88,9 +89,10 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
     credential scan run in forked workers, one per CPU; set SPARKREPORT_JOBS=N to use N (1: all
     in one process). The site is the same byte for byte either way.
     """
+    from sparkreport.project import resolve_project
     from sparkreport.site import build
 
-    result = build(make_options("build", runs_dir, docs_dir, config_path),
+    result = build(resolve_project(make_options("build", runs_dir, docs_dir, config_path)),
                    site_dir.resolve() if site_dir is not None else None, strict=strict, builder=builder,
                    full=full)
     for notice in result.render.notices:

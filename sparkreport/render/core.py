@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.cache import CACHE_DIR
 from sparkreport.errors import BuildError
 from sparkreport.render.pages import NavItem, PageDoc, fill
 from sparkreport.render.posts import PostDoc
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from sparkreport.cache import HashMemo, StoreWalk
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
+    from sparkreport.project import Project
     from sparkreport.render.context import SiteData
 
 #: Marks a folder as written by ``render``: only such a folder is ever emptied.
@@ -153,9 +153,12 @@ class RenderSession:
             self._docs_only = False
 
 
-def render(options: RenderOptions, *, session: RenderSession | None = None,
+def render(options: RenderOptions | Project, *, session: RenderSession | None = None,
            checked: bool = False, store_walk: StoreWalk | None = None, hashes: HashMemo | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
+
+    ``options`` are resolved once into a :class:`~sparkreport.project.Project` (paths, the
+    configuration), unless a resolved project is given (``build`` resolves it at the start).
 
     The configuration, the diffs and the posts' bindings are checked against the store's names
     first (:func:`~sparkreport.render.preflight.refuse_early`), unless ``checked`` says the caller
@@ -172,14 +175,16 @@ def render(options: RenderOptions, *, session: RenderSession | None = None,
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
+    from sparkreport.project import resolve_project
     from sparkreport.render.preflight import refuse_early
 
-    check_writable(docs_dir_for(options), "--docs-dir")  # before the lock, which creates its parent
+    project = resolve_project(options)
+    check_writable(project.docs_dir, "--docs-dir")  # before the lock, which creates its parent
     if not checked:
-        refuse_early(options)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
+        refuse_early(project)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
     try:
-        with output_lock(docs_dir_for(options).parent):
-            return _render(options, session, store_walk, hashes)
+        with output_lock(project.docs_dir.parent):
+            return _render(project, session, store_walk, hashes)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
@@ -202,11 +207,10 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str)
     return digest.hexdigest()
 
 
-def _render(options: RenderOptions, session: RenderSession | None = None,
+def _render(project: Project, session: RenderSession | None = None,
             store_walk: StoreWalk | None = None, hashes: HashMemo | None = None) -> RenderResult:
     from sparkreport.cache import HashMemo, package_digest
     from sparkreport.charts import ChartSpec
-    from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment, template_cache
@@ -215,16 +219,11 @@ def _render(options: RenderOptions, session: RenderSession | None = None,
     from sparkreport.render.preflight import preflight
     from sparkreport.render.report import newest_rule
 
-    root = resolve_root(options)
-    config_path = options.config_path
-    if config_path is None and (root / CONFIG_FILE).is_file():
-        config_path = root / CONFIG_FILE
+    root, config_path, runs_dir, docs_dir = project.root, project.config_path, project.runs_dir, project.docs_dir
     # The project root's sparkreport.yml, not the current directory's: render may run elsewhere.
-    config = load_config(config_path) if config_path is not None else ProjectConfig()
-    runs_dir = runs_dir_for(options)
-    docs_dir = docs_dir_for(options)
-    cache_dir = docs_dir.parent / CACHE_DIR
-    command = options.command or default_command(root, runs_dir)
+    config = project.config
+    cache_dir = project.cache_dir
+    command = project.command
     if session is not None and session._docs_only and session.loaded is not None and session.generated is not None \
             and session.generated.git_commit == git_commit(root):
         return _render_docs(root, config, docs_dir, cache_dir, session.loaded.site, session.generated)

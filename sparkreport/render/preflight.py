@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.early import StoreIndex
+    from sparkreport.project import Project
     from sparkreport.render.core import RenderOptions
 
 #: Filters each binding function accepts (``None``: the arm filters plus ``label_KEY``).
@@ -123,30 +124,24 @@ def preflight(dataset: Dataset, config: ProjectConfig, source_docs: Path) -> Non
     check_posts(names, config, source_docs)
 
 
-def refuse_early(options: RenderOptions) -> None:
+def refuse_early(options: RenderOptions | Project) -> None:
     """The checks :func:`preflight` makes, before the dataset is loaded: ``sparkreport.yml``
     itself, the diffs' campaigns (folder names) and the diffs and post bindings against the
     store's name index. Raises the same one-line errors; an empty store is left to the render
     (which says "no runs to render")."""
-    from sparkreport.cache import CACHE_DIR
-    from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.early import check_selector_campaigns, store_campaigns, store_index
-    from sparkreport.render.core import docs_dir_for, resolve_root
+    from sparkreport.project import resolve_project
 
-    root = resolve_root(options)
-    config_path = options.config_path
-    if config_path is None and (root / CONFIG_FILE).is_file():
-        config_path = root / CONFIG_FILE
-    config = load_config(config_path) if config_path is not None else ProjectConfig()
-    runs_dir = options.runs_dir if options.runs_dir.is_absolute() else root / options.runs_dir
-    runs_dir = runs_dir.resolve()
+    project = resolve_project(options)
+    root, config_path, runs_dir = project.root, project.config_path, project.runs_dir
+    config = project.config
     posts = root / "docs" / POSTS_DIR
     if not store_campaigns(runs_dir) or not (config.diffs or (posts.is_dir() and any(posts.rglob("*.md")))):
         return  # nothing to check against the store (an empty one: the render says "no runs to render")
     check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
                                         for i, named in enumerate(config.diffs)
                                         for side, text in (("a", named.a), ("b", named.b))])
-    index = store_index(runs_dir, docs_dir_for(options).parent / CACHE_DIR)
+    index = store_index(runs_dir, project.cache_dir)
     if index.is_empty():
         return
     names = IndexNames(index)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from sparkreport.cache import HashMemo
     from sparkreport.parallel import Background
+    from sparkreport.project import Project
     from sparkreport.render import RenderOptions, RenderResult
     from sparkreport.site.run_files import Published
 
@@ -48,9 +49,13 @@ class BuildResult:
     reused: int = 0
 
 
-def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool = True,
+def build(options: RenderOptions | Project, site_dir: Path | None = None, *, strict: bool = True,
           builder: str | None = None, full: bool = False) -> BuildResult:
     """Render the pages, write the builder's config and build the site into ``site_dir``.
+
+    The project is resolved once (:class:`~sparkreport.project.Project`: its paths and its
+    ``sparkreport.yml``), then: refuse bad configuration → the build key → load → analyse →
+    render the changed pages → the builder → publish the run files, the feed, the scan, the swap.
 
     ``builder`` (``mkdocs`` / ``zensical``) overrides the config's ``builder:``. The builder
     builds into a temporary folder beside ``site_dir``; the runs' files and the feed go there,
@@ -65,53 +70,44 @@ def build(options: RenderOptions, site_dir: Path | None = None, *, strict: bool 
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
-    from sparkreport.render.core import docs_dir_for, resolve_root
+    from sparkreport.project import resolve_project
     from sparkreport.render.preflight import refuse_early
-    from sparkreport.site import incremental
 
-    cache_dir = incremental.cache_dir_for(options)
+    project = resolve_project(options)
     # Before the lock (which creates the build folder) and the render (seconds): every output.
-    target = site_dir or DEFAULT_SITE_DIR
-    check_writable(target if target.is_absolute() else resolve_root(options) / target, "--site-dir")
-    check_writable(docs_dir_for(options), "--docs-dir")
-    refuse_early(options)  # bad config, diffs, post bindings: before the build key hashes the store
-    with output_lock(cache_dir.parent):
-        return _build(options, site_dir, strict, cache_dir, builder, full)
+    check_writable(project.site_dir(site_dir), "--site-dir")
+    check_writable(project.docs_dir, "--docs-dir")
+    refuse_early(project)  # bad config, diffs, post bindings: before the build key hashes the store
+    with output_lock(project.cache_dir.parent):
+        return _build(project, project.site_dir(site_dir), strict, builder, full)
 
 
-def project_builder(options: RenderOptions, builder: str | None) -> str:
+def project_builder(options: RenderOptions | Project, builder: str | None) -> str:
     """The builder a build uses: ``builder`` when given, else the config's ``builder:``."""
     if builder is not None:
         from sparkreport.site.builders import get_builder
 
         return get_builder(builder).name
-    from sparkreport.config import CONFIG_FILE, load_config
-    from sparkreport.render.core import resolve_root
+    from sparkreport.project import resolve_project
 
-    path = options.config_path
-    if path is None and (resolve_root(options) / CONFIG_FILE).is_file():
-        path = resolve_root(options) / CONFIG_FILE
-    return load_config(path).builder if path is not None else "mkdocs"
+    return resolve_project(options).config.builder
 
 
-def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_dir: Path,
-           builder_name: str | None, full: bool = False) -> BuildResult:
+def _build(project: Project, target: Path, strict: bool, builder_name: str | None,
+           full: bool = False) -> BuildResult:
     import time
 
     from sparkreport.cache import HashMemo, package_digest, walk_store
     from sparkreport.render import render
-    from sparkreport.render.core import resolve_root, runs_dir_for
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
     from sparkreport.site.mkdocs_site import write_config
     from sparkreport.site.reuse import Reuse
     from sparkreport.site.titles import make_titles_inert
 
-    name = project_builder(options, builder_name)
+    name = project_builder(project, builder_name)
     builder = get_builder(name)
-    target = site_dir or DEFAULT_SITE_DIR
-    if not target.is_absolute():
-        target = resolve_root(options) / target
+    cache_dir = project.cache_dir
     memo = HashMemo(cache_dir / "hashes.json")
     timings: dict[str, float] = {}
     with contextlib.ExitStack() as stack:
@@ -119,25 +115,25 @@ def _build(options: RenderOptions, site_dir: Path | None, strict: bool, cache_di
             # The runs' files are published (and scanned) from the run store alone, in a forked
             # process that starts now, while this one renders and builds: see run_files_beside.
             return (stack.enter_context(publish.staged(target)),
-                    stack.enter_context(run_files_beside(runs_dir_for(options), target, cache_dir,
+                    stack.enter_context(run_files_beside(project.runs_dir, target, cache_dir,
                                                          runs_walk.folders, package_digest(memo))))
 
         # One walk of the store: the build key, the published files' and the Runs pages' rows.
-        runs_walk = walk_store(incremental.runs_path(options))
+        runs_walk = walk_store(project.runs_path)
         # Without a kept state no build is skipped: the publisher starts before the build key,
         # which hashes every run file (seconds on one CPU in a cold build).
         started_early = start() if full or not (cache_dir / incremental.STATE_FILE).is_file() else None
-        key = incremental.build_key(options, target, strict, memo, name, runs_walk)
+        key = incremental.build_key(project, target, strict, memo, name, runs_walk)
         memo.save()
         state = None if full else incremental.load_state(cache_dir, key, target)
         if state is not None:
             return BuildResult(site_dir=target, config_file=Path(state["config_file"]),
-                               render=incremental.result_from_state(state, options),
+                               render=incremental.result_from_state(state, project),
                                warnings=list(state["warnings"]), cached=True, builder=name)
         (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
         staging, run_files = started_early or start()
         started = time.perf_counter()
-        result = render(options, checked=True, store_walk=runs_walk, hashes=memo)  # refuse_early ran in build()
+        result = render(project, checked=True, store_walk=runs_walk, hashes=memo)  # refuse_early ran in build()
         config_file = write_config(result, target)
         make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
         timings["render"] = time.perf_counter() - started

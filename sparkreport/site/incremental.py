@@ -17,10 +17,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.cache import CACHE_DIR, HashMemo, StoreWalk, inputs_digest, package_digest, tree_digest
+from sparkreport.cache import HashMemo, StoreWalk, inputs_digest, package_digest, tree_digest
 
 if TYPE_CHECKING:
-    from sparkreport.render import RenderOptions, RenderResult
+    from sparkreport.project import Project
+    from sparkreport.render import RenderResult
 
 STATE_FILE = "build.json"
 #: Folders of the project root a build reads.
@@ -28,32 +29,18 @@ PROJECT_FOLDERS = ("docs", "templates", "overrides")
 PROJECT_FILES = ("sparkreport.yml", "mkdocs.yml")
 
 
-def cache_dir_for(options: RenderOptions) -> Path:
-    """``build/cache`` beside the docs folder the build renders into."""
-    from sparkreport.render.core import docs_dir_for
-
-    return docs_dir_for(options).parent / CACHE_DIR
-
-
-def runs_path(options: RenderOptions) -> Path:
-    """The run store as the build key walks it (under the project root when relative)."""
-    from sparkreport.render.core import resolve_root
-
-    return options.runs_dir if options.runs_dir.is_absolute() else resolve_root(options) / options.runs_dir
-
-
-def build_key(options: RenderOptions, site_dir: Path | None, strict: bool, memo: HashMemo,
+def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashMemo,
               builder: str = "mkdocs", runs_walk: StoreWalk | None = None) -> str:
     """The content key of a build: equal keys build identical sites. ``runs_walk``: the run
-    store's :func:`~sparkreport.cache.walk_store` at :func:`runs_path`, if already walked."""
+    store's :func:`~sparkreport.cache.walk_store` at ``project.runs_path``, if already walked."""
     import mkdocs
 
     from sparkreport import __version__
     from sparkreport.render.context import git_commit
-    from sparkreport.render.core import resolve_root
 
-    root = resolve_root(options)
-    runs = runs_path(options)
+    root = project.root
+    runs = project.runs_path
+    options = project.options
     parts: list[tuple[str, str]] = [
         ("version", __version__), ("package", package_digest(memo)),
         ("runs", tree_digest(runs, memo, runs_walk.files if runs_walk is not None else None)),
@@ -136,16 +123,14 @@ def save_state(cache_dir: Path, key: str, site_dir: Path, config_file: Path, res
     _atomic_bytes(cache_dir / STATE_FILE, json.dumps(state).encode())
 
 
-def result_from_state(state: dict[str, Any], options: RenderOptions) -> RenderResult:
+def result_from_state(state: dict[str, Any], project: Project) -> RenderResult:
     """A RenderResult describing the cached build (pages, nav, charts by name; no contexts)."""
     from sparkreport.charts import ChartSpec
-    from sparkreport.config import CONFIG_FILE, ProjectConfig, load_config
     from sparkreport.render import RenderResult
     from sparkreport.render.pages import PageDoc
 
     root = Path(state["project_root"])
-    config_path = options.config_path or (root / CONFIG_FILE if (root / CONFIG_FILE).is_file() else None)
-    config = load_config(config_path) if config_path is not None else ProjectConfig()
+    config = project.config
     pages = []
     for page in state["pages"]:
         doc = PageDoc(page["path"], page["title"], page["template"])

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport.errors import SparkreportError
 
 if TYPE_CHECKING:
+    from sparkreport.project import Project
     from sparkreport.render import RenderOptions, RenderResult
 
 #: A burst of writes (an editor's save, an ingest of many runs) is one re-render: the sources
@@ -73,17 +74,17 @@ class Sources:
         return False
 
 
-def sources_for(options: RenderOptions) -> Sources:
+def sources_for(options: RenderOptions | Project) -> Sources:
     """The sources of a render: the project's docs/ and templates/, the run store, its config files."""
     from sparkreport.config import CONFIG_FILE
-    from sparkreport.render.core import resolve_root
+    from sparkreport.project import resolve_project
 
-    root = resolve_root(options)
-    runs_dir = options.runs_dir if options.runs_dir.is_absolute() else root / options.runs_dir
+    project = resolve_project(options)
+    root = project.root
     files = [root / CONFIG_FILE, root / PROJECT_MKDOCS]
-    if options.config_path is not None:
-        files.append(options.config_path.resolve())
-    return Sources(folders=(root / "docs", runs_dir.resolve(), root / "templates"),
+    if project.options.config_path is not None:
+        files.append(project.options.config_path.resolve())
+    return Sources(folders=(root / "docs", project.runs_dir, root / "templates"),
                    files=tuple(dict.fromkeys(files)))
 
 
@@ -337,10 +338,11 @@ class ServeSession:
     renders: int = 0
 
     def __post_init__(self) -> None:
-        from sparkreport.render.core import docs_dir_for, resolve_root
+        from sparkreport.project import resolve_project
 
-        self.root = resolve_root(self.options)
-        self.docs_dir = docs_dir_for(self.options)
+        project = resolve_project(self.options)  # the paths; the config is read by each render
+        self.root = project.root
+        self.docs_dir = project.docs_dir
         self.errors = ErrorPages(self.root, self.docs_dir)
         self._config_text = ""
 
@@ -448,13 +450,14 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
+    from sparkreport.project import resolve_project
     from sparkreport.render import RenderSession
-    from sparkreport.render.core import docs_dir_for
     from sparkreport.site import project_builder
     from sparkreport.site.mkdocs_site import serve_site
 
     say: Echo = echo or _stderr
-    docs_dir = docs_dir_for(options)
+    project = resolve_project(options)  # its paths; each render reads sparkreport.yml again
+    docs_dir = project.docs_dir
     check_writable(docs_dir, "--docs-dir")
     renderer = RenderSession(options)
     with output_lock(docs_dir.parent):
@@ -462,7 +465,7 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
                                site_dir=docs_dir.parent / "site")
         session.first_render()
         debouncer = Debouncer(session.rerender)
-        watcher = Watcher(sources_for(options), debouncer.changed)
+        watcher = Watcher(sources_for(project), debouncer.changed)
         watcher.start()
         debouncer.start()
         say(f"watching {', '.join(_shown(p) for p in (*watcher.sources.folders, *watcher.sources.files) if p.exists())}"
@@ -471,7 +474,7 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
         previous = signal.signal(signal.SIGTERM, _interrupt) if in_main else None  # SIGTERM stops as Ctrl-C does
         try:
             assert session.config_file is not None
-            serve_site(session.config_file, dev_addr, project_builder(options, None), dirty=dirty)
+            serve_site(session.config_file, dev_addr, project_builder(project, None), dirty=dirty)
         finally:
             watcher.stop()
             finished = debouncer.stop()

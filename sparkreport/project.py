@@ -1,0 +1,81 @@
+"""A project resolved once: its folders, its ``sparkreport.yml``, the command its pages name.
+
+``render``, ``build`` and ``serve`` start from :class:`~sparkreport.render.RenderOptions` (what
+the command line gave: paths that may be relative, a config file that may be absent) and resolve
+them here, once, into a :class:`Project` that every step then reads — the early refusal of bad
+configuration, the build key, the dataset's load, the analysis, the pages, the builder and the
+publishing of the run files. The configuration is read when first asked for and kept: one
+build reads and validates ``sparkreport.yml`` once. ``serve`` resolves the project again for
+each render, since the file may change while it runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sparkreport.config import ProjectConfig
+    from sparkreport.render.core import RenderOptions
+
+
+@dataclass
+class Project:
+    """One project's paths and configuration, resolved (see the module's docstring)."""
+
+    #: What was asked (the key of a build records the options as given).
+    options: RenderOptions
+    #: The project root: ``--project-root``, else the config file's folder, else the current directory.
+    root: Path
+    #: The run store read (absolute, links resolved).
+    runs_dir: Path
+    #: The run store as given under the root (links kept): what the build key walks.
+    runs_path: Path
+    #: The generated docs folder (``build/docs`` by default).
+    docs_dir: Path
+    #: The ``sparkreport.yml`` read: given, else the root's when it exists; None: the defaults.
+    config_path: Path | None
+    #: The command every page's footer names as the way to regenerate it.
+    command: str
+
+    @property
+    def cache_dir(self) -> Path:
+        """``build/cache`` beside the docs folder."""
+        from sparkreport.cache import CACHE_DIR
+
+        return self.docs_dir.parent / CACHE_DIR
+
+    @functools.cached_property
+    def config(self) -> ProjectConfig:
+        """``sparkreport.yml``, read and validated on first use (a one-line ConfigError naming
+        the file and key when it is wrong), then kept."""
+        from sparkreport.config import ProjectConfig, load_config
+
+        return load_config(self.config_path) if self.config_path is not None else ProjectConfig()
+
+    def site_dir(self, given: Path | None) -> Path:
+        """Where a build puts the site: ``given`` (under the root when relative), else ``site/``."""
+        from sparkreport.site import DEFAULT_SITE_DIR
+
+        target = given or DEFAULT_SITE_DIR
+        return target if target.is_absolute() else self.root / target
+
+
+def resolve_project(options: RenderOptions | Project) -> Project:
+    """``options`` resolved into a :class:`Project` (a project is returned as it is)."""
+    if isinstance(options, Project):
+        return options
+    from sparkreport.config import CONFIG_FILE
+    from sparkreport.render.core import default_command, docs_dir_for, resolve_root, runs_dir_for
+
+    root = resolve_root(options)
+    config_path = options.config_path
+    if config_path is None and (root / CONFIG_FILE).is_file():
+        config_path = root / CONFIG_FILE
+    runs_dir = runs_dir_for(options)
+    return Project(options=options, root=root, runs_dir=runs_dir,
+                   runs_path=options.runs_dir if options.runs_dir.is_absolute() else root / options.runs_dir,
+                   docs_dir=docs_dir_for(options), config_path=config_path,
+                   command=options.command or default_command(root, runs_dir))
