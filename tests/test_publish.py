@@ -756,3 +756,40 @@ def test_a_runs_files_are_found_by_their_normal_path(tmp_path: Path, run_path: s
     found = {f["store_path"] for f in run_files(tmp_path, run_path, [name], "files")}
     expected = posixpath.normpath(posixpath.join(run_path, name))
     assert found == {"c/r/run.json"} | ({expected} if (tmp_path / expected).is_file() else set())
+
+
+def test_a_build_resolves_the_project_once_and_reads_its_config_once(
+        tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The options are resolved into one Project (paths, sparkreport.yml) that every step reads:
+    one build reads and validates sparkreport.yml once — the early refusal, the builder's choice
+    and the render included — and a bad one is still refused in one line naming the file."""
+    from sparkreport import config as config_module
+    from sparkreport.project import resolve_project
+
+    root = _copy(tiny, tmp_path)
+    (root / "sparkreport.yml").write_text("title: Once\n", encoding="utf-8")
+    options = RenderOptions(runs_dir=Path("runs"), project_root=root)
+    project = resolve_project(options)
+    assert resolve_project(project) is project
+    assert (project.root, project.runs_dir, project.docs_dir) == (root.resolve(), (root / "runs").resolve(),
+                                                                  (root / "build" / "docs").resolve())
+    assert project.cache_dir == project.docs_dir.parent / "cache"
+    assert project.config_path == root.resolve() / "sparkreport.yml"
+    assert project.site_dir(None) == root.resolve() / "site" and project.site_dir(Path("/x")) == Path("/x")
+    assert project.command == "sparkreport build --runs-dir runs"
+    read: list[Path] = []
+    load_config = config_module.load_config
+
+    def counting(path: Path | None = None) -> object:
+        read.append(Path(str(path)))
+        return load_config(path)
+
+    monkeypatch.setattr(config_module, "load_config", counting)
+    result = build(options)
+    assert read == [root.resolve() / "sparkreport.yml"]
+    assert result.render.config.title == "Once"
+    (root / "sparkreport.yml").write_text("title: [not, a, string]\n", encoding="utf-8")
+    with pytest.raises(SparkreportError) as caught:
+        build(options)
+    assert str(root.resolve() / "sparkreport.yml") in caught.value.format_message()
+    assert "\n" not in caught.value.format_message()
