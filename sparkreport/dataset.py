@@ -553,7 +553,7 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
             header = csv_safe(frame.iloc[:0]).to_csv(index=False)
             rows = export_chunks(dataset, "csv", lambda part: csv_safe(part).to_csv(index=False, header=False),
                                  chunks, split=_csv_by_campaign)
-            Path(tmp).write_text(header + "".join(rows), encoding="utf-8", newline="")
+            _write_parts(tmp, [header.encode("utf-8"), *rows])
         elif suffix == ".parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -573,14 +573,20 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
                 "runs": [],
                 "summaries": json.loads(dataset.summaries.to_json(orient="records")),
             }
-            text = spec_json(payload, sort_keys=False)
+            text = spec_json(payload, sort_keys=False) + "\n"
             # each chunk: its rows as items of the payload's "runs" list (depth 1), brackets cut off
             items = export_chunks(dataset, "json", lambda part: spec_json(
                 json.loads(part.to_json(orient="records")), 1, sort_keys=False)[2:-3], chunks,
                 split=_json_by_campaign)
-            if items:
-                text = text.replace('\n "runs": [],\n', '\n "runs": [\n' + ",\n".join(items) + '\n ],\n', 1)
-            Path(tmp).write_text(text + "\n", encoding="utf-8")
+            empty = '\n "runs": [],\n'
+            if items:  # the items written where the empty list is, without joining 25 MB into one text
+                head, _empty, tail = text.partition(empty)
+                parts = [f'{head}\n "runs": [\n'.encode(), *(piece for i, item in enumerate(items)
+                                                            for piece in ((b",\n", item) if i else (item,))),
+                         f"\n ],\n{tail}".encode()]
+                _write_parts(tmp, parts)
+            else:
+                _write_parts(tmp, [text.encode("utf-8")])
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -605,10 +611,16 @@ class ExportChunks:
 EXPORT_CHUNKS = 1
 
 
+def _write_parts(path: str, parts: list[bytes]) -> None:
+    """``parts`` written one after the other into ``path`` (tens of MB: not joined first)."""
+    with open(path, "wb") as handle:
+        handle.writelines(parts)
+
+
 def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], str],
                   chunks: ExportChunks | None,
-                  split: Callable[[pd.DataFrame, list[np.ndarray]], list[str] | None] | None = None) -> list[str]:
-    """``encode`` of each campaign's rows of the runs table, in table order (the table is sorted
+                  split: Callable[[pd.DataFrame, list[np.ndarray]], list[str] | None] | None = None) -> list[bytes]:
+    """``encode`` of each campaign's rows of the runs table, as UTF-8, in table order (the table is sorted
     by campaign first), read back from ``chunks`` when the campaign's runs (their run.json
     digests and folders) and the table's columns are as they were. Without ``chunks`` or for an
     empty table, the whole table as one chunk. When a third of the campaigns or more have no
@@ -626,7 +638,7 @@ def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], 
     if frame.empty:
         return []
     if chunks is None:
-        return [encode(frame)]
+        return [encode(frame).encode("utf-8")]
     folder = chunks.folder / kind
     folder.mkdir(parents=True, exist_ok=True)
     layout = repr([(str(column), str(dtype)) for column, dtype in frame.dtypes.items()])
@@ -638,18 +650,18 @@ def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], 
         key = inputs_digest([("kind", f"export-{kind}-{EXPORT_CHUNKS}"), ("salt", chunks.salt), ("layout", layout),
                              ("runs", dataset.digest_of(run_ids[rows])), ("paths", "\0".join(run_paths[rows]))])
         paths.append(folder / f"{key}.txt")
-    out: list[str | None] = []
+    out: list[bytes | None] = []
     for path in paths:
         try:
-            out.append(path.read_bytes().decode("utf-8"))  # bytes: a CSV cell may hold a lone \r
-        except (OSError, UnicodeDecodeError):
+            out.append(path.read_bytes())  # bytes: a CSV cell may hold a lone \r
+        except OSError:
             out.append(None)
     missing = [i for i, chunk in enumerate(out) if chunk is None]
     chunks.reused[kind] = chunks.reused.get(kind, 0) + len(groups) - len(missing)
     whole = split(frame, groups) if split is not None and missing and 3 * len(missing) >= len(groups) else None
     for i in missing:
-        chunk = whole[i] if whole is not None else encode(frame.iloc[groups[i]])
-        _atomic_bytes(paths[i], chunk.encode("utf-8"))
+        chunk = (whole[i] if whole is not None else encode(frame.iloc[groups[i]])).encode("utf-8")
+        _atomic_bytes(paths[i], chunk)
         chunks.computed[kind] = chunks.computed.get(kind, 0) + 1
         out[i] = chunk
     used = {path.name for path in paths}
