@@ -150,14 +150,15 @@ class MemoryPage(Page):
                            & site.stats["campaign"].astype(str).isin(shown)]
         doc.scope = sorted(set(zip(pairs["campaign"].astype(str), pairs["model"].astype(str), strict=True)))
         wide = []
-        if not pairs.empty:
-            for (campaign, model, env), group in pairs.groupby(["campaign", "model", "environment"], sort=True):
-                by_metric = {r["metric"]: r for r in rows(group)}
-                wide.append({"campaign": campaign, "model": model, "environment": env,
-                             "model_name": group["model_name"].iloc[0],
-                             "source": group["source"].iloc[0],
-                             "pre_kv": by_metric.get("pre_kv_memory_gib"),
-                             "peak": by_metric.get("peak_memory_gib"), "kv": by_metric.get("kv_cache_gib")})
+        arms: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        for row in rows(pairs):  # one conversion, then grouped (a frame's rows cost ~3 ms a call)
+            arms.setdefault((str(row["campaign"]), str(row["model"]), str(row["environment"])), []).append(row)
+        for (campaign, model, env), group in sorted(arms.items()):
+            by_metric = {r["metric"]: r for r in group}
+            wide.append({"campaign": campaign, "model": model, "environment": env,
+                         "model_name": group[0]["model_name"], "source": group[0]["source"],
+                         "pre_kv": by_metric.get("pre_kv_memory_gib"),
+                         "peak": by_metric.get("peak_memory_gib"), "kv": by_metric.get("kv_cache_gib")})
         from sparkreport.render.report import answer, campaigns, cgroup_observation, effect_rows
 
         every_arm = budget_rows(site)
