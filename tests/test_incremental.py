@@ -235,6 +235,29 @@ def test_the_runs_rows_are_listed_again_only_for_a_campaign_whose_files_changed(
     assert tree(result.docs_dir) == tree(cold.docs_dir)
 
 
+def test_a_serve_session_lists_the_runs_rows_of_a_changed_campaign_only(
+        two_campaigns: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` renders in a session, which walks the store once for its own key and the Runs
+    rows' cache: a run added lists that campaign's rows again, not every campaign's."""
+    from sparkreport.render import RenderSession, runs_index
+
+    listed: list[str] = []
+    run_files = runs_index.run_files
+
+    def counting(runs_dir: Path, run_path: str, *args: object, **kwargs: object) -> object:
+        listed.append(run_path.partition("/")[0])
+        return run_files(runs_dir, run_path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runs_index, "run_files", counting)
+    session = RenderSession(RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns))
+    session.render()
+    assert {"phase1", "phase1-published"} <= set(listed)
+    listed.clear()
+    change_one_run(two_campaigns / "runs")
+    session.render()
+    assert set(listed) == {"phase1"}
+
+
 def test_the_published_files_are_read_again_only_for_a_campaign_whose_files_changed(
         two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a build starts publishing (every run.json's listed files, read from the store) is kept

@@ -170,8 +170,9 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     ``session`` (:class:`RenderSession`), the dataset and analysis of its last render are reused
     when the run store and the configuration did not change. ``store_walk``: the run store as
     ``build`` walked it for its key (:func:`~sparkreport.cache.walk_store`), whose per-campaign
-    digests let the Runs pages keep the rows of the campaigns whose files did not change;
-    ``hashes``: the build's file digests (``build/cache/hashes.json``), already read.
+    digests let the Runs pages keep the rows of the campaigns whose files did not change (a
+    session walks the store itself, for its own key and these rows); ``hashes``: the build's
+    file digests (``build/cache/hashes.json``), already read.
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
@@ -191,15 +192,17 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
                          "then run it again") from None
 
 
-def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str) -> str:
+def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
+             files: Iterable[tuple[str, str, os.stat_result]] | None = None) -> str:
     """What a session's dataset and analysis were computed from: every file of the run store
-    (path, size, mtime, inode: no file is read), ``sparkreport.yml``'s bytes, the paths and the command."""
+    (path, size, mtime, inode: no file is read; ``files``: the store already walked),
+    ``sparkreport.yml``'s bytes, the paths and the command."""
     import hashlib
 
     from sparkreport.cache import walk_files
 
     digest = hashlib.sha256(f"{root}\0{runs_dir}\0{config_path}\0{command}\n".encode())
-    for relative, _path, stat in walk_files(runs_dir):
+    for relative, _path, stat in (walk_files(runs_dir) if files is None else files):
         digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}\n".encode(
             "utf-8", "surrogateescape"))
     if config_path is not None and config_path.is_file():
@@ -227,7 +230,13 @@ def _render(project: Project, session: RenderSession | None = None,
     if session is not None and session._docs_only and session.loaded is not None and session.generated is not None \
             and session.generated.git_commit == git_commit(root):
         return _render_docs(root, config, docs_dir, cache_dir, session.loaded.site, session.generated)
-    key = data_key(root, runs_dir, config_path, command) if session is not None else ""
+    if session is not None and store_walk is None:
+        from sparkreport.cache import walk_store
+
+        # One walk: the session's key of what it loaded, and the Runs rows kept per campaign.
+        store_walk = walk_store(project.runs_path)
+    key = data_key(root, runs_dir, config_path, command, store_walk.files if store_walk else None) \
+        if session is not None else ""
     loaded = session.loaded if session is not None and session.loaded and session.loaded.key == key else None
     # The run store and the configuration unchanged since the session's last render: no reading.
     memo = hashes if hashes is not None and hashes.path == cache_dir / "hashes.json" \
