@@ -92,6 +92,29 @@ def test_pipe_tables_convert_the_same(rows: list[list[str]], align: list[str], i
     same_both_ways(head + "\n".join(indent + line for line in lines) + "\n\nAfter.\n")
 
 
+LINK_TEXT = st.text(alphabet="aZ09 .:+,/-_*`&<[]()#\\", min_size=0, max_size=10)
+LINK_TARGET = st.text(alphabet="aZ09./#- ()\"'<>&_", min_size=0, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(links=st.lists(st.tuples(LINK_TEXT, LINK_TARGET), min_size=1, max_size=4),
+       tail=st.sampled_from(["", " x", " · [b](c.md)"]))
+def test_link_cells_convert_the_same(links: list[tuple[str, str]], tail: str) -> None:
+    """A cell that is one link: the element made directly when text and target are plain, the
+    link pattern's otherwise — the same HTML either way."""
+    rows = [f"| [{text}]({target}){tail} | 1 |" for text, target in links]
+    same_both_ways("| Model | N |\n|---|---|\n" + "\n".join(rows) + "\n")
+
+
+def test_a_plain_link_cell_is_made_without_the_inline_pass() -> None:
+    text = ("| Model | N |\n|---|---|\n| [gpt-oss-120b](synth-1.0/index.md#gpt-oss-120b--docker) | 1 |\n"
+            "| [Llama 3.1, 8B: v2+](../x/index.md) | 2 |\n")
+    same_both_ways(text)
+    anchors = [cell.find("a") for cell in _cells(text) if cell.find("a") is not None]
+    assert [(a.get("href"), a.text, isinstance(a.text, AtomicString)) for a in anchors] == [
+        ("synth-1.0/index.md#gpt-oss-120b--docker", "gpt-oss-120b", True), ("../x/index.md", "Llama 3.1, 8B: v2+", True)]
+
+
 RAW_CELL = st.one_of(PLAIN, st.sampled_from(['<a href="x/run.json">run.json</a>', "<code>x</code>", "&amp;", "*em*"]))
 
 

@@ -8,7 +8,11 @@ none of that can change anything, this extension skips it:
 
 * **Plain cells.** A pipe table's cell whose text has none of the characters an inline pattern
   starts with (``\\ ` [ < & * _``) is marked atomic, so the inline pass leaves it as it is — which
-  is what the pass would have left. Only when every inline pattern is one of Python-Markdown's
+  is what the pass would have left. A cell that is one link and nothing else, with plain text
+  and a plain target (``[gpt-oss-120b](synth-1.0/index.md#gpt-oss-120b--docker)``: letters,
+  digits and a few punctuation marks), gets the ``<a>`` element the link pattern would have made
+  (MkDocs then rewrites and checks its target as any other link's). Only when every inline
+  pattern is one of Python-Markdown's
   own (:data:`CORE_INLINE`) and every tree processor one whose behaviour on atomic text we know
   (:data:`KNOWN_TREE`): a project that adds emoji, abbreviations or smart quotes gets the
   stock conversion.
@@ -24,6 +28,7 @@ test projects both ways); the MkDocs builder lists this extension after the proj
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as etree
 from typing import Any
 
 from markdown import Markdown
@@ -40,6 +45,9 @@ CORE_INLINE = frozenset({
 #: A character any of :data:`CORE_INLINE` needs to match (``linebreak`` needs a newline, which a
 #: cell cannot hold).
 INLINE_START = re.compile(r"[\\`\[<&*_]")
+#: A cell that is one link with plain text and a plain target (no escapes, emphasis, entities,
+#: spaces or quotes in the target, no title): the link pattern's element is made directly.
+LINK_CELL = re.compile(r"\[([A-Za-z0-9][A-Za-z0-9 .:+,/-]*)\]\(([A-Za-z0-9./#-]+)\)")
 #: Tree processors that treat an atomic cell as the inline pass would have left it: the inline
 #: pass itself, Python-Markdown's, and the ones MkDocs adds to every page.
 KNOWN_TREE = frozenset({
@@ -90,8 +98,15 @@ class PlainCellTables(TableProcessor):
         if self._safe:
             for cell in parent[-1]:
                 text = cell.text
-                if text and INLINE_START.search(text) is None:
+                if not text:
+                    continue
+                if INLINE_START.search(text) is None:
                     cell.text = AtomicString(text)
+                elif text[0] == "[" and (link := LINK_CELL.fullmatch(text)) is not None:
+                    anchor = etree.SubElement(cell, "a")
+                    anchor.set("href", link.group(2))
+                    anchor.text = AtomicString(link.group(1))
+                    cell.text = None
 
 
 class RawTables(Preprocessor):
