@@ -260,6 +260,15 @@ class Background(Generic[T]):
         self._pipe = mine
         self._task = None
 
+    @property
+    def forked(self) -> bool:
+        """Whether the task runs in its own process (else :meth:`result` runs it here)."""
+        return self._process is not None
+
+    def ready(self) -> bool:
+        """Whether :meth:`result` would return (or raise) at once: the forked task has answered."""
+        return self._pipe is not None and self._pipe.poll()
+
     def result(self) -> T:
         if self._task is not None:
             task, self._task = self._task, None

@@ -198,7 +198,7 @@ def test_the_runs_rows_are_listed_again_only_for_a_campaign_whose_files_changed(
     options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
 
     def rendered() -> RenderResult:  # as a build renders: with its walk of the store
-        return render(options, store_walk=walk_store(runs))
+        return render(options, store_folders=walk_store(runs).folders)
 
     render(options)  # a render without a build's walk lists every campaign, and keeps nothing
     assert not (two_campaigns / "build" / "cache" / runs_index.LISTING_CACHE).exists()

@@ -793,3 +793,40 @@ def test_a_build_resolves_the_project_once_and_reads_its_config_once(
         build(options)
     assert str(root.resolve() / "sparkreport.yml") in caught.value.format_message()
     assert "\n" not in caught.value.format_message()
+
+
+def test_the_walk_and_the_key_are_made_beside_the_imports(
+        tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build with a kept site walks the store and computes its key in a forked process while
+    it imports what the dataset needs; the answer is the one made in the build's own process,
+    and a key equal to the kept site's stops the imports (nothing changed: nothing to load)."""
+    import importlib
+
+    from sparkreport.parallel import JOBS_ENV, Background
+    from sparkreport.project import resolve_project
+    from sparkreport.site import DATA_MODULES, _walk_and_key, _walked_and_keyed
+
+    root = _copy(tiny, tmp_path)
+    build(_options(root), root / "site")
+    project = resolve_project(_options(root))
+    here = _walk_and_key(project, root / "site", True, "mkdocs")
+    monkeypatch.setenv(JOBS_ENV, "2")
+    imported: list[str] = []
+    real_import = importlib.import_module
+
+    def recording(name: str, package: str | None = None) -> object:
+        imported.append(name)
+        return real_import(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", recording)
+    monkeypatch.setattr(Background, "ready", lambda self: self._pipe.poll(30))  # the answer before any import
+    assert _walked_and_keyed(project, root / "site", True, "mkdocs") == here
+    assert not set(imported) & set(DATA_MODULES)  # the kept site's key: no import
+    (root / "runs" / "tiny" / "notes.txt").write_text("x\n", encoding="utf-8")
+    folders, key = _walked_and_keyed(project, root / "site", True, "mkdocs")
+    assert key != here[1] and folders["tiny"] != here[0]["tiny"]
+    assert [name for name in imported if name in DATA_MODULES] == list(DATA_MODULES)
+    monkeypatch.setenv(JOBS_ENV, "1")  # in one process: the same answer, no imports
+    imported.clear()
+    assert _walked_and_keyed(project, root / "site", True, "mkdocs") == (folders, key)
+    assert not set(imported) & set(DATA_MODULES)

@@ -18,9 +18,11 @@ from sparkreport.render.pages import NavItem, PageDoc, fill
 from sparkreport.render.posts import PostDoc
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import jinja2
 
-    from sparkreport.cache import HashMemo, StoreWalk
+    from sparkreport.cache import HashMemo
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.project import Project
@@ -153,8 +155,8 @@ class RenderSession:
             self._docs_only = False
 
 
-def render(options: RenderOptions | Project, *, session: RenderSession | None = None,
-           checked: bool = False, store_walk: StoreWalk | None = None, hashes: HashMemo | None = None) -> RenderResult:
+def render(options: RenderOptions | Project, *, session: RenderSession | None = None, checked: bool = False,
+           store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     ``options`` are resolved once into a :class:`~sparkreport.project.Project` (paths, the
@@ -168,11 +170,11 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     the path, never a traceback. One render or build at a time writes into a docs folder's
     parent (:mod:`sparkreport.lock`); a second one stops at once with a BuildError. With a
     ``session`` (:class:`RenderSession`), the dataset and analysis of its last render are reused
-    when the run store and the configuration did not change. ``store_walk``: the run store as
-    ``build`` walked it for its key (:func:`~sparkreport.cache.walk_store`), whose per-campaign
-    digests let the Runs pages keep the rows of the campaigns whose files did not change (a
-    session walks the store itself, for its own key and these rows); ``hashes``: the build's
-    file digests (``build/cache/hashes.json``), already read.
+    when the run store and the configuration did not change. ``store_folders``: each campaign
+    folder's digest from the walk ``build`` made of the store for its key
+    (:func:`~sparkreport.cache.walk_store`), which lets the Runs pages keep the rows of the
+    campaigns whose files did not change (a session walks the store itself, for its own key and
+    these rows); ``hashes``: the build's file digests (``build/cache/hashes.json``), already read.
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
@@ -185,7 +187,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
         refuse_early(project)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
     try:
         with output_lock(project.docs_dir.parent):
-            return _render(project, session, store_walk, hashes)
+            return _render(project, session, store_folders, hashes)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
@@ -211,7 +213,7 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
 
 
 def _render(project: Project, session: RenderSession | None = None,
-            store_walk: StoreWalk | None = None, hashes: HashMemo | None = None) -> RenderResult:
+            store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None) -> RenderResult:
     from sparkreport.cache import HashMemo, package_digest
     from sparkreport.charts import ChartSpec
     from sparkreport.dataset import load_dataset
@@ -230,13 +232,14 @@ def _render(project: Project, session: RenderSession | None = None,
     if session is not None and session._docs_only and session.loaded is not None and session.generated is not None \
             and session.generated.git_commit == git_commit(root):
         return _render_docs(root, config, docs_dir, cache_dir, session.loaded.site, session.generated)
-    if session is not None and store_walk is None:
+    key = ""
+    if session is not None:
         from sparkreport.cache import walk_store
 
         # One walk: the session's key of what it loaded, and the Runs rows kept per campaign.
-        store_walk = walk_store(project.runs_path)
-    key = data_key(root, runs_dir, config_path, command, store_walk.files if store_walk else None) \
-        if session is not None else ""
+        walk = walk_store(project.runs_path)
+        key = data_key(root, runs_dir, config_path, command, walk.files)
+        store_folders = walk.folders if store_folders is None else store_folders
     loaded = session.loaded if session is not None and session.loaded and session.loaded.key == key else None
     # The run store and the configuration unchanged since the session's last render: no reading.
     memo = hashes if hashes is not None and hashes.path == cache_dir / "hashes.json" \
@@ -259,7 +262,7 @@ def _render(project: Project, session: RenderSession | None = None,
     if session is not None:
         session.loaded = _Loaded(key, dataset, site)
     site.hash_memo = memo
-    site.store_folders = store_walk.folders if store_walk is not None else None
+    site.store_folders = dict(store_folders) if store_folders is not None else None
     env = make_environment(root / "templates", template_cache(cache_dir, package_digest(memo)))
     planned = []
     for page in registered_pages():

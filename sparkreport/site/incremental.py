@@ -95,6 +95,15 @@ def _material_version(distribution: str) -> str:
         return ""
 
 
+def kept_key(cache_dir: Path) -> str | None:
+    """The key of the last build that completed (its state), if any."""
+    try:
+        key = json.loads((cache_dir / STATE_FILE).read_text(encoding="utf-8")).get("key")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return key if isinstance(key, str) else None
+
+
 def load_state(cache_dir: Path, key: str, site_dir: Path) -> dict[str, Any] | None:
     """What the last build with this key wrote, when its site is still there; else None."""
     try:
