@@ -315,6 +315,61 @@ def test_the_published_files_are_read_again_only_for_a_campaign_whose_files_chan
     assert "phase1" in read
 
 
+def test_the_monitoring_charts_are_drawn_again_only_when_their_samples_changed(
+        two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small store's one Runs page draws every sampled run's chart; rendered again for a new
+    run elsewhere, it draws none (each chart is kept by its samples.csv's sha256); a changed
+    samples.csv is drawn again, a chart no run draws any more is removed, and the pages are a
+    cold render's byte for byte."""
+    from sparkreport.parallel import JOBS_ENV
+    from sparkreport.render import runs_index
+
+    monkeypatch.setenv(JOBS_ENV, "1")  # the charts are counted in this process
+    runs = two_campaigns / "runs"
+    sampled = sorted(p for p in (runs / "phase1").iterdir() if (p / "run.json").is_file())[:2]
+
+    def write_samples(run: Path, level: int) -> None:
+        rows = "".join(f"{t / 10},{level + t % 7},{40 + t % 3},{t % 100}\n" for t in range(600))
+        (run / "samples.csv").write_text("elapsed_s,power_draw_w,temperature_gpu_c,utilization_gpu_pct\n" + rows,
+                                         encoding="utf-8")
+
+    for level, run in enumerate(sampled):
+        write_samples(run, 50 + level)
+        record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        record["provenance"]["tables"] = ["samples"]
+        (run / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    drawn: list[str] = []
+    draw = runs_index.samples_chart
+
+    def counting(path: Path, **kwargs: str) -> object:
+        drawn.append(path.parent.name)
+        return draw(path, **kwargs)
+
+    monkeypatch.setattr(runs_index, "samples_chart", counting)
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    render(options)
+    assert sorted(drawn) == [run.name for run in sampled]
+    kept = two_campaigns / "build" / "cache" / runs_index.SAMPLE_CHARTS_CACHE
+    assert len(list(kept.iterdir())) == 2
+    drawn.clear()
+    change_one_run(runs)  # another run: the Runs page is rendered again, its charts are kept
+    second = render(options)
+    assert "runs/index.md" in second.rendered_pages and drawn == []
+    write_samples(sampled[0], 70)
+    render(options)
+    assert drawn == [sampled[0].name]
+    assert len(list(kept.iterdir())) == 2  # the old chart of that run removed
+    drawn.clear()
+    (sampled[1] / "samples.csv").unlink()
+    record = json.loads((sampled[1] / "run.json").read_text(encoding="utf-8"))
+    record["provenance"]["tables"] = []
+    (sampled[1] / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    result = render(options)
+    assert drawn == [] and len(list(kept.iterdir())) == 1
+    cold = render(RenderOptions(runs_dir=runs, project_root=two_campaigns, docs_dir=tmp_path / "cold" / "docs"))
+    assert tree(result.docs_dir) == tree(cold.docs_dir)
+
+
 def test_template_and_config_changes_render_their_pages(two_campaigns: Path) -> None:
     from sparkreport.render.markdown import PACKAGE_TEMPLATES
 

@@ -46,6 +46,8 @@ SAMPLE_POINTS = 400
 LISTING_CACHE = "runs-listing"
 #: The published files' list per campaign, read from the store (see :meth:`RunsPage.store_files`).
 STORE_FILES_CACHE = "store-files"
+#: The monitoring charts, one file per run with samples (see :meth:`RunsPage.sample_charts`).
+SAMPLE_CHARTS_CACHE = "sample-charts"
 #: Sample columns drawn, when present.
 SAMPLE_SERIES = ("power_draw_w", "temperature_gpu_c", "utilization_gpu_pct")
 
@@ -63,6 +65,7 @@ class RunsPage(Page):
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         campaigns = sorted({r.campaign for r in site.dataset.records})
         entries = self.entries(site, site.runs_dir)
+        self.key_sample_charts(site, entries)
         index = PageDoc(self.path, self.title, self.template, banner=False)
         # The index writes the manifest of every published file: a raw file added or removed
         # beside an unchanged run.json changes it (and, on a small store, the rows it shows).
@@ -284,14 +287,55 @@ class RunsPage(Page):
             "run_path": shown(run_path), "chart": None, "samples_href": None,
         }
 
+    def key_sample_charts(self, site: SiteData, entries: list[dict[str, Any]]) -> None:
+        """Each row with samples gets the key its chart is kept by (``samples_key``: the run, the
+        samples.csv's sha256 from the build's hash memo, the package), and charts kept for other
+        keys are removed. Reading an hour of 10 Hz samples and downsampling it is ~35 ms a run;
+        every run of a small store is on the one Runs page, which one new run renders again (a
+        hundred charts drawn again: 3.5 s of a 5.6 s build at 100 runs, bench/README.md)."""
+        folder = _sample_charts_folder(site)
+        if folder is None:
+            return
+        from sparkreport.cache import package_digest
+
+        assert site.hash_memo is not None
+        salt = f"{SAMPLE_CHARTS_CACHE}-1:{package_digest(site.hash_memo)}"
+        keys: set[str] = set()
+        for entry in entries:
+            if entry["samples"]:
+                path = site.runs_dir / entry["run_path"] / "samples.csv"
+                entry["samples_key"] = key = inputs_digest([("code", salt), ("run", entry["run_id"]),
+                                                            ("file", _signature(path, site.hash_memo))])
+                keys.add(f"{key}.pickle")
+        if folder.is_dir():
+            for stale in folder.iterdir():
+                if stale.name not in keys:
+                    stale.unlink(missing_ok=True)
+
     def sample_charts(self, site: SiteData, doc: PageDoc, entries: list[dict[str, Any]]) -> list[ChartSpec]:
-        """One LTTB-downsampled monitoring chart per run with samples; sets ``entry['chart']``."""
+        """One LTTB-downsampled monitoring chart per run with samples; sets ``entry['chart']``.
+        A chart is kept by its row's ``samples_key`` (:meth:`key_sample_charts`) and drawn again
+        only when the run's samples.csv or the package changed."""
+        import pickle
+
+        from sparkreport.cache import _atomic_bytes
+
+        folder = _sample_charts_folder(site)
         charts = []
         for entry in entries:
             if not entry["samples"]:
                 continue
-            chart = samples_chart(site.runs_dir / entry["run_path"] / "samples.csv", name=f"samples-{entry['run_id']}",
-                                  title=f"{entry['run_id']}: monitoring samples")
+            kept = folder / f"{entry['samples_key']}.pickle" if folder is not None and "samples_key" in entry else None
+            try:
+                chart = pickle.loads(kept.read_bytes()) if kept is not None else None  # noqa: S301 (our own cache)
+                found = kept is not None
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
+                found = False
+            if not found:
+                chart = samples_chart(site.runs_dir / entry["run_path"] / "samples.csv",
+                                      name=f"samples-{entry['run_id']}", title=f"{entry['run_id']}: monitoring samples")
+                if kept is not None:
+                    _atomic_bytes(kept, pickle.dumps(chart, protocol=pickle.HIGHEST_PROTOCOL))
             if chart is not None:
                 entry["chart"] = chart
                 entry["samples_href"] = next((f["href"] for f in entry["files"] if f["source"] == "samples.csv"), None)
@@ -299,6 +343,12 @@ class RunsPage(Page):
                                              "samples.csv")
                 charts.append(chart)
         return charts
+
+
+def _sample_charts_folder(site: SiteData) -> Path | None:
+    """Where the monitoring charts are kept (the build cache), or None (no hash memo to key them by)."""
+    memo = site.hash_memo
+    return memo.path.parent / SAMPLE_CHARTS_CACHE if memo is not None and memo.path is not None else None
 
 
 def _listed_files(store: RunStore, path: str) -> tuple[list[str], list[str]]:
