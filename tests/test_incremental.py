@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,52 @@ def test_one_changed_run_renders_only_the_pages_that_read_it(two_campaigns: Path
     assert tree(docs) == tree(cold.docs_dir)
 
 
+def count_listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The campaign of every run whose Runs row is listed (its files lstat-ed) from now on."""
+    from sparkreport.render import runs_index
+
+    listed: list[str] = []
+    run_files = runs_index.run_files
+
+    def counting(runs_dir: Path, run_path: str, *args: object, **kwargs: object) -> object:
+        listed.append(run_path.partition("/")[0])
+        return run_files(runs_dir, run_path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runs_index, "run_files", counting)
+    return listed
+
+
+def link_in_published(runs: Path) -> None:
+    """A file and a symbolic link to it in the phase1-published campaign's folder."""
+    (runs / "phase1-published" / "notes.txt").write_text("x\n", encoding="utf-8")
+    (runs / "phase1-published" / "link.txt").symlink_to(runs / "phase1-published" / "notes.txt")
+
+
+def name_another_campaigns_file(run: Path) -> None:
+    """``run`` (a phase1 run) lists phase1-published's notes.txt among its raw files."""
+    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    record["provenance"]["raw_files"].append("../../phase1-published/notes.txt")
+    (run / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def read_every_time_while_linked_or_reaching_out(runs: Path, run: Path, step: Callable[[], object],
+                                                 seen: list[str]) -> None:
+    """A campaign folder holding a symbolic link, then a phase1 ``run`` naming a file in another
+    campaign's folder: ``step`` (a render, a read of the store) reads that campaign each time,
+    as ``seen`` (the campaigns read) shows; nothing of it is kept."""
+    link_in_published(runs)
+    for _ in range(2):
+        step()
+        assert set(seen) == {"phase1-published"}
+        seen.clear()
+    (runs / "phase1-published" / "link.txt").unlink()
+    name_another_campaigns_file(run)
+    for _ in range(2):
+        step()
+        assert "phase1" in seen
+        seen.clear()
+
+
 def test_the_runs_rows_are_listed_again_only_for_a_campaign_whose_files_changed(
         two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Runs rows (each run's files, by one lstat each) are kept per campaign folder by the
@@ -186,14 +233,7 @@ def test_the_runs_rows_are_listed_again_only_for_a_campaign_whose_files_changed(
     from sparkreport.published import MANIFEST
     from sparkreport.render import runs_index
 
-    listed: list[str] = []
-    run_files = runs_index.run_files
-
-    def counting(runs_dir: Path, run_path: str, *args: object, **kwargs: object) -> object:
-        listed.append(run_path.partition("/")[0])
-        return run_files(runs_dir, run_path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(runs_index, "run_files", counting)
+    listed = count_listed(monkeypatch)
     runs = two_campaigns / "runs"
     options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
 
@@ -216,20 +256,7 @@ def test_the_runs_rows_are_listed_again_only_for_a_campaign_whose_files_changed(
     manifest = (two_campaigns / "build" / "docs" / MANIFEST).read_text(encoding="utf-8")
     assert f"{run.name}/record.json" not in manifest and "record.json" in manifest
     listed.clear()
-    (runs / "phase1-published" / "notes.txt").write_text("x\n", encoding="utf-8")
-    (runs / "phase1-published" / "link.txt").symlink_to(runs / "phase1-published" / "notes.txt")
-    for _ in range(2):  # not cached while it holds a link
-        rendered()
-        assert set(listed) == {"phase1-published"}
-        listed.clear()
-    (runs / "phase1-published" / "link.txt").unlink()
-    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    record["provenance"]["raw_files"].append("../../phase1-published/notes.txt")  # another campaign's file
-    (run / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    for _ in range(2):
-        rendered()
-        assert "phase1" in listed
-        listed.clear()
+    read_every_time_while_linked_or_reaching_out(runs, run, rendered, listed)
     result = rendered()
     cold = render(RenderOptions(runs_dir=runs, project_root=two_campaigns, docs_dir=tmp_path / "cold" / "docs"))
     assert tree(result.docs_dir) == tree(cold.docs_dir)
@@ -239,16 +266,9 @@ def test_a_serve_session_lists_the_runs_rows_of_a_changed_campaign_only(
         two_campaigns: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve`` renders in a session, which walks the store once for its own key and the Runs
     rows' cache: a run added lists that campaign's rows again, not every campaign's."""
-    from sparkreport.render import RenderSession, runs_index
+    from sparkreport.render import RenderSession
 
-    listed: list[str] = []
-    run_files = runs_index.run_files
-
-    def counting(runs_dir: Path, run_path: str, *args: object, **kwargs: object) -> object:
-        listed.append(run_path.partition("/")[0])
-        return run_files(runs_dir, run_path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(runs_index, "run_files", counting)
+    listed = count_listed(monkeypatch)
     session = RenderSession(RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns))
     session.render()
     assert {"phase1", "phase1-published"} <= set(listed)
@@ -295,20 +315,9 @@ def test_the_published_files_are_read_again_only_for_a_campaign_whose_files_chan
     assert len(store_files()) == len(first) - 1
     assert set(read) == {"phase1"}
     read.clear()
-    (runs / "phase1-published" / "notes.txt").write_text("x\n", encoding="utf-8")
-    (runs / "phase1-published" / "link.txt").symlink_to(runs / "phase1-published" / "notes.txt")
-    for _ in range(2):  # not kept while it holds a link
-        store_files()
-        assert set(read) == {"phase1-published"}
-        read.clear()
-    (runs / "phase1-published" / "link.txt").unlink()
-    record = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    record["provenance"]["raw_files"].append("../../phase1-published/notes.txt")  # another campaign's file
-    (run / "run.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    for _ in range(2):
-        listed = store_files()
-        assert "phase1" in read
-        read.clear()
+    read_every_time_while_linked_or_reaching_out(runs, run, store_files, read)
+    listed = store_files()
+    read.clear()
     assert "phase1-published/notes.txt" in {store for _site, store in listed}
     (runs / "phase1-published" / "notes.txt").write_text("changed\n", encoding="utf-8")
     store_files()  # the named file changed in the other folder: read again, not taken from the cache
