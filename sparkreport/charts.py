@@ -45,6 +45,8 @@ class ChartSpec:
     description: str
     spec: dict[str, Any] = field(repr=False)
     rows: int
+    #: The spec as written (``spec_json``), when already known (a chart kept in a cache).
+    text: str | None = field(default=None, repr=False, compare=False)
 
 
 def metric_title(metric: str) -> str:

@@ -646,7 +646,8 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     for chart in doc.charts:
         folder = target.parent / CHARTS_DIR
         folder.mkdir(exist_ok=True)
-        _write_text(folder / f"{chart.name}.vl.json", spec_json(chart.spec) + "\n")
+        written = chart.text if chart.text is not None else spec_json(chart.spec)
+        _write_text(folder / f"{chart.name}.vl.json", written + "\n")
         if svg_jobs is None:
             _write_text(folder / f"{chart.name}.svg", to_svg(chart.spec))
         else:
