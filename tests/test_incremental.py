@@ -379,6 +379,42 @@ def test_the_monitoring_charts_are_drawn_again_only_when_their_samples_changed(
     assert tree(result.docs_dir) == tree(cold.docs_dir)
 
 
+def test_the_templates_includes_are_kept_between_renders(
+        two_campaigns: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page's key covers its template and every template that one includes; the includes are
+    found by parsing each template, once: a later render reads them from the build cache. A
+    template edited to include another is parsed again, and its pages follow the new include."""
+    import jinja2
+
+    from sparkreport.render.markdown import PACKAGE_TEMPLATES
+
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    render(options)
+    parsed: list[str] = []
+    parse = jinja2.Environment.parse
+
+    def counting(self: jinja2.Environment, source: str, *args: object, **kwargs: object) -> object:
+        parsed.append(source[:40])
+        return parse(self, source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jinja2.Environment, "parse", counting)
+    change_one_run(two_campaigns / "runs")
+    assert render(options).rendered_pages and parsed == []
+    templates = two_campaigns / "templates"
+    templates.mkdir()
+    (templates / "_extra.md").write_text("Extra words.\n", encoding="utf-8")
+    text = (PACKAGE_TEMPLATES / "memory.md").read_text(encoding="utf-8")
+    (templates / "memory.md").write_text(text.replace("{% block body %}\n", '{% block body %}\n{% include "_extra.md" %}\n', 1),
+                                         encoding="utf-8")
+    second = render(options)
+    assert len(parsed) == 2  # the edited template and its new include
+    assert second.rendered_pages == ["memory/index.md"]
+    (templates / "_extra.md").write_text("Other words.\n", encoding="utf-8")
+    third = render(options)  # an edit of the include alone re-renders the page that includes it
+    assert third.rendered_pages == ["memory/index.md"]
+    assert "Other words." in (third.docs_dir / "memory" / "index.md").read_text(encoding="utf-8")
+
+
 def test_template_and_config_changes_render_their_pages(two_campaigns: Path) -> None:
     from sparkreport.render.markdown import PACKAGE_TEMPLATES
 

@@ -219,7 +219,7 @@ def _render(project: Project, session: RenderSession | None = None,
     from sparkreport.dataset import load_dataset
     from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment, template_cache
-    from sparkreport.render.pagecache import CachedPage, PageCache, PageKeys
+    from sparkreport.render.pagecache import INCLUDES_FILE, CachedPage, PageCache, PageKeys
     from sparkreport.render.pages import registered_pages
     from sparkreport.render.preflight import preflight
     from sparkreport.render.report import newest_rule
@@ -263,7 +263,8 @@ def _render(project: Project, session: RenderSession | None = None,
         session.loaded = _Loaded(key, dataset, site)
     site.hash_memo = memo
     site.store_folders = dict(store_folders) if store_folders is not None else None
-    env = make_environment(root / "templates", template_cache(cache_dir, package_digest(memo)))
+    compiled = template_cache(cache_dir, package_digest(memo))
+    env = make_environment(root / "templates", compiled)
     planned = []
     for page in registered_pages():
         docs = page.docs(site, docs_dir)
@@ -282,7 +283,7 @@ def _render(project: Project, session: RenderSession | None = None,
         ("config_path", str(config_path)),
         ("config", memo.digest(config_path) if config_path is not None and config_path.is_file() else "default"),
         ("newest_by", newest_rule(site)),  # every page may say how the newest campaigns were chosen
-    ])
+    ], includes_file=compiled / INCLUDES_FILE if compiled is not None else None)
     memo.save()
     cache = PageCache(cache_dir)
     footers: dict[str, dict[str, Any] | None] = {}
@@ -297,6 +298,7 @@ def _render(project: Project, session: RenderSession | None = None,
                 cached[doc.path] = found
             else:
                 fresh[doc.path] = CachedPage(key=key, files=[])
+    keys.save_includes()
     kept_charts = sum(len(entry.charts) for entry in cached.values())
     svg_jobs: list[tuple[Path, dict[str, Any] | None]] = []
 

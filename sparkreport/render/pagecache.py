@@ -22,6 +22,7 @@ the others keep their files, untouched (mtime included).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from sparkreport.render.pages import PageDoc
 
 PAGES_FILE = "pages.json"
+#: The templates' includes, beside their compiled code (see :meth:`PageKeys.template_digest`).
+INCLUDES_FILE = "includes.json"
 #: Bump when what a key covers changes: every page is then rendered once more.
 PAGES_VERSION = 1
 
@@ -98,11 +101,19 @@ def _sha(text: str) -> str:
 class PageKeys:
     """Computes each planned document's key and the provenance its footer prints."""
 
-    def __init__(self, site: SiteData, env: jinja2.Environment, base: list[tuple[str, str]]):
+    def __init__(self, site: SiteData, env: jinja2.Environment, base: list[tuple[str, str]],
+                 includes_file: Path | None = None):
         from sparkreport.cache import inputs_digest
 
         self.site = site
         self.env = env
+        #: Each template source's includes, by the source's sha256 (:meth:`template_digest`),
+        #: kept in ``includes_file`` between renders: parsing twenty templates for them was a
+        #: tenth of a second of every render.
+        self.includes_file = includes_file
+        self._includes: dict[str, list[str]] = _read_includes(includes_file)
+        self._includes_read = set(self._includes)
+        self._includes_used: set[str] = set()
         self.base = inputs_digest([("pages", str(PAGES_VERSION)), *base])
         self._templates: dict[str, str] = {}
         #: Whether a template and everything it includes come from the package (not overridden).
@@ -137,7 +148,12 @@ class PageKeys:
         try:
             source, filename, _uptodate = (self.env.loader.get_source(self.env, name) if self.env.loader
                                            else ("", None, None))
-            referenced = sorted(r for r in meta.find_referenced_templates(self.env.parse(source)) if r)
+            source_key = _sha(f"{name}\0{source}")
+            referenced = self._includes.get(source_key)
+            if referenced is None:
+                referenced = sorted(r for r in meta.find_referenced_templates(self.env.parse(source)) if r)
+                self._includes[source_key] = referenced
+            self._includes_used.add(source_key)
         except jinja2.TemplateError:
             self._packaged[name] = False
             return "unreadable"  # the render itself reports it, with its line
@@ -146,6 +162,17 @@ class PageKeys:
                                 and all(self._packaged.get(r, False) for r in referenced))
         self._templates[name] = digest = _sha("\0".join(parts))
         return digest
+
+    def save_includes(self) -> None:
+        """Keep the includes of the templates this render read, and only those (an edited
+        template's older sources are dropped); best effort: the file is an aid."""
+        if self.includes_file is None or self._includes_read == self._includes_used:
+            return
+        from sparkreport.cache import _atomic_bytes
+
+        kept = {key: self._includes[key] for key in sorted(self._includes_used)}
+        with contextlib.suppress(OSError):
+            _atomic_bytes(self.includes_file, json.dumps(kept, sort_keys=True).encode())
 
     def packaged(self, name: str) -> bool:
         """Whether template ``name`` and every template it includes are the package's own."""
@@ -191,3 +218,17 @@ class PageKeys:
                       provenance.git_commit] if doc.site_footer else None),
         }
         return _sha(json.dumps(parts, sort_keys=True, default=str))
+
+
+def _read_includes(path: Path | None) -> dict[str, list[str]]:
+    """What :meth:`PageKeys.save_includes` kept; {} when missing or damaged."""
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {key: value for key, value in data.items()
+            if isinstance(value, list) and all(isinstance(name, str) for name in value)}
