@@ -150,6 +150,43 @@ def test_build_and_render_refuse_before_loading_the_dataset_and_write_no_page(
     assert not (root / "build" / "docs").exists() and not (root / "site").exists()
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_build_after_a_kept_one_refuses_in_one_line_and_leaves_the_site(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    """With an earlier build kept, the checks run beside the store's walk (a forked process that
+    writes nothing): a bad diff is refused in the same one line, before the dataset is loaded,
+    the site and the build cache are left as they were (no half-written file), and the next
+    good build goes on."""
+    from sparkreport import dataset as dataset_module
+    from sparkreport.parallel import JOBS_ENV
+
+    monkeypatch.setenv(JOBS_ENV, jobs)
+    root = project(tmp_path)
+    monkeypatch.chdir(root)
+    assert CliRunner().invoke(main, ["build", "--runs-dir", str(phase1_store)]).exit_code == 0
+    cache = root / "build" / "cache"
+    before = {path: path.stat().st_mtime_ns for path in cache.rglob("*")}
+    site = {path: path.stat().st_mtime_ns for path in (root / "site").rglob("*")}
+    (root / "sparkreport.yml").write_text("diffs:\n  - name: x\n    a: model=llama\n    b: environment=native\n",
+                                          encoding="utf-8")
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the dataset was loaded before the configuration was checked")
+
+    monkeypatch.setattr(dataset_module, "load_dataset", forbidden)
+    result = CliRunner().invoke(main, ["build", "--runs-dir", str(phase1_store)])
+    assert result.exit_code == 1 and result.output == (
+        f"Error: {root}/sparkreport.yml:3: diff 'x': a: selector 'model=llama': no run has model='llama' — model "
+        "values here: deepseek, gpt120b, qwen72b\n")
+    after = {path: path.stat().st_mtime_ns for path in cache.rglob("*") if path.name != INDEX_FILE}
+    assert after == before  # the name index made for the check aside: nothing written, no temporary file
+    assert {path: path.stat().st_mtime_ns for path in (root / "site").rglob("*")} == site
+    monkeypatch.undo()
+    monkeypatch.chdir(root)
+    (root / "sparkreport.yml").write_text("", encoding="utf-8")
+    assert CliRunner().invoke(main, ["build", "--runs-dir", str(phase1_store)]).exit_code == 0
+
+
 def test_the_refusal_imports_no_pandas_scipy_altair_or_mkdocs(tmp_path: Path, phase1_store: Path) -> None:
     root = project(tmp_path, post='value("kv_cache_gib", model="llama")')
     script = ("import sys\nfrom sparkreport.cli import main\ntry:\n    main(['build', '--runs-dir', sys.argv[1]])\n"

@@ -823,10 +823,11 @@ def test_the_walk_and_the_key_are_made_beside_the_imports(
     assert _walked_and_keyed(project, root / "site", True, "mkdocs") == here
     assert not set(imported) & set(DATA_MODULES)  # the kept site's key: no import
     (root / "runs" / "tiny" / "notes.txt").write_text("x\n", encoding="utf-8")
-    folders, key = _walked_and_keyed(project, root / "site", True, "mkdocs")
+    folders, key, computed = _walked_and_keyed(project, root / "site", True, "mkdocs")
     assert key != here[1] and folders["tiny"] != here[0]["tiny"]
+    assert list(computed) == [str(root / "runs" / "tiny" / "notes.txt")]  # its digest, for the build to keep
     assert [name for name in imported if name in DATA_MODULES] == list(DATA_MODULES)
     monkeypatch.setenv(JOBS_ENV, "1")  # in one process: the same answer, no imports
     imported.clear()
-    assert _walked_and_keyed(project, root / "site", True, "mkdocs") == (folders, key)
+    assert _walked_and_keyed(project, root / "site", True, "mkdocs") == (folders, key, computed)
     assert not set(imported) & set(DATA_MODULES)

@@ -77,9 +77,18 @@ def build(options: RenderOptions | Project, site_dir: Path | None = None, *, str
     # Before the lock (which creates the build folder) and the render (seconds): every output.
     check_writable(project.site_dir(site_dir), "--site-dir")
     check_writable(project.docs_dir, "--docs-dir")
-    refuse_early(project)  # bad config, diffs, post bindings: before the build key hashes the store
+    if not _kept(project, full):
+        refuse_early(project)  # bad config, diffs, post bindings: before the build key hashes the store
+    # (with a kept build, build/ exists: the checks run under the lock, beside the store's walk)
     with output_lock(project.cache_dir.parent):
         return _build(project, project.site_dir(site_dir), strict, builder, full)
+
+
+def _kept(project: Project, full: bool) -> bool:
+    """Whether an earlier build's state is kept (and used: not ``full``)."""
+    from sparkreport.site import incremental
+
+    return not full and (project.cache_dir / incremental.STATE_FILE).is_file()
 
 
 def project_builder(options: RenderOptions | Project, builder: str | None) -> str:
@@ -117,7 +126,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                     stack.enter_context(run_files_beside(project.runs_dir, target, cache_dir,
                                                          folders, package_digest(memo))))
 
-        if full or not (cache_dir / incremental.STATE_FILE).is_file():
+        if not _kept(project, full):
             # Without a kept state no build is skipped: one walk of the store (the key, the
             # published files' and the Runs pages' rows), then the publisher starts before the
             # build key, which hashes every run file (seconds on one CPU in a cold build).
@@ -128,8 +137,12 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             key = incremental.build_key(project, target, strict, memo, name, walk)
             memo.save()
         else:
-            folders, key = _walked_and_keyed(project, target, strict, name)
-            memo = HashMemo(cache_dir / "hashes.json")  # with the digests the key computed
+            folders, key, computed = _walked_and_keyed(project, target, strict, name)
+            memo = HashMemo(cache_dir / "hashes.json")
+            if computed:  # the digests the key had to compute
+                memo.entries.update(computed)
+                memo.changed = True
+                memo.save()
             started_early = None
         state = None if full else incremental.load_state(cache_dir, key, target)
         if state is not None:
@@ -171,20 +184,24 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
 DATA_MODULES = ("numpy", "pyarrow", "pandas", "scipy.special", "sparkreport.analysis")
 
 
-def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str) -> tuple[dict[str, str | None], str]:
+def _walked_and_keyed(project: Project, target: Path, strict: bool,
+                      builder: str) -> tuple[dict[str, str | None], str, dict[str, list[Any]]]:
     """The store walked and the build key computed (:func:`_walk_and_key`) in a forked process,
-    while this one imports what the dataset and the analysis need: the walk waits on the file
-    system and the imports keep a CPU busy (~0.35 s of a build that goes on saved). Between two
+    while this one refuses bad configuration (:func:`~sparkreport.render.preflight.refuse_early`)
+    and imports what the dataset and the analysis need: the walk waits on the file system and
+    the checks and imports keep a CPU busy (~0.5 s of a build that goes on saved). Between two
     imports the answer is looked at: a key equal to the kept site's stops them (a build with
-    nothing changed then ends as soon as it would have). In one process
-    (``SPARKREPORT_JOBS=1``), here, without imports."""
+    nothing changed then ends about as soon as it would have). In one process
+    (``SPARKREPORT_JOBS=1``), the checks, then the walk and the key, without imports."""
     import importlib
 
     from sparkreport.parallel import Background
+    from sparkreport.render.preflight import refuse_early
     from sparkreport.site import incremental
 
     kept = incremental.kept_key(project.cache_dir)
     with Background(functools.partial(_walk_and_key, project, target, strict, builder)) as walker:
+        refuse_early(project)  # raises: the walker is stopped on the way out (it writes nothing)
         answer = None
         for module in DATA_MODULES if walker.forked else ():
             if answer is None and walker.ready():
@@ -196,18 +213,20 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
         return answer if answer is not None else walker.result()
 
 
-def _walk_and_key(project: Project, target: Path, strict: bool, builder: str) -> tuple[dict[str, str | None], str]:
+def _walk_and_key(project: Project, target: Path, strict: bool,
+                  builder: str) -> tuple[dict[str, str | None], str, dict[str, list[Any]]]:
     """One walk of the store (:func:`~sparkreport.cache.walk_store`: each campaign folder's
-    digest, for the published files' and the Runs pages' rows) and the build key over it; the
-    file digests computed are saved (``hashes.json``) for the build to read."""
+    digest, for the published files' and the Runs pages' rows), the build key over it, and the
+    file digests it had to compute (``hashes.json``'s new entries: the build saves them; this
+    writes no file, so it may be stopped at any moment)."""
     from sparkreport.cache import HashMemo, walk_store
     from sparkreport.site import incremental
 
     memo = HashMemo(project.cache_dir / "hashes.json")
+    known = dict(memo.entries)
     walk = walk_store(project.runs_path)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
-    memo.save()
-    return walk.folders, key
+    return walk.folders, key, {path: entry for path, entry in memo.entries.items() if known.get(path) is not entry}
 
 
 def config_nav(config_file: Path) -> list[object]:
