@@ -77,11 +77,12 @@ def build(options: RenderOptions | Project, site_dir: Path | None = None, *, str
     # Before the lock (which creates the build folder) and the render (seconds): every output.
     check_writable(project.site_dir(site_dir), "--site-dir")
     check_writable(project.docs_dir, "--docs-dir")
-    if not _kept(project, full):
+    kept = _kept(project, full)
+    if not kept:
         refuse_early(project)  # bad config, diffs, post bindings: before the build key hashes the store
     # (with a kept build, build/ exists: the checks run under the lock, beside the store's walk)
     with output_lock(project.cache_dir.parent):
-        return _build(project, project.site_dir(site_dir), strict, builder, full)
+        return _build(project, project.site_dir(site_dir), strict, builder, full, kept)
 
 
 def _kept(project: Project, full: bool) -> bool:
@@ -103,7 +104,9 @@ def project_builder(options: RenderOptions | Project, builder: str | None) -> st
 
 
 def _build(project: Project, target: Path, strict: bool, builder_name: str | None,
-           full: bool = False) -> BuildResult:
+           full: bool, kept: bool) -> BuildResult:
+    """The build under the lock; ``kept``: whether :func:`build` found an earlier build's state
+    (then the configuration checks are made here, beside the store's walk)."""
     import time
 
     from sparkreport.cache import HashMemo, package_digest, walk_store
@@ -126,7 +129,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                     stack.enter_context(run_files_beside(project.runs_dir, target, cache_dir,
                                                          folders, package_digest(memo))))
 
-        if not _kept(project, full):
+        if not kept:
             # Without a kept state no build is skipped: one walk of the store (the key, the
             # published files' and the Runs pages' rows), then the publisher starts before the
             # build key, which hashes every run file (seconds on one CPU in a cold build).
