@@ -321,7 +321,9 @@ def test_kill_9_mid_campaign_then_resume_runs_every_cell_exactly_once(tmp_path: 
 
 
 def test_sigterm_interrupts_and_resume_finishes(tmp_path: Path) -> None:
-    path = fake_campaign(tmp_path, iterations=3, sleep=0.5)
+    # Runs long enough (six of 1.5 s) that a loaded machine, slow to see the first run.json, still
+    # sends SIGTERM while the campaign runs (with 0.5 s runs it once finished first: exit 0).
+    path = fake_campaign(tmp_path, iterations=3, sleep=1.5)
     runs = tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "sparkreport", "run", str(path), "--runs-dir", str(runs), "-q"]
