@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from sparkreport.config import ProjectConfig
     from sparkreport.render.core import RenderOptions
 
+#: Where ``render`` writes the Markdown when ``--docs-dir`` is not given (under the root).
+DEFAULT_DOCS_DIR = Path("build") / "docs"
+
 
 @dataclass
 class Project:
@@ -64,18 +67,38 @@ class Project:
 
 
 def resolve_project(options: RenderOptions | Project) -> Project:
-    """``options`` resolved into a :class:`Project` (a project is returned as it is)."""
+    """``options`` resolved into a :class:`Project` (a project is returned as it is): the root is
+    ``project_root``, else the config file's folder, else the current directory; relative paths
+    are under the root; the config file is the one given, else the root's ``sparkreport.yml``
+    when there is one."""
     if isinstance(options, Project):
         return options
     from sparkreport.config import CONFIG_FILE
-    from sparkreport.render.core import default_command, docs_dir_for, resolve_root, runs_dir_for
 
-    root = resolve_root(options)
+    if options.project_root is not None:
+        root = options.project_root.resolve()
+    elif options.config_path is not None:
+        root = options.config_path.resolve().parent
+    else:
+        root = Path.cwd().resolve()
     config_path = options.config_path
     if config_path is None and (root / CONFIG_FILE).is_file():
         config_path = root / CONFIG_FILE
-    runs_dir = runs_dir_for(options)
-    return Project(options=options, root=root, runs_dir=runs_dir,
-                   runs_path=options.runs_dir if options.runs_dir.is_absolute() else root / options.runs_dir,
-                   docs_dir=docs_dir_for(options), config_path=config_path,
+    runs_path = _under(root, options.runs_dir)
+    runs_dir = runs_path.resolve()
+    return Project(options=options, root=root, runs_dir=runs_dir, runs_path=runs_path,
+                   docs_dir=_under(root, options.docs_dir or DEFAULT_DOCS_DIR).resolve(), config_path=config_path,
                    command=options.command or default_command(root, runs_dir))
+
+
+def default_command(root: Path, runs_dir: Path) -> str:
+    """'sparkreport build --runs-dir runs' with the runs dir relative to the project."""
+    try:
+        shown = runs_dir.relative_to(root).as_posix()
+    except ValueError:
+        shown = str(runs_dir)
+    return f"sparkreport build --runs-dir {shown}"
+
+
+def _under(root: Path, path: Path) -> Path:
+    return path if path.is_absolute() else root / path

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 #: Marks a folder as written by ``render``: only such a folder is ever emptied.
 MARKER = ".sparkreport-generated"
 MARKER_TEXT = "Written by `sparkreport render`; rewritten on every render (files whose bytes change).\n"
-DEFAULT_DOCS_DIR = Path("build") / "docs"
 CHARTS_DIR = "charts"
 
 
@@ -79,29 +78,6 @@ class RenderResult:
         return sum(len(page.charts) for page in self.pages)
 
 
-def resolve_root(options: RenderOptions) -> Path:
-    """The project root: given, else the config file's folder, else the current directory."""
-    if options.project_root is not None:
-        return options.project_root.resolve()
-    if options.config_path is not None:
-        return options.config_path.resolve().parent
-    return Path.cwd().resolve()
-
-
-def docs_dir_for(options: RenderOptions) -> Path:
-    """The absolute docs folder ``render`` writes: ``--docs-dir``, default ``build/docs`` in the project."""
-    return _under(resolve_root(options), options.docs_dir or DEFAULT_DOCS_DIR).resolve()
-
-
-def runs_dir_for(options: RenderOptions) -> Path:
-    """The absolute run store ``render`` reads (``--runs-dir``, under the project root when relative)."""
-    return _under(resolve_root(options), options.runs_dir).resolve()
-
-
-def _under(root: Path, path: Path) -> Path:
-    return path if path.is_absolute() else root / path
-
-
 @dataclass
 class _Generated:
     """The generated pages of a session's last successful render, as a docs-only render keeps them."""
@@ -146,7 +122,9 @@ class RenderSession:
         hand-written docs alone — a post, a page — skip the run store's check and the plan of
         the generated pages: only the hand-written pages and the posts' bindings are rendered
         again, the generated pages are kept as the last render wrote them."""
-        docs = resolve_root(self.options) / "docs"
+        from sparkreport.project import resolve_project
+
+        docs = resolve_project(self.options).root / "docs"
         paths = list(changed) if changed is not None else []
         self._docs_only = self.generated is not None and bool(paths) and all(p.is_relative_to(docs) for p in paths)
         try:
@@ -195,16 +173,14 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
 
 
 def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
-             files: Iterable[tuple[str, str, os.stat_result]] | None = None) -> str:
+             files: Iterable[tuple[str, str, os.stat_result]]) -> str:
     """What a session's dataset and analysis were computed from: every file of the run store
-    (path, size, mtime, inode: no file is read; ``files``: the store already walked),
-    ``sparkreport.yml``'s bytes, the paths and the command."""
+    (``files``, its walk: path, size, mtime, inode — no file is read), ``sparkreport.yml``'s
+    bytes, the paths and the command."""
     import hashlib
 
-    from sparkreport.cache import walk_files
-
     digest = hashlib.sha256(f"{root}\0{runs_dir}\0{config_path}\0{command}\n".encode())
-    for relative, _path, stat in (walk_files(runs_dir) if files is None else files):
+    for relative, _path, stat in files:
         digest.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}\n".encode(
             "utf-8", "surrogateescape"))
     if config_path is not None and config_path.is_file():
@@ -531,15 +507,6 @@ def svg_path(chart_key: str) -> str:
     """``results/qwen72b/kv-vs-peak`` (a post's chart name) → ``results/qwen72b/charts/kv-vs-peak.svg``."""
     folder, _, name = chart_key.rpartition("/")
     return posixpath.join(folder, CHARTS_DIR, f"{name}.svg")
-
-
-def default_command(root: Path, runs_dir: Path) -> str:
-    """'sparkreport build --runs-dir runs' with the runs dir relative to the project."""
-    try:
-        shown = runs_dir.relative_to(root).as_posix()
-    except ValueError:
-        shown = str(runs_dir)
-    return f"sparkreport build --runs-dir {shown}"
 
 
 def prepare_docs_dir(docs_dir: Path, source_docs: Path) -> None:

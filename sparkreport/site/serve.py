@@ -82,8 +82,8 @@ def sources_for(options: RenderOptions | Project) -> Sources:
     project = resolve_project(options)
     root = project.root
     files = [root / CONFIG_FILE, root / PROJECT_MKDOCS]
-    if project.options.config_path is not None:
-        files.append(project.options.config_path.resolve())
+    if project.config_path is not None:
+        files.append(project.config_path.resolve())
     return Sources(folders=(root / "docs", project.runs_dir, root / "templates"),
                    files=tuple(dict.fromkeys(files)))
 
