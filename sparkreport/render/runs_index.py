@@ -18,7 +18,7 @@ import json
 import os
 import posixpath
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from sparkreport.cache import inputs_digest
@@ -30,7 +30,7 @@ from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from sparkreport.cache import HashMemo, RecordCache
     from sparkreport.charts import ChartSpec
@@ -48,6 +48,8 @@ LISTING_CACHE = "runs-listing"
 STORE_FILES_CACHE = "store-files"
 #: The monitoring charts, one file per run with samples (see :meth:`RunsPage.sample_charts`).
 SAMPLE_CHARTS_CACHE = "sample-charts"
+#: A campaign folder's members, as :func:`kept_per_folder` groups them.
+G = TypeVar("G")
 #: Sample columns drawn, when present.
 SAMPLE_SERIES = ("power_draw_w", "temperature_gpu_c", "utilization_gpu_pct")
 
@@ -159,19 +161,8 @@ class RunsPage(Page):
         for (path, _stat), (campaign, run) in zip(scan.files, scan.folders, strict=True):
             by_campaign.setdefault(campaign, []).append((path, run))
         checked: dict[str, bool] = {}
-        published: set[tuple[str, str]] = set()
-        keys: dict[str, set[str]] = {}
-        for campaign, runs in by_campaign.items():
-            digest = folders.get(campaign) if folders is not None else None
-            key = None
-            if cache is not None and digest is not None:
-                key = inputs_digest([("code", cache.salt), ("folder", digest), ("root", str(runs_dir)),
-                                     ("prefix", cls.files_dir), ("runs", json.dumps([run for _path, run in runs]))])
-                keys[campaign] = {key}
-                kept = cache.get(campaign, key)
-                if isinstance(kept, list):
-                    published.update((site_path, store_path) for site_path, store_path in kept)
-                    continue
+
+        def read(campaign: str, runs: list[tuple[str, str]]) -> tuple[list[Any], bool]:
             pairs: list[tuple[str, str]] = []
             within = True
             for path, run in runs:
@@ -181,12 +172,12 @@ class RunsPage(Page):
                 pairs += [(f"{cls.folder}/{f['path']}", f["store_path"])
                           for f in run_files(runs_dir, run_path, raw_files, cls.files_dir, tables=tables,
                                              folders=checked)]
-            if cache is not None and key is not None and within:
-                cache.put(campaign, key, pairs)
-            published.update(pairs)
-        if cache is not None:
-            cache.keep_only(keys)
-            cache.save()
+            return pairs, within
+
+        kept = kept_per_folder(cache, folders or {}, by_campaign, read,
+                               [("root", str(runs_dir)), ("prefix", cls.files_dir)],
+                               lambda runs: [run for _path, run in runs])
+        published = {(site_path, store_path) for pairs in kept.values() for site_path, store_path in pairs}
         return sorted(published)
 
     def fill_group(self, site: SiteData, doc: PageDoc, sections: list[dict[str, Any]], k: int, paths: list[str],
@@ -230,31 +221,17 @@ class RunsPage(Page):
         for record in site.dataset.records:
             run_path = paths.get(record.run_id, f"{record.campaign}/{record.run_id}")
             by_folder.setdefault(run_path.partition("/")[0], []).append((record, run_path))
-        cache = self._listing_cache(site, files_root)
-        stats = site.store_folders or {}
         folders: dict[str, bool] = {}
-        out: list[tuple[tuple[str, str, str, int, str], dict[str, Any]]] = []
-        keys: dict[str, set[str]] = {}
-        for folder, members in by_folder.items():
-            key = None
-            stat = stats.get(folder)
-            if cache is not None and stat is not None and _lists_within(folder, members):
-                key = inputs_digest([("code", cache.salt), ("folder", stat), ("root", str(files_root)),
-                                     ("prefix", self.files_dir),
-                                     ("runs", json.dumps([[record.run_id, run_path] for record, run_path in members]))])
-                keys[folder] = {key}
-                rows = cache.get(folder, key)
-                if isinstance(rows, list):
-                    out += rows
-                    continue
-            rows = [(_order(record), self._entry(record, run_path, files_root, folders))
-                    for record, run_path in members]
-            if cache is not None and key is not None:
-                cache.put(folder, key, rows)
-            out += rows
-        if cache is not None:  # saved before any row is changed below
-            cache.keep_only(keys)
-            cache.save()
+
+        def listed(folder: str, members: list[tuple[RunRecord, str]]) -> tuple[list[Any], bool]:
+            return ([(_order(record), self._entry(record, run_path, files_root, folders))
+                     for record, run_path in members], _lists_within(folder, members))
+
+        kept = kept_per_folder(self._listing_cache(site, files_root), site.store_folders or {}, by_folder, listed,
+                               [("root", str(files_root)), ("prefix", self.files_dir)],
+                               lambda members: [[record.run_id, run_path] for record, run_path in members])
+        # (kept before any row is changed below)
+        out = [row for rows in kept.values() for row in rows]
         out.sort(key=lambda pair: pair[0])
         for _order_key, entry in out:
             entry["included"] = plain(included.get(entry["run_id"]))
@@ -347,6 +324,40 @@ class RunsPage(Page):
                                              "samples.csv")
                 charts.append(chart)
         return charts
+
+
+def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None], groups: Mapping[str, G],
+                    compute: Callable[[str, G], tuple[list[Any], bool]], parts: list[tuple[str, str]],
+                    describe: Callable[[G], Any]) -> dict[str, list[Any]]:
+    """What ``compute(folder, members)`` gives for each campaign folder of ``groups``, kept in
+    ``cache`` (one shard a folder) by the cache's salt, the folder's digest from the build's walk
+    of the store (``digests``, :func:`~sparkreport.cache.walk_store`: the path, size, mtime and
+    inode of every file in it), ``parts`` and ``describe(members)``; only a folder whose files
+    changed is computed again. Never kept: a folder without a digest (it holds a symbolic link,
+    or there was no walk) or one whose ``compute`` says its result is not to be kept (a run
+    naming a file outside its folder, whose changes the folder's digest would not see).
+    Folders no longer in ``groups`` are forgotten; the cache is saved."""
+    out: dict[str, list[Any]] = {}
+    keys: dict[str, set[str]] = {}
+    for folder, members in groups.items():
+        digest = digests.get(folder)
+        key = None
+        if cache is not None and digest is not None:
+            key = inputs_digest([("code", cache.salt), ("folder", digest), *parts,
+                                 ("members", json.dumps(describe(members)))])
+            keys[folder] = {key}
+            found = cache.get(folder, key)
+            if isinstance(found, list):
+                out[folder] = found
+                continue
+        rows, keep = compute(folder, members)
+        if cache is not None and key is not None and keep:
+            cache.put(folder, key, rows)
+        out[folder] = rows
+    if cache is not None:
+        cache.keep_only(keys)
+        cache.save()
+    return out
 
 
 def _sample_charts_folder(site: SiteData) -> Path | None:
