@@ -59,6 +59,8 @@ class HashMemo:
     def __init__(self, path: Path | None):
         self.path = path
         self.entries: dict[str, list[Any]] = {}
+        #: The entries this memo computed (what :meth:`merge` hands to another memo of the file).
+        self.added: dict[str, list[Any]] = {}
         self.changed = False
         if path is not None and path.is_file():
             try:
@@ -79,9 +81,16 @@ class HashMemo:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
         value = digest.hexdigest()
-        self.entries[str(path)] = [stat.st_size, stat.st_mtime_ns, stat.st_ino, value]
+        self.entries[str(path)] = self.added[str(path)] = [stat.st_size, stat.st_mtime_ns, stat.st_ino, value]
         self.changed = True
         return value
+
+    def merge(self, added: dict[str, list[Any]]) -> None:
+        """Take the digests another memo of this file computed (its :attr:`added`)."""
+        if added:
+            self.entries.update(added)
+            self.added.update(added)
+            self.changed = True
 
     def known(self, path: Path | str, stat: os.stat_result) -> str | None:
         """The file's sha256 when it is remembered for this size, mtime and inode; None (and no

@@ -305,12 +305,8 @@ class RunsPage(Page):
             if not entry["samples"]:
                 continue
             kept = folder / f"{entry['samples_key']}.pickle" if folder is not None and "samples_key" in entry else None
-            try:
-                chart = pickle.loads(kept.read_bytes()) if kept is not None else None  # noqa: S301 (our own cache)
-                found = kept is not None
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
-                found = False
-            if not found:
+            chart = _read_kept(kept) if kept is not None else _MISSING
+            if chart is _MISSING:
                 chart = samples_chart(site.runs_dir / entry["run_path"] / "samples.csv",
                                       name=f"samples-{entry['run_id']}", title=f"{entry['run_id']}: monitoring samples")
                 if kept is not None:
@@ -358,6 +354,20 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
         cache.keep_only(keys)
         cache.save()
     return out
+
+
+#: A kept chart that is not there (a chart may be kept as None: its run's samples draw nothing).
+_MISSING: Any = object()
+
+
+def _read_kept(path: Path) -> Any:
+    """A chart :meth:`RunsPage.sample_charts` kept, or :data:`_MISSING` (absent or unreadable)."""
+    import pickle
+
+    try:
+        return pickle.loads(path.read_bytes())  # noqa: S301 (our own cache under build/)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
+        return _MISSING
 
 
 def _sample_charts_folder(site: SiteData) -> Path | None:

@@ -142,10 +142,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         else:
             folders, key, computed = _walked_and_keyed(project, target, strict, name)
             memo = HashMemo(cache_dir / "hashes.json")
-            if computed:  # the digests the key had to compute
-                memo.entries.update(computed)
-                memo.changed = True
-                memo.save()
+            memo.merge(computed)  # the digests the key had to compute
+            memo.save()
             started_early = None
         state = None if full else incremental.load_state(cache_dir, key, target)
         if state is not None:
@@ -155,7 +153,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
         staging, run_files = started_early or start()
         started = time.perf_counter()
-        result = render(project, checked=True, store_folders=folders, hashes=memo)  # refuse_early ran in build()
+        result = render(project, checked=True, store_folders=folders, hashes=memo)  # the checks ran above
         config_file = write_config(result, target)
         make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
         timings["render"] = time.perf_counter() - started
@@ -202,14 +200,14 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool,
     from sparkreport.render.preflight import refuse_early
     from sparkreport.site import incremental
 
-    kept = incremental.kept_key(project.cache_dir)
+    kept_key = incremental.kept_key(project.cache_dir)
     with Background(functools.partial(_walk_and_key, project, target, strict, builder)) as walker:
         refuse_early(project)  # raises: the walker is stopped on the way out (it writes nothing)
         answer = None
         for module in DATA_MODULES if walker.forked else ():
             if answer is None and walker.ready():
                 answer = walker.result()
-                if answer[1] == kept:
+                if answer[1] == kept_key:
                     return answer
             with contextlib.suppress(Exception):  # raised again where it is imported for use
                 importlib.import_module(module)
@@ -226,10 +224,9 @@ def _walk_and_key(project: Project, target: Path, strict: bool,
     from sparkreport.site import incremental
 
     memo = HashMemo(project.cache_dir / "hashes.json")
-    known = dict(memo.entries)
     walk = walk_store(project.runs_path)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
-    return walk.folders, key, {path: entry for path, entry in memo.entries.items() if known.get(path) is not entry}
+    return walk.folders, key, memo.added
 
 
 def config_nav(config_file: Path) -> list[object]:
