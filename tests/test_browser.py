@@ -441,15 +441,20 @@ def test_an_old_runs_link_lands_on_its_section(tmp_path_factory: pytest.TempPath
     index = (result.site_dir / "runs" / "index.html").read_text(encoding="utf-8")
     import re
 
-    targets = sorted(set(re.findall(r'href="((?:\./)?([^"/]+)/(?:(page-\d+)/)?(?:index\.html)?#([^"]+--[^"]+))"', index)))
-    assert targets, "the Runs index links each group to its section"
-    later = [t for t in targets if t[2]]
+    campaigns = sorted(set(re.findall(r'href="(?:\./)?([^"/#.]+)/(?:index\.html)?"', index)))
+    assert campaigns, "the Runs index links each campaign's first page"
+    targets = sorted({(campaign, page_dir, anchor) for campaign in campaigns
+                      for page_dir, anchor in re.findall(r'href="(?:\./)?(?:(page-\d+)/)?(?:index\.html)?#([^"]+--[^"]+)"',
+                                                         (result.site_dir / "runs" / campaign / "index.html")
+                                                         .read_text(encoding="utf-8"))})
+    assert targets, "a campaign's first page links each of its groups to its section"
+    later = [t for t in targets if t[1]]
     cases = [targets[0], *later[:1]]
     with serving_as_pages(result.site_dir) as url:
         context = browser.new_context()
         try:
             page = context.new_page()
-            for _href, campaign, page_dir, anchor in cases:
+            for campaign, page_dir, anchor in cases:
                 page.goto(f"{url}runs/{campaign}/{anchor}/")
                 expected = f"{url}runs/{campaign}/" + (f"{page_dir}/" if page_dir else "")
                 page.wait_for_url(lambda u, e=expected, a=anchor: u.startswith(e) and u.endswith(f"#{a}"),

@@ -90,12 +90,19 @@ def test_runs_pages_are_grouped_and_paginated(campaign: tuple[Path, Path], tmp_p
     assert {p.path for p in pages} >= {"runs/synth-1.0.0/index.md", "runs/synth-1.0.0/page-2/index.md"}
     assert dict(result.nav)["Runs"] == "runs/index.md"  # only the index in the nav
     index = (result.docs_dir / "runs" / "index.md").read_text(encoding="utf-8")
+    # the index: a row per campaign (models, environments, records, failed, in statistics, with
+    # samples, pages), linked to its first page
+    assert ("| [synth-1.0.0](synth-1.0.0/index.md) | 4 | 2 | 40 | 0 | 40 | 0 | 10 |\n"
+            "| [synth-1.0.1](synth-1.0.1/index.md) | 2 | 2 | 20 | 0 | 20 | 2 | 5 |\n") in index
     sections = [(p, section) for p in pages for section in p.context["sections"]]
     first = [(p, section) for p, section in sections if not section["continued"]]
     groups = {(p.context["campaign"], s["model_name"], s["environment"]) for p, s in sections}
     assert len(first) == len(groups)  # each group starts once
-    for doc, section in first:  # the index links each group to where it starts
-        assert f"({doc.path.removeprefix('runs/')}#{section['anchor']})" in index
+    for doc, section in first:  # a campaign's first page links each group to where it starts
+        opening = (result.docs_dir / "runs" / doc.context["campaign"] / "index.md").read_text(encoding="utf-8")
+        where = "" if doc.path.endswith(f"{doc.context['campaign']}/index.md") else doc.path.split("/")[2] + "/index.md"
+        assert f"]({where}#{section['anchor']}) | {section['environment']} |" in opening
+    assert all(p.context["groups"] is None for p in pages if "/page-" in p.path)  # only the first page
     for doc in pages:
         text = (result.docs_dir / doc.path).read_text(encoding="utf-8")
         for section in doc.context["sections"]:

@@ -1,9 +1,13 @@
 """The Runs pages: every record, grouped and paginated so the site stays usable at 10 000 runs.
 
 A small store (at most :data:`PAGE_SIZE` records) keeps one Runs page listing every record.
-A larger one gets an index (one row per campaign × model × environment group: runs, failed,
-used in the statistics, a link to the group) and one page per campaign, split into pages of
-:data:`PAGE_SIZE` rows, with a section per model and environment; only the index is in the nav.
+A larger one gets an index (one row per campaign: its models, environments, records, failed
+runs, runs in the statistics, a link to its first page) and one page per campaign, split into
+pages of :data:`PAGE_SIZE` rows, with a section per model and environment; the first page opens
+on the campaign's groups (model × environment: their counts, a link to the section where each
+starts). Only the index is in the nav. (Until issue 16's thirteenth round the index listed every
+group: 1 000 rows at 10 000 runs, ~0.3 s of MkDocs' CPU — conversion and search — on every build
+that changed a run.)
 (A page per group cost MkDocs a page each: 1 000 pages of ten rows at 10 000 runs, ~7 s of its
 build for what 50 pages hold.) Runs with monitoring samples get a time-series chart in their
 section, downsampled with LTTB (the full series is linked: the run's ``samples.csv``). Every
@@ -79,59 +83,67 @@ class RunsPage(Page):
             def fill_small() -> None:
                 self.write_manifest(site, out, index, entries)
                 index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
-                                 "groups": None, **self.limits()}
+                                 "summaries": None, **self.limits()}
                 index.charts = self.sample_charts(site, index, entries)
 
             index.fill = fill_small
             return [index]
         docs: list[PageDoc] = []
-        groups: dict[str, list[dict[str, Any]]] = {c: [] for c in campaigns}
+        summaries: list[dict[str, Any]] = []
         by_campaign: dict[str, list[dict[str, Any]]] = {}
         for entry in entries:  # in (campaign, model, environment, iteration, run id) order
             by_campaign.setdefault(entry["campaign"], []).append(entry)
         anchors = unique_slugs(name for entry in entries for name in (entry["model_name"], entry["environment"]))
         for campaign, members in by_campaign.items():
-            pages = [members[i:i + PAGE_SIZE] for i in range(0, len(members), PAGE_SIZE)]
+            chunks = [members[i:i + PAGE_SIZE] for i in range(0, len(members), PAGE_SIZE)]
             base = f"{self.folder}/{slug(campaign)}"
-            paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(pages))]
-            seen: dict[tuple[str, str], dict[str, Any]] = {}
-            for k, chunk in enumerate(pages):
-                title = campaign + (f" ({k + 1}/{len(pages)})" if len(pages) > 1 else "")
-                doc = PageDoc(paths[k], title, self.group_template, banner=False)
+            paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(chunks))]
+            pages = [PageDoc(path, campaign + (f" ({k + 1}/{len(paths)})" if len(paths) > 1 else ""),
+                             self.group_template, banner=False) for k, path in enumerate(paths)]
+            groups = self.campaign_groups(chunks, pages, anchors)
+            summaries.append(_campaign_summary(campaign, members, groups, paths, index.href(paths[0])))
+            for k, (doc, (chunk, sections)) in enumerate(zip(pages, groups["pages"], strict=True)):
                 doc.inputs = [e["run_id"] for e in chunk]
                 doc.reads_findings = "none"  # no banner; each row's inclusion is in also_reads
-                sections: list[dict[str, Any]] = []
-                for entry in chunk:
-                    key = (entry["model_name"], entry["environment"])
-                    if not sections or (sections[-1]["model_name"], sections[-1]["environment"]) != key:
-                        anchor = f"{anchors[key[0]]}--{anchors[key[1]]}"
-                        sections.append({"model_name": key[0], "environment": key[1], "anchor": anchor,
-                                         "continued": key in seen, "entries": []})
-                        if key not in seen:
-                            seen[key] = {"model_name": key[0], "environment": key[1], "runs": 0, "published": 0,
-                                         "failed": 0, "included": 0, "sampled": 0,
-                                         "href": f"{index.href(paths[k])}#{anchor}"}
-                            groups[campaign].append(seen[key])
-                    sections[-1]["entries"].append(entry)
-                    group = seen[key]
-                    group["runs"] += 1
-                    group["published"] += bool(entry["published"])
-                    group["failed"] += not entry["published"] and not entry["ok"]
-                    group["included"] += bool(entry["included"])
-                    group["sampled"] += bool(entry["samples"])
-                # the rows as listed (inclusion, files, sections), the sibling pages and each samples.csv drawn
-                doc.also_reads = [json.dumps([sections, paths], sort_keys=True, default=str),
+                shown_groups = groups["groups"] if k == 0 else None  # the campaign's groups open its first page
+                # the rows as listed (inclusion, files, sections), the sibling pages, the groups
+                # table, and each samples.csv drawn
+                doc.also_reads = [json.dumps([sections, paths, shown_groups], sort_keys=True, default=str),
                                   *(_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
                                     for e in chunk if e["samples"])]
-                doc.fill = functools.partial(self.fill_group, site, doc, sections, k, paths, campaign)
+                doc.fill = functools.partial(self.fill_group, site, doc, sections, k, paths, campaign, shown_groups)
                 docs.append(doc)
 
         def fill_index() -> None:
             self.write_manifest(site, out, index, entries)
-            index.context = {"campaigns": None, "groups": groups, **self.limits()}
+            index.context = {"campaigns": None, "summaries": summaries, **self.limits()}
 
         index.fill = fill_index
         return [index, *docs]
+
+    @staticmethod
+    def campaign_groups(chunks: list[list[dict[str, Any]]], pages: list[PageDoc],
+                        anchors: Mapping[str, str]) -> dict[str, Any]:
+        """A campaign's rows cut into its pages' sections (one per model and environment; a group
+        cut by a page break is "continued" on the next page) and its groups' counts, each group
+        linked from the campaign's first page to the section where it starts."""
+        seen: dict[tuple[str, str], dict[str, Any]] = {}
+        per_page = []
+        for doc, chunk in zip(pages, chunks, strict=True):
+            sections: list[dict[str, Any]] = []
+            for entry in chunk:
+                key = (entry["model_name"], entry["environment"])
+                if not sections or (sections[-1]["model_name"], sections[-1]["environment"]) != key:
+                    anchor = f"{anchors[key[0]]}--{anchors[key[1]]}"
+                    sections.append({"model_name": key[0], "environment": key[1], "anchor": anchor,
+                                     "continued": key in seen, "entries": []})
+                    if key not in seen:
+                        seen[key] = {"model_name": key[0], "environment": key[1], **dict.fromkeys(_COUNTS, 0),
+                                     "href": f"{pages[0].href(doc.path) if doc is not pages[0] else ''}#{anchor}"}
+                sections[-1]["entries"].append(entry)
+                _count(seen[key], entry)
+            per_page.append((chunk, sections))
+        return {"pages": per_page, "groups": list(seen.values())}
 
     def write_manifest(self, site: SiteData, out: Path, index: PageDoc, entries: list[dict[str, Any]]) -> None:
         """The files the site publishes (copied in after the site generator's build)."""
@@ -181,15 +193,16 @@ class RunsPage(Page):
         return sorted(published)
 
     def fill_group(self, site: SiteData, doc: PageDoc, sections: list[dict[str, Any]], k: int, paths: list[str],
-                   campaign: str) -> None:
+                   campaign: str, groups: list[dict[str, Any]] | None = None) -> None:
         """One page of a campaign's runs: a section per model and environment (its rows and its
-        monitoring charts), links to the campaign's other pages."""
+        monitoring charts), links to the campaign's other pages; the first page opens on the
+        campaign's ``groups``."""
         filled = [dict(section, entries=[dict(e, files=[dict(f, href=doc.href(f"{self.folder}/{f['href']}"))
                                                          for f in e["files"]]) for e in section["entries"]])
                   for section in sections]
         doc.charts = [chart for section in filled for chart in self.sample_charts(site, doc, section["entries"])]
         doc.context = {
-            "campaign": campaign, "sections": filled,
+            "campaign": campaign, "sections": filled, "groups": groups, "first_href": doc.href(paths[0]),
             "page_number": k + 1, "page_count": len(paths),
             "pages": [{"number": j + 1, "href": doc.href(p)} for j, p in enumerate(paths)],
             "index_href": doc.href(self.path), **self.limits(),
@@ -541,3 +554,27 @@ def _guard_label(record: RunRecord) -> str | None:
     """"stopped by the memory floor" / "stalled" for a run a guard of the executor stopped."""
     event = guard_event_of(record)
     return None if event is None else GUARD_NAMES.get(str(event.get("kind")), "stopped by the guard")
+
+
+#: What a group (and a campaign) of runs counts: records, published-figure records, failed runs,
+#: runs in the statistics, runs with monitoring samples.
+_COUNTS = ("runs", "published", "failed", "included", "sampled")
+
+
+def _count(counts: dict[str, Any], entry: Mapping[str, Any]) -> None:
+    counts["runs"] += 1
+    counts["published"] += bool(entry["published"])
+    counts["failed"] += not entry["published"] and not entry["ok"]
+    counts["included"] += bool(entry["included"])
+    counts["sampled"] += bool(entry["samples"])
+
+
+def _campaign_summary(campaign: str, members: list[dict[str, Any]], groups: dict[str, Any], paths: list[str],
+                      href: str) -> dict[str, Any]:
+    """One row of a large store's Runs index: a campaign's counts and a link to its first page."""
+    summary: dict[str, Any] = {"campaign": campaign, **dict.fromkeys(_COUNTS, 0), "href": href, "pages": len(paths),
+                               "models": len({g["model_name"] for g in groups["groups"]}),
+                               "environments": len({g["environment"] for g in groups["groups"]})}
+    for entry in members:
+        _count(summary, entry)
+    return summary

@@ -5,9 +5,10 @@
  * pages (runs/<campaign>/, page-<k>/) with a section per model and environment, whose heading
  * carries the anchor <model>--<environment>. Those old addresses are not written into the site (a
  * thousand files at 10 000 runs, copied by every build): the host serves its 404 page for them
- * (GitHub Pages, Netlify and most static hosts do), and this script, on that page, asks the Runs
- * index where the group starts and goes there. Without the index (or its link) it goes to the
- * campaign's first page at that anchor. Any other missing page is left alone.
+ * (GitHub Pages, Netlify and most static hosts do), and this script, on that page, asks the
+ * campaign's first Runs page (its table of groups) where the group starts and goes there. Without
+ * that page (or its link) it goes to the campaign's first page at that anchor. Any other missing
+ * page is left alone.
  */
 (function () {
   "use strict";
@@ -23,7 +24,7 @@
     var root = match[1];
     var campaign = match[2];
     var anchor = match[3];
-    var index = new URL(root + "runs/index.html", window.location.href);
+    var index = new URL(root + "runs/" + campaign + "/index.html", window.location.href);
     var fallback = new URL(root + "runs/" + campaign + "/#" + anchor, window.location.href).href;
     return fetch(index.href, { credentials: "same-origin" })
       .then(function (response) {
