@@ -251,6 +251,8 @@ class RecordCache:
         #: What else the records depend on (the package's code): a different salt drops them all.
         self.salt = salt
         self.shards: dict[str, dict[str, Any]] = {}
+        #: What else is kept with a shard's records (:meth:`extra`): saved and dropped with them.
+        self.extras: dict[str, Any] = {}
         self.changed: set[str] = set()
         #: Every shard file in the folder, read or not (another salt's, a damaged one): those no
         #: shard is saved to are removed by the next save.
@@ -259,12 +261,22 @@ class RecordCache:
             shard = _load_pickle(path, salt, "shard")
             if isinstance(shard.get("name"), str) and isinstance(shard.get("records"), dict):
                 self.shards[shard["name"]] = shard["records"]
+                self.extras[shard["name"]] = shard.get("extra")
 
     def get(self, shard: str, digest: str) -> Any:
         return self.shards.get(shard, {}).get(digest)
 
     def put(self, shard: str, digest: str, record: Any) -> None:
         self.shards.setdefault(shard, {})[digest] = record
+        self.changed.add(shard)
+
+    def extra(self, shard: str) -> Any:
+        """What the caller kept with ``shard``'s records (derived from them: a campaign's table
+        rows), None if nothing; the caller checks it is still what it wants."""
+        return self.extras.get(shard)
+
+    def put_extra(self, shard: str, value: Any) -> None:
+        self.extras[shard] = value
         self.changed.add(shard)
 
     def keep_only(self, digests: Mapping[str, set[str]]) -> None:
@@ -274,6 +286,7 @@ class RecordCache:
             wanted = digests.get(shard)
             if wanted is None:
                 del self.shards[shard]
+                self.extras.pop(shard, None)
                 self.changed.add(shard)
                 continue
             entries = self.shards[shard]
@@ -292,7 +305,7 @@ class RecordCache:
             return
         for shard in sorted(self.changed & set(self.shards)):
             payload = {"version": CACHE_VERSION, "salt": self.salt,
-                       "shard": {"name": shard, "records": self.shards[shard]}}
+                       "shard": {"name": shard, "records": self.shards[shard], "extra": self.extras.get(shard)}}
             _atomic_bytes(self.shard_path(shard), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
         kept = {self.shard_path(shard) for shard in self.shards}
         for stale in self.found - kept:  # a removed campaign's, another salt's, a damaged file

@@ -332,24 +332,21 @@ def dataset_digest(record_jsons: Iterable[str]) -> str:
 
 @dataclass
 class FlatRecord:
-    """One record's share of the dataset, as the record cache keeps it: the validated record,
-    its rows (one run row, or one summary row a published metric) and its canonical JSON."""
+    """One record's share of the dataset, as the record cache keeps it: the validated record and
+    its canonical JSON (its table rows are made when its campaign's frames are, :func:`_frames`)."""
 
     record: RunRecord
-    rows: list[dict[str, object]]
     json: str
 
     @classmethod
-    def of(cls, record: RunRecord, run_path: str) -> FlatRecord:
-        rows = [_run_row(record, run_path)] if record.record_type == "run" else _summary_rows(record, run_path)
-        return cls(record, rows, record_json(record))
+    def of(cls, record: RunRecord) -> FlatRecord:
+        return cls(record, record_json(record))
 
-    def at(self, run_path: str) -> FlatRecord:
-        """These rows for a record read from ``run_path`` (a cached entry may come from another folder)."""
-        shown_path = shown(run_path)
-        for row in self.rows:
-            row["run_path"] = shown_path
-        return self
+    def rows(self, run_path: str) -> list[dict[str, object]]:
+        """Its rows: one run row, or a published record's summary row per metric."""
+        if self.record.record_type == "run":
+            return [_run_row(self.record, run_path)]
+        return _summary_rows(self.record, run_path)
 
 
 def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None,
@@ -360,35 +357,53 @@ def build_dataset(records: list[RunRecord], run_paths: list[str] | None = None,
     records built in memory are hashed by their canonical JSON instead.
     """
     paths = run_paths or [f"{r.campaign}/{r.run_id}" for r in records]
-    flats = [FlatRecord.of(record, path) for record, path in zip(records, paths, strict=True)]
+    flats = [FlatRecord.of(record) for record in records]
     if run_digests is None:
         run_digests = {flat.record.run_id: hashlib.sha256(flat.json.encode()).hexdigest() for flat in flats}
-    return _assemble(flats, paths, run_digests)
+    return _assemble(flats, paths, run_digests, [_frames(flats, paths)])
 
 
-def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, str]) -> Dataset:
-    """The tables from flattened records (fresh or from the record cache): same frames either way."""
+Frames = tuple["pd.DataFrame", "pd.DataFrame"]
+
+
+def _frames(flats: list[FlatRecord], paths: list[str]) -> Frames:
+    """The runs and summaries rows of ``flats`` (read from ``paths``) as typed frames, in record
+    order: the whole dataset's, or one campaign's, which :func:`_assemble` stacks."""
     import pandas as pd
 
-    run_rows = []
+    run_rows: list[dict[str, object]] = []
     summary_rows: list[dict[str, object]] = []
-    for flat in flats:
-        if flat.record.record_type == "run":
-            run_rows.extend(flat.rows)
-        else:
-            summary_rows.extend(flat.rows)
-    runs = pd.DataFrame(run_rows)
+    for flat, path in zip(flats, paths, strict=True):
+        (run_rows if flat.record.record_type == "run" else summary_rows).extend(flat.rows(path))
+    return _typed_runs(pd.DataFrame(run_rows)), pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)).astype(
+        SUMMARY_COLUMNS)
+
+
+def _typed_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs table's columns in their order and types: the run columns, the core metrics, the
+    other metrics, the labels (the last two sorted by name)."""
     for column in (*RUN_COLUMNS, *CORE_METRICS):
         if column not in runs.columns:
             runs[column] = None
     metric_cols = sorted(c for c in runs.columns if metric_catalog.is_metric(c) and c not in CORE_METRICS)
     labels = sorted(c for c in runs.columns if c.startswith("label."))
     runs = runs[[*RUN_COLUMNS, *CORE_METRICS, *metric_cols, *labels]]
-    runs = runs.astype({**RUN_COLUMNS, **{c: "Float64" for c in (*CORE_METRICS, *metric_cols)},
+    return runs.astype({**RUN_COLUMNS, **{c: "Float64" for c in (*CORE_METRICS, *metric_cols)},
                         **{c: "string" for c in labels}})
+
+
+def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, str], parts: list[Frames]) -> Dataset:
+    """The tables from the records' frames (the whole dataset's, or each campaign's, fresh or
+    from the record cache, in record order): same tables either way (a test compares them)."""
+    import pandas as pd
+
+    if len(parts) == 1:
+        runs, summaries = parts[0]
+    else:
+        runs = _typed_runs(pd.concat([part[0] for part in parts], ignore_index=True))
+        summaries = pd.concat([part[1] for part in parts], ignore_index=True).astype(SUMMARY_COLUMNS)
     runs = runs.sort_values(["campaign", "model", "environment", "iteration", "run_id"],
                             na_position="last", kind="stable").reset_index(drop=True)
-    summaries = pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS)
     digest = dataset_digest(flat.json for flat in flats)
     return Dataset(runs=runs, summaries=summaries, records=[flat.record for flat in flats], digest=digest,
                    paths=list(paths), run_digests=run_digests)
@@ -397,11 +412,12 @@ def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, 
 def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashMemo | None = None) -> Dataset:
     """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file).
 
-    With ``cache_dir`` (a build's ``build/cache``), each record is kept flattened
-    (:class:`FlatRecord`: the validated record, its table rows, its canonical JSON) by its
-    run.json's content hash, so a rebuild reads, validates and flattens only the files that
-    changed and assembles the same frames from the rest. ``hashes``: the build's file digests
-    (``cache_dir``'s ``hashes.json``), if already read.
+    With ``cache_dir`` (a build's ``build/cache``), each record is kept (:class:`FlatRecord`: the
+    validated record and its canonical JSON) by its run.json's content hash, and each campaign's
+    frames (its rows of the runs and summaries tables) by its runs' hashes and folders, so a
+    rebuild reads, validates and flattens only the files that changed, makes the frames of the
+    campaigns that changed, and stacks the same tables from the rest. ``hashes``: the build's
+    file digests (``cache_dir``'s ``hashes.json``), if already read.
     """
     store = RunStore(runs_dir)
     if not runs_dir.is_dir():
@@ -414,10 +430,11 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     with gc_paused():  # every object made here stays alive: nothing for the collector to find
         if cache_dir is None:
             loaded = _read_records(store, files, paths)
+            parts = [_frames([flat for flat, _digest in loaded], paths)]
         else:
-            loaded = _cached_records(store, scan.files, paths, cache_dir, hashes)
+            loaded, parts = _cached_records(store, scan.files, paths, cache_dir, hashes)
         run_digests = {flat.record.run_id: digest for flat, digest in loaded}
-        dataset = _assemble([flat for flat, _digest in loaded], paths, run_digests)
+        dataset = _assemble([flat for flat, _digest in loaded], paths, run_digests, parts)
     dataset.incomplete = scan.incomplete
     return dataset
 
@@ -425,41 +442,54 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
 def _read_records(store: RunStore, files: list[str], paths: list[str]) -> list[tuple[FlatRecord, str]]:
     """Each run.json read once: its flattened record and the sha256 of its bytes."""
     loaded = []
-    for path, run_path in zip(files, paths, strict=True):
+    for path in files:
         with open(path, "rb") as handle:
             raw = handle.read()
-        loaded.append((FlatRecord.of(store.load(path, raw), run_path), hashlib.sha256(raw).hexdigest()))
+        loaded.append((FlatRecord.of(store.load(path, raw)), hashlib.sha256(raw).hexdigest()))
     return loaded
 
 
-#: The record cache's entries are :class:`FlatRecord` s of this layout (part of its salt).
-FLAT_LAYOUT = 1
+#: The record cache's entries are :class:`FlatRecord` s of this layout, and each shard's frames
+#: are :data:`Frames` (part of its salt).
+FLAT_LAYOUT = 2
 
 
 def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], paths: list[str],
-                    cache_dir: Path, memo: HashMemo | None = None) -> list[tuple[FlatRecord, str]]:
+                    cache_dir: Path, memo: HashMemo | None = None) -> tuple[list[tuple[FlatRecord, str]], list[Frames]]:
+    """The records (and their run.json digests) and each campaign's frames, in store order; the
+    record cache's shard of a campaign (one new run rewrites its campaign's) keeps both."""
     from sparkreport.cache import HashMemo, RecordCache, package_digest
 
     memo = memo if memo is not None else HashMemo(cache_dir / "hashes.json")
     cache = RecordCache(cache_dir / "records", salt=f"flat-{FLAT_LAYOUT}:{package_digest(memo)}")
-    records = []
+    records: list[tuple[FlatRecord, str]] = []
     digests: dict[str, set[str]] = {}
+    members: dict[str, list[int]] = {}  # shard → its records' positions, in store order
     for (path, stat), run_path in zip(files, paths, strict=True):
         digest = memo.digest(path, stat)
         shard = run_path.partition("/")[0]  # the campaign: one new run rewrites its campaign's shard
         digests.setdefault(shard, set()).add(digest)
+        members.setdefault(shard, []).append(len(records))
         flat = cache.get(shard, digest)
-        if isinstance(flat, FlatRecord):
-            flat = flat.at(run_path)
-        else:
-            flat = FlatRecord.of(_interned(store.load(path)), run_path)
+        if not isinstance(flat, FlatRecord):
+            flat = FlatRecord.of(_interned(store.load(path)))
             cache.put(shard, digest, flat)
         records.append((flat, digest))
+    parts = []
+    for shard, positions in members.items():  # a campaign's runs are consecutive in store order
+        key = [(records[i][1], paths[i]) for i in positions]
+        kept = cache.extra(shard)
+        if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == key:
+            parts.append(kept[1])
+            continue
+        frames = _frames([records[i][0] for i in positions], [paths[i] for i in positions])
+        cache.put_extra(shard, (key, frames))
+        parts.append(frames)
     cache.keep_only(digests)
     cache.save()
     memo.save()
     (cache_dir / "records.pickle").unlink(missing_ok=True)  # the one-file layout before the shards
-    return records
+    return records, parts
 
 
 def _interned(value: Any) -> Any:

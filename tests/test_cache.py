@@ -96,6 +96,48 @@ def test_dataset_cache_reads_changed_files_and_matches_an_uncached_read(tmp_path
     assert "changed" in set(changed.runs["label.note"].dropna())
 
 
+def test_cached_tables_equal_an_uncached_read_and_only_a_changed_campaign_is_flattened(
+        tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each campaign's rows are kept with its records (issue 16, thirteenth round): the stacked
+    tables equal a read without the cache (types, columns, order: campaigns with other labels,
+    metrics and published summaries), and a change in one campaign makes only its frames again."""
+    import pandas.testing as pdt
+
+    from sparkreport import dataset as dataset_module
+
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    shutil.copytree(published_store, runs, dirs_exist_ok=True)
+    cache = tmp_path / "cache"
+    made: list[int] = []
+    frames = dataset_module._frames
+    monkeypatch.setattr(dataset_module, "_frames", lambda flats, paths: made.append(len(flats)) or frames(flats, paths))
+
+    def same_as_uncached() -> None:
+        cached, plain = load_dataset(runs, cache_dir=cache), load_dataset(runs)
+        assert cached.digest == plain.digest and cached.paths == plain.paths
+        pdt.assert_frame_equal(cached.runs, plain.runs)
+        pdt.assert_frame_equal(cached.summaries, plain.summaries)
+
+    campaigns = sorted(path.name for path in runs.iterdir() if path.is_dir())
+    assert len(campaigns) == 3
+    same_as_uncached()
+    made.clear()
+    load_dataset(runs, cache_dir=cache)
+    assert made == []  # every campaign's frames kept
+    run_json = sorted((runs / campaigns[0]).glob("*/run.json"))[0]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["labels"]["only_here"] = "x"
+    run_json.write_text(json.dumps(data), encoding="utf-8")
+    made.clear()
+    same_as_uncached()
+    assert made[0] == len(list((runs / campaigns[0]).glob("*/run.json")))  # the changed campaign's, cached read
+    assert len(made) == 2  # and the uncached read's one pass
+    folder = sorted((runs / campaigns[-1]).iterdir())[0]
+    folder.rename(folder.with_name(folder.name + "-moved"))  # same bytes, another folder: its rows name it
+    same_as_uncached()
+
+
 def test_record_cache_drops_entries_of_another_salt(tmp_path: Path) -> None:
     folder = tmp_path / "records"
     cache = RecordCache(folder, salt="a")
