@@ -397,8 +397,8 @@ def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, 
     from the record cache, in record order): same tables either way (a test compares them)."""
     import pandas as pd
 
-    if len(parts) == 1:
-        runs, summaries = parts[0]
+    if len(parts) <= 1:  # one frame, or an empty store's none
+        runs, summaries = parts[0] if parts else _frames([], [])
     else:
         runs = _typed_runs(pd.concat([part[0] for part in parts], ignore_index=True))
         summaries = pd.concat([part[1] for part in parts], ignore_index=True).astype(SUMMARY_COLUMNS)
