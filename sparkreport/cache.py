@@ -386,6 +386,15 @@ class AnalysisCache:
         self.reused: Counter[str] = Counter()
         self.changed = False
 
+    def renew(self) -> None:
+        """Start another round of use of the same entries (a session's next render): what this
+        round does not ask for is forgotten by its :meth:`save`, as in a cache read from disk."""
+        from collections import Counter
+
+        self.used = {}
+        self.computed = Counter()
+        self.reused = Counter()
+
     @staticmethod
     def key(*parts: tuple[str, object]) -> str:
         """One key from named parts (each rendered with ``repr`` unless it is a string)."""

@@ -399,6 +399,7 @@ def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, 
 
     if len(parts) <= 1:  # one frame, or an empty store's none
         runs, summaries = parts[0] if parts else _frames([], [])
+        summaries = summaries.copy()  # the cached frame stays as cached (a session holds it)
     else:
         runs = _typed_runs(pd.concat([part[0] for part in parts], ignore_index=True))
         summaries = pd.concat([part[1] for part in parts], ignore_index=True).astype(SUMMARY_COLUMNS)
@@ -409,7 +410,8 @@ def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, 
                    paths=list(paths), run_digests=run_digests)
 
 
-def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashMemo | None = None) -> Dataset:
+def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashMemo | None = None,
+                 held: dict[str, Any] | None = None) -> Dataset:
     """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file).
 
     With ``cache_dir`` (a build's ``build/cache``), each record is kept (:class:`FlatRecord`: the
@@ -417,7 +419,9 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     frames (its rows of the runs and summaries tables) by its runs' hashes and folders, so a
     rebuild reads, validates and flattens only the files that changed, makes the frames of the
     campaigns that changed, and stacks the same tables from the rest. ``hashes``: the build's
-    file digests (``cache_dir``'s ``hashes.json``), if already read.
+    file digests (``cache_dir``'s ``hashes.json``), if already read. ``held``: where a process
+    that loads again and again (``serve``'s session) keeps the record cache in memory between
+    loads (its shards are then not read from disk again; what is saved is the same).
     """
     store = RunStore(runs_dir)
     if not runs_dir.is_dir():
@@ -432,7 +436,7 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
             loaded = _read_records(store, files, paths)
             parts = [_frames([flat for flat, _digest in loaded], paths)]
         else:
-            loaded, parts = _cached_records(store, scan.files, paths, cache_dir, hashes)
+            loaded, parts = _cached_records(store, scan.files, paths, cache_dir, hashes, held)
         run_digests = {flat.record.run_id: digest for flat, digest in loaded}
         dataset = _assemble([flat for flat, _digest in loaded], paths, run_digests, parts)
     dataset.incomplete = scan.incomplete
@@ -455,13 +459,19 @@ FLAT_LAYOUT = 2
 
 
 def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], paths: list[str],
-                    cache_dir: Path, memo: HashMemo | None = None) -> tuple[list[tuple[FlatRecord, str]], list[Frames]]:
+                    cache_dir: Path, memo: HashMemo | None = None,
+                    held: dict[str, Any] | None = None) -> tuple[list[tuple[FlatRecord, str]], list[Frames]]:
     """The records (and their run.json digests) and each campaign's frames, in store order; the
     record cache's shard of a campaign (one new run rewrites its campaign's) keeps both."""
     from sparkreport.cache import HashMemo, RecordCache, package_digest
 
     memo = memo if memo is not None else HashMemo(cache_dir / "hashes.json")
-    cache = RecordCache(cache_dir / "records", salt=f"flat-{FLAT_LAYOUT}:{package_digest(memo)}")
+    salt = f"flat-{FLAT_LAYOUT}:{package_digest(memo)}"
+    cache = held.get("records") if held is not None else None
+    if not (isinstance(cache, RecordCache) and cache.folder == cache_dir / "records" and cache.salt == salt):
+        cache = RecordCache(cache_dir / "records", salt=salt)
+        if held is not None:
+            held["records"] = cache
     records: list[tuple[FlatRecord, str]] = []
     digests: dict[str, set[str]] = {}
     members: dict[str, list[int]] = {}  # shard → its records' positions, in store order

@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -465,6 +466,46 @@ def test_a_failed_render_keeps_the_last_good_docs(two_campaigns: Path) -> None:
     assert tree(first.docs_dir) == before
     (templates / "results.md").unlink()
     assert render(options).rendered_pages == []  # the cache still describes the docs folder
+
+
+def test_a_session_holds_its_caches_and_renders_what_a_cold_render_does(two_campaigns: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve``'s session keeps the record and analysis caches in memory (issue 16, thirteenth
+    round): after a changed run it reads no cache file, recomputes only what the run changed,
+    and its pages are byte for byte those of a cold render of the same store."""
+    import shutil
+
+    import sparkreport.cache
+    from sparkreport.render import RenderSession
+
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    session = RenderSession(options)
+    session.render()
+    change_one_run(two_campaigns / "runs")
+
+    read: list[str] = []
+    load = sparkreport.cache._load_pickle
+
+    def reading(path: Path | None, *args: Any) -> Any:
+        read.append(str(path))
+        return load(path, *args)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sparkreport.cache, "_load_pickle", reading)
+        second = session.render()
+    assert read and not [p for p in read if "/records/" in p or p.endswith("analysis.pickle")]
+    analysis = session.held["analysis"]
+    assert analysis.computed and analysis.reused  # the changed run's arm and campaign only
+    assert "results/deepseek/index.md" in second.rendered_pages
+    assert "results/qwen72b/index.md" in second.skipped_pages
+    change_one_run(two_campaigns / "runs", "qwen72b")  # another round of the held caches
+    session.render()
+    held = {path.relative_to(second.docs_dir): path.read_bytes()
+            for path in sorted(second.docs_dir.rglob("*")) if path.is_file()}
+    shutil.rmtree(two_campaigns / "build")
+    cold = render(options)
+    assert {path.relative_to(cold.docs_dir): path.read_bytes()
+            for path in sorted(cold.docs_dir.rglob("*")) if path.is_file()} == held
 
 
 def test_a_session_reuses_the_analysis_when_only_a_post_changed(two_campaigns: Path,

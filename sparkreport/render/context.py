@@ -126,18 +126,29 @@ def git_commit(root: Path) -> str | None:
     return f"{head}+dirty" if dirty else head or None
 
 
-def analysis_cache(cache_dir: Path | None) -> AnalysisCache | None:
+def analysis_cache(cache_dir: Path | None, held: dict[str, Any] | None = None) -> AnalysisCache | None:
     """The analysis cache of a build (``build/cache/analysis.pickle``), salted with the
-    package's digest like the record cache; None without a cache folder."""
+    package's digest like the record cache; None without a cache folder. ``held``: where a
+    process that renders again and again (``serve``'s session) keeps it in memory between
+    renders, each render starting a new round of use (:meth:`~sparkreport.cache.AnalysisCache.renew`)."""
     if cache_dir is None:
         return None
     from sparkreport.cache import AnalysisCache, HashMemo, package_digest
 
-    return AnalysisCache(cache_dir / "analysis.pickle", salt=package_digest(HashMemo(None)))
+    path, salt = cache_dir / "analysis.pickle", package_digest(HashMemo(None))
+    kept = held.get("analysis") if held is not None else None
+    if isinstance(kept, AnalysisCache) and kept.path == path and kept.salt == salt:
+        kept.renew()
+        return kept
+    cache = AnalysisCache(path, salt=salt)
+    if held is not None:
+        held["analysis"] = cache
+    return cache
 
 
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,
-                    project_root: Path, cache_dir: Path | None = None, *, save: bool = True) -> SiteData:
+                    project_root: Path, cache_dir: Path | None = None, *, save: bool = True,
+                    held: dict[str, Any] | None = None) -> SiteData:
     """Run the analysis over ``dataset`` once and bundle what the pages need.
 
     With ``cache_dir`` (a build's ``build/cache``), arm statistics are kept per arm and the
@@ -146,7 +157,8 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     campaign are computed again, and the results are the same as without the cache. Without
     ``save`` the cache is left for the caller to save (``site.analysis_cache.save()``) once what
     else goes into it is in: the render saves it after planning its pages, which computes the
-    history (one 5 MB pickle a build at 10 000 runs instead of two).
+    history (one 5 MB pickle a build at 10 000 runs instead of two). ``held``: see
+    :func:`analysis_cache`.
     """
     import pandas as pd
 
@@ -155,7 +167,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     from sparkreport.errors import DataError
 
     opts = config.analysis
-    cache = analysis_cache(cache_dir)
+    cache = analysis_cache(cache_dir, held)
     stats = arm_stats(dataset, opts, cache=cache)
     extra: dict[str, Any] = {}
     try:

@@ -114,6 +114,9 @@ class RenderSession:
         #: What the last render generated (for a render after an edit of hand-written docs only).
         self.generated: _Generated | None = None
         self._docs_only = False
+        #: The record and analysis caches, kept in memory from one render to the next (a run
+        #: added reads its own run.json, not every campaign's cached records again).
+        self.held: dict[str, Any] = {}
 
     def render(self, changed: Iterable[Path] | None = None) -> RenderResult:
         """Render the project's pages (see :func:`render`), reusing what has not changed.
@@ -220,7 +223,9 @@ def _render(project: Project, session: RenderSession | None = None,
     # The run store and the configuration unchanged since the session's last render: no reading.
     memo = hashes if hashes is not None and hashes.path == cache_dir / "hashes.json" \
         else HashMemo(cache_dir / "hashes.json")
-    dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo)
+    held = session.held if session is not None else None
+    dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo,
+                                                                     held=held)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # what the name index could not decide, before any heavy work
@@ -234,7 +239,7 @@ def _render(project: Project, session: RenderSession | None = None,
         site = loaded.site
         site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
     else:
-        site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir, save=False)
+        site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir, save=False, held=held)
     if session is not None:
         session.loaded = _Loaded(key, dataset, site)
     site.hash_memo = memo
