@@ -259,6 +259,17 @@ def test_downloads_are_the_dataset(rendered: RenderResult, phase1_dataset: Datas
     assert sorted(parquet["run_id"]) == sorted(phase1_dataset.runs["run_id"])
     text = page(rendered, "downloads/index.md")
     assert "[dataset.parquet](dataset.parquet)" in text and "[dataset.csv](dataset.csv)" in text
+    size = (folder / "dataset.csv").stat().st_size  # sizes for a reader, in binary units
+    assert f"| {size / 1024:,.1f} KiB |" in text and f"| {size} |" not in text
+
+
+@pytest.mark.parametrize(("count", "text"), [(0, "0 bytes"), (1, "1 byte"), (1023, "1,023 bytes"), (1024, "1.0 KiB"),
+                                             (19_766, "19.3 KiB"), (26_048_680, "24.8 MiB"),
+                                             (3 * 1024**3, "3.0 GiB"), (5 * 1024**5, "5,120.0 TiB")])
+def test_file_sizes_read_in_binary_units(count: int, text: str) -> None:
+    from sparkreport.render.markdown import size
+
+    assert size(count) == text
 
 
 def test_charts_are_written_beside_their_page(rendered: RenderResult) -> None:

@@ -83,6 +83,18 @@ def num(value: Any, metric: str | None = None, digits: int | None = None) -> str
     return f"{float(value):,.{places}f}"
 
 
+def size(count: int) -> str:
+    """A file's size for a reader: '512 bytes', '19.3 KiB', '24.9 MiB' (binary units, one decimal)."""
+    if count < 1024:
+        return f"{count:,} byte{'' if count == 1 else 's'}"
+    value = float(count)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:,.1f} {unit}"
+
+
 def ci(low: Any, high: Any, metric: str | None = None, digits: int | None = None) -> str:
     """'a to b' for an interval; '—' when either end is missing."""
     if is_missing(low) or is_missing(high):
@@ -208,7 +220,7 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
         bytecode_cache=jinja2.FileSystemBytecodeCache(str(compiled)) if compiled is not None else None,
     )
     env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
-                       breakable=breakable)
+                       breakable=breakable, size=size)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
                        signed=signed,
                        percent=percent, code=code, is_missing=is_missing, MISSING=MISSING, cut=shown_values)
