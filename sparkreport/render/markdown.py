@@ -84,15 +84,17 @@ def num(value: Any, metric: str | None = None, digits: int | None = None) -> str
 
 
 def size(count: int) -> str:
-    """A file's size for a reader: '512 bytes', '19.3 KiB', '24.9 MiB' (binary units, one decimal)."""
+    """A file's size for a reader: '512 bytes', '19.3 KiB', '24.9 MiB' (binary units, one decimal;
+    a no-break space before the unit, which a narrow table column would otherwise put on a line
+    of its own)."""
     if count < 1024:
-        return f"{count:,} byte{'' if count == 1 else 's'}"
+        return f"{count:,}\u00a0byte{'' if count == 1 else 's'}"
     value = float(count)
     for unit in ("KiB", "MiB", "GiB", "TiB"):
         value /= 1024
         if value < 1024 or unit == "TiB":
             break
-    return f"{value:,.1f} {unit}"
+    return f"{value:,.1f}\u00a0{unit}"
 
 
 def ci(low: Any, high: Any, metric: str | None = None, digits: int | None = None) -> str:
