@@ -83,18 +83,18 @@ def num(value: Any, metric: str | None = None, digits: int | None = None) -> str
     return f"{float(value):,.{places}f}"
 
 
-def size(count: int) -> str:
+def size(count: int) -> Markup:
     """A file's size for a reader: '512 bytes', '19.3 KiB', '24.9 MiB' (binary units, one decimal;
     a no-break space before the unit, which a narrow table column would otherwise put on a line
     of its own)."""
     if count < 1024:
-        return f"{count:,}\u00a0byte{'' if count == 1 else 's'}"
+        return Markup(f"{count:,}\u00a0byte{'' if count == 1 else 's'}")  # Markup: kept as written
     value = float(count)
     for unit in ("KiB", "MiB", "GiB", "TiB"):
         value /= 1024
         if value < 1024 or unit == "TiB":
             break
-    return f"{value:,.1f}\u00a0{unit}"
+    return Markup(f"{value:,.1f}\u00a0{unit}")
 
 
 def ci(low: Any, high: Any, metric: str | None = None, digits: int | None = None) -> str:
