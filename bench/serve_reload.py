@@ -188,7 +188,7 @@ def bench(n: int, stores: Path, work: Path, repeat: int, timeout_s: float) -> di
                        check=True, capture_output=True)
         row["ingest_s"] = time.perf_counter() - since
         total = sum(1 for _ in (project / "runs").glob("*/*/run.json"))
-        row["run_added_s"] = served.until("", f"{total} runs", since, timeout_s)
+        row["run_added_s"] = served.until("", f"{total:,} runs", since, timeout_s)  # the footer's count
         served.settle()
         row["run_added_render_s"], row["run_added_builds"], row["run_added_build_s"] = server_split(
             served.text(), offset)
