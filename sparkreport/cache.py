@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 #: Bump to drop every cache written by an older layout.
 CACHE_VERSION = 1
@@ -391,9 +391,7 @@ class AnalysisCache:
         round does not ask for is forgotten by its :meth:`save`, as in a cache read from disk."""
         from collections import Counter
 
-        self.used = {}
-        self.computed = Counter()
-        self.reused = Counter()
+        self.used, self.computed, self.reused = {}, Counter(), Counter()
 
     @staticmethod
     def key(*parts: tuple[str, object]) -> str:
@@ -470,3 +468,25 @@ class AnalysisCache:
             payload = {"version": CACHE_VERSION, "salt": self.salt, "entries": self.entries}
             _atomic_bytes(self.path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
             self.changed = False
+
+
+C = TypeVar("C", RecordCache, AnalysisCache)
+
+
+class Held:
+    """The caches a process that renders again and again (``serve``'s session) keeps in memory
+    between renders, instead of reading their files again: each is reused while it is the same
+    file or folder and salt (the package's digest), else read afresh. What they save is what a
+    cache read from disk would save."""
+
+    def __init__(self) -> None:
+        self._caches: dict[type, tuple[tuple[Path | None, str], Any]] = {}
+
+    def cache(self, kind: type[C], where: Path | None, salt: str) -> C:
+        """The ``kind`` cache of ``where`` with ``salt``: the one held, or a new one (then held)."""
+        found = self._caches.get(kind)
+        if found is not None and found[0] == (where, salt):
+            return cast("C", found[1])
+        made = kind(where, salt=salt)
+        self._caches[kind] = ((where, salt), made)
+        return made

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from sparkreport.cache import HashMemo
+    from sparkreport.cache import HashMemo, Held
 
 #: 2: ``pre_kv_memory_gib`` is a core column and ``peak_memory_gib`` means the peak with the KV cache.
 DATASET_SCHEMA_VERSION = 2
@@ -411,7 +411,7 @@ def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, 
 
 
 def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashMemo | None = None,
-                 held: dict[str, Any] | None = None) -> Dataset:
+                 held: Held | None = None) -> Dataset:
     """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file).
 
     With ``cache_dir`` (a build's ``build/cache``), each record is kept (:class:`FlatRecord`: the
@@ -419,9 +419,9 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     frames (its rows of the runs and summaries tables) by its runs' hashes and folders, so a
     rebuild reads, validates and flattens only the files that changed, makes the frames of the
     campaigns that changed, and stacks the same tables from the rest. ``hashes``: the build's
-    file digests (``cache_dir``'s ``hashes.json``), if already read. ``held``: where a process
-    that loads again and again (``serve``'s session) keeps the record cache in memory between
-    loads (its shards are then not read from disk again; what is saved is the same).
+    file digests (``cache_dir``'s ``hashes.json``), if already read. ``held``: the record cache
+    kept in memory by a process that loads again and again (``serve``'s session,
+    :class:`~sparkreport.cache.Held`).
     """
     store = RunStore(runs_dir)
     if not runs_dir.is_dir():
@@ -460,18 +460,14 @@ FLAT_LAYOUT = 2
 
 def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], paths: list[str],
                     cache_dir: Path, memo: HashMemo | None = None,
-                    held: dict[str, Any] | None = None) -> tuple[list[tuple[FlatRecord, str]], list[Frames]]:
+                    held: Held | None = None) -> tuple[list[tuple[FlatRecord, str]], list[Frames]]:
     """The records (and their run.json digests) and each campaign's frames, in store order; the
     record cache's shard of a campaign (one new run rewrites its campaign's) keeps both."""
     from sparkreport.cache import HashMemo, RecordCache, package_digest
 
     memo = memo if memo is not None else HashMemo(cache_dir / "hashes.json")
-    salt = f"flat-{FLAT_LAYOUT}:{package_digest(memo)}"
-    cache = held.get("records") if held is not None else None
-    if not (isinstance(cache, RecordCache) and cache.folder == cache_dir / "records" and cache.salt == salt):
-        cache = RecordCache(cache_dir / "records", salt=salt)
-        if held is not None:
-            held["records"] = cache
+    folder, salt = cache_dir / "records", f"flat-{FLAT_LAYOUT}:{package_digest(memo)}"
+    cache = held.cache(RecordCache, folder, salt) if held is not None else RecordCache(folder, salt=salt)
     records: list[tuple[FlatRecord, str]] = []
     digests: dict[str, set[str]] = {}
     members: dict[str, list[int]] = {}  # shard → its records' positions, in store order

@@ -494,7 +494,8 @@ def test_a_session_holds_its_caches_and_renders_what_a_cold_render_does(two_camp
         patch.setattr(sparkreport.cache, "_load_pickle", reading)
         second = session.render()
     assert read and not [p for p in read if "/records/" in p or p.endswith("analysis.pickle")]
-    analysis = session.held["analysis"]
+    analysis = session.held.cache(sparkreport.cache.AnalysisCache, two_campaigns / "build" / "cache" / "analysis.pickle",
+                                  sparkreport.cache.package_digest(sparkreport.cache.HashMemo(None)))
     assert analysis.computed and analysis.reused  # the changed run's arm and campaign only
     assert "results/deepseek/index.md" in second.rendered_pages
     assert "results/qwen72b/index.md" in second.skipped_pages

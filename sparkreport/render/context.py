@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from sparkreport.analysis import Finding
     from sparkreport.analysis.design import Fact
-    from sparkreport.cache import AnalysisCache, HashMemo
+    from sparkreport.cache import AnalysisCache, HashMemo, Held
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
 
@@ -126,29 +126,26 @@ def git_commit(root: Path) -> str | None:
     return f"{head}+dirty" if dirty else head or None
 
 
-def analysis_cache(cache_dir: Path | None, held: dict[str, Any] | None = None) -> AnalysisCache | None:
+def analysis_cache(cache_dir: Path | None, held: Held | None = None) -> AnalysisCache | None:
     """The analysis cache of a build (``build/cache/analysis.pickle``), salted with the
-    package's digest like the record cache; None without a cache folder. ``held``: where a
-    process that renders again and again (``serve``'s session) keeps it in memory between
-    renders, each render starting a new round of use (:meth:`~sparkreport.cache.AnalysisCache.renew`)."""
+    package's digest like the record cache; None without a cache folder. ``held``: the one
+    kept in memory by a process that renders again and again (``serve``'s session,
+    :class:`~sparkreport.cache.Held`), each render a new round of its use."""
     if cache_dir is None:
         return None
     from sparkreport.cache import AnalysisCache, HashMemo, package_digest
 
     path, salt = cache_dir / "analysis.pickle", package_digest(HashMemo(None))
-    kept = held.get("analysis") if held is not None else None
-    if isinstance(kept, AnalysisCache) and kept.path == path and kept.salt == salt:
-        kept.renew()
-        return kept
-    cache = AnalysisCache(path, salt=salt)
-    if held is not None:
-        held["analysis"] = cache
+    if held is None:
+        return AnalysisCache(path, salt=salt)
+    cache = held.cache(AnalysisCache, path, salt)
+    cache.renew()
     return cache
 
 
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,
                     project_root: Path, cache_dir: Path | None = None, *, save: bool = True,
-                    held: dict[str, Any] | None = None) -> SiteData:
+                    held: Held | None = None) -> SiteData:
     """Run the analysis over ``dataset`` once and bundle what the pages need.
 
     With ``cache_dir`` (a build's ``build/cache``), arm statistics are kept per arm and the

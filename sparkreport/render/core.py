@@ -114,9 +114,11 @@ class RenderSession:
         #: What the last render generated (for a render after an edit of hand-written docs only).
         self.generated: _Generated | None = None
         self._docs_only = False
+        from sparkreport.cache import Held
+
         #: The record and analysis caches, kept in memory from one render to the next (a run
         #: added reads its own run.json, not every campaign's cached records again).
-        self.held: dict[str, Any] = {}
+        self.held = Held()
 
     def render(self, changed: Iterable[Path] | None = None) -> RenderResult:
         """Render the project's pages (see :func:`render`), reusing what has not changed.

@@ -100,12 +100,12 @@ class RunsPage(Page):
             paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(chunks))]
             pages = [PageDoc(path, campaign + (f" ({k + 1}/{len(paths)})" if len(paths) > 1 else ""),
                              self.group_template, banner=False) for k, path in enumerate(paths)]
-            groups = self.campaign_groups(chunks, pages, anchors)
-            summaries.append(_campaign_summary(campaign, members, groups, paths, index.href(paths[0])))
-            for k, (doc, (chunk, sections)) in enumerate(zip(pages, groups["pages"], strict=True)):
+            per_page, groups = self.campaign_groups(chunks, pages, anchors)
+            summaries.append(_campaign_summary(campaign, groups, len(paths), index.href(paths[0])))
+            for k, (doc, (chunk, sections)) in enumerate(zip(pages, per_page, strict=True)):
                 doc.inputs = [e["run_id"] for e in chunk]
                 doc.reads_findings = "none"  # no banner; each row's inclusion is in also_reads
-                shown_groups = groups["groups"] if k == 0 else None  # the campaign's groups open its first page
+                shown_groups = groups if k == 0 else None  # the campaign's groups open its first page
                 # the rows as listed (inclusion, files, sections), the sibling pages, the groups
                 # table, and each samples.csv drawn. Keys in the order the rows are made (every
                 # row, fresh or kept, has the same keys in the same order; a different order
@@ -127,7 +127,7 @@ class RunsPage(Page):
 
     @staticmethod
     def campaign_groups(chunks: list[list[dict[str, Any]]], pages: list[PageDoc],
-                        anchors: Mapping[str, str]) -> dict[str, Any]:
+                        anchors: Mapping[str, str]) -> tuple[list[Any], list[dict[str, Any]]]:
         """A campaign's rows cut into its pages' sections (one per model and environment; a group
         cut by a page break is "continued" on the next page) and its groups' counts, each group
         linked from the campaign's first page to the section where it starts."""
@@ -147,7 +147,7 @@ class RunsPage(Page):
                 sections[-1]["entries"].append(entry)
                 _count(seen[key], entry)
             per_page.append((chunk, sections))
-        return {"pages": per_page, "groups": list(seen.values())}
+        return per_page, list(seen.values())
 
     def write_manifest(self, site: SiteData, out: Path, index: PageDoc, entries: list[dict[str, Any]]) -> None:
         """The files the site publishes (copied in after the site generator's build)."""
@@ -560,7 +560,7 @@ def _guard_label(record: RunRecord) -> str | None:
     return None if event is None else GUARD_NAMES.get(str(event.get("kind")), "stopped by the guard")
 
 
-#: What a group (and a campaign) of runs counts: records, published-figure records, failed runs,
+#: What a group of runs counts (a campaign, its groups' sums): records, published-figure records, failed runs,
 #: runs in the statistics, runs with monitoring samples.
 _COUNTS = ("runs", "published", "failed", "included", "sampled")
 
@@ -573,12 +573,9 @@ def _count(counts: dict[str, Any], entry: Mapping[str, Any]) -> None:
     counts["sampled"] += bool(entry["samples"])
 
 
-def _campaign_summary(campaign: str, members: list[dict[str, Any]], groups: dict[str, Any], paths: list[str],
-                      href: str) -> dict[str, Any]:
-    """One row of a large store's Runs index: a campaign's counts and a link to its first page."""
-    summary: dict[str, Any] = {"campaign": campaign, **dict.fromkeys(_COUNTS, 0), "href": href, "pages": len(paths),
-                               "models": len({g["model_name"] for g in groups["groups"]}),
-                               "environments": len({g["environment"] for g in groups["groups"]})}
-    for entry in members:
-        _count(summary, entry)
-    return summary
+def _campaign_summary(campaign: str, groups: list[dict[str, Any]], pages: int, href: str) -> dict[str, Any]:
+    """One row of a large store's Runs index: a campaign's counts (its groups' sums) and a link
+    to its first page."""
+    return {"campaign": campaign, **{count: sum(g[count] for g in groups) for count in _COUNTS}, "href": href,
+            "pages": pages, "models": len({g["model_name"] for g in groups}),
+            "environments": len({g["environment"] for g in groups})}
