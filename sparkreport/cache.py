@@ -376,22 +376,20 @@ class AnalysisCache:
     """
 
     def __init__(self, path: Path | None, salt: str = ""):
-        from collections import Counter
-
         self.path = path
         self.salt = salt
         self.entries: dict[str, dict[str, Any]] = _load_pickle(path, salt, "entries")
+        self.changed = False
+        self.renew()
+
+    def renew(self) -> None:
+        """Start a round of use of the entries (each render of a session is one): what a round
+        does not ask for is forgotten by its :meth:`save`."""
+        from collections import Counter
+
         self.used: dict[str, set[str]] = {}
         self.computed: Counter[str] = Counter()
         self.reused: Counter[str] = Counter()
-        self.changed = False
-
-    def renew(self) -> None:
-        """Start another round of use of the same entries (a session's next render): what this
-        round does not ask for is forgotten by its :meth:`save`, as in a cache read from disk."""
-        from collections import Counter
-
-        self.used, self.computed, self.reused = {}, Counter(), Counter()
 
     @staticmethod
     def key(*parts: tuple[str, object]) -> str:
