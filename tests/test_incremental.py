@@ -263,6 +263,48 @@ def test_the_runs_rows_are_listed_again_only_for_a_campaign_whose_files_changed(
     assert tree(result.docs_dir) == tree(cold.docs_dir)
 
 
+def test_the_campaign_runs_pages_are_keyed_by_their_folders_listing(
+        two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large store's campaign Runs pages are keyed by their folder's listing key (and each row's
+    inclusion) instead of every row's files: a raw file gone beside an unchanged run.json renders
+    that run's page again, not the other campaign's, and the pages are a cold render's each time;
+    a folder whose rows are not kept (a symbolic link in it) is keyed by its rows as before."""
+    from sparkreport.cache import walk_store
+    from sparkreport.render import runs_index
+
+    monkeypatch.setattr(runs_index, "PAGE_SIZE", 10)  # the index and a campaign's pages of 10 rows
+    runs = two_campaigns / "runs"
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+
+    def rendered() -> RenderResult:  # as a build renders: with its walk of the store
+        result = render(options, store_folders=walk_store(runs).folders)
+        cold = render(RenderOptions(runs_dir=runs, project_root=two_campaigns,
+                                    docs_dir=tmp_path / f"cold-{len(list(tmp_path.iterdir()))}" / "docs"))
+        assert tree(result.docs_dir) == tree(cold.docs_dir)
+        return result
+
+    first = rendered()
+
+    def keyed_by_files(result: RenderResult, page: str) -> bool:
+        return '"store_path"' in next(doc for doc in result.pages if doc.path == page).also_reads[0]
+
+    assert not keyed_by_files(first, "runs/phase1/index.md")
+    assert not [p for p in rendered().rendered_pages if p.startswith("runs/")]  # nothing changed
+    run = sorted(p for p in (runs / "phase1").iterdir() if (p / "record.json").is_file())[0]
+    (run / "record.json").unlink()  # a raw file gone, its run.json unchanged
+    again = [p for p in rendered().rendered_pages if p.startswith("runs/")]
+    page = next(p for p in again if p != "runs/index.md")
+    assert f"{run.name}/record.json" not in (two_campaigns / "build" / "docs" / page).read_text(encoding="utf-8")
+    assert again and all(p.startswith(("runs/phase1/", "runs/index.md")) for p in again)
+    link_in_published(runs)  # not kept: keyed by its rows, and still a cold render's
+    linked = rendered()
+    assert "runs/phase1-published/index.md" in linked.rendered_pages
+    assert keyed_by_files(linked, "runs/phase1-published/index.md")
+    assert not keyed_by_files(linked, "runs/phase1/index.md")
+    (runs / "phase1-published" / "link.txt").unlink()
+    rendered()
+
+
 def test_a_serve_session_lists_the_runs_rows_of_a_changed_campaign_only(
         two_campaigns: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve`` renders in a session, which walks the store once for its own key and the Runs
