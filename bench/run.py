@@ -26,6 +26,10 @@ Stages (all cold unless named otherwise):
   sparkreport.yml value, a diff naming a version no run has, a post binding naming a model no
   run has), each with the caches of an earlier build (warm) and without ``build/`` (cold); each
   must exit 1 with its expected one-line error and no traceback, or the bench fails;
+* ``gates``    — the CI gates, ``sparkreport history`` and ``sparkreport diff --a
+  environment=native --b environment=docker``, after the last build: through the project's build
+  cache (``cached``), and reading the store as it is (``as is``: the same sparkreport.yml, from a
+  folder that was never built);
 * ``mkdocs``   — a bare ``mkdocs build`` (Material) of as many plain pages as ``build`` made.
 
 ``--only refuse,newrun`` re-runs just those stages on the stores of an earlier run (an untimed
@@ -51,10 +55,12 @@ HERE = Path(__file__).resolve().parent
 PAGE_LIMIT = 1.5 * 2**20
 
 
-STAGES = ("ingest", "dataset", "dataset_cached", "analysis", "render", "build", "rebuild", "scan", "rebuild1", "newrun", "post",
-          "refuse", "mkdocs")
+STAGES = ("ingest", "dataset", "dataset_cached", "analysis", "render", "build", "rebuild", "scan", "rebuild1", "newrun",
+          "post", "refuse", "gates", "mkdocs")
 #: Stages that need a site built before them (``--only`` builds one, untimed, when there is none).
-NEEDS_SITE = {"rebuild", "scan", "rebuild1", "newrun", "post", "refuse"}
+NEEDS_SITE = {"rebuild", "scan", "rebuild1", "newrun", "post", "refuse", "gates"}
+#: The CI gates timed by the ``gates`` stage.
+GATES = {"history": ["history"], "diff": ["diff", "--a", "environment=native", "--b", "environment=docker"]}
 
 
 #: Peak PSS (MiB) of the last :func:`run_child`'s process tree: a build's forked workers share
@@ -317,6 +323,8 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
           lambda: post.write_text(post.read_text() + f"\nEdited at {time.time_ns()}.\n"))
     if "refuse" in wanted:
         refuse(n, project, row, set_aside)
+    if "gates" in wanted:
+        gates(n, project, row)
     shutil.rmtree(work / ".trash", ignore_errors=True)
     site = project / "site"
     if site.exists():
@@ -339,6 +347,22 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         if key in row and "build_s" in row:
             row[key.replace("_s", "_pct")] = round(100 * float(row[key]) / float(row["build_s"]), 1)  # type: ignore[arg-type]
     return row
+
+
+def gates(n: int, project: Path, row: dict[str, object]) -> None:
+    """Time each CI gate through the build's cache (current: the last build read every run), then
+    reading the store as it is — the project's sparkreport.yml copied to a folder never built
+    (the commands find the project, and its cache, by the config's folder)."""
+    unbuilt = project.parent / "gates-unbuilt"
+    unbuilt.mkdir(exist_ok=True)
+    shutil.copyfile(project / "sparkreport.yml", unbuilt / "sparkreport.yml")
+    for name, args in GATES.items():
+        for how, extra in (("cached", []), ("as_is", ["--config", str(unbuilt / "sparkreport.yml")])):
+            command = [sys.executable, "-m", "sparkreport", *args, *extra]
+            wall, rss, cpu = run_child(command, project)
+            key = f"gate_{name}_{how}"
+            row[f"{key}_s"], row[f"{key}_cpu_s"], row[f"{key}_mib"] = round(wall, 2), round(cpu, 2), round(rss)
+            print(f"  n={n:>6} {name:<7} {how:<6} {wall:6.2f} s ({cpu:5.2f} s CPU) {rss:7.0f} MiB", file=sys.stderr)
 
 
 def refuse(n: int, project: Path, row: dict[str, object], set_aside: Callable[[Path], None]) -> None:
@@ -413,6 +437,16 @@ def table(rows: list[dict[str, object]]) -> str:
                      if f"refuse_{case}_{warmth}_s" in row else "—" for warmth in ("warm", "cold") for case in REFUSALS]
             peaks = [int(v) for k, v in row.items() if k.startswith("refuse_") and k.endswith("_mib")]  # type: ignore[call-overload]
             lines.append(f"| {row['runs']} | " + " | ".join(cells) + f" | {max(peaks) if peaks else '—'} |")
+    if any(key.startswith("gate_") for row in rows for key in row):
+        lines += ["", "CI gates after the last build: wall seconds (CPU seconds), through the build's cache "
+                  "and reading the store as it is:", "",
+                  "| runs | " + " | ".join(f"{name} {how.replace('_', ' ')}" for name in GATES
+                                           for how in ("cached", "as_is")) + " |",
+                  "|---|" + "---|" * (2 * len(GATES))]
+        for row in ordered:
+            cells = [f"{row[f'gate_{name}_{how}_s']} ({row[f'gate_{name}_{how}_cpu_s']})"
+                     if f"gate_{name}_{how}_s" in row else "—" for name in GATES for how in ("cached", "as_is")]
+            lines.append(f"| {row['runs']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

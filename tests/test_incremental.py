@@ -305,6 +305,54 @@ def test_the_campaign_runs_pages_are_keyed_by_their_folders_listing(
     rendered()
 
 
+def test_the_commands_that_read_the_store_go_through_a_builds_cache(
+        two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``dataset``, ``stats``, ``compare``, ``check``, ``diff`` and ``history`` read the run
+    store through the record cache a build left (build/cache): after a build no run.json is
+    validated again, after one run changed only that one; the output is the uncached one, byte for
+    byte. A project never built gets no build/ folder, and another store than the project's own
+    is read as it is (the project's cache untouched)."""
+    import shutil
+
+    from sparkreport.store import RunStore
+
+    commands = [["dataset"], ["stats"], ["compare"], ["check"], ["history"],
+                ["diff", "--a", "environment=native", "--b", "environment=container"]]
+    loads: list[str] = []
+    load = RunStore.load
+
+    def counting(self: RunStore, path: Any, *args: Any, **kwargs: Any) -> Any:
+        loads.append(str(path))
+        return load(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(RunStore, "load", counting)
+    monkeypatch.chdir(two_campaigns)
+    runner = CliRunner()
+
+    def outputs(*extra: str) -> list[str]:
+        results = [runner.invoke(main, [*command, *extra]) for command in commands]
+        assert all(result.exit_code in (0, 1) and result.output for result in results), results
+        return [result.output for result in results]
+
+    uncached = outputs()
+    assert len(loads) == 6 * len(list((two_campaigns / "runs").glob("*/*/run.json")))
+    assert not (two_campaigns / "build").exists()  # never built: nothing written
+    render(RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns))
+    loads.clear()
+    assert outputs() == uncached
+    assert loads == []  # every record from the build's cache
+    change_one_run(two_campaigns / "runs")
+    cached = outputs()
+    assert [Path(p).parent.name.startswith("deepseek-container-iter01") for p in loads] == [True]
+    records = two_campaigns / "build" / "cache" / "records"
+    stamps = [p.stat().st_mtime_ns for p in sorted(records.iterdir())]
+    shutil.copytree(two_campaigns / "runs", tmp_path / "elsewhere")
+    loads.clear()
+    assert outputs("--runs-dir", str(tmp_path / "elsewhere")) == cached  # another store: read as it is
+    assert len(loads) == 6 * len(list((tmp_path / "elsewhere").glob("*/*/run.json")))
+    assert [p.stat().st_mtime_ns for p in sorted(records.iterdir())] == stamps
+
+
 def test_a_serve_session_lists_the_runs_rows_of_a_changed_campaign_only(
         two_campaigns: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve`` renders in a session, which walks the store once for its own key and the Runs

@@ -61,6 +61,9 @@ def main() -> None:
     \b
     Pipeline:  ingest / run  →  runs/  →  dataset  →  stats · compare · check
                →  render (Markdown + charts)  →  build (MkDocs site)
+
+    Once the project was built, the commands that read its runs/ (dataset, stats, compare,
+    check, diff, history) go through build/cache: only the runs changed since are read again.
     """
     from sparkreport.cache import batch_collector
 

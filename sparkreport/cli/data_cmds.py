@@ -27,11 +27,12 @@ def _setup(runs_dir: Path, config_path: Path | None, duplicates: str | None) -> 
     from sparkreport.config import load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.errors import DataError
+    from sparkreport.project import kept_build_cache
 
     config = load_config(config_path)
     if duplicates is not None:
         config.analysis.duplicates = duplicates
-    ds = load_dataset(runs_dir)
+    ds = load_dataset(runs_dir, cache_dir=kept_build_cache(runs_dir, config_path))
     if ds.is_empty():
         raise DataError(f"{runs_dir}: no runs — ingest results first (`sparkreport ingest FILE`)")
     return ds, config
@@ -68,12 +69,13 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
     Without --out, prints a one-line summary of what the table holds.
     """
     from sparkreport.dataset import export, load_dataset
+    from sparkreport.project import kept_build_cache
 
     if out is not None:  # before the load: a folder that cannot take the file says so at once
         from sparkreport.early import check_writable
 
         check_writable(out.parent, "--out")
-    ds = load_dataset(runs_dir)
+    ds = load_dataset(runs_dir, cache_dir=kept_build_cache(runs_dir))
     if out is not None:
         export(ds, out)
         click.echo(f"{len(ds.runs)} runs, {len(ds.runs.columns)} columns → {out}")

@@ -42,9 +42,11 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
     from sparkreport.analysis.history import history, history_payload, newest_regressions
     from sparkreport.config import load_config
     from sparkreport.dataset import load_dataset
+    from sparkreport.project import kept_build_cache
 
     config = load_config(config_path)
-    result = history(load_dataset(runs_dir), config.analysis, by=by or config.history.by,
+    dataset = load_dataset(runs_dir, cache_dir=kept_build_cache(runs_dir, config_path))
+    result = history(dataset, config.analysis, by=by or config.history.by,
                      metrics=list(metrics) or None, campaigns=list(campaigns) or None,
                      min_effect=min_effect if min_effect is not None else config.history.min_effect)
     if as_json:
