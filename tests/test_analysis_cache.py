@@ -150,14 +150,52 @@ def test_a_render_writes_the_analysis_cache_once(tmp_path: Path, monkeypatch: py
     assert {"arm_stats", "compare", "check", "facts", "history"} <= set(entries)  # all in the one save
 
 
+def test_other_options_compute_the_whole_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build (or a command) that finds fewer than half of the campaigns' entries — other
+    options, a changed sparkreport.yml — computes the per-campaign kinds over the whole store at
+    once, as the first build does, instead of campaign by campaign (up to twice as long); one
+    changed run still recomputes its own campaign's view only. Results equal uncached ones."""
+    config = load_config(REPO / "sparkreport.yml")
+    runs = tmp_path / "runs"
+    shutil.copytree(REPO / "runs", runs)
+    cache = tmp_path / "cache"
+    viewed: list[str] = []
+    view = Dataset.campaign_view
+
+    def counting(self: Dataset, campaign: str) -> Dataset:
+        viewed.append(campaign)
+        return view(self, campaign)
+
+    monkeypatch.setattr(Dataset, "campaign_view", counting)
+    _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
+    config.analysis.alpha = 0.01  # every comparison, check and fact keyed anew
+    other = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
+    assert other.analysis_cache is not None
+    campaigns = len(other.dataset.campaigns())
+    assert dict(other.analysis_cache.computed) == {"compare": campaigns, "check": campaigns, "facts": campaigns}
+    assert viewed == []  # the whole store at once
+    _assert_same(other, _site(load_dataset(runs), config, tmp_path, None))
+    run_json = sorted(runs.glob("gpu-torch-native-vs-cgroup/*/run.json"))[3]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] *= 1.01
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    viewed.clear()
+    again = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
+    assert set(viewed) == {"gpu-torch-native-vs-cgroup"}
+    _assert_same(again, _site(load_dataset(runs), config, tmp_path, None))
+
+
 @pytest.mark.parametrize("store", ["planted", "shipped"])
-def test_the_first_build_keeps_each_campaigns_share_as_its_view_computes_it(tmp_path: Path, store: str) -> None:
+def test_the_first_build_keeps_each_campaigns_share_as_its_view_computes_it(tmp_path: Path, store: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """What the first build of a cache folder keeps per campaign, cut from its whole-store pass,
     is what computing each campaign's view gives (bit for bit, as ``repr`` writes the floats): so
     a later build that recomputes one campaign and reuses the others equals an uncached one."""
     import pickle
 
     from sparkreport.cache import AnalysisCache, HashMemo, package_digest
+
+    monkeypatch.setattr(AnalysisCache, "WHOLE_WHEN_MISSING", 1.0)  # every campaign from its view
 
     if store == "planted":
         config, ds = ProjectConfig(), build_dataset(_planted())

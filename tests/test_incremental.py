@@ -305,13 +305,23 @@ def test_the_campaign_runs_pages_are_keyed_by_their_folders_listing(
     rendered()
 
 
+def analysis_entries(path: Path) -> dict[str, set[str]]:
+    """The keys of each kind in a build's analysis cache file."""
+    import pickle
+
+    with path.open("rb") as handle:
+        return {kind: set(entries) for kind, entries in pickle.load(handle)["entries"].items()}
+
+
 def test_the_commands_that_read_the_store_go_through_a_builds_cache(
         two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``dataset``, ``stats``, ``compare``, ``check``, ``diff`` and ``history`` read the run
     store through the record cache a build left (build/cache): after a build no run.json is
-    validated again, after one run changed only that one; the output is the uncached one, byte for
-    byte. A project never built gets no build/ folder, and another store than the project's own
-    is read as it is (the project's cache untouched)."""
+    validated again, after one run changed only that one; ``stats``, ``compare``, ``check`` and
+    ``history`` take the build's analysis from its cache and add what they compute with their
+    own options without forgetting the build's. The output is the uncached one, byte for byte.
+    A project never built gets no build/ folder, and another store than the project's own is
+    read as it is (the project's cache untouched)."""
     import shutil
 
     from sparkreport.store import RunStore
@@ -338,9 +348,30 @@ def test_the_commands_that_read_the_store_go_through_a_builds_cache(
     assert len(loads) == 6 * len(list((two_campaigns / "runs").glob("*/*/run.json")))
     assert not (two_campaigns / "build").exists()  # never built: nothing written
     render(RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns))
+    analysis = two_campaigns / "build" / "cache" / "analysis.pickle"
+    built = analysis_entries(analysis)
     loads.clear()
     assert outputs() == uncached
     assert loads == []  # every record from the build's cache
+    assert analysis_entries(analysis) == built  # every comparison, check and statistic too
+    from sparkreport.cache import AnalysisCache
+
+    found: list[str] = []
+    get = AnalysisCache.get
+
+    def hits(self: AnalysisCache, kind: str, key: str) -> Any:
+        value = get(self, kind, key)
+        found.extend([kind] if value is not None else [])
+        return value
+
+    monkeypatch.setattr(AnalysisCache, "get", hits)
+    assert runner.invoke(main, ["check"]).output == uncached[3]
+    campaigns = [p for p in (two_campaigns / "runs").iterdir() if p.is_dir()]
+    assert found.count("check") == len(campaigns) > 1  # each campaign's findings from the build's cache
+    assert runner.invoke(main, ["stats", "--metric", "output_throughput_tok_s"]).exit_code == 0
+    kept = analysis_entries(analysis)  # a command's own options: added, the build's entries kept
+    assert all(kept[kind] > keys for kind, keys in built.items() if kind == "arm_stats")
+    assert all(kept[kind] >= keys for kind, keys in built.items())
     change_one_run(two_campaigns / "runs")
     cached = outputs()
     assert [Path(p).parent.name.startswith("deepseek-container-iter01") for p in loads] == [True]

@@ -63,7 +63,8 @@ def main() -> None:
                →  render (Markdown + charts)  →  build (MkDocs site)
 
     Once the project was built, the commands that read its runs/ (dataset, stats, compare,
-    check, diff, history) go through build/cache: only the runs changed since are read again.
+    check, diff, history) go through build/cache: only the runs changed since are read again,
+    and the analysis the build made is reused.
     """
     from sparkreport.cache import batch_collector
 

@@ -23,19 +23,29 @@ def duplicates_option(func: Any) -> Any:
                              "(overrides analysis.duplicates).")(func)
 
 
-def _setup(runs_dir: Path, config_path: Path | None, duplicates: str | None) -> tuple[Any, Any]:
+def _setup(runs_dir: Path, config_path: Path | None, duplicates: str | None) -> tuple[Any, Any, Any]:
+    """The dataset, the configuration and the analysis cache (None: the project was not built,
+    :func:`~sparkreport.project.kept_build_cache`): the caller saves the cache with ``forget=False``."""
     from sparkreport.config import load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.errors import DataError
     from sparkreport.project import kept_build_cache
+    from sparkreport.render.context import analysis_cache
 
     config = load_config(config_path)
     if duplicates is not None:
         config.analysis.duplicates = duplicates
-    ds = load_dataset(runs_dir, cache_dir=kept_build_cache(runs_dir, config_path))
+    cache_dir = kept_build_cache(runs_dir, config_path)
+    ds = load_dataset(runs_dir, cache_dir=cache_dir)
     if ds.is_empty():
         raise DataError(f"{runs_dir}: no runs — ingest results first (`sparkreport ingest FILE`)")
-    return ds, config
+    return ds, config, analysis_cache(cache_dir)
+
+
+def _keep(cache: Any) -> None:
+    """What a command computed, added to the build's analysis cache (nothing of it forgotten)."""
+    if cache is not None:
+        cache.save(forget=False)
 
 
 def _cell(value: Any, digits: int = 4) -> str:
@@ -100,8 +110,9 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
     from sparkreport.analysis import arm_stats
     from sparkreport.dataset import frame_rows
 
-    ds, config = _setup(runs_dir, config_path, duplicates)
-    frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None)
+    ds, config, cache = _setup(runs_dir, config_path, duplicates)
+    frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None, cache=cache)
+    _keep(cache)
     rows = frame_rows(frame.drop(columns=["model_name"]))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -134,14 +145,15 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     from sparkreport.analysis.design import compare_by, constant_facts
     from sparkreport.dataset import frame_rows
 
-    ds, config = _setup(runs_dir, config_path, duplicates)
+    ds, config, cache = _setup(runs_dir, config_path, duplicates)
     factor, baseline = factor or config.factor, baseline or config.baseline
     stratum = by or config.analysis.stratify_by
     if stratum:
         frame = compare_by(ds, stratum, factor, baseline, config.analysis, metrics=list(metrics) or None)
     else:
-        frame = compare(ds, factor, baseline, config.analysis, metrics=list(metrics) or None)
-    facts = constant_facts(ds, config.analysis, factor, metrics=list(metrics) or None)
+        frame = compare(ds, factor, baseline, config.analysis, metrics=list(metrics) or None, cache=cache)
+    facts = constant_facts(ds, config.analysis, factor, metrics=list(metrics) or None, cache=cache)
+    _keep(cache)
     rows = frame_rows(frame)
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -173,8 +185,9 @@ def check_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
     """
     from sparkreport.analysis import check, inclusion_rule_text
 
-    ds, config = _setup(runs_dir, config_path, duplicates)
-    findings = check(ds, config.analysis)
+    ds, config, cache = _setup(runs_dir, config_path, duplicates)
+    findings = check(ds, config.analysis, cache=cache)
+    _keep(cache)
     if as_json:
         click.echo(json.dumps([f.to_dict() for f in findings], indent=2))
     else:

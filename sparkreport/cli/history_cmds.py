@@ -43,12 +43,16 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
     from sparkreport.config import load_config
     from sparkreport.dataset import load_dataset
     from sparkreport.project import kept_build_cache
+    from sparkreport.render.context import analysis_cache
 
     config = load_config(config_path)
-    dataset = load_dataset(runs_dir, cache_dir=kept_build_cache(runs_dir, config_path))
-    result = history(dataset, config.analysis, by=by or config.history.by,
+    cache_dir = kept_build_cache(runs_dir, config_path)
+    cache = analysis_cache(cache_dir)
+    result = history(load_dataset(runs_dir, cache_dir=cache_dir), config.analysis, by=by or config.history.by,
                      metrics=list(metrics) or None, campaigns=list(campaigns) or None,
-                     min_effect=min_effect if min_effect is not None else config.history.min_effect)
+                     min_effect=min_effect if min_effect is not None else config.history.min_effect, cache=cache)
+    if cache is not None:
+        cache.save(forget=False)  # what it computed, added to the build's analysis cache
     if as_json:
         click.echo(json.dumps(history_payload(result), indent=2))
     else:
