@@ -272,6 +272,22 @@ def test_file_sizes_read_in_binary_units(count: int, text: str) -> None:
     assert size(count) == text.replace(" ", "\u00a0")  # a no-break space before the unit
 
 
+def test_the_checks_codes_in_the_quality_table_break_only_after_a_hyphen(rendered: RenderResult) -> None:
+    """A check's code in the Data quality table is code that a narrow column breaks only after a
+    hyphen (sparkreport.css), not Material's code that breaks inside a word ("rooflin|e")."""
+    from sparkreport.render.markdown import word_code
+
+    assert str(word_code("capacity-weights")) == '<code class="sparkreport-word">capacity-weights</code>'
+    assert str(word_code("a<b")) == '<code class="sparkreport-word">a&lt;b</code>'
+    import itertools
+
+    lines = page(rendered, "quality/index.md").splitlines()
+    start = lines.index("| Severity | Check | Finding | Runs |")
+    rows = itertools.takewhile(lambda line: line.startswith("| "), lines[start + 2:])  # the table's rows
+    codes = [line.split(" | ")[1] for line in rows]
+    assert codes and all(c.startswith('<code class="sparkreport-word">') for c in codes), codes[:3]
+
+
 def test_charts_are_written_beside_their_page(rendered: RenderResult) -> None:
     for doc in rendered.pages:
         text = page(rendered, doc.path)

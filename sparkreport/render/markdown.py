@@ -139,6 +139,12 @@ def code(value: Any) -> Markup:
     return Markup(f"{fence}{pad}{text}{pad}{fence}")
 
 
+def word_code(value: Any) -> Markup:
+    """A short name (a check's code) as inline code that a narrow table column breaks only after a
+    hyphen, never inside a word as Material lets code break ("rooflin|e", "capacity|-|weights")."""
+    return Markup(f'<code class="sparkreport-word">{h(value)}</code>')
+
+
 def skipped_note(skipped: Any) -> Markup:
     """' *Not possible from published figures: …*' after a sentence, or nothing."""
     if is_missing(skipped) or not skipped:
@@ -225,7 +231,8 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
                        breakable=breakable, size=size)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
                        signed=signed,
-                       percent=percent, code=code, is_missing=is_missing, MISSING=MISSING, cut=shown_values)
+                       percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
+                       cut=shown_values)
     return env
 
 
