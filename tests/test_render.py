@@ -21,7 +21,7 @@ from sparkreport.dataset import Dataset, load_dataset
 from sparkreport.errors import BuildError
 from sparkreport.ingest import IngestOptions, ingest_paths
 from sparkreport.render import RenderOptions, RenderResult, render
-from sparkreport.render.markdown import md_escape, num, signed
+from sparkreport.render.markdown import md_escape, num, signed, word_code
 from sparkreport.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -199,7 +199,7 @@ def test_methodology_is_read_from_the_records(rendered: RenderResult) -> None:
 
 def test_quality_page_names_the_duplicate_runs(rendered: RenderResult) -> None:
     text = page(rendered, "quality/index.md")
-    rows = table_rows(text, ("error", "`duplicate-iteration`"))
+    rows = table_rows(text, ("error", str(word_code("duplicate-iteration"))))
     assert len(rows) == 1 and "13 runs" in rows[0][2]
     assert "`gpt120b-native-iter01-20251108_195154`" in rows[0][3]
 
@@ -275,8 +275,6 @@ def test_file_sizes_read_in_binary_units(count: int, text: str) -> None:
 def test_the_checks_codes_in_the_quality_table_break_only_after_a_hyphen(rendered: RenderResult) -> None:
     """A check's code in the Data quality table is code that a narrow column breaks only after a
     hyphen (sparkreport.css), not Material's code that breaks inside a word ("rooflin|e")."""
-    from sparkreport.render.markdown import word_code
-
     assert str(word_code("capacity-weights")) == '<code class="sparkreport-word">capacity-weights</code>'
     assert str(word_code("a<b")) == '<code class="sparkreport-word">a&lt;b</code>'
     import itertools
