@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from sparkreport.cache import AnalysisCache
     from sparkreport.config import ProjectConfig
+    from sparkreport.dataset import Dataset
     from sparkreport.render.core import RenderOptions
 
 #: Where ``render`` writes the Markdown when ``--docs-dir`` is not given (under the root).
@@ -111,6 +113,29 @@ def kept_build_cache(runs_dir: Path, config_path: Path | None = None) -> Path | 
     if not cache.is_dir() or not os.access(cache, os.W_OK | os.X_OK):
         return None
     return cache if runs_dir.resolve() == (root / "runs").resolve() else None
+
+
+def read_store(runs_dir: Path, config_path: Path | None = None) -> Dataset:
+    """The run store's dataset, through the build's record cache where there is one
+    (:func:`kept_build_cache`)."""
+    from sparkreport.dataset import load_dataset
+
+    return load_dataset(runs_dir, cache_dir=kept_build_cache(runs_dir, config_path))
+
+
+def store_analysis(runs_dir: Path, config_path: Path | None = None) -> AnalysisCache | None:
+    """The build's analysis cache for a command reading ``runs_dir`` (None where
+    :func:`kept_build_cache` is); the command ends with :func:`keep_analysis`."""
+    from sparkreport.render.context import analysis_cache
+
+    return analysis_cache(kept_build_cache(runs_dir, config_path))
+
+
+def keep_analysis(cache: AnalysisCache | None) -> None:
+    """What a command computed, added to the build's analysis cache: nothing the build keeps is
+    forgotten because a command asked with other options (the next build trims the extras)."""
+    if cache is not None:
+        cache.save(forget=False)
 
 
 def default_command(root: Path, runs_dir: Path) -> str:

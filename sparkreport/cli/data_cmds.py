@@ -24,28 +24,20 @@ def duplicates_option(func: Any) -> Any:
 
 
 def _setup(runs_dir: Path, config_path: Path | None, duplicates: str | None) -> tuple[Any, Any, Any]:
-    """The dataset, the configuration and the analysis cache (None: the project was not built,
-    :func:`~sparkreport.project.kept_build_cache`): the caller saves the cache with ``forget=False``."""
+    """The dataset, the configuration and the build's analysis cache (None: not built,
+    :func:`~sparkreport.project.kept_build_cache`), which the command ends by keeping
+    (:func:`~sparkreport.project.keep_analysis`)."""
     from sparkreport.config import load_config
-    from sparkreport.dataset import load_dataset
     from sparkreport.errors import DataError
-    from sparkreport.project import kept_build_cache
-    from sparkreport.render.context import analysis_cache
+    from sparkreport.project import read_store, store_analysis
 
     config = load_config(config_path)
     if duplicates is not None:
         config.analysis.duplicates = duplicates
-    cache_dir = kept_build_cache(runs_dir, config_path)
-    ds = load_dataset(runs_dir, cache_dir=cache_dir)
+    ds = read_store(runs_dir, config_path)
     if ds.is_empty():
         raise DataError(f"{runs_dir}: no runs — ingest results first (`sparkreport ingest FILE`)")
-    return ds, config, analysis_cache(cache_dir)
-
-
-def _keep(cache: Any) -> None:
-    """What a command computed, added to the build's analysis cache (nothing of it forgotten)."""
-    if cache is not None:
-        cache.save(forget=False)
+    return ds, config, store_analysis(runs_dir, config_path)
 
 
 def _cell(value: Any, digits: int = 4) -> str:
@@ -78,14 +70,14 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
 
     Without --out, prints a one-line summary of what the table holds.
     """
-    from sparkreport.dataset import export, load_dataset
-    from sparkreport.project import kept_build_cache
+    from sparkreport.dataset import export
+    from sparkreport.project import read_store
 
     if out is not None:  # before the load: a folder that cannot take the file says so at once
         from sparkreport.early import check_writable
 
         check_writable(out.parent, "--out")
-    ds = load_dataset(runs_dir, cache_dir=kept_build_cache(runs_dir))
+    ds = read_store(runs_dir)
     if out is not None:
         export(ds, out)
         click.echo(f"{len(ds.runs)} runs, {len(ds.runs.columns)} columns → {out}")
@@ -109,10 +101,11 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
     """Per arm (campaign × model × environment): n, mean, sd, median, min, max, CV, 95% t-CI."""
     from sparkreport.analysis import arm_stats
     from sparkreport.dataset import frame_rows
+    from sparkreport.project import keep_analysis
 
     ds, config, cache = _setup(runs_dir, config_path, duplicates)
     frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None, cache=cache)
-    _keep(cache)
+    keep_analysis(cache)
     rows = frame_rows(frame.drop(columns=["model_name"]))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -144,6 +137,7 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     from sparkreport.analysis import claim_sentence, compare
     from sparkreport.analysis.design import compare_by, constant_facts
     from sparkreport.dataset import frame_rows
+    from sparkreport.project import keep_analysis
 
     ds, config, cache = _setup(runs_dir, config_path, duplicates)
     factor, baseline = factor or config.factor, baseline or config.baseline
@@ -153,7 +147,7 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     else:
         frame = compare(ds, factor, baseline, config.analysis, metrics=list(metrics) or None, cache=cache)
     facts = constant_facts(ds, config.analysis, factor, metrics=list(metrics) or None, cache=cache)
-    _keep(cache)
+    keep_analysis(cache)
     rows = frame_rows(frame)
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -184,10 +178,11 @@ def check_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
     With --strict, exits 1 when any finding is an error.
     """
     from sparkreport.analysis import check, inclusion_rule_text
+    from sparkreport.project import keep_analysis
 
     ds, config, cache = _setup(runs_dir, config_path, duplicates)
     findings = check(ds, config.analysis, cache=cache)
-    _keep(cache)
+    keep_analysis(cache)
     if as_json:
         click.echo(json.dumps([f.to_dict() for f in findings], indent=2))
     else:

@@ -48,13 +48,11 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     check_selector_campaigns(b_runs or runs_dir, [("--b", sel_b)] if sel_b else [])
     from sparkreport.analysis.diff import DiffOptions, Selector, diff, select_sides
     from sparkreport.config import load_config
-    from sparkreport.dataset import load_dataset
-    from sparkreport.project import kept_build_cache
+    from sparkreport.project import read_store
 
     config = load_config(config_path)
-    ds_a = load_dataset(a_runs or runs_dir, cache_dir=kept_build_cache(a_runs or runs_dir, config_path))
-    ds_b = ds_a if (b_runs or runs_dir) == (a_runs or runs_dir) \
-        else load_dataset(b_runs or runs_dir, cache_dir=kept_build_cache(b_runs or runs_dir, config_path))
+    ds_a = read_store(a_runs or runs_dir, config_path)
+    ds_b = ds_a if (b_runs or runs_dir) == (a_runs or runs_dir) else read_store(b_runs or runs_dir, config_path)
     a, b = select_sides(ds_a, ds_b, Selector.parse(sel_a) if sel_a else None,
                         Selector.parse(sel_b) if sel_b else None, config.analysis)
     dopts = DiffOptions(allow_mismatch=list(allow_mismatch), metrics=list(metrics) or None,

@@ -41,18 +41,14 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
     """
     from sparkreport.analysis.history import history, history_payload, newest_regressions
     from sparkreport.config import load_config
-    from sparkreport.dataset import load_dataset
-    from sparkreport.project import kept_build_cache
-    from sparkreport.render.context import analysis_cache
+    from sparkreport.project import keep_analysis, read_store, store_analysis
 
     config = load_config(config_path)
-    cache_dir = kept_build_cache(runs_dir, config_path)
-    cache = analysis_cache(cache_dir)
-    result = history(load_dataset(runs_dir, cache_dir=cache_dir), config.analysis, by=by or config.history.by,
+    cache = store_analysis(runs_dir, config_path)
+    result = history(read_store(runs_dir, config_path), config.analysis, by=by or config.history.by,
                      metrics=list(metrics) or None, campaigns=list(campaigns) or None,
                      min_effect=min_effect if min_effect is not None else config.history.min_effect, cache=cache)
-    if cache is not None:
-        cache.save(forget=False)  # what it computed, added to the build's analysis cache
+    keep_analysis(cache)
     if as_json:
         click.echo(json.dumps(history_payload(result), indent=2))
     else:
