@@ -53,22 +53,70 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: The build cache's file digests (:class:`HashMemo`), and its journal beside it.
+HASHES_FILE = "hashes.pickle"
+#: Lines a journal may hold, at least, before a save writes the whole memo again instead; above
+#: that, an eighth of the memo's entries.
+JOURNAL_LINES = 4096
+
+
 class HashMemo:
-    """File sha256s remembered by (size, mtime_ns, inode); persisted as one JSON file."""
+    """File sha256s remembered by (size, mtime_ns, inode).
+
+    Persisted as one pickle (:data:`HASHES_FILE`, every entry) and a journal beside it
+    (``.log``: one JSON line per entry learnt since), so a save after a few files changed
+    appends their lines instead of writing the whole memo (5.9 MB at 10 000 runs, 0.1 s of a
+    rebuild after one new run). A save writes the whole memo again, and empties the journal,
+    once the journal holds more than :data:`JOURNAL_LINES` lines or an eighth of the entries.
+    A damaged or half-written line (a save killed mid-write, two processes appending at once) is
+    passed over: its file is hashed again, as any file the memo does not know.
+    """
 
     def __init__(self, path: Path | None):
         self.path = path
         self.entries: dict[str, list[Any]] = {}
         #: The entries this memo computed (what :meth:`merge` hands to another memo of the file).
         self.added: dict[str, list[Any]] = {}
-        self.changed = False
-        if path is not None and path.is_file():
+        #: Entries learnt since the last load or save (what the next save writes).
+        self.unsaved: dict[str, list[Any]] = {}
+        #: Lines in the journal (read or appended); None when no whole memo was read from the file.
+        self.journaled: int | None = None
+        if path is not None:
+            self._load(path)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.unsaved)
+
+    @property
+    def journal(self) -> Path:
+        assert self.path is not None
+        return self.path.with_name(self.path.name + ".log")
+
+    def _load(self, path: Path) -> None:
+        try:
+            with path.open("rb") as handle, gc_paused():
+                data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
+        except Exception:  # noqa: BLE001 — missing, damaged or from other code: start afresh
+            return
+        if not (isinstance(data, dict) and data.get("version") == CACHE_VERSION
+                and isinstance(data.get("files"), dict)):
+            return
+        self.entries = data["files"]
+        self.journaled = 0
+        try:
+            lines = self.journal.read_bytes().splitlines()
+        except OSError:
+            return
+        for line in lines:
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if data.get("version") == CACHE_VERSION:
-                    self.entries = data["files"]
-            except (OSError, ValueError, KeyError):
-                self.entries = {}
+                entry = json.loads(line)
+                path_text, size, mtime_ns, inode, digest = entry
+            except ValueError:
+                continue  # a line cut short by a kill, or two appends interleaved
+            if isinstance(path_text, str) and isinstance(digest, str):
+                self.entries[path_text] = [size, mtime_ns, inode, digest]
+        self.journaled = len(lines)
 
     def digest(self, path: Path | str, stat: os.stat_result | None = None) -> str:
         """The file's sha256, read only when its size, mtime or inode changed."""
@@ -81,16 +129,15 @@ class HashMemo:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
         value = digest.hexdigest()
-        self.entries[str(path)] = self.added[str(path)] = [stat.st_size, stat.st_mtime_ns, stat.st_ino, value]
-        self.changed = True
+        entry = [stat.st_size, stat.st_mtime_ns, stat.st_ino, value]
+        self.entries[str(path)] = self.added[str(path)] = self.unsaved[str(path)] = entry
         return value
 
     def merge(self, added: dict[str, list[Any]]) -> None:
         """Take the digests another memo of this file computed (its :attr:`added`)."""
-        if added:
-            self.entries.update(added)
-            self.added.update(added)
-            self.changed = True
+        self.entries.update(added)
+        self.added.update(added)
+        self.unsaved.update(added)
 
     def known(self, path: Path | str, stat: os.stat_result) -> str | None:
         """The file's sha256 when it is remembered for this size, mtime and inode; None (and no
@@ -105,9 +152,23 @@ class HashMemo:
         return None
 
     def save(self) -> None:
-        if self.path is not None and self.changed:
-            _atomic_bytes(self.path, json.dumps({"version": CACHE_VERSION, "files": self.entries}).encode())
-            self.changed = False
+        """Write what was learnt since the last save: appended to the journal when a whole memo
+        was read and the journal is still short, else the whole memo (and no journal)."""
+        if self.path is None or not self.unsaved:
+            return
+        lines = len(self.unsaved)
+        if self.journaled is not None and self.journaled + lines <= max(JOURNAL_LINES, len(self.entries) // 8):
+            text = "".join(json.dumps([path, *entry]) + "\n" for path, entry in self.unsaved.items())
+            with self.journal.open("a", encoding="utf-8", errors="surrogateescape") as handle:
+                handle.write(text)  # one write, in append mode: a concurrent save's lines stay whole
+            self.journaled += lines
+        else:
+            _atomic_bytes(self.path, pickle.dumps({"version": CACHE_VERSION, "files": self.entries},
+                                                  protocol=pickle.HIGHEST_PROTOCOL))
+            self.journal.unlink(missing_ok=True)
+            self.path.with_name("hashes.json").unlink(missing_ok=True)  # the layout before the journal
+            self.journaled = 0
+        self.unsaved = {}
 
 
 def walk_files(root: Path, links: set[str] | None = None) -> Iterator[tuple[str, str, os.stat_result]]:

@@ -419,7 +419,7 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     frames (its rows of the runs and summaries tables) by its runs' hashes and folders, so a
     rebuild reads, validates and flattens only the files that changed, makes the frames of the
     campaigns that changed, and stacks the same tables from the rest. ``hashes``: the build's
-    file digests (``cache_dir``'s ``hashes.json``), if already read. ``held``: the record cache
+    file digests (``cache_dir``'s ``hashes.pickle``), if already read. ``held``: the record cache
     kept in memory by a process that loads again and again (``serve``'s session,
     :class:`~sparkreport.cache.Held`).
     """
@@ -463,9 +463,9 @@ def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], pa
                     held: Held | None = None) -> tuple[list[tuple[FlatRecord, str]], list[Frames]]:
     """The records (and their run.json digests) and each campaign's frames, in store order; the
     record cache's shard of a campaign (one new run rewrites its campaign's) keeps both."""
-    from sparkreport.cache import HashMemo, RecordCache, package_digest
+    from sparkreport.cache import HASHES_FILE, HashMemo, RecordCache, package_digest
 
-    memo = memo if memo is not None else HashMemo(cache_dir / "hashes.json")
+    memo = memo if memo is not None else HashMemo(cache_dir / HASHES_FILE)
     folder, salt = cache_dir / "records", f"flat-{FLAT_LAYOUT}:{package_digest(memo)}"
     cache = held.cache(RecordCache, folder, salt) if held is not None else RecordCache(folder, salt=salt)
     records: list[tuple[FlatRecord, str]] = []

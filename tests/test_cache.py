@@ -184,6 +184,50 @@ def test_hash_memo_rehashes_a_rewritten_file(tmp_path: Path) -> None:
     assert HashMemo(tmp_path / "memo.json").digest(path) != first
 
 
+def test_hash_memo_appends_what_it_learnt_and_rewrites_the_whole_memo_when_the_journal_is_long(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+    import json
+    import pickle
+
+    import sparkreport.cache as cache_module
+
+    monkeypatch.setattr(cache_module, "JOURNAL_LINES", 3)
+    files = []
+    for i in range(6):
+        files.append(tmp_path / f"f{i}.txt")
+        files[-1].write_text(f"file {i}", encoding="utf-8")
+    memo_path = tmp_path / "cache" / cache_module.HASHES_FILE
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "hashes.json").write_text("{}", encoding="utf-8")  # the layout before
+    memo = HashMemo(memo_path)
+    memo.digest(files[0])
+    memo.save()  # no memo read: the whole memo is written, the old layout's file removed
+    assert memo_path.is_file() and not memo.journal.exists() and not (tmp_path / "cache" / "hashes.json").exists()
+    before = memo_path.read_bytes()
+
+    memo = HashMemo(memo_path)
+    memo.digest(files[1])
+    memo.digest(files[2])
+    memo.save()  # two lines appended, the memo's file untouched
+    assert memo_path.read_bytes() == before
+    assert [json.loads(line)[0] for line in memo.journal.read_text("utf-8").splitlines()] == [
+        str(files[1]), str(files[2])]
+    with memo.journal.open("a", encoding="utf-8") as handle:
+        handle.write('["half a line", 3')  # a save killed mid-write
+    again = HashMemo(memo_path)
+    assert {again.known(path, path.stat()) for path in files[:3]} == {
+        hashlib.sha256(path.read_bytes()).hexdigest() for path in files[:3]}
+    assert not again.changed
+
+    again.digest(files[3])
+    again.save()  # three lines + one would pass JOURNAL_LINES: the whole memo again, no journal
+    assert not again.journal.exists()
+    assert sorted(pickle.loads(memo_path.read_bytes())["files"]) == sorted(str(path) for path in files[:4])
+    files[0].write_text("changed", encoding="utf-8")
+    assert HashMemo(memo_path).known(files[0], files[0].stat()) is None
+
+
 def test_blob_cache_round_trip(tmp_path: Path) -> None:
     cache = BlobCache(tmp_path / "svg", "svg")
     assert cache.get("ab" * 32) is None
@@ -192,7 +236,7 @@ def test_blob_cache_round_trip(tmp_path: Path) -> None:
     assert (cache.hits, cache.misses) == (1, 1)
 
 
-@pytest.mark.parametrize("name", ["hashes.json", "records/0.pickle"])
+@pytest.mark.parametrize("name", ["hashes.pickle", "hashes.pickle.log", "records/0.pickle"])
 def test_a_corrupt_cache_file_is_ignored(tmp_path: Path, phase1_store: Path, name: str) -> None:
     runs = tmp_path / "runs"
     shutil.copytree(phase1_store, runs)

@@ -57,7 +57,7 @@ class SiteData:
     family_rule: str = ""
     #: The analysis cache this was computed with (its ``computed``/``reused`` counts), if any.
     analysis_cache: AnalysisCache | None = field(default=None, repr=False)
-    #: The build's file sha256s by stat (``build/cache/hashes.json``), set by the render: a page
+    #: The build's file sha256s by stat (``build/cache/hashes.pickle``), set by the render: a page
     #: keyed by a file's content (a samples.csv it draws) reads the hash from here, so a fresh
     #: checkout (every mtime new) does not redraw it. None outside a render.
     hash_memo: HashMemo | None = field(default=None, repr=False)

@@ -157,7 +157,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     folder's digest from the walk ``build`` made of the store for its key
     (:func:`~sparkreport.cache.walk_store`), which lets the Runs pages keep the rows of the
     campaigns whose files did not change (a session walks the store itself, for its own key and
-    these rows); ``hashes``: the build's file digests (``build/cache/hashes.json``), already read.
+    these rows); ``hashes``: the build's file digests (``build/cache/hashes.pickle``), already read.
     """
     from sparkreport.early import check_writable
     from sparkreport.lock import output_lock
@@ -195,7 +195,7 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
 
 def _render(project: Project, session: RenderSession | None = None,
             store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None) -> RenderResult:
-    from sparkreport.cache import HashMemo, package_digest
+    from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
     from sparkreport.charts import ChartSpec
     from sparkreport.dataset import load_dataset
     from sparkreport.render.context import build_site_data, git_commit
@@ -223,8 +223,8 @@ def _render(project: Project, session: RenderSession | None = None,
         store_folders = walk.folders if store_folders is None else store_folders
     loaded = session.loaded if session is not None and session.loaded and session.loaded.key == key else None
     # The run store and the configuration unchanged since the session's last render: no reading.
-    memo = hashes if hashes is not None and hashes.path == cache_dir / "hashes.json" \
-        else HashMemo(cache_dir / "hashes.json")
+    memo = hashes if hashes is not None and hashes.path == cache_dir / HASHES_FILE \
+        else HashMemo(cache_dir / HASHES_FILE)
     held = session.held if session is not None else None
     dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo,
                                                                      held=held)

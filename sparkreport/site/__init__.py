@@ -109,7 +109,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     (then the configuration checks are made here, beside the store's walk)."""
     import time
 
-    from sparkreport.cache import HashMemo, package_digest, walk_store
+    from sparkreport.cache import HASHES_FILE, HashMemo, package_digest, walk_store
     from sparkreport.render import render
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
@@ -127,13 +127,13 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # process that starts now, while this one renders and builds: see run_files_beside.
             return (stack.enter_context(publish.staged(target)),
                     stack.enter_context(run_files_beside(project.runs_dir, target, cache_dir,
-                                                         folders, package_digest(memo))))
+                                                         folders, package_digest(memo), memo)))
 
         if not kept:
             # Without a kept state no build is skipped: one walk of the store (the key, the
             # published files' and the Runs pages' rows), then the publisher starts before the
             # build key, which hashes every run file (seconds on one CPU in a cold build).
-            memo = HashMemo(cache_dir / "hashes.json")
+            memo = HashMemo(cache_dir / HASHES_FILE)
             walk = walk_store(project.runs_path)
             folders = walk.folders
             started_early = start()
@@ -141,7 +141,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             memo.save()
         else:
             folders, key, computed = _walked_and_keyed(project, target, strict, name)
-            memo = HashMemo(cache_dir / "hashes.json")
+            memo = HashMemo(cache_dir / HASHES_FILE)
             memo.merge(computed)  # the digests the key had to compute
             memo.save()
             started_early = None
@@ -218,12 +218,12 @@ def _walk_and_key(project: Project, target: Path, strict: bool,
                   builder: str) -> tuple[dict[str, str | None], str, dict[str, list[Any]]]:
     """One walk of the store (:func:`~sparkreport.cache.walk_store`: each campaign folder's
     digest, for the published files' and the Runs pages' rows), the build key over it, and the
-    file digests it had to compute (``hashes.json``'s new entries: the build saves them; this
+    file digests it had to compute (``hashes.pickle``'s new entries: the build saves them; this
     writes no file, so it may be stopped at any moment)."""
-    from sparkreport.cache import HashMemo, walk_store
+    from sparkreport.cache import HASHES_FILE, HashMemo, walk_store
     from sparkreport.site import incremental
 
-    memo = HashMemo(project.cache_dir / "hashes.json")
+    memo = HashMemo(project.cache_dir / HASHES_FILE)
     walk = walk_store(project.runs_path)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
     return walk.folders, key, memo.added
@@ -252,12 +252,13 @@ class RunFiles:
 
 def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
                              listed: list[tuple[str, str]] | None = None,
-                             folders: Mapping[str, str | None] | None = None, salt: str = "") -> RunFiles:
+                             folders: Mapping[str, str | None] | None = None, salt: str = "",
+                             memo: HashMemo | None = None) -> RunFiles:
     """Publish the runs' files (``listed``, else what the Runs pages will list, read from the
     run store: :meth:`~sparkreport.render.runs_index.RunsPage.store_files`, kept per campaign
     in ``cache_dir`` by the walk's ``folders`` digests and ``salt``, the package's digest) into
     the side folder of a build of ``target`` — linking or carrying over what the live site holds
-    unchanged — then scan them."""
+    unchanged — then scan them. ``memo``: the build's file digests, if read (else read here)."""
     from sparkreport.cache import RecordCache
     from sparkreport.render.runs_index import STORE_FILES_CACHE, RunsPage
     from sparkreport.site import publish
@@ -271,14 +272,15 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
             cache = RecordCache(cache_dir / STORE_FILES_CACHE, salt=f"store-files-1:{salt}")
         listed = RunsPage.store_files(runs_dir, folders, cache)
     files = publish_listed(runs_dir, listed, side, previous=target if target.is_dir() else None,
-                           cache_dir=cache_dir)
-    memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
-    findings = scan_site(side, memo=memo, forked=False)
-    return RunFiles(listed, files, memo.clean_entries(findings), memo.scanned)
+                           cache_dir=cache_dir, memo=memo)
+    scanned = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
+    findings = scan_site(side, memo=scanned, forked=False)
+    return RunFiles(listed, files, scanned.clean_entries(findings), scanned.scanned)
 
 
 def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
-                     folders: Mapping[str, str | None] | None = None, salt: str = "") -> Background[RunFiles]:
+                     folders: Mapping[str, str | None] | None = None, salt: str = "",
+                     memo: HashMemo | None = None) -> Background[RunFiles]:
     """:func:`publish_run_files_beside`, started now in a forked process: at the start of a
     build, which loads and analyses the dataset on one CPU and leaves the other idle, then while
     the builder converts the pages. In this process (when its result is asked for) where no
@@ -286,7 +288,7 @@ def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
     from sparkreport.parallel import Background
 
     return Background(functools.partial(publish_run_files_beside, runs_dir, target, cache_dir,
-                                        folders=folders, salt=salt))
+                                        folders=folders, salt=salt, memo=memo))
 
 
 def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Background[RunFiles],

@@ -4,7 +4,7 @@ The key is one sha256 over the content hashes of everything a build reads — th
 (every file), ``sparkreport.yml``, the project's ``mkdocs.yml``, ``docs/``, ``templates/`` and
 ``overrides/``, the sparkreport package itself (code, templates, assets), the builder and the
 MkDocs, Material (and Zensical) versions, the project's git commit (printed in every footer)
-and the build's own options. File hashes are remembered by (size, mtime, inode) in ``build/cache/hashes.json``, so
+and the build's own options. File hashes are remembered by (size, mtime, inode) in ``build/cache/hashes.pickle``, so
 an unchanged file is not read again. After a successful build the key and what the build wrote
 are kept in ``build/cache/build.json``; the next build with the same key and an intact site
 returns that at once. Anything changed → a full build (whose dataset and chart caches still

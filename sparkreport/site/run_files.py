@@ -282,13 +282,14 @@ def carry_plan(live: Path, site: Path, record: dict[str, list[Any]], now: dict[s
 
 
 def publish_listed(runs_dir: Path, files: list[tuple[str, str]], site_dir: Path, *, previous: Path | None = None,
-                   cache_dir: Path | None = None) -> Published:
+                   cache_dir: Path | None = None, memo: HashMemo | None = None) -> Published:
     """:func:`publish_files` of ``files`` (site path, store path), with the live site's record
-    from the build cache ``cache_dir``."""
+    from the build cache ``cache_dir`` and its file digests (``memo``, the build's when it has
+    read them, else read here)."""
     if cache_dir is None:
         return publish_files(runs_dir, site_dir, files)
-    from sparkreport.cache import HashMemo
+    from sparkreport.cache import HASHES_FILE, HashMemo
 
     record = load_record(cache_dir, runs_dir, previous) if previous is not None else {}
     return publish_files(runs_dir, site_dir, files, previous=previous if record else None, record=record,
-                         memo=HashMemo(cache_dir / "hashes.json"))
+                         memo=memo if memo is not None else HashMemo(cache_dir / HASHES_FILE))
