@@ -319,7 +319,7 @@ class RecordCache:
         #: shard is saved to are removed by the next save.
         self.found: set[Path] = set(folder.glob("*.pickle")) if folder is not None and folder.is_dir() else set()
         for path in sorted(self.found):
-            shard = _load_pickle(path, salt, "shard")
+            shard = read_cache_pickle(path, salt, "shard")
             if isinstance(shard.get("name"), str) and isinstance(shard.get("records"), dict):
                 self.shards[shard["name"]] = shard["records"]
                 self.extras[shard["name"]] = shard.get("extra")
@@ -410,7 +410,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _load_pickle(path: Path | None, salt: str, field: str) -> dict[str, Any]:
+def write_cache_pickle(path: Path, salt: str, field: str, value: dict[str, Any]) -> None:
+    """``value`` as ``field`` of a cache pickle (this CACHE_VERSION, ``salt``), written atomically:
+    what :func:`read_cache_pickle` reads back. A pickle, not JSON, for the files a build reads
+    and writes whole every time: a third to a half of JSON's time each way at 10 000 runs."""
+    _atomic_bytes(path, pickle.dumps({"version": CACHE_VERSION, "salt": salt, field: value},
+                                     protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def read_cache_pickle(path: Path | None, salt: str, field: str) -> dict[str, Any]:
     """``field`` of a cache pickle written with this CACHE_VERSION and ``salt``; {} when the file is
     missing, unreadable, damaged or from other code."""
     if path is None or not path.is_file():
@@ -443,7 +451,7 @@ class AnalysisCache:
     def __init__(self, path: Path | None, salt: str = ""):
         self.path = path
         self.salt = salt
-        self.entries: dict[str, dict[str, Any]] = _load_pickle(path, salt, "entries")
+        self.entries: dict[str, dict[str, Any]] = read_cache_pickle(path, salt, "entries")
         self.changed = False
         self.renew()
 

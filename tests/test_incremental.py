@@ -605,14 +605,14 @@ def test_a_session_holds_its_caches_and_renders_what_a_cold_render_does(two_camp
     change_one_run(two_campaigns / "runs")
 
     read: list[str] = []
-    load = sparkreport.cache._load_pickle
+    load = sparkreport.cache.read_cache_pickle
 
     def reading(path: Path | None, *args: Any) -> Any:
         read.append(str(path))
         return load(path, *args)
 
     with monkeypatch.context() as patch:
-        patch.setattr(sparkreport.cache, "_load_pickle", reading)
+        patch.setattr(sparkreport.cache, "read_cache_pickle", reading)
         second = session.render()
     assert read and not [p for p in read if "/records/" in p or p.endswith("analysis.pickle")]
     analysis = session.held.cache(sparkreport.cache.AnalysisCache, two_campaigns / "build" / "cache" / "analysis.pickle",

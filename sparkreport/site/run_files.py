@@ -113,7 +113,7 @@ class Carry:
 
 #: The record of the published run files, in the build cache: site path → the source's size
 #: and sha256 when it was published, with the code signature and the run store.
-RECORD_FILE = "published-files.json"
+RECORD_FILE = "published-files.pickle"
 RECORD_VERSION = 2
 
 
@@ -131,24 +131,22 @@ def load_record(cache_dir: Path, runs_dir: Path, site_dir: Path) -> dict[str, li
     """The published files of the live site ``site_dir`` (as the last successful build recorded
     them); {} when there is no record, or it was made by other code, for another run store or
     for another site folder."""
-    try:
-        data = json.loads((cache_dir / RECORD_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("signature") != publisher_signature() \
-            or data.get("runs_dir") != str(runs_dir) or data.get("site_dir") != str(site_dir):
-        return {}
-    files = data.get("files")
-    return files if isinstance(files, dict) else {}
+    from sparkreport.cache import read_cache_pickle
+
+    return read_cache_pickle(cache_dir / RECORD_FILE, _record_salt(runs_dir, site_dir), "files")
 
 
 def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[str, list[Any]]) -> None:
     """Record what the site ``site_dir``, just published, holds of the runs' files."""
-    from sparkreport.cache import _atomic_bytes
+    from sparkreport.cache import write_cache_pickle
 
-    data = {"signature": publisher_signature(), "runs_dir": str(runs_dir), "site_dir": str(site_dir),
-            "files": record}
-    _atomic_bytes(cache_dir / RECORD_FILE, json.dumps(data, separators=(",", ":")).encode())
+    write_cache_pickle(cache_dir / RECORD_FILE, _record_salt(runs_dir, site_dir), "files", record)
+    (cache_dir / "published-files.json").unlink(missing_ok=True)  # the layout before the pickle
+
+
+def _record_salt(runs_dir: Path, site_dir: Path) -> str:
+    """What a record is valid for: this publisher's code, this run store, this site folder."""
+    return "\0".join([publisher_signature(), os.fsdecode(runs_dir), os.fsdecode(site_dir)])
 
 
 def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, previous: Path | None = None,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import os
 import re
 import zlib
@@ -307,10 +306,10 @@ class ScanMemo:
     (inode, size, mtime_ns, sha256) of the file scanned clean. A file with the same inode, size
     and mtime (a hard link of the live site's file, which was scanned before it was published)
     is skipped without reading; any other file whose content digest was scanned clean is
-    skipped after hashing. Kept in the build cache (``scanned.json``); another version of the
+    skipped after hashing. Kept in the build cache (``scanned.pickle``); another version of the
     shapes or of this scanner starts it empty."""
 
-    FILE = "scanned.json"
+    FILE = "scanned.pickle"
 
     def __init__(self, path: Path | None = None):
         self.path = path
@@ -318,12 +317,9 @@ class ScanMemo:
         self.fresh: dict[str, list[Any]] = {}
         self.scanned = 0
         if path is not None:
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if data.get("signature") == scanner_signature() and isinstance(data.get("files"), dict):
-                    self.files = data["files"]
-            except (OSError, ValueError, AttributeError):
-                pass
+            from sparkreport.cache import read_cache_pickle
+
+            self.files = read_cache_pickle(path, scanner_signature(), "files")
         self.digests = {entry[3] for entry in self.files.values()}
 
     def known_clean(self, relative: str, path: str) -> bool:
@@ -362,10 +358,10 @@ class ScanMemo:
         """Record the files of a site that was scanned clean (call only then)."""
         if self.path is None:
             return
-        from sparkreport.cache import _atomic_bytes
+        from sparkreport.cache import write_cache_pickle
 
-        _atomic_bytes(self.path, json.dumps({"signature": scanner_signature(), "files": self.fresh},
-                                            separators=(",", ":")).encode())
+        write_cache_pickle(self.path, scanner_signature(), "files", self.fresh)
+        self.path.with_name("scanned.json").unlink(missing_ok=True)  # the layout before the pickle
 
 
 def scanner_signature() -> str:
