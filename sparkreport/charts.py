@@ -67,8 +67,10 @@ def _finite(value: Any) -> float | None:
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Plain JSON-safe rows (pandas NA → None)."""
+    from sparkreport.dataset import frame_records
+
     rows = []
-    for record in frame.astype(object).to_dict(orient="records"):
+    for record in frame_records(frame.astype(object)):
         clean: dict[str, Any] = {}
         for key, value in record.items():
             if isinstance(value, float | int) and not isinstance(value, bool):

@@ -216,7 +216,43 @@ def plain(value: Any) -> Any:
 
 def frame_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame as a list of dicts with plain values (the JSON contracts, the page tables)."""
-    return [{str(k): plain(v) for k, v in record.items()} for record in frame.to_dict(orient="records")]
+    return [{str(k): plain(v) for k, v in record.items()} for record in frame_records(frame)]
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict[Any, Any]]:
+    """``frame.to_dict(orient="records")``, the same values, read column by column: pandas boxes
+    every cell of a row one at a time, which for the Arrow-backed text columns of the analysis'
+    tables is most of the time (0.12 s of comparing 1 850 pairs at 10 000 runs)."""
+    import pandas as pd
+
+    columns = list(frame.columns)
+    if not columns:
+        return [{} for _ in range(len(frame))]
+    values = []
+    for i, dtype in enumerate(frame.dtypes):
+        column = frame.iloc[:, i].tolist()  # Python scalars, NA as pd.NA, NaN and NaT as they are
+        if isinstance(dtype, pd.api.extensions.ExtensionDtype):
+            column = [None if value is pd.NA else value for value in column]
+        elif dtype.kind == "O":
+            column = [_native(value) for value in column]
+        values.append(column)
+    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _native(value: Any) -> Any:
+    """What ``to_dict`` makes of a cell of an object column: numpy scalars as Python's, NA as None."""
+    import numpy as np
+    import pandas as pd
+
+    if value is pd.NA:
+        return None
+    if isinstance(value, np.datetime64):
+        return pd.Timestamp(value)
+    if isinstance(value, np.timedelta64):
+        return pd.Timedelta(value)
+    if isinstance(value, np.generic) and isinstance(value, (np.floating, np.integer, np.bool_)):
+        return value.item()
+    return value
 
 
 def _display(record: RunRecord) -> str:

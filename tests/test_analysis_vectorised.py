@@ -212,3 +212,48 @@ def test_the_analysis_imports_without_scipy_stats() -> None:
     code = "import sys, sparkreport.analysis, sparkreport.render; print('scipy.stats' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def _same_cell(a: object, b: object) -> bool:
+    """Equal and of the same type; NaN, NaT and NA each equal only themselves."""
+    if type(a) is not type(b):
+        return False
+    if a is pd.NA or a is pd.NaT or b is pd.NA or b is pd.NaT:
+        return a is b
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return bool(a == b)
+
+
+#: A column of each kind the dataset and the analysis tables hold, with missing cells.
+_COLUMN_KINDS = {
+    "Int64": lambda vals: pd.array([None if v is None else int(v) for v in vals], dtype="Int64"),
+    "Float64": lambda vals: pd.array(vals, dtype="Float64"),
+    "boolean": lambda vals: pd.array([None if v is None else v > 0 for v in vals], dtype="boolean"),
+    "string": lambda vals: pd.array([None if v is None else f"s{v}" for v in vals], dtype="string"),
+    "object": lambda vals: pd.Series([None if v is None else (np.float64(v) if v > 0 else f"o{v}")
+                                      for v in vals], dtype=object),
+    "float64": lambda vals: np.array([math.nan if v is None else v for v in vals], dtype="float64"),
+    "int64": lambda vals: np.array([0 if v is None else int(v) for v in vals], dtype="int64"),
+    "bool": lambda vals: np.array([v is not None and v > 0 for v in vals]),
+    "datetime": lambda vals: pd.to_datetime([None if v is None else int(v) for v in vals], unit="s"),
+    "category": lambda vals: pd.Categorical([None if v is None else f"c{int(v) % 3}" for v in vals]),
+}
+
+
+@SETTINGS
+@given(cells=hst.lists(hst.one_of(hst.none(), hst.integers(min_value=-5, max_value=5).map(float)), max_size=12),
+       kinds=hst.lists(hst.sampled_from(sorted(_COLUMN_KINDS)), max_size=6))
+def test_frame_records_are_pandas_records_cell_for_cell(cells: list[float | None], kinds: list[str]) -> None:
+    """``frame_records`` reads a frame column by column; its rows are ``to_dict(orient="records")``'s,
+    every cell of the same value and type (NA as None, numpy scalars as Python's)."""
+    from sparkreport.dataset import frame_records
+
+    frame = pd.DataFrame({f"{kind}{i}": _COLUMN_KINDS[kind](cells) for i, kind in enumerate(kinds)},
+                         index=range(len(cells)))
+    expected = frame.to_dict(orient="records")
+    got = frame_records(frame)
+    assert len(got) == len(expected)
+    for row, want in zip(got, expected, strict=True):
+        assert list(row) == list(want)
+        assert all(_same_cell(row[key], want[key]) for key in want), (row, want)

@@ -21,7 +21,7 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import arm_rows, campaign_digests, float_matrix, included_runs, reported
 from sparkreport.config import AnalysisOptions
-from sparkreport.dataset import Dataset
+from sparkreport.dataset import Dataset, frame_records
 from sparkreport.errors import DataError
 
 #: Comparison rows before the design step, and the levels of the factor seen.
@@ -135,7 +135,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     if frame.empty:
         return frame
     frame = design.apply_design(frame, ds, opts, factor, baseline)  # blocks; Holm per campaign family
-    frame["verdict"] = [_verdict(r, opts) for r in frame.to_dict(orient="records")]
+    frame["verdict"] = [_verdict(r, opts) for r in frame_records(frame)]
     return frame.sort_values(["campaign", "model", "metric", "candidate"], kind="stable").reset_index(drop=True)
 
 

@@ -24,7 +24,7 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import arm_rows, float_matrix, included_runs, reported
 from sparkreport.config import AnalysisOptions
-from sparkreport.dataset import Dataset
+from sparkreport.dataset import Dataset, frame_records
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -230,7 +230,7 @@ def apply_design(frame: pd.DataFrame, ds: Dataset, opts: AnalysisOptions, factor
         return frame
     blocked = blocked_tests(ds, opts, factor, baseline, sorted(set(frame["metric"])))
     p_blocked, design = [], []
-    for row in frame.to_dict(orient="records"):
+    for row in frame_records(frame):
         found = blocked.get((str(row["campaign"]), str(row["model"]), str(row["candidate"]), str(row["metric"])))
         if found is not None and math.isfinite(found[0]):
             p_blocked.append(found[0])
@@ -255,8 +255,10 @@ def holm_by_family(frame: pd.DataFrame, opts: AnalysisOptions) -> pd.DataFrame:
     keys = [f"{c} · {r}" for c, r in zip(frame["campaign"], roles, strict=True)]
     adjusted = [st.NAN] * len(p)
     sizes: dict[str, int] = {}
-    for key in dict.fromkeys(keys):
-        index = [i for i, k in enumerate(keys) if k == key]
+    families: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        families.setdefault(key, []).append(i)
+    for key, index in families.items():
         sizes[key] = sum(1 for i in index if math.isfinite(p[i]))
         for i, q in zip(index, st.holm([p[i] for i in index]), strict=True):
             adjusted[i] = q
@@ -321,7 +323,7 @@ def compare_by(ds: Dataset, label: str, factor: str = "environment", baseline: s
     out = holm_by_family(out, opts)
     from sparkreport.analysis.compare import _verdict
 
-    out["verdict"] = [_verdict(r, opts) for r in out.to_dict(orient="records")]
+    out["verdict"] = [_verdict(r, opts) for r in frame_records(out)]
     order = ["campaign", "model", "metric", "candidate", "stratum"]
     return out.sort_values(order, kind="stable").reset_index(drop=True)
 

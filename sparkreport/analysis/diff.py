@@ -114,6 +114,8 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
     """Diff two runs tables (already selected); see the module docstring for the rules."""
     import pandas as pd
 
+    from sparkreport.dataset import frame_records
+
     if a.empty or b.empty:
         raise DataError(f"side {'a' if a.empty else 'b'} selects no runs — check the selector")
     present = ({m for m in a.columns if metric_catalog.is_metric(m) and a[m].notna().any()}
@@ -143,7 +145,7 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
     frame = pd.DataFrame(rows, columns=DIFF_KEYS)
     tested = frame["p_welch"].astype(float)
     frame["p_holm"] = st.holm(tested.tolist())
-    frame["verdict"] = [_verdict(r, opts) for r in frame.to_dict(orient="records")]
+    frame["verdict"] = [_verdict(r, opts) for r in frame_records(frame)]
     return DiffResult(what_changed(a, b), frame, not_comparable)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.dataset import plain
+from sparkreport.dataset import frame_records, plain
 from sparkreport.render.tables import metric_label
 
 if TYPE_CHECKING:
@@ -387,7 +387,7 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
         return []
     order = {m: i for i, m in enumerate(site.config.primary_metrics)}
     out = []
-    for raw in frame.to_dict(orient="records"):
+    for raw in frame_records(frame):
         row = {str(k): plain(v) for k, v in raw.items()}
         ratio, low, high = row.get("ratio"), row.get("ratio_ci_low"), row.get("ratio_ci_high")
         mean_b = row.get("mean_baseline")

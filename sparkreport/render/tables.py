@@ -7,7 +7,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.dataset import plain
+from sparkreport.dataset import frame_records, plain
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,7 +29,7 @@ def claims(frame: pd.DataFrame, findings: Sequence[Finding] = (),
         return []
     errors = [f for f in findings if f.severity == "error"]
     out = []
-    for raw in frame.to_dict(orient="records"):
+    for raw in frame_records(frame):
         runs: list[str] = []
         if arm_runs is not None:
             for level in (raw["baseline"], raw["candidate"]):
