@@ -147,8 +147,9 @@ def campaign_digests(ds: Dataset, opts: AnalysisOptions) -> dict[str, str]:
             ids.setdefault(record.campaign, []).append(record.run_id)
         hashes = {campaign: hashlib.sha256(ds.digest_of(run_ids).encode()) for campaign, run_ids in ids.items()}
         runs = included_runs(ds, opts)
-        for campaign, run_id, included, reason in zip(runs["campaign"], runs["run_id"], runs["included"],
-                                                      runs["exclusion_reason"], strict=True):
+        for campaign, run_id, included, reason in zip(runs["campaign"].tolist(), runs["run_id"].tolist(),
+                                                      runs["included"].tolist(),
+                                                      runs["exclusion_reason"].tolist(), strict=True):
             hashes[str(campaign)].update(f"{run_id}\0{included}\0{reason}\n".encode("utf-8", "surrogateescape"))
         ds.memo[key] = {campaign: digest.hexdigest() for campaign, digest in hashes.items()}
     digests = ds.memo[key]

@@ -97,8 +97,8 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     opts = opts or AnalysisOptions()
     # One member per family of exactly related metrics, unless the caller names the metrics.
     wanted = set(metrics or design.family_representatives(opts.tested_metrics)[0])
-    names = dict(zip(ds.runs["model"], ds.runs["model_name"], strict=False))
-    names.update(dict(zip(ds.summaries["model"], ds.summaries["model_name"], strict=False)))
+    names = dict(zip(ds.runs["model"].tolist(), ds.runs["model_name"].tolist(), strict=False))
+    names.update(dict(zip(ds.summaries["model"].tolist(), ds.summaries["model_name"].tolist(), strict=False)))
     digests = campaign_digests(ds, opts) if cache is not None else {}
     models: dict[str, set[str]] = {}
     for record in ds.records:

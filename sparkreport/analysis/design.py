@@ -250,9 +250,9 @@ def holm_by_family(frame: pd.DataFrame, opts: AnalysisOptions) -> pd.DataFrame:
         return frame
     primary = set(primary_metrics(opts))
     p = [float(b) if math.isfinite(float(b)) else float(w)
-         for b, w in zip(frame["p_blocked"], frame["p_welch"], strict=True)]
-    roles = ["primary" if m in primary else "secondary" for m in frame["metric"]]
-    keys = [f"{c} · {r}" for c, r in zip(frame["campaign"], roles, strict=True)]
+         for b, w in zip(frame["p_blocked"].tolist(), frame["p_welch"].tolist(), strict=True)]
+    roles = ["primary" if m in primary else "secondary" for m in frame["metric"].tolist()]
+    keys = [f"{c} · {r}" for c, r in zip(frame["campaign"].tolist(), roles, strict=True)]
     adjusted = [st.NAN] * len(p)
     sizes: dict[str, int] = {}
     families: dict[str, list[int]] = {}

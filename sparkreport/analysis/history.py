@@ -131,7 +131,7 @@ def order_versions(runs: pd.DataFrame, column: str) -> tuple[list[str], str]:
     """The versions in order and the rule used: ``pep440``, ``natural`` or ``date``."""
     from packaging.version import InvalidVersion, Version
 
-    values = sorted({str(v) for v in runs[column].dropna()})
+    values = sorted({str(v) for v in runs[column].dropna().unique()})
     try:
         return sorted(values, key=Version), "pep440"
     except InvalidVersion:

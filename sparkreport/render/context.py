@@ -109,7 +109,7 @@ class SiteData:
         """(model key, display name) of every model with per-run or published data, in order."""
         seen: dict[str, str] = {}
         for frame in (self.dataset.runs, self.dataset.summaries):
-            for key, name in zip(frame["model"], frame["model_name"], strict=True):
+            for key, name in zip(frame["model"].tolist(), frame["model_name"].tolist(), strict=True):
                 seen.setdefault(str(key), str(name))
         return sorted(seen.items(), key=lambda item: item[1].lower())
 

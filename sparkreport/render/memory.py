@@ -189,7 +189,7 @@ class MemoryPage(Page):
         from sparkreport.render.report import newest_campaigns
 
         memory = site.stats[site.stats["metric"].isin(MEMORY_METRICS + BUDGET_METRICS)]
-        shown, earlier = newest_campaigns(site, set(memory["campaign"].astype(str)))
+        shown, earlier = newest_campaigns(site, {str(value) for value in memory["campaign"].unique()})
         return set(shown), set(earlier)
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:

@@ -329,7 +329,7 @@ class Resolver:
         return metric
 
     def _known_metric(self, metric: str, frame: pd.DataFrame) -> None:
-        present = sorted(set(frame["metric"].astype(str)))
+        present = sorted({str(value) for value in frame["metric"].unique()})
         if metric not in present:
             what = "no arm reports" if metric_catalog.is_metric(metric) else "unknown metric"
             raise BindingError(f"{what} {metric!r} — metrics in the data: {shown_values(present)}")
@@ -349,7 +349,7 @@ class Resolver:
             raise BindingError("compare() filters on campaign, model and model_name; "
                                "to contrast label values use factor=\"label.KEY\"")
         frame = self._comparisons(factor, str(baseline))
-        present = sorted(set(frame["metric"].astype(str))) if not frame.empty else []
+        present = sorted({str(value) for value in frame["metric"].unique()}) if not frame.empty else []
         if metric not in present:
             what = "unknown metric" if not metric_catalog.is_metric(metric) else "no comparison of"
             raise BindingError(f"{what} {metric!r} — compared metrics: {', '.join(present) or 'none'}")
@@ -455,7 +455,7 @@ class Resolver:
             raise BindingError("table(\"comparisons\") filters on campaign, model, model_name and candidate")
         frame = self._comparisons(factor or self.site.config.factor, str(baseline or self.site.config.baseline))
         if metric is not None:
-            present = sorted(set(frame["metric"].astype(str))) if not frame.empty else []
+            present = sorted({str(value) for value in frame["metric"].unique()}) if not frame.empty else []
             if self._metric_name(metric) not in present:
                 raise BindingError(f"no comparison of {metric!r} — compared metrics: {', '.join(present) or 'none'}")
             columns["metric"] = metric

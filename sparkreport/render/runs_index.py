@@ -238,8 +238,9 @@ class RunsPage(Page):
         folder and the key its folder's rows are kept by (which determines the row but for
         ``included`` and ``reason``)."""
         runs = site.runs
-        included = dict(zip(runs["run_id"], runs["included"], strict=True)) if not runs.empty else {}
-        reasons = dict(zip(runs["run_id"], runs["exclusion_reason"], strict=True)) if not runs.empty else {}
+        run_ids = runs["run_id"].tolist() if not runs.empty else []
+        included = dict(zip(run_ids, runs["included"].tolist(), strict=True)) if not runs.empty else {}
+        reasons = dict(zip(run_ids, runs["exclusion_reason"].tolist(), strict=True)) if not runs.empty else {}
         by_folder: dict[str, list[tuple[RunRecord, str]]] = {}
         paths = dict(zip([r.run_id for r in site.dataset.records], site.dataset.paths, strict=True))
         for record in site.dataset.records:
