@@ -219,10 +219,28 @@ def test_runs_page_links_to_every_runs_raw_files(rendered: RenderResult, phase1_
     assert "files/phase1/_sources/" in text  # the shared aggregate source, published once
 
 
+def test_small_runs_page_gives_each_model_and_environment_a_section(rendered: RenderResult,
+                                                                    rendered_summaries: RenderResult) -> None:
+    """On a small store's one Runs page, a campaign whose model × environment groups hold more than
+    two runs on average gets a section per group (in the table of contents), whose tables leave out
+    the Model and Environment columns; a campaign of one record per group keeps one table."""
+    text = page(rendered, "runs/index.md")
+    sections = re.findall(r'^### <a id="([^"]+)"></a>(.+) · (.+)$', text, flags=re.M)
+    assert len(sections) == 6, sections  # the 63 Phase 1 runs: 3 models × 2 environments
+    assert all(anchor.startswith("phase1--") for anchor, _model, _environment in sections)  # unique on the page
+    assert {(model, environment) for _anchor, model, environment in sections} == {
+        (model, environment) for model in ("DeepSeek-R1-Distill-Qwen-7B", "gpt-oss-120b", "Qwen2.5-72B-Instruct")
+        for environment in ("container", "native")}
+    assert "<th>Model</th>" not in text and text.count("<th>Run</th>") == 6
+    published = page(rendered_summaries, "runs/index.md")
+    assert "### <a id=" not in published and "<th>Model</th>" in published
+
+
 def test_runs_table_breaks_run_ids_at_their_dots_and_drops_an_empty_iteration_column() -> None:
     """A run id may break only after a dot or a hyphen, or every 10 characters of a longer stretch
-    (``<wbr>``; Material lets code break anywhere), not at all under a campaign page's section heading; a table whose rows have no
-    iteration has no Iteration column of dashes. Ids are escaped before the breaks go in."""
+    (``<wbr>``; Material lets code break anywhere); under a section heading not at its hyphens (a
+    nowrap cell); a table whose rows have no iteration has no Iteration column of dashes. Ids are
+    escaped before the breaks go in."""
     from types import SimpleNamespace
 
     from sparkreport.render.markdown import make_environment
@@ -337,7 +355,10 @@ def test_summaries_only_store_renders_published_figures(rendered_summaries: Rend
     native = table_rows(post, ("model not named in the post", "native (*published*)"))
     assert native[0][2:8] == ["119.64", "78.31", "41.33", "0.90", "37.20", "37.26"]  # 0.9 × 41.33
     runs = page(rendered_summaries, "runs/index.md")
-    assert "published figures" in runs
+    # a campaign of published summaries only says so once, above a table without the two columns
+    # that would repeat it on every row (Status "published figures", In statistics "as published")
+    assert "Published summaries: one record per arm, used in the statistics as published." in runs
+    assert "<th>Status</th>" not in runs and "as published</td>" not in runs
 
 
 def test_project_template_overrides_by_name(tmp_path: Path, phase1_store: Path) -> None:

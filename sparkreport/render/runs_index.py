@@ -86,7 +86,8 @@ class RunsPage(Page):
 
             def fill_small() -> None:
                 self.write_manifest(site, out, index, entries)
-                index.context = {"campaigns": {c: [e for e in entries if e["campaign"] == c] for c in campaigns},
+                rows = {c: [e for e in entries if e["campaign"] == c] for c in campaigns}
+                index.context = {"campaigns": rows, "sections": self.small_sections(index, rows),
                                  "summaries": None, **self.limits()}
                 index.charts = self.sample_charts(site, index, entries)
 
@@ -128,6 +129,27 @@ class RunsPage(Page):
 
         index.fill = fill_index
         return [index, *docs]
+
+    def small_sections(self, index: PageDoc,
+                       rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]] | None]:
+        """On a small store's one Runs page, each campaign's rows in a section per model and
+        environment (as a large store's campaign pages have them: the table then leaves out those
+        two columns, and a run id stays on one line) when its groups hold more than two rows on
+        average; else None: one table, a row per record (a published study's one arm a row)."""
+        anchors = unique_slugs(name for entries in rows.values() for entry in entries
+                               for name in (entry["model_name"], entry["environment"]))
+        campaign_anchors = unique_slugs(rows)
+        out: dict[str, list[dict[str, Any]] | None] = {}
+        for campaign, entries in rows.items():
+            per_page, groups = self.campaign_groups([entries], [index], anchors)
+            if len(entries) <= 2 * len(groups):
+                out[campaign] = None
+                continue
+            sections = per_page[0][1]
+            for section in sections:  # several campaigns on the page: the campaign in each anchor
+                section["anchor"] = f"{campaign_anchors[campaign]}--{section['anchor']}"
+            out[campaign] = sections
+        return out
 
     @staticmethod
     def campaign_groups(chunks: list[list[dict[str, Any]]], pages: list[PageDoc],
