@@ -238,9 +238,9 @@ def test_small_runs_page_gives_each_model_and_environment_a_section(rendered: Re
 
 def test_runs_table_breaks_run_ids_at_their_dots_and_drops_an_empty_iteration_column() -> None:
     """A run id may break only after a dot or a hyphen, or every 10 characters of a longer stretch
-    (``<wbr>``; Material lets code break anywhere); under a section heading not at its hyphens (a
-    nowrap cell); a table whose rows have no iteration has no Iteration column of dashes. Ids are
-    escaped before the breaks go in."""
+    (``<wbr>``; Material lets code break anywhere); under a section heading (a nowrap cell) after
+    a dot or a hyphen only, never inside a stretch; a table whose rows have no iteration has no
+    Iteration column of dashes. Ids are escaped before the breaks go in."""
     from types import SimpleNamespace
 
     from sparkreport.render.markdown import make_environment
@@ -254,6 +254,10 @@ def test_runs_table_breaks_run_ids_at_their_dots_and_drops_an_empty_iteration_co
     assert "<th>Iteration</th>" not in without and "<td>—</td>" not in without
     assert ('<tr><td class="sparkreport-run"><code>llama.<wbr>cold.<wbr>&lt;i01&gt;-'
             f'{"f" * 10}<wbr>{"f" * 10}<wbr>{"f" * 10}<wbr>{"f" * 10}</code></td>') in without
+    # under a section heading (a nowrap cell): after dots and hyphens only, a hex stretch whole
+    in_section = template.render(entries=[row], site=site, sample_points=400, in_section=True)
+    assert ('<td class="sparkreport-run sparkreport-nowrap"><code>llama.<wbr>cold.<wbr>&lt;i01&gt;-<wbr>'
+            f'{"f" * 40}</code></td>') in in_section
     with_one = template.render(entries=[row, {**row, "run_id": "b", "iteration": 2}], site=site, sample_points=400)
     assert "<th>Iteration</th>" in with_one and "<td>—</td>" in with_one and "<td>2</td>" in with_one
     in_section = template.render(entries=[row], site=site, sample_points=400, in_section=True)

@@ -161,19 +161,22 @@ def h(value: Any) -> Markup:
 BREAK_EVERY = 10
 
 
-def breakable(value: Any) -> Markup:
+def breakable(value: Any, every: int | None = BREAK_EVERY) -> Markup:
     """An identifier as HTML (escaped) with break opportunities (``<wbr>``) after each dot and every
-    :data:`BREAK_EVERY` characters of a longer stretch without a dot or a hyphen: a browser takes
-    those (and the hyphens) before breaking inside a word as Material lets code do ("cgrou|p-16g")."""
+    ``every`` characters of a longer stretch without a dot or a hyphen: a browser takes those (and
+    the hyphens) before breaking inside a word as Material lets code do ("cgrou|p-16g"). With
+    ``every`` None, after each dot and each hyphen only, for a cell that does not wrap otherwise
+    (``white-space: nowrap``, where a hyphen is no break): a hex id stays whole."""
     pieces = re.split(r"([.-])", " ".join(str(value).split()))
     out = []
     for piece in pieces:
         if piece == ".":
             out.append(".<wbr>")
         elif piece == "-":
-            out.append("-")
+            out.append("-" if every else "-<wbr>")
         else:
-            chunks = [piece[i:i + BREAK_EVERY] for i in range(0, len(piece), BREAK_EVERY)] or [""]
+            step = every or len(piece) or 1
+            chunks = [piece[i:i + step] for i in range(0, len(piece), step)] or [""]
             out.append("<wbr>".join(html.escape(chunk, quote=True) for chunk in chunks))
     return Markup("".join(out))
 
