@@ -94,15 +94,9 @@ class HashMemo:
         return self.path.with_name(self.path.name + ".log")
 
     def _load(self, path: Path) -> None:
-        try:
-            with path.open("rb") as handle, gc_paused():
-                data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
-        except Exception:  # noqa: BLE001 — missing, damaged or from other code: start afresh
-            return
-        if not (isinstance(data, dict) and data.get("version") == CACHE_VERSION
-                and isinstance(data.get("files"), dict)):
-            return
-        self.entries = data["files"]
+        self.entries = read_cache_pickle(path, "", "files")
+        if not self.entries:
+            return  # nothing read (missing, damaged, another layout): the next save writes it whole
         self.journaled = 0
         try:
             lines = self.journal.read_bytes().splitlines()
@@ -163,8 +157,7 @@ class HashMemo:
                 handle.write(text)  # one write, in append mode: a concurrent save's lines stay whole
             self.journaled += lines
         else:
-            _atomic_bytes(self.path, pickle.dumps({"version": CACHE_VERSION, "files": self.entries},
-                                                  protocol=pickle.HIGHEST_PROTOCOL))
+            write_cache_pickle(self.path, "", "files", self.entries)
             self.journal.unlink(missing_ok=True)
             self.path.with_name("hashes.json").unlink(missing_ok=True)  # the layout before the journal
             self.journaled = 0

@@ -161,22 +161,23 @@ def h(value: Any) -> Markup:
 BREAK_EVERY = 10
 
 
-def breakable(value: Any, every: int | None = BREAK_EVERY) -> Markup:
+def breakable(value: Any, nowrap: bool = False) -> Markup:
     """An identifier as HTML (escaped) with break opportunities (``<wbr>``) after each dot and every
-    ``every`` characters of a longer stretch without a dot or a hyphen: a browser takes those (and
-    the hyphens) before breaking inside a word as Material lets code do ("cgrou|p-16g"). With
-    ``every`` None, after each dot and each hyphen only, for a cell that does not wrap otherwise
-    (``white-space: nowrap``, where a hyphen is no break): a hex id stays whole."""
+    :data:`BREAK_EVERY` characters of a longer stretch without a dot or a hyphen: a browser takes
+    those (and the hyphens) before breaking inside a word as Material lets code do ("cgrou|p-16g").
+    ``nowrap``: for a cell that does not wrap otherwise (``white-space: nowrap``, where a hyphen is
+    no break): after each dot and each hyphen only, so a hex stretch stays whole."""
     pieces = re.split(r"([.-])", " ".join(str(value).split()))
     out = []
     for piece in pieces:
         if piece == ".":
             out.append(".<wbr>")
         elif piece == "-":
-            out.append("-" if every else "-<wbr>")
+            out.append("-<wbr>" if nowrap else "-")
+        elif nowrap:
+            out.append(html.escape(piece, quote=True))
         else:
-            step = every or len(piece) or 1
-            chunks = [piece[i:i + step] for i in range(0, len(piece), step)] or [""]
+            chunks = [piece[i:i + BREAK_EVERY] for i in range(0, len(piece), BREAK_EVERY)] or [""]
             out.append("<wbr>".join(html.escape(chunk, quote=True) for chunk in chunks))
     return Markup("".join(out))
 
