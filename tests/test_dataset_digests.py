@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sparkreport.cache import digest_of
-from sparkreport.dataset import Dataset, build_dataset, load_dataset
+from sparkreport.dataset import Dataset, RecordKey, build_dataset, load_dataset
 
 
 def _file_digests(runs: Path) -> dict[str, str]:
@@ -106,6 +106,9 @@ def _assert_same(a: Dataset, b: Dataset) -> None:
     pd.testing.assert_frame_equal(a.summaries, b.summaries)
     assert (a.digest, a.paths, a.run_digests, a.incomplete) == (b.digest, b.paths, b.run_digests, b.incomplete)
     assert [r.to_dict() for r in a.records] == [r.to_dict() for r in b.records]
+    assert a.record_keys() == [RecordKey.of(r) for r in b.records] == b.record_keys()
+    assert [r.to_dict() for r in a.records[2:5]] == [r.to_dict() for r in list(b.records)[2:5]]
+    assert len(a.records) == len(b.records)
 
 
 def test_a_cached_load_gives_the_frames_of_an_uncached_one(tmp_path: Path, phase1_store: Path,

@@ -177,6 +177,37 @@ def test_one_changed_run_renders_only_the_pages_that_read_it(two_campaigns: Path
     assert tree(docs) == tree(cold.docs_dir)
 
 
+def test_one_changed_run_reads_the_records_of_its_campaign_only(two_campaigns: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record cache keeps each campaign's validated records as one pickle, unpickled when one
+    of them is read; what the pages across campaigns read of the records (sources, settings,
+    memory ledgers) is kept per campaign: after one changed run a build reads only its campaign's
+    (a build: its walk of the store keys the Runs rows per campaign folder)."""
+    from sparkreport.dataset import RecordGraphs
+    from sparkreport.site import build
+
+    monkeypatch.setenv("SPARKREPORT_JOBS", "1")  # pages filled here, where the reads are counted
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    build(options)
+    read: list[str] = []
+    original = RecordGraphs.record
+
+    def record(self: RecordGraphs, digest: str) -> object:
+        fresh = self.graphs is None
+        value = original(self, digest)
+        if fresh:
+            read.append(value.campaign)
+        return value
+
+    monkeypatch.setattr(RecordGraphs, "record", record)
+    build(options, full=True)  # nothing changed, every page built again: no record read
+    assert read == []
+    change_one_run(two_campaigns / "runs")
+    second = build(options)
+    assert read == ["phase1"]
+    assert {"methodology/index.md", "memory/index.md", "runs/index.md"} <= set(second.render.rendered_pages)
+
+
 def count_listed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The campaign of every run whose Runs row is listed (its files lstat-ed) from now on."""
     from sparkreport.render import runs_index

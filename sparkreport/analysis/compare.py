@@ -101,8 +101,8 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     names.update(dict(zip(ds.summaries["model"].tolist(), ds.summaries["model_name"].tolist(), strict=False)))
     digests = campaign_digests(ds, opts) if cache is not None else {}
     models: dict[str, set[str]] = {}
-    for record in ds.records:
-        models.setdefault(record.campaign, set()).add(record.model.name)
+    for record in ds.record_keys():
+        models.setdefault(record.campaign, set()).add(record.model)
 
     def key(campaign: str) -> str:
         assert cache is not None

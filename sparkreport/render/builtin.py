@@ -6,6 +6,7 @@ templates, which a project can override by name.
 
 from __future__ import annotations
 
+import copy
 import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -144,20 +145,13 @@ class MethodologyPage(Page):
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.render.report import campaigns
 
-        records = site.dataset.records
-        sources: dict[tuple[str, str], dict[str, Any]] = {}
-        for record in records:
-            source = (record.campaign, record.provenance.source_sha256 or record.provenance.source_path)
-            entry = sources.setdefault(source, {
-                "campaign": record.campaign, "path": record.provenance.source_path,
-                "sha256": record.provenance.source_sha256, "format": record.provenance.format,
-                "records": 0, "notes": []})
-            entry["records"] += 1
+        sources = [dict(entry, notes=list(entry["notes"]))
+                   for entries in site.per_campaign("sources", campaign_sources).values() for entry in entries]
         shown, earlier = campaign_split(site)
         described = described_campaigns(site, [c for c in campaigns(site) if c.name in shown])
         return {
             "described": described, "earlier": [c for c in campaigns(site) if c.name in earlier],
-            "sources": summarise_sources(list(sources.values())),
+            "sources": summarise_sources(sources),
             "arms": [a for a in arm_table(site) if a["campaign"] in shown],
             "options": site.config.analysis,
             "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
@@ -165,18 +159,41 @@ class MethodologyPage(Page):
         }
 
 
+def campaign_sources(records: list[RunRecord]) -> list[dict[str, Any]]:
+    """A campaign's source files (by sha256, else path), in record order, with how many records
+    each gave: the Methodology page's sources table, a campaign at a time
+    (:meth:`~sparkreport.render.context.SiteData.per_campaign`)."""
+    sources: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:
+        source = (record.campaign, record.provenance.source_sha256 or record.provenance.source_path)
+        entry = sources.setdefault(source, {
+            "campaign": record.campaign, "path": record.provenance.source_path,
+            "sha256": record.provenance.source_sha256, "format": record.provenance.format,
+            "records": 0, "notes": []})
+        entry["records"] += 1
+    return list(sources.values())
+
+
+def _description(records: list[RunRecord], baseline: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A campaign's :func:`describe_campaign` and :func:`environment_descriptions`."""
+    return describe_campaign(records, baseline), environment_descriptions(records)
+
+
+def campaign_descriptions(site: SiteData) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Each campaign's :func:`describe_campaign` and :func:`environment_descriptions`, made from
+    its records alone (environments are never compared across campaigns), kept per campaign."""
+    baseline = site.config.baseline
+    return site.per_campaign("description", functools.partial(_description, baseline=baseline),
+                             (("baseline", baseline),))
+
+
 def described_campaigns(site: SiteData, shown: list[Any]) -> list[dict[str, Any]]:
     """Methodology's description of each campaign in ``shown``: what was run, what was held
     constant, how the factor's levels differ (with the allowlisted environment variables that
     differ between them, never a dump)."""
-    wanted = {c.name for c in shown}
-    by_campaign: dict[str, list[Any]] = {}
-    for record in site.dataset.records:
-        if record.campaign in wanted:
-            by_campaign.setdefault(record.campaign, []).append(record)
-    described = [{"campaign": c, **describe_campaign(by_campaign[c.name], site.config.baseline)} for c in shown]
-    records = [r for c in shown for r in by_campaign[c.name]]
-    variables = {(e["campaign"], e["name"]): e["variables"] for e in environment_descriptions(records)}
+    per = campaign_descriptions(site)
+    described = [{"campaign": c, **copy.deepcopy(per[c.name][0])} for c in shown]
+    variables = {(e["campaign"], e["name"]): e["variables"] for c in shown for e in per[c.name][1]}
     for d in described:
         for level in d["levels"]:
             found = variables.get((d["campaign"].name, level["name"])) or {}

@@ -8,9 +8,10 @@ from here, so every page, post and CLI command shows the same numbers.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sparkreport import __version__
 
@@ -22,6 +23,12 @@ if TYPE_CHECKING:
     from sparkreport.cache import AnalysisCache, HashMemo, Held
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
+    from sparkreport.schema import RunRecord
+
+T = TypeVar("T")
+
+#: Part of every :meth:`SiteData.per_campaign` key: another layout of the values drops them.
+PER_CAMPAIGN_LAYOUT = 1
 
 
 @dataclass
@@ -73,6 +80,36 @@ class SiteData:
         """'95%' — the confidence level every interval on the site uses."""
         return f"{self.config.analysis.confidence:.0%}"
 
+    def per_campaign(self, kind: str, compute: Callable[[list[RunRecord]], T],
+                     parts: tuple[tuple[str, object], ...] = ()) -> dict[str, T]:
+        """``compute`` of each campaign's records (in record order), by campaign in record
+        order: what a page across campaigns reads of the records (sources, settings, memory
+        ledgers). Each campaign's value is kept in the analysis cache by ``kind``, ``parts``
+        (whatever else ``compute`` depends on) and the digest of the campaign's runs, so after
+        one new run only that campaign's records are read (the others' stay unpickled,
+        :class:`~sparkreport.dataset.Records`); computed once per render. The value is shared:
+        do not modify it."""
+        memo = self.extra.setdefault("_per_campaign", {})
+        if (kind, parts) in memo:
+            return memo[(kind, parts)]
+        ids: dict[str, list[str]] = {}
+        for record in self.dataset.record_keys():
+            ids.setdefault(record.campaign, []).append(record.run_id)
+        cache = self.analysis_cache
+        out: dict[str, T] = {}
+        for campaign, run_ids in ids.items():
+            key = cache.key(("kind", f"{kind}-{PER_CAMPAIGN_LAYOUT}"), ("campaign", campaign),
+                            ("runs", self.dataset.digest_of(run_ids)), *parts) if cache is not None else ""
+            kept = cache.get(kind, key) if cache is not None else None
+            if isinstance(kept, tuple) and len(kept) == 1:
+                out[campaign] = kept[0]
+                continue
+            out[campaign] = compute(self.dataset.campaign_records(campaign))
+            if cache is not None:
+                cache.put(kind, key, (out[campaign],))  # a tuple: a value may be None
+        memo[(kind, parts)] = out
+        return out
+
     def arm_runs(self) -> dict[tuple[str, str, str], list[str]]:
         """(campaign, model, environment) → the run ids (or published-arm ids) behind that arm.
 
@@ -80,8 +117,8 @@ class SiteData:
         """
         if self._arm_runs is None:
             self._arm_runs = {}
-            for record in self.dataset.records:
-                key = (record.campaign, record.model.name, record.environment.name)
+            for record in self.dataset.record_keys():
+                key = (record.campaign, record.model, record.environment)
                 self._arm_runs.setdefault(key, []).append(record.run_id)
         return self._arm_runs
 

@@ -248,6 +248,7 @@ def _render(project: Project, session: RenderSession | None = None,
     site.store_folders = dict(store_folders) if store_folders is not None else None
     compiled = template_cache(cache_dir, package_digest(memo))
     env = make_environment(root / "templates", compiled)
+    read_records_per_campaign(site)
     planned = []
     for page in registered_pages():
         docs = page.docs(site, docs_dir)
@@ -341,6 +342,22 @@ def _render(project: Project, session: RenderSession | None = None,
 #: Pages a worker fills at least (below twice this, the render's own process does it all: a fork
 #: costs ~20 ms, a page 10–500 ms).
 PAGES_PER_WORKER = 4
+
+
+def read_records_per_campaign(site: SiteData) -> None:
+    """What the pages across campaigns read of the records, made (or read from the analysis
+    cache, campaign by campaign: :meth:`~sparkreport.render.context.SiteData.per_campaign`) here,
+    before the pages are filled in forked workers, whose results would not reach the cache."""
+    from sparkreport.render.builtin import campaign_descriptions, campaign_sources
+    from sparkreport.render.memory import arm_memory_settings, ledger_fields
+    from sparkreport.render.report import campaigns, cgroup_peaks
+
+    site.per_campaign("sources", campaign_sources)
+    site.per_campaign("memory-settings", arm_memory_settings)
+    site.per_campaign("ledger", ledger_fields)
+    site.per_campaign("cgroup", cgroup_peaks)
+    campaign_descriptions(site)
+    campaigns(site)
 
 
 def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
+    from sparkreport.schema import RunRecord
 
 BUDGET_METRICS = ("memory_total_gib", "pre_kv_memory_gib", "peak_memory_gib", "memory_available_gib",
                   "kv_cache_gib", "kv_cache_fraction")
@@ -94,13 +95,13 @@ def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
     pools: dict[tuple[str, str, str], float] = {}
     fractions: dict[tuple[str, str, str], float] = {}
     unified: dict[tuple[str, str, str], bool] = {}
-    for record in site.dataset.records:
-        key = (record.campaign, record.model.name, record.environment.name)
-        if record.hardware.memory_pool_gib is not None:
-            pools.setdefault(key, record.hardware.memory_pool_gib)
-        if record.workload.kv_cache_fraction is not None:
-            fractions.setdefault(key, record.workload.kv_cache_fraction)
-        unified.setdefault(key, bool(record.hardware.unified_memory))
+    for settings in site.per_campaign("memory-settings", arm_memory_settings).values():
+        for key, (pool, fraction, unified_memory) in settings.items():  # keys carry their campaign
+            if pool is not None:
+                pools[key] = pool
+            if fraction is not None:
+                fractions[key] = fraction
+            unified[key] = unified_memory
     out = []
     for index, row in means.to_dict("index").items():
         key = (str(index[0]), str(index[1]), str(index[2]))  # type: ignore[index]
@@ -220,12 +221,36 @@ def identity_fits(site: SiteData) -> list[dict[str, Any]]:
 LEDGER_HINTS = ("meminfo", "cgroup", "page_cache", "ledger", "shm")
 
 
+def arm_memory_settings(records: list[RunRecord]) -> dict[tuple[str, str, str], tuple[Any, Any, bool]]:
+    """Per (campaign, model, environment) of a campaign's records: the first memory pool and KV
+    cache fraction recorded (None if none) and whether its first record says unified memory."""
+    pools: dict[tuple[str, str, str], float] = {}
+    fractions: dict[tuple[str, str, str], float] = {}
+    unified: dict[tuple[str, str, str], bool] = {}
+    for record in records:
+        key = (record.campaign, record.model.name, record.environment.name)
+        if record.hardware.memory_pool_gib is not None:
+            pools.setdefault(key, record.hardware.memory_pool_gib)
+        if record.workload.kv_cache_fraction is not None:
+            fractions.setdefault(key, record.workload.kv_cache_fraction)
+        unified.setdefault(key, bool(record.hardware.unified_memory))
+    return {key: (pools.get(key), fractions.get(key), unified[key]) for key in unified}
+
+
 def ledger_summary(site: SiteData) -> dict[str, Any]:
     """Which runs recorded a memory ledger (/proc/meminfo, cgroup statistics, cache state)."""
+    per = site.per_campaign("ledger", ledger_fields)
+    keys = {key for _runs, fields in per.values() for key in fields}
+    return {"runs": sum(runs for runs, _fields in per.values()), "total": len(site.dataset.records),
+            "fields": sorted(keys)}
+
+
+def ledger_fields(records: list[RunRecord]) -> tuple[int, list[str]]:
+    """How many of a campaign's records hold a memory ledger, and the ledger fields they hold."""
     with_ledger = []
     keys: set[str] = set()
     is_ledger: dict[str, bool] = {}  # by key: ten thousand runs repeat a few dozen names
-    for record in site.dataset.records:
+    for record in records:
         found = set()
         for section in (record.environment.details, record.hardware.details, record.workload.details):
             for k in section:
@@ -237,7 +262,7 @@ def ledger_summary(site: SiteData) -> dict[str, Any]:
         if found:
             with_ledger.append(record.run_id)
             keys |= found
-    return {"runs": len(with_ledger), "total": len(site.dataset.records), "fields": sorted(keys)}
+    return len(with_ledger), sorted(keys)
 
 
 def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:

@@ -119,8 +119,9 @@ class PageKeys:
         #: Whether a template and everything it includes come from the package (not overridden).
         self._packaged: dict[str, bool] = {}
         dataset = site.dataset
-        self.summary_ids = {r.run_id for r in dataset.records if r.record_type == "arm_summary"}
-        self.all_ids = [r.run_id for r in dataset.records]
+        keys = dataset.record_keys()
+        self.summary_ids = {r.run_id for r in keys if r.record_type == "arm_summary"}
+        self.all_ids = [r.run_id for r in keys]
         self.all_digest = dataset.digest_of(self.all_ids)
         # each finding once, as a digest; indexed by the runs it names
         self.finding_digests = [_sha(json.dumps(f.to_dict(), sort_keys=True, default=str)) for f in site.findings]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from sparkreport.analysis import Finding
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
+    from sparkreport.schema import RunRecord
 
 #: An arm key: (campaign, model, factor level).
 ArmKey = tuple[str, str, str]
@@ -96,18 +97,13 @@ def _campaign_file(runs_dir: Path, campaign: str) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def campaigns(site: SiteData) -> list[Campaign]:
-    """Every campaign in the store, with its description (the campaign file's, else the
-    published source's note) and design (iterations, order, cooldown) where recorded."""
-    cached = site.extra.get("_campaigns")
-    if cached is not None:
-        return list(cached)
-    ds = site.dataset
-    by_name: dict[str, dict[str, Any]] = {}
-    for record in ds.records:
-        entry = by_name.setdefault(record.campaign, {
-            "models": {}, "levels": [], "gpus": [], "unified": set(), "pools": set(), "notes": [], "runs": 0,
-            "published": 0, "arms": set()})
+def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
+    """What :func:`campaigns` says of one campaign, from its records: models, levels, GPUs,
+    memory, runs and published arms, the published source's note."""
+    entry: dict[str, Any] = {
+        "models": {}, "levels": [], "gpus": [], "unified": set(), "pools": set(), "notes": [], "runs": 0,
+        "published": 0, "arms": set()}
+    for record in records:
         entry["models"].setdefault(record.model.name, record.model.display_name or record.model.name)
         level = record.environment.name
         if level not in entry["levels"]:
@@ -126,6 +122,16 @@ def campaigns(site: SiteData) -> list[Campaign]:
         for note in record.provenance.notes:
             if note.startswith("published in:") and note not in entry["notes"]:
                 entry["notes"].append(note)
+    return entry
+
+
+def campaigns(site: SiteData) -> list[Campaign]:
+    """Every campaign in the store, with its description (the campaign file's, else the
+    published source's note) and design (iterations, order, cooldown) where recorded."""
+    cached = site.extra.get("_campaigns")
+    if cached is not None:
+        return list(cached)
+    by_name = site.per_campaign("campaign-entry", _campaign_entry)
     out = []
     for name in sorted(by_name):
         entry = by_name[name]
@@ -495,21 +501,25 @@ def means_with_band(site: SiteData, arms: pd.DataFrame, metric: str, *, name: st
                        confidence=site.config.analysis.confidence, band=band)
 
 
-def cgroup_observation(site: SiteData, campaign: str) -> str | None:
-    """'The 16 GiB cgroup's memory peaked at 2.23 GiB (no OOM kill) while the GPU held 130.54 GiB'
-    — from the cgroup statistics the executor records, when the campaign has them."""
+def cgroup_peaks(records: list[RunRecord]) -> tuple[list[float], set[float], int]:
+    """A campaign's cgroup memory peaks, limits and OOM kills, as the executor recorded them."""
     peaks: list[float] = []
     limits: set[float] = set()
     ooms = 0
-    for record in site.dataset.records:
-        if record.campaign != campaign:
-            continue
+    for record in records:
         group = record.environment.details.get("cgroup")
         if isinstance(group, dict) and isinstance(group.get("peak_gib"), int | float):
             peaks.append(float(group["peak_gib"]))
             if isinstance(group.get("limit_gib"), int | float):
                 limits.add(float(group["limit_gib"]))
             ooms += int(group.get("oom_kills") or 0)
+    return peaks, limits, ooms
+
+
+def cgroup_observation(site: SiteData, campaign: str) -> str | None:
+    """'The 16 GiB cgroup's memory peaked at 2.23 GiB (no OOM kill) while the GPU held 130.54 GiB'
+    — from the cgroup statistics the executor records, when the campaign has them."""
+    peaks, limits, ooms = site.per_campaign("cgroup", cgroup_peaks).get(campaign, ([], set(), 0))
     if not peaks:
         return None
     stats = site.stats[(site.stats["campaign"] == campaign) & (site.stats["metric"] == "peak_memory_gib")]

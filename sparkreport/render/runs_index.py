@@ -69,7 +69,7 @@ class RunsPage(Page):
     files_dir = "files"
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        campaigns = sorted({r.campaign for r in site.dataset.records})
+        campaigns = site.dataset.campaigns()
         listed_by: dict[str, str] = {}
         entries = self.entries(site, site.runs_dir, listed_by)
         self.key_sample_charts(site, entries)
@@ -263,25 +263,27 @@ class RunsPage(Page):
         run_ids = runs["run_id"].tolist() if not runs.empty else []
         included = dict(zip(run_ids, runs["included"].tolist(), strict=True)) if not runs.empty else {}
         reasons = dict(zip(run_ids, runs["exclusion_reason"].tolist(), strict=True)) if not runs.empty else {}
-        by_folder: dict[str, list[tuple[RunRecord, str]]] = {}
-        paths = dict(zip([r.run_id for r in site.dataset.records], site.dataset.paths, strict=True))
-        for record in site.dataset.records:
-            run_path = paths.get(record.run_id, f"{record.campaign}/{record.run_id}")
-            by_folder.setdefault(run_path.partition("/")[0], []).append((record, run_path))
+        # Each folder's members as (record's position, run path): a folder whose rows are kept
+        # reads none of its records (only those of a folder listed again are read).
+        records, run_keys = site.dataset.records, site.dataset.record_keys()
+        by_folder: dict[str, list[tuple[int, str]]] = {}
+        for index, run_path in enumerate(site.dataset.paths):
+            by_folder.setdefault(run_path.partition("/")[0], []).append((index, run_path))
         folders: dict[str, bool] = {}
 
-        def listed(folder: str, members: list[tuple[RunRecord, str]]) -> tuple[list[Any], bool]:
+        def listed(folder: str, members: list[tuple[int, str]]) -> tuple[list[Any], bool]:
+            pairs = [(records[index], run_path) for index, run_path in members]
             return ([(_order(record), self._entry(record, run_path, files_root, folders))
-                     for record, run_path in members], _lists_within(folder, members))
+                     for record, run_path in pairs], _lists_within(folder, pairs))
 
         keys: dict[str, str] = {}
         kept = kept_per_folder(self._listing_cache(site, files_root), site.store_folders or {}, by_folder, listed,
                                [("root", str(files_root)), ("prefix", self.files_dir)],
-                               lambda members: [[record.run_id, run_path] for record, run_path in members],
+                               lambda members: [[run_keys[index].run_id, run_path] for index, run_path in members],
                                kept_by=keys)
         if listed_by is not None:
             for folder, key in keys.items():
-                listed_by.update(dict.fromkeys((record.run_id for record, _path in by_folder[folder]),
+                listed_by.update(dict.fromkeys((run_keys[index].run_id for index, _path in by_folder[folder]),
                                                f"{folder}\0{key}"))
         # (kept before any row is changed below)
         out = [row for rows in kept.values() for row in rows]
