@@ -226,8 +226,9 @@ def _render(project: Project, session: RenderSession | None = None,
     memo = hashes if hashes is not None and hashes.path == cache_dir / HASHES_FILE \
         else HashMemo(cache_dir / HASHES_FILE)
     held = session.held if session is not None else None
+    scan = project.take_scan()  # the early checks' listing of the store, when they made one
     dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo,
-                                                                     held=held)
+                                                                     held=held, scan=scan)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # what the name index could not decide, before any heavy work

@@ -95,9 +95,12 @@ class IndexNames:
         runs = index.runs
         self.index = index
         self._runs = runs
-        labels = {key for entry in runs for key in entry.values if key.startswith("label.")}
+        # Set operations in C over every entry's keys, and each distinct metric tuple once (the
+        # index shares equal tuples): 250 000 names at 10 000 runs, read one by one, took 0.04 s.
+        labels = {key for key in set().union(*(entry.values for entry in runs)) if key.startswith("label.")}
         self.label_columns = sorted(labels)
-        self._columns = {*RUN_COLUMNS, *CORE_METRICS, *labels, *(m for entry in runs for m in entry.metrics)}
+        metrics = {id(entry.metrics): entry.metrics for entry in runs}.values()
+        self._columns = {*RUN_COLUMNS, *CORE_METRICS, *labels, *set().union(*metrics)}
 
     def has_column(self, column: str) -> bool:
         return column in self._columns
@@ -131,6 +134,7 @@ def refuse_early(options: RenderOptions | Project) -> None:
     (which says "no runs to render")."""
     from sparkreport.early import check_selector_campaigns, store_campaigns, store_index
     from sparkreport.project import resolve_project
+    from sparkreport.store import RunStore
 
     project = resolve_project(options)
     root, config_path, runs_dir = project.root, project.config_path, project.runs_dir
@@ -141,7 +145,9 @@ def refuse_early(options: RenderOptions | Project) -> None:
     check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
                                         for i, named in enumerate(config.diffs)
                                         for side, text in (("a", named.a), ("b", named.b))])
-    index = store_index(runs_dir, project.cache_dir)
+    scan = RunStore(runs_dir).scan()  # kept for the dataset's load (its errors are the load's)
+    project.keep_scan(scan)
+    index = store_index(runs_dir, project.cache_dir, scan)
     if index.is_empty():
         return
     names = IndexNames(index)
