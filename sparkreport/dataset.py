@@ -495,6 +495,13 @@ class Records(Sequence[RunRecord]):
     def __iter__(self) -> Iterator[RunRecord]:
         return (flat.record for flat in self.flats)
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Records | list | tuple):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
     @property
     def keys(self) -> list[RecordKey]:
         return [flat.key for flat in self.flats]
