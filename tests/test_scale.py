@@ -11,6 +11,8 @@ from urllib.parse import unquote
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from sparkreport.dataset import load_dataset
 from sparkreport.lttb import lttb, lttb_indices
@@ -187,6 +189,40 @@ def test_methodology_summarises_many_sources_and_varying_settings() -> None:
     assert summarise_sources(many[:3]) == many[:3]
     assert _distinct_text(["1", "2", "3"]) == "1 / 2 / 3"
     assert _distinct_text([str(v) for v in range(10)]) == "10 distinct values, 0–9"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c-1", "c"]), st.integers(0, 90),
+                          st.sampled_from(["trtllm-log", "vllm-json"])), max_size=260))
+@example([("a", i, "trtllm-log" if i % 3 else "vllm-json") for i in range(60)] + [("b", i, "vllm-json") for i in range(5)])
+@example([("c", i, "vllm-json") for i in range(30)] + [("c-1", i, "trtllm-log") for i in range(20)])
+def test_the_sources_table_kept_per_campaign_is_the_one_made_at_once(
+        files: list[tuple[str, int, str]]) -> None:
+    """Methodology's sources table from each campaign's share (kept per campaign, grouped when a
+    campaign alone passes the limit) equals the table made from every campaign's files at once,
+    on either side of the limit."""
+    from sparkreport.render.builtin import campaign_sources, sources_table, summarise_sources
+    from sparkreport.schema import Provenance, RunRecord
+
+    records = [RunRecord(run_id=f"r{i}", campaign=campaign,
+                         provenance=Provenance(source_path=f"/d/{campaign}/{number}.log", format=kind,
+                                               source_sha256=f"{campaign}-{number}"))
+               for i, (campaign, number, kind) in enumerate(files)]
+    by_campaign: dict[str, list[RunRecord]] = {}
+    for record in records:
+        by_campaign.setdefault(record.campaign, []).append(record)
+    parts = [campaign_sources(members) for members in by_campaign.values()]
+    at_once: list[dict[str, object]] = []
+    for members in by_campaign.values():  # every file of every campaign, ungrouped
+        seen: dict[str, dict[str, object]] = {}
+        for record in members:
+            row = seen.setdefault(record.provenance.source_sha256 or "", {
+                "campaign": record.campaign, "path": record.provenance.source_path,
+                "sha256": record.provenance.source_sha256, "format": record.provenance.format,
+                "records": 0, "notes": []})
+            row["records"] += 1  # type: ignore[operator]
+        at_once += seen.values()
+    assert sources_table(parts) == summarise_sources(at_once)
 
 
 def test_a_site_with_sampled_runs_builds_strictly_with_every_run_file(campaign: tuple[Path, Path],

@@ -145,13 +145,12 @@ class MethodologyPage(Page):
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.render.report import campaigns
 
-        sources = [dict(entry, notes=list(entry["notes"]))
-                   for entries in site.per_campaign("sources", campaign_sources).values() for entry in entries]
+        sources = sources_table(list(site.per_campaign("sources", campaign_sources).values()))
         shown, earlier = campaign_split(site)
         described = described_campaigns(site, [c for c in campaigns(site) if c.name in shown])
         return {
             "described": described, "earlier": [c for c in campaigns(site) if c.name in earlier],
-            "sources": summarise_sources(sources),
+            "sources": sources,
             "arms": [a for a in arm_table(site) if a["campaign"] in shown],
             "options": site.config.analysis,
             "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
@@ -159,10 +158,12 @@ class MethodologyPage(Page):
         }
 
 
-def campaign_sources(records: list[RunRecord]) -> list[dict[str, Any]]:
-    """A campaign's source files (by sha256, else path), in record order, with how many records
-    each gave: the Methodology page's sources table, a campaign at a time
-    (:meth:`~sparkreport.render.context.SiteData.per_campaign`)."""
+def campaign_sources(records: list[RunRecord]) -> tuple[int, bool, list[dict[str, Any]]]:
+    """A campaign's share of the Methodology page's sources table, kept per campaign
+    (:meth:`~sparkreport.render.context.SiteData.per_campaign`): how many source files (by
+    sha256, else path), whether they are grouped, and the rows — one per file with how many
+    records each gave, or, past :data:`MAX_SOURCES_LISTED` (when the whole table is grouped
+    anyway), one per format (:func:`group_sources`: ten thousand files are not kept one by one)."""
     sources: dict[tuple[str, str], dict[str, Any]] = {}
     for record in records:
         source = (record.campaign, record.provenance.source_sha256 or record.provenance.source_path)
@@ -171,7 +172,23 @@ def campaign_sources(records: list[RunRecord]) -> list[dict[str, Any]]:
             "sha256": record.provenance.source_sha256, "format": record.provenance.format,
             "records": 0, "notes": []})
         entry["records"] += 1
-    return list(sources.values())
+    rows = list(sources.values())
+    if len(rows) <= MAX_SOURCES_LISTED:
+        return len(rows), False, rows
+    return len(rows), True, group_sources(sorted(rows, key=lambda s: (s["campaign"], s["path"])))
+
+
+def sources_table(parts: list[tuple[int, bool, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """The sources table from each campaign's :func:`campaign_sources`: what
+    :func:`summarise_sources` makes of every campaign's files at once (copies: the parts are kept)."""
+    if sum(count for count, _grouped, _part in parts) <= MAX_SOURCES_LISTED:  # no part is grouped
+        return summarise_sources([dict(row, notes=list(row["notes"])) for _count, _grouped, part in parts
+                                  for row in part])
+    grouped: list[dict[str, Any]] = []
+    for _count, is_grouped, part in parts:
+        copies = [dict(row, notes=list(row["notes"])) for row in part]
+        grouped += copies if is_grouped else group_sources(sorted(copies, key=lambda s: (s["campaign"], s["path"])))
+    return sorted(grouped, key=lambda row: row["campaign"])  # stable: each campaign's formats as grouped
 
 
 def _description(records: list[RunRecord], baseline: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -326,6 +343,12 @@ def summarise_sources(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ordered = sorted(sources, key=lambda s: (s["campaign"], s["path"]))
     if len(ordered) <= MAX_SOURCES_LISTED:
         return ordered
+    return group_sources(ordered)
+
+
+def group_sources(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (campaign, format) of source files ordered by (campaign, path): how many files
+    and records, the first five notes."""
     grouped: dict[tuple[str, str], dict[str, Any]] = {}
     for s in ordered:
         entry = grouped.setdefault((s["campaign"], s["format"]), {
