@@ -153,6 +153,15 @@ def test_every_page_stays_small(campaign: tuple[Path, Path], tmp_path: Path) -> 
                                   docs_dir=tmp_path / "out" / "docs"))
     sizes = {p.path: (result.docs_dir / p.path).stat().st_size for p in result.pages}
     assert max(sizes.values()) < 1.5 * 2**20
+    # 60 source files: Methodology counts them per campaign and format, saying once where each is
+    sources = (result.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8").split("## Data sources")[1]
+    lead, table = sources.strip().split("\n\n")[:2]
+    assert lead == ("60 source files, counted here per campaign and format; each is named, with\n"
+                    "its sha256, beside its run on [Runs](../runs/index.md).")
+    rows = table.splitlines()
+    assert rows[0] == "| Campaign | Format | Files | Records |"
+    assert sum(int(row.split("|")[3]) for row in rows[2:]) == 60
+    assert "listed with its run" not in sources
 
 
 def test_lttb_keeps_ends_peaks_and_order() -> None:
@@ -185,7 +194,7 @@ def test_methodology_summarises_many_sources_and_varying_settings() -> None:
              "records": 1, "notes": ["n"]} for i in range(MAX_SOURCES_LISTED + 1)]
     rows = summarise_sources(many)
     assert rows == [{"campaign": "c", "format": "trtllm-log", "sha256": None, "records": 51, "notes": ["n"],
-                     "files": 51, "path": "51 files (each listed with its run on the Runs pages)"}]
+                     "files": 51}]
     assert summarise_sources(many[:3]) == many[:3]
     assert _distinct_text(["1", "2", "3"]) == "1 / 2 / 3"
     assert _distinct_text([str(v) for v in range(10)]) == "10 distinct values, 0–9"

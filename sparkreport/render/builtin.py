@@ -348,7 +348,7 @@ def summarise_sources(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def group_sources(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (campaign, format) of source files ordered by (campaign, path): how many files
-    and records, the first five notes."""
+    and records, the first five notes (the page names the files per run, on the Runs pages)."""
     grouped: dict[tuple[str, str], dict[str, Any]] = {}
     for s in ordered:
         entry = grouped.setdefault((s["campaign"], s["format"]), {
@@ -359,8 +359,6 @@ def group_sources(ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for note in s["notes"]:
             if note not in entry["notes"] and len(entry["notes"]) < 5:
                 entry["notes"].append(note)
-    for entry in grouped.values():
-        entry["path"] = f"{entry['files']} files (each listed with its run on the Runs pages)"
     return list(grouped.values())
 
 
