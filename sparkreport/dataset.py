@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from sparkreport.cache import HashMemo, Held
-    from sparkreport.store import StoreScan
 
 #: 2: ``pre_kv_memory_gib`` is a core column and ``peak_memory_gib`` means the peak with the KV cache.
 DATASET_SCHEMA_VERSION = 2
@@ -569,7 +568,7 @@ def _assemble(flats: list[FlatRecord], paths: list[str], run_digests: dict[str, 
 
 
 def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashMemo | None = None,
-                 held: Held | None = None, scan: StoreScan | None = None) -> Dataset:
+                 held: Held | None = None) -> Dataset:
     """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file).
 
     With ``cache_dir`` (a build's ``build/cache``), each record is kept (:class:`FlatRecord`: the
@@ -579,15 +578,14 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     campaigns that changed, and stacks the same tables from the rest. ``hashes``: the build's
     file digests (``cache_dir``'s ``hashes.pickle``), if already read. ``held``: the record cache
     kept in memory by a process that loads again and again (``serve``'s session,
-    :class:`~sparkreport.cache.Held`). ``scan``: the store's :meth:`~RunStore.scan`, if just
-    made (the early checks' name index lists the same files).
+    :class:`~sparkreport.cache.Held`).
     """
     store = RunStore(runs_dir)
     if not runs_dir.is_dir():
         raise DataError(f"{runs_dir}: no such run store — ingest results first (`sparkreport ingest FILE`)")
     from sparkreport.cache import gc_paused
 
-    scan = scan if scan is not None else store.scan()
+    scan = store.scan()
     files = [path for path, _stat in scan.files]
     paths = [f"{campaign}/{run}" for campaign, run in scan.folders]
     with gc_paused():  # every object made here stays alive: nothing for the collector to find

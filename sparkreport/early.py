@@ -22,13 +22,10 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sparkreport.errors import DataError, SparkreportError
 from sparkreport.names import shown, shown_values
-
-if TYPE_CHECKING:
-    from sparkreport.store import StoreScan
 
 
 def check_writable(target: Path, option: str) -> None:
@@ -242,12 +239,10 @@ def _shared(entry: IndexEntry, strings: dict[str, str], tuples: dict[tuple[str, 
     return entry.is_run, values, tuples.setdefault(entry.metrics, entry.metrics)
 
 
-def store_index(runs_dir: Path, cache_dir: Path | None = None, scan: StoreScan | None = None) -> StoreIndex:
+def store_index(runs_dir: Path, cache_dir: Path | None = None) -> StoreIndex:
     """The names of every run in ``runs_dir``, from ``cache_dir/names.pickle`` where each run.json
     is unchanged (same size, mtime, ctime and inode), else read from the file; the index file is
-    then rewritten (best effort: an unwritable cache only makes the next call read again).
-    ``scan``: the store's :meth:`~sparkreport.store.RunStore.scan`, if made (else the run.json
-    files are listed here)."""
+    then rewritten (best effort: an unwritable cache only makes the next call read again)."""
     path = cache_dir / INDEX_FILE if cache_dir is not None else None
     salt = _salt()
     known: dict[str, tuple[tuple[int, ...], tuple[bool, dict[str, str], tuple[str, ...]]]] = {}
@@ -264,9 +259,7 @@ def store_index(runs_dir: Path, cache_dir: Path | None = None, scan: StoreScan |
     strings: dict[str, str] = {}
     tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
     root = os.fspath(runs_dir)
-    listed = _run_json_files(runs_dir) if scan is None else sorted(
-        ((f"{campaign}/{run}", stat) for (campaign, run), (_path, stat) in zip(scan.folders, scan.files, strict=True)),
-        key=lambda item: item[0])
+    listed = _run_json_files(runs_dir)
     missing = [relative for relative, stat in listed if (cached := known.get(relative)) is None
                or cached[0] != _signature(stat)]
     contents = _read_all({relative: os.path.join(root, relative, "run.json") for relative in missing})

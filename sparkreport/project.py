@@ -12,7 +12,7 @@ each render, since the file may change while it runs.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.render.core import RenderOptions
-    from sparkreport.store import StoreScan
 
 #: Where ``render`` writes the Markdown when ``--docs-dir`` is not given (under the root).
 DEFAULT_DOCS_DIR = Path("build") / "docs"
@@ -45,17 +44,6 @@ class Project:
     config_path: Path | None
     #: The command every page's footer names as the way to regenerate it.
     command: str
-    #: The run store's scan made for the early checks' name index, handed once to the dataset's
-    #: load that follows (:meth:`take_scan`): one listing of the store's run folders, not two.
-    _scan: StoreScan | None = field(default=None, init=False, repr=False, compare=False)
-
-    def keep_scan(self, scan: StoreScan) -> None:
-        self._scan = scan
-
-    def take_scan(self) -> StoreScan | None:
-        """The scan kept by :meth:`keep_scan`, once (None after, or if none was made)."""
-        scan, self._scan = self._scan, None
-        return scan
 
     @property
     def cache_dir(self) -> Path:

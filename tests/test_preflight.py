@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import sparkreport.project
 from sparkreport.cli import main
 from sparkreport.config import load_config
 from sparkreport.dataset import load_dataset
@@ -266,32 +265,3 @@ def test_reading_many_run_files_on_threads_keeps_every_file_and_skips_the_unread
     contents = _read_all(paths)
     assert sorted(contents) == sorted(f"r{i}" for i in range(99))
     assert all(contents[f"r{i}"] == f"{i}".encode() for i in range(99))
-
-
-def test_a_build_lists_the_store_once_for_its_checks_and_its_load(
-        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a post to check, the name index and the dataset read the same listing of the run
-    folders: one :meth:`RunStore.scan` for both (the project keeps it for the load), not one
-    each — the run files' publisher, a process of its own in a build, makes the other; the pages
-    are those of a build that lists the store for each."""
-    from sparkreport.parallel import JOBS_ENV
-    from sparkreport.site import build
-    from sparkreport.store import RunStore
-
-    monkeypatch.setenv(JOBS_ENV, "1")  # every step in this process, where the scans are counted
-    root = project(tmp_path, post='value("kv_cache_gib", model="deepseek", environment="native")')
-    scans: list[Path] = []
-    original = RunStore.scan
-
-    def counting(self: RunStore) -> object:
-        scans.append(self.root)
-        return original(self)
-
-    monkeypatch.setattr(RunStore, "scan", counting)
-    first = build(options(root, phase1_store), full=True)
-    assert len(scans) == 2
-    docs = {path: path.read_bytes() for path in sorted(first.render.docs_dir.rglob("*.md"))}
-    monkeypatch.setattr(sparkreport.project.Project, "take_scan", lambda self: None)  # a listing each
-    build(options(root, phase1_store), full=True)
-    assert len(scans) == 5
-    assert {path: path.read_bytes() for path in sorted(first.render.docs_dir.rglob("*.md"))} == docs

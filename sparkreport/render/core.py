@@ -226,9 +226,12 @@ def _render(project: Project, session: RenderSession | None = None,
     memo = hashes if hashes is not None and hashes.path == cache_dir / HASHES_FILE \
         else HashMemo(cache_dir / HASHES_FILE)
     held = session.held if session is not None else None
-    scan = project.take_scan()  # the early checks' listing of the store, when they made one
+    # The store is listed here, after the build key's walk, never from an earlier listing (the
+    # early checks make one): a run ingested meanwhile then shows in this site and changes the
+    # next key; the other way round the key would count a run this site lacks, and the next
+    # build, finding the key unchanged, would keep the site without it.
     dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo,
-                                                                     held=held, scan=scan)
+                                                                     held=held)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # what the name index could not decide, before any heavy work
