@@ -150,6 +150,34 @@ def test_a_render_writes_the_analysis_cache_once(tmp_path: Path, monkeypatch: py
     assert {"arm_stats", "compare", "check", "facts", "history"} <= set(entries)  # all in the one save
 
 
+def test_the_history_stays_pickled_until_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind keyed by the whole store (the history) is kept as its own pickle inside the cache's:
+    loading the cache leaves it unread, a miss (the build after a new run) never unpickles it, and
+    a hit gives the value that was put, each time."""
+    from sparkreport.cache import AnalysisCache, Pickled
+
+    path = tmp_path / "analysis.pickle"
+    cache = AnalysisCache(path, salt="s")
+    value = ({"series": [("c", "m", 1.5)] * 3, "versions": ["v1", "v2"]},)
+    cache.put("history", "k1", value)
+    cache.put("compare", "k2", ["kept as it is"])
+    cache.save()
+    unpickled: list[bytes] = []
+    original = Pickled.value
+
+    def counting(self: Pickled) -> object:
+        unpickled.append(self.data)
+        return original(self)
+
+    monkeypatch.setattr(Pickled, "value", counting)
+    loaded = AnalysisCache(path, salt="s")
+    assert isinstance(loaded.entries["history"]["k1"], Pickled) and loaded.entries["compare"]["k2"] == ["kept as it is"]
+    assert loaded.get("history", "another dataset") is None and unpickled == []
+    assert loaded.get("history", "k1") == value and loaded.get("history", "k1") == value and len(unpickled) == 2
+    assert loaded.get_or("history", "k3", lambda: ("new",)) == ("new",)
+    assert isinstance(loaded.entries["history"]["k3"], Pickled)
+
+
 def test_other_options_compute_the_whole_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A build (or a command) that finds fewer than half of the campaigns' entries — other
     options, a changed sparkreport.yml — computes the per-campaign kinds over the whole store at
