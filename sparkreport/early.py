@@ -288,24 +288,38 @@ def _signature(stat: os.stat_result) -> tuple[int, ...]:
 
 
 def _read_all(paths: dict[str, str]) -> dict[str, bytes]:
-    """Each file's bytes (``{key: path}`` → ``{key: bytes}``), read on eight threads: with a cold
-    page cache, 10 000 small reads one at a time wait on the disk in turn. A file that cannot be
-    read is left out (its entry is then made by the store, which names the problem)."""
-    def read(item: tuple[str, str]) -> tuple[str, bytes | None]:
-        try:
-            with open(item[1], "rb") as handle:
-                return item[0], handle.read()
-        except OSError:
-            return item[0], None
+    """Each file's bytes (``{key: path}`` → ``{key: bytes}``), read on eight threads, a batch of
+    files per task: with a cold page cache, 10 000 small reads one at a time wait on the disk in
+    turn, and one task per file costs more than the reads (``ThreadPoolExecutor.map`` ignores
+    its ``chunksize``: 0.7–1.1 s for 10 000 files against 0.2–0.3 s in 32 batches, warm). A file
+    that cannot be read is left out (its entry is then made by the store, which names the
+    problem)."""
+    def read(batch: list[tuple[str, str]]) -> list[tuple[str, bytes | None]]:
+        out: list[tuple[str, bytes | None]] = []
+        for key, path in batch:
+            try:
+                with open(path, "rb") as handle:
+                    out.append((key, handle.read()))
+            except OSError:
+                out.append((key, None))
+        return out
 
-    if len(paths) < 64:
-        pairs = [read(item) for item in paths.items()]
+    items = list(paths.items())
+    if len(items) < 64:
+        pairs = read(items)
     else:
         from concurrent.futures import ThreadPoolExecutor
 
+        size = -(-len(items) // READ_BATCHES)
         with ThreadPoolExecutor(max_workers=8) as pool:
-            pairs = list(pool.map(read, paths.items(), chunksize=64))
+            pairs = [pair for batch in pool.map(read, [items[i:i + size] for i in range(0, len(items), size)])
+                     for pair in batch]
     return {key: data for key, data in pairs if data is not None}
+
+
+#: How many batches :func:`_read_all` splits the files into (four per thread: one slow batch
+#: does not leave the other threads idle for long).
+READ_BATCHES = 32
 
 
 def _save_index(path: Path, payload: dict[str, Any]) -> None:
