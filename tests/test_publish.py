@@ -274,6 +274,56 @@ def test_leftovers_of_a_killed_build_are_cleaned_up(tmp_path: Path) -> None:
         publish.recover(site)
 
 
+def _sites(tmp_path: Path) -> tuple[Path, Path]:
+    target, staging = tmp_path / "site", publish.staging_dir(tmp_path / "site")
+    for folder, text in ((target, "previous"), (staging, "new")):
+        folder.mkdir()
+        (folder / "index.html").write_text(text, encoding="utf-8")
+    return target, staging
+
+
+def test_a_signal_held_during_the_swap_leaves_the_new_site_and_no_previous_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGINT that arrives during the renames waits and is raised as they end: the new site
+    is in place and the previous one is removed all the same (it was left as .site.old when the
+    signal came from the renames' end, caught by the interrupt test at 92% of a build)."""
+    target, staging = _sites(tmp_path)
+    rename = os.rename
+
+    def signalled(source: str | Path, destination: str | Path) -> None:
+        rename(source, destination)
+        if Path(source) == staging:
+            os.kill(os.getpid(), signal.SIGINT)  # held until the renames end
+
+    monkeypatch.setattr(publish.os, "rename", signalled)
+    with pytest.raises(KeyboardInterrupt):
+        publish.swap(staging, target)
+    assert (target / "index.html").read_text(encoding="utf-8") == "new"
+    assert not publish.old_dir(target).exists() and not staging.exists()
+
+
+def test_a_swap_that_fails_between_its_renames_keeps_the_previous_site(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second rename failing leaves the previous site as .site.old (never removed: it is the
+    only site), and the next build's clean-up puts it back."""
+    target, staging = _sites(tmp_path)
+    rename = os.rename
+
+    def failing(source: str | Path, destination: str | Path) -> None:
+        if Path(source) == staging:
+            raise OSError("disk full")
+        rename(source, destination)
+
+    monkeypatch.setattr(publish.os, "rename", failing)
+    with pytest.raises(OSError, match="disk full"):
+        publish.swap(staging, target)
+    assert (publish.old_dir(target) / "index.html").read_text(encoding="utf-8") == "previous"
+    monkeypatch.setattr(publish.os, "rename", rename)
+    publish.recover(target)
+    assert (target / "index.html").read_text(encoding="utf-8") == "previous"
+    assert not publish.old_dir(target).exists() and not staging.exists()
+
+
 def test_interrupts_at_any_moment_leave_the_previous_site_whole(tiny: Path, tmp_path: Path) -> None:
     """SIGINT and SIGTERM at varied delays into a real `sparkreport build` subprocess."""
     root = _copy(tiny, tmp_path)

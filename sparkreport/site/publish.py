@@ -149,20 +149,38 @@ def swap(staging: Path, target: Path, carry: Carry | None = None) -> None:
     into ``staging`` (journal written, under the same held signals)."""
     old = old_dir(target)
     shutil.rmtree(old, ignore_errors=True)
-    with _signals_held():
-        if carry is not None:
-            if not (target / carry.root).is_dir():
-                raise BuildError(f"{target / carry.root}: removed while the site was being built — run the build again")
-            from sparkreport.cache import _atomic_bytes
+    swapped = False
+    try:
+        with _signals_held():
+            if carry is not None:
+                if not (target / carry.root).is_dir():
+                    raise BuildError(f"{target / carry.root}: removed while the site was being built — "
+                                     "run the build again")
+                from sparkreport.cache import _atomic_bytes
 
-            plan = carry.to_json()
-            _atomic_bytes(staging / CARRY_JOURNAL, json.dumps(plan).encode())
-            _carry_over(staging, target, plan)
-        if target.exists():
-            os.rename(target, old)
-        os.rename(staging, target)
-        (target / CARRY_JOURNAL).unlink(missing_ok=True)
-    shutil.rmtree(old, ignore_errors=True)
+                plan = carry.to_json()
+                _atomic_bytes(staging / CARRY_JOURNAL, json.dumps(plan).encode())
+                _carry_over(staging, target, plan)
+            if target.exists():
+                os.rename(target, old)
+            os.rename(staging, target)
+            (target / CARRY_JOURNAL).unlink(missing_ok=True)
+            swapped = True
+    finally:
+        # Also when a signal that waited during the renames is raised on leaving them: the new
+        # site is in place, so the previous one goes (a second signal meanwhile leaves it to the
+        # next build's clean-up). Never when the swap did not finish: then it is the only site.
+        if swapped:
+            _remove_finishing(old)
+
+
+def _remove_finishing(folder: Path) -> None:
+    """Remove ``folder``; interrupted (a signal), finish the removal before the signal goes on."""
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _carry_over(staging: Path, target: Path, plan: dict[str, Any]) -> None:
