@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -292,8 +293,8 @@ def test_a_signal_held_during_the_swap_leaves_the_new_site_and_no_previous_one(
 
     def signalled(source: str | Path, destination: str | Path) -> None:
         rename(source, destination)
-        if Path(source) == staging:
-            os.kill(os.getpid(), signal.SIGINT)  # held until the renames end
+        if Path(source) == staging:  # to this thread, which holds it until the renames end
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     monkeypatch.setattr(publish.os, "rename", signalled)
     with pytest.raises(KeyboardInterrupt):
