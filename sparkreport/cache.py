@@ -550,8 +550,9 @@ class AnalysisCache:
 
 @dataclass(frozen=True)
 class Pickled:
-    """A value kept pickled (:attr:`AnalysisCache.PICKLED_KINDS`): unpickled by :meth:`value`,
-    each time (the caller keeps what it uses)."""
+    """A value kept pickled inside a cache's own pickle, unpickled by :meth:`value` (each time:
+    the caller keeps what it uses) — the analysis cache's :attr:`AnalysisCache.PICKLED_KINDS`,
+    each campaign's records (:class:`~sparkreport.dataset.RecordGraphs`)."""
 
     data: bytes
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from sparkreport.cache import HashMemo, Held
+    from sparkreport.cache import HashMemo, Held, Pickled
 
 #: 2: ``pre_kv_memory_gib`` is a core column and ``peak_memory_gib`` means the peak with the KV cache.
 DATASET_SCHEMA_VERSION = 2
@@ -142,9 +142,25 @@ class Dataset:
             return self.records.keys
         return [RecordKey.of(record) for record in self.records]
 
+    def record_positions(self) -> dict[str, list[int]]:
+        """Each campaign's records' positions in ``records``, campaigns in record order; made
+        once, from the :meth:`record_keys` (no record read)."""
+        if "record-positions" not in self.memo:
+            positions: dict[str, list[int]] = {}
+            for i, key in enumerate(self.record_keys()):
+                positions.setdefault(key.campaign, []).append(i)
+            self.memo["record-positions"] = positions
+        found: dict[str, list[int]] = self.memo["record-positions"]
+        return found
+
+    def campaign_run_ids(self) -> dict[str, list[str]]:
+        """Each campaign's run ids (published arms too), in record order."""
+        keys = self.record_keys()
+        return {campaign: [keys[i].run_id for i in kept] for campaign, kept in self.record_positions().items()}
+
     def campaign_records(self, campaign: str) -> list[RunRecord]:
         """The records of one campaign, in record order (only theirs are read)."""
-        return list(self.campaign_view(campaign).records)
+        return [self.records[i] for i in self.record_positions().get(campaign, [])]
 
     def campaign_view(self, campaign: str) -> Dataset:
         """The records, rows and summaries of one campaign, as a Dataset whose ``whole`` is this
@@ -159,7 +175,7 @@ class Dataset:
                     for frame in (self.runs, self.summaries))
             run_rows, summary_rows = self.memo["campaign-rows"]
             keys = self.record_keys()
-            kept = [i for i, key in enumerate(keys) if key.campaign == campaign]
+            kept = self.record_positions().get(campaign, [])
             records: Sequence[RunRecord] = (Records([self.records.flats[i] for i in kept])
                                             if isinstance(self.records, Records) else [self.records[i] for i in kept])
             ids = [keys[i].run_id for i in kept]
@@ -402,29 +418,26 @@ class RecordGraphs:
     that campaign, not the 10 000 of the store (0.4 s of unpickling at 10 000 runs), while the
     pages across campaigns read what they need of the others from caches kept per campaign."""
 
-    __slots__ = ("blob", "graphs")
+    __slots__ = ("graphs", "pickled")
 
-    def __init__(self, graphs: dict[str, RunRecord] | None = None, blob: bytes | None = None):
+    def __init__(self, graphs: dict[str, RunRecord] | None = None, pickled: Pickled | None = None):
+        #: The records by their run.json's digest, once read; their pickle, as read from the
+        #: cache (made when the cache is saved, for records made in this process).
         self.graphs = graphs
-        self.blob = blob
+        self.pickled = pickled
 
     def record(self, digest: str) -> RunRecord:
         if self.graphs is None:
-            import pickle
-
-            from sparkreport.cache import gc_paused
-
-            assert self.blob is not None
-            with gc_paused():
-                self.graphs = pickle.loads(self.blob)
-            self.blob = None
+            assert self.pickled is not None
+            self.graphs = self.pickled.value()
         return self.graphs[digest]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        import pickle
+        if self.pickled is None:
+            from sparkreport.cache import Pickled
 
-        blob = self.blob if self.blob is not None else pickle.dumps(self.graphs, protocol=pickle.HIGHEST_PROTOCOL)
-        return (RecordGraphs, (None, blob))
+            self.pickled = Pickled.of(self.graphs)
+        return (RecordGraphs, (None, self.pickled))
 
 
 class FlatRecord:
@@ -612,7 +625,7 @@ def _read_records(store: RunStore, files: list[str], paths: list[str]) -> list[t
 
 #: The record cache's entries are :class:`FlatRecord` s of this layout, and each shard's frames
 #: are :data:`Frames` (part of its salt).
-FLAT_LAYOUT = 3
+FLAT_LAYOUT = 4
 
 
 def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], paths: list[str],

@@ -142,10 +142,8 @@ def campaign_digests(ds: Dataset, opts: AnalysisOptions) -> dict[str, str]:
 
     key = ("campaign-digests", repr(opts))
     if key not in ds.memo:
-        ids: dict[str, list[str]] = {}
-        for record in ds.record_keys():
-            ids.setdefault(record.campaign, []).append(record.run_id)
-        hashes = {campaign: hashlib.sha256(ds.digest_of(run_ids).encode()) for campaign, run_ids in ids.items()}
+        hashes = {campaign: hashlib.sha256(ds.digest_of(run_ids).encode())
+                  for campaign, run_ids in ds.campaign_run_ids().items()}
         runs = included_runs(ds, opts)
         for campaign, run_id, included, reason in zip(runs["campaign"].tolist(), runs["run_id"].tolist(),
                                                       runs["included"].tolist(),

@@ -92,12 +92,9 @@ class SiteData:
         memo = self.extra.setdefault("_per_campaign", {})
         if (kind, parts) in memo:
             return memo[(kind, parts)]
-        ids: dict[str, list[str]] = {}
-        for record in self.dataset.record_keys():
-            ids.setdefault(record.campaign, []).append(record.run_id)
         cache = self.analysis_cache
         out: dict[str, T] = {}
-        for campaign, run_ids in ids.items():
+        for campaign, run_ids in self.dataset.campaign_run_ids().items():
             key = cache.key(("kind", f"{kind}-{PER_CAMPAIGN_LAYOUT}"), ("campaign", campaign),
                             ("runs", self.dataset.digest_of(run_ids)), *parts) if cache is not None else ""
             kept = cache.get(kind, key) if cache is not None else None
