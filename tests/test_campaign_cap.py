@@ -143,9 +143,15 @@ def test_five_campaigns_or_fewer_are_all_shown(tmp_path: Path) -> None:
     page = text(site, MODEL)
     assert "older ones" not in page and len(table_campaigns(page)) == 5
     assert "Earlier campaigns" not in text(site, "index.md")
-    assert not (site.docs_dir / "campaigns" / "index.md").exists()
-    assert sorted(path for _title, path in dict(site.nav)["Campaigns"]) == sorted(
-        f"campaigns/v{v}/index.md" for v in VERSIONS[:5])
+    # /campaigns/ is a page still (as /results/ is): every campaign, and the nav lists them all
+    section = dict(site.nav)["Campaigns"]
+    assert section[0] == ("Overview", "campaigns/index.md")
+    assert sorted(path for _title, path in section[1:]) == sorted(f"campaigns/v{v}/index.md" for v in VERSIONS[:5])
+    overview = text(site, "campaigns/index.md")
+    assert overview.startswith("# Campaigns\n\nEvery campaign in the store, newest first (by their last run).\n"
+                               "Each campaign's page has its question, design, answer and caveats.")
+    rows = [line for line in overview.splitlines() if line.startswith("| [")]
+    assert [re.match(r"\| \[(v[\d.]+)\]", row)[1] for row in rows] == [f"v{v}" for v in reversed(VERSIONS[:5])]
 
 
 def test_memory_shows_the_newest_and_ships_every_budget(site: RenderResult) -> None:

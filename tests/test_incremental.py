@@ -159,9 +159,10 @@ def test_one_changed_run_renders_only_the_pages_that_read_it(two_campaigns: Path
     backdate(docs)
     change_one_run(two_campaigns / "runs")
     second = render(options)
-    # the pages that read every run, and those of the run's model and campaign — not the others
+    # the pages that read every run (the campaigns' overview too), and those of the run's model
+    # and campaign — not the others
     assert sorted(second.rendered_pages) == sorted([
-        "index.md", "campaigns/phase1/index.md", "results/index.md", "results/deepseek/index.md",
+        "index.md", "campaigns/index.md", "campaigns/phase1/index.md", "results/index.md", "results/deepseek/index.md",
         "memory/index.md", "methodology/index.md", "quality/index.md", "runs/index.md", "downloads/index.md"])
     assert "results/qwen72b/index.md" in second.skipped_pages
     assert "campaigns/phase1-published/index.md" in second.skipped_pages

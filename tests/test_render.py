@@ -445,7 +445,7 @@ def test_render_cli(tmp_path: Path, phase1_store: Path, monkeypatch: pytest.Monk
     shutil.copytree(phase1_store, runs)
     result = CliRunner().invoke(main, ["render", "--runs-dir", str(runs), "--docs-dir", str(tmp_path / "out" / "docs")])
     assert result.exit_code == 0, result.output
-    assert re.fullmatch(r"11 pages, \d+ charts → .*/out/docs\n", result.output)  # with one campaign page
+    assert re.fullmatch(r"12 pages, \d+ charts → .*/out/docs\n", result.output)  # one campaign page and its overview
 
 
 def test_render_cli_errors_are_one_line(tmp_path: Path) -> None:

@@ -552,22 +552,25 @@ class CampaignPage(Page):
             doc.fill = functools.partial(self.fill_campaign, site, doc, campaign, campaign.name in earlier)
             docs.append(doc)
         grouped(site, "comparisons", "campaign")  # grouped once, before the pages are filled
-        if not earlier:
+        if not docs:
             return docs
-        # More campaigns than the site-wide pages show in full: an overview lists them all and
-        # the nav only the newest (a nav of every campaign is rendered into every page).
-        self.newest = set(shown)
+        # An overview lists every campaign (so /campaigns/ is a page, as /results/ is); with more
+        # campaigns than the site-wide pages show in full, the nav lists only the newest (a nav
+        # of every campaign is rendered into every page).
+        self.newest = set(shown) if earlier else {doc.title for doc in docs}
         overview = PageDoc(f"{self.folder}/index.md", "Overview", self.overview_template)
-        overview.fill = functools.partial(self.fill_overview, site, overview, len(shown))
+        # Its design, counts and GPUs are what no finding can change: no banner, no findings read.
+        overview.banner, overview.reads_findings = False, "none"
+        overview.fill = functools.partial(self.fill_overview, site, overview, len(self.newest))
         return [overview, *docs]
 
-    #: The overview's template (written only when some campaigns are not in the nav).
+    #: The overview's template.
     overview_template = "campaigns_index.md"
-    #: The campaigns the nav lists when there is an overview (set by :meth:`docs`).
+    #: The campaigns the nav lists (set by :meth:`docs`).
     newest: set[str]
 
     def nav(self, docs: list[PageDoc]) -> NavItem:
-        """Every campaign; with an overview, the overview and the newest campaigns only."""
+        """The overview and the campaigns :meth:`docs` chose for the nav (every one, or the newest)."""
         if not docs or docs[0].template != self.overview_template:
             return super().nav(docs)
         return (self.title, [(docs[0].title, docs[0].path),
@@ -592,7 +595,8 @@ class CampaignPage(Page):
                 "data": f"published figures ({c.arms} arms)" if c.published else f"{c.runs} runs",
                 "gpus": ", ".join(c.gpus) or "—",
             })
-        doc.context = {"campaigns": listed, "in_nav": in_nav, "timed": any(c["last_run"] != "—" for c in listed)}
+        doc.context = {"campaigns": listed, "in_nav": in_nav if in_nav < len(listed) else None,
+                       "timed": any(c["last_run"] != "—" for c in listed)}
 
     def fill_campaign(self, site: SiteData, doc: PageDoc, campaign: Any, method_here: bool = False) -> None:
         """One campaign's context and charts; ``method_here``: with its Methodology section and arms
