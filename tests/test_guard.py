@@ -204,6 +204,13 @@ def test_a_floor_above_what_is_free_warns_and_stops_each_run_at_once(tmp_path: P
     assert "below guard.min_available_gib (100000 GiB): every run will be stopped at once" in result.stderr
     assert result.stdout.splitlines()[-1] == f"0 ok, 0 failed, 2 stopped by the memory floor → {runs}/guarded"
     assert all(r.workload.details["duration_s"] < 5 for r in records(runs).values())
+    # Checked before each step starts, so a step shorter than one sampler interval (the second
+    # iteration's, ~0.1 s) is stopped too: it never starts.
+    for record in records(runs).values():
+        assert re.fullmatch(r"memory floor: MemAvailable \d+\.\d GiB < 100000\.0 GiB at \d+\.\d s "
+                            r"in step 'bench' \(not started\)", record.status.reason or ""), record.status.reason
+        log = (runs / "guarded" / record.run_id / "bench.log").read_text()
+        assert log.startswith("sparkreport: not started: memory floor: MemAvailable ") and "tick" not in log
 
 
 def test_oom_order_benchmark_first_runner_last(tmp_path: Path) -> None:

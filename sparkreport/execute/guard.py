@@ -197,6 +197,16 @@ class RunGuard:
             self._last_output, self._last_cpu = mark.output_bytes, mark.cpu_s
             self._gpu_busy = False
 
+    def before_start(self, row: dict[str, Any]) -> GuardEvent | None:
+        """Check the floors once with ``row`` (:func:`~sparkreport.execute.monitor.memory_now`,
+        read just before a step starts). A floor crossed already stops the run before its step
+        starts: the sampler's ticks see only what runs between them, and a step shorter than one
+        interval (a quick command, a failing launch) ran to its end unchecked."""
+        with self._lock:
+            if self.event is None:
+                self.event = self._floor(row, self.clock())
+            return self.event
+
     def unwatch(self) -> None:
         """The step ended: nothing to kill until the next :meth:`watch`."""
         with self._lock:

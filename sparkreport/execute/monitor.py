@@ -79,6 +79,17 @@ class MeminfoReader:
             self._fd = None
 
 
+def memory_now(gpu: GpuProbe | None) -> dict[str, Any]:
+    """The memory fields of a sampler row that the run guard's floors read — MemAvailable, and
+    the GPU's used memory where NVML reports it — read now, in the calling thread."""
+    row: dict[str, Any] = {"mem_available_gib": _gib(read_meminfo().get("MemAvailable"))}
+    if gpu is not None:
+        used = gpu.read().memory_used_bytes
+        if used is not None:
+            row.update(gpu_mem_used_gib=_gib(used), gpu_mem_source="nvml")
+    return row
+
+
 def _gib(value: int | None) -> float | None:
     return None if value is None else round(value / GIB, 4)
 

@@ -42,7 +42,7 @@ from sparkreport.execute.guard import (
     set_oom_score_adj,
 )
 from sparkreport.execute.ledger import build_ledger
-from sparkreport.execute.monitor import MonitorSummary, Sampler, busy_span_metrics, read_meminfo
+from sparkreport.execute.monitor import MonitorSummary, Sampler, busy_span_metrics, memory_now, read_meminfo
 from sparkreport.execute.plan import Cell, Plan, estimate_seconds, format_duration, make_plan
 from sparkreport.execute.preflight import Check, run_preflight
 from sparkreport.execute.redact import redact_argv, redact_text
@@ -516,7 +516,8 @@ class CampaignRunner:
                 outcomes.append(outcome)
                 exit_code = outcome.exit_code
                 if guard is not None and guard.event is not None:
-                    reason = f"{guard.event.reason} in step {step.name!r} (killed)"
+                    how = "not started" if "not_started" in outcome.details else "killed"
+                    reason = f"{guard.event.reason} in step {step.name!r} ({how})"
                     break
                 if "start_error" in outcome.details:
                     reason = f"could not start in {env.name!r}: {outcome.details['start_error']}"
@@ -566,7 +567,11 @@ class CampaignRunner:
     def execute(self, env: ExecEnvironment, launch: Launch, cell: Cell, timeout_s: float,
                 guard: RunGuard | None = None) -> Outcome:
         """Start one step, wait up to ``timeout_s``, kill the whole of it on timeout (the guard, on the
-        sampler's thread, may kill it sooner)."""
+        sampler's thread, may kill it sooner). A memory floor crossed already: not started."""
+        event = guard.before_start(memory_now(self.gpu)) if guard is not None else None
+        if event is not None:
+            launch.log_path.write_text(f"sparkreport: not started: {event.reason}\n")
+            return Outcome(exit_code=None, details={"not_started": event.reason})
         try:
             self.current = env.start(launch, cell.run_id)
         except Exception as exc:  # an environment that cannot start is a failed run, not a crash
