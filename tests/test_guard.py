@@ -288,6 +288,29 @@ def test_gpu_free_memory_floor_where_nvml_reports_it() -> None:
     assert unified.event is None
 
 
+def test_a_floor_crossed_before_a_step_starts_stops_the_run_unstarted() -> None:
+    """before_start reads the floors once, before any step is watched: crossed, the run gets its
+    event (nothing to kill: the step never starts) and the sampler's rows change nothing after."""
+    from sparkreport.execute.monitor import memory_now
+
+    clock = Clock()
+    guard = RunGuard(Guard(min_available_gib=4.0, gpu_min_free_gib=10.0, stall_s=None), gpu_total_gib=80.0,
+                     clock=clock)
+    assert guard.before_start({"mem_available_gib": 100.0, "gpu_mem_used_gib": 60.0,
+                               "gpu_mem_source": "nvml"}) is None
+    clock.now += 0.5
+    event = guard.before_start({"mem_available_gib": 100.0, "gpu_mem_used_gib": 75.0, "gpu_mem_source": "nvml"})
+    assert event is guard.event and event is not None
+    assert event.reason == "memory floor: GPU free memory 5.0 GiB < 10.0 GiB at 0.5 s"
+    execution = FakeExecution()
+    guard.watch(execution, uses_gpu=True)
+    guard.observe({"mem_available_gib": 1.0})
+    assert execution.killed == 0 and guard.event is event  # one event; nothing was started to kill
+    # The reading itself: MemAvailable from /proc/meminfo, no GPU fields without a probe.
+    row = memory_now(None)
+    assert set(row) == {"mem_available_gib"} and row["mem_available_gib"] > 0
+
+
 def test_stall_counts_gpu_activity_and_cpu_time_as_progress() -> None:
     clock = Clock()
     guard = RunGuard(Guard(min_available_gib=None, stall_s=5.0), clock=clock)
