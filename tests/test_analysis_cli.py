@@ -175,6 +175,23 @@ def test_design_labels_are_not_repeats() -> None:
     assert len(found) == 1 and found[0].runs == ["native-cold-1", "native-cold-1-again"]
 
 
+def test_one_iteration_of_each_cache_state_is_not_a_repeat() -> None:
+    """A smoke campaign (one iteration, cold and warm): each arm holds one run per cache state,
+    as many values as runs, yet cold and warm recur across the arms — conditions, not names.
+    A plan index, unique to each run of the campaign, still names runs."""
+    records = []
+    for index, (env, cache) in enumerate((e, c) for e in ("native", "cgroup", "chroot") for c in ("cold", "warm")):
+        r = _run(f"{env}-{cache}-1", env, 100.0 + index, iteration=1)
+        r.labels = {"cache": cache, "plan_index": str(index)}
+        records.append(r)
+    assert not [f for f in check(build_dataset(records)) if f.code == "duplicate-iteration"]
+    for r in records:
+        r.labels = {"plan_index": r.labels["plan_index"]}  # the cache state not recorded: repeats
+    found = [f for f in check(build_dataset(records)) if f.code == "duplicate-iteration"]
+    assert sorted(f.runs for f in found) == [["cgroup-cold-1", "cgroup-warm-1"], ["chroot-cold-1", "chroot-warm-1"],
+                                             ["native-cold-1", "native-warm-1"]]
+
+
 @pytest.mark.parametrize("command", ["stats", "compare", "diff"])
 def test_unknown_metric_is_a_usage_error(phase1_store: Path, command: str) -> None:
     args = [command, "--metric", "bogus"]

@@ -35,16 +35,28 @@ STATS_COLUMNS = [
 def design_labels(runs: pd.DataFrame) -> list[str]:
     """Label columns that are design factors within arms (e.g. ``label.cache`` = cold / warm).
 
-    A label is a design factor when, inside some arm, it takes several values but fewer values
-    than the arm has runs; a label unique to every run (a plan index) identifies runs, not
-    conditions. Two runs with the same iteration but different design labels are not repeats.
+    A label is a design factor when, inside some arm, it takes several values — unless it names
+    runs: a label whose values, in the campaigns where it varies inside an arm, each belong to
+    one run only (a plan index, a timestamp) identifies runs, not conditions. So a label with
+    fewer values than its arm has runs is a factor, and so is one with a value per run of its
+    arm whose values recur across the campaign's arms (cold and warm once each per arm, one
+    iteration each: a two-minute smoke campaign). Two runs with the same iteration but different
+    design labels are not repeats.
     """
     arms = runs.groupby(ARM_KEYS)
     runs_per_arm = arms.size()
     factors = []
     for column in (c for c in runs.columns if c.startswith("label.")):
         distinct = arms[column].nunique(dropna=True)
-        if ((distinct > 1) & (distinct < runs_per_arm)).any():
+        varies = distinct > 1
+        if not varies.any():
+            continue
+        if (varies & (distinct < runs_per_arm)).any():
+            factors.append(column)
+            continue
+        campaigns = set(varies[varies].index.get_level_values(ARM_KEYS.index("campaign")))
+        values = runs.loc[runs["campaign"].isin(campaigns), ["campaign", column]].dropna()
+        if values.duplicated().any():  # a value shared by two runs of a campaign: a condition
             factors.append(column)
     return factors
 
