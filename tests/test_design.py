@@ -285,6 +285,22 @@ def test_a_sensor_that_never_varies_is_probably_not_measured(phase1_store: Path)
                        "phase1/qwen72b/native"]
 
 
+def test_a_constant_reading_sparkreport_took_itself_is_a_reading() -> None:
+    """An H100 smoke campaign's short runs: the SM clock pinned at its 1,980 MHz cap and the end
+    temperature at 40 °C in every run, read by the executor (NVML, its sampler) — not flagged; the
+    same numbers from an ingested source still are."""
+    runs = interleaved({"native": noisy(1000, 3, 1), "cgroup": noisy(1000, 3, 2)},
+                       end_temp_c=40.0, sm_clock_mean_mhz=1980.0)
+    for r in runs:
+        r.provenance.format = "sparkreport-run/torch"
+    assert "sensor-constant" not in codes(check(ds_of(runs)))
+    runs[0].provenance.format = "trtllm-bench-log"
+    runs[1].provenance.format = "trtllm-bench-log"
+    runs[2].provenance.format = "trtllm-bench-log"
+    found = [f.message.split(" — ")[0] for f in check(ds_of(runs)) if f.code == "sensor-constant"]
+    assert found == ["c: end_temp_c is 40 °C in all 3 runs (SD 0)", "c: sm_clock_mean_mhz is 1980 MHz in all 3 runs (SD 0)"]
+
+
 # --------------------------------------------------------------------------- golden CLI output
 
 

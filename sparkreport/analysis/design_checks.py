@@ -12,7 +12,8 @@ names the campaign/model/environment (the arm) it concerns and the numbers it us
 - ``pooled-label``: an arm pools runs that differ in a recorded label (cache, block, any
   ``--label``) or engine version, and that label's effect within the arm is significant;
 - ``hardware-change``: one campaign's runs on several GPUs (UUID), drivers or host kernels;
-- ``sensor-constant``: a sensor reading with SD 0 across a campaign's runs — probably not measured;
+- ``sensor-constant``: a sensor reading with SD 0 across a campaign's runs — probably not measured (only
+  readings sparkreport did not take itself);
 - ``interference``: runs during which another process held the GPU, or after the cooldown gave up.
 """
 
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: Sensor readings that cannot be the same in every run unless they were not read.
+#: The source format of the runs ``sparkreport run`` made (``sparkreport-run/<workload>``).
+OWN_FORMAT_PREFIX = "sparkreport-run/"
 SENSOR_METRICS = ("start_temp_c", "end_temp_c", "gpu_util_mean_pct", "sm_clock_mean_mhz", "gpu_power_mean_w")
 #: Labels that identify a run or the plan, not a condition.
 _IDENTITY_LABELS = {"label.plan_index", "label.plan_seed", "label.plan_order"}
@@ -255,9 +258,14 @@ def _hardware(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
 
 @register_check("sensor-constant", per_campaign=True)
 def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
-    """A sensor reading with SD 0 over a whole campaign (≥ 3 runs), else over an arm (≥ 5 runs)."""
+    """A sensor reading with SD 0 over a whole campaign (≥ 3 runs), else over an arm (≥ 5 runs).
+
+    Only runs whose readings came from elsewhere (a published study, an ingested log): a run
+    ``sparkreport run`` made read its sensors itself (NVML, its own sampler), so a reading that
+    never varies there is real — an H100's SM clock pinned at its 1,980 MHz cap over short runs,
+    a temperature that did not move — not a placeholder."""
     findings: list[Finding] = []
-    used = runs[runs["included"]]
+    used = runs[runs["included"] & ~runs["source_format"].fillna("").str.startswith(OWN_FORMAT_PREFIX)]
     metrics = _present(used, SENSOR_METRICS)
     if not metrics:
         return findings
