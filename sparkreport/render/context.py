@@ -80,6 +80,11 @@ class SiteData:
         """'95%' — the confidence level every interval on the site uses."""
         return f"{self.config.analysis.confidence:.0%}"
 
+    @property
+    def tost_label(self) -> str:
+        """'90%' — the interval an equivalence test (TOST at α) sees inside its margin: 1 − 2α."""
+        return f"{1 - 2 * self.config.analysis.alpha:.0%}"
+
     def per_campaign(self, kind: str, compute: Callable[[list[RunRecord]], T],
                      parts: tuple[tuple[str, object], ...] = ()) -> dict[str, T]:
         """``compute`` of each campaign's records (in record order), by campaign in record

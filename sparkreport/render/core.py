@@ -628,7 +628,8 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     context = {
         "banner_errors": errors_in(site, doc.scope) if doc.banner else [],
         "site": site, "page": doc, "provenance": site.provenance, "title": site.config.title,
-        "ci_label": site.confidence_label, "href": doc.href, "charts": doc.charts, "page_inputs": footer,
+        "ci_label": site.confidence_label, "tost_label": site.tost_label, "href": doc.href, "charts": doc.charts,
+        "page_inputs": footer,
         "newest_by": newest_rule(site), **doc.context,
     }
     try:
