@@ -423,16 +423,24 @@ VERDICT_MARKS = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclu
 
 
 def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confidence: float) -> ChartSpec | None:
-    """Every effect (Δ% vs the baseline) with its CI, one row per model × metric, and the
-    equivalence band (± margin) drawn; effects without a CI are drawn hollow."""
+    """Every effect (Δ% vs the baseline) with its CI, one row per model × metric (× campaign, ×
+    candidate, where there are several), and the equivalence band (± margin) drawn; effects
+    without a CI are drawn hollow."""
     from sparkreport.charts import ChartSpec
 
     data = []
+    # One row per effect: named by its campaign and its candidate too where the chart holds several
+    # (Home's spans the newest campaigns; a campaign may compare several environments with one
+    # baseline), else two effects would share a row.
+    campaigns = len({str(e["campaign"]) for e in effects}) > 1
+    comparisons = len({(str(e["candidate"]), str(e["baseline"])) for e in effects}) > 1
     for e in effects:
         if e["delta_pct"] is None:
             continue
+        row = [*([str(e["campaign"])] if campaigns else []), str(e["model_name"]),
+               *([str(e["candidate"])] if comparisons else []), str(e["label"])]
         data.append({
-            "row": f"{e['model_name']} · {e['label']}", "metric": e["label"],
+            "row": " · ".join(row), "metric": e["label"],
             "comparison": f"{e['candidate']} vs {e['baseline']}", "campaign": e["campaign"],
             "delta": round(e["delta_pct"], 3), "low": _round(e["delta_low"]), "high": _round(e["delta_high"]),
             "verdict": str(e["verdict"]), "with_ci": e["delta_low"] is not None,
@@ -567,36 +575,51 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
     def counted(rows: list[dict[str, Any]]) -> str:  # " (3 models)", or nothing on a model's own page
         return f" ({count(rows)})" if count_models else ""
 
+    def by_label(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            out.setdefault(str(r["label"]), []).append(r)
+        return out
+
+    # Each sentence speaks of one comparison (candidate against baseline) at a time: a campaign of
+    # several environments against one baseline (native vs cgroup vs chroot) has one per level.
     for kind in ("equivalent", "higher", "lower", "inconclusive", "untested"):
         rows = groups.get(kind)
         if not rows:
             continue
-        cand, base = rows[0]["candidate"], rows[0]["baseline"]
+        pairs = by_comparison(rows)
         if kind == "equivalent":
-            out.append(f"**The same within {margin}**{counted(rows)}: {metrics_of(rows)}, "
-                       f"{cand} against {base} {span(rows)}.")
+            said = "; ".join(f"{metrics_of(rs)}, {cand} against {base} {span(rs)}" for (cand, base), rs in pairs)
+            out.append(f"**The same within {margin}**{counted(rows)}: {said}.")
         elif kind in ("higher", "lower"):
-            by_metric: dict[str, list[dict[str, Any]]] = {}
-            for r in rows:
-                by_metric.setdefault(str(r["label"]), []).append(r)
-            parts = [f"{label}{f' for {count(items)}' if count_models else ''} ({span(items)})"
-                     for label, items in by_metric.items()]
-            out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
+            for (cand, base), rs in pairs:
+                parts = [f"{label}{f' for {count(items)}' if count_models else ''} ({span(items)})"
+                         for label, items in by_label(rs).items()]
+                out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind == "inconclusive":
             mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
                    if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
             detect = (f" With these runs, differences smaller than about {min(mde):.0f}% could not have been "
                       "detected.") if mde else ""
-            out.append(f"**No difference detected, none ruled out**{counted(rows)}: {metrics_of(rows)} "
-                       f"({span(rows)}); the intervals are wider than the {margin} margin.{detect}")
+            said = (f"{metrics_of(rows)} ({span(rows)})" if len(pairs) == 1 else
+                    "; ".join(f"{cand} against {base}, {metrics_of(rs)} ({span(rs)})" for (cand, base), rs in pairs))
+            out.append(f"**No difference detected, none ruled out**{counted(rows)}: {said}; the intervals are "
+                       f"wider than the {margin} margin.{detect}")
         else:
-            untested: dict[str, list[dict[str, Any]]] = {}
-            for r in rows:
-                untested.setdefault(str(r["label"]), []).append(r)
-            parts = [f"{label} {span(items, intervals=False)}" for label, items in untested.items()]
-            out.append(f"**Published without a spread, so not tested**{counted(rows)}: {cand} against "
-                       f"{base}, {join_and(parts)}.")
+            said = "; ".join(
+                f"{cand} against {base}, "
+                + join_and([f"{label} {span(items, intervals=False)}" for label, items in by_label(rs).items()])
+                for (cand, base), rs in pairs)
+            out.append(f"**Published without a spread, so not tested**{counted(rows)}: {said}.")
     return out
+
+
+def by_comparison(effects: list[dict[str, Any]]) -> list[tuple[tuple[str, str], list[dict[str, Any]]]]:
+    """``effects`` per comparison (candidate, baseline), in the order they first appear."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for e in effects:
+        out.setdefault((str(e["candidate"]), str(e["baseline"])), []).append(e)
+    return list(out.items())
 
 
 def join_and(items: list[str]) -> str:
@@ -607,16 +630,24 @@ def join_and(items: list[str]) -> str:
 
 
 def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int) -> dict[str, Any]:
-    """Model × primary metric: Δ% with its CI and a verdict mark (at most ``budget`` models)."""
+    """Model × primary metric: Δ% with its CI and a verdict mark (at most ``budget`` models).
+    Against one baseline with several candidates (native vs cgroup vs chroot), a row per model
+    and candidate, named "model · candidate"."""
     metrics = [m for m in site.config.primary_metrics if any(e["metric"] == m for e in effects)]
-    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    pairs = [pair for pair, _rows in by_comparison(effects)]
+    several = len(pairs) > 1
+    cells: dict[tuple[str, tuple[str, str]], dict[str, dict[str, Any]]] = {}
     names: dict[str, str] = {}
     for e in effects:
         if e["metric"] in metrics:
-            cells.setdefault(str(e["model"]), {})[str(e["metric"])] = e
+            cells.setdefault((str(e["model"]), (str(e["candidate"]), str(e["baseline"]))), {})[str(e["metric"])] = e
             names[str(e["model"])] = str(e["model_name"])
-    models = sorted(cells, key=lambda m: names[m].lower())
-    return {"metrics": [{"metric": m, "label": metric_label(m)} for m in metrics],
-            "rows": [{"model_name": names[m], "cells": cells[m]} for m in models[:budget]],
-            "more": max(0, len(models) - budget),
-            "comparison": f"{effects[0]['candidate']} vs {effects[0]['baseline']}" if effects else ""}
+    models = sorted(names, key=lambda m: names[m].lower())
+    rows = [{"model_name": f"{names[m]} · {pair[0]}" if several else names[m], "cells": cells[(m, pair)]}
+            for m in models[:budget] for pair in pairs if (m, pair) in cells]
+    bases = list(dict.fromkeys(base for _cand, base in pairs))
+    factor = site.config.factor
+    head = (f"Model ({pairs[0][0]} vs {pairs[0][1]})" if len(pairs) == 1 else
+            f"Model · {factor} (vs {bases[0]})" if len(bases) == 1 else f"Model · {factor}") if pairs else "Model"
+    return {"metrics": [{"metric": m, "label": metric_label(m)} for m in metrics], "rows": rows,
+            "more": max(0, len(models) - budget), "head": head}
