@@ -423,22 +423,28 @@ VERDICT_MARKS = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclu
 
 
 def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confidence: float) -> ChartSpec | None:
-    """Every effect (Δ% vs the baseline) with its CI, one row per model × metric (× campaign, ×
-    candidate, where there are several), and the equivalence band (± margin) drawn; effects
-    without a CI are drawn hollow."""
+    """Every effect (Δ% vs the baseline) with its CI, one row each (model × metric, named by the
+    candidate and the campaign too where two would share a row), and the equivalence band (±
+    margin) drawn; effects without a CI are drawn hollow."""
     from sparkreport.charts import ChartSpec
 
     data = []
-    # One row per effect: named by its campaign and its candidate too where the chart holds several
-    # (Home's spans the newest campaigns; a campaign may compare several environments with one
-    # baseline), else two effects would share a row.
-    campaigns = len({str(e["campaign"]) for e in effects}) > 1
-    comparisons = len({(str(e["candidate"]), str(e["baseline"])) for e in effects}) > 1
-    for e in effects:
-        if e["delta_pct"] is None:
-            continue
-        row = [*([str(e["campaign"])] if campaigns else []), str(e["model_name"]),
-               *([str(e["candidate"])] if comparisons else []), str(e["label"])]
+    # One row per effect, named "model · metric", with the candidate where a campaign compares
+    # several environments with one baseline, and the campaign where the same model and metric
+    # come from several (Home's chart spans the newest campaigns): else two effects share a row.
+    shown = [e for e in effects if e["delta_pct"] is not None]
+    pairs: dict[str, set[tuple[str, str]]] = {}
+    for e in shown:
+        pairs.setdefault(str(e["campaign"]), set()).add((str(e["candidate"]), str(e["baseline"])))
+    comparisons = any(len(found) > 1 for found in pairs.values())
+
+    def named(e: dict[str, Any]) -> list[str]:
+        return [str(e["model_name"]), *([str(e["candidate"])] if comparisons else []), str(e["label"])]
+
+    names = [" · ".join(named(e)) for e in shown]
+    campaigns = len(set(names)) < len(names)
+    for e in shown:
+        row = [*([str(e["campaign"])] if campaigns else []), *named(e)]
         data.append({
             "row": " · ".join(row), "metric": e["label"],
             "comparison": f"{e['candidate']} vs {e['baseline']}", "campaign": e["campaign"],
