@@ -551,3 +551,11 @@ def _md_escape_in_full(value: object) -> str:
 @settings(max_examples=400, deadline=None)
 def test_md_escape_returns_unchanged_text_only_where_escaping_changes_nothing(text: str) -> None:
     assert md_escape(text) == _md_escape_in_full(text)
+
+
+def test_counts_take_the_right_number() -> None:
+    from sparkreport.render.markdown import counted
+
+    assert [counted(1, "iteration"), counted(2, "iteration"), counted(10000, "run"), counted(1, "arm", "arms")] == [
+        "1 iteration", "2 iterations", "10,000 runs", "1 arm"]
+    assert counted(None, "run") == "None runs"  # never raises in a template

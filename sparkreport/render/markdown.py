@@ -236,8 +236,17 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
                        signed=signed,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
-                       cut=shown_values)
+                       cut=shown_values, counted=counted)
     return env
+
+
+def counted(n: object, noun: str, plural: str | None = None) -> str:
+    """"1 run", "2 runs", "10,000 runs": a count with its noun in the right number."""
+    try:
+        value = int(n)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return f"{n} {plural or noun + 's'}"
+    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
 
 
 #: The compiled page templates' folder in a build's cache (one subfolder per package digest).
