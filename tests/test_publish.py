@@ -476,6 +476,25 @@ def test_methodology_describes_environments_without_dumps() -> None:
     assert described[0]["variables"] == {"CUDA_VISIBLE_DEVICES": ["0"]}  # PATH is the same everywhere
 
 
+def test_the_variables_cell_stays_short() -> None:
+    """A chroot given three variables beside native and cgroup environments that inherit a CUDA
+    image's (read on an H100 smoke campaign): each cell names at most four variables per side,
+    values cut, and counts the rest — never NVIDIA_REQUIRE_CUDA's 1,500 characters."""
+    from sparkreport.render.builtin import VARIABLE_CHARS, variables_cell
+
+    image = {"CUDA_HOME": ["/usr/local/cuda"], "CUDA_VERSION": ["13.0.2"], "NCCL_VERSION": ["2.28.3-1"],
+             "NVIDIA_DRIVER_CAPABILITIES": ["compute,graphics,utility"], "NVIDIA_PRODUCT_NAME": ["CUDA"],
+             "NVIDIA_REQUIRE_CUDA": ["cuda>=13.0 " + "brand=tesla,driver>=535,driver<536 " * 40]}
+    native = variables_cell(image, ["CUDA_VISIBLE_DEVICES"])
+    assert native == ("CUDA_HOME=/usr/local/cuda; CUDA_VERSION=13.0.2; NCCL_VERSION=2.28.3-1; "
+                      "NVIDIA_DRIVER_CAPABILITIES=compute,graphics,utility … and 2 more; not set: CUDA_VISIBLE_DEVICES")
+    chroot = variables_cell({"CUDA_VISIBLE_DEVICES": ["0"]}, sorted(image))
+    assert chroot == ("CUDA_VISIBLE_DEVICES=0; not set: CUDA_HOME, CUDA_VERSION, NCCL_VERSION, "
+                      "NVIDIA_DRIVER_CAPABILITIES … and 2 more")
+    long_value = variables_cell({"NVIDIA_REQUIRE_CUDA": image["NVIDIA_REQUIRE_CUDA"]}, [])
+    assert long_value == "NVIDIA_REQUIRE_CUDA=" + image["NVIDIA_REQUIRE_CUDA"][0][:VARIABLE_CHARS - 1] + "…"
+
+
 def test_formula_cells_are_neutralised_in_csv_downloads() -> None:
     import pandas as pd
 

@@ -212,13 +212,42 @@ def described_campaigns(site: SiteData, shown: list[Any]) -> list[dict[str, Any]
     described = [{"campaign": c, **copy.deepcopy(per[c.name][0])} for c in shown]
     variables = {(e["campaign"], e["name"]): e["variables"] for c in shown for e in per[c.name][1]}
     for d in described:
+        named = {n for level in d["levels"] for n in variables.get((d["campaign"].name, level["name"])) or {}}
         for level in d["levels"]:
             found = variables.get((d["campaign"].name, level["name"])) or {}
-            if found:
-                level["variables"] = "; ".join(f"{k}={'/'.join(map(str, v))}" for k, v in found.items())
+            if named:
+                level["variables"] = variables_cell(found, sorted(named - set(found)))
         if any("variables" in level for level in d["levels"]):
             d["level_columns"].append({"key": "variables", "label": "variables that differ"})
     return described
+
+
+#: The "variables that differ" cell: at most this many variables, each value cut to this length
+#: (a chroot given three variables beside a native environment that inherits a CUDA image's ten
+#: made a 3,000-character cell of NVIDIA_REQUIRE_CUDA's driver ranges).
+VARIABLES_SHOWN = 4
+VARIABLE_CHARS = 32
+
+
+def variables_cell(found: dict[str, list[Any]], missing: list[str]) -> str:
+    """The variables one environment sets differently from the others (``found``, by name) and
+    those the others set and it does not (``missing``), for a table cell: at most
+    :data:`VARIABLES_SHOWN` of each, each value cut to :data:`VARIABLE_CHARS`, and how many
+    more; every value is in each run's record (Runs)."""
+    def value(values: list[Any]) -> str:
+        text = "/".join(map(str, values))
+        return text if len(text) <= VARIABLE_CHARS else text[:VARIABLE_CHARS - 1] + "…"
+
+    def more(count: int) -> str:
+        return f" … and {count} more" if count > 0 else ""
+
+    parts = []
+    if found:
+        parts.append("; ".join(f"{name}={value(values)}" for name, values in list(found.items())[:VARIABLES_SHOWN])
+                     + more(len(found) - VARIABLES_SHOWN))
+    if missing:
+        parts.append("not set: " + ", ".join(missing[:VARIABLES_SHOWN]) + more(len(missing) - VARIABLES_SHOWN))
+    return "; ".join(parts)
 
 
 #: Settings a reader needs to know how runs were made, by section: (attribute, label, unit).
