@@ -133,7 +133,9 @@ def test_torch_runner_writes_the_model_facts_into_the_record(tmp_path: Path) -> 
     shutil.copyfile(TORCH_RUN / "torch-report.json", tmp_path / "torch-report.json")
     shutil.copyfile(TORCH_RUN / "torch-spec.json", tmp_path / "torch-spec.json")
     workload = TorchWorkload(SimpleNamespace(options={}))  # type: ignore[arg-type]
-    result = workload.collect(SimpleNamespace(), SimpleNamespace(), tmp_path, {})  # type: ignore[arg-type]
+    result = workload.collect(SimpleNamespace(), SimpleNamespace(name="llama-3-8b"), tmp_path, {})  # type: ignore[arg-type]
+    # Pages name it plainly where the campaign gives no display_name (not "random:llama-3-8b").
+    assert result.model_id == "random:llama-3-8b" and result.model_display_name == "llama-3-8b shape (random weights)"
     assert result.model_details == {
         "params_b": 8.030261, "layers": 32, "kv_heads": 8, "head_dim": 128, "hidden_size": 4096, "dtype": "bf16",
         "weight_gb": 16.0605, "source": "recorded by the torch runner (the model as loaded)"}

@@ -702,7 +702,8 @@ class CampaignRunner:
             iteration=cell.iteration,
             started_at=started_at,
             started_at_local=started_local,
-            model=Model(id=result.model_id or model.id, name=model.name, display_name=model.display_name,
+            model=Model(id=result.model_id or model.id, name=model.name,
+                        display_name=model.display_name or result.model_display_name,
                         details=dict(result.model_details)),
             environment=Environment(name=env.name, kind=env.record_kind, details=env_details),
             workload=Workload(

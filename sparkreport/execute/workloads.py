@@ -58,6 +58,9 @@ class WorkloadResult:
 
     metrics: dict[str, float | None] = field(default_factory=dict)
     model_id: str | None = None
+    #: The name pages show when the campaign gives none (``display_name:``): what was run, said
+    #: plainly ("qwen2-0.5b shape (random weights)", not the id "random:qwen2-0.5b").
+    model_display_name: str | None = None
     engine: str | None = None
     engine_version: str | None = None
     backend: str | None = None
@@ -228,6 +231,7 @@ class TorchWorkload(BaseWorkload):
         return WorkloadResult(
             metrics=dict(report["metrics"]),
             model_id=f"random:{info.get('preset') or 'custom'}",
+            model_display_name=f"{model.name} shape (random weights)",
             engine="torch", engine_version=report["software"].get("torch"),
             backend=report["workload"].get("decode", "eager"), cuda=report["software"].get("cuda"),
             workload={k: report["workload"].get(k) for k in
