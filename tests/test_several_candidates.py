@@ -78,3 +78,21 @@ def test_one_candidate_reads_as_before(tmp_path: Path) -> None:
     assert chart is not None
     assert [d["row"] for d in chart.spec["layer"][-1]["data"]["values"]] == ["c · m · Output throughput",
                                                                           "c2 · m · Output throughput"]
+
+
+def test_the_runs_table_shows_the_cache_state_of_each_run(tmp_path: Path) -> None:
+    """The smoke campaign's shape: one iteration, cold and warm, a plan block equal to the
+    iteration and a plan index per run. The Runs table gets a Cache column (the design label);
+    neither the block (the iteration again) nor the plan index (names runs) get one."""
+    store = RunStore(tmp_path / "runs")
+    for index, (env, cache) in enumerate((e, c) for e in ("native", "chroot") for c in ("cold", "warm")):
+        store.write(RunRecord(run_id=f"m.{env}.{cache}.i01", campaign="smoke", iteration=1, model=Model(name="m"),
+                              environment=Environment(name=env), metrics={"output_throughput_tok_s": 100.0 + index},
+                              status=Status(exit_code=0, ok=True),
+                              labels={"cache": cache, "block": "1", "plan_index": str(index)}), [])
+    site = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path, docs_dir=tmp_path / "docs"))
+    page = text(site, "runs/index.md")
+    assert ("<thead><tr><th>Run</th><th>Model</th><th>Environment</th><th>Iteration</th><th>Cache</th>"
+            "<th>Status</th>") in page
+    cells = re.findall(r"<td>m</td><td>(\w+)</td><td>1</td><td>(\w+)</td><td>ok</td>", page)
+    assert cells == [("chroot", "cold"), ("chroot", "warm"), ("native", "cold"), ("native", "warm")]

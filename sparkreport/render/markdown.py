@@ -236,8 +236,14 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
                        signed=signed,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
-                       cut=shown_values, counted=counted)
+                       cut=shown_values, counted=counted, design_columns=design_columns)
     return env
+
+
+def design_columns(entries: list[dict[str, Any]]) -> list[str]:
+    """The design labels any of a Runs table's ``entries`` carries (``condition``), sorted: a
+    column each."""
+    return sorted({name for entry in entries for name in entry.get("condition") or {}})
 
 
 def counted(n: object, noun: str, plural: str | None = None) -> str:

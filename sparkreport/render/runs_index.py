@@ -288,9 +288,11 @@ class RunsPage(Page):
         # (kept before any row is changed below)
         out = [row for rows in kept.values() for row in rows]
         out.sort(key=lambda pair: pair[0])
+        conditions = design_conditions(runs)
         for _order_key, entry in out:
             entry["included"] = plain(included.get(entry["run_id"]))
             entry["reason"] = plain(reasons.get(entry["run_id"]))
+            entry["condition"] = conditions.get(entry["run_id"], {})
         return [entry for _order_key, entry in out]
 
     def _listing_cache(self, site: SiteData, files_root: Path) -> RecordCache | None:
@@ -377,6 +379,31 @@ class RunsPage(Page):
         return charts
 
 
+def design_conditions(runs: Any) -> dict[str, dict[str, str]]:
+    """Each run's design labels (:func:`~sparkreport.analysis.arms.design_labels`, decided within
+    its campaign: ``{"cache": "cold"}``), for the Runs tables' columns: two runs of one iteration
+    that differ only there are two conditions, and the reader sees which. Runs of a campaign
+    without design labels are left out (no column), and so is a label that equals the iteration
+    in every run of its campaign (a plan block)."""
+    from sparkreport.analysis.arms import design_labels
+
+    if runs.empty or not design_labels(runs):  # none anywhere (one groupby: a few ms at 10 000 runs)
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for _campaign, group in runs.groupby("campaign", sort=False):
+        iterations = group["iteration"].astype(object).map(str)
+        # A label that is the iteration under another name (randomized blocks: block i is
+        # iteration i) would repeat the Iteration column.
+        factors = [f for f in design_labels(group) if not (group[f].astype(object).map(str) == iterations).all()]
+        if not factors:
+            continue
+        names = [factor.removeprefix("label.") for factor in factors]
+        values = group[["run_id", *factors]].astype(object).where(group[["run_id", *factors]].notna(), None)
+        for run_id, *row in values.itertuples(index=False):
+            out[str(run_id)] = {name: str(value) for name, value in zip(names, row, strict=True) if value is not None}
+    return out
+
+
 def _rows_read(sections: list[dict[str, Any]], listed_by: Mapping[str, str]) -> Any:
     """What a Runs page's sections are keyed by: the sections themselves, or — where every row
     was kept by its folder's listing key (:meth:`RunsPage.entries`) — those keys, each section's
@@ -387,7 +414,8 @@ def _rows_read(sections: list[dict[str, Any]], listed_by: Mapping[str, str]) -> 
         return sections
     keys = sorted({listed_by[e["run_id"]] for section in sections for e in section["entries"]})
     return [keys, [[section["model_name"], section["environment"], section["anchor"], section["continued"],
-                    [[e["run_id"], e["included"], e["reason"], e.get("samples_key")] for e in section["entries"]]]
+                    [[e["run_id"], e["included"], e["reason"], e.get("samples_key"), e.get("condition")]
+                     for e in section["entries"]]]
                    for section in sections]]
 
 
