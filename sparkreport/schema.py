@@ -23,10 +23,12 @@ SCHEMA_VERSION = 2
 RecordType = Literal["run", "arm_summary"]
 ENVIRONMENT_KINDS = ("native", "chroot", "container", "cgroup", "unknown")
 
+#: The source format of a run ``sparkreport run`` made: this prefix and its workload's kind.
+OWN_FORMAT_PREFIX = "sparkreport-run/"
 #: Sources whose ``peak_memory_gib`` (schema 1) is the peak *including* the KV cache. Every other
 #: source that reported one printed TensorRT-LLM's "Peak memory during memory usage profiling":
 #: memory in use before the KV cache is allocated.
-PEAK_INCLUDES_KV_FORMATS = ("sparkreport-run/torch",)
+PEAK_INCLUDES_KV_FORMATS = (f"{OWN_FORMAT_PREFIX}torch",)
 #: Engines whose published "peak memory" is TensorRT-LLM's pre-KV-cache figure.
 PRE_KV_ENGINES = ("trtllm", "tensorrt-llm", "tensorrt_llm", "trt-llm")
 

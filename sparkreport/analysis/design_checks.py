@@ -30,13 +30,12 @@ from sparkreport.analysis.checks import Finding, register_check
 from sparkreport.analysis.design import interference_flags, primary_metrics
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
+from sparkreport.schema import OWN_FORMAT_PREFIX
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: Sensor readings that cannot be the same in every run unless they were not read.
-#: The source format of the runs ``sparkreport run`` made (``sparkreport-run/<workload>``).
-OWN_FORMAT_PREFIX = "sparkreport-run/"
 SENSOR_METRICS = ("start_temp_c", "end_temp_c", "gpu_util_mean_pct", "sm_clock_mean_mhz", "gpu_power_mean_w")
 #: Labels that identify a run or the plan, not a condition.
 _IDENTITY_LABELS = {"label.plan_index", "label.plan_seed", "label.plan_order"}

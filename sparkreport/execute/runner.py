@@ -48,7 +48,17 @@ from sparkreport.execute.preflight import Check, run_preflight
 from sparkreport.execute.redact import redact_argv, redact_text
 from sparkreport.execute.sysinfo import PACKAGES_PROBE, host_facts
 from sparkreport.execute.workloads import WORKLOADS, BaseWorkload, Step, WorkloadResult
-from sparkreport.schema import Environment, Hardware, Model, Provenance, RunRecord, Software, Status, Workload
+from sparkreport.schema import (
+    OWN_FORMAT_PREFIX,
+    Environment,
+    Hardware,
+    Model,
+    Provenance,
+    RunRecord,
+    Software,
+    Status,
+    Workload,
+)
 from sparkreport.store import RawFile, RunStore
 
 META_DIR = "_campaign"
@@ -729,7 +739,7 @@ class CampaignRunner:
             provenance=Provenance(
                 source_path=str(self.campaign.path), source_sha256=self.campaign.sha256,
                 source_locator=f"cell {cell.index + 1} of {len(plan.cells)} (block {cell.block})",
-                format=f"sparkreport-run/{self.workload.kind}", ingested_at=utc_now(),
+                format=f"{OWN_FORMAT_PREFIX}{self.workload.kind}", ingested_at=utc_now(),
                 sparkreport_version=__version__,
                 notes=[f"`sparkreport run {self.campaign.path}` regenerates this campaign",
                        *(["random weights: same compute as the trained model, meaningless tokens"]

@@ -581,12 +581,6 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
     def counted(rows: list[dict[str, Any]]) -> str:  # " (3 models)", or nothing on a model's own page
         return f" ({count(rows)})" if count_models else ""
 
-    def by_label(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        for r in rows:
-            out.setdefault(str(r["label"]), []).append(r)
-        return out
-
     # Each sentence speaks of one comparison (candidate against baseline) at a time: a campaign of
     # several environments against one baseline (native vs cgroup vs chroot) has one per level.
     for kind in ("equivalent", "higher", "lower", "inconclusive", "untested"):
@@ -600,7 +594,7 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
         elif kind in ("higher", "lower"):
             for (cand, base), rs in pairs:
                 parts = [f"{label}{f' for {count(items)}' if count_models else ''} ({span(items)})"
-                         for label, items in by_label(rs).items()]
+                         for label, items in grouped_by(rs, "label")]
                 out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind == "inconclusive":
             mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
@@ -614,18 +608,25 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
         else:
             said = "; ".join(
                 f"{cand} against {base}, "
-                + join_and([f"{label} {span(items, intervals=False)}" for label, items in by_label(rs).items()])
+                + join_and([f"{label} {span(items, intervals=False)}" for label, items in grouped_by(rs, "label")])
                 for (cand, base), rs in pairs)
             out.append(f"**Published without a spread, so not tested**{counted(rows)}: {said}.")
     return out
 
 
+def grouped_by(rows: list[dict[str, Any]], *keys: str) -> list[tuple[Any, list[dict[str, Any]]]]:
+    """``rows`` per value of ``keys`` (one key: its text; several: a tuple of texts), in the
+    order the values first appear."""
+    out: dict[Any, list[dict[str, Any]]] = {}
+    for row in rows:
+        value = tuple(str(row[k]) for k in keys)
+        out.setdefault(value[0] if len(keys) == 1 else value, []).append(row)
+    return list(out.items())
+
+
 def by_comparison(effects: list[dict[str, Any]]) -> list[tuple[tuple[str, str], list[dict[str, Any]]]]:
     """``effects`` per comparison (candidate, baseline), in the order they first appear."""
-    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for e in effects:
-        out.setdefault((str(e["candidate"]), str(e["baseline"])), []).append(e)
-    return list(out.items())
+    return grouped_by(effects, "candidate", "baseline")
 
 
 def join_and(items: list[str]) -> str:
@@ -651,9 +652,8 @@ def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int) ->
     models = sorted(names, key=lambda m: names[m].lower())
     rows = [{"model_name": f"{names[m]} · {pair[0]}" if several else names[m], "cells": cells[(m, pair)]}
             for m in models[:budget] for pair in pairs if (m, pair) in cells]
-    bases = list(dict.fromkeys(base for _cand, base in pairs))
-    factor = site.config.factor
-    head = (f"Model ({pairs[0][0]} vs {pairs[0][1]})" if len(pairs) == 1 else
-            f"Model · {factor} (vs {bases[0]})" if len(bases) == 1 else f"Model · {factor}") if pairs else "Model"
+    # A campaign's comparisons share its one baseline.
+    head = (f"Model · {site.config.factor} (vs {pairs[0][1]})" if several else
+            f"Model ({pairs[0][0]} vs {pairs[0][1]})" if pairs else "Model")
     return {"metrics": [{"metric": m, "label": metric_label(m)} for m in metrics], "rows": rows,
             "more": max(0, len(models) - budget), "head": head}
