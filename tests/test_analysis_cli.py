@@ -152,6 +152,11 @@ def test_claim_wording_for_every_verdict() -> None:
     inconclusive = claim_sentence(base | {"verdict": "inconclusive", "p_holm": 0.3})
     assert "no significant difference detected" in inconclusive and "minimum detectable effect 5.0%" in inconclusive
     assert "equivalent" not in inconclusive.replace("equivalence", "")
+    assert inconclusive == ("M: no significant difference detected in KV cache between container and native "
+                            "(20.00 vs 40.00 GiB, Holm-adjusted p = 0.300, its 95% CI excluding zero before the "
+                            "adjustment, minimum detectable effect 5.0%); equivalence within ±2% was not shown either.")
+    spanning = claim_sentence(base | {"verdict": "inconclusive", "p_holm": 0.3, "diff_ci_high": 1.0})
+    assert "excluding zero" not in spanning
     untestable = claim_sentence(base | {"verdict": "inconclusive", "p_welch": float("nan")})
     assert untestable.endswith("published without a spread, so no test is possible.")
     flagged = claim_sentence(base | {"verdict": "lower"}, [Finding("error", "roofline", "x", ["r1"])])

@@ -96,3 +96,28 @@ def test_the_runs_table_shows_the_cache_state_of_each_run(tmp_path: Path) -> Non
             "<th>Status</th>") in page
     cells = re.findall(r"<td>m</td><td>(\w+)</td><td>1</td><td>(\w+)</td><td>ok</td>", page)
     assert cells == [("chroot", "cold"), ("chroot", "warm"), ("native", "cold"), ("native", "warm")]
+
+
+def test_an_inconclusive_interval_that_excludes_zero_is_explained() -> None:
+    """A '?' whose unadjusted interval excludes zero (Welch p < 0.05, Holm's p not): the answer
+    says why it is not called higher or lower, and counts the campaign's tests; an interval
+    that spans zero gets no such sentence."""
+    from types import SimpleNamespace
+
+    from sparkreport.config import ProjectConfig
+    from sparkreport.render.report import answer
+
+    site = SimpleNamespace(config=ProjectConfig(), confidence_label="95%")
+    row = {"model": "m1", "model_name": "m1", "label": "Output throughput", "primary": True, "untested": False,
+           "verdict": "inconclusive", "candidate": "docker", "baseline": "native", "delta_pct": -2.5,
+           "delta_low": -4.61, "delta_high": -0.37, "family": "c · primary (12 tests)"}
+    spans = row | {"model": "m2", "model_name": "m2", "delta_pct": 1.0, "delta_low": -3.0, "delta_high": 5.0}
+    two = answer(site, ["native", "docker"], [row, spans])  # type: ignore[arg-type]
+    assert two == ["**No difference detected, none ruled out** (2 models): Output throughput (-2.50% to +1.00% "
+                   "[-4.61, +5.00]); the intervals are wider than the ±2% margin. One of these 95% intervals "
+                   "excludes zero, but that difference does not hold once the campaign's 12 tests are adjusted "
+                   "together (Holm); the intervals are not adjusted."]
+    alone = answer(site, ["native", "docker"], [row], count_models=False)  # type: ignore[arg-type]
+    assert alone[0].endswith(" Its 95% interval excludes zero, but the difference does not hold once the "
+                             "campaign's 12 tests are adjusted together (Holm); the interval is not adjusted.")
+    assert "excludes zero" not in answer(site, ["native", "docker"], [spans])[0]  # type: ignore[arg-type]

@@ -95,8 +95,10 @@ def _sentence(raw: Mapping[Any, Any]) -> str:
     mde_text = ""
     if mean_b and math.isfinite(mde):
         mde_text = f", minimum detectable effect {fmt(abs(mde / mean_b) * 100, 1)}%"
+    low, high = float(row["diff_ci_low"]), float(row["diff_ci_high"])
+    apart = ", its 95% CI excluding zero before the adjustment" if low > 0 or high < 0 else ""
     return (f"{who}: no significant difference detected in {noun} between {cand} and {base} "
-            f"({means}, Holm-adjusted p {_p_eq(row['p_holm'])}{mde_text}); equivalence within "
+            f"({means}, Holm-adjusted p {_p_eq(row['p_holm'])}{apart}{mde_text}); equivalence within "
             f"±{fmt(margin_pct, 0)}% was not shown either.")
 
 

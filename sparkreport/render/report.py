@@ -604,7 +604,7 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
             said = (f"{metrics_of(rows)} ({span(rows)})" if len(pairs) == 1 else
                     "; ".join(f"{cand} against {base}, {metrics_of(rs)} ({span(rs)})" for (cand, base), rs in pairs))
             out.append(f"**No difference detected, none ruled out**{counted(rows)}: {said}; the intervals are "
-                       f"wider than the {margin} margin.{detect}")
+                       f"wider than the {margin} margin.{detect}{not_after_holm(rows, site.confidence_label)}")
         else:
             said = "; ".join(
                 f"{cand} against {base}, "
@@ -612,6 +612,26 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
                 for (cand, base), rs in pairs)
             out.append(f"**Published without a spread, so not tested**{counted(rows)}: {said}.")
     return out
+
+
+def not_after_holm(rows: list[dict[str, Any]], ci_label: str) -> str:
+    """For inconclusive rows whose (unadjusted) interval excludes zero: why they are not called
+    higher or lower — the test is adjusted for the campaign's family of tests (Holm), the
+    interval shown is not. Empty when no such row."""
+    apart = [r for r in rows if r.get("delta_low") is not None and r.get("delta_high") is not None
+             and (float(r["delta_low"]) > 0 or float(r["delta_high"]) < 0)]
+    if not apart:
+        return ""
+    sizes = {m.group(1) for r in apart if (m := re.search(r"\((\d+) tests?\)", str(r.get("family") or "")))}
+    tests = f"the campaign's {sizes.pop()} tests" if len(sizes) == 1 else "the campaign's tests"
+    if len(apart) == len(rows) == 1:
+        return (f" Its {ci_label} interval excludes zero, but the difference does not hold once {tests} "
+                "are adjusted together (Holm); the interval is not adjusted.")
+    if len(apart) == 1:
+        return (f" One of these {ci_label} intervals excludes zero, but that difference does not hold once "
+                f"{tests} are adjusted together (Holm); the intervals are not adjusted.")
+    return (f" {len(apart)} of these {ci_label} intervals exclude zero, but none of those differences holds "
+            f"once {tests} are adjusted together (Holm); the intervals are not adjusted.")
 
 
 def grouped_by(rows: list[dict[str, Any]], *keys: str) -> list[tuple[Any, list[dict[str, Any]]]]:
