@@ -243,6 +243,28 @@ def test_forest_spec_is_what_altair_builds(case: str, confidence: float) -> None
                                                             title="Every effect"))
 
 
+@pytest.mark.parametrize("confidence", [0.95, 0.9])
+def test_forest_panels_are_what_altair_builds(confidence: float) -> None:
+    """Where several campaigns share a model and metric (Home's chart over the newest campaigns),
+    one panel per campaign, in natural order (synth-1.4.9 before synth-1.4.10), each row named
+    without the campaign."""
+    from sparkreport.render.report import forest_chart
+
+    effects = [{**_effect("llama-3-8b", "Output throughput", 2.5, 0.5, "higher"), "campaign": "synth-1.4.10"},
+               {**_effect("llama-3-8b", "Output throughput", -0.4, 0.8), "campaign": "synth-1.4.9"},
+               {**_effect("qwen-72b", "KV cache", -6.2, None, "lower"), "campaign": "synth-1.4.10"}]
+    chart = forest_chart(effects, name="effects", title="Every effect", confidence=confidence)
+    assert chart is not None
+    data = chart.spec["data"]["values"]
+    assert [(d["campaign"], d["label"]) for d in data] == [("synth-1.4.9", "llama-3-8b · Output throughput"),
+                                                           ("synth-1.4.10", "llama-3-8b · Output throughput"),
+                                                           ("synth-1.4.10", "qwen-72b · KV cache")]
+    assert chart.spec["facet"]["row"]["sort"] == ["synth-1.4.9", "synth-1.4.10"]
+    assert "one panel per campaign" in chart.description
+    assert_altairs(chart.spec, altair_reference.forest_panels(data, level=f"{confidence:.0%}", margin=2.0,
+                                                              title="Every effect"))
+
+
 def test_no_forest_without_an_effect() -> None:
     from sparkreport.render.report import forest_chart
 

@@ -442,7 +442,14 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
         return [str(e["model_name"]), *([str(e["candidate"])] if comparisons else []), str(e["label"])]
 
     names = [" · ".join(named(e)) for e in shown]
+    # Several campaigns share a model and metric (Home spans the newest ones): one panel per
+    # campaign, its name as the panel's heading, rather than a prefix on every label (which cut
+    # the labels at 320 px and mixed the campaigns' rows).
     campaigns = len(set(names)) < len(names)
+    if campaigns:
+        from sparkreport.analysis.history import _natural
+
+        shown = sorted(shown, key=lambda e: _natural(str(e["campaign"])))
     for e in shown:
         row = [*([str(e["campaign"])] if campaigns else []), *named(e)]
         data.append({
@@ -451,16 +458,19 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
             "delta": round(e["delta_pct"], 3), "low": _round(e["delta_low"]), "high": _round(e["delta_high"]),
             "verdict": str(e["verdict"]), "with_ci": e["delta_low"] is not None,
             "margin": e["margin_pct"],
+            **({"label": " · ".join(named(e))} if campaigns else {}),
         })
     if not data:
         return None
     level = f"{confidence:.0%}"
     margin = max(d["margin"] for d in data)
     description = (f"Every comparison as a difference from the baseline in percent with its {level} "
-                   f"confidence interval; the shaded band is the ±{margin:g}% equivalence margin; hollow "
-                   "points have no interval (published without a spread).")
-    return ChartSpec(name=name, title=title, description=description,
-                     spec=forest_spec(data, level=level, margin=margin, title=title), rows=len(data))
+                   f"confidence interval{', one panel per campaign' if campaigns else ''}; the shaded band "
+                   f"is the ±{margin:g}% equivalence margin; hollow points have no interval (published "
+                   "without a spread).")
+    spec = (forest_panels(data, level=level, margin=margin, title=title) if campaigns
+            else forest_spec(data, level=level, margin=margin, title=title))
+    return ChartSpec(name=name, title=title, description=description, spec=spec, rows=len(data))
 
 
 def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
@@ -473,8 +483,7 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
         return nominal("row", axis={"labelLimit": 320}, sort=[d["row"] for d in data], title=None)
 
     def colour() -> dict[str, Any]:
-        return nominal("verdict", scale={"domain": ["equivalent", "higher", "lower", "inconclusive"],
-                                         "range": ["#2a9d8f", "#e76f51", "#264653", "#999999"]})
+        return _verdict_colour()
 
     layers: list[dict[str, Any]] = [
         {"data": {"values": [{"lo": -margin, "hi": margin}]}, "mark": mark("rect", color="#2a9d8f", opacity=0.12),
@@ -487,13 +496,57 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
                        "encoding": {"color": colour(), "x": quantitative("low"), "x2": {"field": "high"}, "y": y()}})
     layers.append({"data": {"values": data}, "mark": mark("point", size=60), "encoding": {
         "color": colour(), "fill": {"condition": {"test": "datum.with_ci", **colour()}, "value": "white"},
-        "tooltip": [nominal("row", title="effect"), nominal("comparison"), nominal("campaign"),
-                    quantitative("delta", format="+.2f", title="Δ %"),
-                    quantitative("low", format="+.2f", title=f"{level} CI low"),
-                    quantitative("high", format="+.2f", title=f"{level} CI high"), nominal("verdict")],
+        "tooltip": _forest_tooltip("row", level),
         "x": quantitative("delta", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
         "y": y()}})
     return top_level({"layer": layers}, height={"step": 22}, title=title, width=PANEL_WIDTH)
+
+
+def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
+    """:func:`forest_spec` with one panel per campaign (``data``'s ``campaign``, in its order),
+    each row named by its ``label`` (model · metric, without the campaign) and each panel's rows
+    its own; the band and the zero line drawn once per panel."""
+    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+
+    once = [{"aggregate": [{"op": "count", "as": "n"}]}]
+    y = nominal("label", axis={"labelLimit": 320}, sort=None, title=None)
+    colour = _verdict_colour()
+    layers: list[dict[str, Any]] = [
+        {"mark": mark("rect", color="#2a9d8f", opacity=0.12),
+         "encoding": {"x": {"type": "quantitative", "datum": -margin}, "x2": {"datum": margin}}, "transform": once},
+        {"mark": mark("rule", color="#555"), "encoding": {"x": {"type": "quantitative", "datum": 0}},
+         "transform": once},
+        {"mark": mark("rule", strokeWidth=2), "encoding": {"color": colour, "x": quantitative("low"),
+                                                           "x2": {"field": "high"}, "y": y},
+         "transform": [{"filter": "datum.with_ci"}]},
+        {"mark": mark("point", size=60), "encoding": {
+            "color": colour, "fill": {"condition": {"test": "datum.with_ci", **colour}, "value": "white"},
+            "tooltip": _forest_tooltip("label", level),
+            "x": quantitative("delta", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
+            "y": y}},
+    ]
+    row = nominal("campaign", header={"labelAnchor": "start", "labelAngle": 0, "labelFontWeight": "bold",
+                                      "labelOrient": "top"},
+                  sort=list(dict.fromkeys(str(d["campaign"]) for d in data)), title=None)
+    return top_level({"data": {"values": data}, "facet": {"row": row},
+                      "spec": {"layer": layers, "height": {"step": 22}, "width": PANEL_WIDTH}},
+                     resolve={"scale": {"y": "independent"}}, title=title)
+
+
+def _verdict_colour() -> dict[str, Any]:
+    from sparkreport.charts import nominal
+
+    return nominal("verdict", scale={"domain": ["equivalent", "higher", "lower", "inconclusive"],
+                                     "range": ["#2a9d8f", "#e76f51", "#264653", "#999999"]})
+
+
+def _forest_tooltip(field: str, level: str) -> list[dict[str, Any]]:
+    from sparkreport.charts import nominal, quantitative
+
+    return [nominal(field, title="effect"), nominal("comparison"), nominal("campaign"),
+            quantitative("delta", format="+.2f", title="Δ %"),
+            quantitative("low", format="+.2f", title=f"{level} CI low"),
+            quantitative("high", format="+.2f", title=f"{level} CI high"), nominal("verdict")]
 
 
 def _round(value: float | None) -> float | None:
