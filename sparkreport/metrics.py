@@ -7,6 +7,7 @@ report is missing (``None`` in run.json, NaN in the dataset), never 0.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -163,6 +164,16 @@ def unit_of(name: str) -> str:
     """The unit of a canonical metric ('' when dimensionless or unknown)."""
     metric = lookup(name)
     return metric.unit if metric else ""
+
+
+def physical_range(name: str) -> tuple[float, float]:
+    """The values a metric can take, which bound its confidence intervals: 0–100 for a
+    percentage, 0 and up for every other catalogued quantity (rates, amounts, durations, sizes,
+    clocks, power), unbounded for a temperature and for a metric the catalog does not know."""
+    metric = lookup(name)
+    if metric is None or metric.unit == "°C":
+        return (-math.inf, math.inf)
+    return (0.0, 100.0) if metric.unit == "%" else (0.0, math.inf)
 
 
 def all_names() -> list[str]:

@@ -16,7 +16,7 @@ from sparkreport.dataset import build_dataset
 from sparkreport.schema import Environment, Model, RunRecord, Status
 
 STATS_KEYS = ["campaign", "model", "environment", "metric", "unit", "n", "mean", "sd", "median",
-              "min", "max", "cv", "ci_low", "ci_high", "source"]
+              "min", "max", "cv", "ci_low", "ci_high", "ci_clipped", "source"]
 CHECK_KEYS = ["severity", "code", "message", "runs", "numbers", "assumes"]
 
 
@@ -113,6 +113,34 @@ def test_high_cv_is_flagged() -> None:
     noisy = [f for f in check(ds) if f.code == "high-cv"]
     assert [f.message for f in noisy] == ["c/m/native: CV above 5% over 4 runs — output_throughput_tok_s 16.7%"]
     assert noisy[0].numbers == {"output_throughput_tok_s": 0.1666}
+
+
+def test_intervals_are_cut_at_what_the_quantity_can_be(tmp_path: Path) -> None:
+    """Two runs give a t-interval of ±12.7 standard errors: a GPU utilisation of 10% and 90%
+    would read −498% to 598%. It is cut at 0–100 (a throughput at 0; a temperature is not cut),
+    ``ci_clipped`` says which, and the text table is followed by a note."""
+    from sparkreport.schema import Environment, Model, RunRecord, Status
+    from sparkreport.store import RunStore
+
+    store = RunStore(tmp_path / "r")
+    for i, (util, tput, temp) in enumerate([(10.0, 5.0, -1.0), (90.0, 500.0, 60.0)], start=1):
+        store.write(RunRecord(run_id=f"m.native.i{i}", campaign="c", iteration=i, model=Model(name="m"),
+                              environment=Environment(name="native"),
+                              metrics={"gpu_util_mean_pct": util, "output_throughput_tok_s": tput,
+                                       "start_temp_c": temp},
+                              status=Status(exit_code=0, ok=True)), [])
+    code, out = invoke("stats", "--runs-dir", str(tmp_path / "r"), "--json")
+    assert code == 0
+    rows = {r["metric"]: r for r in json.loads(out)}
+    util, tput, temp = rows["gpu_util_mean_pct"], rows["output_throughput_tok_s"], rows["start_temp_c"]
+    assert (util["ci_low"], util["ci_high"], util["ci_clipped"]) == (0.0, 100.0, True)
+    assert tput["ci_low"] == 0.0 and tput["ci_high"] > 500 and tput["ci_clipped"]
+    assert temp["ci_low"] < -1 and not temp["ci_clipped"]
+    code, out = invoke("stats", "--runs-dir", str(tmp_path / "r"))
+    assert code == 0 and "ci_clipped" not in out
+    assert out.strip().endswith("note: 2 intervals reached past what the quantity can be and were cut there (0, "
+                                "or 100 for a percentage): arms of few runs give wide t-intervals (n = 2: 12.7 "
+                                "standard errors each side).")
 
 
 def test_empty_store_is_a_clear_error(tmp_path: Path) -> None:

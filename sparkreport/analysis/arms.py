@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 ARM_KEYS = ["campaign", "model", "environment"]
 STATS_COLUMNS = [
     "campaign", "model", "model_name", "environment", "metric", "unit", "n", "mean", "sd",
-    "median", "min", "max", "cv", "ci_low", "ci_high", "source",
+    "median", "min", "max", "cv", "ci_low", "ci_high", "ci_clipped", "source",
 ]
 
 
@@ -275,4 +275,21 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
     for column in ("mean", "sd", "median", "min", "max", "cv", "ci_low", "ci_high"):
         frame[column] = frame[column].astype(float)
     frame["n"] = frame["n"].astype(int)
+    clip_to_range(frame)
     return frame.sort_values([*keys, "metric"], kind="stable").reset_index(drop=True)
+
+
+def clip_to_range(frame: pd.DataFrame) -> None:
+    """Cut each interval at what its quantity can be (:func:`~sparkreport.metrics.physical_range`:
+    a throughput is not negative, a utilisation not above 100%) and say so in ``ci_clipped``.
+    A few runs give t-intervals wider than that (n = 2: 12.7 standard errors each side); the
+    cut interval holds the true mean whenever the uncut one does, so its coverage is kept."""
+    ranges = {m: metric_catalog.physical_range(str(m)) for m in frame["metric"].unique()}
+    metrics = frame["metric"].tolist()
+    low = np.array([ranges[m][0] for m in metrics], dtype=float)
+    high = np.array([ranges[m][1] for m in metrics], dtype=float)
+    ci_low, ci_high = frame["ci_low"].to_numpy(dtype=float), frame["ci_high"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        frame["ci_clipped"] = (ci_low < low) | (ci_high > high)
+        frame["ci_low"] = np.where(ci_low < low, low, ci_low)
+        frame["ci_high"] = np.where(ci_high > high, high, ci_high)

@@ -110,8 +110,13 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    columns = [c for c in rows[0] if c not in ("unit", "source")] if rows else []
+    columns = [c for c in rows[0] if c not in ("unit", "source", "ci_clipped")] if rows else []
     print_table(rows, columns)
+    clipped = sum(1 for row in rows if row["ci_clipped"])
+    if clipped:
+        click.echo(f"note: {clipped} interval{'s' if clipped != 1 else ''} reached past what the quantity can be "
+                   "and {} cut there (0, or 100 for a percentage): arms of few runs give wide t-intervals "
+                   "(n = 2: 12.7 standard errors each side).".format("was" if clipped == 1 else "were"), err=True)
 
 
 @click.command("compare")
