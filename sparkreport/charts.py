@@ -91,6 +91,112 @@ def top_level(body: dict[str, Any], **properties: Any) -> dict[str, Any]:
             **dict(sorted(properties.items())), "$schema": SCHEMA_URL}
 
 
+#: What a drawn chart adds to its plot, in pixels (measured in Chromium on the site's charts):
+#: the x axis with its title, the chart's title, a facet panel's heading and the gap between
+#: panels, a row of a legend under the plot; a character of an axis label or a legend entry,
+#: a legend's symbol and padding, the view's padding.
+_AXIS_PX, _TITLE_PX, _HEADER_PX, _PANEL_GAP_PX, _LEGEND_ROW_PX = 40, 24, 22, 20, 18
+_CHAR_PX, _LEGEND_PAD_PX, _PAD_PX = 7, 40, 20
+
+
+def drawn_size(spec: dict[str, Any]) -> tuple[int, int]:
+    """About how wide and tall ``spec`` is once drawn at its own size, in pixels (the site's
+    charts within ~10%): a placeholder keeps that shape until the chart is drawn, so the text
+    below does not move as the charts above it are drawn (a drawing wider than the page's
+    column is scaled down whole, and so is the placeholder)."""
+    if "vconcat" in spec:  # panels one under the other (the forest chart over several campaigns)
+        panels = spec["vconcat"]
+        width = max(drawn_size(panel)[0] for panel in panels)
+        # Flush bounds: the spacing runs from plot to plot, a panel's axis and the next one's title in it.
+        height = sum(_plot_height(panel, []) for panel in panels) + int(spec.get("spacing", 20)) * (len(panels) - 1)
+        return width, height + _AXIS_PX + _HEADER_PX + (_TITLE_PX if spec.get("title") else 0)
+    data = (spec.get("data") or {}).get("values") or []
+    encoding = spec.get("encoding") or {}
+    facet = (spec.get("facet") or {}).get("row") or encoding.get("row")
+    inner = spec.get("spec", spec)
+    height = _AXIS_PX + (_TITLE_PX if spec.get("title") else 0)
+    width = _PAD_PX
+    if facet is not None:
+        groups: dict[Any, list[dict[str, Any]]] = {}
+        for row in data:
+            groups.setdefault(row.get(facet["field"]), []).append(row)
+        header = facet.get("header") or {}
+        on_top = header.get("labelOrient") == "top"  # else the panels' names are on their left
+        panels = [_plot_height(inner, rows) + (_HEADER_PX if on_top else 0) for rows in groups.values()] or [0]
+        height += sum(panels) + _PANEL_GAP_PX * (len(panels) - 1)
+        if not on_top:
+            longest = max((len(str(name)) for name in groups), default=0)
+            width += min(int(header.get("labelLimit", 200)), _CHAR_PX * longest) + 10
+    else:
+        height += _plot_height(inner, data)
+    below, beside = _legend(inner, data)
+    height += below * _LEGEND_ROW_PX
+    plot_width = inner.get("width") if isinstance(inner.get("width"), int | float) else 300
+    return width + int(plot_width) + _y_labels_width(inner, data) + beside, height
+
+
+def _units(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [spec, *spec.get("layer", [])]
+
+
+def _y_values(spec: dict[str, Any], data: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, set[Any]]:
+    """The y channel and its values (in ``data`` and the layers' own data)."""
+    y = next((u["encoding"]["y"] for u in _units(spec) if "y" in (u.get("encoding") or {})), None)
+    if y is None or "field" not in y:
+        return y, set()
+    rows = [*data, *(r for u in spec.get("layer", []) for r in ((u.get("data") or {}).get("values") or []))]
+    return y, {r.get(y["field"]) for r in rows if y["field"] in r}
+
+
+def _plot_height(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
+    """The plot's own height: a fixed height, else a step per value of a discrete y (Vega-Lite's
+    default step is 20), else Vega-Lite's default of 300 for a continuous y."""
+    height = spec.get("height")
+    if isinstance(height, int | float):
+        return int(height)
+    y, values = _y_values(spec, data)
+    if y is None:
+        return 20
+    if y.get("type") == "quantitative" or "field" not in y:
+        return 300
+    step = height.get("step", 20) if isinstance(height, dict) else 20
+    offset = next((u["encoding"]["yOffset"] for u in _units(spec) if "yOffset" in (u.get("encoding") or {})), None)
+    if offset is not None and "field" in offset and offset.get("type") != "quantitative":  # a step per value
+        step *= max(1, len({r.get(offset["field"]) for r in data if offset["field"] in r}))
+    return int(step * max(1, len(values)))
+
+
+def _y_labels_width(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
+    """The y axis' labels: the longest, cut at its ``labelLimit`` (Vega's default 180 px)."""
+    y, values = _y_values(spec, data)
+    if y is None:
+        return 0
+    if y.get("type") == "quantitative" or "field" not in y:
+        return 50
+    limit = int((y.get("axis") or {}).get("labelLimit", 180))
+    return min(limit, _CHAR_PX * max((len(str(v)) for v in values), default=0)) + 10
+
+
+def _legend(spec: dict[str, Any], data: list[dict[str, Any]]) -> tuple[int, int]:
+    """A colour legend's rows under the plot (``orient: bottom``, its title row too) and its
+    width beside it (the default, on the right); none where the legend is off."""
+    rows = [*data, *(r for u in spec.get("layer", []) for r in ((u.get("data") or {}).get("values") or []))]
+    for unit in _units(spec):
+        colour = (unit.get("encoding") or {}).get("color") or {}
+        if "field" not in colour or colour.get("legend", {}) is None:
+            continue
+        legend = colour.get("legend") or {}
+        entries = {str(r.get(colour["field"])) for r in rows if colour["field"] in r}
+        domain = (colour.get("scale") or {}).get("domain")
+        if isinstance(domain, list):
+            entries = {str(v) for v in domain}
+        if legend.get("orient") == "bottom":
+            return -(-len(entries) // int(legend.get("columns") or 1)) + 1, 0
+        longest = max([len(str(colour.get("title") or colour["field"])), *(len(e) for e in entries)])
+        return 0, _CHAR_PX * longest + _LEGEND_PAD_PX
+    return 0, 0
+
+
 def mark(kind: str, **options: Any) -> dict[str, Any]:
     """A mark as Altair writes ``mark_point(size=60, filled=True)``: its type, then its options
     in alphabetical order."""

@@ -147,33 +147,6 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
     return finish(chart, title)
 
 
-def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
-    y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=320))
-    once = {"n": "count()"}
-    band = alt.Chart().mark_rect(opacity=0.12, color="#2a9d8f").encode(
-        x=alt.datum(-margin, type="quantitative"), x2=alt.datum(margin)).transform_aggregate(**once)
-    zero = alt.Chart().mark_rule(color="#555").encode(x=alt.datum(0, type="quantitative")).transform_aggregate(**once)
-    verdicts = ["equivalent", "higher", "lower", "inconclusive"]
-    colour = alt.Color("verdict:N", scale=alt.Scale(domain=verdicts, range=["#2a9d8f", "#e76f51", "#264653",
-                                                                              "#999999"]))
-    tooltip = [alt.Tooltip("label:N", title="effect"), alt.Tooltip("comparison:N"), alt.Tooltip("campaign:N"),
-               alt.Tooltip("delta:Q", title="Δ %", format="+.2f"),
-               alt.Tooltip("low:Q", title=f"{level} CI low", format="+.2f"),
-               alt.Tooltip("high:Q", title=f"{level} CI high", format="+.2f"), alt.Tooltip("verdict:N")]
-    rules = alt.Chart().mark_rule(strokeWidth=2).encode(
-        x=alt.X("low:Q"), x2=alt.X2("high:Q"), y=y, color=colour).transform_filter("datum.with_ci")
-    points = alt.Chart().mark_point(size=60).encode(
-        x=alt.X("delta:Q", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
-        y=y, color=colour, fill=alt.FillValue(**alt.condition("datum.with_ci", colour, alt.value("white"))),
-        tooltip=tooltip)
-    header = alt.Header(labelAngle=0, labelAnchor="start", labelFontWeight="bold", labelOrient="top")
-    campaigns = list(dict.fromkeys(str(d["campaign"]) for d in data))
-    chart = alt.layer(band, zero, rules, points, data=inline(data)).properties(
-        width=PANEL_WIDTH, height=alt.Step(22)).facet(
-        row=alt.Row("campaign:N", title=None, sort=campaigns, header=header)).resolve_scale(y="independent")
-    return finish(chart, title)
-
-
 # sparkreport/render/history.py
 
 

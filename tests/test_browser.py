@@ -255,6 +255,32 @@ def test_every_page_draws_its_charts_offline(built: BuildResult, server: str, br
     assert total >= 10
 
 
+def test_a_chart_keeps_its_place_while_it_is_drawn(built: BuildResult, server: str, browser: Any) -> None:
+    """Before a chart is drawn (JavaScript off: the placeholder alone) its box is within 15% of
+    the drawn chart's height, so the text below barely moves as the charts draw (a bare
+    placeholder was 3em: a Results page's text moved ~110 px per chart above it)."""
+    sizes: dict[bool, dict[str, float]] = {}
+    pages = [p for p in site_pages(built.site_dir) if p in ("", "memory/") or p.startswith(("results/", "diffs/"))]
+    for script in (False, True):
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=script)
+        try:
+            page = context.new_page()
+            for relative in pages:
+                page.goto(server + relative, wait_until="networkidle")
+                if script:
+                    scroll_through(page)
+                    page.wait_for_function(DRAWN, timeout=20_000)
+                boxes = page.eval_on_selector_all(".sparkreport-chart",
+                                                  "els => els.map(e => [e.id, e.getBoundingClientRect().height])")
+                sizes.setdefault(script, {}).update({f"{relative}#{name}": height for name, height in boxes})
+        finally:
+            context.close()
+    assert len(sizes[True]) >= 10 and sizes[True].keys() == sizes[False].keys()
+    off = {name: (sizes[False][name], drawn) for name, drawn in sizes[True].items()
+           if abs(sizes[False][name] - drawn) > 0.15 * drawn}
+    assert not off, f"placeholder vs drawn height: {off}"
+
+
 def test_results_page_screenshot(built: BuildResult, server: str, browser: Any, tmp_path: Path) -> None:
     """A results page renders with its tables and charts (screenshot kept for inspection)."""
     visit = PageVisit(browser, server + "results/gpt120b/")

@@ -200,9 +200,18 @@ def chart_html(chart: ChartSpec, folder: str = "charts", *, static: bool = True)
     alt = html.escape(chart.description, quote=True)
     fallback = (f'<img src="{base}.svg" alt="{alt}">' if static else
                 f'{alt} (<a href="{base}.vl.json">Vega-Lite spec</a>; the chart needs JavaScript)')
+    from sparkreport.charts import drawn_size
+
+    # The drawn chart's shape, kept until it is drawn (then the CSS lets it go): the text below
+    # does not move as the charts above it are drawn, nor does a link to a heading land elsewhere.
+    reserve = ""
+    if chart.spec:
+        width, height = drawn_size(chart.spec)
+        reserve = f' style="aspect-ratio: {width} / {height}; max-width: {width}px"'
+
     return Markup(
         f'<div class="sparkreport-chart" id="chart-{html.escape(chart.name, quote=True)}" '
-        f'data-spec="{base}.vl.json" role="figure" aria-label="{title}"><noscript>{fallback}</noscript></div>'
+        f'data-spec="{base}.vl.json" role="figure" aria-label="{title}"{reserve}><noscript>{fallback}</noscript></div>'
     )
 
 

@@ -503,34 +503,25 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
 
 
 def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
-    """:func:`forest_spec` with one panel per campaign (``data``'s ``campaign``, in its order),
-    each row named by its ``label`` (model · metric, without the campaign) and each panel's rows
-    its own; the band and the zero line drawn once per panel."""
-    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+    """:func:`forest_spec` once per campaign (``data``'s ``campaign``, in its order), one under
+    the other with the campaign's name as each panel's title, each row named by its ``label``
+    (model · metric, without the campaign), the x scale shared and its title on the last panel
+    only. Panels, not a facet: a facet's independent y scales over a layer whose rule omits
+    the rows without an interval make Vega warn that it cannot size the view."""
+    campaigns = list(dict.fromkeys(str(d["campaign"]) for d in data))
+    panels = []
+    for i, campaign in enumerate(campaigns):
+        rows = [{**d, "row": d["label"]} for d in data if str(d["campaign"]) == campaign]
+        panel = forest_spec(rows, level=level, margin=margin, title=campaign)
+        del panel["$schema"], panel["config"]
+        panel["title"] = {"anchor": "start", "fontSize": 12, "frame": "group", "text": campaign}
+        if i < len(campaigns) - 1:
+            panel["layer"][-1]["encoding"]["x"]["title"] = None
+        panels.append(panel)
+    from sparkreport.charts import top_level
 
-    once = [{"aggregate": [{"op": "count", "as": "n"}]}]
-    y = nominal("label", axis={"labelLimit": 320}, sort=None, title=None)
-    colour = _verdict_colour()
-    layers: list[dict[str, Any]] = [
-        {"mark": mark("rect", color="#2a9d8f", opacity=0.12),
-         "encoding": {"x": {"type": "quantitative", "datum": -margin}, "x2": {"datum": margin}}, "transform": once},
-        {"mark": mark("rule", color="#555"), "encoding": {"x": {"type": "quantitative", "datum": 0}},
-         "transform": once},
-        {"mark": mark("rule", strokeWidth=2), "encoding": {"color": colour, "x": quantitative("low"),
-                                                           "x2": {"field": "high"}, "y": y},
-         "transform": [{"filter": "datum.with_ci"}]},
-        {"mark": mark("point", size=60), "encoding": {
-            "color": colour, "fill": {"condition": {"test": "datum.with_ci", **colour}, "value": "white"},
-            "tooltip": _forest_tooltip("label", level),
-            "x": quantitative("delta", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
-            "y": y}},
-    ]
-    row = nominal("campaign", header={"labelAnchor": "start", "labelAngle": 0, "labelFontWeight": "bold",
-                                      "labelOrient": "top"},
-                  sort=list(dict.fromkeys(str(d["campaign"]) for d in data)), title=None)
-    return top_level({"data": {"values": data}, "facet": {"row": row},
-                      "spec": {"layer": layers, "height": {"step": 22}, "width": PANEL_WIDTH}},
-                     resolve={"scale": {"y": "independent"}}, title=title)
+    return top_level({"vconcat": panels}, bounds="flush", resolve={"scale": {"x": "shared"}}, spacing=48,
+                     title=title)
 
 
 def _verdict_colour() -> dict[str, Any]:
