@@ -139,8 +139,8 @@ def test_intervals_are_cut_at_what_the_quantity_can_be(tmp_path: Path) -> None:
     code, out = invoke("stats", "--runs-dir", str(tmp_path / "r"))
     assert code == 0 and "ci_clipped" not in out
     assert out.strip().endswith("note: 2 intervals reached past what the quantity can be and were cut there (0, "
-                                "or 100 for a percentage): arms of few runs give wide t-intervals (n = 2: 12.7 "
-                                "standard errors each side).")
+                                "or 100 for a percentage): arms of few runs give wide t-intervals (95% at n = 2: "
+                                "12.7 standard errors each side).")
 
 
 def test_empty_store_is_a_clear_error(tmp_path: Path) -> None:

@@ -114,9 +114,10 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
     print_table(rows, columns)
     clipped = sum(1 for row in rows if row["ci_clipped"])
     if clipped:
-        click.echo(f"note: {clipped} interval{'s' if clipped != 1 else ''} reached past what the quantity can be "
-                   "and {} cut there (0, or 100 for a percentage): arms of few runs give wide t-intervals "
-                   "(n = 2: 12.7 standard errors each side).".format("was" if clipped == 1 else "were"), err=True)
+        cut = "1 interval reached past what the quantity can be and was" if clipped == 1 else \
+            f"{clipped} intervals reached past what the quantity can be and were"
+        click.echo(f"note: {cut} cut there (0, or 100 for a percentage): arms of few runs give wide "
+                   "t-intervals (95% at n = 2: 12.7 standard errors each side).", err=True)
 
 
 @click.command("compare")
