@@ -175,7 +175,7 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
         if cache is None or digests is None:
             out += _campaign_series(rows, versions, present, opts, min_effect, effect_default)
             continue
-        key = cache.key(("kind", "history-1"), ("runs", digests[str(campaign)]), ("versions", versions),
+        key = cache.key(("kind", "history-2"), ("runs", digests[str(campaign)]), ("versions", versions),
                         ("column", column), ("metrics", present), ("opts", opts), ("min_effect", min_effect))
         out += cache.get_or("history-campaign", key, functools.partial(
             _campaign_series, rows, versions, present, opts, min_effect, effect_default))
@@ -216,7 +216,10 @@ def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str]
     at = 0
     for (campaign, model, environment), metric, ordered, samples, model_name in planned:
         described, at = every[at:at + len(samples)], at + len(samples)
-        points = [VersionPoint(v, d.n, d.mean, d.ci_low, d.ci_high) for v, d in zip(ordered, described, strict=True)]
+        floor, ceiling = metric_catalog.physical_range(metric)  # cut as `stats` cuts an arm's interval
+        points = [VersionPoint(v, d.n, d.mean, max(d.ci_low, floor), min(d.ci_high, ceiling))
+                  if math.isfinite(d.ci_low) else VersionPoint(v, d.n, d.mean, d.ci_low, d.ci_high)
+                  for v, d in zip(ordered, described, strict=True)]
         series = Series(str(campaign), str(model), model_name, str(environment), metric, points)
         effect = opts.margins.get(metric, effect_default) if min_effect is None else min_effect
         for step in find_steps(samples, alpha=opts.alpha, min_effect=effect):
