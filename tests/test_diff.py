@@ -161,6 +161,14 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert "| KV cache | 57.19 | 57.19 | 0.0% |" in native[:native.index("\n\n**") if "\n\n**" in native else None]
     charts = {p.name for p in (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "charts").glob("*.vl.json")}
     assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts
+    # /diffs/ is a page too (it was a 404): every diff, its sides, their runs and its verdicts
+    overview = (result.docs_dir / "diffs" / "index.md").read_text(encoding="utf-8")
+    row = ("| [H100 control: cold vs warm page cache](cold-vs-warm-cache/index.md) | "
+           "`campaign=gpu-torch-native-vs-cgroup,cache=cold` | `campaign=gpu-torch-native-vs-cgroup,cache=warm` | "
+           "40 / 40 | 28 unchanged |")
+    assert overview.startswith("# Diffs\n") and row in overview.splitlines()
+    assert ("Diffs", [("Overview", "diffs/index.md"),
+                      ("H100 control: cold vs warm page cache", "diffs/cold-vs-warm-cache/index.md")]) in result.nav
 
 
 def test_bad_named_diff_is_a_one_line_config_error(phase1_store: Path, tmp_path: Path) -> None:

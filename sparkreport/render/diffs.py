@@ -19,6 +19,7 @@ from sparkreport.render.tables import metric_label
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sparkreport.analysis.diff import DiffResult
     from sparkreport.charts import ChartSpec
     from sparkreport.config import NamedDiff
     from sparkreport.render.context import SiteData
@@ -32,6 +33,9 @@ class DiffPage(Page):
     folder = "diffs"
     order = 25
 
+    #: The overview's template: every diff, its sides and its verdicts, on one page (/diffs/).
+    overview_template = "diffs_index.md"
+
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         docs = []
         folders = unique_slugs(named.name for named in site.config.diffs)
@@ -42,7 +46,19 @@ class DiffPage(Page):
             doc.also_reads = [repr(named)]
             doc.fill = functools.partial(fill_diff, site, doc, named)
             docs.append(doc)
-        return docs
+        if not docs:
+            return docs
+        # An overview, so that /diffs/ is a page (as /campaigns/ and /results/ are): it reads what
+        # every diff reads, and runs each diff again for its verdict counts.
+        overview = PageDoc(f"{self.folder}/index.md", "Overview", self.overview_template)
+        scopes = [doc.scope for doc in docs]
+        overview.scope = None if any(scope is None for scope in scopes) else \
+            list(dict.fromkeys(pair for scope in scopes if scope is not None for pair in scope))
+        overview.inputs = None if overview.scope is None else campaign_runs(site, {c for c, _m in overview.scope})
+        overview.also_reads = [repr(named) for named in site.config.diffs]
+        pages = list(zip(site.config.diffs, docs, strict=True))
+        overview.fill = functools.partial(fill_overview, site, overview, pages)
+        return [overview, *docs]
 
     def nav(self, docs: list[PageDoc]) -> tuple[str, Any]:
         return (self.title, [(doc.title, doc.path) for doc in docs])
@@ -52,13 +68,23 @@ def fill_diff(site: SiteData, doc: PageDoc, named: NamedDiff) -> None:
     doc.context, doc.charts = diff_context(site, named)
 
 
+def fill_overview(site: SiteData, doc: PageDoc, diffs: list[tuple[NamedDiff, PageDoc]]) -> None:
+    """Each diff: its title (a link to its page), its sides, their runs, and its verdicts."""
+    listed = []
+    for named, page in diffs:
+        a, b, result = run_diff(site, named)
+        listed.append({"title": page.title, "href": doc.href(page.path), "a": named.a, "b": named.b,
+                       "n_a": len(a), "n_b": len(b), "counts": {k: v for k, v in result.counts().items() if v}})
+    doc.context = {"diffs": listed}
+
+
 def campaign_runs(site: SiteData, campaigns: set[str]) -> list[str]:
     """The run ids (published arms included) of ``campaigns``."""
     return [run for key, runs in site.arm_runs().items() if key[0] in campaigns for run in runs]
 
 
-def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list[ChartSpec]]:
-    """Run one named diff over the site's dataset; its tables and charts."""
+def run_diff(site: SiteData, named: NamedDiff) -> tuple[pd.DataFrame, pd.DataFrame, DiffResult]:
+    """One named diff over the site's dataset: its two sides' runs and its result."""
     from sparkreport.analysis.diff import DiffOptions, Selector, diff, select_sides
     from sparkreport.errors import BuildError, DataError
 
@@ -70,6 +96,12 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
     except DataError as exc:
         where = site.config.path or "sparkreport.yml"
         raise BuildError(f"{where}: diff {named.name!r}: {exc.format_message()}") from None
+    return a, b, result
+
+
+def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list[ChartSpec]]:
+    """Run one named diff over the site's dataset; its tables and charts."""
+    a, b, result = run_diff(site, named)
     cells = rows(result.cells)
     for cell in cells:
         cell["label"] = metric_label(str(cell["metric"]))
