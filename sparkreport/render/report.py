@@ -669,13 +669,12 @@ def not_after_holm(rows: list[dict[str, Any]], ci_label: str) -> str:
     sizes = {m.group(1) for r in apart if (m := re.search(r"\((\d+) tests?\)", str(r.get("family") or "")))}
     tests = f"the campaign's {sizes.pop()} tests" if len(sizes) == 1 else "the campaign's tests"
     if len(apart) == len(rows) == 1:
-        return (f" Its {ci_label} interval excludes zero, but the difference does not hold once {tests} "
-                "are adjusted together (Holm); the interval is not adjusted.")
+        return f" Its {ci_label} interval excludes zero, but with Holm's adjustment over {tests} it is not significant."
     if len(apart) == 1:
-        return (f" One of these {ci_label} intervals excludes zero, but that difference does not hold once "
-                f"{tests} are adjusted together (Holm); the intervals are not adjusted.")
-    return (f" {len(apart)} of these {ci_label} intervals exclude zero, but none of those differences holds "
-            f"once {tests} are adjusted together (Holm); the intervals are not adjusted.")
+        return (f" One of these {ci_label} intervals excludes zero, but with Holm's adjustment over {tests} "
+                "that difference is not significant.")
+    return (f" {len(apart)} of these {ci_label} intervals exclude zero, but with Holm's adjustment over {tests} "
+            "none of those differences is significant.")
 
 
 def grouped_by(rows: list[dict[str, Any]], *keys: str) -> list[tuple[Any, list[dict[str, Any]]]]:
