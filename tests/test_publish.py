@@ -303,6 +303,42 @@ def test_a_signal_held_during_the_swap_leaves_the_new_site_and_no_previous_one(
     assert not publish.old_dir(target).exists() and not staging.exists()
 
 
+def test_a_signal_taken_by_another_thread_still_waits_for_the_renames(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With another thread alive (a thread pool's, the live server's) a SIGTERM sent to the
+    process can be taken by that thread, which does not hold it; Python then runs the handler
+    in the main thread at once. It must still wait for the renames to end."""
+    target, staging = _sites(tmp_path)
+    rename = os.rename
+    seen: list[str] = []
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)  # a thread that holds no signal back
+    other.start()
+
+    def terminated(signum: int, _frame: object) -> None:
+        seen.append(f"handler with the new site {'in place' if (target / 'index.html').read_text() == 'new' else 'not yet in place'}")
+        raise publish.Terminated(f"signal {signum}")
+
+    def signalled(source: str | Path, destination: str | Path) -> None:
+        rename(source, destination)
+        if Path(source) == staging:
+            signal.pthread_kill(other.ident or 0, signal.SIGTERM)  # taken by the other thread
+            time.sleep(0.05)  # time for Python to run the handler, were it not held back
+            seen.append("renames end")
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    monkeypatch.setattr(publish.os, "rename", signalled)
+    try:
+        with pytest.raises(publish.Terminated):
+            publish.swap(staging, target)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        stop.set()
+        other.join()
+    assert seen == ["renames end", "handler with the new site in place"]
+    assert not publish.old_dir(target).exists() and not staging.exists()
+
+
 def test_a_swap_that_fails_between_its_renames_keeps_the_previous_site(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The second rename failing leaves the previous site as .site.old (never removed: it is the

@@ -132,15 +132,28 @@ def interruptible() -> Iterator[None]:
 
 @contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait (and are delivered after) while the block runs."""
+    """SIGINT and SIGTERM wait (and are delivered after) while the block runs.
+
+    Blocking them in this thread is not enough where the process has other threads (a thread
+    pool's, the live server's): the kernel then hands a signal sent to the process to one of
+    them, and Python runs its handler in the main thread at once — inside the block. So the
+    block also runs under handlers that only note a signal; the noted ones are raised again
+    once the previous handlers are back."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    noted: list[int] = []
+    previous_handlers = {signum: signal.signal(signum, lambda signum, _frame: noted.append(signum))
+                         for signum in STOP_SIGNALS}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a signal held back is noted now
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
+        for noted_signal in dict.fromkeys(noted):
+            signal.raise_signal(noted_signal)
 
 
 def swap(staging: Path, target: Path, carry: Carry | None = None) -> None:
