@@ -123,7 +123,8 @@ def version_column(runs: pd.DataFrame, by: str) -> tuple[str, pd.DataFrame]:
     return column, runs[runs[column].notna()]
 
 
-def _natural(text: str) -> tuple[Any, ...]:
+def natural_key(text: str) -> tuple[Any, ...]:
+    """A sort key that orders the numbers inside ``text`` by value (1.4.9 before 1.4.10)."""
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
@@ -137,7 +138,7 @@ def order_versions(runs: pd.DataFrame, column: str) -> tuple[list[str], str]:
     except InvalidVersion:
         pass
     if all(re.match(r"v?\d", v) for v in values):
-        return sorted(values, key=lambda v: _natural(v.removeprefix("v"))), "natural"
+        return sorted(values, key=lambda v: natural_key(v.removeprefix("v"))), "natural"
     first = runs.groupby(runs[column].astype(str))["started_at"].min()
     return sorted(values, key=lambda v: (str(first.get(v) or ""), v)), "date"
 

@@ -447,9 +447,9 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     # the labels at 320 px and mixed the campaigns' rows).
     campaigns = len(set(names)) < len(names)
     if campaigns:
-        from sparkreport.analysis.history import _natural
+        from sparkreport.analysis.history import natural_key
 
-        shown = sorted(shown, key=lambda e: _natural(str(e["campaign"])))
+        shown = sorted(shown, key=lambda e: natural_key(str(e["campaign"])))
     for e in shown:
         row = [*([str(e["campaign"])] if campaigns else []), *named(e)]
         data.append({
@@ -511,7 +511,8 @@ def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, titl
     campaigns = list(dict.fromkeys(str(d["campaign"]) for d in data))
     panels = []
     for i, campaign in enumerate(campaigns):
-        rows = [{**d, "row": d["label"]} for d in data if str(d["campaign"]) == campaign]
+        rows = [{**{k: v for k, v in d.items() if k != "label"}, "row": d["label"]}
+                for d in data if str(d["campaign"]) == campaign]
         panel = forest_spec(rows, level=level, margin=margin, title=campaign)
         del panel["$schema"], panel["config"]
         panel["title"] = {"anchor": "start", "fontSize": 12, "frame": "group", "text": campaign}
