@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -197,11 +198,39 @@ def test_methodology_is_read_from_the_records(rendered: RenderResult) -> None:
     assert "{'" not in text and "': " not in text
 
 
+def quality_sections(text: str) -> dict[str, tuple[str, list[list[str]]]]:
+    """The Data quality page's sections: title → (the line under it, its table's rows as cells)."""
+    sections: dict[str, tuple[str, list[list[str]]]] = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("### "):
+            table = list(itertools.takewhile(lambda row: row.startswith("|"), lines[i + 4:]))
+            sections[line[4:]] = (lines[i + 2], [row.strip("| ").split(" | ") for row in table[2:]])
+    return sections
+
+
 def test_quality_page_names_the_duplicate_runs(rendered: RenderResult) -> None:
-    text = page(rendered, "quality/index.md")
-    rows = table_rows(text, ("error", str(word_code("duplicate-iteration"))))
-    assert len(rows) == 1 and "13 runs" in rows[0][2]
-    assert "`gpt120b-native-iter01-20251108_195154`" in rows[0][3]
+    """One section per check: its title, its count and code, then a row per finding (the arm it
+    is about, the finding as a sentence, its runs)."""
+    sections = quality_sections(page(rendered, "quality/index.md"))
+    line, rows = sections["More runs than planned"]
+    assert line == f"1 error · check {word_code('duplicate-iteration')}"
+    assert len(rows) == 1 and rows[0][0] == "phase1/gpt120b/native" and rows[0][1].startswith("13 runs")
+    assert "`gpt120b-native-iter01-20251108_195154`" in rows[0][2]
+
+
+def test_quality_page_says_a_finding_about_several_arms_once(published_store: Path, tmp_path: Path) -> None:
+    """The same sentence about several arms (figures published without a spread, in every arm of a
+    published study) is one row naming the arms, model by model — not a row per arm."""
+    from sparkreport.render.builtin import compact_wheres
+
+    result = render(RenderOptions(runs_dir=published_store, project_root=tmp_path))
+    sections = quality_sections(page(result, "quality/index.md"))
+    for _title, (_line, rows) in sections.items():
+        sentences = [row[-2] for row in rows]
+        assert len(sentences) == len(set(sentences)), rows
+    assert compact_wheres(["p/m1/container", "p/m1/native", "p/m2/native"]) == "p/m1 (container, native); p/m2 (native)"
+    assert compact_wheres(["c1", "c2"]) == "c1; c2" and compact_wheres(["p/m/native"]) == "p/m/native"
 
 
 def test_runs_page_links_to_every_runs_raw_files(rendered: RenderResult, phase1_store: Path) -> None:
@@ -299,13 +328,9 @@ def test_the_checks_codes_in_the_quality_table_break_only_after_a_hyphen(rendere
     hyphen (sparkreport.css), not Material's code that breaks inside a word ("rooflin|e")."""
     assert str(word_code("capacity-weights")) == '<code class="sparkreport-word">capacity-weights</code>'
     assert str(word_code("a<b")) == '<code class="sparkreport-word">a&lt;b</code>'
-    import itertools
 
-    lines = page(rendered, "quality/index.md").splitlines()
-    start = lines.index("| Severity | Check | Finding | Runs |")
-    rows = itertools.takewhile(lambda line: line.startswith("| "), lines[start + 2:])  # the table's rows
-    codes = [line.split(" | ")[1] for line in rows]
-    assert codes and all(c.startswith('<code class="sparkreport-word">') for c in codes), codes[:3]
+    lines = [line for line, _rows in quality_sections(page(rendered, "quality/index.md")).values()]
+    assert lines and all(' · check <code class="sparkreport-word">' in line for line in lines), lines[:3]
 
 
 def test_charts_are_written_beside_their_page(rendered: RenderResult) -> None:
@@ -522,9 +547,10 @@ def test_quality_page_cuts_a_long_check_short_and_ships_every_finding(
     text = page(result, "quality/index.md")
     with (result.docs_dir / "quality" / "findings.csv").open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    listed = [line for line in text.splitlines() if line.startswith(("| error |", "| warning |", "| info |"))]
-    assert len(listed) == len({row["check"] for row in rows}) < len(rows)  # one row per check
-    assert "A check with more than 1 findings is listed with its first 1:" in text
+    sections = quality_sections(text)
+    assert len(sections) == len({row["check"] for row in rows}) < len(rows)  # one section per check
+    assert all(len(table) == 1 for _line, table in sections.values())  # its first finding
+    assert "A check with more than 1 findings is listed with its first 1." in text
     assert f"All {len(rows):,} findings are in [findings.csv](findings.csv)" in text
 
 

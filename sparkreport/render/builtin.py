@@ -460,6 +460,7 @@ class QualityPage(Page):
                      "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
                      "runs": f.runs, "assumes": f.assumes} for f in site.findings]  # check() sorted them
         shown, more = cap_per_check(findings, FINDINGS_PER_CHECK)
+        checks = checks_of(findings, shown)
         if more:  # every finding, for the reader who wants them all (and `sparkreport check --json`)
             import pandas as pd
 
@@ -472,7 +473,8 @@ class QualityPage(Page):
             csv_safe(every).to_csv(folder / FINDINGS_FILE, index=False)  # no cell a spreadsheet runs
             doc.files = [f"{self.folder}/{FINDINGS_FILE}"]
         return {
-            "findings": shown, "more": more, "findings_total": len(findings), "findings_file": FINDINGS_FILE,
+            "findings": shown, "checks": checks, "tally": tally(findings),
+            "more": more, "findings_total": len(findings), "findings_file": FINDINGS_FILE,
             "per_check": FINDINGS_PER_CHECK,
             "assumption_groups": site.assumption_groups,
             "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
@@ -501,6 +503,66 @@ def cap_per_check(findings: list[dict[str, Any]], limit: int) -> tuple[list[dict
             more.setdefault(finding["code"], {"code": finding["code"], "severity": finding["severity"], "count": 0})
             more[finding["code"]]["count"] += 1
     return shown, list(more.values())
+
+
+#: What a finding of each severity is called when counted ("2 errors", "3 notes").
+SEVERITY_NOUNS = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def checks_of(findings: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The listed findings per check, in check()'s order: the check's title, severity and
+    count (all its findings), then per finding what it is about (the message's prefix), the
+    finding itself as a sentence and its runs; ``more``: its findings not listed."""
+    from sparkreport.render.report import check_title, message_body, message_where
+
+    out: dict[str, dict[str, Any]] = {}
+    for finding in findings:
+        group = out.setdefault(finding["code"], {"code": finding["code"], "title": check_title(finding["code"]),
+                                                 "severity": finding["severity"], "count": 0, "rows": [], "more": 0})
+        group["count"] += 1
+        group["more"] += 1
+    for finding in shown:
+        out[finding["code"]]["more"] -= 1
+        # one row per sentence: the same finding about several arms (a published figure without a
+        # spread, both environments of a model too large for the pool) is said once, naming them all
+        body = message_body(finding["message"])
+        rows = out[finding["code"]]["rows"]
+        row = next((r for r in rows if r["finding"] == body), None)
+        if row is None:
+            rows.append(row := {"finding": body, "wheres": [], "runs": []})
+        where = message_where(finding["message"])
+        if where and where not in row["wheres"]:
+            row["wheres"].append(where)
+        row["runs"] += [run for run in finding["runs"] if run not in row["runs"]]
+    for group in out.values():
+        for row in group["rows"]:
+            row["where"] = compact_wheres(row.pop("wheres"))
+        group["noun"] = SEVERITY_NOUNS.get(group["severity"], "finding")
+        group["where"] = any(row["where"] for row in group["rows"])
+    return list(out.values())
+
+
+def compact_wheres(wheres: list[str]) -> str:
+    """'phase1/qwen72b (container, native); phase1/deepseek (native)' for the arms
+    'phase1/qwen72b/container', 'phase1/qwen72b/native', 'phase1/deepseek/native': arms that
+    share their campaign and model are named once; a single one is written whole."""
+    if len(wheres) <= 1:
+        return wheres[0] if wheres else ""
+    parents: dict[str, list[str]] = {}
+    for where in wheres:
+        parent, _, leaf = where.rpartition("/")
+        parents.setdefault(parent if parent else where, []).append(leaf if parent else "")
+    return "; ".join(f"{parent} ({', '.join(leaves)})" if any(leaves) else parent
+                     for parent, leaves in parents.items())
+
+
+def tally(findings: list[dict[str, Any]]) -> str:
+    """'9 errors, 3 warnings and 8 notes' (severities in that order; those with none left out)."""
+    from sparkreport.render.markdown import counted
+    from sparkreport.render.report import join_and
+
+    counts = {severity: sum(1 for f in findings if f["severity"] == severity) for severity in SEVERITY_NOUNS}
+    return join_and([counted(n, SEVERITY_NOUNS[severity]) for severity, n in counts.items() if n])
 
 
 def without_assumption(message: str) -> str:
