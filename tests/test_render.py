@@ -231,6 +231,9 @@ def test_quality_page_says_a_finding_about_several_arms_once(published_store: Pa
         assert len(sentences) == len(set(sentences)), rows
     assert compact_wheres(["p/m1/container", "p/m1/native", "p/m2/native"]) == "p/m1 (container, native); p/m2 (native)"
     assert compact_wheres(["c1", "c2"]) == "c1; c2" and compact_wheres(["p/m/native"]) == "p/m/native"
+    many = [f"c/m{i}/{env}" for i in range(20) for env in ("docker", "native")]  # a cell stays short
+    assert compact_wheres(many) == "c/m0 (docker, native); c/m1 (docker, native); c/m2 (docker, native); " \
+                                   "c/m3 (docker, native); and 32 more"
 
 
 def test_runs_page_links_to_every_runs_raw_files(rendered: RenderResult, phase1_store: Path) -> None:

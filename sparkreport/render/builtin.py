@@ -542,18 +542,21 @@ def checks_of(findings: list[dict[str, Any]], shown: list[dict[str, Any]]) -> li
     return list(out.values())
 
 
-def compact_wheres(wheres: list[str]) -> str:
+def compact_wheres(wheres: list[str], limit: int = 4) -> str:
     """'phase1/qwen72b (container, native); phase1/deepseek (native)' for the arms
     'phase1/qwen72b/container', 'phase1/qwen72b/native', 'phase1/deepseek/native': arms that
-    share their campaign and model are named once; a single one is written whole."""
+    share their campaign and model are named once; a single one is written whole. Past
+    ``limit`` such groups, a count of the rest ('; and 36 more')."""
     if len(wheres) <= 1:
         return wheres[0] if wheres else ""
     parents: dict[str, list[str]] = {}
     for where in wheres:
         parent, _, leaf = where.rpartition("/")
         parents.setdefault(parent if parent else where, []).append(leaf if parent else "")
-    return "; ".join(f"{parent} ({', '.join(leaves)})" if any(leaves) else parent
-                     for parent, leaves in parents.items())
+    named = ["{} ({})".format(parent, ", ".join(leaves)) if any(leaves) else parent
+             for parent, leaves in list(parents.items())[:limit]]
+    rest = sum(len(leaves) for leaves in list(parents.values())[limit:])
+    return "; ".join(named) + (f"; and {rest} more" if rest else "")
 
 
 def tally(findings: list[dict[str, Any]]) -> str:
