@@ -114,3 +114,26 @@ def test_series_of_one_version_are_counted_not_listed(tmp_path: Path) -> None:
     assert "each of the 24 series was measured in one version only" in sentence
     after = section.splitlines()[section.splitlines().index(sentence) + 1]
     assert after == ""  # not a setext heading
+
+
+def test_a_campaign_per_version_has_nothing_to_compare_and_says_so(tmp_path: Path) -> None:
+    """Each campaign one version (a campaign per release): a series stays inside its campaign, so
+    none spans two versions. "No change point … no series' level shifted" would claim a flat
+    history that nothing tested (read on the 10 000-run bench site); the page, Home and the CLI
+    say there is nothing to compare, and how to get a history."""
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+
+    (tmp_path / "sparkreport.yml").write_text(CONFIG, encoding="utf-8")
+    runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042}, runs=3, campaign_per_version=True)
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path, command="sparkreport render"))
+    page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
+    assert "**Nothing to compare yet: 6 versions, but no series spans two of them.**" in page
+    assert "No change point" not in page and "## Across versions" not in page
+    assert "None: no series spans two versions." in page
+    home = (result.docs_dir / "index.md").read_text(encoding="utf-8")
+    assert "**Across versions:** nothing to compare yet: no campaign measured a model in two versions — see " in home
+    out = CliRunner().invoke(main, ["history", "--runs-dir", str(runs)]).output
+    assert out.rstrip().endswith("nothing to compare: none of the 24 series spans two versions (a series stays "
+                                 "inside its campaign, and no campaign measured a model in two versions)")

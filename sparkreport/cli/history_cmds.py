@@ -74,5 +74,12 @@ def _print(result: History) -> None:
     if any(p.single_run for s in result.series for p in s.points):
         click.echo("* a single run: no CI, and its version is tested only together with its neighbours")
     changes = result.changes
-    click.echo(f"{len(changes)} change point(s) in {len(result.series)} series" if changes
-               else f"no change point in {len(result.series)} series")
+    spanning = sum(1 for s in result.series if len(s.points) > 1)
+    if changes:
+        click.echo(f"{len(changes)} change point(s) in {len(result.series)} series")
+    elif spanning:
+        click.echo(f"no change point in {spanning} series that span two versions or more "
+                   f"(of {len(result.series)})")
+    else:  # nothing was tested: saying "no change point" would claim a flat history
+        click.echo(f"nothing to compare: none of the {len(result.series)} series spans two versions "
+                   "(a series stays inside its campaign, and no campaign measured a model in two versions)")

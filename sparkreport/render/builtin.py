@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.render.context import SiteData
-from sparkreport.render.history import history_method, latest_change, site_history
+from sparkreport.render.history import history_method, history_spans, latest_change, site_history
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.report import answer, campaign_split, grouped, join_and, summary_table
 from sparkreport.render.tables import metric_label
@@ -95,7 +95,8 @@ class HomePage(Page):
                 "earlier": [c for c in every if c.name in earlier], "kinds": len(every_group),
                 "limits": data_limits(site, effects), "effects": len(effects),
                 "margin": site.config.analysis.equivalence_margin,
-                "history": site_history(site) is not None, "latest_change": latest_change(site)}
+                "history": site_history(site) is not None, "latest_change": latest_change(site),
+                "history_spans": history_spans(site)}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
         from sparkreport.render.report import effect_rows, forest_chart

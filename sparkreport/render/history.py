@@ -65,6 +65,12 @@ def site_history(site: SiteData) -> History | None:
     return found
 
 
+def history_spans(site: SiteData) -> int:
+    """How many series span two versions or more (0: the History page has nothing to compare)."""
+    result = site_history(site)
+    return 0 if result is None else sum(1 for s in result.series if len(s.points) > 1)
+
+
 def latest_change(site: SiteData) -> str | None:
     """The home page's line: the newest change point as a sentence, or None."""
     from sparkreport.analysis.history import change_sentence
@@ -160,7 +166,7 @@ class HistoryPage(Page):
                         "order_text": ORDER_TEXT[result.order], "qualify": len(cells) > 1,
                         "reference": (out / REFERENCE).exists() and main.href(REFERENCE),
                         "more": max(0, len(rows) - SENTENCE_BUDGET), "latest": latest, "single_run": single,
-                        "unlisted": len(result.series) - len(latest),
+                        "unlisted": len(result.series) - len(latest), "spans": len(latest),
                         "series_count": len(result.series)}
         main.charts = history_charts(site, result)
 
