@@ -89,6 +89,9 @@ class HistoryOptions:
     by: str = "version"
     #: Smallest relative change that counts as a change point (None: analysis.equivalence_margin).
     min_effect: float | None = None
+    #: Follow each model and environment across campaigns (a campaign per release), each
+    #: version's runs from one campaign; else a series stays inside its campaign.
+    across_campaigns: bool = False
 
 
 CHART_CHOICES = ("tested", "all")
@@ -283,10 +286,12 @@ def load_config(path: Path | None = None) -> ProjectConfig:
             "mkdocs builds with MkDocs + Material, zensical with Zensical (see the README's site section)")
     config.diffs = [_named_diff(where, i, item) for i, item in enumerate(doc.get("diffs") or [])]
     for key, value in (doc.get("history") or {}).items():
-        history_kinds: dict[str, type | tuple[type, ...]] = {"by": str, "min_effect": (int, float)}
+        history_kinds: dict[str, type | tuple[type, ...]] = {"by": str, "min_effect": (int, float),
+                                                             "across_campaigns": bool}
         kind = history_kinds.get(str(key))
         if kind is None:
-            raise where.error(f"history.{key}", f"unknown setting history.{key}", fix="known: by, min_effect")
+            raise where.error(f"history.{key}", f"unknown setting history.{key}",
+                              fix="known: by, min_effect, across_campaigns")
         if value is not None:
             _typed(where, f"history.{key}", value, kind)
             if key == "min_effect":

@@ -136,4 +136,53 @@ def test_a_campaign_per_version_has_nothing_to_compare_and_says_so(tmp_path: Pat
     assert "**Across versions:** nothing to compare yet: no campaign measured a model in two versions — see " in home
     out = CliRunner().invoke(main, ["history", "--runs-dir", str(runs)]).output
     assert out.rstrip().endswith("nothing to compare: none of the 24 series spans two versions (a series stays "
-                                 "inside its campaign, and no campaign measured a model in two versions)")
+                                 "inside its campaign, and no campaign measured a model in two versions; "
+                                 "--across-campaigns follows a model across a campaign per release)")
+    assert "set\n`history.across_campaigns: true`" in page or "`history.across_campaigns: true`" in page
+
+
+def test_across_campaigns_follows_a_model_over_a_campaign_per_release(tmp_path: Path) -> None:
+    """history.across_campaigns: the same store (a campaign per release, native −4.2% from
+    0.22.0) now has a history per model and environment; the step is found between 0.21.0 and
+    0.22.0, its diff page compares those two versions' runs (one campaign each), and the CLI
+    finds the same with --across-campaigns."""
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+
+    (tmp_path / "sparkreport.yml").write_text(CONFIG + "history:\n  across_campaigns: true\n", encoding="utf-8")
+    runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042}, runs=5, campaign_per_version=True)
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path, config_path=tmp_path / "sparkreport.yml",
+                                  command="sparkreport render"))
+    page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
+    assert page.splitlines()[3].startswith("**output throughput fell ")
+    assert "between 0.21.0 and 0.22.0 in native (regression)" in page.splitlines()[3]
+    assert "Each metric of each model and environment across campaigns" in page
+    diff = next((result.docs_dir / "history").glob("*/index.md")).read_text(encoding="utf-8")
+    assert "Side **a** = `label.version=0.21.0` (10 runs), side **b** = `label.version=0.22.0` (10 runs)" in diff
+    out = CliRunner().invoke(main, ["history", "--runs-dir", str(runs), "--across-campaigns", "--json"]).output
+    changes = json.loads(out)["change_points"]
+    assert [(c["campaign"], c["environment"], c["before"], c["after"]) for c in changes] == [
+        ("across campaigns", "native", "0.21.0", "0.22.0")]
+    per_campaign = CliRunner().invoke(main, ["history", "--runs-dir", str(runs), "--json"]).output
+    assert json.loads(per_campaign)["change_points"] == []
+
+
+def test_across_campaigns_refuses_a_version_in_two_campaigns(tmp_path: Path) -> None:
+    """Two campaigns hold the same version of a model and environment: its point would pool them.
+    The build stops with one line naming the setting, the version and both campaigns."""
+    from sparkreport.errors import BuildError
+    from sparkreport.schema import Environment, Model, RunRecord
+    from sparkreport.store import RunStore
+
+    (tmp_path / "sparkreport.yml").write_text("history:\n  across_campaigns: true\n", encoding="utf-8")
+    runs = write_history_store(tmp_path / "runs", runs=2, campaign_per_version=True)
+    store = RunStore(runs)
+    store.write(RunRecord(run_id="rerun-0.22.0", campaign="rerun", iteration=1,
+                          model=Model(id="meta-llama/Llama-3.1-8B-Instruct", name="llama-3.1-8b"),
+                          environment=Environment(name="native"), metrics={"output_throughput_tok_s": 990.0},
+                          labels={"version": "0.22.0"}), [])
+    with pytest.raises(BuildError, match=r"sparkreport.yml: history.across_campaigns: version 0.22.0 of "
+                                         r"llama-3.1-8b in native is in campaigns rerun, v0.22.0 — a version's "
+                                         r"runs must come from one campaign"):
+        render(RenderOptions(runs_dir=runs, project_root=tmp_path, config_path=tmp_path / "sparkreport.yml"))

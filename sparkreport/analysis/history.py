@@ -100,6 +100,8 @@ class History:
     alpha: float
     min_effect: float
     method: str = METHOD
+    #: Series followed across campaigns (``history.across_campaigns``): their campaign is ACROSS.
+    across_campaigns: bool = False
 
     @property
     def changes(self) -> list[ChangePoint]:
@@ -143,14 +145,25 @@ def order_versions(runs: pd.DataFrame, column: str) -> tuple[list[str], str]:
     return sorted(values, key=lambda v: (str(first.get(v) or ""), v)), "date"
 
 
+#: The campaign of a series followed across campaigns (``across_campaigns``).
+ACROSS = "across campaigns"
+
+
+class PooledVersion(DataError):
+    """``across_campaigns`` with one version of a model and environment in two campaigns."""
+
+
 def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics: list[str] | None = None,
             campaigns: list[str] | None = None, min_effect: float | None = None,
-            cache: AnalysisCache | None = None) -> History:
+            cache: AnalysisCache | None = None, across_campaigns: bool = False) -> History:
     """The history of ``ds`` across the versions named by ``by`` (see the module docstring).
 
     A series lives in one campaign, so the series are computed campaign by campaign; with
     ``cache``, a campaign's series are kept by the digest of its runs (and the version order,
-    the metrics and the options), and a new run recomputes the series of its campaign only."""
+    the metrics and the options), and a new run recomputes the series of its campaign only.
+    ``across_campaigns``: a series is a model and environment across every campaign (a campaign
+    per release), each version's runs from one campaign (:class:`PooledVersion` otherwise: runs
+    of different campaigns are never pooled); its campaign is :data:`ACROSS`."""
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if campaigns:
@@ -165,6 +178,8 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
     effect_default = opts.equivalence_margin if min_effect is None else min_effect
     out: list[Series] = []
     present = [m for m in wanted if m in runs.columns]
+    if across_campaigns:
+        _one_campaign_per_version(runs, column)
     runs = runs[["campaign", "model", "model_name", "environment", *present]].assign(
         _rank=runs[column].astype(str).map(rank).astype(int))
     digests = None
@@ -172,6 +187,10 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
         from sparkreport.analysis.arms import campaign_digests
 
         digests = campaign_digests(ds, opts)
+        if across_campaigns:  # one series group over every campaign: kept by all their digests
+            digests = {ACROSS: "\0".join(f"{c}={digests[c]}" for c in sorted(runs["campaign"].unique()))}
+    if across_campaigns:
+        runs = runs.assign(campaign=ACROSS)
     for campaign, rows in runs.groupby("campaign", sort=True):
         if cache is None or digests is None:
             out += _campaign_series(rows, versions, present, opts, min_effect, effect_default)
@@ -182,7 +201,21 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
             _campaign_series, rows, versions, present, opts, min_effect, effect_default))
     effect_text = effect_default
     return History(by=by, column=column, order=order, versions=versions, series=out, alpha=opts.alpha,
-                   min_effect=effect_text)
+                   min_effect=effect_text, across_campaigns=across_campaigns)
+
+
+def _one_campaign_per_version(runs: pd.DataFrame, column: str) -> None:
+    """Refuse (:class:`PooledVersion`) a version of a model and environment whose runs are in two
+    campaigns: followed across campaigns, a version's point must be one campaign's arm."""
+    spread = runs.groupby(["model", "environment", runs[column].astype(str)])["campaign"].unique()
+    for key, found in spread.items():
+        model, environment, version = (str(part) for part in key)  # type: ignore[attr-defined]
+        if len(found) > 1:
+            names = ", ".join(sorted(str(c) for c in found))
+            raise PooledVersion(
+                f"history.across_campaigns: version {version} of {model} in {environment} is in campaigns "
+                f"{names} — a version's runs must come from one campaign (campaigns are never pooled): "
+                "give the runs different versions, or compare the campaigns with a diff")
 
 
 def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str], opts: AnalysisOptions,

@@ -25,15 +25,20 @@ if TYPE_CHECKING:
 @click.option("--campaign", "campaigns", multiple=True, metavar="NAME", help="Only these campaigns (repeatable).")
 @click.option("--min-effect", type=float, default=None,
               help="Smallest relative change that counts (default: history.min_effect, else the metric's margin, 2%).")
+@click.option("--across-campaigns/--per-campaign", default=None,
+              help="Follow each model and environment across campaigns (a campaign per release; each version's "
+                   "runs from one campaign), or keep each series inside its campaign (default: "
+                   "history.across_campaigns, else per campaign).")
 @json_option
 @click.option("--fail-on", type=click.Choice(["regression"]), default=None,
               help="Exit 1 when the newest version opens a regression (for CI).")
 def history_command(runs_dir: Path, config_path: Path | None, by: str | None, metrics: tuple[str, ...],
-                    campaigns: tuple[str, ...], min_effect: float | None, as_json: bool,
-                    fail_on: str | None) -> None:
+                    campaigns: tuple[str, ...], min_effect: float | None, across_campaigns: bool | None,
+                    as_json: bool, fail_on: str | None) -> None:
     """Each metric per version (mean, 95% CI, n) and its change points.
 
-    Per campaign, model, environment and metric. A change point is reported only when the level
+    Per campaign, model, environment and metric (with --across-campaigns, per model, environment
+    and metric across campaigns, a campaign per release). A change point is reported only when the level
     shifts by at least the minimum effect and the shift is significant at analysis.alpha across
     the series (binary segmentation with Welch tests, Holm-adjusted, and the newest version
     tested on its own; see docs/reference/history.md).
@@ -47,7 +52,8 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
     cache = store_analysis(runs_dir, config_path)
     result = history(read_store(runs_dir, config_path), config.analysis, by=by or config.history.by,
                      metrics=list(metrics) or None, campaigns=list(campaigns) or None,
-                     min_effect=min_effect if min_effect is not None else config.history.min_effect, cache=cache)
+                     min_effect=min_effect if min_effect is not None else config.history.min_effect, cache=cache,
+                     across_campaigns=config.history.across_campaigns if across_campaigns is None else across_campaigns)
     keep_analysis(cache)
     if as_json:
         click.echo(json.dumps(history_payload(result), indent=2))
@@ -80,6 +86,9 @@ def _print(result: History) -> None:
     elif spanning:
         click.echo(f"no change point in {spanning} series that span two versions or more "
                    f"(of {len(result.series)})")
+    elif result.across_campaigns:
+        click.echo(f"nothing to compare: none of the {len(result.series)} series spans two versions")
     else:  # nothing was tested: saying "no change point" would claim a flat history
         click.echo(f"nothing to compare: none of the {len(result.series)} series spans two versions "
-                   "(a series stays inside its campaign, and no campaign measured a model in two versions)")
+                   "(a series stays inside its campaign, and no campaign measured a model in two versions; "
+                   "--across-campaigns follows a model across a campaign per release)")

@@ -37,8 +37,8 @@ DIFF_PAGE_BUDGET = 40
 
 def site_history(site: SiteData) -> History | None:
     """The store's history (computed once per render), or None without two versions."""
-    from sparkreport.analysis.history import ENGINE_ALIASES, SOFTWARE_FIELDS, history
-    from sparkreport.errors import DataError
+    from sparkreport.analysis.history import ENGINE_ALIASES, SOFTWARE_FIELDS, PooledVersion, history
+    from sparkreport.errors import BuildError, DataError
 
     by = site.config.history.by
     runs = site.dataset.runs
@@ -48,7 +48,9 @@ def site_history(site: SiteData) -> History | None:
         def compute() -> tuple[History | None]:
             try:
                 found = history(site.dataset, site.config.analysis, by=by, min_effect=site.config.history.min_effect,
-                                cache=site.analysis_cache)
+                                cache=site.analysis_cache, across_campaigns=site.config.history.across_campaigns)
+            except PooledVersion as exc:  # the setting does not fit the store: say so, never drop the page
+                raise BuildError(f"{site.config.path or 'sparkreport.yml'}: {exc.format_message()}") from None
             except DataError:
                 found = None
             return (found if found is not None and len(found.versions) >= 2 else None,)
@@ -97,8 +99,13 @@ def history_method(site: SiteData) -> str | None:
 
 
 def _selector(result: History, campaign: str, version: str) -> str:
+    """A diff side: the campaign's runs of ``version`` (across campaigns, the runs of that version,
+    which are one campaign's per model and environment)."""
+    from sparkreport.analysis.history import ACROSS
+
     extra = ",engine=" + result.by if result.column == "engine_version" and result.by != "engine_version" else ""
-    return f"campaign={campaign},{result.column}={version}{extra}"
+    where = "" if campaign == ACROSS else f"campaign={campaign},"
+    return f"{where}{result.column}={version}{extra}"
 
 
 @register
@@ -110,6 +117,7 @@ class HistoryPage(Page):
     order = 22
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
+        from sparkreport.analysis.history import ACROSS
         from sparkreport.config import NamedDiff
         from sparkreport.render.diffs import campaign_runs, fill_diff
 
@@ -128,7 +136,7 @@ class HistoryPage(Page):
                                   b=_selector(result, change.campaign, change.after), title=name)
                 doc = PageDoc(f"{self.folder}/{slug(f'{change.campaign}-{change.before}-{change.after}')}/index.md",
                               f"{change.before} → {change.after}", "diff.md")
-                doc.inputs = campaign_runs(site, {change.campaign})
+                doc.inputs = None if change.campaign == ACROSS else campaign_runs(site, {change.campaign})
                 doc.also_reads = [repr(named)]
                 doc.fill = functools.partial(fill_diff, site, doc, named)
                 diff_docs[key] = doc
