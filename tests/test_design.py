@@ -327,3 +327,12 @@ def test_golden_cli_output(tmp_path: Path, command: list[str]) -> None:
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(result.stdout)
     assert result.stdout == golden.read_text()
+
+
+def test_a_familys_size_is_read_back_from_its_name() -> None:
+    """The pages count a family's tests from ``family`` (compare's column): read with the format
+    that wrote it, so the two cannot drift apart."""
+    from sparkreport.analysis.design import FAMILY_FORMAT, family_size
+
+    assert family_size(FAMILY_FORMAT.format(name="c (v2) · primary", size=12)) == 12
+    assert family_size("c · primary") is None and family_size("") is None

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -263,8 +264,18 @@ def holm_by_family(frame: pd.DataFrame, opts: AnalysisOptions) -> pd.DataFrame:
         for i, q in zip(index, st.holm([p[i] for i in index]), strict=True):
             adjusted[i] = q
     frame["p_holm"] = adjusted
-    frame["family"] = [f"{k} ({sizes[k]} tests)" for k in keys]
+    frame["family"] = [FAMILY_FORMAT.format(name=k, size=sizes[k]) for k in keys]
     return frame
+
+
+#: A comparison's ``family``: the Holm family's name and its number of tests.
+FAMILY_FORMAT = "{name} ({size} tests)"
+
+
+def family_size(family: str) -> int | None:
+    """The number of tests of a ``family`` as :data:`FAMILY_FORMAT` writes it (None if not one)."""
+    found = re.fullmatch(r".* \((\d+) tests\)", family)
+    return int(found.group(1)) if found else None
 
 
 def likely_cause(util_means: list[float], util_sd_across: float, clock_cv: float | None,

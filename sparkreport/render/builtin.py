@@ -461,7 +461,7 @@ class QualityPage(Page):
                      "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
                      "runs": f.runs, "assumes": f.assumes} for f in site.findings]  # check() sorted them
         shown, more = cap_per_check(findings, FINDINGS_PER_CHECK)
-        checks = checks_of(findings, shown)
+        checks = checks_of(shown, more)
         if more:  # every finding, for the reader who wants them all (and `sparkreport check --json`)
             import pandas as pd
 
@@ -474,6 +474,7 @@ class QualityPage(Page):
             csv_safe(every).to_csv(folder / FINDINGS_FILE, index=False)  # no cell a spreadsheet runs
             doc.files = [f"{self.folder}/{FINDINGS_FILE}"]
         return {
+            # ``findings``: the listed ones, flat (a project's own quality.md may still read them)
             "findings": shown, "checks": checks, "tally": tally(findings),
             "more": more, "findings_total": len(findings), "findings_file": FINDINGS_FILE,
             "per_check": FINDINGS_PER_CHECK,
@@ -510,24 +511,25 @@ def cap_per_check(findings: list[dict[str, Any]], limit: int) -> tuple[list[dict
 SEVERITY_NOUNS = {"error": "error", "warning": "warning", "info": "note"}
 
 
-def checks_of(findings: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The listed findings per check, in check()'s order: the check's title, severity and
-    count (all its findings), then per finding what it is about (the message's prefix), the
-    finding itself as a sentence and its runs; ``more``: its findings not listed."""
+def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The listed findings (:func:`cap_per_check`'s ``shown`` and ``more``) per check, in
+    check()'s order: the check's title, severity and count (all its findings), then per finding
+    what it is about (the message's prefix), the finding itself as a sentence and its runs;
+    ``more``: its findings not listed."""
     from sparkreport.render.report import check_title, message_body, message_where
 
+    left = {m["code"]: m["count"] for m in more}
     out: dict[str, dict[str, Any]] = {}
-    for finding in findings:
-        group = out.setdefault(finding["code"], {"code": finding["code"], "title": check_title(finding["code"]),
-                                                 "severity": finding["severity"], "count": 0, "rows": [], "more": 0})
-        group["count"] += 1
-        group["more"] += 1
     for finding in shown:
-        out[finding["code"]]["more"] -= 1
+        code = finding["code"]
+        if code not in out:
+            out[code] = {"code": code, "title": check_title(code), "severity": finding["severity"],
+                         "count": left.get(code, 0), "more": left.get(code, 0), "rows": []}
+        out[code]["count"] += 1
         # one row per sentence: the same finding about several arms (a published figure without a
         # spread, both environments of a model too large for the pool) is said once, naming them all
         body = message_body(finding["message"])
-        rows = out[finding["code"]]["rows"]
+        rows = out[code]["rows"]
         row = next((r for r in rows if r["finding"] == body), None)
         if row is None:
             rows.append(row := {"finding": body, "wheres": [], "runs": []})

@@ -174,7 +174,7 @@ class HistoryPage(Page):
                         "order_text": ORDER_TEXT[result.order], "qualify": len(cells) > 1,
                         "reference": (out / REFERENCE).exists() and main.href(REFERENCE),
                         "more": max(0, len(rows) - SENTENCE_BUDGET), "latest": latest, "single_run": single,
-                        "unlisted": len(result.series) - len(latest), "spans": len(latest),
+                        "unlisted": len(result.series) - len(latest),
                         "series_count": len(result.series)}
         main.charts = history_charts(site, result)
 

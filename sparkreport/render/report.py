@@ -475,14 +475,12 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
 
         shown = sorted(shown, key=lambda e: natural_key(str(e["campaign"])))
     for e in shown:
-        row = [*([str(e["campaign"])] if campaigns else []), *named(e)]
         data.append({
-            "row": " · ".join(row), "metric": e["label"],
+            "row": " · ".join(named(e)), "metric": e["label"],
             "comparison": f"{e['candidate']} vs {e['baseline']}", "campaign": e["campaign"],
             "delta": round(e["delta_pct"], 3), "low": _round(e["delta_low"]), "high": _round(e["delta_high"]),
             "verdict": str(e["verdict"]), "with_ci": e["delta_low"] is not None,
             "margin": e["margin_pct"],
-            **({"label": " · ".join(named(e))} if campaigns else {}),
         })
     if not data:
         return None
@@ -528,15 +526,14 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
 
 def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
     """:func:`forest_spec` once per campaign (``data``'s ``campaign``, in its order), one under
-    the other with the campaign's name as each panel's title, each row named by its ``label``
-    (model · metric, without the campaign), the x scale shared and its title on the last panel
-    only. Panels, not a facet: a facet's independent y scales over a layer whose rule omits
-    the rows without an interval make Vega warn that it cannot size the view."""
+    the other with the campaign's name as each panel's title (rows are named without it), the x
+    scale shared and its title on the last panel only. Panels, not a facet: a facet's
+    independent y scales over a layer whose rule omits the rows without an interval make Vega
+    warn that it cannot size the view."""
     campaigns = list(dict.fromkeys(str(d["campaign"]) for d in data))
     panels = []
     for i, campaign in enumerate(campaigns):
-        rows = [{**{k: v for k, v in d.items() if k != "label"}, "row": d["label"]}
-                for d in data if str(d["campaign"]) == campaign]
+        rows = [d for d in data if str(d["campaign"]) == campaign]
         panel = forest_spec(rows, level=level, margin=margin, title=campaign)
         del panel["$schema"], panel["config"]
         panel["title"] = {"anchor": "start", "fontSize": 12, "frame": "group", "text": campaign}
@@ -691,7 +688,9 @@ def not_after_holm(rows: list[dict[str, Any]], ci_label: str) -> str:
              and (float(r["delta_low"]) > 0 or float(r["delta_high"]) < 0)]
     if not apart:
         return ""
-    sizes = {m.group(1) for r in apart if (m := re.search(r"\((\d+) tests?\)", str(r.get("family") or "")))}
+    from sparkreport.analysis.design import family_size
+
+    sizes = {family_size(str(r.get("family") or "")) for r in apart} - {None}
     tests = f"the campaign's {sizes.pop()} tests" if len(sizes) == 1 else "the campaign's tests"
     if len(apart) == len(rows) == 1:
         return f" Its {ci_label} interval excludes zero, but with Holm's adjustment over {tests} it is not significant."
