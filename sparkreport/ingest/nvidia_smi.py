@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,23 @@ def sample_companions(log: Path) -> list[Path]:
     """nvidia-smi CSVs that belong to the run logged in ``log`` (same stem)."""
     return [p for p in (log.with_name(log.stem + ".nvidia-smi.csv"), log.with_name(log.stem + ".smi.csv"))
             if p.exists()]
+
+
+def log_runs(source: Source, prefix: str, blocks: Sequence[Any],
+             record_of: Callable[[Any], RunRecord]) -> list[ParsedRun]:
+    """The runs of a text log, one per block (a report the parser found, with its ``first_line``
+    and ``last_line``): a log of one run keeps its file as the run's raw file and its id from the
+    file's hash; a log of several keeps the file once and names each run's lines. The samples CSVs
+    beside the log are attached (:func:`attach_samples`)."""
+    single = len(blocks) == 1
+    runs = [ParsedRun(record=record_of(block),
+                      natural_id=f"{prefix}-{stable_id(source.sha256, *(() if single else (str(index),)))}",
+                      locator=None if single else f"lines {block.first_line}-{block.last_line}",
+                      raw=[RawFile(source.path.name, source=source.path)] if single else [],
+                      keep_source_once=not single)
+            for index, block in enumerate(blocks)]
+    attach_samples(source.path, runs)
+    return runs
 
 
 def attach_samples(log: Path, runs: list[ParsedRun]) -> None:

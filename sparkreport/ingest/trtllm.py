@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from sparkreport.errors import ParseError
-from sparkreport.ingest.base import ParsedRun, Parser, Source, register, stable_id
+from sparkreport.ingest.base import ParsedRun, Parser, Source, register
 from sparkreport.ingest.memory_log import MemoryFacts
-from sparkreport.ingest.nvidia_smi import attach_samples, sample_companions
+from sparkreport.ingest.nvidia_smi import log_runs, sample_companions
 from sparkreport.ingest.text import (
     NotANumber,
     iter_lines,
@@ -39,7 +39,6 @@ from sparkreport.ingest.text import (
     to_number,
 )
 from sparkreport.schema import Hardware, Model, RunRecord, Software, Status, Workload
-from sparkreport.store import RawFile
 
 TRUNCATED = "truncated"
 
@@ -517,16 +516,4 @@ class TrtllmLogParser(Parser):
         if not reports:
             raise ParseError(source.path, "no trtllm-bench report or TensorRT-LLM memory lines found",
                              fix="ingest the full log of a run")
-        single = len(reports) == 1
-        runs = []
-        for index, report in enumerate(reports):
-            key = stable_id(source.sha256) if single else stable_id(source.sha256, str(index))
-            runs.append(ParsedRun(
-                record=to_record(report),
-                natural_id=f"trtllm-{key}",
-                locator=None if single else f"lines {report.first_line}-{report.last_line}",
-                raw=[RawFile(name=source.path.name, source=source.path)] if single else [],
-                keep_source_once=not single,
-            ))
-        attach_samples(source.path, runs)
-        return runs
+        return log_runs(source, "trtllm", reports, to_record)

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkreport.errors import ParseError
-from sparkreport.ingest.base import ParsedRun, Parser, Source, register, stable_id
-from sparkreport.ingest.nvidia_smi import attach_samples, sample_companions
+from sparkreport.ingest.base import ParsedRun, Parser, Source, register
+from sparkreport.ingest.nvidia_smi import log_runs, sample_companions
 from sparkreport.ingest.text import (
     NotANumber,
     iter_lines,
@@ -37,7 +37,6 @@ from sparkreport.ingest.text import (
     to_number,
 )
 from sparkreport.schema import Model, RunRecord, Software, Status, Workload
-from sparkreport.store import RawFile
 
 _NUM = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _BLOCK_START = re.compile(r"^=+\s*Serving Benchmark Result\s*=+$", re.IGNORECASE)
@@ -324,16 +323,4 @@ class VllmTextParser(Parser):
         if not runs:
             raise ParseError(source.path, "no vLLM benchmark result found",
                              fix="ingest the full output of vllm bench (SGLang output is not read)")
-        single = len(runs) == 1
-        parsed = [
-            ParsedRun(
-                record=_record(run),
-                natural_id=f"vllm-{stable_id(source.sha256) if single else stable_id(source.sha256, str(i))}",
-                locator=None if single else f"lines {run.first_line}-{run.last_line}",
-                raw=[RawFile(source.path.name, source=source.path)] if single else [],
-                keep_source_once=not single,
-            )
-            for i, run in enumerate(runs)
-        ]
-        attach_samples(source.path, parsed)
-        return parsed
+        return log_runs(source, "vllm", runs, _record)
