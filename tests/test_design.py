@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from sparkreport.analysis import AnalysisOptions, check, compare, included_runs
+from sparkreport.analysis import statistics as st
 from sparkreport.analysis.design import compare_by, constant_facts, family_representatives, likely_cause
 from sparkreport.cli import main
 from sparkreport.dataset import Dataset, build_dataset
@@ -96,7 +97,7 @@ def test_exact_multiples_are_tested_once() -> None:
     assert stands_for == {"output_throughput_tok_s": ["request_throughput_req_s"]}
     frame = compare(ds_of(interleaved({"native": noisy(1000, 5, 1), "cgroup": noisy(900, 5, 2)})))
     assert list(frame["metric"]) == ["output_throughput_tok_s"]
-    assert list(frame["family"]) == ["c · primary (1 tests)"]
+    assert list(frame["family"]) == ["c · primary (1 test)"]
 
 
 def test_holm_family_is_one_campaign_so_an_unrelated_campaign_changes_no_verdict() -> None:
@@ -120,7 +121,7 @@ def test_primary_metrics_are_configurable() -> None:
         r.metrics["ttft_ms_mean"] = 100.0 + i
     frame = compare(ds_of(runs), opts=AnalysisOptions(primary_metrics=["ttft_ms_mean"]))
     family = dict(zip(frame["metric"], frame["family"], strict=True))
-    assert family == {"output_throughput_tok_s": "c · secondary (1 tests)", "ttft_ms_mean": "c · primary (1 tests)"}
+    assert family == {"output_throughput_tok_s": "c · secondary (1 test)", "ttft_ms_mean": "c · primary (1 test)"}
 
 
 # --------------------------------------------------------------------------- item 3: blocks and strata
@@ -167,18 +168,50 @@ def test_compare_by_label_stratifies_and_names_the_stratum() -> None:
         compare_by(ds_of(_cache_runs(0.2)), "nope")
 
 
-def test_plan_blocks_make_the_test_paired() -> None:
-    # A slow drift shared by both arms (block effect) hides a 1% difference from Welch, not from the pairs.
+def _drifting_blocks(factor: float) -> list[RunRecord]:
+    """Eight blocks of native then cgroup, a slow drift shared by both arms (the block effect),
+    cgroup at ``factor`` × native."""
     runs = []
     for block in range(8):
         level = 1000 * (1 - 0.03 * block)
-        for env, factor in (("native", 1.0), ("cgroup", 0.99)):
-            runs.append(rec(f"{env}.i{block + 1:02d}", env, level * factor * (1 + 0.0005 * ((block * 7) % 3 - 1)),
+        for env, scale in (("native", 1.0), ("cgroup", factor)):
+            runs.append(rec(f"{env}.i{block + 1:02d}", env, level * scale * (1 + 0.0005 * ((block * 7) % 3 - 1)),
                             minute=2 * block + (env == "cgroup"), iteration=block + 1, labels={"block": str(block + 1)}))
-    row = compare(ds_of(runs)).iloc[0]
+    return runs
+
+
+def test_plan_blocks_make_the_test_and_the_intervals_paired() -> None:
+    # The drift hides a 5% difference from Welch, not from the pairs; the intervals shown beside the
+    # test come from the same pairs (a Welch interval beside a paired p could contradict it).
+    row = compare(ds_of(_drifting_blocks(0.95))).iloc[0]
     assert row["design"] == "blocked: paired t over 8 plan blocks"
     assert row["p_blocked"] < 0.001 < row["p_welch"]
     assert row["verdict"] == "lower"
+    assert 0.948 < row["ratio_ci_low"] <= row["ratio_ci_high"] < 0.952  # b = 0.95 a in every block: tight
+    assert -49 < row["diff_ci_low"] < row["diff"] < row["diff_ci_high"] < -40
+    # A 1% difference is inside the ±2% margin by the paired TOST (Welch's wide interval could not show it).
+    row = compare(ds_of(_drifting_blocks(0.99))).iloc[0]
+    assert row["verdict"] == "equivalent" and row["p_tost"] < 0.001
+    assert row["p_blocked"] < 0.001 < row["p_welch"]
+
+
+def test_paired_statistics_match_scipy() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(7)
+    a = rng.normal(100, 5, 9)
+    b = a * 1.02 + rng.normal(0, 0.4, 9)
+    found = st.paired(a, b, margin=5.0)
+    reference = stats.ttest_rel(b, a)
+    assert found.k == 9 and found.p == pytest.approx(reference.pvalue, rel=1e-9)
+    low, high = reference.confidence_interval()
+    assert (found.diff_low, found.diff_high) == (pytest.approx(low, rel=1e-9), pytest.approx(high, rel=1e-9))
+    # Fieller's set: ρ at either end makes mean(b − ρa) exactly significant at 95%.
+    for rho in (found.ratio_low, found.ratio_high):
+        assert stats.ttest_1samp(b - rho * a, 0.0).pvalue == pytest.approx(0.05, rel=1e-6)
+    upper = stats.ttest_1samp(b - a - 5.0, 0.0, alternative="less").pvalue
+    lower = stats.ttest_1samp(b - a + 5.0, 0.0, alternative="greater").pvalue
+    assert found.p_tost == pytest.approx(max(upper, lower), rel=1e-9)
 
 
 # --------------------------------------------------------------------------- item 4: time and interference
@@ -332,7 +365,8 @@ def test_golden_cli_output(tmp_path: Path, command: list[str]) -> None:
 def test_a_familys_size_is_read_back_from_its_name() -> None:
     """The pages count a family's tests from ``family`` (compare's column): read with the format
     that wrote it, so the two cannot drift apart."""
-    from sparkreport.analysis.design import FAMILY_FORMAT, family_size
+    from sparkreport.analysis.design import family_size, family_text
 
-    assert family_size(FAMILY_FORMAT.format(name="c (v2) · primary", size=12)) == 12
+    assert family_size(family_text("c (v2) · primary", 12)) == 12
+    assert family_text("c · primary", 1) == "c · primary (1 test)" and family_size("c · primary (1 test)") == 1
     assert family_size("c · primary") is None and family_size("") is None

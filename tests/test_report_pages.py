@@ -158,3 +158,37 @@ def test_golden_pages(shipped: RenderResult, name: str) -> None:
         golden.write_text(page, encoding="utf-8")
     assert golden.is_file(), f"{golden} missing: run SPARKREPORT_UPDATE_GOLDEN=1 pytest {__file__}"
     assert page == golden.read_text(encoding="utf-8"), f"{name} changed: regenerate and read the diff"
+
+
+def test_memory_budget_adds_up_to_the_pool(shipped: RenderResult) -> None:
+    """Before the KV cache + free = pool in every budget row whose free memory the run recorded
+    (the torch runner's: memory before the KV cache is then pool − free, not peak − KV cache)."""
+    page = (shipped.docs_dir / "memory" / "index.md").read_text(encoding="utf-8")
+    rows = [line.split(" | ") for line in page.splitlines()
+            if line.startswith("| ") and "random weights" in line and "GiB" not in line]
+    budget = [r for r in rows if len(r) == 9]
+    assert budget, "no budget rows of the torch runs"
+    for cells in budget:
+        pool, before, free = (float(cells[i].split()[0]) for i in (2, 3, 4))
+        assert before + free == pytest.approx(pool, abs=0.011), cells
+        assert cells[3].endswith("‡") and not cells[4].endswith("†")
+    assert "‡ pool − free (the run recorded the memory free when its KV cache was sized" in page
+
+
+def test_the_verdict_key_says_only_what_its_table_shows(shipped: RenderResult) -> None:
+    """The key names the marks present and the test that decided them (paired over the plan's
+    blocks in the blocked torch campaign, Welch's for published figures); no bracket sentence
+    where the answer has none."""
+    torch = (shipped.docs_dir / "campaigns" / "gpu-torch-native-vs-cgroup" / "index.md").read_text(encoding="utf-8")
+    key = next(line for line in torch.splitlines() if line.startswith("Cells: "))
+    assert "Tests and intervals pair the arms block by block (the runs were made in randomized blocks)." in key
+    assert "Welch" not in key and "▲" not in key and "○" not in key
+    published = (shipped.docs_dir / "campaigns" / "phase1-published" / "index.md").read_text(encoding="utf-8")
+    key = next(line for line in published.splitlines() if line.startswith("Cells: "))
+    assert "○ not tested (published without a spread)" in key and "Tests and intervals are Welch's" in key
+    for page in sorted(shipped.docs_dir.rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        assert "(Welch test, Holm-adjusted" not in text, page
+        for line in text.splitlines():
+            if line.startswith(("Cells: ", "Δ %: ")) and "brackets give the span" in line:
+                assert "[" in text.split(line)[0], f"{page}: a key speaks of brackets the answer lacks"

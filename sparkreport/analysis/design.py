@@ -17,9 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
@@ -179,16 +177,17 @@ def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: li
 # --------------------------------------------------------------------------- blocks
 
 
-def blocked_tests(ds: Dataset, opts: AnalysisOptions, factor: str, baseline: str,
-                  metrics: list[str]) -> dict[tuple[str, str, str, str], tuple[float, int]]:
-    """(campaign, model, candidate, metric) → (paired-t p over blocks, number of blocks).
+def blocked_pairs(ds: Dataset, opts: AnalysisOptions, factor: str, baseline: str,
+                  metrics: list[str]) -> dict[tuple[str, str, str, str], tuple[list[float], list[float]]]:
+    """(campaign, model, candidate, metric) → the baseline's and the candidate's block means, block
+    by block (what :func:`~sparkreport.analysis.statistics.paired` reads).
 
     Only for campaigns whose runs carry ``label.block`` with several blocks in which both
     arms ran; a block's value for an arm is the mean of that arm's runs in the block.
     """
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
-    out: dict[tuple[str, str, str, str], tuple[float, int]] = {}
+    out: dict[tuple[str, str, str, str], tuple[list[float], list[float]]] = {}
     if BLOCK_LABEL not in runs.columns or factor not in runs.columns or runs.empty:
         return out
     runs = runs[runs[BLOCK_LABEL].notna()]
@@ -202,46 +201,56 @@ def blocked_tests(ds: Dataset, opts: AnalysisOptions, factor: str, baseline: str
             continue
         for candidate in sorted(set(levels[positions]) - {baseline}):
             for j, metric in enumerate(present):
-                diffs = []
+                base_means, cand_means = [], []
                 for block in block_ids:
                     in_block = positions[blocks[positions] == block]
                     base = reported(values[in_block[levels[in_block] == baseline], j])
                     cand = reported(values[in_block[levels[in_block] == candidate], j])
                     if base.size and cand.size:
-                        diffs.append(float(cand.mean() - base.mean()))
-                if len(diffs) >= 2:
-                    out[(str(campaign), str(model), candidate, metric)] = (paired_p(diffs), len(diffs))
+                        base_means.append(float(base.mean()))
+                        cand_means.append(float(cand.mean()))
+                if len(base_means) >= 2:
+                    out[(str(campaign), str(model), candidate, metric)] = (base_means, cand_means)
     return out
-
-
-def paired_p(diffs: list[float]) -> float:
-    """Two-sided one-sample t-test of the block differences against 0 (NaN when all equal)."""
-    from scipy import stats as sps
-
-    x = np.asarray(diffs, dtype=float)
-    if x.size < 2 or float(x.std(ddof=1)) == 0.0:
-        return st.NAN
-    return float(sps.ttest_1samp(x, 0.0).pvalue)
 
 
 def apply_design(frame: pd.DataFrame, ds: Dataset, opts: AnalysisOptions, factor: str,
                  baseline: str) -> pd.DataFrame:
-    """Add the blocked test (``p_blocked``, ``design``), then Holm per campaign family."""
+    """Add the blocked test (``p_blocked``, ``design``), then Holm per campaign family.
+
+    Where the plan ran both arms in blocks, the pairs decide: the paired t-test, and the
+    difference's and the ratio's intervals, TOST and the minimum detectable effect from the block
+    differences replace the independent-sample (Welch) ones, so a row's interval, equivalence and
+    test all come from one design (``p_welch`` stays, for reference)."""
     if frame.empty:
         return frame
-    blocked = blocked_tests(ds, opts, factor, baseline, sorted(set(frame["metric"])))
+    blocked = blocked_pairs(ds, opts, factor, baseline, sorted(set(frame["metric"])))
     p_blocked, design = [], []
-    for row in frame_records(frame):
+    replaced: dict[str, list[Any]] = {column: frame[column].tolist() for column in PAIRED_COLUMNS}
+    for i, row in enumerate(frame_records(frame)):
         found = blocked.get((str(row["campaign"]), str(row["model"]), str(row["candidate"]), str(row["metric"])))
-        if found is not None and math.isfinite(found[0]):
-            p_blocked.append(found[0])
-            design.append(f"blocked: paired t over {found[1]} plan blocks")
+        result = st.paired(*found, float(row["margin"]), opts.confidence, opts.alpha) if found else None
+        if result is not None and math.isfinite(result.p):
+            p_blocked.append(result.p)
+            design.append(f"blocked: paired t over {result.k} plan blocks")
+            equivalent = bool(math.isfinite(result.p_tost) and result.p_tost < opts.alpha)
+            for column, value in zip(PAIRED_COLUMNS, (result.diff_low, result.diff_high, result.ratio_low,
+                                                      result.ratio_high, result.p_tost, result.mde, equivalent),
+                                     strict=True):
+                replaced[column][i] = value
         else:
             p_blocked.append(st.NAN)
             design.append("independent: Welch t")
+    for column, values in replaced.items():
+        frame[column] = values
     frame["p_blocked"] = p_blocked
     frame["design"] = design
     return holm_by_family(frame, opts)
+
+
+#: The columns of a comparison that a blocked design's pairs replace (and ``equivalent``).
+PAIRED_COLUMNS = ("diff_ci_low", "diff_ci_high", "ratio_ci_low", "ratio_ci_high", "p_tost",
+                  "min_detectable_effect", "equivalent")
 
 
 def holm_by_family(frame: pd.DataFrame, opts: AnalysisOptions) -> pd.DataFrame:
@@ -264,17 +273,22 @@ def holm_by_family(frame: pd.DataFrame, opts: AnalysisOptions) -> pd.DataFrame:
         for i, q in zip(index, st.holm([p[i] for i in index]), strict=True):
             adjusted[i] = q
     frame["p_holm"] = adjusted
-    frame["family"] = [FAMILY_FORMAT.format(name=k, size=sizes[k]) for k in keys]
+    frame["family"] = [family_text(k, sizes[k]) for k in keys]
     return frame
 
 
 #: A comparison's ``family``: the Holm family's name and its number of tests.
-FAMILY_FORMAT = "{name} ({size} tests)"
+FAMILY_FORMAT = "{name} ({size} {tests})"
+
+
+def family_text(name: str, size: int) -> str:
+    """A family as :data:`FAMILY_FORMAT` writes it ("c · primary (1 test)", "… (10 tests)")."""
+    return FAMILY_FORMAT.format(name=name, size=size, tests="test" if size == 1 else "tests")
 
 
 def family_size(family: str) -> int | None:
-    """The number of tests of a ``family`` as :data:`FAMILY_FORMAT` writes it (None if not one)."""
-    found = re.fullmatch(r".* \((\d+) tests\)", family)
+    """The number of tests of a ``family`` as :func:`family_text` writes it (None if not one)."""
+    found = re.fullmatch(r".* \((\d+) tests?\)", family)
     return int(found.group(1)) if found else None
 
 

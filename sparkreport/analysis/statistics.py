@@ -3,7 +3,8 @@
 t-based confidence intervals (never 1.96 at n = 10), Welch's t-test (from samples or from
 summary statistics), Mann–Whitney U, Fieller's CI for the ratio of means (Welch degrees of
 freedom; it holds its level at n = 3–10 where a percentile bootstrap does not — see
-bench/interval_coverage.py), Hedges' g, Holm's step-down adjustment and TOST equivalence.
+bench/interval_coverage.py), Hedges' g, Holm's step-down adjustment and TOST equivalence; and
+the paired test and intervals of arms measured in the same blocks (:func:`paired`).
 NaN means "cannot be computed from what was given" and is reported as such, never replaced by a
 number.
 """
@@ -399,6 +400,60 @@ def tost_from_stats(m1: float, s1: float, n1: int, m2: float, s2: float, n2: int
     p_lower = _t_sf((diff + margin) / se, df)  # H0: diff <= -margin
     p_upper = _t_cdf((diff - margin) / se, df)  # H0: diff >= +margin
     return max(p_lower, p_upper)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Two arms measured in the same blocks, from each block's pair of means (a_i, b_i): the test
+    and intervals that use the pairing, to stand in for the independent-sample ones (Welch) where
+    a plan ran its arms in blocks. ``k`` blocks, ``k − 1`` degrees of freedom throughout."""
+
+    k: int
+    p: float  #: two-sided one-sample t-test of the differences b_i − a_i against 0
+    diff_low: float  #: t interval of the mean difference
+    diff_high: float
+    ratio_low: float  #: Fieller's interval of mean(b) / mean(a) with the pairs' covariance
+    ratio_high: float
+    p_tost: float  #: TOST of |mean difference| < margin on the differences
+    mde: float  #: the smallest |mean difference| the paired test detects at alpha with the power
+
+
+def paired(a: Sequence[float], b: Sequence[float], margin: float, confidence: float = 0.95,
+           alpha: float = 0.05, power: float = 0.8) -> Paired:
+    """:class:`Paired` of the block means ``a`` (baseline) and ``b`` (candidate), block by block.
+
+    Fieller's set for the ratio is every ρ for which mean(b_i − ρ a_i) is not significantly
+    different from 0: (m_b − ρ m_a)² ≤ q² (s_bb − 2ρ s_ab + ρ² s_aa) / k, q the t quantile at
+    k − 1 df (NaN when the baseline mean is not clearly away from zero). With no spread in the
+    differences the test is NaN (nothing to test), the intervals collapse on the observed values."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    k = int(x.size)
+    if k < 2:
+        return Paired(k, NAN, NAN, NAN, NAN, NAN, NAN, NAN)
+    d = y - x
+    mean_d, sd_d = float(d.mean()), float(d.std(ddof=1))
+    m_a, m_b = float(x.mean()), float(y.mean())
+    df = k - 1
+    q = _t_ppf(0.5 + confidence / 2, df)
+    se = sd_d / math.sqrt(k)
+    if se == 0:
+        p = NAN
+        p_tost = (0.0 if abs(mean_d) < margin else 1.0) if margin > 0 else NAN
+    else:
+        p = 2 * _t_sf(abs(mean_d) / se, df)
+        p_tost = max(_t_sf((mean_d + margin) / se, df), _t_cdf((mean_d - margin) / se, df)) if margin > 0 else NAN
+    s_aa, s_bb = float(x.var(ddof=1)), float(y.var(ddof=1))
+    s_ab = float(np.cov(x, y, ddof=1)[0, 1])
+    big_a = m_a**2 - q * q * s_aa / k
+    big_b = m_a * m_b - q * q * s_ab / k
+    big_c = m_b**2 - q * q * s_bb / k
+    if m_a == 0 or big_a <= 0:
+        r_low = r_high = NAN
+    else:
+        half = math.sqrt(max(big_b * big_b - big_a * big_c, 0.0))
+        r_low, r_high = (big_b - half) / big_a, (big_b + half) / big_a
+    mde = (_t_ppf(1 - alpha / 2, df) + _t_ppf(power, df)) * se
+    return Paired(k, p, mean_d - q * se, mean_d + q * se, r_low, r_high, p_tost, mde)
 
 
 def min_detectable_effect(s1: float, n1: int, s2: float, n2: int, alpha: float = 0.05,

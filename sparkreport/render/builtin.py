@@ -73,7 +73,7 @@ class HomePage(Page):
         return docs
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        from sparkreport.render.report import campaigns, effect_rows, grouped_findings
+        from sparkreport.render.report import campaigns, effect_rows, grouped_findings, verdict_key
 
         effects = effect_rows(site)
         by_campaign: dict[str, list[dict[str, Any]]] = {}
@@ -81,7 +81,7 @@ class HomePage(Page):
             by_campaign.setdefault(str(effect["campaign"]), []).append(effect)
         every = campaigns(site)
         shown, earlier = campaign_split(site)
-        questions = []
+        questions: list[dict[str, Any]] = []
         for campaign in every:
             if campaign.name in shown:
                 rows = by_campaign.get(campaign.name, [])
@@ -91,7 +91,10 @@ class HomePage(Page):
         every_group = grouped_findings(site, per_model=False)
         groups = [g for g in every_group if g["severity"] == "error" or g["campaign"] in shown]
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
+        shown_cells = [e for q in questions for e in table_effects(q["table"])]
+        bracketed = any("[" in line for q in questions for line in q["answer"] or [])
         return {"questions": questions, "groups": groups, "severities": severities,
+                "key": verdict_key(site, shown_cells, brackets=bracketed),
                 "earlier": [c for c in every if c.name in earlier], "kinds": len(every_group),
                 "limits": data_limits(site, effects), "effects": len(effects),
                 "margin": site.config.analysis.equivalence_margin,
@@ -111,18 +114,22 @@ class HomePage(Page):
         return [chart] if chart is not None else []
 
 
+def table_effects(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """The effects a :func:`~sparkreport.render.report.summary_table` shows, row by row."""
+    return [effect for row in table["rows"] for effect in row["cells"].values()]
+
+
 def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
     """What the data cannot show, each said once."""
     out = []
-    skipped: list[str] = []
-    for e in effects:
-        for name in str(e.get("skipped") or "").split(", "):
-            if name and name not in skipped:
-                skipped.append(name)
-    if skipped:
-        out.append("Published figures give n, mean and SD per arm, not the runs: "
-                   f"{join_and(skipped)} need per-run data and were not computed for them; figures published "
-                   "without an SD cannot be tested at all.")
+    skipped = {name for e in effects for name in str(e.get("skipped") or "").split(", ") if name}
+    if "Mann–Whitney U" in skipped:
+        out.append("Published figures give n, mean and SD per arm, not the runs: the Mann–Whitney U test "
+                   "needs per-run data and was not computed for them; Welch's test, the intervals and TOST "
+                   "are computed from n, mean and SD.")
+    if "Welch t-test" in skipped:
+        out.append("Figures published without an SD cannot be tested at all: no test, interval or effect size "
+                   "is given for them.")
     if any(f.code == "derived-identity" for f in site.findings):
         out.append("Where the KV cache is sized from the memory left free, \"more memory used\" and "
                    "\"less KV cache\" are one measurement, not two findings.")
@@ -565,7 +572,6 @@ def compact_wheres(wheres: list[str], limit: int = 4) -> str:
 def tally(findings: list[dict[str, Any]]) -> str:
     """'9 errors, 3 warnings and 8 notes' (severities in that order; those with none left out)."""
     from sparkreport.render.markdown import counted
-    from sparkreport.render.report import join_and
 
     counts = {severity: sum(1 for f in findings if f["severity"] == severity) for severity in SEVERITY_NOUNS}
     return join_and([counted(n, SEVERITY_NOUNS[severity]) for severity, n in counts.items() if n])
@@ -698,13 +704,21 @@ class CampaignPage(Page):
     def fill_campaign(self, site: SiteData, doc: PageDoc, campaign: Any, method_here: bool = False) -> None:
         """One campaign's context and charts; ``method_here``: with its Methodology section and arms
         (an older campaign, which Methodology names with a link here)."""
-        from sparkreport.render.report import cgroup_observation, effect_rows, forest_chart, grouped_findings
+        from sparkreport.render.report import (
+            cgroup_observation,
+            effect_rows,
+            forest_chart,
+            grouped_findings,
+            verdict_key,
+        )
 
         compared = grouped(site, "comparisons", "campaign").get(campaign.name)
         rows = effect_rows(site, compared) if compared is not None else []
+        said = answer(site, campaign.levels, rows)
+        table = summary_table(site, rows, HomePage.EFFECT_BUDGET)
         doc.context = {
-            "campaign": campaign, "answer": answer(site, campaign.levels, rows),
-            "table": summary_table(site, rows, HomePage.EFFECT_BUDGET),
+            "campaign": campaign, "answer": said, "table": table,
+            "key": verdict_key(site, table_effects(table), brackets=any("[" in line for line in said or [])),
             "groups": [g for g in grouped_findings(site) if g["campaign"] == campaign.name],
             "observation": cgroup_observation(site, campaign.name),
             "margin": site.config.analysis.equivalence_margin,

@@ -6,7 +6,7 @@ unified-memory post), and ``peak_memory_gib``, the peak in use with the KV cache
 runner). The budget follows TensorRT-LLM's rule: the KV cache gets ``fraction`` of the memory that
 is free once the model is loaded (``--kv_cache_free_gpu_mem_fraction``, default 0.9). Free memory
 is the figure the run recorded (``memory_available_gib``), else pool − memory before the KV cache
-(that one recorded, else derived as peak − KV cache and marked).
+(that one recorded, else derived as pool − free or peak − KV cache, and marked).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def scatter_points(site: SiteData) -> pd.DataFrame:
 
 #: Every arm's memory budget, beside the page when it shows only the newest campaigns.
 BUDGET_FILE = "budget.csv"
-BUDGET_COLUMNS = ("campaign", "model", "environment", "pool", "pre_kv", "pre_kv_derived", "peak", "free",
+BUDGET_COLUMNS = ("campaign", "model", "environment", "pool", "pre_kv", "pre_kv_from", "peak", "free",
                   "free_computed", "fraction", "expected_kv", "kv", "kv_share")
 
 
@@ -73,9 +73,10 @@ def budget_rows(site: SiteData) -> list[dict[str, Any]]:
     """Per arm: pool → memory before the KV cache → free → KV cache at the recorded fraction.
 
     Memory before the KV cache is ``pre_kv_memory_gib`` where the source reports it (trtllm-bench,
-    TensorRT-LLM's log), else the peak in use less the KV cache (``peak_memory_gib`` includes it):
-    a budget never stacks the peak and the KV cache. Computed once per render (the page's text
-    and its chart both read it).
+    TensorRT-LLM's log), else the pool less the memory the run found free for the KV cache
+    (``memory_available_gib``: the torch runner), else the peak in use less the KV cache
+    (``peak_memory_gib`` includes it): a budget never stacks the peak and the KV cache. Computed
+    once per render (the page's text and its chart both read it).
     """
     cached = site.extra.get("_budget_rows")
     if cached is None:
@@ -109,13 +110,18 @@ def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
         kv = values["kv_cache_gib"]
         pre_kv = values["pre_kv_memory_gib"]
         peak = values["peak_memory_gib"]
-        pre_kv_derived = pre_kv is None and peak is not None and kv is not None
-        if pre_kv_derived and peak is not None and kv is not None:
-            pre_kv = peak - kv
-        if pre_kv is None:
-            continue
         pool = values["memory_total_gib"] or pools.get(key)
         free = values["memory_available_gib"]
+        # Not recorded: the pool less the memory the run found free for the KV cache (the two add
+        # up to the pool, as a budget must), else the peak less the KV cache (which also counts the
+        # working memory of the forward passes: an upper bound).
+        pre_kv_from = None
+        if pre_kv is None and pool is not None and free is not None:
+            pre_kv, pre_kv_from = pool - free, "pool − free"
+        elif pre_kv is None and peak is not None and kv is not None:
+            pre_kv, pre_kv_from = peak - kv, "peak − KV cache"
+        if pre_kv is None:
+            continue
         free_computed = free is None and pool is not None
         if free_computed and pool is not None:
             free = pool - pre_kv
@@ -124,9 +130,9 @@ def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
         out.append({
             "campaign": key[0], "model": key[1], "model_name": names[index], "environment": key[2],
             "published": sources[index] == "published", "pool": pool, "pre_kv": pre_kv,
-            # memory in use before the KV cache (recorded, else peak − KV cache: pre_kv_derived) is
+            # memory in use before the KV cache (recorded, else derived: pre_kv_from says how) is
             # what the budget starts from; "peak" is the peak with the KV cache, when recorded.
-            "pre_kv_derived": pre_kv_derived, "peak": peak,
+            "pre_kv_derived": pre_kv_from is not None, "pre_kv_from": pre_kv_from, "peak": peak,
             "free": free, "free_computed": free_computed, "fraction": fraction, "expected_kv": expected,
             "kv": kv, "kv_share": kv / free if kv is not None and free else None,
             "unified": unified.get(key, False),

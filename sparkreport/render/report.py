@@ -19,6 +19,7 @@ from sparkreport.render.tables import metric_label
 
 if TYPE_CHECKING:
     import pandas as pd
+    from markupsafe import Markup
 
     from sparkreport.analysis import Finding
     from sparkreport.charts import ChartSpec
@@ -444,6 +445,54 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 #: The verdict marks of the summary tables (explained under each table).
 VERDICT_MARKS = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclusive": "?", "untested": "○"}
+
+
+def design_sentence(effects: list[dict[str, Any]]) -> str:
+    """How the tested effects were tested: paired block by block where a campaign ran its arms in
+    blocks (``design`` of the comparison), Welch's (independent samples) otherwise."""
+    designs = {str(e.get("design") or "").startswith("blocked") for e in effects if not e.get("untested")}
+    if designs == {True}:
+        return "Tests and intervals pair the arms block by block (the runs were made in randomized blocks)."
+    if designs == {True, False}:
+        return ("Tests and intervals pair the arms block by block where a campaign ran in blocks; elsewhere "
+                "they are Welch's (independent samples).")
+    if designs == {False}:
+        return "Tests and intervals are Welch's (independent samples)."
+    return ""
+
+
+def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool, what: str = "Cells") -> Markup:
+    """The key under a table of verdict marks, saying only what the table shows: the marks
+    present, how they were tested, the margin when a mark depends on it, that the intervals are
+    not Holm-adjusted when a ? interval excludes zero, brackets when the answer above has them.
+    ``what``: the name of the column or cells that hold the differences."""
+    from markupsafe import Markup
+
+    marks = {str(e["mark"]) for e in effects}
+    ci_label, margin = site.confidence_label, f"±{site.config.analysis.equivalence_margin:.0%}"
+    out = [f"{what}: difference from the baseline in percent, with its {ci_label} confidence interval"
+           + ("; in the answers, brackets give the span of those intervals." if brackets else ".")]
+    said = []
+    if "≈" in marks:
+        said.append(f"≈ the same within {margin} (TOST: the {site.tost_label} interval lies inside the margin, "
+                    f"so the {ci_label} one shown may reach a little past it)")
+    said += [text for mark, text in (("▲", "▲ higher"), ("▼", "▼ lower"),
+                                     ("?", "? no difference detected and none ruled out")) if mark in marks]
+    tested = [e for e in effects if e["mark"] in ("▲", "▼", "?")]
+    if tested:
+        apart = any(e["mark"] == "?" and e.get("delta_low") is not None and e.get("delta_high") is not None
+                    and (e["delta_low"] > 0 or e["delta_high"] < 0) for e in tested)
+        said[-1] += (" (Holm-adjusted over the campaign's tests"
+                     + ("; the intervals are not adjusted, so a ? interval may exclude zero)" if apart else ")"))
+    if "○" in marks:
+        said.append("○ not tested (published without a spread)")
+    if said:
+        out.append("; ".join(said) + ".")
+    out.append(design_sentence(effects))
+    if marks & {"≈", "?"}:
+        out.append(f"The {margin} margin is the project's setting (`analysis.equivalence_margin`), "
+                   "not a pre-registered one.")
+    return Markup(" ".join(part for part in out if part))  # noqa: S704 — our own text, no data in it
 
 
 def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confidence: float) -> ChartSpec | None:

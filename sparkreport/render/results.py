@@ -145,7 +145,7 @@ class ResultsPage(Page):
             stats["arm"] = arm_labels(stats)
         if not runs.empty:
             runs["environment"] = arm_labels(runs)
-        from sparkreport.render.report import answer, effect_rows
+        from sparkreport.render.report import answer, effect_rows, verdict_key
 
         primary = [m for m in site.config.primary_metrics if m in set(stats["metric"])]
         arms_of = _by(stats, "metric")
@@ -176,6 +176,9 @@ class ResultsPage(Page):
         context = {
             "charted": [metric_label(m) for m in metric_order(stats["metric"]) if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
+            "key": verdict_key(site, effects, brackets=any("[" in line for a in answers for line in a["lines"]),
+                               what="Δ %")
+            if effects else "",
             "campaigns": sorted(set(stats["campaign"].astype(str))) if not stats.empty else [],
             "n_runs": len(runs), "n_included": int(runs["included"].astype(bool).sum()) if len(runs) else 0,
         }
