@@ -123,13 +123,13 @@ def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
     """What the data cannot show, each said once."""
     out = []
     skipped = {name for e in effects for name in str(e.get("skipped") or "").split(", ") if name}
+    without_sd = "figures published without an SD cannot be tested at all"
     if "Mann–Whitney U" in skipped:
         out.append("Published figures give n, mean and SD per arm, not the runs: the Mann–Whitney U test "
-                   "needs per-run data and was not computed for them; Welch's test, the intervals and TOST "
-                   "are computed from n, mean and SD.")
-    if "Welch t-test" in skipped:
-        out.append("Figures published without an SD cannot be tested at all: no test, interval or effect size "
-                   "is given for them.")
+                   "needs the runs (Welch's test, the intervals and TOST use n, mean and SD)"
+                   + (f"; {without_sd}." if "Welch t-test" in skipped else "."))
+    elif "Welch t-test" in skipped:
+        out.append(f"{without_sd[0].upper()}{without_sd[1:]}.")
     if any(f.code == "derived-identity" for f in site.findings):
         out.append("Where the KV cache is sized from the memory left free, \"more memory used\" and "
                    "\"less KV cache\" are one measurement, not two findings.")

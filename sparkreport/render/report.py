@@ -471,7 +471,7 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
     marks = {str(e["mark"]) for e in effects}
     ci_label, margin = site.confidence_label, f"±{site.config.analysis.equivalence_margin:.0%}"
     out = [f"{what}: difference from the baseline in percent, with its {ci_label} confidence interval"
-           + ("; in the answers, brackets give the span of those intervals." if brackets else ".")]
+           + ("; brackets in the answers span those intervals." if brackets else ".")]
     said = []
     if "≈" in marks:
         said.append(f"≈ the same within {margin} (TOST: the {site.tost_label} interval lies inside the margin, "
@@ -726,6 +726,31 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
                 + join_and([f"{label} {span(items, intervals=False)}" for label, items in grouped_by(rs, "label")])
                 for (cand, base), rs in pairs)
             out.append(f"**Published without a spread, so not tested**{counted(rows)}: {said}.")
+    flagged = flagged_models(site, primary)
+    if flagged:
+        # which checks: the banner above every page with such findings names them
+        out.append(f"**Read with care**: the checks found errors in the runs of {join_and(list(flagged))} "
+                   "(see Data quality).")
+    return out
+
+
+def flagged_models(site: SiteData, effects: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Model name → the codes of the error-level findings about the runs behind its effects
+    (either arm), in the order the effects name the models."""
+    from sparkreport.analysis.claims import errors_for
+
+    errors = site.errors
+    if not errors:
+        return {}
+    arm_runs = site.arm_runs()
+    out: dict[str, list[str]] = {}
+    for e in effects:
+        runs = [*arm_runs.get((str(e["campaign"]), str(e["model"]), str(e["baseline"])), []),
+                *arm_runs.get((str(e["campaign"]), str(e["model"]), str(e["candidate"])), [])]
+        for finding in errors_for(e, errors, runs):
+            codes = out.setdefault(str(e["model_name"]), [])
+            if finding.code not in codes:
+                codes.append(finding.code)
     return out
 
 
