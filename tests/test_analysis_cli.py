@@ -188,7 +188,7 @@ def test_claim_wording_for_every_verdict() -> None:
     untestable = claim_sentence(base | {"verdict": "inconclusive", "p_welch": float("nan")})
     assert untestable.endswith("published without a spread, so no test is possible.")
     flagged = claim_sentence(base | {"verdict": "lower"}, [Finding("error", "roofline", "x", ["r1"])])
-    assert flagged.endswith("⚠ These runs have error-level findings (roofline): see Data quality before relying on this.")
+    assert flagged.endswith("⚠ The checks found errors in these runs (throughput above the memory-bandwidth bound): see Data quality before relying on this.")
 
 
 def test_design_labels_are_not_repeats() -> None:

@@ -91,7 +91,7 @@ def test_compare_is_the_claim_sentence_with_its_warning(tmp_path: Path, publishe
     flagged = errors_for(rows[0], findings, list(ds.summaries.loc[ds.summaries["model"] == "qwen72b", "run_id"]))
     assert {f.code for f in flagged} == {"capacity-peak", "capacity-weights", "roofline", "size-insensitive"}
     assert text == md_escape(claim_sentence(rows[0], flagged))
-    assert "equivalent in container and native" in text and "⚠ These runs have error-level findings" in text
+    assert "equivalent in container and native" in text and "⚠ The checks found errors in these runs" in text
 
 
 def test_compare_on_per_run_data(tmp_path: Path, phase1_store: Path) -> None:

@@ -376,3 +376,40 @@ def _design_factors(ds: Dataset, opts: AnalysisOptions) -> list[str]:
         runs = included_runs(whole, opts)
         whole.memo[key] = design_labels(runs[runs["iteration"].notna()])
     return list(whole.memo[key])
+
+
+#: Human names of the check codes, for the grouped findings ("what the checks found") and the
+#: Data quality page's sections.
+CHECK_TITLES = {
+    "capacity-weights": "weights larger than the memory pool",
+    "capacity-peak": "measured memory below the weights",
+    "roofline": "throughput above the memory-bandwidth bound",
+    "size-insensitive": "throughput that does not depend on model size",
+    "derived-identity": "KV cache derived from peak memory (one measurement, not two)",
+    "derived-identity-untested": "whether the KV cache is derived cannot be tested (two points)",
+    "covariate-order": "a trend with run order",
+    "covariate-temperature": "a trend with GPU temperature",
+    "high-cv": "high run-to-run variation",
+    "single-run-arm": "a single run per arm",
+    "model-unknown": "model not identified",
+    "hardware-unknown": "hardware not identified",
+    "published-without-sd": "figures published without a spread",
+    "duplicate-iteration": "more runs than planned",
+    "failed-run": "failed runs",
+    "incomplete-run": "incomplete runs",
+    "missing-metric": "metrics some runs lack",
+    "metric-not-reported": "metrics not reported",
+    "arm-too-small": "arms with too few runs",
+    "roofline-skipped": "roofline not checked",
+    "drift": "a trend over run order within an arm",
+    "warmup-outlier": "a first run far from the rest",
+    "pooled-label": "arms that pool runs of different conditions",
+    "hardware-change": "hardware that changed within a campaign",
+    "sensor-constant": "sensor readings that never change",
+    "interference": "runs measured under interference",
+}
+
+
+def check_title(code: str) -> str:
+    """'throughput above the memory-bandwidth bound' for 'roofline' (the code itself if unknown)."""
+    return CHECK_TITLES.get(code, code.replace("-", " "))

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.analysis.checks import Finding
+from sparkreport.analysis.checks import Finding, check_title
 
 
 def _num(value: Any) -> float:
@@ -51,8 +51,8 @@ def claim_sentence(row: Mapping[Any, Any], flagged: Sequence[Finding] = ()) -> s
     """
     sentence = _sentence(row)
     if flagged:
-        codes = ", ".join(dict.fromkeys(f.code for f in flagged))
-        sentence += f" ⚠ These runs have error-level findings ({codes}): see Data quality before relying on this."
+        checks = "; ".join(check_title(code) for code in dict.fromkeys(f.code for f in flagged))
+        sentence += f" ⚠ The checks found errors in these runs ({checks}): see Data quality before relying on this."
     return sentence
 
 

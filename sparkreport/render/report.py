@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkreport.analysis.checks import check_title
 from sparkreport.dataset import frame_records, plain
 from sparkreport.render.tables import metric_label
 
@@ -29,43 +30,7 @@ if TYPE_CHECKING:
 #: An arm key: (campaign, model, factor level).
 ArmKey = tuple[str, str, str]
 
-#: Human names of the check codes, for the grouped findings ("what the checks found") and the
-#: Data quality page's sections.
-CHECK_TITLES = {
-    "capacity-weights": "weights larger than the memory pool",
-    "capacity-peak": "measured memory below the weights",
-    "roofline": "throughput above the memory-bandwidth bound",
-    "size-insensitive": "throughput that does not depend on model size",
-    "derived-identity": "KV cache derived from peak memory (one measurement, not two)",
-    "derived-identity-untested": "whether the KV cache is derived cannot be tested (two points)",
-    "covariate-order": "a trend with run order",
-    "covariate-temperature": "a trend with GPU temperature",
-    "high-cv": "high run-to-run variation",
-    "single-run-arm": "a single run per arm",
-    "model-unknown": "model not identified",
-    "hardware-unknown": "hardware not identified",
-    "published-without-sd": "figures published without a spread",
-    "duplicate-iteration": "more runs than planned",
-    "failed-run": "failed runs",
-    "incomplete-run": "incomplete runs",
-    "missing-metric": "metrics some runs lack",
-    "metric-not-reported": "metrics not reported",
-    "arm-too-small": "arms with too few runs",
-    "roofline-skipped": "roofline not checked",
-    "drift": "a trend over run order within an arm",
-    "warmup-outlier": "a first run far from the rest",
-    "pooled-label": "arms that pool runs of different conditions",
-    "hardware-change": "hardware that changed within a campaign",
-    "sensor-constant": "sensor readings that never change",
-    "interference": "runs measured under interference",
-}
-
 _PREFIX = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*: ")
-
-
-def check_title(code: str) -> str:
-    """'throughput above the memory-bandwidth bound' for 'roofline' (the code itself if unknown)."""
-    return CHECK_TITLES.get(code, code.replace("-", " "))
 
 
 def message_where(message: str) -> str:
