@@ -222,9 +222,11 @@ class ErrorPages:
 
     HOME = "index.md"
 
-    def __init__(self, root: Path, docs_dir: Path) -> None:
+    def __init__(self, root: Path, docs_dir: Path, cache_dir: Path | None = None) -> None:
         self.root = root
         self.docs_dir = docs_dir
+        #: The render's page cache (``pages.json``): a page an error page replaces leaves it.
+        self.cache_dir = cache_dir
         #: page → its bytes before the error page replaced it (None: it did not exist).
         self._saved: dict[Path, bytes | None] = {}
         self._shown: tuple[Path, str] | None = None
@@ -238,11 +240,16 @@ class ErrorPages:
 
     def show(self, message: str) -> Path:
         """Replace the page ``message`` concerns with an error page; returns that page."""
+        from sparkreport.render.pagecache import PageCache
+
         page, source = self.page_for(message)
         if self._shown == (page, message):
             return page
         self.restore()
         self._saved[page] = page.read_bytes() if page.is_file() else None
+        # Before the page is replaced: a page cache that still called it current would keep the
+        # error page after the fix, in this serve and in any later build (a serve stopped meanwhile).
+        PageCache(self.cache_dir).drop(page.relative_to(self.docs_dir).as_posix())
         text = source.read_text(encoding="utf-8", errors="replace") if source and source.is_file() else ""
         page.parent.mkdir(parents=True, exist_ok=True)
         _write_text(page, error_markdown(message, front_matter(text), first_heading(text), source is not None))
@@ -343,7 +350,7 @@ class ServeSession:
         project = resolve_project(self.options)  # the paths; the config is read by each render
         self.root = project.root
         self.docs_dir = project.docs_dir
-        self.errors = ErrorPages(self.root, self.docs_dir)
+        self.errors = ErrorPages(self.root, self.docs_dir, project.cache_dir)
         self._config_text = ""
 
     def first_render(self) -> None:
