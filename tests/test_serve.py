@@ -325,3 +325,23 @@ def test_the_error_page_goes_when_the_error_is_fixed(tmp_path: Path, monkeypatch
     else:
         render(options)
     assert home.read_text(encoding="utf-8") == real
+
+
+def test_serve_outside_a_project_is_refused_as_build_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a folder with no run store, serve (and build, render) stop with build's one line, before
+    a server starts or build/ is made."""
+    from click.testing import CliRunner
+
+    import sparkreport.site.mkdocs_site
+    from sparkreport.cli import main
+
+    def no_server(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the server started")
+
+    monkeypatch.setattr(sparkreport.site.mkdocs_site, "serve_site", no_server)
+    monkeypatch.chdir(tmp_path)
+    for command in ("serve", "build", "render"):
+        result = CliRunner().invoke(main, [command])
+        assert (result.exit_code, result.output) == (1, (
+            f"Error: {tmp_path}/runs: no such run store — ingest results first (`sparkreport ingest FILE`)\n"))
+    assert list(tmp_path.iterdir()) == []

@@ -68,7 +68,7 @@ def build(options: RenderOptions | Project, site_dir: Path | None = None, *, str
     Otherwise only the pages whose Markdown changed are converted and the rest of the previous
     site is linked (:mod:`sparkreport.site.reuse`); ``full`` converts every page.
     """
-    from sparkreport.early import check_writable
+    from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock, site_lock
     from sparkreport.project import resolve_project
     from sparkreport.render.preflight import refuse_early
@@ -77,6 +77,7 @@ def build(options: RenderOptions | Project, site_dir: Path | None = None, *, str
     # Before the lock (which creates the build folder) and the render (seconds): every output.
     check_writable(project.site_dir(site_dir), "--site-dir")
     check_writable(project.docs_dir, "--docs-dir")
+    check_store(project.runs_dir)  # outside a project: no build/ left behind
     kept = _kept(project, full)
     if not kept:
         refuse_early(project)  # bad config, diffs, post bindings: before the build key hashes the store

@@ -455,7 +455,7 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
     when a render was still under way at the stop (the caller may end the process at once: the
     next render completes the docs folder).
     """
-    from sparkreport.early import check_writable
+    from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock
     from sparkreport.project import resolve_project
     from sparkreport.render import RenderSession
@@ -465,6 +465,7 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
     say: Echo = echo or _stderr
     project = resolve_project(options)  # its paths; each render reads sparkreport.yml again
     docs_dir = project.docs_dir
+    check_store(project.runs_dir)  # outside a project: refused as build is, before build/ or a server
     check_writable(docs_dir, "--docs-dir")
     renderer = RenderSession(options)
     with output_lock(docs_dir.parent):
