@@ -345,3 +345,21 @@ def test_serve_outside_a_project_is_refused_as_build_is(tmp_path: Path, monkeypa
         assert (result.exit_code, result.output) == (1, (
             f"Error: {tmp_path}/runs: no such run store — ingest results first (`sparkreport ingest FILE`)\n"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_address_in_use_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+    from sparkreport.scaffold import init_project
+
+    root = init_project(tmp_path / "project").root
+    monkeypatch.chdir(root)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        result = CliRunner().invoke(main, ["serve", "--dev-addr", address])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.splitlines()[-1] == (f"Error: {address}: cannot serve here (Address already in use) — "
+                                              "stop what is serving there, or pass another --dev-addr IP:PORT")

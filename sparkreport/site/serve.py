@@ -20,6 +20,7 @@ when inotify cannot be had.
 from __future__ import annotations
 
 import contextlib
+import errno
 import html
 import os
 import re
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 #: A burst of writes (an editor's save, an ingest of many runs) is one re-render: the sources
 #: must be quiet this long before it starts.
 QUIET_S = 0.3
+#: Where the server listens without ``--dev-addr`` (MkDocs' and Zensical's default).
+DEFAULT_ADDR = "127.0.0.1:8000"
 #: The project's MkDocs settings (watched with ``sparkreport.yml`` and any ``--config`` file).
 PROJECT_MKDOCS = "mkdocs.yml"
 #: Editors' and tools' scratch files: never a reason to re-render.
@@ -483,6 +486,11 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
         try:
             assert session.config_file is not None
             serve_site(session.config_file, dev_addr, project_builder(project, None), dirty=dirty)
+        except OSError as exc:
+            if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
+                raise
+            raise SparkreportError(f"{dev_addr or DEFAULT_ADDR}: cannot serve here ({exc.strerror}) — stop "
+                                   "what is serving there, or pass another --dev-addr IP:PORT") from None
         finally:
             watcher.stop()
             finished = debouncer.stop()
