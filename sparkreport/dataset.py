@@ -593,9 +593,10 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     kept in memory by a process that loads again and again (``serve``'s session,
     :class:`~sparkreport.cache.Held`).
     """
+    from sparkreport.early import check_store
+
     store = RunStore(runs_dir)
-    if not runs_dir.is_dir():
-        raise DataError(f"{runs_dir}: no such run store — ingest results first (`sparkreport ingest FILE`)")
+    check_store(runs_dir)
     from sparkreport.cache import gc_paused
 
     scan = store.scan()

@@ -49,6 +49,13 @@ def check_writable(target: Path, option: str) -> None:
                                f"permissions of {shown(probe)} or pass another {option}") from None
 
 
+def check_store(runs_dir: Path) -> None:
+    """Refuse a run store that does not exist (a command run outside its project), before
+    anything is created for it (``build/``, a lock, a server)."""
+    if not runs_dir.is_dir():
+        raise DataError(f"{runs_dir}: no such run store — ingest results first (`sparkreport ingest FILE`)")
+
+
 def store_campaigns(runs_dir: Path) -> list[str]:
     """The campaign folders of a run store (directory names only, no run.json read)."""
     try:

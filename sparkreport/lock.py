@@ -1,5 +1,6 @@
-"""One writer at a time per output folder: ``render`` and ``build`` take a lock on ``build/``;
-``ingest`` takes one on the run store (:func:`store_lock`, which waits for the other writer).
+"""One writer at a time per output folder: ``render`` and ``build`` take a lock on ``build/``,
+``build`` one on its site as well (:func:`site_lock`); ``ingest`` takes one on the run store
+(:func:`store_lock`, which waits for the other writer).
 
 Two renders into the same docs folder would empty it under each other (each starts by clearing
 it). The lock is an advisory ``flock`` on ``<folder>/.sparkreport.lock``: the kernel drops it
@@ -28,29 +29,50 @@ def _holder(fd: int) -> str:
 
 
 @contextmanager
-def _locked(folder: Path, acquire: Callable[[int, Path], None]) -> Iterator[None]:
-    """Hold ``<folder>/.sparkreport.lock`` once ``acquire(fd, folder)`` has taken the flock (it
-    raises when it cannot); re-entrant within a process; the lock file then holds our pid."""
+def _locked(folder: Path, acquire: Callable[[int, Path], None], name: str = LOCK_FILE, *,
+            remove: bool = False) -> Iterator[None]:
+    """Hold ``<folder>/<name>`` once ``acquire(fd, folder)`` has taken the flock (it raises when it
+    cannot); re-entrant within a process; the lock file then holds our pid. ``remove``: the file
+    is removed on release (a lock file that would otherwise stay in the user's own folder)."""
     folder = folder.resolve()
+    path = folder / name
     with _guard:
-        nested = folder in _held
-        _held.add(folder)
+        nested = path in _held
+        _held.add(path)
     if nested:
         yield
         return
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                acquire(fd, folder)
+                if not remove or _same_file(fd, path):
+                    break
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # the holder removed the file as we opened it: take a new one
         try:
-            acquire(fd, folder)
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             yield
         finally:
+            if remove:
+                path.unlink(missing_ok=True)
             os.close(fd)  # releases the flock
     finally:
         with _guard:
-            _held.discard(folder)
+            _held.discard(path)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
 
 
 @contextmanager
@@ -70,6 +92,32 @@ def output_lock(folder: Path) -> Iterator[None]:
                              "— wait for it to finish, or pass another --docs-dir") from None
 
     with _locked(folder, at_once):
+        yield
+
+
+@contextmanager
+def site_lock(target: Path) -> Iterator[None]:
+    """Hold the lock on the site folder ``target`` for a build: ``.<site>.lock`` beside it, where
+    the build's staging and side folders are (:mod:`sparkreport.site.publish`), removed on release.
+
+    Two builds from two docs folders (each under its own :func:`output_lock`) would still share
+    the site and its temporary folders, and the second would remove the first's on its way in
+    (:func:`sparkreport.site.publish.recover`): BuildError at once if another process has it.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+
+    def at_once(fd: int, _where: Path) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BuildError(f"{target}: another sparkreport build is writing this site (pid {_holder(fd)}) "
+                             "— wait for it to finish, or pass another --site-dir") from None
+
+    with _locked(target.parent, at_once, f".{target.name}.lock", remove=True):
         yield
 
 

@@ -424,6 +424,42 @@ def test_an_unwritable_output_is_refused_before_the_render(tmp_path: Path, phase
     assert not (tmp_path / "build").exists()
 
 
+def test_ingest_run_and_init_refuse_a_place_they_cannot_write_in_one_line(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store or project folder under a file, or where nothing can be created (/proc: even root
+    cannot), is one line naming it and the fix — not an OSError traceback from the first mkdir."""
+    import re
+
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    source = _summary_csv(tmp_path / "one.csv", ["llama"])
+    campaign = tmp_path / "fake.yaml"
+    campaign.write_text("campaign: fake-ro\nmodels: [a]\nenvironments: [{kind: native}]\n"
+                        "workload: {kind: fake, sleep_s: 0}\ncooldown: {min_s: 0}\n", encoding="utf-8")
+    under_a_file = "is a file, not a folder; pass another"
+    here = re.escape(str(tmp_path))
+    for args, line in (
+            (["ingest", str(source), "--runs-dir", "a-file/runs"],
+             f"a-file/runs: cannot be created — a-file {under_a_file} --runs-dir"),
+            (["run", str(campaign), "--runs-dir", "a-file/runs"],
+             f"{here}/a-file/runs/fake-ro: cannot be created — {here}/a-file {under_a_file} --runs-dir"),
+            (["init", "a-file/x"], f"a-file/x: cannot be created — a-file {under_a_file} DIRECTORY"),
+            (["ingest", str(source), "--runs-dir", "/proc/sparkreport-test/runs"],
+             r"/proc/sparkreport-test/runs: cannot be written \(.+\) — fix the permissions of /proc or pass "
+             "another --runs-dir"),
+            (["init", "/proc/sparkreport-test"],
+             r"/proc/sparkreport-test: cannot be written \(.+\) — fix the permissions of /proc or pass "
+             "another DIRECTORY")):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert re.fullmatch(f"Error: {line}\n", result.output), (args, result.output)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "fake.yaml", "one.csv"]
+
+
 def test_a_diff_naming_no_campaign_is_refused_before_the_load(tmp_path: Path, phase1_store: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner

@@ -384,6 +384,39 @@ def test_interrupts_at_any_moment_leave_the_previous_site_whole(tiny: Path, tmp_
     assert any(code != 0 for code in outcomes)  # at least some signals landed mid-build
 
 
+def test_a_second_build_of_the_same_site_is_refused_and_the_first_keeps_its_folders(
+        tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build from another docs folder (the advice of the docs folder's own refusal) shares the
+    site and its temporary folders: it is refused at once, before it cleans them up."""
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+
+    root = _copy(tiny, tmp_path)
+    site = root / "site"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import time; from pathlib import Path; from sparkreport.lock import site_lock\n"
+        f"with site_lock(Path({str(site)!r})):\n"
+        "    print('held', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        publish.staging_dir(site).mkdir()  # the first build's, half written
+        before = _files(site)
+        monkeypatch.chdir(root)
+        refused = CliRunner().invoke(main, ["build", "--docs-dir", "other/docs"])
+        assert (refused.exit_code, refused.output) == (1, (
+            f"Error: {site}: another sparkreport build is writing this site (pid {holder.pid}) — "
+            "wait for it to finish, or pass another --site-dir\n"))
+        assert publish.staging_dir(site).is_dir() and _files(site) == before
+    finally:
+        holder.kill()  # no clean-up: its lock file stays, its flock goes with it
+        holder.wait()
+    publish.staging_dir(site).rmdir()
+    build(_options(root), site)
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".site")) == []
+
+
 # ---------------------------------------------------------------------------------------------
 # What is published: raw files inert, only listed files, never through a symlink, env filtered
 

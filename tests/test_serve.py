@@ -291,3 +291,75 @@ def test_the_watcher_sees_writes_and_not_reads(tmp_path: Path) -> None:
     finally:
         watcher.stop()
     assert tmp_path / "runs/c/r2" in seen
+
+
+@pytest.mark.parametrize("then", ["serve", "render"])
+def test_the_error_page_goes_when_the_error_is_fixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     then: str) -> None:
+    """A sparkreport.yml broken and then put back byte for byte (every page's key as before): the
+    page cache must not keep the error page as the home page, neither in the serve that showed it
+    nor in a render after that serve stopped."""
+    from sparkreport.render import RenderOptions, RenderSession, render
+    from sparkreport.scaffold import init_project
+    from sparkreport.site.serve import ServeSession
+
+    root = init_project(tmp_path / "project").root
+    monkeypatch.chdir(root)
+    options = RenderOptions(runs_dir=Path("runs"), project_root=root)
+    renderer = RenderSession(options)
+    lines: list[str] = []
+    session = ServeSession(options, lines.append, lambda _options, changed: renderer.render(changed),
+                           site_dir=root / "build" / "site")
+    session.first_render()
+    home = root / "build" / "docs" / "index.md"
+    real = home.read_text(encoding="utf-8")
+    config = root / "sparkreport.yml"
+    edit(config, "title:", "titel:")
+    session.rerender([config])
+    assert "Render error" in home.read_text(encoding="utf-8")
+    edit(config, "titel:", "title:")
+    if then == "serve":
+        session.rerender([config])
+        assert lines[-2] == "fixed: the pages render again"
+        assert re.fullmatch(r"re-rendered in \d+\.\d s: 1 file of build/docs changed", lines[-1]), lines[-1]
+    else:
+        render(options)
+    assert home.read_text(encoding="utf-8") == real
+
+
+def test_serve_outside_a_project_is_refused_as_build_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a folder with no run store, serve (and build, render) stop with build's one line, before
+    a server starts or build/ is made."""
+    from click.testing import CliRunner
+
+    import sparkreport.site.mkdocs_site
+    from sparkreport.cli import main
+
+    def no_server(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the server started")
+
+    monkeypatch.setattr(sparkreport.site.mkdocs_site, "serve_site", no_server)
+    monkeypatch.chdir(tmp_path)
+    for command in ("serve", "build", "render"):
+        result = CliRunner().invoke(main, [command])
+        assert (result.exit_code, result.output) == (1, (
+            f"Error: {tmp_path}/runs: no such run store — ingest results first (`sparkreport ingest FILE`)\n"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_address_in_use_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+    from sparkreport.scaffold import init_project
+
+    root = init_project(tmp_path / "project").root
+    monkeypatch.chdir(root)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        result = CliRunner().invoke(main, ["serve", "--dev-addr", address])
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert result.output.splitlines()[-1] == (f"Error: {address}: cannot serve here (Address already in use) — "
+                                              "stop what is serving there, or pass another --dev-addr IP:PORT")

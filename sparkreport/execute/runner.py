@@ -27,6 +27,7 @@ import click
 
 from sparkreport import __version__
 from sparkreport import metrics as metric_catalog
+from sparkreport.early import check_writable
 from sparkreport.errors import SparkreportError
 from sparkreport.execute.campaign import Campaign
 from sparkreport.execute.cooldown import wait_for_cooldown
@@ -380,7 +381,9 @@ class CampaignRunner:
         return [v for v in known_secrets(hidden, exclude=shown) if v not in text]
 
     def save_meta(self, plan: Plan) -> None:
-        """Keep the plan and the campaign file (secrets redacted) in ``_campaign/``."""
+        """Keep the plan and the campaign file (secrets redacted) in ``_campaign/``: the first
+        write of a run, so a campaign folder that cannot be written is refused here, in one line."""
+        check_writable(self.folder, "--runs-dir")
         self.meta.mkdir(parents=True, exist_ok=True)
         if not (self.meta / "plan.json").exists() or not self.options.resume:
             plan.save(self.meta / "plan.json")

@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from sparkreport import __version__
+from sparkreport.early import check_writable
 from sparkreport.errors import InputError, ParseError, SparkreportError
 from sparkreport.ingest import (  # noqa: F401  (built-in parsers register)
     nvidia_smi,
@@ -144,6 +145,8 @@ def ingest_paths(paths: list[Path], store: RunStore, options: IngestOptions) -> 
             continue
         plan.append((source, parser))
         claimed.update(p.resolve() for p in parser.companions(source))
+    # A store that cannot be written (read-only, under a file) is one line before its lock is made.
+    check_writable(store.root, "--runs-dir")
     # One writer at a time: a second ingest of the same source waits, then finds its runs stored.
     with store_lock(store.root, wait_s=options.lock_wait_s, notify=options.notify):
         before: set[str] = set()

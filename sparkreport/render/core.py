@@ -159,13 +159,14 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     campaigns whose files did not change (a session walks the store itself, for its own key and
     these rows); ``hashes``: the build's file digests (``build/cache/hashes.pickle``), already read.
     """
-    from sparkreport.early import check_writable
+    from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock
     from sparkreport.project import resolve_project
     from sparkreport.render.preflight import refuse_early
 
     project = resolve_project(options)
     check_writable(project.docs_dir, "--docs-dir")  # before the lock, which creates its parent
+    check_store(project.runs_dir)
     if not checked:
         refuse_early(project)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
     try:

@@ -84,6 +84,13 @@ class PageCache:
         if self.path is not None:
             self.path.unlink(missing_ok=True)
 
+    def drop(self, path: str) -> None:
+        """Forget the page at ``path`` (its file is about to hold something else: ``serve``'s
+        error page), so that the next render writes it again rather than keeping it."""
+        if self.path is None or self.static is None or self.pages.pop(path, None) is None:
+            return
+        self.save(self.pages, self.static)
+
     def save(self, pages: dict[str, CachedPage], static: bool) -> None:
         from sparkreport.cache import _atomic_bytes
 

@@ -50,6 +50,7 @@ def init_project(target: Path, *, force: bool = False) -> InitResult:
     Refuses a folder that exists and is not empty unless ``force`` (then files of the same
     name are replaced and everything else is left alone).
     """
+    from sparkreport.early import check_writable
     from sparkreport.ingest import IngestOptions, ingest_paths
     from sparkreport.store import RunStore
 
@@ -58,6 +59,7 @@ def init_project(target: Path, *, force: bool = False) -> InitResult:
     if target.is_dir() and any(target.iterdir()) and not force:
         raise InitError(f"{target}: is not empty — choose an empty or new folder, or pass --force "
                         "to write the scaffold into it (files of the same name are replaced)")
+    check_writable(target, "DIRECTORY")  # read-only, under a file, in /proc: one line, nothing written
     result = InitResult(root=target)
     for source, relative in scaffold_files():
         dest = target / relative

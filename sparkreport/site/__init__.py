@@ -68,8 +68,8 @@ def build(options: RenderOptions | Project, site_dir: Path | None = None, *, str
     Otherwise only the pages whose Markdown changed are converted and the rest of the previous
     site is linked (:mod:`sparkreport.site.reuse`); ``full`` converts every page.
     """
-    from sparkreport.early import check_writable
-    from sparkreport.lock import output_lock
+    from sparkreport.early import check_store, check_writable
+    from sparkreport.lock import output_lock, site_lock
     from sparkreport.project import resolve_project
     from sparkreport.render.preflight import refuse_early
 
@@ -77,11 +77,13 @@ def build(options: RenderOptions | Project, site_dir: Path | None = None, *, str
     # Before the lock (which creates the build folder) and the render (seconds): every output.
     check_writable(project.site_dir(site_dir), "--site-dir")
     check_writable(project.docs_dir, "--docs-dir")
+    check_store(project.runs_dir)  # outside a project: no build/ left behind
     kept = _kept(project, full)
     if not kept:
         refuse_early(project)  # bad config, diffs, post bindings: before the build key hashes the store
     # (with a kept build, build/ exists: the checks run under the lock, beside the store's walk)
-    with output_lock(project.cache_dir.parent):
+    # The site too: a build from another docs folder shares it (and its temporary folders).
+    with output_lock(project.cache_dir.parent), site_lock(project.site_dir(site_dir)):
         return _build(project, project.site_dir(site_dir), strict, builder, full, kept)
 
 

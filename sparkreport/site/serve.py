@@ -20,6 +20,7 @@ when inotify cannot be had.
 from __future__ import annotations
 
 import contextlib
+import errno
 import html
 import os
 import re
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 #: A burst of writes (an editor's save, an ingest of many runs) is one re-render: the sources
 #: must be quiet this long before it starts.
 QUIET_S = 0.3
+#: Where the server listens without ``--dev-addr`` (MkDocs' and Zensical's default).
+DEFAULT_ADDR = "127.0.0.1:8000"
 #: The project's MkDocs settings (watched with ``sparkreport.yml`` and any ``--config`` file).
 PROJECT_MKDOCS = "mkdocs.yml"
 #: Editors' and tools' scratch files: never a reason to re-render.
@@ -222,9 +225,11 @@ class ErrorPages:
 
     HOME = "index.md"
 
-    def __init__(self, root: Path, docs_dir: Path) -> None:
+    def __init__(self, root: Path, docs_dir: Path, cache_dir: Path | None = None) -> None:
         self.root = root
         self.docs_dir = docs_dir
+        #: The render's page cache (``pages.json``): a page an error page replaces leaves it.
+        self.cache_dir = cache_dir
         #: page → its bytes before the error page replaced it (None: it did not exist).
         self._saved: dict[Path, bytes | None] = {}
         self._shown: tuple[Path, str] | None = None
@@ -238,11 +243,16 @@ class ErrorPages:
 
     def show(self, message: str) -> Path:
         """Replace the page ``message`` concerns with an error page; returns that page."""
+        from sparkreport.render.pagecache import PageCache
+
         page, source = self.page_for(message)
         if self._shown == (page, message):
             return page
         self.restore()
         self._saved[page] = page.read_bytes() if page.is_file() else None
+        # Before the page is replaced: a page cache that still called it current would keep the
+        # error page after the fix, in this serve and in any later build (a serve stopped meanwhile).
+        PageCache(self.cache_dir).drop(page.relative_to(self.docs_dir).as_posix())
         text = source.read_text(encoding="utf-8", errors="replace") if source and source.is_file() else ""
         page.parent.mkdir(parents=True, exist_ok=True)
         _write_text(page, error_markdown(message, front_matter(text), first_heading(text), source is not None))
@@ -343,7 +353,7 @@ class ServeSession:
         project = resolve_project(self.options)  # the paths; the config is read by each render
         self.root = project.root
         self.docs_dir = project.docs_dir
-        self.errors = ErrorPages(self.root, self.docs_dir)
+        self.errors = ErrorPages(self.root, self.docs_dir, project.cache_dir)
         self._config_text = ""
 
     def first_render(self) -> None:
@@ -448,7 +458,7 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
     when a render was still under way at the stop (the caller may end the process at once: the
     next render completes the docs folder).
     """
-    from sparkreport.early import check_writable
+    from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock
     from sparkreport.project import resolve_project
     from sparkreport.render import RenderSession
@@ -458,6 +468,7 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
     say: Echo = echo or _stderr
     project = resolve_project(options)  # its paths; each render reads sparkreport.yml again
     docs_dir = project.docs_dir
+    check_store(project.runs_dir)  # outside a project: refused as build is, before build/ or a server
     check_writable(docs_dir, "--docs-dir")
     renderer = RenderSession(options)
     with output_lock(docs_dir.parent):
@@ -475,6 +486,11 @@ def serve(options: RenderOptions, dev_addr: str | None = None, *, dirty: bool = 
         try:
             assert session.config_file is not None
             serve_site(session.config_file, dev_addr, project_builder(project, None), dirty=dirty)
+        except OSError as exc:
+            if exc.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
+                raise
+            raise SparkreportError(f"{dev_addr or DEFAULT_ADDR}: cannot serve here ({exc.strerror}) — stop "
+                                   "what is serving there, or pass another --dev-addr IP:PORT") from None
         finally:
             watcher.stop()
             finished = debouncer.stop()
