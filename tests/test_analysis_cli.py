@@ -149,9 +149,16 @@ def test_empty_store_is_a_clear_error(tmp_path: Path) -> None:
     assert code == 1 and out.strip() == f"Error: {tmp_path / 'r'}: no runs — ingest results first (`sparkreport ingest FILE`)"
 
 
-def test_unknown_baseline(phase1_store: Path) -> None:
+def test_unknown_baseline_is_a_bad_invocation(phase1_store: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no sparkreport.yml: the baseline is the default
     code, out = invoke("compare", "--runs-dir", str(phase1_store), "--baseline", "docker")
-    assert code == 1 and "no environment called 'docker' — the data has: container, native" in out
+    assert (code, out) == (2, "Error: --baseline: no environment called 'docker' — environment values here: "
+                              "container, native\n")
+    code, out = invoke("compare", "--runs-dir", str(phase1_store), "--factor", "model")
+    assert (code, out) == (2, "Error: --baseline: no model called 'native' (no --baseline given: native is the "
+                              "default) — pass --baseline with one of the model values here: deepseek, gpt120b, "
+                              "qwen72b\n")
 
 
 def test_embedded_default_published_figures() -> None:

@@ -124,8 +124,11 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
 @runs_dir_option
 @config_option
 @duplicates_option
-@click.option("--factor", default=None, help="What differs between arms (default: environment).")
-@click.option("--baseline", default=None, help="The factor level the others are compared to (default: native).")
+@click.option("--factor", default=None,
+              help="What differs between arms: a run column (environment, campaign, model, …) or label.KEY "
+                   "(default: sparkreport.yml's factor, else environment).")
+@click.option("--baseline", default=None,
+              help="The factor level the others are compared to (default: sparkreport.yml's baseline, else native).")
 @click.option("--by", "by", default=None, metavar="LABEL",
               help="Compare within each level of this label (e.g. cache): one stratum per level "
                    "(overrides analysis.stratify_by).")
@@ -144,9 +147,10 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     from sparkreport.analysis.design import compare_by, constant_facts
     from sparkreport.dataset import frame_rows
     from sparkreport.project import keep_analysis
+    from sparkreport.render.preflight import DatasetNames, check_compare_options
 
     ds, config, cache = _setup(runs_dir, config_path, duplicates)
-    factor, baseline = factor or config.factor, baseline or config.baseline
+    factor, baseline = check_compare_options(DatasetNames(ds), config, factor, baseline)
     stratum = by or config.analysis.stratify_by
     if stratum:
         frame = compare_by(ds, stratum, factor, baseline, config.analysis, metrics=list(metrics) or None)
