@@ -181,3 +181,20 @@ def test_bad_named_diff_is_a_one_line_config_error(phase1_store: Path, tmp_path:
     with pytest.raises(ConfigError, match=r"sparkreport.yml:3: diff 'x': a: selector 'nope=1': no column or label "
                                           r"'nope' — labels here: "):
         render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path, config_path=config))
+
+
+@pytest.mark.parametrize("command", ["diff", "history"])
+@pytest.mark.parametrize(("value", "message"), [
+    ("5", "must be a fraction in (0, 0.5], not 5.0 — did you mean 5%? write 0.05"),
+    ("1", "must be a fraction in (0, 0.5], not 1.0 — did you mean 1%? write 0.01"),
+    ("-1", "must be a fraction in (0, 0.5], not -1.0 — e.g. 0.02 for ±2% of the baseline mean"),
+    ("0.7", "must be a fraction in (0, 0.5], not 0.7 — e.g. 0.02 for ±2% of the baseline mean"),
+])
+def test_min_effect_is_checked_as_the_config_file_checks_it(two_stores: tuple[Path, Path], command: str,
+                                                            value: str, message: str) -> None:
+    """`diff --min-effect 5` read 5 as 500% and called a 15% drop unchanged (the gate passed);
+    `--min-effect -1` was taken. sparkreport.yml refuses both: so do the flags (exit 2)."""
+    a, b = two_stores
+    where = ["--a-runs", str(a), "--b-runs", str(b)] if command == "diff" else ["--runs-dir", str(a)]
+    result = CliRunner().invoke(main, [command, *where, "--min-effect", value, "--fail-on", "regression"])
+    assert (result.exit_code, result.output) == (2, f"Error: --min-effect: {message}\n")

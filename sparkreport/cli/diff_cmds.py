@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from sparkreport.cli.data_cmds import config_option, print_table
-from sparkreport.cli.options import metric_option
+from sparkreport.cli.options import metric_option, min_effect_option
 
 
 @click.command("diff")
@@ -22,7 +22,7 @@ from sparkreport.cli.options import metric_option
 @config_option
 @click.option("--allow-mismatch", multiple=True, metavar="FIELD",
               help="A workload field that may differ between the sides (repeatable).")
-@click.option("--min-effect", type=float, default=None, help="Smallest relative change that counts (default 0.02).")
+@min_effect_option("analysis.equivalence_margin, else 0.02; per metric analysis.margins")
 @metric_option
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON shape.")
 @click.option("--markdown", is_flag=True, help="Print Markdown (for a pull-request comment).")

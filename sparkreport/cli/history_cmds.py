@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from sparkreport.cli.data_cmds import config_option, print_table
-from sparkreport.cli.options import json_option, metric_option, runs_dir_option
+from sparkreport.cli.options import json_option, metric_option, min_effect_option, runs_dir_option
 
 if TYPE_CHECKING:
     from sparkreport.analysis.history import History
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
                    "image_digest (default: history.by, else the label 'version').")
 @metric_option
 @click.option("--campaign", "campaigns", multiple=True, metavar="NAME", help="Only these campaigns (repeatable).")
-@click.option("--min-effect", type=float, default=None,
-              help="Smallest relative change that counts (default: history.min_effect, else the metric's margin, 2%).")
+@min_effect_option("history.min_effect, else the metric's margin, 0.02")
 @click.option("--across-campaigns/--per-campaign", default=None,
               help="Follow each model and environment across campaigns (a campaign per release; each version's "
                    "runs from one campaign), or keep each series inside its campaign (default: "
