@@ -253,3 +253,14 @@ def test_a_failed_run_without_an_exit_code_is_reported_not_a_crash() -> None:
     assert (reasons["bad"], reasons["lost"]) == ("failed run (exit code 1)", "failed run")
     (failed,) = [f for f in check(ds) if f.code == "failed-run"]
     assert failed.message.startswith("c/m/native: 2 failed run(s) (exit code 1); ")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--by", "nosuchlabel"], "--by: no run has a label 'nosuchlabel' — labels here: none"),
+    (["--metric", "ttft_ms_p99"], "--metric: no run reports ttft_ms_p99 — metrics here: output_throughput_tok_s, "
+                                  "request_throughput_req_s, pre_kv_memory_gib, kv_cache_gib, start_temp_c, end_temp_c"),
+])
+def test_stats_refuses_a_label_or_metric_no_run_has(phase1_store: Path, args: list[str], message: str) -> None:
+    """`--by nosuchlabel` added a column of '-', `--metric` no run reports printed a blank line (exit 0)."""
+    code, out = invoke("stats", "--runs-dir", str(phase1_store), *args)
+    assert (code, out) == (2, f"Error: {message}\n")

@@ -104,6 +104,7 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
     from sparkreport.project import keep_analysis
 
     ds, config, cache = _setup(runs_dir, config_path, duplicates)
+    _refuse_absent(ds, by, metrics)
     frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None, cache=cache)
     keep_analysis(cache)
     rows = frame_rows(frame.drop(columns=["model_name"]))
@@ -118,6 +119,22 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
             f"{clipped} intervals reached past what the quantity can be and were"
         click.echo(f"note: {cut} cut there (0, or 100 for a percentage): arms of few runs give wide "
                    "t-intervals (95% at n = 2: 12.7 standard errors each side).", err=True)
+
+
+def _refuse_absent(ds: Any, labels: tuple[str, ...], metrics: tuple[str, ...]) -> None:
+    """A ``--by`` label or a ``--metric`` no run (or published arm) has is a bad invocation: a
+    column of '-' or a blank table would look like an answer."""
+    from sparkreport.errors import OptionError
+    from sparkreport.names import shown_values
+
+    for label in labels:
+        if (label if label.startswith("label.") else f"label.{label}") not in ds.runs.columns:
+            raise OptionError("--by", f"no run has a label {label.removeprefix('label.')!r}",
+                              fix=f"labels here: {shown_values(c.removeprefix('label.') for c in ds.label_columns)}")
+    reported = [*ds.metric_columns, *sorted(set(ds.summaries["metric"].astype(str)) - set(ds.metric_columns))]
+    for metric in metrics:
+        if metric not in reported:
+            raise OptionError("--metric", f"no run reports {metric}", fix=f"metrics here: {shown_values(reported)}")
 
 
 @click.command("compare")
