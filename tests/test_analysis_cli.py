@@ -264,3 +264,26 @@ def test_stats_refuses_a_label_or_metric_no_run_has(phase1_store: Path, args: li
     """`--by nosuchlabel` added a column of '-', `--metric` no run reports printed a blank line (exit 0)."""
     code, out = invoke("stats", "--runs-dir", str(phase1_store), *args)
     assert (code, out) == (2, f"Error: {message}\n")
+
+
+def test_stats_prints_zero_spread_as_zero_and_large_numbers_in_plain_digits(tmp_path: Path) -> None:
+    """Three identical runs printed `sd 8.911e-12 cv 1.675e-16` (the rounding of their mean), and
+    a mean of 106382.9787 printed as 1.064e+05."""
+    from sparkreport.store import RunStore
+
+    store = RunStore(tmp_path / "r")
+    for i in range(1, 4):
+        store.write(RunRecord(run_id=f"m.native.i{i}", campaign="c", iteration=i, model=Model(name="m"),
+                              environment=Environment(name="native"),
+                              metrics={"output_throughput_tok_s": 53.2, "request_throughput_req_s": 106382.9787},
+                              status=Status(exit_code=0, ok=True)), [])
+    code, out = invoke("stats", "--runs-dir", str(tmp_path / "r"))
+    assert code == 0
+    assert out.splitlines() == [
+        "campaign  model  environment  metric                    n  mean          sd  median        min           "
+        "max           cv  ci_low        ci_high",
+        "c         m      native       output_throughput_tok_s   3  53.2          0   53.2          53.2          "
+        "53.2          0   53.2          53.2",
+        "c         m      native       request_throughput_req_s  3  106,382.9787  0   106,382.9787  106,382.9787  "
+        "106,382.9787  0   106,382.9787  106,382.9787",
+    ]

@@ -46,9 +46,9 @@ def _cell(value: Any, digits: int = 4) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        if abs(value) >= 1e5 or (value != 0 and abs(value) < 1e-3):
+        if abs(value) >= 1e15 or (value != 0 and abs(value) < 1e-3):  # p-values, not throughputs
             return f"{value:.{digits}g}"
-        return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+        return f"{value:,.{digits}f}".rstrip("0").rstrip(".")  # thousands separated, as the site prints
     return str(value)
 
 
