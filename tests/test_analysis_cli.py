@@ -287,3 +287,22 @@ def test_stats_prints_zero_spread_as_zero_and_large_numbers_in_plain_digits(tmp_
         "c         m      native       request_throughput_req_s  3  106,382.9787  0   106,382.9787  106,382.9787  "
         "106,382.9787  0   106,382.9787  106,382.9787",
     ]
+
+
+def test_compare_with_nothing_to_pair_says_why_in_one_line(tmp_path: Path) -> None:
+    """One environment printed the table's header row alone."""
+    from sparkreport.store import RunStore
+
+    store = RunStore(tmp_path / "r")
+    for i in range(1, 4):
+        store.write(_run(f"m.native.i{i}", "native", 100.0 + i, iteration=i), [])
+    code, out = invoke("compare", "--runs-dir", str(tmp_path / "r"))
+    assert (code, out) == (0, "nothing to compare: every run has environment native — compare needs runs in a "
+                              "second environment (or pass --factor)\n")
+    for i in range(1, 3):
+        other = _run(f"k.docker.i{i}", "docker", 90.0 + i, iteration=i)
+        other.model = Model(name="k")  # another model: no model in both environments
+        store.write(other, [])
+    code, out = invoke("compare", "--runs-dir", str(tmp_path / "r"))
+    assert (code, out) == (0, "nothing to compare: no model has included runs in both native and another "
+                              "environment (docker) with a metric both report\n")

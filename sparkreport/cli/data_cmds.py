@@ -179,9 +179,12 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    print_table(rows, ["model", *(["stratum"] if stratum else []), "metric", "candidate", "n_baseline",
-                       "n_candidate", "ratio", "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
-    click.echo()
+    if rows:
+        print_table(rows, ["model", *(["stratum"] if stratum else []), "metric", "candidate", "n_baseline",
+                           "n_candidate", "ratio", "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
+        click.echo()
+    elif not facts:  # a header row alone would read as an answer
+        click.echo(_nothing_compared(ds, factor, baseline))
     records = frame.to_dict(orient="records")
     for row in records:
         prefix = f"[{row['stratum']}] " if stratum else ""
@@ -190,6 +193,18 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
         click.echo(f"- design: {line}")
     for fact in facts:
         click.echo(f"- fact: {fact.sentence}")
+
+
+def _nothing_compared(ds: Any, factor: str, baseline: str) -> str:
+    """Why compare found no pair of arms: one level of the factor only, or no model in two."""
+    levels = sorted({str(v) for frame in (ds.runs, ds.summaries) if factor in frame.columns
+                     for v in frame[factor].dropna().unique()})
+    others = [level for level in levels if level != baseline]
+    if not others:
+        return (f"nothing to compare: every run has {factor} {baseline} — compare needs runs in a second "
+                f"{factor} (or pass --factor)")
+    return (f"nothing to compare: no model has included runs in both {baseline} and another {factor} "
+            f"({', '.join(others)}) with a metric both report")
 
 
 @click.command("check")
