@@ -70,12 +70,16 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
 
     Without --out, prints a one-line summary of what the table holds.
     """
-    from sparkreport.dataset import export
+    from sparkreport.dataset import EXPORT_SUFFIXES, export
     from sparkreport.project import read_store
 
-    if out is not None:  # before the load: a folder that cannot take the file says so at once
+    if out is not None:  # before the load: a file type or a folder that cannot be written says so at once
         from sparkreport.early import check_writable
+        from sparkreport.errors import OptionError
 
+        if out.suffix.lower() not in EXPORT_SUFFIXES:
+            raise OptionError("--out", f"{out}: unknown output type {out.suffix or '(none)'}",
+                              fix="use .csv, .parquet or .json")
         check_writable(out.parent, "--out")
     ds = read_store(runs_dir)
     if out is not None:
