@@ -191,14 +191,23 @@ def _choice(where: _Where, key: str, value: Any, choices: tuple[str, ...], fix: 
         raise where.error(key, f"{key} must be one of {', '.join(choices)}, not {value!r}", fix=fix)
 
 
+def margin_problem(value: float) -> tuple[str, str] | None:
+    """What is wrong with ``value`` as an equivalence margin or minimum effect (a fraction of the
+    baseline mean in (0, 0.5]) and the fix, or None: a value from 1 to 100 reads as a percentage.
+    The file's keys and the ``--min-effect`` flags are checked with it."""
+    problem = f"must be a fraction in (0, {MAX_MARGIN}], not {value!r}"
+    if 1 <= value <= 100:
+        return problem, f"did you mean {value:g}%? write {value / 100:g}"
+    if not 0 < value <= MAX_MARGIN:  # NaN too
+        return problem, "e.g. 0.02 for ±2% of the baseline mean"
+    return None
+
+
 def _fraction(where: _Where, key: str, value: float) -> None:
     """An equivalence margin: a fraction of the baseline mean in (0, 0.5]."""
-    if 1 < value <= 100:
-        raise where.error(key, f"{key} is a fraction of the baseline mean in (0, 0.5], not {value!r}",
-                          fix=f"did you mean {value:g}%? write {value / 100:g}")
-    if not 0 < value <= MAX_MARGIN:
-        raise where.error(key, f"{key} must be a fraction in (0, {MAX_MARGIN}], not {value!r}",
-                          fix="e.g. 0.02 for ±2% of the baseline mean")
+    found = margin_problem(value)
+    if found is not None:
+        raise where.error(key, f"{key} {found[0]}", fix=found[1])
 
 
 def _open_unit(where: _Where, key: str, value: float, example: str) -> None:

@@ -741,6 +741,10 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
+#: The file types ``dataset --out`` writes.
+EXPORT_SUFFIXES = (".csv", ".parquet", ".json")
+
+
 def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -> Path:
     """Write the runs table to CSV, Parquet or JSON (chosen by suffix), atomically; CSV cells
     that a spreadsheet would take for a formula are neutralised (:func:`csv_safe`).
@@ -754,7 +758,7 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
     import tempfile
 
     suffix = out.suffix.lower()
-    if suffix not in {".csv", ".parquet", ".json"}:
+    if suffix not in EXPORT_SUFFIXES:
         raise DataError(f"{out}: unknown output type {suffix or '(none)'} — use .csv, .parquet or .json")
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)

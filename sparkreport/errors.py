@@ -61,6 +61,16 @@ class ConfigError(InputError):
     """A broken project configuration file."""
 
 
+class OptionError(SparkreportError):
+    """A command-line option's value that cannot be used — a bad invocation (exit 2), in one line
+    naming the option and the fix (click's own usage errors take four lines)."""
+
+    exit_code = 2
+
+    def __init__(self, option: str, problem: str, fix: str = ""):
+        super().__init__(f"{option}: {problem}" + (f" — {fix}" if fix else ""))
+
+
 class DataError(SparkreportError):
     """The data cannot answer the question asked (no runs, unknown metric, …)."""
 

@@ -149,9 +149,16 @@ def test_empty_store_is_a_clear_error(tmp_path: Path) -> None:
     assert code == 1 and out.strip() == f"Error: {tmp_path / 'r'}: no runs — ingest results first (`sparkreport ingest FILE`)"
 
 
-def test_unknown_baseline(phase1_store: Path) -> None:
+def test_unknown_baseline_is_a_bad_invocation(phase1_store: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no sparkreport.yml: the baseline is the default
     code, out = invoke("compare", "--runs-dir", str(phase1_store), "--baseline", "docker")
-    assert code == 1 and "no environment called 'docker' — the data has: container, native" in out
+    assert (code, out) == (2, "Error: --baseline: no environment called 'docker' — environment values here: "
+                              "container, native\n")
+    code, out = invoke("compare", "--runs-dir", str(phase1_store), "--factor", "model")
+    assert (code, out) == (2, "Error: --baseline: no model called 'native' (no --baseline given: native is the "
+                              "default) — pass --baseline with one of the model values here: deepseek, gpt120b, "
+                              "qwen72b\n")
 
 
 def test_embedded_default_published_figures() -> None:
@@ -246,3 +253,56 @@ def test_a_failed_run_without_an_exit_code_is_reported_not_a_crash() -> None:
     assert (reasons["bad"], reasons["lost"]) == ("failed run (exit code 1)", "failed run")
     (failed,) = [f for f in check(ds) if f.code == "failed-run"]
     assert failed.message.startswith("c/m/native: 2 failed run(s) (exit code 1); ")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--by", "nosuchlabel"], "--by: no run has a label 'nosuchlabel' — labels here: none"),
+    (["--metric", "ttft_ms_p99"], "--metric: no run reports ttft_ms_p99 — metrics here: output_throughput_tok_s, "
+                                  "request_throughput_req_s, pre_kv_memory_gib, kv_cache_gib, start_temp_c, end_temp_c"),
+])
+def test_stats_refuses_a_label_or_metric_no_run_has(phase1_store: Path, args: list[str], message: str) -> None:
+    """`--by nosuchlabel` added a column of '-', `--metric` no run reports printed a blank line (exit 0)."""
+    code, out = invoke("stats", "--runs-dir", str(phase1_store), *args)
+    assert (code, out) == (2, f"Error: {message}\n")
+
+
+def test_stats_prints_zero_spread_as_zero_and_large_numbers_in_plain_digits(tmp_path: Path) -> None:
+    """Three identical runs printed `sd 8.911e-12 cv 1.675e-16` (the rounding of their mean), and
+    a mean of 106382.9787 printed as 1.064e+05."""
+    from sparkreport.store import RunStore
+
+    store = RunStore(tmp_path / "r")
+    for i in range(1, 4):
+        store.write(RunRecord(run_id=f"m.native.i{i}", campaign="c", iteration=i, model=Model(name="m"),
+                              environment=Environment(name="native"),
+                              metrics={"output_throughput_tok_s": 53.2, "request_throughput_req_s": 106382.9787},
+                              status=Status(exit_code=0, ok=True)), [])
+    code, out = invoke("stats", "--runs-dir", str(tmp_path / "r"))
+    assert code == 0
+    assert out.splitlines() == [
+        "campaign  model  environment  metric                    n  mean          sd  median        min           "
+        "max           cv  ci_low        ci_high",
+        "c         m      native       output_throughput_tok_s   3  53.2          0   53.2          53.2          "
+        "53.2          0   53.2          53.2",
+        "c         m      native       request_throughput_req_s  3  106,382.9787  0   106,382.9787  106,382.9787  "
+        "106,382.9787  0   106,382.9787  106,382.9787",
+    ]
+
+
+def test_compare_with_nothing_to_pair_says_why_in_one_line(tmp_path: Path) -> None:
+    """One environment printed the table's header row alone."""
+    from sparkreport.store import RunStore
+
+    store = RunStore(tmp_path / "r")
+    for i in range(1, 4):
+        store.write(_run(f"m.native.i{i}", "native", 100.0 + i, iteration=i), [])
+    code, out = invoke("compare", "--runs-dir", str(tmp_path / "r"))
+    assert (code, out) == (0, "nothing to compare: every run has environment native — compare needs runs in a "
+                              "second environment (or pass --factor)\n")
+    for i in range(1, 3):
+        other = _run(f"k.docker.i{i}", "docker", 90.0 + i, iteration=i)
+        other.model = Model(name="k")  # another model: no model in both environments
+        store.write(other, [])
+    code, out = invoke("compare", "--runs-dir", str(tmp_path / "r"))
+    assert (code, out) == (0, "nothing to compare: no model has included runs in both native and another "
+                              "environment (docker) with a metric both report\n")

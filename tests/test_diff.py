@@ -126,8 +126,44 @@ def test_cli_three_outputs_and_gate(two_stores: tuple[Path, Path]) -> None:
     assert markdown.startswith(f"### sparkreport diff: `{a}` → `{b}`")
     assert "| gpt120b | container | output_throughput_tok_s |" in markdown and "**regressed**" in markdown
     assert runner.invoke(main, [*args, "--fail-on", "regression"]).exit_code == 1
-    same = runner.invoke(main, ["diff", "--a-runs", str(a), "--b-runs", str(a), "--fail-on", "regression"])
-    assert same.exit_code == 0
+    copies = runner.invoke(main, ["diff", "--a-runs", str(a), "--b-runs", str(b), "--metric", "kv_cache_gib",
+                                  "--fail-on", "regression"])
+    assert copies.exit_code == 0 and copies.output.endswith("\n2 unchanged, 4 inconclusive\n")  # two stores: the same run ids
+
+
+def test_a_diff_of_runs_with_themselves_is_refused(phase1_store: Path) -> None:
+    """`--a version=0.21.0 --b version=0.22.0` with both naming the same version reported
+    '3 unchanged': a gate that cannot fail. Both sides selecting the same runs is a bad invocation."""
+    fix = ("a diff of runs with themselves finds nothing; give the sides selectors that differ (e.g. --a "
+           "version=0.21.0 --b version=0.22.0)")
+    for args, flags, n in ((["--a", "environment=native", "--b", "environment=native"], "--a/--b", 33),
+                           (["--a", "campaign=phase1", "--b", "model=deepseek,environment=native"], None, 0),
+                           (["--a-runs", str(phase1_store), "--b-runs", str(phase1_store)], "--a-runs/--b-runs", 63)):
+        result = CliRunner().invoke(main, ["diff", "--runs-dir", str(phase1_store), *args, "--fail-on", "regression"])
+        if flags is None:  # overlapping sides are fine
+            assert result.exit_code == 0, result.output
+            continue
+        assert (result.exit_code, result.output) == (
+            2, f"Error: {flags}: both sides select the same {n} run(s) of {phase1_store} — {fix}\n")
+
+
+def test_a_diff_that_compares_nothing_is_an_error_not_a_passing_gate(two_stores: tuple[Path, Path]) -> None:
+    """Every cell not comparable printed an empty table and exited 0 under --fail-on inconclusive."""
+    a, b = two_stores
+    for run_json in b.glob("phase1/*/run.json"):
+        data = json.loads(run_json.read_text())
+        data["workload"]["output_len"] = 256
+        run_json.write_text(json.dumps(data))
+    runner = CliRunner()
+    result = runner.invoke(main, ["diff", "--a-runs", str(a), "--b-runs", str(b), "--fail-on", "inconclusive"])
+    assert (result.exit_code, result.output) == (
+        1, "Error: nothing to compare: the workload differs in every cell both sides measured (deepseek/container: "
+           "output_len: 128.0 vs 256.0) — pass --allow-mismatch FIELD to diff them anyway\n")
+    result = runner.invoke(main, ["diff", "--runs-dir", str(a), "--a", "model=deepseek", "--b", "model=qwen72b",
+                                  "--fail-on", "inconclusive"])
+    assert (result.exit_code, result.output) == (
+        1, "Error: nothing to compare: no model × environment cell has runs on both sides — models: a has deepseek, "
+           "b has qwen72b\n")
 
 
 def test_cli_selectors_and_usage_errors(phase1_store: Path) -> None:
@@ -138,8 +174,14 @@ def test_cli_selectors_and_usage_errors(phase1_store: Path) -> None:
     assert result.exit_code == 1 and "no column or label 'nope'" in result.output
     result = runner.invoke(main, ["diff", "--runs-dir", str(phase1_store), "--a", "environment=native",
                                   "--b", "environment=container"])
-    assert result.exit_code == 0
-    assert "environment_kind  chroot  container" in result.output  # what changed comes first
+    # cells are model × environment: two environments share none, so nothing is compared
+    assert (result.exit_code, result.output) == (
+        1, "Error: nothing to compare: no model × environment cell has runs on both sides — environments: a has "
+           "native, b has container\n")
+    result = runner.invoke(main, ["diff", "--runs-dir", str(phase1_store), "--a", "iteration=1",
+                                  "--b", "iteration=2", "--allow-mismatch", "num_requests_planned"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("a: iteration=1\nb: iteration=2\n\nWhat changed:\n")  # what changed comes first
 
 
 def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
@@ -181,3 +223,20 @@ def test_bad_named_diff_is_a_one_line_config_error(phase1_store: Path, tmp_path:
     with pytest.raises(ConfigError, match=r"sparkreport.yml:3: diff 'x': a: selector 'nope=1': no column or label "
                                           r"'nope' — labels here: "):
         render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path, config_path=config))
+
+
+@pytest.mark.parametrize("command", ["diff", "history"])
+@pytest.mark.parametrize(("value", "message"), [
+    ("5", "must be a fraction in (0, 0.5], not 5.0 — did you mean 5%? write 0.05"),
+    ("1", "must be a fraction in (0, 0.5], not 1.0 — did you mean 1%? write 0.01"),
+    ("-1", "must be a fraction in (0, 0.5], not -1.0 — e.g. 0.02 for ±2% of the baseline mean"),
+    ("0.7", "must be a fraction in (0, 0.5], not 0.7 — e.g. 0.02 for ±2% of the baseline mean"),
+])
+def test_min_effect_is_checked_as_the_config_file_checks_it(two_stores: tuple[Path, Path], command: str,
+                                                            value: str, message: str) -> None:
+    """`diff --min-effect 5` read 5 as 500% and called a 15% drop unchanged (the gate passed);
+    `--min-effect -1` was taken. sparkreport.yml refuses both: so do the flags (exit 2)."""
+    a, b = two_stores
+    where = ["--a-runs", str(a), "--b-runs", str(b)] if command == "diff" else ["--runs-dir", str(a)]
+    result = CliRunner().invoke(main, [command, *where, "--min-effect", value, "--fail-on", "regression"])
+    assert (result.exit_code, result.output) == (2, f"Error: --min-effect: {message}\n")

@@ -137,13 +137,20 @@ def test_cli_table_exact(tmp_path: Path) -> None:
     assert result.output == (GOLDEN / "history.txt").read_text()
 
 
-def test_cli_unknown_version_key_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("args", "message"), [
+    (["--by", "build"], "--by: no version 'build': not a label of these runs nor one of engine_version, cuda, driver, "
+                        "image, image_digest, trtllm, vllm, torch — version keys here: version, engine_version, "
+                        "trtllm; label runs with --label build=… or pass --by KEY"),
+    (["--by", "driver"], "--by: no version 'driver': no run records a driver version — version keys here: version, "
+                         "engine_version, trtllm; label runs with --label driver=… or pass --by KEY"),
+    (["--campaign", "nosuch"], "--campaign: no campaign 'nosuch' with runs to follow — campaigns here: nightly"),
+])
+def test_cli_unknown_version_key_or_campaign_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    """`--campaign nosuch` and `--by` a field no run records printed an empty versions line and
+    'nothing to compare' (exit 0): each is a bad invocation naming what the runs have."""
     runs = write_history_store(tmp_path / "runs")
-    result = CliRunner().invoke(main, ["history", "--runs-dir", str(runs), "--by", "build"])
-    assert result.exit_code == 1
-    assert result.output.strip().splitlines() == [
-        "Error: no version 'build': not a label of these runs (version) nor one of engine_version, cuda, driver, "
-        "image, image_digest, trtllm, vllm, torch — label runs with --label build=… or pass --by"]
+    result = CliRunner().invoke(main, ["history", "--runs-dir", str(runs), *args])
+    assert (result.exit_code, result.output) == (2, f"Error: {message}\n")
 
 
 @pytest.mark.parametrize(("text", "line", "says"), [

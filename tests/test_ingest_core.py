@@ -163,9 +163,20 @@ def test_unknown_format_lists_formats_tried(tmp_path: Path) -> None:
     assert "format not recognised" in err and "phase1-aggregate" in err and "--format" in err
 
 
-def test_unknown_forced_format(tmp_path: Path, phase1_json: Path) -> None:
+def test_unknown_forced_format_is_a_bad_invocation(tmp_path: Path, phase1_json: Path) -> None:
+    """The README promises exit 2 for a bad invocation; an unknown --format exited 1."""
+    from sparkreport.ingest import PARSERS
+
     code, _, err = run("ingest", str(phase1_json), "--runs-dir", str(tmp_path / "r"), "--format", "nope")
-    assert code == 1 and "unknown format 'nope'" in err
+    assert (code, err) == (2, f"Error: --format: unknown format 'nope' — choose one of: {', '.join(PARSERS)} "
+                              "(`sparkreport formats`)\n")
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_unknown_dataset_output_type_is_a_bad_invocation(tmp_path: Path, phase1_store: Path) -> None:
+    code, _, err = run("dataset", "--runs-dir", str(phase1_store), "--out", str(tmp_path / "d.xlsx"))
+    assert (code, err) == (2, f"Error: --out: {tmp_path / 'd.xlsx'}: unknown output type .xlsx — use .csv, "
+                              ".parquet or .json\n")
 
 
 SEED_LOG = """[11/08/2025-19:50:01] [TRT-LLM] [I] Peak memory during memory usage profiling (torch + non-torch): 74.23 GiB, available KV cache memory when calculating max tokens: 45.48 GiB, fraction is set 0.9, kv size per token is 57344. device total memory 119.64 GiB, temporary kv cache memory during profiling 0.50 GiB

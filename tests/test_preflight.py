@@ -269,3 +269,70 @@ def test_reading_many_run_files_on_threads_keeps_every_file_and_skips_the_unread
     contents = _read_all(paths)
     assert sorted(contents) == sorted(f"r{i}" for i in range(count - 1))
     assert all(contents[f"r{i}"] == f"{i}".encode() for i in range(count - 1))
+
+
+DESIGN_CONFIGS = [
+    ("factor: nosuch\n", "sparkreport.yml:1: factor: no column 'nosuch' to compare on — use environment, campaign, "
+                         "model, another run column (engine_version, driver, …) or a label (labels here: none)"),
+    ("title: t\nbaseline: docker\n", "sparkreport.yml:2: baseline: no environment called 'docker' — set baseline: to "
+                                     "one of the environment values here: container, native"),
+    ("factor: model\n", "sparkreport.yml:1: baseline (the default, native): no model called 'native' — set baseline: "
+                        "to one of the model values here: deepseek, gpt120b, qwen72b"),
+]
+
+
+@pytest.mark.parametrize("command", ["build", "compare"])
+@pytest.mark.parametrize(("config", "message"), DESIGN_CONFIGS)
+def test_a_factor_or_baseline_the_data_lacks_is_refused_before_the_dataset(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch, command: str, config: str,
+        message: str) -> None:
+    """`factor: nosuch` ended compare and build in a KeyError (a store of published arms), and
+    `baseline: docker` built a site saying no comparison could be made: both are refused in one
+    line naming sparkreport.yml, its line and what the data holds — build before the dataset."""
+    from sparkreport import dataset as dataset_module
+
+    root = project(tmp_path, config)
+    monkeypatch.chdir(root)
+    if command == "build":
+        monkeypatch.setattr(dataset_module, "load_dataset", lambda *a, **k: pytest.fail("the dataset was loaded"))
+    result = CliRunner().invoke(main, [command, "--runs-dir", str(phase1_store), "--config", "sparkreport.yml"]
+                                if command == "compare" else [command, "--runs-dir", str(phase1_store)])
+    where = "" if command == "compare" else f"{root}/"
+    assert (result.exit_code, result.output) == (1, f"Error: {where}{message}\n")
+
+
+def test_a_factor_no_run_has_is_refused_for_published_arms_alone(tmp_path: Path, published_store: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    root = project(tmp_path, "factor: nosuch\n")
+    monkeypatch.chdir(root)
+    expected = ("factor: no column 'nosuch' to compare on — use environment, campaign, model, another run column "
+                "(engine_version, driver, …) or a label (labels here: none)")
+    result = CliRunner().invoke(main, ["compare", "--runs-dir", str(published_store)])
+    assert (result.exit_code, result.output) == (1, f"Error: sparkreport.yml:1: {expected}\n")
+    result = CliRunner().invoke(main, ["build", "--runs-dir", str(published_store)])
+    assert (result.exit_code, result.output) == (1, f"Error: {root}/sparkreport.yml:1: {expected}\n")
+    (root / "sparkreport.yml").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(main, ["compare", "--runs-dir", str(published_store), "--factor", "nosuch"])
+    assert (result.exit_code, result.output) == (2, f"Error: --{expected}\n")
+
+
+def test_home_never_names_another_level_the_baseline(tmp_path: Path, phase1_store: Path) -> None:
+    """With no environment called native (the default baseline), Home said 'native against the
+    baseline **container**': the first level in order. It says none is the baseline now."""
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    for path in runs.glob("*/*/run.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data["environment"]["name"] == "native":
+            data["environment"]["name"] = "bare"
+            path.write_text(json.dumps(data), encoding="utf-8")
+    root = project(tmp_path)
+    from sparkreport.render import render
+
+    render(RenderOptions(runs_dir=runs, project_root=root, config_path=root / "sparkreport.yml",
+                         docs_dir=tmp_path / "docs"))
+    home = (tmp_path / "docs" / "index.md").read_text(encoding="utf-8")
+    campaign = (tmp_path / "docs" / "campaigns" / "phase1" / "index.md").read_text(encoding="utf-8")
+    assert "against the baseline" not in home
+    assert "bare, container, none of them the baseline **native**, 3 models," in home
+    assert "(bare, container; none of them the baseline **native**)" in campaign

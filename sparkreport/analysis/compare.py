@@ -59,7 +59,7 @@ def _arms(ds: Dataset, opts: AnalysisOptions, factor: str) -> dict[tuple[str, st
     out: dict[tuple[str, str, str, str], _Arm] = {}
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
-    if factor not in runs.columns and not runs.empty:
+    if factor not in runs.columns:  # checked even with no runs: published arms alone are grouped below
         raise DataError(f"no column {factor!r} to compare on — use environment, campaign or label.<key>")
     metrics = ds.metric_columns
     values = float_matrix(runs, metrics)

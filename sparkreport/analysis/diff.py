@@ -208,6 +208,34 @@ def _verdict(row: dict[Any, Any], opts: AnalysisOptions) -> str:
     return "inconclusive"
 
 
+def nothing_compared(result: DiffResult, a: pd.DataFrame, b: pd.DataFrame) -> str | None:
+    """Why no cell × metric was compared (both sides measured it, on the same workload), in one
+    line naming what differs; None when something was. A gate over such a diff would pass on
+    nothing, so ``diff`` refuses it."""
+    cells = result.cells
+    if not cells.empty and ((cells["n_a"] > 0) & (cells["n_b"] > 0) & (cells["verdict"] != "not comparable")).any():
+        return None
+    workload = [r for r in result.not_comparable if str(r["reason"]).startswith("workload differs")]
+    if workload:
+        first = workload[0]
+        return (f"nothing to compare: the workload differs in every cell both sides measured "
+                f"({first['model']}/{first['environment']}: {first['reason'].removeprefix('workload differs (')} — "
+                "pass --allow-mismatch FIELD to diff them anyway")
+    differ = []
+    for column, plural in (("model", "models"), ("environment", "environments")):
+        va, vb = _values(a, column), _values(b, column)
+        if va != vb:
+            differ.append(f"{plural}: a has {shown_values(va)}, b has {shown_values(vb)}")
+    if differ:
+        return "nothing to compare: no model × environment cell has runs on both sides — " + "; ".join(differ)
+    return "nothing to compare: no metric tested here is reported by both sides — check --metric"
+
+
+def same_runs(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether the two sides (of one store) are the same runs: a diff of runs with themselves."""
+    return set(a["run_id"].astype(str)) == set(b["run_id"].astype(str))
+
+
 def select_sides(ds_a: Dataset, ds_b: Dataset, sel_a: Selector | None, sel_b: Selector | None,
                  opts: AnalysisOptions) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The included runs of each side, after its selector."""

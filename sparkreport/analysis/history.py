@@ -26,6 +26,7 @@ from sparkreport.analysis.arms import included_runs
 from sparkreport.analysis.changepoints import METHOD, find_steps
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
+from sparkreport.names import shown_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -108,8 +109,27 @@ class History:
         return [c for s in self.series for c in s.changes]
 
 
+class UnknownKey(DataError):
+    """A campaign or version key no run has; ``option`` is the flag that names it (``--campaign``,
+    ``--by``), so the command line can call it a bad invocation."""
+
+    def __init__(self, option: str, message: str):
+        self.option = option
+        super().__init__(message)
+
+
+def version_keys(runs: pd.DataFrame) -> list[str]:
+    """What ``by`` can name on these runs: their labels, the software fields some run records,
+    and the engines some run has a version of."""
+    keys = sorted(c.removeprefix("label.") for c in runs.columns if c.startswith("label.") and runs[c].notna().any())
+    keys += [f for f in SOFTWARE_FIELDS if f in runs.columns and runs[f].notna().any()]
+    engines = set(runs.loc[runs["engine_version"].notna(), "engine"].dropna().astype(str))
+    return keys + [engine for engine in ENGINE_ALIASES if engine in engines]
+
+
 def version_column(runs: pd.DataFrame, by: str) -> tuple[str, pd.DataFrame]:
     """The runs column that holds the version named by ``by``, and the runs that have one."""
+    every = runs
     if f"label.{by}" in runs.columns:
         column = f"label.{by}"
     elif by in SOFTWARE_FIELDS:
@@ -118,10 +138,13 @@ def version_column(runs: pd.DataFrame, by: str) -> tuple[str, pd.DataFrame]:
         column = "engine_version"
         runs = runs[runs["engine"].astype("string") == by]
     else:
-        labels = sorted(c.removeprefix("label.") for c in runs.columns if c.startswith("label."))
-        raise DataError(f"no version {by!r}: not a label of these runs ({', '.join(labels) or 'none'}) nor one of "
-                        f"{', '.join((*SOFTWARE_FIELDS, *ENGINE_ALIASES))} — label runs with --label {by}=… "
-                        f"or pass --by")
+        column = ""
+    if not column or not runs[column].notna().any():
+        what = (f"no run records a {by} version" if column else
+                f"not a label of these runs nor one of {', '.join((*SOFTWARE_FIELDS, *ENGINE_ALIASES))}")
+        raise UnknownKey("--by", f"no version {by!r}: {what} — version keys here: "
+                                 f"{shown_values(version_keys(every))}; "
+                                 f"label runs with --label {by}=… or pass --by KEY")
     return column, runs[runs[column].notna()]
 
 
@@ -167,6 +190,11 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if campaigns:
+        present = sorted(set(runs["campaign"].astype(str)))
+        for name in campaigns:
+            if name not in present:
+                raise UnknownKey("--campaign", f"no campaign {name!r} with runs to follow — campaigns here: "
+                                               f"{shown_values(present)}")
         runs = runs[runs["campaign"].isin(campaigns)]
     column, runs = version_column(runs, by)
     versions, order = order_versions(runs, column)

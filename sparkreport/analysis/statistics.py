@@ -73,6 +73,8 @@ def describe(values: Sequence[float], confidence: float = 0.95) -> Describe:
         return Describe(0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN)
     mean = float(x.mean())
     sd = float(x.std(ddof=1)) if n > 1 else NAN
+    if n > 1 and x.min() == x.max():  # identical values: SD 0 exactly, not the rounding of their mean
+        mean, sd = float(x[0]), 0.0
     low, high = t_interval(mean, sd, n, confidence)
     cv = sd / abs(mean) if n > 1 and mean != 0 else NAN
     return Describe(n, mean, sd, float(np.median(x)), float(x.min()), float(x.max()), cv, low, high)
@@ -99,6 +101,9 @@ def describe_many(samples: Sequence[Sequence[float] | np.ndarray], confidence: f
         sds = block.std(axis=1, ddof=1) if n > 1 else np.full(len(members), NAN)
         medians = np.median(block, axis=1)
         lows, highs = block.min(axis=1), block.max(axis=1)
+        if n > 1:  # identical values: SD 0 exactly, not the rounding of their mean (as describe)
+            same = lows == highs
+            means, sds = np.where(same, lows, means), np.where(same, 0.0, sds)
         for row, i in enumerate(members):
             mean, sd = float(means[row]), float(sds[row])
             ci_low, ci_high = t_interval(mean, sd, n, confidence, quantiles.get(n))

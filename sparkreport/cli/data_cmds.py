@@ -46,9 +46,9 @@ def _cell(value: Any, digits: int = 4) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        if abs(value) >= 1e5 or (value != 0 and abs(value) < 1e-3):
+        if abs(value) >= 1e15 or (value != 0 and abs(value) < 1e-3):  # p-values, not throughputs
             return f"{value:.{digits}g}"
-        return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+        return f"{value:,.{digits}f}".rstrip("0").rstrip(".")  # thousands separated, as the site prints
     return str(value)
 
 
@@ -70,12 +70,16 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
 
     Without --out, prints a one-line summary of what the table holds.
     """
-    from sparkreport.dataset import export
+    from sparkreport.dataset import EXPORT_SUFFIXES, export
     from sparkreport.project import read_store
 
-    if out is not None:  # before the load: a folder that cannot take the file says so at once
+    if out is not None:  # before the load: a file type or a folder that cannot be written says so at once
         from sparkreport.early import check_writable
+        from sparkreport.errors import OptionError
 
+        if out.suffix.lower() not in EXPORT_SUFFIXES:
+            raise OptionError("--out", f"{out}: unknown output type {out.suffix or '(none)'}",
+                              fix="use .csv, .parquet or .json")
         check_writable(out.parent, "--out")
     ds = read_store(runs_dir)
     if out is not None:
@@ -104,6 +108,7 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
     from sparkreport.project import keep_analysis
 
     ds, config, cache = _setup(runs_dir, config_path, duplicates)
+    _refuse_absent(ds, by, metrics)
     frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None, cache=cache)
     keep_analysis(cache)
     rows = frame_rows(frame.drop(columns=["model_name"]))
@@ -120,12 +125,31 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
                    "t-intervals (95% at n = 2: 12.7 standard errors each side).", err=True)
 
 
+def _refuse_absent(ds: Any, labels: tuple[str, ...], metrics: tuple[str, ...]) -> None:
+    """A ``--by`` label or a ``--metric`` no run (or published arm) has is a bad invocation: a
+    column of '-' or a blank table would look like an answer."""
+    from sparkreport.errors import OptionError
+    from sparkreport.names import shown_values
+
+    for label in labels:
+        if (label if label.startswith("label.") else f"label.{label}") not in ds.runs.columns:
+            raise OptionError("--by", f"no run has a label {label.removeprefix('label.')!r}",
+                              fix=f"labels here: {shown_values(c.removeprefix('label.') for c in ds.label_columns)}")
+    reported = [*ds.metric_columns, *sorted(set(ds.summaries["metric"].astype(str)) - set(ds.metric_columns))]
+    for metric in metrics:
+        if metric not in reported:
+            raise OptionError("--metric", f"no run reports {metric}", fix=f"metrics here: {shown_values(reported)}")
+
+
 @click.command("compare")
 @runs_dir_option
 @config_option
 @duplicates_option
-@click.option("--factor", default=None, help="What differs between arms (default: environment).")
-@click.option("--baseline", default=None, help="The factor level the others are compared to (default: native).")
+@click.option("--factor", default=None,
+              help="What differs between arms: a run column (environment, campaign, model, …) or label.KEY "
+                   "(default: sparkreport.yml's factor, else environment).")
+@click.option("--baseline", default=None,
+              help="The factor level the others are compared to (default: sparkreport.yml's baseline, else native).")
 @click.option("--by", "by", default=None, metavar="LABEL",
               help="Compare within each level of this label (e.g. cache): one stratum per level "
                    "(overrides analysis.stratify_by).")
@@ -144,9 +168,10 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     from sparkreport.analysis.design import compare_by, constant_facts
     from sparkreport.dataset import frame_rows
     from sparkreport.project import keep_analysis
+    from sparkreport.render.preflight import DatasetNames, check_compare_options
 
     ds, config, cache = _setup(runs_dir, config_path, duplicates)
-    factor, baseline = factor or config.factor, baseline or config.baseline
+    factor, baseline = check_compare_options(DatasetNames(ds), config, factor, baseline)
     stratum = by or config.analysis.stratify_by
     if stratum:
         frame = compare_by(ds, stratum, factor, baseline, config.analysis, metrics=list(metrics) or None)
@@ -158,9 +183,12 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    print_table(rows, ["model", *(["stratum"] if stratum else []), "metric", "candidate", "n_baseline",
-                       "n_candidate", "ratio", "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
-    click.echo()
+    if rows:
+        print_table(rows, ["model", *(["stratum"] if stratum else []), "metric", "candidate", "n_baseline",
+                           "n_candidate", "ratio", "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
+        click.echo()
+    elif not facts:  # a header row alone would read as an answer
+        click.echo(_nothing_compared(ds, factor, baseline))
     records = frame.to_dict(orient="records")
     for row in records:
         prefix = f"[{row['stratum']}] " if stratum else ""
@@ -169,6 +197,18 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
         click.echo(f"- design: {line}")
     for fact in facts:
         click.echo(f"- fact: {fact.sentence}")
+
+
+def _nothing_compared(ds: Any, factor: str, baseline: str) -> str:
+    """Why compare found no pair of arms: one level of the factor only, or no model in two."""
+    levels = sorted({str(v) for frame in (ds.runs, ds.summaries) if factor in frame.columns
+                     for v in frame[factor].dropna().unique()})
+    others = [level for level in levels if level != baseline]
+    if not others:
+        return (f"nothing to compare: every run has {factor} {baseline} — compare needs runs in a second "
+                f"{factor} (or pass --factor)")
+    return (f"nothing to compare: no model has included runs in both {baseline} and another {factor} "
+            f"({', '.join(others)}) with a metric both report")
 
 
 @click.command("check")

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from sparkreport.cli.data_cmds import config_option, print_table
-from sparkreport.cli.options import metric_option
+from sparkreport.cli.options import metric_option, min_effect_option
 
 
 @click.command("diff")
@@ -22,7 +22,7 @@ from sparkreport.cli.options import metric_option
 @config_option
 @click.option("--allow-mismatch", multiple=True, metavar="FIELD",
               help="A workload field that may differ between the sides (repeatable).")
-@click.option("--min-effect", type=float, default=None, help="Smallest relative change that counts (default 0.02).")
+@min_effect_option("analysis.equivalence_margin, else 0.02; per metric analysis.margins")
 @metric_option
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON shape.")
 @click.option("--markdown", is_flag=True, help="Print Markdown (for a pull-request comment).")
@@ -34,8 +34,9 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     """Diff two software versions (or any two selections of runs), cell by cell.
 
     Cells are model × environment. A cell whose workload differs between the sides is not
-    comparable and is not diffed. Exit codes: 0 = no gated verdict, 1 = --fail-on hit (or an
-    error), 2 = bad invocation.
+    comparable and is not diffed; a diff where nothing is comparable is an error, and two
+    selections of one store that pick the same runs are refused. Exit codes: 0 = no gated
+    verdict, 1 = --fail-on hit, nothing compared (or another error), 2 = bad invocation.
     """
     from sparkreport.early import check_selector_campaigns
 
@@ -46,8 +47,9 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     # Before pandas is imported and the runs loaded: a campaign the store does not hold.
     check_selector_campaigns(a_runs or runs_dir, [("--a", sel_a)] if sel_a else [])
     check_selector_campaigns(b_runs or runs_dir, [("--b", sel_b)] if sel_b else [])
-    from sparkreport.analysis.diff import DiffOptions, Selector, diff, select_sides
+    from sparkreport.analysis.diff import DiffOptions, Selector, diff, nothing_compared, same_runs, select_sides
     from sparkreport.config import load_config
+    from sparkreport.errors import DataError, OptionError
     from sparkreport.project import read_store
 
     config = load_config(config_path)
@@ -55,10 +57,18 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     ds_b = ds_a if (b_runs or runs_dir) == (a_runs or runs_dir) else read_store(b_runs or runs_dir, config_path)
     a, b = select_sides(ds_a, ds_b, Selector.parse(sel_a) if sel_a else None,
                         Selector.parse(sel_b) if sel_b else None, config.analysis)
+    if ds_a is ds_b and not a.empty and same_runs(a, b):
+        flags = "--a/--b" if sel_a or sel_b else "--a-runs/--b-runs"
+        raise OptionError(flags, f"both sides select the same {len(a)} run(s) of {a_runs or runs_dir}",
+                          fix="a diff of runs with themselves finds nothing; give the sides selectors that differ "
+                              "(e.g. --a version=0.21.0 --b version=0.22.0)")
     dopts = DiffOptions(allow_mismatch=list(allow_mismatch), metrics=list(metrics) or None,
                         min_effect=min_effect if min_effect is not None else config.analysis.equivalence_margin,
                         min_effects=dict(config.analysis.margins))
     result = diff(a, b, config.analysis, dopts)
+    why = nothing_compared(result, a, b)
+    if why is not None:  # a gate over no comparison would pass on nothing
+        raise DataError(why)
     payload = diff_payload(result, sel_a or str(a_runs), sel_b or str(b_runs))
     if as_json:
         click.echo(json.dumps(payload, indent=2))

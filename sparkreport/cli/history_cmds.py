@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from sparkreport.cli.data_cmds import config_option, print_table
-from sparkreport.cli.options import json_option, metric_option, runs_dir_option
+from sparkreport.cli.options import json_option, metric_option, min_effect_option, runs_dir_option
 
 if TYPE_CHECKING:
     from sparkreport.analysis.history import History
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
                    "image_digest (default: history.by, else the label 'version').")
 @metric_option
 @click.option("--campaign", "campaigns", multiple=True, metavar="NAME", help="Only these campaigns (repeatable).")
-@click.option("--min-effect", type=float, default=None,
-              help="Smallest relative change that counts (default: history.min_effect, else the metric's margin, 2%).")
+@min_effect_option("history.min_effect, else the metric's margin, 0.02")
 @click.option("--across-campaigns/--per-campaign", default=None,
               help="Follow each model and environment across campaigns (a campaign per release; each version's "
                    "runs from one campaign), or keep each series inside its campaign (default: "
@@ -44,16 +43,25 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
     tested on its own; see docs/reference/history.md).
     Exit codes: 0 = done, 1 = --fail-on hit (or an error), 2 = bad invocation.
     """
-    from sparkreport.analysis.history import history, history_payload, newest_regressions
+    from sparkreport.analysis.history import UnknownKey, history, history_payload, newest_regressions
     from sparkreport.config import load_config
+    from sparkreport.errors import OptionError
     from sparkreport.project import keep_analysis, read_store, store_analysis
 
     config = load_config(config_path)
     cache = store_analysis(runs_dir, config_path)
-    result = history(read_store(runs_dir, config_path), config.analysis, by=by or config.history.by,
-                     metrics=list(metrics) or None, campaigns=list(campaigns) or None,
-                     min_effect=min_effect if min_effect is not None else config.history.min_effect, cache=cache,
-                     across_campaigns=config.history.across_campaigns if across_campaigns is None else across_campaigns)
+    try:
+        result = history(read_store(runs_dir, config_path), config.analysis, by=by or config.history.by,
+                         metrics=list(metrics) or None, campaigns=list(campaigns) or None,
+                         min_effect=min_effect if min_effect is not None else config.history.min_effect, cache=cache,
+                         across_campaigns=config.history.across_campaigns if across_campaigns is None
+                         else across_campaigns)
+    except UnknownKey as exc:  # a flag's value: a bad invocation; sparkreport.yml's history.by: named at its line
+        if exc.option == "--campaign" or by is not None:
+            raise OptionError(exc.option, exc.format_message()) from None
+        if "history.by" in config.lines:
+            raise config.error("history.by", f"history.by: {exc.format_message()}", fix="") from None
+        raise
     keep_analysis(cache)
     if as_json:
         click.echo(json.dumps(history_payload(result), indent=2))

@@ -35,9 +35,14 @@ def ingest_command(sources: tuple[Path, ...], runs_dir: Path, campaign: str | No
     when anything was rejected. A run whose folder lost its run.json is written anew; one
     ingest writes to a store at a time (a second one waits, see --wait).
     """
-    from sparkreport.ingest import IngestOptions, ingest_paths
+    from sparkreport.errors import OptionError
+    from sparkreport.ingest import PARSERS, IngestOptions, ingest_paths
     from sparkreport.schema import slug
     from sparkreport.store import RunStore
+
+    if format_name is not None and format_name not in PARSERS:  # before any file is read
+        raise OptionError("--format", f"unknown format {format_name!r}",
+                          fix=f"choose one of: {', '.join(PARSERS)} (`sparkreport formats`)")
 
     options = IngestOptions(campaign=campaign, labels=parse_labels(labels), format=format_name,
                             environment=slug(environment) if environment else None, lock_wait_s=wait_s,

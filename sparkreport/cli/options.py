@@ -59,3 +59,22 @@ def metric_option(func: F) -> F:
     """``--metric NAME`` (repeatable), checked against the canonical names."""
     return click.option("--metric", "metrics", multiple=True, callback=_check_metrics, metavar="NAME",
                         help="Only these metrics (repeatable; names from `sparkreport metrics`).")(func)
+
+
+def _check_min_effect(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    from sparkreport.config import margin_problem
+    from sparkreport.errors import OptionError
+
+    found = margin_problem(value) if value is not None else None
+    if found is not None:  # checked as sparkreport.yml checks its margins: 5 is not 5%
+        raise OptionError("--min-effect", found[0], fix=found[1])
+    return value
+
+
+def min_effect_option(default_text: str) -> Callable[[F], F]:
+    """``--min-effect FRACTION``: a fraction of the baseline mean in (0, 0.5], as in sparkreport.yml."""
+    def decorate(func: F) -> F:
+        return click.option("--min-effect", type=float, default=None, callback=_check_min_effect, metavar="FRACTION",
+                            help=f"Smallest relative change that counts, a fraction in (0, 0.5]: 0.02 for 2% "
+                                 f"(default: {default_text}).")(func)
+    return decorate

@@ -123,6 +123,7 @@ def preflight(dataset: Dataset, config: ProjectConfig, source_docs: Path) -> Non
     Raises a one-line ConfigError (sparkreport.yml) or BuildError (a post) on the first problem.
     """
     names = DatasetNames(dataset)
+    check_design(names, config)
     check_diffs(names, config)
     check_posts(names, config, source_docs)
 
@@ -139,7 +140,8 @@ def refuse_early(options: RenderOptions | Project) -> None:
     root, config_path, runs_dir = project.root, project.config_path, project.runs_dir
     config = project.config
     posts = root / "docs" / POSTS_DIR
-    if not store_campaigns(runs_dir) or not (config.diffs or (posts.is_dir() and any(posts.rglob("*.md")))):
+    design = "factor" in config.lines or "baseline" in config.lines
+    if not store_campaigns(runs_dir) or not (design or config.diffs or (posts.is_dir() and any(posts.rglob("*.md")))):
         return  # nothing to check against the store (an empty one: the render says "no runs to render")
     check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
                                         for i, named in enumerate(config.diffs)
@@ -148,8 +150,80 @@ def refuse_early(options: RenderOptions | Project) -> None:
     if index.is_empty():
         return
     names = IndexNames(index)
+    check_design(names, config)
     check_diffs(names, config)
     check_posts(names, config, root / "docs")
+
+
+#: The factors compare contrasts most often, named first when a factor is refused.
+COMMON_FACTORS = ("environment", "campaign", "model")
+
+
+def factor_problem(names: Names, factor: str) -> tuple[str, str] | None:
+    """(problem, fix) when ``factor`` is not a column of the runs (a metric is no factor either)."""
+    from sparkreport.metrics import is_metric
+
+    if names.has_column(factor) and not is_metric(factor):
+        return None
+    return (f"no column {factor!r} to compare on",
+            f"use {', '.join(COMMON_FACTORS)}, another run column (engine_version, driver, …) or a label "
+            f"(labels here: {shown_values(names.label_columns)})")
+
+
+def baseline_problem(names: Names, factor: str, baseline: str) -> tuple[str, str] | None:
+    """(problem, fix) when no run or published arm has ``factor`` = ``baseline`` (None also when
+    ``names`` cannot tell: a column the name index does not hold waits for the dataset)."""
+    if not names.knows(factor):
+        return None
+    levels = sorted(names.values(factor))
+    if baseline in levels:
+        return None
+    return f"no {factor} called {baseline!r}", f"{factor} values here: {shown_values(levels)}"
+
+
+def check_design(names: Names, config: ProjectConfig) -> None:
+    """``factor`` and ``baseline`` of sparkreport.yml, where the file sets either: the factor a
+    column of the runs, the baseline one of its values (the defaults, environment and native,
+    are left to the pages, which say when no comparison could be made)."""
+    if "factor" not in config.lines and "baseline" not in config.lines:
+        return
+    found = factor_problem(names, config.factor)
+    if found is not None:
+        raise config.error("factor", f"factor: {found[0]}", fix=found[1])
+    found = baseline_problem(names, config.factor, config.baseline)
+    if found is not None:
+        own = "baseline" in config.lines
+        raise config.error("baseline" if own else "factor",
+                           f"baseline{'' if own else ' (the default, native)'}: {found[0]}",
+                           fix=f"set baseline: to one of the {found[1]}")
+
+
+def check_compare_options(names: Names, config: ProjectConfig, factor: str | None, baseline: str | None
+                          ) -> tuple[str, str]:
+    """The factor and baseline ``compare`` uses (``--factor``/``--baseline``, else sparkreport.yml's,
+    else environment and native), refused in one line when the data lacks either: a flag's value,
+    or a default a flag's factor cannot take, is a bad invocation (exit 2, naming the flag); a
+    value of the file is named at its line (exit 1)."""
+    from sparkreport.errors import OptionError
+
+    if factor is None and baseline is None and ("factor" in config.lines or "baseline" in config.lines):
+        check_design(names, config)
+        return config.factor, config.baseline
+    if factor is None:
+        found = factor_problem(names, config.factor)
+        if found is not None:
+            raise config.error("factor", f"factor: {found[0]}", fix=found[1])
+    elif (found := factor_problem(names, factor)) is not None:
+        raise OptionError("--factor", *found)
+    used_factor, used_baseline = factor or config.factor, baseline or config.baseline
+    found = baseline_problem(names, used_factor, used_baseline)
+    if found is None:
+        return used_factor, used_baseline
+    if baseline is not None:
+        raise OptionError("--baseline", *found)
+    origin = "the baseline sparkreport.yml sets" if "baseline" in config.lines else "the default"
+    raise OptionError("--baseline", f"{found[0]} (no --baseline given: {used_baseline} is {origin})",
+                      fix=f"pass --baseline with one of the {found[1]}")
 
 
 def check_diffs(names: Names, config: ProjectConfig) -> None:
@@ -261,4 +335,5 @@ class _Checker:
                                f"{shown_values(sorted(have))}")
 
 
-__all__ = ["DatasetNames", "IndexNames", "Names", "check_diffs", "check_posts", "preflight", "refuse_early"]
+__all__ = ["COMMON_FACTORS", "DatasetNames", "IndexNames", "Names", "baseline_problem", "check_compare_options",
+           "check_design", "check_diffs", "check_posts", "factor_problem", "preflight", "refuse_early"]

@@ -63,6 +63,9 @@ class Campaign:
     pools_gib: list[float] = field(default_factory=list)
     source: str = ""
     design: dict[str, Any] = field(default_factory=dict)
+    #: The configured baseline when one of ``levels`` (then the first), else None: the pages
+    #: never name another level the baseline.
+    baseline: str | None = None
 
     @property
     def slug(self) -> str:
@@ -139,7 +142,8 @@ def campaigns(site: SiteData) -> list[Campaign]:
             models=sorted(entry["models"].values(), key=str.lower), levels=levels, runs=entry["runs"],
             arms=len(entry["arms"]), gpus=entry["gpus"],
             unified=(True in entry["unified"]) if entry["unified"] else None,
-            pools_gib=sorted(entry["pools"]), source=source, design=design))
+            pools_gib=sorted(entry["pools"]), source=source, design=design,
+            baseline=baseline if baseline in levels else None))
     site.extra["_campaigns"] = out
     return list(out)
 
