@@ -266,7 +266,9 @@ class RunRecord:
             labels=reader.labels(data),
         )
         for key, problem in field_problems(record):
-            raise SchemaError(path, f"field {key!r}: {problem}", fix=_IMPOSSIBLE_FIX)
+            error = SchemaError(path, f"field {key!r}: {problem}", fix=_IMPOSSIBLE_FIX)
+            error.field = key
+            raise error
         from sparkreport.names import clean_names
 
         clean_names(record)  # a hand-edited or older run.json: no name displays as another
@@ -377,7 +379,9 @@ class _Reader:
         self.path = path
 
     def fail(self, key: str, problem: str) -> SchemaError:
-        return SchemaError(self.path, f"field {key!r} {problem}", fix=_REINGEST)
+        error = SchemaError(self.path, f"field {key!r} {problem}", fix=_REINGEST)
+        error.field = key
+        return error
 
     def text(self, data: dict[str, Any], key: str, *, required: bool = False, where: str = "") -> str | None:
         value = data.get(key)

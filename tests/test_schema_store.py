@@ -141,7 +141,11 @@ def test_ingest_refuses_a_negative_memory_pool(tmp_path: Path) -> None:
                       "    environment: native\n    n: 3\n    metrics:\n      kv_cache_gib: 3\n")
     report = ingest_paths([source], RunStore(tmp_path / "r"), IngestOptions())
     assert not report.added
-    assert report.rejected[0].problem.endswith("not stored: hardware.memory_pool_gib = -3 GiB is negative")
+    assert report.rejected[0].format_message() == (f"{source}:2: hardware.memory_pool_gib = -3 GiB is negative — "
+                                                   "fix that value")
+    record = RunRecord(run_id="r", campaign="c")
+    record.hardware.memory_pool_gib = -3.0  # any parser's run: refused before it is stored
+    assert schema.physical_problems(record) == ["hardware.memory_pool_gib = -3 GiB is negative"]
 
 
 def test_write_is_atomic_and_refuses_overwrite(tmp_path: Path) -> None:
@@ -197,6 +201,57 @@ def test_summary_yaml_unknown_unit(tmp_path: Path) -> None:
     assert report.rejected[0].problem == (
         "arms[0].metrics.peak_memory_gib: unit 'furlongs' cannot be converted to 'GiB'"
     )
+
+
+SUMMARY_YAML = """sparkreport: published-summary
+campaign: pub
+source: "a blog post"
+hardware: {gpu_name: NVIDIA GB10, memory_pool_gib: 119.64}
+environments:
+  native: {kind: native}
+arms:
+  - model: small
+    environment: native
+    n: 5
+    metrics:
+      output_throughput_tok_s: {mean: 119.79, sd: 0.55}
+"""
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("source:", "sorce:", "3: sorce: unknown key — did you mean 'source'?"),
+    ("{mean: 119.79, sd: 0.55}", "{mean: 119.79, sd: -0.55}",
+     "12: arms[0].metrics.output_throughput_tok_s: sd = -0.55 is negative (a standard deviation never is) — fix that "
+     "value (the spread, not a signed difference)"),
+    ("    environment: native\n", "",
+     "8: arms[0]: environment is missing — add `environment:` (every arm names its model and its environment)"),
+    ("published-summary", "published-sumary",
+     "1: sparkreport: 'published-sumary' is not a format sparkreport reads — did you mean "
+     "`sparkreport: published-summary`?"),
+    ("    n: 5\n", "    n: 5\n    nn: 3\n", "11: arms[0].nn: unknown key — did you mean 'n'?"),
+    ("{kind: native}", "{kind: vm}",
+     "6: environments.native.kind: must be one of native, chroot, container, cgroup, unknown, not 'vm' — fix that value"),
+    ("memory_pool_gib: 119.64", "memory_pool_gb: 119.64",
+     "4: hardware.memory_pool_gb: unknown key — did you mean 'memory_pool_gib'?"),
+    ("memory_pool_gib: 119.64", "memory_pool_gib: -3", "4: hardware.memory_pool_gib = -3 GiB is negative — fix that value"),
+    ("{mean: 119.79, sd: 0.55}", "{mean: 119.79, sd: x}",
+     "12: arms[0].metrics.output_throughput_tok_s: sd must be a number, found 'x' — fix that value"),
+])
+def test_a_bad_published_summary_names_the_line_and_the_fix(tmp_path: Path, old: str, new: str, message: str) -> None:
+    source = tmp_path / "s.yml"
+    assert old in SUMMARY_YAML
+    source.write_text(SUMMARY_YAML.replace(old, new, 1))
+    result = CliRunner().invoke(main, ["ingest", str(source), "--runs-dir", str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert f"error: {source}:{message}\n" in result.stderr
+    assert not (tmp_path / "r" / "pub").exists()
+
+
+def test_a_published_summary_models_details_are_kept(tmp_path: Path) -> None:
+    source = tmp_path / "s.yml"
+    source.write_text(SUMMARY_YAML.replace("environments:", "models:\n  small: {details: {dtype: fp8}}\nenvironments:"))
+    report = ingest_paths([source], RunStore(tmp_path / "r"), IngestOptions())
+    assert [r.model.details for r in RunStore(tmp_path / "r").iter_runs()] == [{"dtype": "fp8"}], report.rejected
 
 
 def test_run_json_is_stable_json(phase1_store: Path) -> None:
