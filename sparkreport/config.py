@@ -7,7 +7,6 @@ when given.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -18,6 +17,7 @@ import yaml
 
 from sparkreport.errors import ConfigError
 from sparkreport.metrics import KEY_METRICS, is_metric
+from sparkreport.yamllines import key_lines, line_of
 
 CONFIG_FILE = "sparkreport.yml"
 DUPLICATE_POLICIES = ("all", "first", "last")
@@ -152,28 +152,10 @@ class _Where:
 
     def __init__(self, path: Path, text: str):
         self.path = path
-        self.lines: dict[str, int] = {}
-        with contextlib.suppress(yaml.YAMLError):  # reported by safe_load, with its own mark
-            self._walk(yaml.compose(text), "")
-
-    def _walk(self, node: Any, prefix: str) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                name = f"{prefix}.{key.value}" if prefix else str(key.value)
-                self.lines.setdefault(name, key.start_mark.line + 1)
-                self._walk(value, name)
-        elif isinstance(node, yaml.SequenceNode):
-            for index, item in enumerate(node.value):
-                name = f"{prefix}[{index}]"
-                self.lines.setdefault(name, item.start_mark.line + 1)
-                self._walk(item, name)
+        self.lines = key_lines(text)
 
     def error(self, key: str, problem: str, fix: str = "fix the value") -> ConfigError:
-        line = self.lines.get(key)
-        while line is None and ("." in key or "[" in key):
-            key = key[:max(key.rfind("."), key.rfind("["))]
-            line = self.lines.get(key)
-        return ConfigError(self.path, problem, line=line, fix=fix)
+        return ConfigError(self.path, problem, line=line_of(self.lines, key), fix=fix)
 
 
 def _typed(where: _Where, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:

@@ -24,7 +24,7 @@ from sparkreport.errors import DataError
 from sparkreport.execute.guard import guard_event_of
 from sparkreport.names import shown
 from sparkreport.schema import SCHEMA_VERSION, RunRecord
-from sparkreport.store import RunStore
+from sparkreport.store import RunStore, check_identities
 
 if TYPE_CHECKING:
     import numpy as np
@@ -608,6 +608,8 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
             parts = [_frames([flat for flat, _digest in loaded], paths)]
         else:
             loaded, parts = _cached_records(store, scan.files, paths, cache_dir, hashes, held)
+        check_identities((path, campaign, flat.record.campaign, flat.record.run_id)
+                         for path, (campaign, _run), (flat, _digest) in zip(files, scan.folders, loaded, strict=True))
         run_digests = {flat.key.run_id: digest for flat, digest in loaded}
         dataset = _assemble([flat for flat, _digest in loaded], paths, run_digests, parts)
     dataset.incomplete = scan.incomplete

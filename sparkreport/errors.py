@@ -56,6 +56,9 @@ class ParseError(InputError):
 class SchemaError(InputError):
     """A run.json that cannot be read (wrong shape, from the future, …)."""
 
+    #: The run.json field at fault (``hardware.memory_pool_gib``), when one is.
+    field: str | None = None
+
 
 class ConfigError(InputError):
     """A broken project configuration file."""

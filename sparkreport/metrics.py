@@ -74,7 +74,10 @@ PERCENTILE_FAMILIES: dict[str, tuple[str, str, Direction]] = {
     "e2el_ms": ("ms", "End-to-end latency", "lower"),
     "gtps_tok_s": ("tok/s", "Generation throughput per user", "higher"),
 }
-PERCENTILE_STATS = ("mean", "p50", "p90", "p95", "p99", "min", "max")
+#: The stats ``sparkreport metrics`` lists for each family: every one a parser writes by default
+#: (trtllm-bench: P50/P90/P95/P99; ``vllm bench latency``: P10, P25, P50, P75, P90, P99) and
+#: vLLM's ``--metric-percentiles 99.9``. Any other ``p<N>`` is a metric too (``lookup``).
+PERCENTILE_STATS = ("mean", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "p99_9", "min", "max")
 
 _PERCENTILE_RE = re.compile(
     r"^(?P<family>" + "|".join(PERCENTILE_FAMILIES) + r")_(?P<stat>mean|min|max|p\d+(?:_\d+)?)$"

@@ -252,10 +252,10 @@ class RunRecord:
             campaign=reader.text(data, "campaign", required=True) or "",
             record_type=record_type,  # type: ignore[arg-type]
             iteration=reader.integer(data, "iteration"),
-            started_at=reader.text(data, "started_at"),
-            started_at_local=reader.text(data, "started_at_local"),
+            started_at=reader.time(data, "started_at"),
+            started_at_local=reader.time(data, "started_at_local"),
             model=reader.section(data, "model", Model),
-            environment=_allowlisted(reader.section(data, "environment", Environment)),
+            environment=_allowlisted(reader.environment(data)),
             workload=reader.section(data, "workload", Workload),
             software=reader.section(data, "software", Software),
             hardware=reader.section(data, "hardware", Hardware),
@@ -265,6 +265,10 @@ class RunRecord:
             provenance=reader.section(data, "provenance", Provenance),
             labels=reader.labels(data),
         )
+        for key, problem in field_problems(record):
+            error = SchemaError(path, f"field {key!r}: {problem}", fix=_IMPOSSIBLE_FIX)
+            error.field = key
+            raise error
         from sparkreport.names import clean_names
 
         clean_names(record)  # a hand-edited or older run.json: no name displays as another
@@ -334,14 +338,38 @@ def physical_problem(name: str, value: float | None) -> str | None:
     return None
 
 
+#: Fields of a record that are sizes, counts or fractions (never negative), as (section, field).
+NON_NEGATIVE_FIELDS = (("hardware", "memory_pool_gib"), ("workload", "num_requests"), ("workload", "input_len"),
+                       ("workload", "output_len"), ("workload", "batch_size"), ("workload", "concurrency"),
+                       ("workload", "kv_cache_fraction"))
+
+
+def field_problems(record: RunRecord) -> list[tuple[str, str]]:
+    """``(section.field, why)`` for each of :data:`NON_NEGATIVE_FIELDS` that is negative or not
+    finite (``hardware.memory_pool_gib = -3 GiB is negative``)."""
+    problems = []
+    for section, name in NON_NEGATIVE_FIELDS:
+        value = getattr(getattr(record, section), name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue  # None, or a wrong type the reader names
+        key = f"{section}.{name}"
+        unit = " GiB" if name.endswith("_gib") else ""
+        if not math.isfinite(value):
+            problems.append((key, f"{key} is {value} (not a finite number)"))
+        elif value < 0:
+            problems.append((key, f"{key} = {value:g}{unit} is negative"))
+    return problems
+
+
 def physical_problems(record: RunRecord) -> list[str]:
-    """Every impossible value of a record (its metrics and published means and sds)."""
+    """Every impossible value of a record (its metrics, published means and sds, and the sizes
+    and counts of :data:`NON_NEGATIVE_FIELDS`)."""
     problems = [p for name, value in record.metrics.items() if (p := physical_problem(name, value))]
     for name, stat in record.summary.items():
         for value in (stat.mean, stat.sd):
             if (problem := physical_problem(name, value)) is not None:
                 problems.append(problem)
-    return problems
+    return problems + [problem for _key, problem in field_problems(record)]
 
 
 class _Reader:
@@ -351,7 +379,9 @@ class _Reader:
         self.path = path
 
     def fail(self, key: str, problem: str) -> SchemaError:
-        return SchemaError(self.path, f"field {key!r} {problem}", fix=_REINGEST)
+        error = SchemaError(self.path, f"field {key!r} {problem}", fix=_REINGEST)
+        error.field = key
+        return error
 
     def text(self, data: dict[str, Any], key: str, *, required: bool = False, where: str = "") -> str | None:
         value = data.get(key)
@@ -362,6 +392,26 @@ class _Reader:
         if not isinstance(value, str):
             raise self.fail(where + key, f"must be a string, not {type(value).__name__}")
         return value
+
+    def time(self, data: dict[str, Any], key: str) -> str | None:
+        """An ISO 8601 time (``2026-01-31T12:00:00Z``), kept as written."""
+        import datetime as dt
+
+        value = self.text(data, key)
+        if value is None:
+            return None
+        try:
+            dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise self.fail(key, f"is {value!r}, not an ISO 8601 time such as 2026-01-31T12:00:00Z") from None
+        return value
+
+    def environment(self, data: dict[str, Any]) -> Environment:
+        environment: Environment = self.section(data, "environment", Environment)
+        if environment.kind not in ENVIRONMENT_KINDS:
+            raise self.fail("environment.kind", f"must be one of {', '.join(ENVIRONMENT_KINDS)}, "
+                            f"not {environment.kind!r}")
+        return environment
 
     def integer(self, data: dict[str, Any], key: str, where: str = "") -> int | None:
         value = data.get(key)
@@ -378,9 +428,9 @@ class _Reader:
         return str(value)
 
     def section(self, data: dict[str, Any], key: str, kind: type[Any]) -> Any:
-        value = data.get(key) or {}
+        value = _object(data, key)
         if not isinstance(value, dict):
-            raise self.fail(key, "must be an object")
+            raise self.fail(key, f"must be an object, not {_json_type(value)}")
         if _plainly_valid(_field_types(kind), value):
             return kind(**value)
         known = kind.__dataclass_fields__
@@ -393,9 +443,9 @@ class _Reader:
         return kind(**value)
 
     def metrics(self, data: dict[str, Any]) -> dict[str, float | None]:
-        value = data.get("metrics") or {}
+        value = _object(data, "metrics")
         if not isinstance(value, dict):
-            raise self.fail("metrics", "must be an object of metric name → number")
+            raise self.fail("metrics", f"must be an object of metric name → number, not {_json_type(value)}")
         out: dict[str, float | None] = {}
         for name, number in value.items():
             metric = metric_catalog.lookup(name)
@@ -414,9 +464,9 @@ class _Reader:
         return out
 
     def summary(self, data: dict[str, Any]) -> dict[str, SummaryStat]:
-        value = data.get("summary") or {}
+        value = _object(data, "summary")
         if not isinstance(value, dict):
-            raise self.fail("summary", "must be an object")
+            raise self.fail("summary", f"must be an object, not {_json_type(value)}")
         out = {}
         for name, stat in value.items():
             if not metric_catalog.is_metric(name):
@@ -428,12 +478,29 @@ class _Reader:
         return out
 
     def labels(self, data: dict[str, Any]) -> dict[str, str]:
-        value = data.get("labels") or {}
+        value = _object(data, "labels")
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
             raise self.fail("labels", "must be an object of string → string")
         return dict(value)
+
+
+def _object(data: dict[str, Any], key: str) -> Any:
+    """``data[key]``, {} when absent or null (anything else, ``[]`` included, is checked as it is)."""
+    value = data.get(key)
+    return {} if value is None else value
+
+
+def _json_type(value: Any) -> str:
+    """What a JSON value is, in JSON's words (``[]`` → 'a list')."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    return "a string" if isinstance(value, str) else type(value).__name__
 
 
 _TYPES: dict[str, tuple[type, ...]] = {

@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISLNK
@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from sparkreport.errors import SchemaError, SparkreportError
 from sparkreport.lock import store_lock
-from sparkreport.names import shown
+from sparkreport.names import shown, strip_bidi
 from sparkreport.schema import RunRecord
 from sparkreport.secrets import find_credentials, scrub_bytes, scrub_strings
 
@@ -376,6 +376,25 @@ class RunStore:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         return final
+
+
+def check_identities(runs: Iterable[tuple[str, str, str, str]]) -> None:
+    """Refuse a run.json whose ``campaign`` is not the name of the campaign folder it is in, and
+    a second run.json with a ``run_id`` another one has (a copied run folder): either would put
+    one run's figures under another's name. ``runs``: (run.json path, campaign folder name,
+    campaign, run_id) of every run, in store order."""
+    seen: dict[str, str] = {}
+    for path, folder, campaign, run_id in runs:
+        if campaign != folder and campaign != strip_bidi(shown(folder)):
+            raise SchemaError(path, f"field 'campaign' is {campaign!r}, but the run is in the campaign folder "
+                              f"{shown(folder)!r}", fix=f"set it to {shown(folder)!r}, or move the run's folder "
+                              f"into the campaign folder {campaign!r}")
+        first = seen.get(run_id)
+        if first is not None:
+            raise SchemaError(path, f"field 'run_id' is {run_id!r}, the run_id of {shown(first)} too",
+                              fix="two runs cannot share an id: remove the copy, or give one of them another "
+                              "run_id (and its folder that name)")
+        seen[run_id] = path
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:

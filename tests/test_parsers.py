@@ -85,6 +85,21 @@ def test_every_parser_format_has_fixtures() -> None:
         assert fixture_inputs(fmt), f"no golden inputs for {fmt}"
 
 
+def test_sparkreport_metrics_lists_every_metric_the_parsers_write() -> None:
+    """Every metric name a parser writes for a fixture (``vllm bench latency``'s P10/P25/P75,
+    vLLM's ``--metric-percentiles 99.9`` among them) is a line of ``sparkreport metrics``, which
+    ``--metric`` and the stats pages accept."""
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+
+    listed = {line.split()[0] for line in CliRunner().invoke(main, ["metrics"]).output.splitlines()}
+    written = {name for path in fixture_inputs() if "runs" in (snapshot := parse_fixture(path))
+               for run in snapshot["runs"] for name in run["record"].get("metrics", {})}
+    assert {"latency_ms_p10", "latency_ms_p25", "latency_ms_p75", "ttft_ms_p99_9"} <= written
+    assert sorted(written - listed) == []
+
+
 def _metrics(path: Path) -> list[dict[str, float | None]]:
     source = Source(path)
     return [run.record.metrics for run in PARSERS[path.parent.name]().parse(source)]

@@ -184,6 +184,22 @@ def test_indented_code_blocks_stay_literal(text: str, bound: list[str]) -> None:
     ("kv_cache_gib", "not a binding — write one of value(…), compare(…), chart(…), table(…)"),
     ('value("kv_cache_gib", model="deepseek", environment="native", colour="red")',
      "unknown filter 'colour' — filters: campaign, model, model_name, environment, label_KEY"),
+    # an argument of the wrong type is a binding error, not a traceback from the formatting
+    ('value("kv_cache_gib", model="deepseek", environment="native", digits=-1)',
+     "value(): digits=-1 is not a number of decimals — digits takes a whole number from 0 to 10, e.g. digits=1"),
+    ('value("kv_cache_gib", model="deepseek", environment="native", digits="two")',
+     "value(): digits='two' is not a number of decimals — digits takes a whole number from 0 to 10, e.g. digits=1"),
+    ('value("kv_cache_gib", "mean", 2.5, model="deepseek", environment="native")',
+     "value(): digits=2.5 is not a number of decimals — digits takes a whole number from 0 to 10, e.g. digits=1"),
+    ('value("kv_cache_gib", model="deepseek", environment="native", unit="no")',
+     "value(): unit='no' is not True or False — unit takes True (the default: the unit after the number) or "
+     "False (the number alone)"),
+    ('value("kv_cache_gib", model=["deepseek"], environment="native")',
+     "value(): model=['deepseek'] is not one value — a filter takes a string or a number, e.g. model=\"…\""),
+    ('compare("kv_cache_gib", model="deepseek", factor=["environment"])',
+     "compare(): factor=['environment'] is not a column name — write it in quotes, e.g. factor=\"environment\""),
+    ('compare("kv_cache_gib", model="deepseek", baseline={"native": 1})',
+     "compare(): baseline={'native': 1} is not one value — write it in quotes, e.g. baseline=\"native\""),
 ])
 def test_bad_binding_fails_with_file_line_and_what_exists(tmp_path: Path, published_store: Path, binding: str,
                                                           problem: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -211,6 +227,40 @@ def test_unknown_chart_and_table_list_what_exists(tmp_path: Path, published_stor
     with pytest.raises(BuildError, match=r"^docs/blog/posts/c\.md:3: \{\{ table\(\"runs\"\) \}\}: no table 'runs' "
                                          r"— tables: arms, comparisons, findings$"):
         render(RenderOptions(runs_dir=published_store, project_root=project))
+    (project / "docs" / "blog" / "posts" / "c.md").write_text('# P\n\n{{ table(["arms"]) }}\n', encoding="utf-8")
+    with pytest.raises(BuildError, match=r"^docs/blog/posts/c\.md:3: \{\{ table\(\[\"arms\"\]\) \}\}: no table \['arms'\] "
+                                         r"— tables: arms, comparisons, findings$"):
+        render(RenderOptions(runs_dir=published_store, project_root=project))
+
+
+@pytest.mark.parametrize(("line", "shown"), [
+    ('See {{ value("kv_cache_gib", model="deepseek", environment="native") }.',
+     '{{ value("kv_cache_gib", model="deepseek", environment="native") }.'),
+    ('See {{ value("kv_cache_gib", model="deepseek",\nenvironment="native") } and more.',
+     '{{ value("kv_cache_gib", model="deepseek",'),
+    ("Braces {{ with no end", "{{ with no end"),
+])
+def test_a_binding_not_closed_fails_with_file_line(tmp_path: Path, published_store: Path, line: str, shown: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A half-typed binding is refused, not published as written."""
+    project = project_with(tmp_path, f"# Post\n\nFine {{{{ value(\"kv_cache_gib\", model=\"deepseek\", "
+                                     f"environment=\"native\") }}}}.\n\n{line}\n", name="open.md")
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(main, ["build", "--runs-dir", str(published_store)])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: docs/blog/posts/open.md:5: {shown}: a binding not closed — close it with }}}} "
+                             "(to show it as written, put it in backticks)\n")
+    assert not (project / "site").exists()
+
+
+def test_a_binding_not_closed_in_code_stays_literal(tmp_path: Path, published_store: Path) -> None:
+    """In code a half-typed binding is shown as written, and does not hide a binding after it."""
+    post = ('# Post\n\nInline `{{ value("x") }` then '
+            '{{ value("kv_cache_gib", model="deepseek", environment="native") }}.\n\n'
+            '```\n{{ value("y") }\n```\n')
+    text = render_post(project_with(tmp_path, post), published_store)
+    assert 'Inline `{{ value("x") }` then 44.31 GiB.' in text
+    assert '```\n{{ value("y") }\n```' in text
 
 
 def test_table_must_stand_alone(tmp_path: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:

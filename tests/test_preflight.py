@@ -51,6 +51,10 @@ BAD_BINDINGS = [
     ('table("arms", metric="kv_cache_gib", campaign="phase9")',
      "no arm with kv_cache_gib has campaign='phase9' — campaign values here: phase1"),
     ('chart("a/b", size=3)', "chart(): got an unexpected keyword argument 'size'"),
+    ('value("kv_cache_gib", model="deepseek", environment="native", digits=-1)',
+     "value(): digits=-1 is not a number of decimals — digits takes a whole number from 0 to 10, e.g. digits=1"),
+    ('compare("kv_cache_gib", factor=["environment"])',
+     "compare(): factor=['environment'] is not a column name — write it in quotes, e.g. factor=\"environment\""),
 ]
 
 

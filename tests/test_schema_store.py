@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from sparkreport import schema
 from sparkreport.cli import main
+from sparkreport.dataset import load_dataset
 from sparkreport.errors import SchemaError
 from sparkreport.ingest import IngestOptions, ingest_paths
 from sparkreport.schema import Model, RunRecord, SummaryStat
@@ -58,6 +59,19 @@ def test_older_schema_is_migrated(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"model": {"nickname": "x"}}, "field 'model.nickname' is not a known field"),
         ({"run_id": None}, "field 'run_id' is missing"),
         ({"schema_version": "1"}, "schema_version is '1', expected an integer ≥ 1"),
+        # hand edits that were taken as they were (a list read as no metrics, a kind or time no page knows)
+        ({"metrics": []}, "field 'metrics' must be an object of metric name → number, not a list"),
+        ({"hardware": []}, "field 'hardware' must be an object, not a list"),
+        ({"labels": []}, "field 'labels' must be an object of string → string"),
+        ({"hardware": {"memory_pool_gib": -3}},
+         "field 'hardware.memory_pool_gib': hardware.memory_pool_gib = -3 GiB is negative"),
+        ({"workload": {"num_requests": -1}}, "field 'workload.num_requests': workload.num_requests = -1 is negative"),
+        ({"environment": {"kind": "vm"}},
+         "field 'environment.kind' must be one of native, chroot, container, cgroup, unknown, not 'vm'"),
+        ({"started_at": "yesterday"},
+         "field 'started_at' is 'yesterday', not an ISO 8601 time such as 2026-01-31T12:00:00Z"),
+        ({"started_at_local": "noon"},
+         "field 'started_at_local' is 'noon', not an ISO 8601 time such as 2026-01-31T12:00:00Z"),
     ],
 )
 def test_bad_run_json_fields(patch: dict, message: str) -> None:  # type: ignore[type-arg]
@@ -76,6 +90,62 @@ def test_a_broken_run_json_in_the_store_is_named(tmp_path: Path) -> None:
     assert result.output.strip() == (
         f"Error: {bad}:1: is not valid JSON (Expecting value) — re-create it with `sparkreport ingest` from its source"
     )
+
+
+def test_an_iso_time_and_null_sections_are_read() -> None:
+    data = RunRecord(run_id="r", campaign="c").to_dict() | {
+        "started_at": "2026-01-31T12:00:00Z", "started_at_local": "2026-01-31T13:00:00+01:00",
+        "metrics": None, "hardware": None}
+    record = RunRecord.from_dict(data)
+    assert (record.started_at, record.metrics, record.hardware.memory_pool_gib) == ("2026-01-31T12:00:00Z", {}, None)
+
+
+def _store_of_two(tmp_path: Path) -> Path:
+    runs = tmp_path / "runs"
+    store = RunStore(runs)
+    for run_id in ("r1", "r2"):
+        store.write(RunRecord(run_id=run_id, campaign="c", metrics={"kv_cache_gib": 1.0}), [])
+    return runs
+
+
+def test_a_run_json_in_another_campaigns_folder_is_refused(tmp_path: Path) -> None:
+    runs = _store_of_two(tmp_path)
+    path = runs / "c" / "r2" / "run.json"
+    path.write_text(path.read_text().replace('"campaign": "c"', '"campaign": "d"'))
+    result = CliRunner().invoke(main, ["stats", "--runs-dir", str(runs)])
+    assert result.exit_code == 1
+    assert result.output == (f"Error: {path}: field 'campaign' is 'd', but the run is in the campaign folder 'c' "
+                             "— set it to 'c', or move the run's folder into the campaign folder 'd'\n")
+
+
+def test_two_runs_sharing_a_run_id_are_refused(tmp_path: Path) -> None:
+    runs = _store_of_two(tmp_path)
+    (runs / "d").mkdir()
+    copy = runs / "d" / "r1" / "run.json"
+    copy.parent.mkdir()
+    copy.write_text((runs / "c" / "r1" / "run.json").read_text().replace('"campaign": "c"', '"campaign": "d"'))
+    result = CliRunner().invoke(main, ["stats", "--runs-dir", str(runs)])
+    assert result.exit_code == 1, result.output
+    expected = (f"{copy}: field 'run_id' is 'r1', the run_id of {runs / 'c' / 'r1' / 'run.json'} too — two runs "
+                "cannot share an id: remove the copy, or give one of them another run_id (and its folder that name)")
+    assert result.output == f"Error: {expected}\n"
+    for _ in range(2):  # a build's record cache, cold then warm, refuses it the same way
+        with pytest.raises(SchemaError) as info:
+            load_dataset(runs, cache_dir=tmp_path / "cache")
+        assert info.value.format_message() == expected
+
+
+def test_ingest_refuses_a_negative_memory_pool(tmp_path: Path) -> None:
+    source = tmp_path / "s.yml"
+    source.write_text("sparkreport: published-summary\nhardware: {memory_pool_gib: -3}\narms:\n  - model: m\n"
+                      "    environment: native\n    n: 3\n    metrics:\n      kv_cache_gib: 3\n")
+    report = ingest_paths([source], RunStore(tmp_path / "r"), IngestOptions())
+    assert not report.added
+    assert report.rejected[0].format_message() == (f"{source}:2: hardware.memory_pool_gib = -3 GiB is negative — "
+                                                   "fix that value")
+    record = RunRecord(run_id="r", campaign="c")
+    record.hardware.memory_pool_gib = -3.0  # any parser's run: refused before it is stored
+    assert schema.physical_problems(record) == ["hardware.memory_pool_gib = -3 GiB is negative"]
 
 
 def test_write_is_atomic_and_refuses_overwrite(tmp_path: Path) -> None:
@@ -131,6 +201,57 @@ def test_summary_yaml_unknown_unit(tmp_path: Path) -> None:
     assert report.rejected[0].problem == (
         "arms[0].metrics.peak_memory_gib: unit 'furlongs' cannot be converted to 'GiB'"
     )
+
+
+SUMMARY_YAML = """sparkreport: published-summary
+campaign: pub
+source: "a blog post"
+hardware: {gpu_name: NVIDIA GB10, memory_pool_gib: 119.64}
+environments:
+  native: {kind: native}
+arms:
+  - model: small
+    environment: native
+    n: 5
+    metrics:
+      output_throughput_tok_s: {mean: 119.79, sd: 0.55}
+"""
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("source:", "sorce:", "3: sorce: unknown key — did you mean 'source'?"),
+    ("{mean: 119.79, sd: 0.55}", "{mean: 119.79, sd: -0.55}",
+     "12: arms[0].metrics.output_throughput_tok_s: sd = -0.55 is negative (a standard deviation never is) — fix that "
+     "value (the spread, not a signed difference)"),
+    ("    environment: native\n", "",
+     "8: arms[0]: environment is missing — add `environment:` (every arm names its model and its environment)"),
+    ("published-summary", "published-sumary",
+     "1: sparkreport: 'published-sumary' is not a format sparkreport reads — did you mean "
+     "`sparkreport: published-summary`?"),
+    ("    n: 5\n", "    n: 5\n    nn: 3\n", "11: arms[0].nn: unknown key — did you mean 'n'?"),
+    ("{kind: native}", "{kind: vm}",
+     "6: environments.native.kind: must be one of native, chroot, container, cgroup, unknown, not 'vm' — fix that value"),
+    ("memory_pool_gib: 119.64", "memory_pool_gb: 119.64",
+     "4: hardware.memory_pool_gb: unknown key — did you mean 'memory_pool_gib'?"),
+    ("memory_pool_gib: 119.64", "memory_pool_gib: -3", "4: hardware.memory_pool_gib = -3 GiB is negative — fix that value"),
+    ("{mean: 119.79, sd: 0.55}", "{mean: 119.79, sd: x}",
+     "12: arms[0].metrics.output_throughput_tok_s: sd must be a number, found 'x' — fix that value"),
+])
+def test_a_bad_published_summary_names_the_line_and_the_fix(tmp_path: Path, old: str, new: str, message: str) -> None:
+    source = tmp_path / "s.yml"
+    assert old in SUMMARY_YAML
+    source.write_text(SUMMARY_YAML.replace(old, new, 1))
+    result = CliRunner().invoke(main, ["ingest", str(source), "--runs-dir", str(tmp_path / "r")])
+    assert result.exit_code == 1
+    assert f"error: {source}:{message}\n" in result.stderr
+    assert not (tmp_path / "r" / "pub").exists()
+
+
+def test_a_published_summary_models_details_are_kept(tmp_path: Path) -> None:
+    source = tmp_path / "s.yml"
+    source.write_text(SUMMARY_YAML.replace("environments:", "models:\n  small: {details: {dtype: fp8}}\nenvironments:"))
+    report = ingest_paths([source], RunStore(tmp_path / "r"), IngestOptions())
+    assert [r.model.details for r in RunStore(tmp_path / "r").iter_runs()] == [{"dtype": "fp8"}], report.rejected
 
 
 def test_run_json_is_stable_json(phase1_store: Path) -> None:

@@ -78,7 +78,11 @@ def formats_command() -> None:
 
 @click.command("metrics")
 def metrics_command() -> None:
-    """List the canonical metric names, their units and which direction is better."""
+    """List the canonical metric names, their units and which direction is better.
+
+    Percentiles are listed for the stats the parsers write; any other percentile is a metric too,
+    as FAMILY_pN (p99.9 is p99_9).
+    """
     from sparkreport import metrics
 
     for name in metrics.all_names():

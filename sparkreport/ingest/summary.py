@@ -14,15 +14,18 @@ Two spellings of the same thing:
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
+import re
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.errors import ParseError
+from sparkreport.errors import ParseError, SchemaError
 from sparkreport.ingest.base import ParsedRun, Parser, Source, register, stable_id
 from sparkreport.schema import (
     ENVIRONMENT_KINDS,
@@ -33,12 +36,25 @@ from sparkreport.schema import (
     Software,
     SummaryStat,
     Workload,
+    physical_problem,
     slug,
 )
 from sparkreport.store import RawFile
+from sparkreport.yamllines import key_lines, line_of
 
 MARKER = "published-summary"
 _CSV_REQUIRED = ("model", "environment", "metric", "n", "mean")
+#: ``sparkreport: …`` at the start of a line: the marker a sparkreport YAML file starts with.
+_MARKER_LINE = re.compile(r"^sparkreport:[ \t]*['\"]?([^'\"\s#]*)", re.MULTILINE)
+#: The keys of a YAML file: at the top, in an arm, in a metric's figures, in an environment, in a model.
+_TOP_KEYS = ("sparkreport", "campaign", "source", "sd_ddof", "hardware", "software", "workload", "environments",
+             "models", "arms")
+_ARM_KEYS = ("model", "environment", "n", "sd_ddof", "note", "metrics")
+_STAT_KEYS = ("mean", "sd", "unit", "n", "sd_ddof")
+_ENVIRONMENT_KEYS = ("kind", "details")
+_MODEL_KEYS = ("id", "display_name", "details")
+_SECTIONS = {"hardware": Hardware, "software": Software, "workload": Workload}
+_FORMAT_FIX = "see the published-summary format in the README"
 #: unit as published → factor to the canonical unit, per canonical unit.
 _CONVERSIONS: dict[str, dict[str, float]] = {
     "GiB": {"GiB": 1.0, "MiB": 1 / 1024, "GB": 1e9 / 2**30},
@@ -64,6 +80,9 @@ def _stat(metric: str, spec: dict[str, Any], n: Any, ddof: Any, path: Path, wher
             raise ParseError(path, f"{where}: {what} must be a number, found {value!r}", fix="fix that value")
     if mean is None:
         raise ParseError(path, f"{where}: mean is missing", fix="every arm needs a mean")
+    if sd is not None and sd < 0:
+        raise ParseError(path, f"{where}: sd = {sd:g} is negative (a standard deviation never is)",
+                         fix="fix that value (the spread, not a signed difference)")
     canonical = metric_catalog.unit_of(metric)
     unit = spec.get("unit") or canonical
     factor = _CONVERSIONS.get(canonical, {canonical: 1.0}).get(unit)
@@ -78,6 +97,9 @@ def _stat(metric: str, spec: dict[str, Any], n: Any, ddof: Any, path: Path, wher
         sample_sd = float(sd) * factor
         if ddof == 0 and n > 1:
             sample_sd *= math.sqrt(n / (n - 1))
+    problem = physical_problem(metric, float(mean) * factor)
+    if problem is not None:
+        raise ParseError(path, f"{where}: mean: {problem}", fix="fix that value")
     return SummaryStat(
         n=n, mean=float(mean) * factor, sd=sample_sd,
         sd_as_published=None if sd is None else float(sd),
@@ -95,8 +117,8 @@ class PublishedSummaryParser(Parser):
 
     def detect(self, source: Source) -> bool:
         head = source.head_text.lstrip("\ufeff")
-        if f"sparkreport: {MARKER}" in head:
-            return True
+        if f"sparkreport: {MARKER}" in head or _MARKER_LINE.search(head):
+            return True  # a misspelt marker too: parse() says what it should be
         first = head.splitlines()[0] if head else ""
         columns = {c.strip().lower() for c in first.split(",")}
         return all(c in columns for c in _CSV_REQUIRED)
@@ -105,6 +127,13 @@ class PublishedSummaryParser(Parser):
         text = source.text()
         if f"sparkreport: {MARKER}" in text[:4096]:
             return self._yaml(source, text)
+        marker = _MARKER_LINE.search(text[:4096].lstrip("\ufeff"))
+        if marker is not None:
+            near = _closest(marker.group(1), (MARKER,))
+            raise ParseError(source.path, f"sparkreport: {marker.group(1)!r} is not a format sparkreport reads",
+                             line=text.count("\n", 0, marker.start()) + 1,
+                             fix=f"did you mean `sparkreport: {near}`?" if near
+                             else f"a published-summary file starts with `sparkreport: {MARKER}`")
         return self._csv(source, text)
 
     def _yaml(self, source: Source, text: str) -> list[ParsedRun]:
@@ -115,28 +144,43 @@ class PublishedSummaryParser(Parser):
             mark = getattr(exc, "problem_mark", None)
             raise ParseError(path, f"is not valid YAML ({getattr(exc, 'problem', exc)})",
                              line=mark.line + 1 if mark else None, fix="fix the YAML syntax") from None
+        where = _Where(path, text)
         if not isinstance(doc, dict) or not isinstance(doc.get("arms"), list):
-            raise ParseError(path, "needs a list under 'arms'", fix="see the published-summary format in the README")
+            raise where.fail("arms" if isinstance(doc, dict) and "arms" in doc else "", "needs a list under 'arms'",
+                             fix=_FORMAT_FIX)
+        where.known("", doc, _TOP_KEYS)
+        for section, kind in _SECTIONS.items():
+            where.known(section, doc.get(section), tuple(f.name for f in fields(kind)))
         ddof = doc.get("sd_ddof")
-        envs = doc.get("environments") or {}
-        models = doc.get("models") or {}
+        envs = where.named("environments", doc.get("environments"), _ENVIRONMENT_KEYS)
+        models = where.named("models", doc.get("models"), _MODEL_KEYS)
         runs = []
         for index, arm in enumerate(doc["arms"]):
-            where = f"arms[{index}]"
+            at = f"arms[{index}]"
             if not isinstance(arm, dict) or not isinstance(arm.get("metrics"), dict):
-                raise ParseError(path, f"{where} needs model, environment, n and metrics",
-                                 fix="see the published-summary format in the README")
+                raise where.fail(at, f"{at} needs model, environment, n and metrics", fix=_FORMAT_FIX)
+            where.known(at, arm, _ARM_KEYS)
+            for key in ("model", "environment"):
+                if arm.get(key) is None:
+                    raise where.fail(at, f"{at}: {key} is missing",
+                                     fix=f"add `{key}:` (every arm names its model and its environment)")
             stats = {}
             for metric, spec in arm["metrics"].items():
+                key = f"{at}.metrics.{metric}"
                 if not isinstance(spec, dict):
                     spec = {"mean": spec}
-                stats[metric] = _stat(metric, spec, spec.get("n", arm.get("n")),
-                                      spec.get("sd_ddof", arm.get("sd_ddof", ddof)), path,
-                                      f"{where}.metrics.{metric}")
-            model_key = str(arm.get("model", "unknown"))
-            env_key = str(arm.get("environment", "unknown"))
-            runs.append(self._run(source, doc, model_key, models.get(model_key) or {},
-                                  env_key, envs.get(env_key) or {}, stats, arm.get("note")))
+                where.known(key, spec, _STAT_KEYS)
+                try:
+                    stats[metric] = _stat(metric, spec, spec.get("n", arm.get("n")),
+                                          spec.get("sd_ddof", arm.get("sd_ddof", ddof)), path, key)
+                except ParseError as exc:
+                    raise ParseError(path, exc.problem, line=line_of(where.lines, key), fix=exc.fix) from None
+            model_key = str(arm["model"])
+            env_key = str(arm["environment"])
+            run = self._run(source, doc, model_key, models.get(model_key) or {},
+                            env_key, envs.get(env_key) or {}, stats, arm.get("note"))
+            where.check(run.record, model_key, env_key)
+            runs.append(run)
         return runs
 
     def _csv(self, source: Source, text: str) -> list[ParsedRun]:
@@ -182,7 +226,8 @@ class PublishedSummaryParser(Parser):
             record = RunRecord(
                 run_id="", campaign="", record_type="arm_summary",
                 model=Model(id=model.get("id"), name=model_key,
-                            display_name=model.get("display_name") or model.get("id") or model_key),
+                            display_name=model.get("display_name") or model.get("id") or model_key,
+                            details=dict(model.get("details") or {})),
                 environment=Environment(name=env_key, kind=kind, details=dict(env.get("details") or {})),
                 workload=Workload(**(doc.get("workload") or {})),
                 software=Software(**(doc.get("software") or {})),
@@ -200,3 +245,58 @@ class PublishedSummaryParser(Parser):
         return ParsedRun(record=record, natural_id=natural,
                          raw=[RawFile(source.path.name, source=source.path)],
                          campaign=slug(str(campaign)) if campaign else None)
+
+
+class _Where:
+    """A published-summary YAML file's keys and their lines, for one-line errors."""
+
+    def __init__(self, path: Path, text: str):
+        self.path = path
+        self.lines = key_lines(text)
+
+    def fail(self, key: str, problem: str, fix: str = "") -> ParseError:
+        return ParseError(self.path, problem, line=line_of(self.lines, key) if key else None, fix=fix)
+
+    def known(self, at: str, mapping: Any, keys: tuple[str, ...]) -> None:
+        """Refuse a mapping at ``at`` that is not one, or holds a key not in ``keys``."""
+        if mapping is None:
+            return
+        if not isinstance(mapping, dict):
+            raise self.fail(at, f"{at} must be a mapping (KEY: VALUE lines)", fix=_FORMAT_FIX)
+        for key in mapping:
+            if key not in keys:
+                name = f"{at}.{key}" if at else str(key)
+                near = _closest(str(key), keys)
+                raise self.fail(name, f"{name}: unknown key",
+                                fix=f"did you mean {near!r}?" if near else f"known keys: {', '.join(keys)}")
+
+    def named(self, at: str, mapping: Any, keys: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+        """``environments:`` or ``models:``: names, each a mapping of ``keys``."""
+        if mapping is None:
+            return {}
+        if not isinstance(mapping, dict):
+            raise self.fail(at, f"{at} must be a mapping of names", fix=_FORMAT_FIX)
+        for name, entry in mapping.items():
+            self.known(f"{at}.{name}", entry, keys)
+        return {str(name): entry for name, entry in mapping.items()}
+
+    def check(self, record: RunRecord, model_key: str, env_key: str) -> None:
+        """Read the record as the store will (types, kinds, impossible values), naming the YAML key."""
+        try:
+            RunRecord.from_dict(record.to_dict(), self.path)
+        except SchemaError as exc:
+            field = exc.field or ""
+            section, _, rest = field.partition(".")
+            key = {"environment": f"environments.{env_key}", "model": f"models.{model_key}"}.get(section, section)
+            key = f"{key}.{rest}" if rest else key
+            problem = exc.problem.removeprefix(f"field {field!r}").lstrip(": ")
+            if field and problem.startswith(f"{field} "):  # "hardware.memory_pool_gib = -3 GiB is negative"
+                message = key + problem.removeprefix(field)
+            else:
+                message = f"{key}: {problem}" if key else problem
+            raise self.fail(key, message, fix="fix that value") from None
+
+
+def _closest(word: str, options: tuple[str, ...]) -> str | None:
+    found = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return found[0] if found else None

@@ -43,8 +43,38 @@ FUNCTIONS = ("value", "compare", "chart", "table")
 STATS = ("mean", "median", "sd", "min", "max", "n", "ci_low", "ci_high")
 #: Filters that match a column of the statistics (labels: ``label_KEY=`` or ``**{"label.KEY": …}``).
 ARM_FILTERS = ("campaign", "model", "model_name", "environment")
+#: The most decimals ``value(digits=…)`` shows.
+MAX_DIGITS = 10
+
+
+def _is_digits(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_DIGITS
+
+
+def _is_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_one_value(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float))
+
+
+#: The named arguments whose type is checked before a binding is evaluated: (accepts, what the
+#: value is not, the fix). The metric and the chart or table name have checks of their own; any
+#: other keyword is a filter, which takes one value.
+_ARGUMENTS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
+    "digits": (_is_digits, "a number of decimals", f"digits takes a whole number from 0 to {MAX_DIGITS}, "
+               "e.g. digits=1"),
+    "unit": (lambda value: isinstance(value, bool), "True or False",
+             "unit takes True (the default: the unit after the number) or False (the number alone)"),
+    "stat": (_is_text, "a statistic", f"stat takes one of {', '.join(STATS)} in quotes, e.g. stat=\"median\""),
+    "factor": (_is_text, "a column name", "write it in quotes, e.g. factor=\"environment\""),
+    "baseline": (_is_one_value, "one value", "write it in quotes, e.g. baseline=\"native\""),
+    "candidate": (_is_one_value, "one value", "write it in quotes, e.g. candidate=\"container\""),
+}
 
 _BINDING = re.compile(r"\{\{((?:(?!\n[ \t]*\n).)*?)\}\}", re.DOTALL)
+_OPEN = re.compile(r"\{\{")
 _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _BACKTICKS = re.compile(r"`+")
 _LIST_ITEM = re.compile(r"^[ \t]{0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
@@ -52,6 +82,24 @@ _LIST_ITEM = re.compile(r"^[ \t]{0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 
 class BindingError(Exception):
     """A binding cannot be evaluated; the message says why and what is available."""
+
+
+def check_arguments(function: str, arguments: dict[str, Any]) -> None:
+    """Refuse an argument of the wrong type before it is used (``digits=-1``, ``factor=[…]``).
+
+    ``arguments`` are a handler's bound arguments (the ``filters`` mapping spread among them), so
+    an argument is checked whether it was given by name or by position.
+    """
+    named = {key: value for key, value in arguments.items() if key not in ("self", "filters")}
+    named.update(arguments.get("filters", {}))
+    for key, value in named.items():
+        if key in ("metric", "name"):
+            continue  # _metric_name and the chart and table lookups say what they take
+        accepts, noun, fix = _ARGUMENTS.get(key, (_is_one_value, "one value", ""))
+        if not accepts(value):
+            if not fix:  # a filter (a table's options are filters of its own)
+                fix = f"a filter takes a string or a number, e.g. {key}=\"…\""
+            raise BindingError(f"{function}(): {key}={value!r} is not {noun} — {fix}")
 
 
 @dataclass
@@ -168,13 +216,29 @@ def _code_spans(text: str, start: int, stop: int) -> list[tuple[int, int]]:
 
 def find_bindings(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, inner text)`` of every binding outside code and front matter."""
+    return _scan(text)[0]
+
+
+def _scan(text: str) -> tuple[list[tuple[int, int, str]], list[int]]:
+    """The bindings outside code and front matter, and where each ``{{`` that no ``}}`` closes
+    (in the same paragraph) starts."""
     spans = protected_spans(text)
+
+    def literal(position: int) -> bool:
+        return any(lo <= position < hi for lo, hi in spans)
+
     found = []
-    for match in _BINDING.finditer(text):
-        if any(lo <= match.start() < hi for lo, hi in spans):
+    position = 0
+    while (match := _BINDING.search(text, position)) is not None:
+        if literal(match.start()):  # `{{ x }` in code: look again just after its braces
+            position = match.start() + 2
             continue
         found.append((match.start(), match.end(), match.group(1)))
-    return found
+        position = match.end()
+    inside = [(start, end) for start, end, _ in found]
+    unclosed = [match.start() for match in _OPEN.finditer(text)
+                if not literal(match.start()) and not any(lo <= match.start() < hi for lo, hi in inside)]
+    return found, unclosed
 
 
 def parse_binding(inner: str, line: int) -> Binding:
@@ -223,7 +287,14 @@ def fill(text: str, resolve: Callable[[Binding], str], where: str) -> tuple[str,
     out: list[str] = []
     last = 0
     count = 0
-    for start, end, inner in find_bindings(text):
+    found, unclosed = _scan(text)
+    if unclosed:  # a half-typed binding would be published as written
+        start = unclosed[0]
+        line_end = text.find("\n", start)
+        shown = text[start:line_end if line_end >= 0 else None].strip()
+        raise BuildError(f"{where}:{text.count(chr(10), 0, start) + 1}: {shown}: a binding not closed — "
+                         "close it with }} (to show it as written, put it in backticks)")
+    for start, end, inner in found:
         line = text.count("\n", 0, start) + 1
         shown = "{{ " + " ".join(inner.split()) + " }}"
         try:
@@ -268,9 +339,10 @@ class Resolver:
 
         handler: Callable[..., str] = getattr(self, f"_{binding.function}")
         try:
-            inspect.signature(handler).bind(*binding.args, **binding.kwargs)
+            bound = inspect.signature(handler).bind(*binding.args, **binding.kwargs)
         except TypeError as exc:
             raise BindingError(f"{binding.function}(): {exc}") from None
+        check_arguments(binding.function, bound.arguments)
         return handler(*binding.args, **binding.kwargs)
 
     # value() -------------------------------------------------------------------
@@ -420,7 +492,7 @@ class Resolver:
         """A Markdown table the pages also show: ``arms``, ``comparisons`` or ``findings``."""
         tables: dict[str, Callable[..., str]] = {"arms": self._arms_table, "comparisons": self._comparisons_table,
                   "findings": self._findings_table}
-        if name not in tables:
+        if not isinstance(name, str) or name not in tables:
             raise BindingError(f"no table {name!r} — tables: {', '.join(tables)}")
         return tables[str(name)](**filters)
 
@@ -609,5 +681,5 @@ def render_posts(site: SiteData, docs_dir: Path, source_docs: Path, pages: Itera
     return written
 
 
-__all__ = ["POSTS_DIR", "BindingError", "PostDoc", "Resolver", "fill", "find_bindings", "parse_binding",
-           "post_files", "render_posts"]
+__all__ = ["POSTS_DIR", "BindingError", "PostDoc", "Resolver", "check_arguments", "fill", "find_bindings",
+           "parse_binding", "post_files", "render_posts"]

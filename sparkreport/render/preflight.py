@@ -25,7 +25,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sparkreport.names import shown_values
-from sparkreport.render.posts import ARM_FILTERS, POSTS_DIR, Binding, BindingError, Resolver, fill, is_draft, shown_path
+from sparkreport.render.posts import (
+    ARM_FILTERS,
+    POSTS_DIR,
+    Binding,
+    BindingError,
+    Resolver,
+    check_arguments,
+    fill,
+    is_draft,
+    shown_path,
+)
 
 if TYPE_CHECKING:
     from sparkreport.config import ProjectConfig
@@ -293,6 +303,7 @@ class _Checker:
             arguments = inspect.signature(handler).bind(None, *binding.args, **binding.kwargs).arguments
         except TypeError as exc:
             raise BindingError(f"{binding.function}(): {exc}") from None
+        check_arguments(binding.function, arguments)
         filters = dict(arguments.get("filters", {}))
         if binding.function == "chart":
             return ""  # chart names are known once the pages are built
