@@ -167,9 +167,16 @@ def _stop_signals_raise() -> None:
     printed = sys.unraisablehook
 
     def unraisable(report: Any) -> None:
-        if isinstance(report.exc_value, KeyboardInterrupt):
-            signal.raise_signal(signal.SIGTERM if isinstance(report.exc_value, Terminated) else signal.SIGINT)
-        else:
+        if not isinstance(report.exc_value, KeyboardInterrupt):
             printed(report)
+            return
+        import os
+        import threading
+
+        signum = signal.SIGTERM if isinstance(report.exc_value, Terminated) else signal.SIGINT
+        # Sent from another thread a moment later: sent from here, its handler would run here.
+        again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+        again.daemon = True
+        again.start()
 
     sys.unraisablehook = unraisable
