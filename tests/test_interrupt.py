@@ -19,7 +19,7 @@ from sparkreport import parallel
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = ("runs", "docs", "templates", "sparkreport.yml", "mkdocs.yml")
 #: (fraction of a full build's duration, signal): every stage, from loading to the publish.
-MOMENTS = [(0.1, signal.SIGINT), (0.25, signal.SIGINT), (0.4, signal.SIGTERM), (0.55, signal.SIGINT),
+MOMENTS = [(0.15, signal.SIGINT), (0.25, signal.SIGINT), (0.4, signal.SIGTERM), (0.55, signal.SIGINT),
            (0.7, signal.SIGINT), (0.8, signal.SIGTERM)]
 LINE = "interrupted — the previous site is unchanged"
 

@@ -90,6 +90,9 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
     in one process). The site is the same byte for byte either way.
     """
     from sparkreport.cli import LEFT_BEHIND
+
+    meta = click.get_current_context().meta
+    meta[LEFT_BEHIND] = lambda: "the previous site is unchanged"
     from sparkreport.project import resolve_project
     from sparkreport.site import build
 
@@ -97,9 +100,8 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
     given = site_dir.resolve() if site_dir is not None else None
     target = project.site_dir(given)
     previous = _folder_identity(target)
-    click.get_current_context().meta[LEFT_BEHIND] = lambda: (
-        "the previous site is unchanged" if _folder_identity(target) == previous
-        else "the new site is in place")  # the signal came after the swap
+    meta[LEFT_BEHIND] = lambda: ("the previous site is unchanged" if _folder_identity(target) == previous
+                                 else "the new site is in place")  # the signal came after the swap
     result = build(project, given, strict=strict, builder=builder, full=full)
     for notice in result.render.notices:
         click.echo(f"note: {notice}", err=True)
