@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from sparkreport.errors import BuildError
@@ -56,15 +59,46 @@ def workers_for(count: int, *, per_worker: int = 1) -> int:
     return workers if workers >= 2 and can_fork() else 0
 
 
-def _quiet_signals(parent: int) -> None:
-    """In a worker: an interrupt is the build's process to handle (it stops the workers), and a
-    stop signal ends the worker at once (not through the build's own handlers). The worker dies
-    with the build's process ``parent`` (SIGKILL on its death, Linux's ``PR_SET_PDEATHSIG``): a
-    build killed by a signal it does not catch leaves no worker behind."""
-    import signal
+#: Signals that stop a build: its own process handles them (and stops its workers).
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
+
+@contextmanager
+def _forking() -> Iterator[None]:
+    """Around a fork in the build's process: SIGINT and SIGTERM wait until it is done, then are
+    raised here. A signal that came during the fork would otherwise land in a fork hook
+    (logging's ``_releaseLock``), where Python prints it as "Exception ignored" and the build goes
+    on; in the new worker, before :func:`_quiet_signals`, it would raise in multiprocessing's
+    start-up code. The worker starts with them blocked and unblocks them once its own handlers are
+    set. Blocking them in this thread is not enough where the process has other threads (the
+    kernel hands a signal to one that does not block it, and Python runs the handler in this one
+    at once), so the handlers only note a signal meanwhile."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+    previous_handlers = {signum: signal.signal(signum, lambda signum, _frame: noted.append(signum))
+                         for signum in STOP_SIGNALS}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a signal held back is noted now
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
+        for noted_signal in dict.fromkeys(noted):
+            signal.raise_signal(noted_signal)
+
+
+def _quiet_signals(parent: int) -> None:
+    """In a worker (started by :func:`_forking`, with SIGINT and SIGTERM blocked): an interrupt is
+    the build's process to handle (it stops the workers), and a stop signal ends the worker at
+    once (not through the build's own handlers). The worker dies with the build's process
+    ``parent`` (SIGKILL on its death, Linux's ``PR_SET_PDEATHSIG``): a build killed by a signal
+    it does not catch leaves no worker behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
         import ctypes
 
@@ -182,14 +216,18 @@ def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]],
     context = multiprocessing.get_context("fork")
     pipes: list[Any] = []
     processes = []
+    answered = False
     try:
         gc.freeze()  # the workers' collector leaves the build's objects (and their pages) alone
         try:
             for index in range(count):
                 mine, theirs = context.Pipe()
+                # The worker closes the build's ends, its own among them: else, the build gone, a
+                # worker writing a large answer would wait forever for a reader (itself).
                 process = context.Process(target=_worker, daemon=True,
-                                          args=(theirs, index, first, second, os.getpid(), list(pipes)))
-                process.start()
+                                          args=(theirs, index, first, second, os.getpid(), [*pipes, mine]))
+                with _forking():
+                    process.start()
                 theirs.close()
                 pipes.append(mine)
                 processes.append(process)
@@ -200,15 +238,24 @@ def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]],
         for pipe in pipes:
             pipe.send(decided)
         seconds = [_answer(pipe) for pipe in pipes]
+        answered = True
         return firsts, decided, seconds
     finally:
         for pipe in pipes:
             pipe.close()
-        for process in processes:
-            process.join(timeout=5)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        # Every worker answered: each is ending. Else (a worker's error, Ctrl-C, SIGTERM here) their
+        # work is not wanted, and a worker ignores SIGINT: it is stopped now, not waited for.
+        _reap(processes, wait=5 if answered else 0)
+
+
+def _reap(processes: Iterable[Any], wait: float) -> None:
+    """Wait up to ``wait`` seconds for each of ``processes`` to end, then kill those still running."""
+    for process in processes:
+        if wait:
+            process.join(timeout=wait)
+        if process.is_alive():
+            process.kill()
+        process.join()
 
 
 def _answer(pipe: Any, file: Any = None) -> Any:
@@ -252,8 +299,9 @@ class Background(Generic[T]):
         try:
             # Not a daemon, so that a task may fork workers of its own; it never outlives the
             # build (PR_SET_PDEATHSIG, and cancel() when the build leaves the block).
-            self._process = context.Process(target=_background, args=(theirs, task, os.getpid(), self._file))
-            self._process.start()
+            self._process = context.Process(target=_background, args=(theirs, task, os.getpid(), self._file, mine))
+            with _forking():
+                self._process.start()
         finally:
             gc.unfreeze()
         theirs.close()
@@ -275,8 +323,10 @@ class Background(Generic[T]):
             return task()
         try:
             value = _answer(self._pipe, self._file)
-        finally:
-            self.cancel(wait=5)
+        except BaseException:  # its error, a killed task, Ctrl-C: the task is stopped, not waited for
+            self.cancel()
+            raise
+        self.cancel(wait=5)  # it answered: it is ending
         return value
 
     def cancel(self, wait: float = 0) -> None:
@@ -289,10 +339,7 @@ class Background(Generic[T]):
             self._file.close()  # nameless: closing it is all there is to remove
             self._file = None
         if self._process is not None:
-            self._process.join(timeout=wait)
-            if self._process.is_alive():
-                self._process.kill()
-                self._process.join()
+            _reap([self._process], wait)
             self._process = None
 
     def __enter__(self) -> Background[T]:
@@ -302,8 +349,9 @@ class Background(Generic[T]):
         self.cancel()
 
 
-def _background(connection: Any, task: Callable[[], Any], parent: int, file: Any) -> None:
+def _background(connection: Any, task: Callable[[], Any], parent: int, file: Any, builds_end: Any) -> None:
     _quiet_signals(parent)
+    builds_end.close()  # when the build is gone, a send here fails instead of waiting for a reader
     try:
         value = task()
         # The value goes through a file, so that this process ends (and frees its memory) as

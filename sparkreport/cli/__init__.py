@@ -8,6 +8,11 @@ with only its runtime dependencies.
 from __future__ import annotations
 
 import importlib
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import click
 
@@ -26,8 +31,43 @@ _COMMANDS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: ``ctx.meta`` key: what a command stopped by a signal left behind, as a clause for
+#: :func:`interrupted_line` ("the previous site is unchanged"), asked for once it stopped.
+LEFT_BEHIND = "sparkreport.left_behind"
+
+
+def interrupted_line(ctx: click.Context | None) -> str:
+    """The one line a command stopped by Ctrl-C or SIGTERM ends with."""
+    left: Callable[[], str] | None = ctx.meta.get(LEFT_BEHIND) if ctx is not None else None
+    return f"interrupted — {left()}" if left is not None else "interrupted"
+
+
+@contextmanager
+def _stops_quietly(ctx: click.Context | None) -> Iterator[None]:
+    """Ctrl-C or SIGTERM (raised as KeyboardInterrupt, once the clean-up on the way out is done)
+    ends the command with :func:`interrupted_line` and status 128 + the signal's number (130,
+    143), as a shell reports a process the signal ended — not click's "Aborted!" and 1."""
+    from sparkreport.site.publish import Terminated
+
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        click.echo(interrupted_line(ctx), err=True)
+        raise SystemExit(128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)) from None
+
+
 class LazyGroup(click.Group):
-    """A group whose commands are imported only when listed or invoked."""
+    """A group whose commands are imported only when listed or invoked; Ctrl-C or SIGTERM stops
+    any of them with one line (:func:`_stops_quietly`)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        with _stops_quietly(parent):
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _stops_quietly(ctx):
+            return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = set(super().list_commands(ctx))
@@ -82,9 +122,9 @@ def entry() -> None:
     import atexit
     import contextlib
     import os
-    import sys
     import threading
 
+    _stop_signals_raise()
     try:
         main.main(prog_name="sparkreport")
         code = 0
@@ -94,6 +134,11 @@ def entry() -> None:
         else:  # sys.exit("message"): printed, status 1, as Python does
             print(exc.code, file=sys.stderr)
             code = 1
+    # The command is done and has said so: a signal from now on only sets the status.
+    noted: list[int] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # `nohup`, a shell's background job
+            signal.signal(signum, lambda signum, _frame: noted.append(signum))
     # What the interpreter's shutdown does first, in its order: wait for the threads that are not
     # daemons (a thread pool's workers are told to stop first), then the exit handlers.
     shutdown = getattr(threading, "_shutdown", None)
@@ -103,4 +148,35 @@ def entry() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (`sparkreport metrics | head`)
             stream.flush()
-    os._exit(code)
+    os._exit(128 + noted[0] if noted and code == 0 else code)
+
+
+def _stop_signals_raise() -> None:
+    """SIGTERM raises :class:`~sparkreport.site.publish.Terminated` (a KeyboardInterrupt) as
+    SIGINT raises KeyboardInterrupt, so that either runs the clean-up on the way out (Python's
+    default for SIGTERM ends the process without it). An interrupt raised where Python cannot
+    pass it on — a finalizer, a fork hook (logging's ``_releaseLock``) — would be printed as
+    "Exception ignored" and lost: it is sent again instead, to land in the command's own code."""
+    from sparkreport.site.publish import Terminated
+
+    def terminate(signum: int, _frame: object) -> None:
+        raise Terminated(f"signal {signum}")
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # (SIGINT's is Python's own, unless ignored)
+        signal.signal(signal.SIGTERM, terminate)
+    printed = sys.unraisablehook
+
+    def unraisable(report: Any) -> None:
+        if not isinstance(report.exc_value, KeyboardInterrupt):
+            printed(report)
+            return
+        import os
+        import threading
+
+        signum = signal.SIGTERM if isinstance(report.exc_value, Terminated) else signal.SIGINT
+        # Sent from another thread a moment later: sent from here, its handler would run here.
+        again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+        again.daemon = True
+        again.start()
+
+    sys.unraisablehook = unraisable

@@ -89,12 +89,20 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
     credential scan run in forked workers, one per CPU; set SPARKREPORT_JOBS=N to use N (1: all
     in one process). The site is the same byte for byte either way.
     """
+    from sparkreport.cli import LEFT_BEHIND
+
+    meta = click.get_current_context().meta
+    meta[LEFT_BEHIND] = lambda: "the previous site is unchanged"
     from sparkreport.project import resolve_project
     from sparkreport.site import build
 
-    result = build(resolve_project(make_options("build", runs_dir, docs_dir, config_path)),
-                   site_dir.resolve() if site_dir is not None else None, strict=strict, builder=builder,
-                   full=full)
+    project = resolve_project(make_options("build", runs_dir, docs_dir, config_path))
+    given = site_dir.resolve() if site_dir is not None else None
+    target = project.site_dir(given)
+    previous = _folder_identity(target)
+    meta[LEFT_BEHIND] = lambda: ("the previous site is unchanged" if _folder_identity(target) == previous
+                                 else "the new site is in place")  # the signal came after the swap
+    result = build(project, given, strict=strict, builder=builder, full=full)
     for notice in result.render.notices:
         click.echo(f"note: {notice}", err=True)
     for warning in result.warnings:
@@ -103,6 +111,15 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
     click.echo(f"{len(result.render.pages)} pages, {result.render.chart_count} charts{reused} → "
                f"{result.site_dir} (open {result.site_dir / 'index.html'}, or serve the folder "
                f"with `python -m http.server -d {result.site_dir}`)")
+
+
+def _folder_identity(folder: Path) -> tuple[int, int] | None:
+    """Which folder ``folder`` is (device, inode), None if there is none: a swap puts another there."""
+    try:
+        stat = folder.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 @click.command("serve")

@@ -108,7 +108,7 @@ def recover(target: Path) -> None:
 
 class Terminated(KeyboardInterrupt):  # noqa: N818 - named for the signal, like KeyboardInterrupt
     """SIGTERM during a build, raised from the signal handler so that clean-up runs (a
-    KeyboardInterrupt: the CLI says "Aborted!" and exits 1, no traceback)."""
+    KeyboardInterrupt: the CLI prints its one 'interrupted' line and exits 143, no traceback)."""
 
 
 @contextmanager
