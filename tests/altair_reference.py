@@ -123,27 +123,25 @@ def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str) -> di
 
 
 def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
-    y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=320))
+    y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=440))
     band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color="#2a9d8f").encode(
         x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
     zero = alt.Chart(inline([{"x": 0}])).mark_rule(color="#555").encode(x=alt.X("x:Q"))
-    with_ci = [d for d in data if d["with_ci"]]
-    verdicts = ["equivalent", "higher", "lower", "inconclusive"]
-    colour = alt.Color("verdict:N", scale=alt.Scale(domain=verdicts, range=["#2a9d8f", "#e76f51", "#264653",
-                                                                              "#999999"]))
+    words = {"the same within the margin": "#2a9d8f", "higher": "#e76f51", "lower": "#264653",
+             "no difference detected": "#999999"}
+    present = [w for w in words if any(d["verdict"] == w for d in data)]
+    colour = alt.Color("verdict:N", title="verdict",
+                       scale=alt.Scale(domain=present, range=[words[w] for w in present]))
     tooltip = [alt.Tooltip("row:N", title="effect"), alt.Tooltip("comparison:N"), alt.Tooltip("campaign:N"),
                alt.Tooltip("delta:Q", title="Δ %", format="+.2f"),
                alt.Tooltip("low:Q", title=f"{level} CI low", format="+.2f"),
                alt.Tooltip("high:Q", title=f"{level} CI high", format="+.2f"), alt.Tooltip("verdict:N")]
-    layers: list[Any] = [band, zero]
-    if with_ci:
-        layers.append(alt.Chart(inline(with_ci)).mark_rule(strokeWidth=2).encode(
-            x=alt.X("low:Q"), x2=alt.X2("high:Q"), y=y, color=colour))
-    layers.append(alt.Chart(inline(data)).mark_point(size=60).encode(
+    rules = alt.Chart(inline(data)).mark_rule(strokeWidth=2).encode(
+        x=alt.X("low:Q"), x2=alt.X2("high:Q"), y=y, color=colour)
+    points = alt.Chart(inline(data)).mark_point(size=60, filled=True).encode(
         x=alt.X("delta:Q", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
-        y=y, color=colour, fill=alt.FillValue(**alt.condition("datum.with_ci", colour, alt.value("white"))),
-        tooltip=tooltip))
-    chart = alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(22))
+        y=y, color=colour, tooltip=tooltip)
+    chart = alt.layer(band, zero, rules, points).properties(width=PANEL_WIDTH, height=alt.Step(22))
     return finish(chart, title)
 
 

@@ -183,7 +183,7 @@ def test_claim_wording_for_every_verdict() -> None:
     assert lower == ("M: container had 0.50× the KV cache of native (95% CI 0.45 to 0.55×): 20.00 vs 40.00 GiB, "
                      "a difference of -20.00 GiB (95% CI -22.00 to -18.00), Holm-adjusted p < 0.001.")
     equivalent = claim_sentence(base | {"verdict": "equivalent", "mean_candidate": 40.1, "p_tost": 0.01})
-    assert "is equivalent in container and native within the declared ±2% margin" in equivalent
+    assert "is equivalent in container and native within the project's ±2% margin" in equivalent
     inconclusive = claim_sentence(base | {"verdict": "inconclusive", "p_holm": 0.3})
     assert "no significant difference detected" in inconclusive and "minimum detectable effect 5.0%" in inconclusive
     assert "equivalent" not in inconclusive.replace("equivalence", "")

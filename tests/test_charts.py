@@ -235,9 +235,18 @@ def test_forest_spec_is_what_altair_builds(case: str, confidence: float) -> None
     from sparkreport.render.report import forest_chart
 
     chart = forest_chart(FORESTS[case], name="effects", title="Every effect", confidence=confidence)
+    if case == "no interval":  # an effect without an interval is in the tables only: no chart of none
+        assert chart is None
+        return
     assert chart is not None
     data = chart.spec["layer"][-1]["data"]["values"]
-    assert len(chart.spec["layer"]) == 3 + any(row["with_ci"] for row in data)
+    assert all(row["low"] is not None for row in data) and len(chart.spec["layer"]) == 4
+    if case == "mixed":  # the two effects without an interval are left out, and the description says so
+        assert [row["row"] for row in data] == ["llama-3-8b · Output throughput", "qwen-72b · Output throughput"]
+        assert chart.description.endswith("; 1 effect published without a spread (no interval) is in the "
+                                          "tables only.")
+        assert chart.spec["layer"][-1]["encoding"]["color"]["scale"]["domain"] == ["the same within the margin",
+                                                                                  "higher"]
     margin = max(row["margin"] for row in data)
     assert_altairs(chart.spec, altair_reference.forest_spec(data, level=f"{confidence:.0%}", margin=margin,
                                                             title="Every effect"))
@@ -261,7 +270,7 @@ def test_forest_panels_are_altairs_forest_per_campaign(confidence: float) -> Non
     assert spec["resolve"] == {"scale": {"x": "shared"}} and spec["title"] == "Every effect"
     level = f"{confidence:.0%}"
     rows_of = {"synth-1.4.9": ["llama-3-8b · Output throughput"],
-               "synth-1.4.10": ["llama-3-8b · Output throughput", "qwen-72b · KV cache"]}
+               "synth-1.4.10": ["llama-3-8b · Output throughput"]}  # qwen-72b's KV cache: no interval
     assert [p["title"]["text"] for p in spec["vconcat"]] == ["synth-1.4.9", "synth-1.4.10"]
     for i, panel in enumerate(spec["vconcat"]):
         campaign = panel["title"]["text"]

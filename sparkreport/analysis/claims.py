@@ -1,8 +1,9 @@
 """Sentences from statistical results: only what the numbers support.
 
-"equivalent" is written only when TOST passed against the declared margin; a difference is
-called higher/lower only when the Holm-adjusted p-value says so; everything else is "no
-significant difference detected", which is not a claim of sameness.
+"equivalent" is written only when TOST passed against the project's margin
+(``analysis.equivalence_margin``, not one declared in advance by a study); a difference is called
+higher/lower only when the Holm-adjusted p-value says so; everything else is "no significant
+difference detected", which is not a claim of sameness.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def _sentence(raw: Mapping[Any, Any]) -> str:
     verdict = row["verdict"]
     margin_pct = abs(float(row["margin"]) / mean_b) * 100 if mean_b else float("nan")
     if verdict == "equivalent":
-        return (f"{who}: {noun} is equivalent in {cand} and {base} within the declared "
+        return (f"{who}: {noun} is equivalent in {cand} and {base} within the project's "
                 f"±{fmt(margin_pct, 0)}% margin ({means}; {diff}, {diff_ci}; "
                 f"TOST p {_p_eq(row.get('p_tost', float('nan')))}).")
     if verdict in ("higher", "lower"):

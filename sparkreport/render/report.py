@@ -423,8 +423,7 @@ def design_sentence(effects: list[dict[str, Any]]) -> str:
     if designs == {True}:
         return "Tests and intervals pair the arms block by block (the runs were made in randomized blocks)."
     if designs == {True, False}:
-        return ("Tests and intervals pair the arms block by block where a campaign ran in blocks; elsewhere "
-                "they are Welch's (independent samples).")
+        return "Tests and intervals are paired by block where a campaign ran in blocks, else Welch's."
     if designs == {False}:
         return "Tests and intervals are Welch's (independent samples)."
     return ""
@@ -467,14 +466,16 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
 def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confidence: float) -> ChartSpec | None:
     """Every effect (Δ% vs the baseline) with its CI, one row each (model × metric, named by the
     candidate and the campaign too where two would share a row), and the equivalence band (±
-    margin) drawn; effects without a CI are drawn hollow."""
+    margin) drawn. An effect without a CI (published without a spread) is in the tables only: a
+    point alone would say nothing of its uncertainty and stretch the axis past every interval."""
     from sparkreport.charts import ChartSpec
 
     data = []
     # One row per effect, named "model · metric", with the candidate where a campaign compares
     # several environments with one baseline, and the campaign where the same model and metric
     # come from several (Home's chart spans the newest campaigns): else two effects share a row.
-    shown = [e for e in effects if e["delta_pct"] is not None]
+    shown = [e for e in effects if e["delta_pct"] is not None and e["delta_low"] is not None]
+    left_out = sum(1 for e in effects if e["delta_pct"] is not None and e["delta_low"] is None)
     pairs: dict[str, set[tuple[str, str]]] = {}
     for e in shown:
         pairs.setdefault(str(e["campaign"]), set()).add((str(e["candidate"]), str(e["baseline"])))
@@ -497,8 +498,7 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
             "row": " · ".join(named(e)), "metric": e["label"],
             "comparison": f"{e['candidate']} vs {e['baseline']}", "campaign": e["campaign"],
             "delta": round(e["delta_pct"], 3), "low": _round(e["delta_low"]), "high": _round(e["delta_high"]),
-            "verdict": str(e["verdict"]), "with_ci": e["delta_low"] is not None,
-            "margin": e["margin_pct"],
+            "verdict": VERDICT_WORDS.get(str(e["verdict"]), str(e["verdict"])), "margin": e["margin_pct"],
         })
     if not data:
         return None
@@ -506,8 +506,9 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     margin = max(d["margin"] for d in data)
     description = (f"Every comparison as a difference from the baseline in percent with its {level} "
                    f"confidence interval{', one panel per campaign' if campaigns else ''}; the shaded band "
-                   f"is the ±{margin:g}% equivalence margin; hollow points have no interval (published "
-                   "without a spread).")
+                   f"is the ±{margin:g}% equivalence margin"
+                   + (f"; {left_out} {'effect' if left_out == 1 else 'effects'} published without a spread "
+                      f"(no interval) {'is' if left_out == 1 else 'are'} in the tables only." if left_out else "."))
     spec = (forest_panels(data, level=level, margin=margin, title=title) if campaigns
             else forest_spec(data, level=level, margin=margin, title=title))
     return ChartSpec(name=name, title=title, description=description, spec=spec, rows=len(data))
@@ -520,22 +521,20 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
     from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
 
     def y() -> dict[str, Any]:
-        return nominal("row", axis={"labelLimit": 320}, sort=[d["row"] for d in data], title=None)
+        return nominal("row", axis={"labelLimit": 440}, sort=[d["row"] for d in data], title=None)
 
     def colour() -> dict[str, Any]:
-        return _verdict_colour()
+        return _verdict_colour({str(d["verdict"]) for d in data})
 
     layers: list[dict[str, Any]] = [
         {"data": {"values": [{"lo": -margin, "hi": margin}]}, "mark": mark("rect", color="#2a9d8f", opacity=0.12),
          "encoding": {"x": quantitative("lo"), "x2": {"field": "hi"}}},
         {"data": {"values": [{"x": 0}]}, "mark": mark("rule", color="#555"), "encoding": {"x": quantitative("x")}},
     ]
-    with_ci = [d for d in data if d["with_ci"]]
-    if with_ci:
-        layers.append({"data": {"values": with_ci}, "mark": mark("rule", strokeWidth=2),
-                       "encoding": {"color": colour(), "x": quantitative("low"), "x2": {"field": "high"}, "y": y()}})
-    layers.append({"data": {"values": data}, "mark": mark("point", size=60), "encoding": {
-        "color": colour(), "fill": {"condition": {"test": "datum.with_ci", **colour()}, "value": "white"},
+    layers.append({"data": {"values": data}, "mark": mark("rule", strokeWidth=2),
+                   "encoding": {"color": colour(), "x": quantitative("low"), "x2": {"field": "high"}, "y": y()}})
+    layers.append({"data": {"values": data}, "mark": mark("point", size=60, filled=True), "encoding": {
+        "color": colour(),
         "tooltip": _forest_tooltip("row", level),
         "x": quantitative("delta", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
         "y": y()}})
@@ -564,11 +563,19 @@ def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, titl
                      title=title)
 
 
-def _verdict_colour() -> dict[str, Any]:
+#: A verdict as the forest chart's legend says it (the answers' words), and its colour.
+VERDICT_WORDS = {"equivalent": "the same within the margin", "higher": "higher", "lower": "lower",
+                 "inconclusive": "no difference detected"}
+VERDICT_COLOURS = {"equivalent": "#2a9d8f", "higher": "#e76f51", "lower": "#264653", "inconclusive": "#999999"}
+
+
+def _verdict_colour(present: set[str]) -> dict[str, Any]:
+    """The colour by verdict, its legend listing only the verdicts ``present`` (their words)."""
     from sparkreport.charts import nominal
 
-    return nominal("verdict", scale={"domain": ["equivalent", "higher", "lower", "inconclusive"],
-                                     "range": ["#2a9d8f", "#e76f51", "#264653", "#999999"]})
+    shown = [v for v in VERDICT_WORDS if VERDICT_WORDS[v] in present]
+    return nominal("verdict", title="verdict", scale={"domain": [VERDICT_WORDS[v] for v in shown],
+                                                      "range": [VERDICT_COLOURS[v] for v in shown]})
 
 
 def _forest_tooltip(field: str, level: str) -> list[dict[str, Any]]:
