@@ -206,3 +206,14 @@ def test_an_answer_over_flagged_runs_says_so_in_words(shipped: RenderResult) -> 
     assert "Read with care" not in torch
     for page in sorted(shipped.docs_dir.rglob("*.md")):
         assert "capacity-peak, capacity-weights" not in page.read_text(encoding="utf-8"), page
+
+
+def test_a_quantity_that_did_not_vary_is_a_sentence_not_a_table(shipped: RenderResult) -> None:
+    """Configuration values and constant memory figures (SD 0 in every arm) are stated once, with
+    their value, instead of a table of intervals from 1 to 1 and a chart of one tick."""
+    page = (shipped.docs_dir / "results" / "llama-3-8b" / "index.md").read_text(encoding="utf-8")
+    held = page.split("## Held constant\n", 1)[1]
+    assert "- Pipeline parallel size: 1 in every run (40 runs)\n" in held
+    assert "- Requests: 64 requests in every run (40 runs)\n" in held
+    assert "## Peak memory (GiB)\n\n76.02 GiB in every run (40 runs): no run-to-run variance, so stated, not tested." in page
+    assert " 1 to 1 |" not in page and "64 to 64" not in page and "peak_memory_gib-runs" not in page

@@ -153,17 +153,18 @@ class ResultsPage(Page):
         for metric in primary + [m for m in metric_order(stats["metric"]) if m not in primary]:
             arms = arms_of.get(metric, stats.iloc[0:0])
             label = metric_label(metric)
+            section = {"metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
+                       "arms": rows(arms), "published": bool((arms["source"] == "published").any()),
+                       "primary": metric in primary}
+            # A quantity that did not vary is a sentence, with neither a table nor a chart of it.
+            section["constant"] = held_constant(section)
             section_charts = (self.metric_charts(site, runs, arms, metric, label)
-                              if with_charts and site.config.charted(metric) else [])
+                              if with_charts and site.config.charted(metric) and not section["constant"] else [])
             charts += section_charts
-            comparisons = [] if compared.empty else claims(compared_of.get(metric, compared.iloc[0:0]),
-                                                           site.findings, site.arm_runs())
-            sections.append({
-                "metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
-                "arms": rows(arms), "comparisons": comparisons, "charts": section_charts,
-                "published": bool((arms["source"] == "published").any()),
-                "primary": metric in primary,
-            })
+            section["charts"] = section_charts
+            section["comparisons"] = [] if compared.empty or section["constant"] else claims(
+                compared_of.get(metric, compared.iloc[0:0]), site.findings, site.arm_runs())
+            sections.append(section)
         effects = effect_rows(site, compared) if not compared.empty else []
         by_effect = {(e["campaign"], e["metric"], e["candidate"]): e for e in effects}
         for section in sections:
@@ -199,3 +200,21 @@ class ResultsPage(Page):
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
                                           title=f"{label}: mean and {site.confidence_label} CI"))
         return [chart for chart in charts if chart is not None]
+
+
+def held_constant(section: dict[str, Any]) -> str | None:
+    """A metric that did not vary within any arm (at least two runs each, SD 0), said in one
+    sentence — "64 in every run (40 runs)", or each arm's value where they differ — instead of a
+    table of intervals from 64 to 64; None when it varied (or an arm has fewer than two runs)."""
+    from sparkreport.render.markdown import is_missing, num
+
+    arms = section["arms"]
+    if not arms or any(is_missing(a.get("n")) or int(a["n"]) < 2 or a.get("sd") != 0 for a in arms):
+        return None
+    unit = f" {section['unit']}" if section["unit"] else ""
+    values = {num(a["mean"], section["metric"]) for a in arms}
+    runs = sum(int(a["n"]) for a in arms)
+    if len(values) == 1:
+        return f"{next(iter(values))}{unit} in every run ({runs} runs)"
+    parts = [f"{num(a['mean'], section['metric'])}{unit} in every {a['environment']} run" for a in arms]
+    return ", ".join(parts) + f" ({runs} runs)"
