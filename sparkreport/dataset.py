@@ -608,7 +608,8 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
             parts = [_frames([flat for flat, _digest in loaded], paths)]
         else:
             loaded, parts = _cached_records(store, scan.files, paths, cache_dir, hashes, held)
-        check_identities((path, campaign, flat.record.campaign, flat.record.run_id)
+        # the record's key, not the record: a campaign's pickle stays unread when nothing in it changed
+        check_identities((path, campaign, flat.key.campaign, flat.key.run_id)
                          for path, (campaign, _run), (flat, _digest) in zip(files, scan.folders, loaded, strict=True))
         run_digests = {flat.key.run_id: digest for flat, digest in loaded}
         dataset = _assemble([flat for flat, _digest in loaded], paths, run_digests, parts)

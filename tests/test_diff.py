@@ -46,6 +46,25 @@ def test_direction_awareness(phase1_dataset: Dataset) -> None:
     assert row["verdict"].iloc[0] == "improved"
 
 
+def test_a_constant_is_stated_not_tested(phase1_dataset: Dataset) -> None:
+    """A metric with one value in every run of both sides gets no test and no interval: its exact
+    change decides (unchanged below the minimum effect, else improved/regressed by direction)."""
+    from sparkreport.analysis.diff import CONSTANT
+
+    a, b = sides(phase1_dataset)
+    cell = (a["model"] == "deepseek") & (a["environment"] == "native")
+    a.loc[cell, "kv_cache_gib"], b.loc[cell, "kv_cache_gib"] = 40.0, 40.0
+    other = (a["model"] == "qwen72b") & (a["environment"] == "native")
+    a.loc[other, "kv_cache_gib"], b.loc[other, "kv_cache_gib"] = 40.0, 30.0  # less KV cache: worse
+    cells = diff(a, b, FAST, DiffOptions()).cells
+    kv = cells[(cells["metric"] == "kv_cache_gib") & (cells["environment"] == "native")].set_index("model")
+    assert kv.loc["deepseek", "verdict"] == "unchanged" and kv.loc["qwen72b", "verdict"] == "regressed"
+    for model in ("deepseek", "qwen72b"):
+        row = kv.loc[model]
+        assert row["reason"] == CONSTANT and pd.isna(row["p_holm"]) and pd.isna(row["ratio_ci_low"])
+    assert kv.loc["qwen72b", "change_pct"] == pytest.approx(-25.0)
+
+
 def test_resampled_copy_raises_no_regression(phase1_dataset: Dataset) -> None:
     a, _ = sides(phase1_dataset)
     rng = np.random.default_rng(11)
@@ -200,7 +219,10 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     # one table per model and environment, named above it (a nine-column table was cut at 1280 px)
     native = page[page.index("**llama-3-8b · native**"):]
     assert native.split("\n")[2] == "| Metric | a | b | Change | 95% CI of b/a | p (Holm) | Verdict |"
-    assert "| KV cache | 57.19 | 57.19 | 0.0% |" in native[:native.index("\n\n**") if "\n\n**" in native else None]
+    table = native[:native.index("\n\n**") if "\n\n**" in native else None]
+    # a constant on both sides is stated, not tested: no interval, no p-value, marked †
+    assert "| KV cache (GiB) | 57.19 | 57.19 | 0.0% | — | — | **unchanged** † |" in table
+    assert "the minimum effect (2%)" in page and "(marked †) is not tested" in page
     charts = {p.name for p in (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "charts").glob("*.vl.json")}
     assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts
     # /diffs/ is a page too (it was a 404): every diff, its sides, their runs and its verdicts

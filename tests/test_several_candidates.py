@@ -108,7 +108,7 @@ def test_an_inconclusive_interval_that_excludes_zero_is_explained() -> None:
     from sparkreport.config import ProjectConfig
     from sparkreport.render.report import answer
 
-    site = SimpleNamespace(config=ProjectConfig(), confidence_label="95%")
+    site = SimpleNamespace(config=ProjectConfig(), confidence_label="95%", errors=[])
     row = {"model": "m1", "model_name": "m1", "label": "Output throughput", "primary": True, "untested": False,
            "verdict": "inconclusive", "candidate": "docker", "baseline": "native", "delta_pct": -2.5,
            "delta_low": -4.61, "delta_high": -0.37, "family": "c · primary (12 tests)"}

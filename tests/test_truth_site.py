@@ -48,9 +48,9 @@ def test_the_banner_is_under_the_title_of_the_pages_it_concerns(pages: Path) -> 
         assert text.count('!!! warning "') <= 1 and '!!! warning "' not in "\n".join(lines[3:]), page
     assert "index.md" in banners and "methodology/index.md" not in banners
     # scoped: a model's page names only the findings about that model
-    assert "capacity-weights" in banners["results/qwen72b/index.md"]
-    assert "capacity-weights" not in banners["results/deepseek/index.md"]
-    assert "size-insensitive" in banners["results/deepseek/index.md"]
+    assert "weights larger than the memory pool" in banners["results/qwen72b/index.md"]
+    assert "weights larger than the memory pool" not in banners["results/deepseek/index.md"]
+    assert "throughput that does not depend on model size" in banners["results/deepseek/index.md"]
     assert banners["index.md"].startswith('!!! warning "11 error-level findings')
 
 

@@ -187,18 +187,32 @@ def _cell_metric(base: dict[str, Any], ca: pd.DataFrame, cb: pd.DataFrame, metri
         "p_tost": st.tost_from_stats(da.mean, da.sd, da.n, db.mean, db.sd, db.n, effect * abs(da.mean)),
     })
     row["change_pct"] = (row["ratio"] - 1) * 100 if math.isfinite(row["ratio"]) else st.NAN
+    if da.n >= 2 and db.n >= 2 and da.sd == 0 and db.sd == 0:
+        # The same value in every run of both sides: the change is exact, a fact, not a test (a
+        # "p = 1.0000" and a "1.000–1.000" interval would dress a constant as a measurement).
+        return row | {"p_welch": st.NAN, "p_mannwhitney": st.NAN, "p_tost": st.NAN, "reason": CONSTANT}
     row["ratio_ci_low"], row["ratio_ci_high"] = st.fieller_ratio_ci(da.mean, da.sd, da.n, db.mean, db.sd, db.n,
                                                                      opts.confidence)
     return row
 
 
+#: The ``reason`` of a cell × metric whose value did not vary on either side (stated, not tested).
+CONSTANT = "constant: the same value in every run of each side, so stated, not tested"
+
+
 def _verdict(row: dict[Any, Any], opts: AnalysisOptions) -> str:
     """improved/regressed: Holm p < alpha and |change| ≥ the minimum effect, in the metric's good/bad
-    direction; unchanged: TOST equivalence within the minimum effect; else inconclusive."""
+    direction; unchanged: TOST equivalence within the minimum effect; else inconclusive. A constant
+    on both sides (:data:`CONSTANT`) is judged by its exact change against the minimum effect."""
     if row["verdict"] in ("not comparable", "missing in a", "missing in b"):
         return str(row["verdict"])
     p = float(row["p_holm"])
     change = float(row["ratio"]) - 1 if math.isfinite(float(row["ratio"])) else st.NAN
+    if row["reason"] == CONSTANT and math.isfinite(change):  # exact: no test, the change as it is
+        if abs(change) < float(row["min_effect"]):
+            return "unchanged"
+        better = change > 0 if row["direction"] == "higher" else change < 0
+        return "improved" if better else "regressed"
     if math.isfinite(p) and p < opts.alpha and math.isfinite(change) and abs(change) >= float(row["min_effect"]):
         better = change > 0 if row["direction"] == "higher" else change < 0
         return "improved" if better else "regressed"

@@ -102,9 +102,21 @@ def run_diff(site: SiteData, named: NamedDiff) -> tuple[pd.DataFrame, pd.DataFra
 def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list[ChartSpec]]:
     """Run one named diff over the site's dataset; its tables and charts."""
     a, b, result = run_diff(site, named)
+    from sparkreport.analysis.diff import CONSTANT
+    from sparkreport.render.markdown import percent
+    from sparkreport.render.report import join_and
+
     cells = rows(result.cells)
     for cell in cells:
         cell["label"] = metric_label(str(cell["metric"]))
+        cell["constant"] = cell["reason"] == CONSTANT
+    effects: dict[float, list[str]] = {}
+    for cell in cells:
+        if cell["min_effect"] is not None and cell["label"] not in effects.setdefault(float(cell["min_effect"]), []):
+            effects[float(cell["min_effect"])].append(str(cell["label"]))
+    ordered = sorted(effects, key=lambda e: -len(effects[e]))  # the most common first, unnamed
+    min_effects = ", ".join([percent(ordered[0], 0)] + [f"{percent(e, 0)} for {join_and(effects[e])}"
+                                                         for e in ordered[1:]]) if ordered else "—"
     charts = []
     for metric in dict.fromkeys(result.cells["metric"]):
         chart = sides_chart(a, b, str(metric), named)
@@ -115,7 +127,8 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
             charts.append(ratio)
     context = {"named": named, "changed": result.changed, "not_comparable": result.not_comparable,
                "cells": cells, "counts": {k: v for k, v in result.counts().items() if v},
-               "n_a": len(a), "n_b": len(b)}
+               "n_a": len(a), "n_b": len(b), "min_effects": min_effects,
+               "constants": any(cell["constant"] for cell in cells)}
     return context, charts
 
 
