@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.names import shown_values
+from sparkreport.render.tables import with_unit
 
 if TYPE_CHECKING:
     import jinja2
@@ -245,7 +246,7 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
                        signed=signed,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
-                       cut=shown_values, counted=counted, design_columns=design_columns)
+                       cut=shown_values, counted=counted, design_columns=design_columns, with_unit=with_unit)
     return env
 
 

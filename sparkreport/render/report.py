@@ -347,6 +347,8 @@ def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool
         for _, _, level in sorted(arms):
             if level not in group["levels"]:
                 group["levels"].append(level)
+    for group in groups.values():  # one order of the models on every line (they came in finding order)
+        group["models"].sort(key=str.lower)
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(groups.values(), key=lambda g: (order.get(g["severity"], 3), g["campaign"], g["code"],
                                                   g["models"]))
