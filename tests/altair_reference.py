@@ -17,6 +17,7 @@ from typing import Any
 import altair as alt
 
 from sparkreport.charts import LABEL_LIMIT_PX, MEASURED, PANEL_HEIGHT, PANEL_WIDTH, PUBLISHED, metric_title
+from sparkreport.render.tables import metric_label
 
 _PENDING: dict[str, list[dict[str, Any]]] = {}
 _MARK = "__sparkreport_rows__"
@@ -175,11 +176,12 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
 
 def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[str, Any]:
     chart = alt.Chart(alt.Data(values=data)).mark_tick(thickness=2).encode(
-        x=alt.X(f"{metric}:Q", title=metric_title(metric), scale=alt.Scale(zero=False)),
-        y=alt.Y("cell:N", title=None),
+        x=alt.X("percent:Q", title=f"{metric_label(metric)}, % of side a's mean", scale=alt.Scale(zero=False)),
+        y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=400)),
         yOffset=alt.YOffset("side:N"),
         color=alt.Color("side:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
-        tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("side:N"), alt.Tooltip(f"{metric}:Q", format=".4g")],
+        tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("side:N"), alt.Tooltip(f"{metric}:Q", format=",.4g"),
+                 alt.Tooltip("percent:Q", format=".2f", title="% of a's mean")],
     ).properties(width=PANEL_WIDTH)
     return finish(chart, title)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -482,3 +483,22 @@ def test_every_chart_the_shipped_project_renders_is_valid_vega_lite(tmp_path: Pa
     chart = samples_chart(csv, name="samples-x", title="x: monitoring samples")
     assert chart is not None
     validate_jsonschema(json.loads(json.dumps(chart.spec)), schema, rootschema=schema)
+
+
+def test_the_sides_are_named_by_what_differs_and_runs_are_relative_to_side_a() -> None:
+    from sparkreport.config import NamedDiff
+    from sparkreport.render.diffs import side_names, sides_chart
+
+    assert side_names("campaign=c,cache=cold", "campaign=c,cache=warm") == ("cache=cold", "cache=warm")
+    assert side_names("engine=x", "engine=y") == ("engine=x", "engine=y")
+    assert side_names("campaign=c", "campaign=c") == ("campaign=c", "campaign=c")
+    a, b = _sides(6)
+    chart = sides_chart(a, b, "output_throughput_tok_s",
+                        NamedDiff(name="d", a="campaign=c,engine=x", b="campaign=c,engine=y"))
+    assert chart is not None
+    values = chart.spec["data"]["values"]
+    assert {v["side"] for v in values} == {"a: engine=x", "b: engine=y"}
+    for cell in ("llama · native", "qwen · native"):  # side a's runs average 100% in each cell, b's 101%
+        mean = {side: statistics.fmean([v["percent"] for v in values if v["cell"] == cell and v["side"] == side])
+                for side in ("a: engine=x", "b: engine=y")}
+        assert mean["a: engine=x"] == pytest.approx(100) and mean["b: engine=y"] == pytest.approx(101)

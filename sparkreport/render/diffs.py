@@ -133,38 +133,58 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
 
 
 def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff) -> ChartSpec | None:
-    """Both sides' runs per cell (a strip per side), aggregated if it would pass 5000 rows."""
+    """Both sides' runs per cell (a strip per side), each run as a percentage of its cell's mean
+    on side a — so cells of 2,000 and 12,000 tok/s share an axis without flattening each other's
+    spread — aggregated if it would pass 5000 rows. The sides are named by what differs in their
+    selectors ("a: cache=cold"), not by the whole selector."""
     import pandas as pd
 
     from sparkreport.charts import MAX_ROWS, ChartSpec, _records
 
     if metric not in a.columns or metric not in b.columns:
         return None
-    frame = pd.concat([a.assign(side=f"a: {named.a}"), b.assign(side=f"b: {named.b}")], ignore_index=True)
+    name_a, name_b = side_names(named.a, named.b)
+    frame = pd.concat([a.assign(side=f"a: {name_a}"), b.assign(side=f"b: {name_b}")], ignore_index=True)
     frame = frame[frame[metric].notna()].copy()
     if frame.empty:
         return None
     frame["cell"] = frame["model_name"].astype(str) + " · " + frame["environment"].astype(str)
-    frame = frame[["cell", "side", metric]]
+    base = frame[frame["side"] == f"a: {name_a}"].groupby("cell")[metric].mean()
+    frame["percent"] = 100 * frame[metric] / frame["cell"].map(base)
+    frame = frame[frame["percent"].notna()][["cell", "side", metric, "percent"]]
+    if frame.empty:
+        return None
     if len(frame) > MAX_ROWS:
-        frame = frame.groupby(["cell", "side"], as_index=False)[[metric]].mean()
+        frame = frame.groupby(["cell", "side"], as_index=False)[[metric, "percent"]].mean()
     data = _records(frame)
     title = f"{metric_label(metric)}: both sides' runs"
     return ChartSpec(name=f"{metric}-sides", title=title,
-                     description=f"{metric_label(metric)} of every run on each side, per model and environment.",
+                     description=(f"{metric_label(metric)} of every run on each side, per model and environment, "
+                                  "as a percentage of side a's mean there."),
                      spec=sides_spec(data, metric=metric, title=title), rows=len(data))
 
 
+def side_names(a: str, b: str) -> tuple[str, str]:
+    """Each side's selector cut to the terms the other lacks ('campaign=x,cache=cold' against
+    'campaign=x,cache=warm': 'cache=cold' and 'cache=warm'); whole where nothing is shared."""
+    terms_a, terms_b = a.split(","), b.split(",")
+    own_a = [t for t in terms_a if t not in terms_b]
+    own_b = [t for t in terms_b if t not in terms_a]
+    return (",".join(own_a) or a, ",".join(own_b) or b)
+
+
 def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[str, Any]:
-    """The sides chart's spec: a tick per row of ``data`` at its ``metric``, a row per cell,
-    the two sides offset within it and coloured."""
-    from sparkreport.charts import PANEL_WIDTH, mark, metric_title, nominal, quantitative, top_level
+    """The sides chart's spec: a tick per row of ``data`` at its ``percent`` of side a's mean, a
+    row per cell, the two sides offset within it and coloured."""
+    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
 
     return top_level({"data": {"values": data}, "mark": mark("tick", thickness=2), "encoding": {
         "color": nominal("side", legend={"labelLimit": 400, "orient": "bottom"}, title=None),
-        "tooltip": [nominal("cell"), nominal("side"), quantitative(metric, format=".4g")],
-        "x": quantitative(metric, scale={"zero": False}, title=metric_title(metric)),
-        "y": nominal("cell", title=None), "yOffset": nominal("side")}}, title=title, width=PANEL_WIDTH)
+        "tooltip": [nominal("cell"), nominal("side"), quantitative(metric, format=",.4g"),
+                    quantitative("percent", format=".2f", title="% of a's mean")],
+        "x": quantitative("percent", scale={"zero": False}, title=f"{metric_label(metric)}, % of side a's mean"),
+        "y": nominal("cell", axis={"labelLimit": 400}, title=None), "yOffset": nominal("side")}},
+        title=title, width=PANEL_WIDTH)
 
 
 def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
