@@ -367,6 +367,24 @@ def test_feed_links_are_absolute_with_site_url(tmp_path: Path, published_store: 
     assert item.findtext("description") == "Text."
 
 
+def test_the_pages_workflow_s_address_makes_the_feed_and_sitemap_absolute(
+        tmp_path: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without site_url in mkdocs.yml, SPARKREPORT_SITE_URL (the Pages workflow passes
+    configure-pages' base_url) gives the sitemap its addresses and the feed absolute links; a
+    changed address is a changed build (the kept site is not reused)."""
+    project = project_with(tmp_path, "---\ndate: 2026-02-03\n---\n\n# P\n\nText.\n")
+    monkeypatch.setenv("SPARKREPORT_SITE_URL", "https://owner.github.io/repo")
+    result = build(RenderOptions(runs_dir=published_store, project_root=project), strict=True)
+    link = ET.parse(result.site_dir / "blog" / "feed.xml").getroot().findtext("channel/item/link") or ""
+    assert link.startswith("https://owner.github.io/repo/blog/2026/02/03/")
+    sitemap = (result.site_dir / "sitemap.xml").read_text(encoding="utf-8")
+    assert "<loc>https://owner.github.io/repo/</loc>" in sitemap
+    monkeypatch.setenv("SPARKREPORT_SITE_URL", "https://example.org/other/")
+    again = build(RenderOptions(runs_dir=published_store, project_root=project), strict=True)
+    assert not again.cached
+    assert "<loc>https://example.org/other/</loc>" in (again.site_dir / "sitemap.xml").read_text(encoding="utf-8")
+
+
 def test_static_charts_posts_draws_svgs_only_for_the_posts_charts(tmp_path: Path, published_store: Path) -> None:
     project = project_with(tmp_path, '# P\n\n{{ chart("memory/kv-vs-peak") }}\n')
     (project / "sparkreport.yml").write_text("static_charts: posts\n", encoding="utf-8")

@@ -307,7 +307,7 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
     from sparkreport.published import read_manifest
     from sparkreport.site import publish
     from sparkreport.site.blog_feed import write_feed
-    from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config
+    from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config, site_url
     from sparkreport.site.run_files import complete_record, save_record
     from sparkreport.site.scan import ScanMemo, check_site
 
@@ -325,7 +325,7 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
         site_name = str(project.get("site_name") or result.config.title)
         write_feed(staging, result.docs_dir, [post.path for post in result.posts], site_name=site_name,
                    site_description=str(project.get("site_description") or ""),
-                   site_url=str(project.get("site_url") or ""))
+                   site_url=site_url(project))
     memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
     memo.adopt(done.clean)  # the run files, scanned where they were published
     check_site(staging, label=str(target), memo=memo)

@@ -14,6 +14,7 @@ skip the unchanged runs and charts).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashM
 
     from sparkreport import __version__
     from sparkreport.render.context import git_commit
+    from sparkreport.site.mkdocs_site import SITE_URL_ENV
 
     root = project.root
     runs = project.runs_path
@@ -49,6 +51,7 @@ def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashM
         ("commit", git_commit(root) or ""), ("strict", str(strict)), ("site_dir", str(site_dir)),
         ("docs_dir", str(options.docs_dir)), ("command", str(options.command)),
         ("config_path", str(options.config_path)),
+        ("site_url", os.environ.get(SITE_URL_ENV, "")),
     ]
     for name in PROJECT_FOLDERS:
         parts.append((name, tree_digest(root / name, memo)))

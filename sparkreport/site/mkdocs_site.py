@@ -115,6 +115,18 @@ def config_path_for(result: RenderResult) -> Path:
     return path
 
 
+#: The site's address where ``mkdocs.yml`` sets no ``site_url`` (the Pages workflow passes
+#: ``actions/configure-pages``' base_url): the sitemap lists it and the feed's links are absolute.
+SITE_URL_ENV = "SPARKREPORT_SITE_URL"
+
+
+def site_url(project: dict[str, Any]) -> str:
+    """The site's address: ``mkdocs.yml``'s ``site_url``, else :data:`SITE_URL_ENV`, with one
+    trailing slash; "" when neither is set (then the feed's links are relative)."""
+    url = str(project.get("site_url") or os.environ.get(SITE_URL_ENV, "")).strip()
+    return url.rstrip("/") + "/" if url else ""
+
+
 def write_config(result: RenderResult, site_dir: Path) -> Path:
     """Write the generated mkdocs.yml for a rendered docs folder; returns its path."""
     project_file = result.project_root / PROJECT_CONFIG
@@ -126,6 +138,8 @@ def write_config(result: RenderResult, site_dir: Path) -> Path:
         config["INHERIT"] = os.path.relpath(project_file, here)
     if not project.get("site_name"):
         config["site_name"] = result.config.title
+    if not project.get("site_url") and site_url(project):
+        config["site_url"] = site_url(project)
     config["docs_dir"] = os.path.relpath(result.docs_dir, here)
     config["site_dir"] = str(site_dir.resolve())
     theme: dict[str, Any] = {"name": "material", "font": False}
