@@ -105,8 +105,9 @@ def test_tables_and_charts_come_from_the_pages(tmp_path: Path, published_store: 
             '{{ chart("memory/kv-vs-peak") }}\n\n{{ table("findings", code="roofline") }}\n')
     result = render(RenderOptions(runs_dir=published_store, project_root=project_with(tmp_path, post)))
     text = (result.docs_dir / "blog" / "posts" / "post.md").read_text(encoding="utf-8")
-    assert "| campaign | model | environment | n | mean (GiB) | SD | 95% CI | median | min–max |" in text
-    assert "| phase1-published | DeepSeek-R1-Distill-Qwen-7B | native (*published*) | 10 | 44.31 | — | — | — | — |" in text
+    # the metric named in its column; published without a spread: no columns of dashes
+    assert "| Campaign | Model | Environment | n | KV cache, mean (GiB) |\n" in text
+    assert "| phase1-published | DeepSeek-R1-Distill-Qwen-7B | native (*published*) | 10 | 44.31 |\n" in text
     assert '<span class="sparkreport-chart" id="chart-post-1-kv-vs-peak" role="figure"' in text
     assert "](../../memory/charts/kv-vs-peak.svg)</span>" in text
     assert (result.docs_dir / "memory" / "charts" / "kv-vs-peak.vl.json").is_file()

@@ -28,6 +28,7 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.errors import BuildError
 from sparkreport.names import shown_values
 from sparkreport.render.markdown import MISSING, is_missing, md_escape, num
+from sparkreport.render.tables import metric_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -505,8 +506,9 @@ class Resolver:
         self._known_metric(metric, frame)
         rows = _select(frame[frame["metric"] == metric], {**columns, **labels}, f"with {metric}")
         unit = metric_catalog.unit_of(metric)
-        head = ["campaign", "model", "environment", "n", f"mean ({unit})" if unit else "mean", "SD",
-                f"{self.site.confidence_label} CI", "median", "min–max"]
+        label = metric_label(metric)
+        head = ["Campaign", "Model", "Environment", "n", f"{label}, mean ({unit})" if unit else f"{label}, mean",
+                "SD", f"{self.site.confidence_label} CI", "Median", "Min–max"]
         body = []
         for row in rows.to_dict(orient="records"):
             spread = MISSING if is_missing(row["min"]) or is_missing(row["max"]) else \
@@ -516,7 +518,9 @@ class Resolver:
                          md_escape(row["environment"]) + published, str(int(row["n"])),
                          num(row["mean"], metric), num(row["sd"], metric),
                          _interval(row["ci_low"], row["ci_high"], metric), num(row["median"], metric), spread])
-        return _markdown_table(head, body)
+        # published figures without a spread have no SD, CI, median or range: no column of dashes
+        shown = [i for i in range(len(head)) if i < 5 or any(row[i] != MISSING for row in body)]
+        return _markdown_table([head[i] for i in shown], [[row[i] for i in shown] for row in body])
 
     def _comparisons_table(self, metric: str | None = None, factor: str | None = None,
                            baseline: str | None = None, **filters: Any) -> str:
