@@ -123,14 +123,15 @@ def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str) -> di
 # sparkreport/render/report.py
 
 
-def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
+def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str,
+                verdicts: set[str] | None = None) -> dict[str, Any]:
     y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=440))
     band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color="#2a9d8f").encode(
         x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
     zero = alt.Chart(inline([{"x": 0}])).mark_rule(color="#555").encode(x=alt.X("x:Q"))
     words = {"the same within the margin": "#2a9d8f", "higher": "#e76f51", "lower": "#264653",
              "no difference detected": "#999999"}
-    present = [w for w in words if any(d["verdict"] == w for d in data)]
+    present = [w for w in words if (w in verdicts if verdicts is not None else any(d["verdict"] == w for d in data))]
     colour = alt.Color("verdict:N", title="verdict",
                        scale=alt.Scale(domain=present, range=[words[w] for w in present]))
     tooltip = [alt.Tooltip("row:N", title="effect"), alt.Tooltip("comparison:N"), alt.Tooltip("campaign:N"),

@@ -49,7 +49,7 @@ def test_the_model_page_shows_the_newest_campaigns_by_run_time(site: RenderResul
     assert ("The 5 newest campaigns of this model, by their last run; the\n2 older ones (v0.10.0, v0.9.0) "
             "are on [a page of their own](earlier/index.md).") in page
     assert table_campaigns(page) == set(NEWEST)
-    assert "30 runs of this model are in these campaigns; the statistics use 30 of them" in page
+    assert "The statistics use all 30 runs of this model in these campaigns" in page
     doc = next(d for d in site.pages if d.path == MODEL)
     assert doc.charts and all(c.name.rsplit("-", 1)[-1] in ("runs", "means") for c in doc.charts)
 
@@ -61,7 +61,7 @@ def test_the_older_campaigns_have_a_page_of_tables(site: RenderResult) -> None:
             "[page](../index.md) has the 5 newest (v0.11.0, v0.12.0, v0.13.0, v0.14.0, v0.15.0) in full, "
             "with their charts.") in page
     assert table_campaigns(page) == set(OLDER)
-    assert "12 runs of this model are in these campaigns" in page
+    assert "The statistics use all 12 runs of this model in these campaigns" in page
     doc = next(d for d in site.pages if d.path == EARLIER)
     assert doc.charts == [] and "sparkreport-chart" not in page
     assert "[Methodology](../../../methodology/index.md)" in page  # one folder deeper

@@ -516,7 +516,8 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     return ChartSpec(name=name, title=title, description=description, spec=spec, rows=len(data))
 
 
-def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
+def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str,
+                verdicts: set[str] | None = None) -> dict[str, Any]:
     """The forest chart's spec: the equivalence band (± ``margin``), the line at zero, the CIs
     of the effects that have one, and every effect as a point (hollow without a CI), one row
     per effect in ``data``'s order, coloured by verdict."""
@@ -526,7 +527,7 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
         return nominal("row", axis={"labelLimit": 440}, sort=[d["row"] for d in data], title=None)
 
     def colour() -> dict[str, Any]:
-        return _verdict_colour({str(d["verdict"]) for d in data})
+        return _verdict_colour(verdicts if verdicts is not None else {str(d["verdict"]) for d in data})
 
     layers: list[dict[str, Any]] = [
         {"data": {"values": [{"lo": -margin, "hi": margin}]}, "mark": mark("rect", color="#2a9d8f", opacity=0.12),
@@ -553,7 +554,9 @@ def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, titl
     panels = []
     for i, campaign in enumerate(campaigns):
         rows = [d for d in data if str(d["campaign"]) == campaign]
-        panel = forest_spec(rows, level=level, margin=margin, title=campaign)
+        # one colour scale for every panel (Vega merges them: differing domains warn)
+        panel = forest_spec(rows, level=level, margin=margin, title=campaign,
+                            verdicts={str(d["verdict"]) for d in data})
         del panel["$schema"], panel["config"]
         panel["title"] = {"anchor": "start", "fontSize": 12, "frame": "group", "text": campaign}
         if i < len(campaigns) - 1:
