@@ -265,6 +265,12 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
                      rows=len(data))
 
 
+def _one_kind_unlisted(data: list[dict[str, Any]], field: str) -> dict[str, Any]:
+    """``{"legend": None}`` when every row of ``data`` has the same ``field`` (a legend of one
+    shape, or one listing "excluded" where no run was, says nothing), else nothing."""
+    return {"legend": None} if len({row.get(field) for row in data}) <= 1 else {}
+
+
 def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[str, Any]:
     """The per-run chart's Vega-Lite spec, written directly as :func:`means_spec` is (the second
     most frequent chart); ``tests/test_charts.py`` checks it equals Altair's: a box per environment
@@ -281,7 +287,8 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[s
         "mark": {"type": "point", "filled": True, "opacity": 0.9, "size": 45},
         "encoding": {
             "color": _environment_color(),
-            "shape": {"field": "status", "scale": {"domain": ["included", "excluded"], "range": ["circle", "cross"]},
+            "shape": {"field": "status", **_one_kind_unlisted(data, "status"),
+                      "scale": {"domain": ["included", "excluded"], "range": ["circle", "cross"]},
                       "title": "run", "type": "nominal"},
             "tooltip": [{"field": "run_id", "title": "run", "type": "nominal"},
                         {"field": "iteration", "type": "quantitative"},
@@ -382,7 +389,8 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
         "data": {"values": data}, "mark": {"type": "point", "filled": True, "size": 70},
         "encoding": {
             "color": _environment_color(),
-            "shape": {"field": "origin", "scale": {"domain": [MEASURED, PUBLISHED], "range": ["circle", "diamond"]},
+            "shape": {"field": "origin", **_one_kind_unlisted(data, "origin"),
+                      "scale": {"domain": [MEASURED, PUBLISHED], "range": ["circle", "diamond"]},
                       "title": "source", "type": "nominal"},
             "tooltip": [{"field": "arm", "type": "nominal"}, {"field": "origin", "title": "source", "type": "nominal"},
                         quantitative("n"), quantitative("mean", format=".4~f"),

@@ -63,7 +63,8 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[s
         x=alt.X("value:Q"), y=y, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
         color=alt.Color("environment:N", legend=None),
         shape=alt.Shape("status:N", title="run", scale=alt.Scale(domain=["included", "excluded"],
-                                                                  range=["circle", "cross"])),
+                                                                  range=["circle", "cross"]),
+                        **({"legend": None} if len({d["status"] for d in data}) <= 1 else {})),
         tooltip=[alt.Tooltip("run_id:N", title="run"), alt.Tooltip("iteration:Q"),
                  alt.Tooltip("value:Q", title=axis, format=".4~f"), alt.Tooltip("status:N")])
     return finish(alt.layer(box, points).properties(width=PANEL_WIDTH, height=alt.Step(46)), title)
@@ -76,7 +77,8 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
         x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
         color=alt.Color("environment:N", legend=None),
         shape=alt.Shape("origin:N", title="source", scale=alt.Scale(domain=[MEASURED, PUBLISHED],
-                                                                     range=["circle", "diamond"])),
+                                                                     range=["circle", "diamond"]),
+                        **({"legend": None} if len({d["origin"] for d in data}) <= 1 else {})),
         tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("origin:N", title="source"), alt.Tooltip("n:Q"),
                  alt.Tooltip("mean:Q", format=".4~f"),
                  alt.Tooltip("ci_low:Q", title=f"{level} CI low", format=".4~f"),

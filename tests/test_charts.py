@@ -168,6 +168,11 @@ def test_per_run_spec_is_what_altair_builds() -> None:
     data, axis = chart.spec["data"]["values"], chart.spec["layer"][0]["encoding"]["x"]["title"]
     assert_altairs(chart.spec, altair_reference.per_run_spec(data, axis=axis, title="Runs"))
     assert [row["status"] for row in data] == ["included", "excluded", "included", "included"]
+    assert "legend" not in chart.spec["layer"][1]["encoding"]["shape"]  # included and excluded: listed
+    every = charts.per_run_chart(runs.assign(included=True), "output_throughput_tok_s", name="r", title="Runs")
+    assert every is not None
+    assert every.spec["layer"][1]["encoding"]["shape"]["legend"] is None  # no "excluded" listed where none was
+    assert_altairs(every.spec, altair_reference.per_run_spec(every.spec["data"]["values"], axis=axis, title="Runs"))
 
 
 @pytest.mark.parametrize("arms", [1, 3])
