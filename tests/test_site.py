@@ -56,6 +56,10 @@ def test_generated_config_inherits_the_project(built: BuildResult, project: Path
     titles = [next(iter(item)) for item in config["nav"]]
     assert titles[:8] == ["Home", "Campaigns", "Results", "Memory", "Methodology", "Data quality", "Runs", "Downloads"]
     assert "About this site" in titles
+    # the hand-written reference pages sit under one section named after their folder
+    reference = next(item["Reference"] for item in config["nav"] if "Reference" in item)
+    assert "reference/statistics.md" in [next(iter(page.values())) for page in reference]
+    assert not any(str(next(iter(item.values()))).startswith("reference/") for item in config["nav"])
     home = (built.site_dir / "index.html").read_text(encoding="utf-8")
     assert "<title>DGX Spark inference results</title>" in home  # site_name inherited
 

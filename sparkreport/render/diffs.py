@@ -119,6 +119,8 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
                                                          for e in ordered[1:]]) if ordered else "—"
     charts = []
     for metric in dict.fromkeys(result.cells["metric"]):
+        if all(c["constant"] for c in cells if c["metric"] == metric):
+            continue  # the same value in every run, on both sides, in every cell: a chart of one tick each
         chart = sides_chart(a, b, str(metric), named)
         if chart is not None:
             charts.append(chart)

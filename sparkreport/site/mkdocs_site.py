@@ -86,14 +86,25 @@ def nav_entries(items: list[NavItem]) -> list[dict[str, Any]]:
 
 
 def site_nav(result: RenderResult, project: dict[str, Any]) -> list[Any]:
-    """Generated pages first, then the project's own nav, or else its hand-written pages."""
+    """Generated pages first, then the project's own nav, or else its hand-written pages: those at
+    the top of docs/ one by one, those in a folder under a section named after it ("reference/" →
+    "Reference"; a folder's index.md, such as the blog's, leads its section as a page of its own)."""
     nav: list[Any] = nav_entries(result.nav)
     if isinstance(project.get("nav"), list):
         return nav + project["nav"]
+    sections: dict[str, list[Any]] = {}
     for relative in sorted(result.handwritten):
         if any(relative.startswith(prefix) for prefix in NAV_SKIP):
             continue
-        nav.append({html.escape(page_title(result.docs_dir / relative), quote=False): relative})
+        entry = {html.escape(page_title(result.docs_dir / relative), quote=False): relative}
+        folder, _, name = relative.partition("/")
+        if not name or name == "index.md":
+            nav.append(entry)
+            continue
+        if folder not in sections:
+            sections[folder] = []
+            nav.append({folder.replace("-", " ").replace("_", " ").capitalize(): sections[folder]})
+        sections[folder].append(entry)
     return nav
 
 
