@@ -594,3 +594,13 @@ def test_counts_take_the_right_number() -> None:
     assert [counted(1, "iteration"), counted(2, "iteration"), counted(10000, "run"), counted(1, "arm", "arms")] == [
         "1 iteration", "2 iterations", "10,000 runs", "1 arm"]
     assert counted("3", "run") == "3 runs"  # a count read from a record as text
+
+
+def test_a_value_that_is_not_zero_never_prints_as_zero() -> None:
+    """A difference or SD of 0.0017 ms printed 0.00 beside a Hedges' g of 0.62; a CV of 0.036%
+    printed 0.0%. Two significant digits then; zero stays zero, other values keep their places."""
+    from sparkreport.render.markdown import num, percent
+
+    assert num(0.0017, digits=2) == "0.0017" and num(-0.0034, digits=2) == "-0.0034"
+    assert num(0.0, digits=2) == "0.00" and num(0.005, digits=2) == "0.01" and num(1234.5, digits=1) == "1,234.5"
+    assert percent(0.00036) == "0.036%" and percent(0.0) == "0.0%" and percent(0.088) == "8.8%"

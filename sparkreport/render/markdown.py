@@ -77,11 +77,15 @@ def digits_for(metric: str | None) -> int:
 
 
 def num(value: Any, metric: str | None = None, digits: int | None = None) -> str:
-    """A number with the metric's decimals and thousands separators; '—' when missing."""
+    """A number with the metric's decimals and thousands separators ('—' when missing); a value
+    that would round to zero without being zero gets two significant digits (0.0021)."""
     if is_missing(value):
         return MISSING
     places = digits if digits is not None else digits_for(metric)
-    return f"{float(value):,.{places}f}"
+    number = float(value)
+    if number and abs(number) < 0.5 * 10 ** -places:  # not 0.00 for a difference or an SD of 0.002
+        return f"{number:.2g}"
+    return f"{number:,.{places}f}"
 
 
 def size(count: int) -> Markup:
@@ -126,10 +130,13 @@ def signed(value: Any, digits: int = 2) -> str:
 
 
 def percent(value: Any, digits: int = 1) -> str:
-    """A fraction as a percentage ('8.8%')."""
+    """A fraction as a percentage ('8.8%'; '0.036%' rather than '0.0%' for one that is not zero)."""
     if is_missing(value):
         return MISSING
-    return f"{float(value) * 100:.{digits}f}%"
+    number = float(value) * 100
+    if number and abs(number) < 0.5 * 10 ** -digits:
+        return f"{number:.2g}%"
+    return f"{number:.{digits}f}%"
 
 
 def code(value: Any) -> Markup:
