@@ -163,6 +163,12 @@ def is_metric(name: str) -> bool:
     return lookup(name) is not None
 
 
+def label_of(name: str) -> str:
+    """The human label of a canonical metric ('KV cache'); the name itself when unknown."""
+    metric = lookup(name)
+    return metric.label if metric else name
+
+
 def unit_of(name: str) -> str:
     """The unit of a canonical metric ('' when dimensionless or unknown)."""
     metric = lookup(name)

@@ -221,7 +221,7 @@ def test_quality_page_names_the_duplicate_runs(rendered: RenderResult) -> None:
     sections = quality_sections(page(rendered, "quality/index.md"))
     line, rows = sections["More runs than planned"]
     assert line == f"1 error · check {word_code('duplicate-iteration')}"
-    assert len(rows) == 1 and rows[0][0] == "phase1/gpt120b/native" and rows[0][1].startswith("13 runs")
+    assert len(rows) == 1 and rows[0][0] == "phase1: gpt-oss-120b (native)" and rows[0][1].startswith("13 runs")
     assert "`gpt120b-native-iter01-20251108_195154`" in rows[0][2]
 
 
@@ -236,7 +236,8 @@ def test_quality_page_says_a_finding_about_several_arms_once(published_store: Pa
         sentences = [row[-2] for row in rows]
         assert len(sentences) == len(set(sentences)), rows
     assert compact_wheres(["p/m1/container", "p/m1/native", "p/m2/native"]) == "p/m1 (container, native); p/m2 (native)"
-    assert compact_wheres(["c1", "c2"]) == "c1; c2" and compact_wheres(["p/m/native"]) == "p/m/native"
+    assert compact_wheres(["c1", "c2"]) == "c1; c2" and compact_wheres(["p/m/native"]) == "p/m (native)"
+    assert compact_wheres(["p/m/native"], names={("p", "m"): "Model M"}) == "p: Model M (native)"
     many = [f"c/m{i}/{env}" for i in range(20) for env in ("docker", "native")]  # a cell stays short
     assert compact_wheres(many) == "c/m0 (docker, native); c/m1 (docker, native); c/m2 (docker, native); " \
                                    "c/m3 (docker, native); and 32 more"

@@ -208,7 +208,7 @@ def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
             continue
         metrics_without_sd = ds.summaries[(ds.summaries["run_id"] == row["run_id"]) & ds.summaries["sd"].isna()]
         if not metrics_without_sd.empty:
-            names = ", ".join(metrics_without_sd["metric"])
+            names = ", ".join(metric_catalog.label_of(str(m)) for m in metrics_without_sd["metric"])
             findings.append(Finding(
                 "info", "published-without-sd",
                 f"{row['campaign']}/{row['model']}/{row['environment']}: published figures without a "

@@ -468,7 +468,9 @@ class QualityPage(Page):
                      "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
                      "runs": f.runs, "assumes": f.assumes} for f in site.findings]  # check() sorted them
         shown, more = cap_per_check(findings, FINDINGS_PER_CHECK)
-        checks = checks_of(shown, more)
+        from sparkreport.render.report import model_names
+
+        checks = checks_of(shown, more, model_names(site))
         if more:  # every finding, for the reader who wants them all (and `sparkreport check --json`)
             import pandas as pd
 
@@ -518,11 +520,13 @@ def cap_per_check(findings: list[dict[str, Any]], limit: int) -> tuple[list[dict
 SEVERITY_NOUNS = {"error": "error", "warning": "warning", "info": "note"}
 
 
-def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
+              names: dict[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
     """The listed findings (:func:`cap_per_check`'s ``shown`` and ``more``) per check, in
     check()'s order: the check's title, severity and count (all its findings), then per finding
     what it is about (the message's prefix), the finding itself as a sentence and its runs;
-    ``more``: its findings not listed."""
+    ``more``: its findings not listed. ``names``: (campaign, model) → the model's name, which the
+    arms are shown by ("phase1-published: Qwen2.5-72B-Instruct (container, native)")."""
     from sparkreport.render.report import check_title, message_body, message_where
 
     left = {m["code"]: m["count"] for m in more}
@@ -546,24 +550,29 @@ def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[d
         row["runs"] += [run for run in finding["runs"] if run not in row["runs"]]
     for group in out.values():
         for row in group["rows"]:
-            row["where"] = compact_wheres(row.pop("wheres"))
+            row["where"] = compact_wheres(row.pop("wheres"), names=names)
         group["noun"] = SEVERITY_NOUNS.get(group["severity"], "finding")
         group["where"] = any(row["where"] for row in group["rows"])
     return list(out.values())
 
 
-def compact_wheres(wheres: list[str], limit: int = 4) -> str:
+def compact_wheres(wheres: list[str], limit: int = 4, names: dict[tuple[str, str], str] | None = None) -> str:
     """'phase1/qwen72b (container, native); phase1/deepseek (native)' for the arms
     'phase1/qwen72b/container', 'phase1/qwen72b/native', 'phase1/deepseek/native': arms that
-    share their campaign and model are named once; a single one is written whole. Past
-    ``limit`` such groups, a count of the rest ('; and 36 more')."""
-    if len(wheres) <= 1:
-        return wheres[0] if wheres else ""
+    share their campaign and model are named once. Past ``limit`` such groups, a count of the
+    rest ('; and 36 more'). With ``names`` ((campaign, model) → the model's name), a campaign
+    and model read 'phase1: Qwen2.5-72B-Instruct' instead of their slugs."""
     parents: dict[str, list[str]] = {}
     for where in wheres:
         parent, _, leaf = where.rpartition("/")
         parents.setdefault(parent if parent else where, []).append(leaf if parent else "")
-    named = ["{} ({})".format(parent, ", ".join(leaves)) if any(leaves) else parent
+
+    def shown(parent: str) -> str:
+        campaign, _, model = parent.partition("/")
+        name = (names or {}).get((campaign, model))
+        return f"{campaign}: {name}" if name else parent
+
+    named = ["{} ({})".format(shown(parent), ", ".join(leaves)) if any(leaves) else shown(parent)
              for parent, leaves in list(parents.items())[:limit]]
     rest = sum(len(leaves) for leaves in list(parents.values())[limit:])
     return "; ".join(named) + (f"; and {rest} more" if rest else "")

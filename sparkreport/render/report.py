@@ -323,7 +323,7 @@ def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warn
 
 
 def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool) -> list[dict[str, Any]]:
-    names = {(c, m): str(n) for (c, m), n in _model_names(site).items()}
+    names = {(c, m): str(n) for (c, m), n in model_names(site).items()}
     groups: dict[tuple[str, str, str, tuple[str, ...]], dict[str, Any]] = {}
     for finding in site.findings:
         if finding.severity not in severities:
@@ -354,7 +354,8 @@ def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool
                                                   g["models"]))
 
 
-def _model_names(site: SiteData) -> dict[tuple[str, str], str]:
+def model_names(site: SiteData) -> dict[tuple[str, str], str]:
+    """(campaign, model) → the model's name as the pages show it."""
     out: dict[tuple[str, str], str] = {}
     for frame in (site.dataset.runs, site.dataset.summaries):
         if frame.empty:

@@ -49,8 +49,7 @@ def metric_order(names: Iterable[str]) -> list[str]:
 
 def metric_label(metric: str) -> str:
     """The human label of a metric ('KV cache')."""
-    entry = metric_catalog.lookup(metric)
-    return entry.label if entry else metric
+    return metric_catalog.label_of(metric)
 
 
 def with_unit(label: str, unit: str | None) -> str:
