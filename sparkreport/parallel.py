@@ -64,15 +64,18 @@ STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 @contextmanager
-def _forking() -> Iterator[None]:
-    """Around a fork in the build's process: SIGINT and SIGTERM wait until it is done, then are
-    raised here. A signal that came during the fork would otherwise land in a fork hook
-    (logging's ``_releaseLock``), where Python prints it as "Exception ignored" and the build goes
-    on; in the new worker, before :func:`_quiet_signals`, it would raise in multiprocessing's
-    start-up code. The worker starts with them blocked and unblocks them once its own handlers are
-    set. Blocking them in this thread is not enough where the process has other threads (the
-    kernel hands a signal to one that does not block it, and Python runs the handler in this one
-    at once), so the handlers only note a signal meanwhile."""
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (and are raised after) while the block runs: around a fork in the
+    build's process, and around the site's swap (:mod:`sparkreport.site.publish`).
+
+    A signal that came during a fork would otherwise land in a fork hook (logging's
+    ``_releaseLock``), where Python prints it as "Exception ignored" and the build goes on; in the
+    new worker, before :func:`_quiet_signals`, it would raise in multiprocessing's start-up code
+    (the worker starts with them blocked and unblocks them once its own handlers are set); during
+    the swap it would split its two renames. Blocking them in this thread is not enough where the
+    process has other threads (a pool's, the live server's): the kernel hands a signal to one that
+    does not block it, and Python runs the handler in this one at once — so the block also runs
+    under handlers that only note a signal, raised again once the previous handlers are back."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -91,7 +94,7 @@ def _forking() -> Iterator[None]:
 
 
 def _quiet_signals(parent: int) -> None:
-    """In a worker (started by :func:`_forking`, with SIGINT and SIGTERM blocked): an interrupt is
+    """In a worker (started under :func:`signals_held`, with SIGINT and SIGTERM blocked): an interrupt is
     the build's process to handle (it stops the workers), and a stop signal ends the worker at
     once (not through the build's own handlers). The worker dies with the build's process
     ``parent`` (SIGKILL on its death, Linux's ``PR_SET_PDEATHSIG``): a build killed by a signal
@@ -226,7 +229,7 @@ def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]],
                 # worker writing a large answer would wait forever for a reader (itself).
                 process = context.Process(target=_worker, daemon=True,
                                           args=(theirs, index, first, second, os.getpid(), [*pipes, mine]))
-                with _forking():
+                with signals_held():
                     process.start()
                 theirs.close()
                 pipes.append(mine)
@@ -300,7 +303,7 @@ class Background(Generic[T]):
             # Not a daemon, so that a task may fork workers of its own; it never outlives the
             # build (PR_SET_PDEATHSIG, and cancel() when the build leaves the block).
             self._process = context.Process(target=_background, args=(theirs, task, os.getpid(), self._file, mine))
-            with _forking():
+            with signals_held():
                 self._process.start()
         finally:
             gc.unfreeze()

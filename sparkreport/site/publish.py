@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.errors import BuildError
+from sparkreport.parallel import signals_held
 
 if TYPE_CHECKING:
     from sparkreport.site.run_files import Carry
@@ -87,7 +88,7 @@ def recover(target: Path) -> None:
     except (OSError, ValueError):
         plan = None
     if isinstance(plan, dict):
-        with _signals_held():
+        with signals_held():
             _carry_over(staging, target, plan)
             if target.exists():
                 os.rename(target, old_dir(target))
@@ -130,32 +131,6 @@ def interruptible() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait (and are delivered after) while the block runs.
-
-    Blocking them in this thread is not enough where the process has other threads (a thread
-    pool's, the live server's): the kernel then hands a signal sent to the process to one of
-    them, and Python runs its handler in the main thread at once — inside the block. So the
-    block also runs under handlers that only note a signal; the noted ones are raised again
-    once the previous handlers are back."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    noted: list[int] = []
-    previous_handlers = {signum: signal.signal(signum, lambda signum, _frame: noted.append(signum))
-                         for signum in STOP_SIGNALS}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a signal held back is noted now
-        for signum, handler in previous_handlers.items():
-            signal.signal(signum, handler)
-        for noted_signal in dict.fromkeys(noted):
-            signal.raise_signal(noted_signal)
-
-
 def swap(staging: Path, target: Path, carry: Carry | None = None) -> None:
     """Replace ``target`` by ``staging``: two renames that signals cannot split, then the
     previous site is removed. With ``carry``, the live run-files folder is first carried over
@@ -164,7 +139,7 @@ def swap(staging: Path, target: Path, carry: Carry | None = None) -> None:
     shutil.rmtree(old, ignore_errors=True)
     swapped = False
     try:
-        with _signals_held():
+        with signals_held():
             if carry is not None:
                 if not (target / carry.root).is_dir():
                     raise BuildError(f"{target / carry.root}: removed while the site was being built — "
@@ -237,7 +212,7 @@ def staged(target: Path) -> Iterator[Path]:
         with interruptible():
             yield staging
     except BaseException:
-        with _signals_held():
+        with signals_held():
             if not (staging / CARRY_JOURNAL).is_file():  # else it holds the live run files: recover() finishes it
                 shutil.rmtree(staging, ignore_errors=True)
             shutil.rmtree(side_dir(target), ignore_errors=True)
