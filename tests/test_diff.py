@@ -262,3 +262,38 @@ def test_min_effect_is_checked_as_the_config_file_checks_it(two_stores: tuple[Pa
     where = ["--a-runs", str(a), "--b-runs", str(b)] if command == "diff" else ["--runs-dir", str(a)]
     result = CliRunner().invoke(main, [command, *where, "--min-effect", value, "--fail-on", "regression"])
     assert (result.exit_code, result.output) == (2, f"Error: --min-effect: {message}\n")
+
+
+@pytest.mark.parametrize(("a", "b", "why"), [
+    ("campaign=gpu-torch-native-vs-cgroup,cache=cold", "campaign=gpu-torch-native-vs-cgroup,cache=cold",
+     "both sides select the same 40 runs — make a and b select different runs"),
+    ("campaign=gpu-torch-native-vs-cgroup,model=llama-3-8b", "campaign=gpu-torch-native-vs-cgroup,model=qwen2-0.5b",
+     "nothing to compare: no model × environment cell has runs on both sides — models: a has llama-3-8b, "
+     "b has qwen2-0.5b"),
+])
+def test_a_named_diff_of_nothing_stops_the_build_as_the_command_refuses_it(tmp_path: Path, a: str, b: str,
+                                                                          why: str) -> None:
+    """A diff named in sparkreport.yml whose sides are the same runs, or share no cell, is refused
+    by the build with one line naming the file and the diff — its page would publish verdicts
+    about no comparison (`sparkreport diff` refuses both)."""
+    from sparkreport.errors import BuildError
+    from sparkreport.render import RenderOptions, render
+
+    repo = Path(__file__).resolve().parents[1]
+    config = tmp_path / "sparkreport.yml"
+    config.write_text(f"diffs:\n  - name: d\n    a: {a}\n    b: {b}\n", encoding="utf-8")
+    with pytest.raises(BuildError) as caught:
+        render(RenderOptions(runs_dir=repo / "runs", project_root=tmp_path, config_path=config))
+    assert str(caught.value) == f"{config}: diff 'd': {why}"
+
+
+def test_a_metric_neither_side_reports_is_no_cell(phase1_dataset: Dataset) -> None:
+    """A metric no run of a cell reports on either side is left out, not called inconclusive
+    (a gate with --fail-on inconclusive failed on it)."""
+    a, b = sides(phase1_dataset)
+    cell = (a["model"] == "deepseek") & (a["environment"] == "native")
+    a.loc[cell, "output_throughput_tok_s"], b.loc[cell, "output_throughput_tok_s"] = np.nan, np.nan
+    cells = diff(a, b, FAST, DiffOptions()).cells
+    mine = cells[(cells["model"] == "deepseek") & (cells["environment"] == "native")]
+    assert "output_throughput_tok_s" not in set(mine["metric"]) and len(mine) > 0
+    assert not ((cells["n_a"] == 0) & (cells["n_b"] == 0)).any()

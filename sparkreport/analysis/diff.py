@@ -141,7 +141,9 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
                 rows.append(_row(base, metric, dopts) | {"verdict": "not comparable", "reason": reason})
             continue
         for metric in metrics:
-            rows.append(_cell_metric(base, ca, cb, metric, opts, dopts))
+            row = _cell_metric(base, ca, cb, metric, opts, dopts)
+            if row["n_a"] or row["n_b"]:  # a metric neither side reports here is no comparison at all
+                rows.append(row)
     frame = pd.DataFrame(rows, columns=DIFF_KEYS)
     tested = frame["p_welch"].astype(float)
     frame["p_holm"] = st.holm(tested.tolist())

@@ -85,17 +85,25 @@ def campaign_runs(site: SiteData, campaigns: set[str]) -> list[str]:
 
 def run_diff(site: SiteData, named: NamedDiff) -> tuple[pd.DataFrame, pd.DataFrame, DiffResult]:
     """One named diff over the site's dataset: its two sides' runs and its result."""
-    from sparkreport.analysis.diff import DiffOptions, Selector, diff, select_sides
+    from sparkreport.analysis.diff import DiffOptions, Selector, diff, nothing_compared, same_runs, select_sides
     from sparkreport.errors import BuildError, DataError
 
     opts = site.config.analysis
+    where = site.config.path or "sparkreport.yml"
     try:
         a, b = select_sides(site.dataset, site.dataset, Selector.parse(named.a), Selector.parse(named.b), opts)
         result = diff(a, b, opts, DiffOptions(allow_mismatch=list(named.allow_mismatch), metrics=named.metrics,
                                               min_effect=opts.equivalence_margin, min_effects=dict(opts.margins)))
     except DataError as exc:
-        where = site.config.path or "sparkreport.yml"
         raise BuildError(f"{where}: diff {named.name!r}: {exc.format_message()}") from None
+    # As `sparkreport diff` refuses them: a page of a diff of runs with themselves, or of nothing,
+    # would publish verdicts about no comparison.
+    if same_runs(a, b):
+        raise BuildError(f"{where}: diff {named.name!r}: both sides select the same {len(a)} runs — "
+                         "make a and b select different runs")
+    why = nothing_compared(result, a, b)
+    if why is not None:
+        raise BuildError(f"{where}: diff {named.name!r}: {why}")
     return a, b, result
 
 
