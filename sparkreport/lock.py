@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from sparkreport.errors import BuildError, SparkreportError
@@ -76,8 +76,10 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 @contextmanager
-def output_lock(folder: Path) -> Iterator[None]:
-    """Hold the lock on ``folder`` (created if missing); BuildError at once if another process has it."""
+def _held_at_once(folder: Path, refusal: Callable[[Path, str], str], name: str = LOCK_FILE,
+                  remove: bool = False) -> Iterator[None]:
+    """:func:`_locked` on ``folder`` (its lock file ``name``), refused at once with a BuildError
+    saying ``refusal(where, holder's pid)`` when another process holds it; no lock off POSIX."""
     try:
         import fcntl
     except ImportError:  # not POSIX: no lock
@@ -88,15 +90,19 @@ def output_lock(folder: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise BuildError(f"{where}: another sparkreport render or build is writing here (pid {_holder(fd)}) "
-                             "— wait for it to finish, or pass another --docs-dir") from None
+            raise BuildError(refusal(where, _holder(fd))) from None
 
-    with _locked(folder, at_once):
+    with _locked(folder, at_once, name, remove=remove):
         yield
 
 
-@contextmanager
-def site_lock(target: Path) -> Iterator[None]:
+def output_lock(folder: Path) -> AbstractContextManager[None]:
+    """Hold the lock on ``folder`` (created if missing); BuildError at once if another process has it."""
+    return _held_at_once(folder, lambda where, pid: f"{where}: another sparkreport render or build is writing "
+                         f"here (pid {pid}) — wait for it to finish, or pass another --docs-dir")
+
+
+def site_lock(target: Path) -> AbstractContextManager[None]:
     """Hold the lock on the site folder ``target`` for a build: ``.<site>.lock`` beside it, where
     the build's staging and side folders are (:mod:`sparkreport.site.publish`), removed on release.
 
@@ -104,21 +110,9 @@ def site_lock(target: Path) -> Iterator[None]:
     the site and its temporary folders, and the second would remove the first's on its way in
     (:func:`sparkreport.site.publish.recover`): BuildError at once if another process has it.
     """
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock
-        yield
-        return
-
-    def at_once(fd: int, _where: Path) -> None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BuildError(f"{target}: another sparkreport build is writing this site (pid {_holder(fd)}) "
-                             "— wait for it to finish, or pass another --site-dir") from None
-
-    with _locked(target.parent, at_once, f".{target.name}.lock", remove=True):
-        yield
+    return _held_at_once(target.parent, lambda _where, pid: f"{target}: another sparkreport build is writing "
+                         f"this site (pid {pid}) — wait for it to finish, or pass another --site-dir",
+                         f".{target.name}.lock", remove=True)
 
 
 #: How long a writer waits for another one's lock on a run store by default (seconds).
