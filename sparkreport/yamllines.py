@@ -1,7 +1,7 @@
 """Where each key of a YAML file stands: the line a one-line error names.
 
 Keys are written as the messages write them: ``arms[0].metrics.kv_cache_gib``. Used by the
-project configuration (``sparkreport.yml``) and the published-summary parser.
+project configuration (``sparkreport.yml``), the published-summary parser and the campaign files.
 """
 
 from __future__ import annotations
@@ -13,25 +13,41 @@ import yaml
 
 
 def key_lines(text: str) -> dict[str, int]:
-    """The 1-based line of every key path in ``text`` (the first, if a key is repeated); {} when
-    the text is not YAML (the loader reports that, with its own mark)."""
-    lines: dict[str, int] = {}
+    """The 1-based line of every key path in ``text``, dotted (:func:`dotted`); {} when the text is
+    not YAML (the loader reports that, with its own mark)."""
     with contextlib.suppress(yaml.YAMLError):
-        _walk(yaml.compose(text), "", lines)
-    return lines
+        node = yaml.compose(text)
+        if node is not None:
+            return {dotted(path): line for path, line in node_lines(node).items() if path}
+    return {}
 
 
-def _walk(node: Any, prefix: str, lines: dict[str, int]) -> None:
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            name = f"{prefix}.{key.value}" if prefix else str(key.value)
-            lines.setdefault(name, key.start_mark.line + 1)
-            _walk(value, name, lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            name = f"{prefix}[{index}]"
-            lines.setdefault(name, item.start_mark.line + 1)
-            _walk(item, name, lines)
+def node_lines(node: yaml.Node) -> dict[tuple[Any, ...], int]:
+    """The 1-based line of every key path (a tuple of keys and list indexes, () the document) in a
+    composed YAML tree; a repeated key's last line, whose value the loader keeps."""
+    out: dict[tuple[Any, ...], int] = {}
+
+    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+        out.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                out[path + (key_node.value,)] = key_node.start_mark.line + 1
+                walk(value_node, path + (key_node.value,))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                out[path + (index,)] = item.start_mark.line + 1
+                walk(item, path + (index,))
+
+    walk(node, ())
+    return out
+
+
+def dotted(path: tuple[Any, ...]) -> str:
+    """A key path as the messages write it: ``arms[0].metrics.kv_cache_gib``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
 
 
 def line_of(lines: dict[str, int], key: str) -> int | None:
@@ -43,4 +59,4 @@ def line_of(lines: dict[str, int], key: str) -> int | None:
     return line
 
 
-__all__ = ["key_lines", "line_of"]
+__all__ = ["dotted", "key_lines", "line_of", "node_lines"]

@@ -24,6 +24,7 @@ import yaml
 from sparkreport.errors import InputError
 from sparkreport.names import MAX_NAME_CHARS
 from sparkreport.schema import slug
+from sparkreport.yamllines import dotted, node_lines
 
 ORDERS = ("randomized-blocks", "sequential")
 CACHE_STATES = ("cold", "warm", "as-is")
@@ -162,20 +163,6 @@ class Campaign:
 # --------------------------------------------------------------------------- YAML with lines
 
 
-def _line_map(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
-    """Record the 1-based line of every key path in a composed YAML tree."""
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            out[path + (key,)] = key_node.start_mark.line + 1
-            _line_map(value_node, path + (key,), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            out[path + (index,)] = item.start_mark.line + 1
-            _line_map(item, path + (index,), out)
-
-
 class _Doc:
     """A parsed campaign document plus the line of every key, for messages."""
 
@@ -192,15 +179,8 @@ class _Doc:
         return self.lines.get(())
 
     def fail(self, where: tuple[Any, ...], problem: str, fix: str = "") -> CampaignError:
-        return CampaignError(self.path, f"{_dotted(where)}: {problem}" if where else problem,
+        return CampaignError(self.path, f"{dotted(where)}: {problem}" if where else problem,
                              line=self.line(where), fix=fix)
-
-
-def _dotted(where: tuple[Any, ...]) -> str:
-    text = ""
-    for part in where:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 def read_yaml(path: Path) -> _Doc:
@@ -225,10 +205,7 @@ def read_yaml(path: Path) -> _Doc:
                             fix="fix the YAML syntax") from None
     except yaml.YAMLError as exc:
         raise CampaignError(path, f"is not valid YAML ({exc})", fix="fix the YAML syntax") from None
-    lines: dict[tuple[Any, ...], int] = {}
-    if node is not None:
-        _line_map(node, (), lines)
-    return _Doc(path, data, lines)
+    return _Doc(path, data, node_lines(node) if node is not None else {})
 
 
 # --------------------------------------------------------------------------- field readers
