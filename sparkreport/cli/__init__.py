@@ -157,10 +157,7 @@ def _stop_signals_raise() -> None:
     default for SIGTERM ends the process without it). An interrupt raised where Python cannot
     pass it on — a finalizer, a fork hook (logging's ``_releaseLock``) — would be printed as
     "Exception ignored" and lost: it is sent again instead, to land in the command's own code."""
-    from sparkreport.site.publish import Terminated
-
-    def terminate(signum: int, _frame: object) -> None:
-        raise Terminated(f"signal {signum}")
+    from sparkreport.site.publish import Terminated, terminate
 
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # (SIGINT's is Python's own, unless ignored)
         signal.signal(signal.SIGTERM, terminate)

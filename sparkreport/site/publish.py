@@ -112,6 +112,11 @@ class Terminated(KeyboardInterrupt):  # noqa: N818 - named for the signal, like 
     KeyboardInterrupt: the CLI prints its one 'interrupted' line and exits 143, no traceback)."""
 
 
+def terminate(signum: int, _frame: object) -> None:
+    """A SIGTERM handler: raise :class:`Terminated`, so that the clean-up on the way out runs."""
+    raise Terminated(f"signal {signum}")
+
+
 @contextmanager
 def interruptible() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` (Python's default would end the process without
@@ -120,11 +125,7 @@ def interruptible() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def _terminate(signum: int, _frame: object) -> None:
-        raise Terminated(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         yield
     finally:
