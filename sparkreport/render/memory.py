@@ -174,6 +174,7 @@ class MemoryPage(Page):
         unified = [c for c in known if c.unified]
         discrete = [c for c in known if c.unified is False]
         observations = [text for text in (cgroup_observation(site, c.name) for c in discrete) if text]
+        pool_text = {"unified": pool_phrase(unified, budget), "discrete": pool_phrase(discrete, budget)}
         if earlier:  # every arm's budget, the older campaigns' too, beside the page
             folder = out / self.folder
             folder.mkdir(parents=True, exist_ok=True)
@@ -185,7 +186,7 @@ class MemoryPage(Page):
                    for name in sorted({str(e["campaign"]) for e in effects})]
         return {"answers": answers, "bracketed": any("[" in line for a in answers for line in a["lines"]),
                 "arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
-                "observations": observations, "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
+                "observations": observations, "pool_text": pool_text, "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
                 "identity": [f for f in identity_fits(site) if f["campaign"] in shown], "ledger": ledger_summary(site),
                 "shown": sorted(shown), "earlier": sorted(earlier), "budget_file": BUDGET_FILE,
                 "results_href": doc.href("results/index.md")}
@@ -221,6 +222,27 @@ def identity_fits(site: SiteData) -> list[dict[str, Any]]:
         {"campaign": f.message.split(":")[0], "message": f.message, **f.numbers}
         for f in site.findings if f.code == "derived-identity"
     ]
+
+
+def pool_phrase(campaigns: list[Any], budget: list[dict[str, Any]]) -> str:
+    """The memory pools of ``campaigns`` as the prose names them: each recorded pool (the
+    hardware record: NVML's total or the published one) and, where the Budget's pool differs (the
+    device total a run measured through the CUDA runtime, without what the driver keeps), that
+    one too, so both numbers a reader meets on the page are explained where the first appears."""
+    from sparkreport.render.markdown import num
+
+    recorded = sorted({round(pool, 2) for c in campaigns for pool in c.pools_gib})
+    names = {c.name for c in campaigns}
+    measured = sorted({round(b["pool"], 2) for b in budget if b["campaign"] in names and b["pool"] is not None}
+                      - set(recorded))
+    text = " / ".join(num(pool, digits=2) for pool in recorded)
+    if not recorded:
+        return " / ".join(num(pool, digits=2) for pool in measured) + " GiB" if measured else ""
+    if not measured:
+        return f"{text} GiB"
+    seen = " / ".join(num(pool, digits=2) for pool in measured)
+    return (f"{text} GiB on the card; the runs measured {seen} GiB of it through the CUDA runtime, which "
+            "leaves out what the driver keeps, and the Budget below starts from that")
 
 
 #: Keys in a run's environment/hardware details that the executor's memory ledger writes.
