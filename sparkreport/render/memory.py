@@ -186,7 +186,8 @@ class MemoryPage(Page):
                    for name in sorted({str(e["campaign"]) for e in effects})]
         return {"answers": answers, "bracketed": any("[" in line for a in answers for line in a["lines"]),
                 "arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
-                "observations": observations, "pool_text": pool_text, "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
+                "observations": observations, "pool_text": pool_text,
+                "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
                 "identity": [f for f in identity_fits(site) if f["campaign"] in shown], "ledger": ledger_summary(site),
                 "shown": sorted(shown), "earlier": sorted(earlier), "budget_file": BUDGET_FILE,
                 "results_href": doc.href("results/index.md")}
