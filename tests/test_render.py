@@ -605,3 +605,16 @@ def test_a_value_that_is_not_zero_never_prints_as_zero() -> None:
     assert num(0.0017, digits=2) == "0.0017" and num(-0.0034, digits=2) == "-0.0034"
     assert num(0.0, digits=2) == "0.00" and num(0.005, digits=2) == "0.01" and num(1234.5, digits=1) == "1,234.5"
     assert percent(0.00036) == "0.036%" and percent(0.0) == "0.0%" and percent(0.088) == "8.8%"
+
+
+def test_what_the_data_cannot_show_names_the_configured_factor() -> None:
+    """Home's closing caveat speaks of the factor the site compares (``factor: version``: the
+    versions), not of environments it may not compare at all."""
+    from types import SimpleNamespace
+
+    from sparkreport.render.builtin import data_limits
+
+    site = SimpleNamespace(findings=[], config=SimpleNamespace(factor="version"))
+    assert data_limits(site, []) == [  # type: ignore[arg-type]
+        "The comparisons say how much the versions differ, not why: a cause needs a run designed to "
+        "separate the explanations (see the memory page)."]

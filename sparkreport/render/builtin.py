@@ -135,7 +135,7 @@ def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
                    "\"less KV cache\" are one measurement, not two findings.")
     if any(f.code == "single-run-arm" for f in site.findings):
         out.append("Arms with a single run have no spread: their differences are descriptions, not tests.")
-    out.append("The comparisons say how much the environments differ, not why: a cause needs a run "
+    out.append(f"The comparisons say how much the {site.config.factor}s differ, not why: a cause needs a run "
                "designed to separate the explanations (see the memory page).")
     return out
 
