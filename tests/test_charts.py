@@ -367,11 +367,13 @@ def test_ratio_spec_is_what_altair_builds() -> None:
     cells = pd.DataFrame({"model": ["llama", "qwen", "gpt"], "environment": ["native", "docker", "native"],
                           "ratio": [1.01, 0.95, math.nan], "ratio_ci_low": [0.99, math.nan, math.nan],
                           "ratio_ci_high": [1.03, math.nan, math.nan], "verdict": ["unchanged", "lower", "missing"]})
+    names = {"llama": "Llama 3 8B"}  # a model the sides name is shown by its name, another by its key
     for frame in (cells, cells.iloc[:1]):
-        chart = ratio_chart(frame, "output_throughput_tok_s")
+        chart = ratio_chart(frame, "output_throughput_tok_s", names)
         assert chart is not None and chart.rows == min(len(frame), 2)
         assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title))
-    assert ratio_chart(cells.iloc[2:], "output_throughput_tok_s") is None
+    assert [row["cell"] for row in chart.spec["data"]["values"]] == ["Llama 3 8B · native"]
+    assert ratio_chart(cells.iloc[2:], "output_throughput_tok_s", names) is None
 
 
 def test_budget_spec_is_what_altair_builds() -> None:

@@ -217,7 +217,7 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert "| label.cache | cold | warm |" in changed
     assert "plan" not in changed  # per-run identifiers are not "changes"
     # one table per model and environment, named above it (a nine-column table was cut at 1280 px)
-    native = page[page.index("**llama-3-8b · native**"):]
+    native = page[page.index("**Llama-3-8B shape (random weights) · native**"):]  # the name the charts show
     assert native.split("\n")[2] == "| Metric | a | b | Change | 95% CI of b/a | p (Holm) | Verdict |"
     table = native[:native.index("\n\n**") if "\n\n**" in native else None]
     # a constant on both sides is stated, not tested: no interval, no p-value, marked †

@@ -114,9 +114,11 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
     from sparkreport.render.markdown import percent
     from sparkreport.render.report import join_and
 
+    names = side_model_names(a, b)
     cells = rows(result.cells)
     for cell in cells:
         cell["label"] = metric_label(str(cell["metric"]))
+        cell["model_name"] = names.get(str(cell["model"]), str(cell["model"]))
         cell["constant"] = cell["reason"] == CONSTANT
     effects: dict[float, list[str]] = {}
     for cell in cells:
@@ -132,7 +134,7 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
         chart = sides_chart(a, b, str(metric), named)
         if chart is not None:
             charts.append(chart)
-        ratio = ratio_chart(result.cells[result.cells["metric"] == metric], str(metric))
+        ratio = ratio_chart(result.cells[result.cells["metric"] == metric], str(metric), names)
         if ratio is not None:
             charts.append(ratio)
     context = {"named": named, "changed": result.changed, "not_comparable": result.not_comparable,
@@ -197,14 +199,26 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[s
         title=title, width=PANEL_WIDTH)
 
 
-def ratio_chart(cells: pd.DataFrame, metric: str) -> ChartSpec | None:
-    """The ratio b/a per cell with its Fieller CI, and the line of no change at 1."""
+def side_model_names(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
+    """Model → its name as the pages show it, from the two sides' runs (side a's first)."""
+    out: dict[str, str] = {}
+    for frame in (a, b):
+        if frame.empty:
+            continue
+        for model, name in frame[["model", "model_name"]].drop_duplicates().itertuples(index=False):
+            out.setdefault(str(model), str(name))
+    return out
+
+
+def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str]) -> ChartSpec | None:
+    """The ratio b/a per cell with its Fieller CI, and the line of no change at 1; cells are named
+    as the side-by-side chart and the tables name them (the model's display name · the level)."""
     from sparkreport.charts import ChartSpec, _records
 
     frame = cells[cells["ratio"].notna()].copy()
     if frame.empty:
         return None
-    frame["cell"] = frame["model"].astype(str) + " · " + frame["environment"].astype(str)
+    frame["cell"] = frame["model"].astype(str).map(lambda m: names.get(m, m)) + " · " + frame["environment"].astype(str)
     data = _records(frame[["cell", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]])
     title = f"{metric_label(metric)}: ratio b/a"
     return ChartSpec(name=f"{metric}-ratio", title=title,
