@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -618,3 +619,121 @@ def test_what_the_data_cannot_show_names_the_configured_factor() -> None:
     assert data_limits(site, []) == [  # type: ignore[arg-type]
         "The comparisons say how much the versions differ, not why: a cause needs a run designed to "
         "separate the explanations (see the memory page)."]
+
+
+def other_metrics_tables(text: str) -> str:
+    """The summary above the folded boxes of "## Other metrics"."""
+    return sections(text)["Other metrics"].split("### Each metric in detail")[0]
+
+
+def test_other_metrics_open_with_a_table_of_their_comparisons(tmp_path: Path, phase1_store: Path,
+                                                              phase1_dataset: Dataset) -> None:
+    """With output throughput the one primary metric, the memory metrics are "other metrics": the
+    table that opens the section gives each one's mean per environment, baseline first, and the
+    Δ % with its CI and the verdict of its comparison, as compare computed them; request
+    throughput (tested as output throughput) and the temperature have their means and '—'."""
+    (tmp_path / "sparkreport.yml").write_text("primary_metrics: [output_throughput_tok_s]\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    comparisons = compare(phase1_dataset, "environment", "native", AnalysisOptions())
+    marks = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclusive": "?"}
+    checked = 0
+    for model in ("deepseek", "gpt120b", "qwen72b"):
+        summary = other_metrics_tables(page(result, f"results/{model}/index.md"))
+        assert "| Metric | native | container | Δ % (95% CI) | Verdict |" in summary
+        for row in comparisons[comparisons["model"] == model].to_dict(orient="records"):
+            if row["metric"] == "output_throughput_tok_s":
+                continue
+            cells = table_rows(summary, (f"{_label(row['metric'])} (GiB)",))
+            assert len(cells) == 1, (model, row["metric"])
+            low, high = (row["ratio_ci_low"] - 1) * 100, (row["ratio_ci_high"] - 1) * 100
+            assert cells[0][1:] == [num(row["mean_baseline"], row["metric"]), num(row["mean_candidate"], row["metric"]),
+                                    f"{signed((row['ratio'] - 1) * 100)} ({signed(low)} to {signed(high)})",
+                                    f"{marks[row['verdict']]} {row['verdict']}"], (model, row["metric"])
+            checked += 1
+        untested = table_rows(summary, ("Request throughput (req/s)",))
+        assert len(untested) == 1 and untested[0][3:] == ["—", ""]
+        assert ("(see [Methodology](../../methodology/index.md)); at a fixed workload Request throughput is an "
+                "exact function of Output throughput, which is tested.") in summary
+    assert checked == 6
+
+
+def test_other_metrics_summary_marks_published_columns(rendered_summaries: RenderResult) -> None:
+    """Published figures (no runs): the columns are marked once, in their heads; nothing is
+    tested, so the table has no Δ % or verdict column; the sentence about the mark covers it."""
+    text = page(rendered_summaries, "results/unnamed/index.md")
+    summary = other_metrics_tables(text)
+    assert "| Metric | native (*published*) | container (*published*) |\n|---|---|---|\n" in summary
+    assert table_rows(summary, ("Memory available for KV cache (GiB)",))[0][1:] == ["41.33", "14.72"]
+    assert "None of them is tested" in summary and "Δ %" not in summary
+    assert "Rows and columns marked *published* are published figures" in text
+
+
+def _section(metric: str, arms: list[tuple[str, float, str]], comparisons: list[dict[str, object]] = (),
+             campaign: str = "c") -> dict[str, object]:
+    return {"metric": metric, "label": _label(metric), "unit": "ms", "primary": False, "constant": None,
+            "arms": [{"campaign": campaign, "environment": env, "mean": mean, "source": source}
+                     for env, mean, source in arms],
+            "comparisons": [{"campaign": campaign, "baseline": "native", **c} for c in comparisons]}
+
+
+def test_other_metrics_summary_shapes() -> None:
+    """Two levels: a row per metric, baseline first; a level published in part is marked per mean.
+    Three levels: a row per metric and level. A metric of one level has its mean and no comparison."""
+    from sparkreport.render.results import other_metrics_summary
+
+    two = other_metrics_summary([
+        _section("latency_ms_mean", [("cgroup", 2.0, "runs"), ("native", 1.0, "published")],
+                 [{"candidate": "cgroup", "verdict": "higher"}]),
+        _section("latency_ms_p99", [("native", 3.0, "runs")]),
+    ], "native", {})
+    (table,) = two["tables"]
+    assert table["wide"] and [level["name"] for level in table["levels"]] == ["native", "cgroup"]
+    assert not any(level["published"] for level in table["levels"])
+    latency, single = table["rows"]
+    assert [(c["mean"], c["published"]) for c in latency["cells"]] == [(1.0, True), (2.0, False)]
+    assert latency["comparison"]["verdict"] == "higher"
+    assert [c["mean"] for c in single["cells"]] == [3.0, None] and single["comparison"] is None
+    assert (two["tested"], two["untested"]) == (1, 0)
+
+    three = other_metrics_summary([
+        _section("latency_ms_mean", [("chroot", 1.0, "runs"), ("cgroup", 2.0, "runs"), ("native", 1.0, "runs")],
+                 [{"candidate": "cgroup", "verdict": "higher"}, {"candidate": "chroot", "verdict": "equivalent"}]),
+    ], "native", {})
+    (table,) = three["tables"]
+    assert not table["wide"]
+    assert [(c["level"], c["comparison"] and c["comparison"]["verdict"]) for c in table["rows"][0]["cells"]] == [
+        ("native", None), ("chroot", "equivalent"), ("cgroup", "higher")]
+
+
+@pytest.fixture(scope="module")
+def three_levels(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
+    """Native, cgroup and chroot: output throughput (primary), request latency (tested, not
+    primary; cgroup 5% slower), and the end temperature recorded by the native runs only."""
+    from sparkreport.schema import Environment, Model, RunRecord, Status
+
+    root = tmp_path_factory.mktemp("three-levels")
+    store = RunStore(root / "runs")
+    rng = np.random.default_rng(11)
+    for env, latency in {"native": 100.0, "cgroup": 105.0, "chroot": 100.0}.items():
+        for i in range(1, 9):
+            metrics = {"output_throughput_tok_s": float(1000 * (1 + 0.002 * rng.standard_normal())),
+                       "latency_ms_mean": float(latency * (1 + 0.002 * rng.standard_normal()))}
+            if env == "native":
+                metrics["end_temp_c"] = float(40 + rng.standard_normal())
+            store.write(RunRecord(run_id=f"m.{env}.i{i:02d}", campaign="smoke", iteration=i, model=Model(name="m"),
+                                  environment=Environment(name=env), metrics=metrics,
+                                  status=Status(exit_code=0, ok=True)), [])
+    (root / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    return render(RenderOptions(runs_dir=root / "runs", project_root=root, docs_dir=root / "build" / "docs"))
+
+
+def test_other_metrics_with_several_candidates_take_a_row_per_level(three_levels: RenderResult) -> None:
+    summary = other_metrics_tables(page(three_levels, "results/m/index.md"))
+    lines = [line for line in summary.splitlines() if line.startswith("|")]
+    assert lines[0] == "| Metric | Environment | Mean | Δ % vs native (95% CI) | Verdict |"
+    rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in lines[2:]]
+    assert [row[:2] for row in rows] == [["GPU temperature at end (°C)", "native"],
+                                         ["Request latency (mean, ms)", "native"], ["", "cgroup"], ["", "chroot"]]
+    assert rows[0][3:] == ["—", ""] and rows[1][3:] == ["", ""]  # one level: no comparison; the baseline
+    assert re.fullmatch(r"\+\d\.\d\d \(\+\d\.\d\d to \+\d\.\d\d\)", rows[2][3]) and rows[2][4] == "▲ higher"
+    assert rows[3][4] == "≈ equivalent"

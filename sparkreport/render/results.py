@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.names import unique_slugs
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
-from sparkreport.render.tables import claims, metric_label, metric_order
+from sparkreport.render.tables import claims, metric_label, metric_order, with_unit
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
@@ -174,7 +174,11 @@ class ResultsPage(Page):
         for campaign in sorted({str(e["campaign"]) for e in effects}):
             rows_ = [e for e in effects if e["campaign"] == campaign]
             answers.append({"campaign": campaign, "lines": answer(site, [], rows_, count_models=False)})
+        from sparkreport.analysis.design import family_representatives
+
+        stands_for = family_representatives(site.config.analysis.tested_metrics)[1]
         context = {
+            "other_metrics": other_metrics_summary(sections, site.config.baseline, stands_for),
             "charted": [metric_label(m) for m in metric_order(stats["metric"]) if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
             "key": verdict_key(site, effects, brackets=any("[" in line for a in answers for line in a["lines"]),
@@ -200,6 +204,88 @@ class ResultsPage(Page):
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
                                           title=f"{label}: mean and {site.confidence_label} CI"))
         return [chart for chart in charts if chart is not None]
+
+
+def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
+                          stands_for: dict[str, list[str]]) -> dict[str, Any]:
+    """The tables that open "Other metrics": every metric that is neither primary nor held
+    constant, its mean per level and, where it was tested, its comparison — the very rows of its
+    section (``comparisons``, each with its ``effect``), so the page prints the same numbers in
+    the same words in both places. One table per campaign (each has its own levels and baseline).
+
+    The shape of a campaign's table (``wide``):
+
+    * one or two levels: a row per metric, a column of means per level (the baseline first),
+      then the comparison's Δ % and verdict — one comparison per row, the common case;
+    * three or more levels (native vs cgroup vs chroot): a row per metric and level, the
+      baseline's first, with one mean column and each candidate's Δ % and verdict on its own
+      row, so the table keeps five columns however many candidates there are.
+
+    A table without a single comparison has no Δ % and verdict columns (``compared``). A level
+    whose every mean in a wide table is a published figure is marked in its column's head;
+    otherwise each published mean is marked where it stands.
+
+    Returns ``{"tables": [...], "tested": n, "untested": n, "tested_as": [clauses], "headed": bool}``:
+    how many rows have a comparison, how many of two or more levels have none, a clause naming
+    those not tested because they are an exact function of a metric that was, in the same
+    campaign (``stands_for``, as :func:`~sparkreport.analysis.design.family_representatives`
+    gives it: request throughput of output throughput) — said once above the tables, not in a
+    cell per row — and whether a column's head is marked published.
+    """
+    others = [s for s in sections if not s["primary"] and not s["constant"]]
+    represented = {member: kept for kept, members in stands_for.items() for member in members}
+    labels = {s["metric"]: s["label"] for s in sections}
+    tested_in = {(str(c["campaign"]), s["metric"]) for s in sections for c in s["comparisons"]}
+    # campaign → metric → level → its arm row, and campaign → metric → candidate → comparison
+    arms_of: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    compared_of: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for s in others:
+        for a in s["arms"]:
+            arms_of.setdefault(str(a["campaign"]), {}).setdefault(s["metric"], {})[str(a["environment"])] = a
+        for c in s["comparisons"]:
+            compared_of.setdefault(str(c["campaign"]), {}).setdefault(s["metric"], {})[str(c["candidate"])] = c
+    tables: list[dict[str, Any]] = []
+    counts = {"tested": 0, "untested": 0}
+    tested_as_of: dict[str, list[str]] = {}  # a tested metric's label → the labels it stands for
+    for campaign, metrics in arms_of.items():
+        compared = compared_of.get(campaign, {})
+        bases = {str(c["baseline"]) for by in compared.values() for c in by.values()}
+        base = bases.pop() if len(bases) == 1 else baseline  # a campaign's comparisons share one baseline
+        levels = list(dict.fromkeys(level for arms in metrics.values() for level in arms))
+        levels.sort(key=lambda level: level != base)  # stable: the baseline first, the rest as listed
+        wide = len(levels) <= 2
+        headed = {level: wide and all(arms[level]["source"] == "published"
+                                      for arms in metrics.values() if level in arms) for level in levels}
+        rows = []
+        for s in others:
+            arms = metrics.get(s["metric"])
+            if arms is None:
+                continue
+            kept = represented.get(s["metric"])
+            stood_for = labels[kept] if kept in labels and (campaign, kept) in tested_in else None
+            by_level = compared.get(s["metric"], {})
+            cells = [{"level": level, "mean": arms[level]["mean"] if level in arms else None,
+                      "comparison": by_level.get(level),
+                      "published": level in arms and arms[level]["source"] == "published" and not headed[level]}
+                     for level in levels if wide or level in arms]
+            rows.append({"metric": s["metric"], "label": with_unit(s["label"], s["unit"]), "cells": cells,
+                         "comparison": next(iter(by_level.values()), None)})
+            if by_level:
+                counts["tested"] += 1
+            elif len(arms) > 1:
+                counts["untested"] += 1
+                if stood_for is not None and s["label"] not in tested_as_of.setdefault(stood_for, []):
+                    tested_as_of[stood_for].append(s["label"])
+        tables.append({"campaign": campaign, "base": base, "wide": wide,
+                       "compared": any(r["comparison"] for r in rows), "rows": rows,
+                       "levels": [{"name": level, "published": headed[level]} for level in levels]})
+    from sparkreport.render.report import join_and
+
+    tested_as = [f"at a fixed workload {join_and(members)} "
+                 f"{'is an exact function' if len(members) == 1 else 'are exact functions'} of {label}, "
+                 "which is tested" for label, members in tested_as_of.items()]
+    return {"tables": tables, **counts, "tested_as": tested_as,
+            "headed": any(level["published"] for table in tables for level in table["levels"])}
 
 
 def held_constant(section: dict[str, Any]) -> str | None:

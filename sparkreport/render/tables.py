@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
@@ -41,10 +43,27 @@ def claims(frame: pd.DataFrame, findings: Sequence[Finding] = (),
 
 
 def metric_order(names: Iterable[str]) -> list[str]:
-    """Primary metrics first (in their catalog order), then the rest alphabetically."""
+    """Primary metrics first (in their catalog order), then the rest by their label, so that a
+    reader finds one in a list of forty; a percentile family's statistics together, in reading
+    order: the mean, the minimum, the percentiles upwards, the maximum."""
     present = list(dict.fromkeys(names))
     primary = [m for m in metric_catalog.PRIMARY_METRICS if m in present]
-    return primary + sorted(m for m in present if m not in primary)
+    return primary + sorted((m for m in present if m not in primary), key=_reading_order)
+
+
+_STATISTIC = re.compile(r"_(?:(?P<mean>mean)|(?P<min>min)|(?P<max>max)|p(?P<p>\d+(?:_\d+)?))$")
+
+
+def _reading_order(metric: str) -> tuple[str, float, str]:
+    """Sort key: a percentile family's label ('Inter-token latency') and the statistic's rank;
+    any other metric's label, before the statistics of a family of the same name."""
+    label = metric_label(metric)
+    match = _STATISTIC.search(metric) if metric not in metric_catalog.METRICS else None
+    if match is None or metric_catalog.lookup(metric) is None:
+        return label.lower(), -1.0, metric
+    rank = (0.0 if match["mean"] else 1.0 if match["min"] else math.inf if match["max"]
+            else 1.0 + float(match["p"].replace("_", ".")))
+    return label.rsplit(" (", 1)[0].lower(), rank, metric
 
 
 def metric_label(metric: str) -> str:
