@@ -122,12 +122,13 @@ VEGA_VERSION = "6.2.0"
 VEGALITE_VERSION = "6.4.1"
 VEGAEMBED_VERSION = "7.1.0"
 
-#: Scripts in load order: Vega, Vega-Lite, Vega-Embed, then the loader that draws the charts, and
-#: the one that sends an old Runs link on from the 404 page.
+#: Scripts in load order: Vega, Vega-Lite, Vega-Embed, what refits a chart to a phone's column,
+#: the loader that draws the charts, and the one that sends an old Runs link on from the 404 page.
 JAVASCRIPT = (
     f"vendor/vega-{VEGA_VERSION}.min.js",
     f"vendor/vega-lite-{VEGALITE_VERSION}.min.js",
     f"vendor/vega-embed-{VEGAEMBED_VERSION}.min.js",
+    "sparkreport-fit.js",
     "sparkreport-charts.js",
     "sparkreport-moved.js",
 )

@@ -69,6 +69,9 @@ Throughput of the script-named model:
 """
 #: Each page with everything it loads (shared assets counted once per page) stays under this.
 PAGE_BUDGET = 1_500_000
+DESKTOP = {"width": 1280, "height": 900}
+#: A phone held upright (the CSS viewport of an iPhone 12 to 15).
+PHONE = {"width": 390, "height": 844}
 
 
 def require_browser() -> None:
@@ -182,8 +185,8 @@ def scroll_through(page: Any) -> None:
 class PageVisit:
     """One page opened in a fresh context, recording console errors, dialogs and requests."""
 
-    def __init__(self, browser: Any, url: str, color_scheme: str = "light"):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=color_scheme)
+    def __init__(self, browser: Any, url: str, color_scheme: str = "light", viewport: dict[str, int] | None = None):
+        self.context = browser.new_context(viewport=viewport or DESKTOP, color_scheme=color_scheme)
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.requests: list[str] = []
@@ -655,3 +658,118 @@ def test_no_chart_embeds_more_than_5000_rows(built: BuildResult) -> None:
     for spec in specs:
         count = rows(json.loads(spec.read_text(encoding="utf-8")))
         assert 0 < count <= 5000, (spec, count)
+
+
+#: Per chart: its box, its SVG's box and width as drawn, the box of its data marks (axes, legends
+#: and titles left out), its legends' and titles' boxes, its "…" button's box, whether it scrolls
+#: sideways, and any axis label Vega cut short ("…").
+CHART_BOXES = """els => els.map(el => {
+  const box = e => { const b = e.getBoundingClientRect(); return {left: b.left, top: b.top, right: b.right, bottom: b.bottom}; };
+  const svg = el.querySelector('.sparkreport-chart-view svg.marks');
+  let plot = null;
+  for (const g of el.querySelectorAll('.sparkreport-chart-view svg g.role-mark')) {
+    if (g.closest('.role-axis, .role-legend, .role-title')) continue;
+    const b = box(g);
+    if (b.right === b.left && b.bottom === b.top) continue;
+    plot = plot ? {left: Math.min(plot.left, b.left), top: Math.min(plot.top, b.top),
+                   right: Math.max(plot.right, b.right), bottom: Math.max(plot.bottom, b.bottom)} : b;
+  }
+  const menu = el.querySelector('.vega-embed > details > summary');
+  return {id: el.id, chart: box(el), svg: svg && box(svg), svgWidth: svg && Number(svg.getAttribute('width')), plot,
+          menu: menu && box(menu), scrolls: el.scrollWidth > el.clientWidth + 1,
+          covered: [...el.querySelectorAll('.role-legend, .role-title')].map(box).filter(b => b.right > b.left),
+          cut: [...el.querySelectorAll('.role-axis-label text')].map(t => t.textContent).filter(t => t.includes('\u2026'))};
+})"""
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Whether two boxes share more than a pixel's edge."""
+    return min(a["right"], b["right"]) - max(a["left"], b["left"]) > 1 and \
+        min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > 1
+
+
+def phone_pages(site_dir: Path) -> list[str]:
+    """Home (the forest chart, rows named by model and metric), Memory (the budget chart: a facet,
+    bars, long row names; the scatter: two legends) and one model's page (per-run and means charts)."""
+    model = sorted(p.parent.parent.relative_to(site_dir).as_posix() + "/"
+                   for p in site_dir.glob("results/*/charts/*-runs.vl.json"))
+    assert model, "no model page draws per-run charts"
+    return ["", "memory/", model[0]]
+
+
+def test_charts_fit_a_phone_screen(built: BuildResult, server: str, browser: Any) -> None:
+    """At 390×844 every chart is refitted to the column (sparkreport-charts.js): drawn at its own
+    size, not scaled down (its text stays 10 px high), no wider than the column (it does not
+    scroll), its plot wholly on the screen, and no row label cut short. Before, a chart kept
+    its desktop size and scrolled sideways: on Home the row labels took the screen and the plot
+    started at x = 375 of 390."""
+    for relative in phone_pages(built.site_dir):
+        visit = PageVisit(browser, server + relative, viewport=PHONE)
+        try:
+            width = visit.page.evaluate("window.innerWidth")
+            charts = visit.page.eval_on_selector_all(".sparkreport-chart", CHART_BOXES)
+            assert charts, relative
+            for chart in charts:
+                where, plot, svg = f"{relative}#{chart['id']}", chart["plot"], chart["svg"]
+                assert plot and svg, where
+                assert abs((svg["right"] - svg["left"]) - chart["svgWidth"]) < 1, (where, svg, chart["svgWidth"])
+                assert not chart["scrolls"] and svg["right"] <= chart["chart"]["right"] + 1, (where, svg)
+                assert plot["left"] >= 0 and plot["right"] <= width, (where, plot)
+                assert not chart["cut"], (where, chart["cut"])
+            assert not visit.errors, (relative, visit.errors)
+        finally:
+            visit.close()
+
+
+def test_a_chart_that_cannot_fit_scrolls_to_its_plot(built: BuildResult, server: str, browser: Any) -> None:
+    """A column too narrow for a chart's labels beside its narrowest readable plot (140 px) (here
+    Memory's first chart squeezed to 200 px on a phone, then the window resized): the chart is
+    drawn again for that width, keeps its size, scrolls sideways and is scrolled so that its plot
+    starts on screen, not its labels."""
+    visit = PageVisit(browser, server + "memory/", viewport=PHONE)
+    try:
+        page = visit.page
+        assert int(page.eval_on_selector(".sparkreport-chart", "el => el.dataset.fitted")) > 250  # the column
+        page.eval_on_selector(".sparkreport-chart", "el => { el.style.width = '200px'; }")
+        page.evaluate("window.dispatchEvent(new Event('resize'))")
+        page.wait_for_function("(el => el.dataset.fitted === '162' && el.dataset.state === 'drawn')"
+                               "(document.querySelector('.sparkreport-chart'))", timeout=10_000)
+        chart = page.eval_on_selector_all(".sparkreport-chart", CHART_BOXES)[0]
+        scrolled = page.eval_on_selector(".sparkreport-chart", "el => el.scrollLeft")
+        assert chart["scrolls"] and scrolled > 0, (chart, scrolled)
+        assert chart["chart"]["left"] - 1 <= chart["plot"]["left"] < chart["chart"]["right"] - 50, chart
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()
+
+
+def test_the_chart_menu_covers_nothing(built: BuildResult, server: str, browser: Any) -> None:
+    """Each chart's "…" button (vega-embed's export menu) sits in the column vega-embed keeps free
+    on the chart's right, at 1280 px and on a phone: it covers no legend, no title, no part of the
+    drawing (Material's summary padding made it 95 px wide, over the forest chart's legend). A
+    keyboard reaches it: Tab from the chart focuses it, shown in full, and Enter opens the menu."""
+    for viewport in (DESKTOP, PHONE):
+        for relative in ("", "memory/"):
+            visit = PageVisit(browser, server + relative, viewport=viewport)
+            try:
+                charts = visit.page.eval_on_selector_all(".sparkreport-chart", CHART_BOXES)
+                assert charts, relative
+                for chart in charts:
+                    where, menu = f"{viewport['width']}px {relative}#{chart['id']}", chart["menu"]
+                    assert menu and menu["right"] <= viewport["width"], (where, menu)
+                    covered = [box for box in [chart["svg"], *chart["covered"]] if overlap(menu, box)]
+                    assert not covered, (where, menu, covered)
+            finally:
+                visit.close()
+    visit = PageVisit(browser, server)
+    try:
+        page = visit.page
+        page.eval_on_selector(".sparkreport-chart", "el => { el.tabIndex = -1; el.focus(); }")
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.matches('.sparkreport-chart .vega-embed summary')")
+        page.wait_for_function("getComputedStyle(document.activeElement).opacity === '1'", timeout=5_000)
+        page.keyboard.press("Enter")
+        page.wait_for_selector(".sparkreport-chart .vega-actions a", state="visible", timeout=5_000)
+        assert "SVG" in page.locator(".sparkreport-chart .vega-actions").first.inner_text()
+    finally:
+        visit.close()

@@ -6,12 +6,21 @@
  * relative to the page: the spec is the same path ending in .vl.json. Charts are drawn on page
  * load and again after Material's instant navigation (document$), and redrawn when the colour
  * scheme switches between light and dark. On a page with more than LAZY_ABOVE charts each is drawn
- * as it nears the viewport (data-state "waiting" until then).
+ * as it nears the viewport (data-state "waiting" until then). On a phone each spec is refitted to
+ * its column first (sparkreport-fit.js; data-fitted: the width it was fitted to), and drawn again
+ * when that width changes.
  */
 (function () {
   "use strict";
 
   var SELECTOR = ".sparkreport-chart";
+  var fit = window.sparkreportFit;
+
+  /* The width ``el``'s chart is refitted to on a narrow screen (sparkreport-fit.js); 0: drawn as
+   * its spec is written. */
+  function fitted(el) {
+    return fit && fit.isNarrow() ? fit.columnWidth(el) : 0;
+  }
 
   function isDark() {
     var scheme = document.body && document.body.getAttribute("data-md-color-scheme");
@@ -51,13 +60,41 @@
     target.className = "sparkreport-chart-view";
     el.appendChild(target);
     el.setAttribute("data-state", "drawing");
+    el.removeAttribute("data-wide");
     var options = {
       renderer: "svg",
       actions: { export: true, source: false, compiled: false, editor: false },
       theme: isDark() ? "dark" : undefined
     };
-    return window.vegaEmbed(target, url, options).then(function () {
+    var width = fitted(el);
+    var spec = !width ? Promise.resolve(url) : window.fetch(url).then(function (response) {
+      if (!response.ok) {
+        throw new Error("HTTP " + response.status);
+      }
+      return response.json();
+    }).then(function (written) {
+      try {
+        return fit.narrowSpec(written, width);
+      } catch (error) {  // a spec of a shape the refit does not know: drawn as written
+        console.warn("sparkreport: could not fit " + url + " to the screen (" + error + ")");
+        return written;
+      }
+    });
+    return spec.then(function (source) {
+      return window.vegaEmbed(target, source, options);
+    }).then(function (result) {
+      return width ? fit.settle(result, el, width, 3) : null;
+    }).then(function () {
       el.setAttribute("data-state", "drawn");
+      el.setAttribute("data-fitted", width ? String(width) : "");
+      // Wider than its column (on a narrow screen, where the CSS does not scale a chart down): it
+      // scrolls sideways. Only then: a scrolling box would clip the open "…" menu.
+      if (el.scrollWidth > el.clientWidth + 1) {
+        el.setAttribute("data-wide", "");
+        if (width) {
+          fit.showPlot(el);
+        }
+      }
     }).catch(function (error) {
       el.setAttribute("data-state", "fallback");
       if (target.parentNode) {
@@ -116,6 +153,22 @@
     Array.prototype.forEach.call(document.querySelectorAll(SELECTOR + '[data-state="waiting"]'), draw);
   }
 
+  /* A drawn chart is drawn again when the column it was fitted to changes width (a phone turned
+   * sideways, a window narrowed past the breakpoint or widened back, a <details> opened); a
+   * change of height alone (a phone's address bar sliding away) draws nothing. */
+  var resizing = null;
+
+  function refitOnResize() {
+    window.clearTimeout(resizing);
+    resizing = window.setTimeout(function () {
+      Array.prototype.forEach.call(document.querySelectorAll(SELECTOR + '[data-state="drawn"]'), function (el) {
+        if ((el.getAttribute("data-fitted") || "") !== String(fitted(el) || "")) {
+          draw(el);
+        }
+      });
+    }, 200);
+  }
+
   function watchScheme() {
     if (!window.MutationObserver || !document.body) {
       return;
@@ -140,4 +193,6 @@
   }
   watchScheme();
   window.addEventListener("beforeprint", drawWaiting);
+  window.addEventListener("resize", refitOnResize);
+  document.addEventListener("toggle", refitOnResize, true);  // a <details> opened
 })();
