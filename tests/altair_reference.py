@@ -134,7 +134,7 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
     words = {"the same within the margin": "#2a9d8f", "higher": "#e76f51", "lower": "#264653",
              "no difference detected": "#999999"}
     present = [w for w in words if (w in verdicts if verdicts is not None else any(d["verdict"] == w for d in data))]
-    colour = alt.Color("verdict:N", title="verdict",
+    colour = alt.Color("verdict:N", title="verdict", legend=alt.Legend(orient="bottom"),
                        scale=alt.Scale(domain=present, range=[words[w] for w in present]))
     tooltip = [alt.Tooltip("row:N", title="effect"), alt.Tooltip("comparison:N"), alt.Tooltip("campaign:N"),
                alt.Tooltip("delta:Q", title="Δ %", format="+.2f"),
@@ -145,7 +145,7 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
     points = alt.Chart(inline(data)).mark_point(size=60, filled=True).encode(
         x=alt.X("delta:Q", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
         y=y, color=colour, tooltip=tooltip)
-    chart = alt.layer(band, zero, rules, points).properties(width=PANEL_WIDTH, height=alt.Step(22))
+    chart = alt.layer(band, zero, rules, points).properties(width=250, height=alt.Step(22))
     return finish(chart, title)
 
 

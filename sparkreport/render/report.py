@@ -522,7 +522,7 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
     """The forest chart's spec: the equivalence band (± ``margin``), the line at zero, the CIs
     of the effects that have one, and every effect as a point (hollow without a CI), one row
     per effect in ``data``'s order, coloured by verdict."""
-    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+    from sparkreport.charts import mark, nominal, quantitative, top_level
 
     def y() -> dict[str, Any]:
         return nominal("row", axis={"labelLimit": 440}, sort=[d["row"] for d in data], title=None)
@@ -542,7 +542,7 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
         "tooltip": _forest_tooltip("row", level),
         "x": quantitative("delta", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
         "y": y()}})
-    return top_level({"layer": layers}, height={"step": 22}, title=title, width=PANEL_WIDTH)
+    return top_level({"layer": layers}, height={"step": 22}, title=title, width=FOREST_WIDTH)
 
 
 def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
@@ -569,6 +569,12 @@ def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, titl
                      title=title)
 
 
+#: The forest chart's plot width: its rows' names ("Llama-3-8B shape (random weights) · Time to
+#: first token (mean)", up to ~380 px) and this plot fit a desktop column (~690 px) unscaled, where
+#: the 420 px of the other charts and a legend beside it drew it at 68% (7 px text). The legend
+#: goes under the plot for the same reason; the axis spans a few percent, which 250 px shows.
+FOREST_WIDTH = 250
+
 #: A verdict as the forest chart's legend says it (the answers' words), and its colour.
 VERDICT_WORDS = {"equivalent": "the same within the margin", "higher": "higher", "lower": "lower",
                  "inconclusive": "no difference detected"}
@@ -580,8 +586,8 @@ def _verdict_colour(present: set[str]) -> dict[str, Any]:
     from sparkreport.charts import nominal
 
     shown = [v for v in VERDICT_WORDS if VERDICT_WORDS[v] in present]
-    return nominal("verdict", title="verdict", scale={"domain": [VERDICT_WORDS[v] for v in shown],
-                                                      "range": [VERDICT_COLOURS[v] for v in shown]})
+    return nominal("verdict", legend={"orient": "bottom"}, title="verdict",
+                   scale={"domain": [VERDICT_WORDS[v] for v in shown], "range": [VERDICT_COLOURS[v] for v in shown]})
 
 
 def _forest_tooltip(field: str, level: str) -> list[dict[str, Any]]:
