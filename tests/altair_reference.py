@@ -210,8 +210,9 @@ def budget_spec(data: list[dict[str, Any]], parts: tuple[str, ...], *, title: st
         x=alt.X("sum(gib):Q", title="GiB of the memory pool (the whole bar)", stack="zero"),
         color=alt.Color("part:N", title="budget", sort=list(parts), legend=alt.Legend(orient="bottom")),
         order=alt.Order("order:Q"),
-        row=alt.Row("campaign:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left",
-                                                                labelLimit=400)),
+        row=alt.Row("campaign:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left", labelAnchor="start",
+                                                                labelFontWeight="bold", labelLimit=600,
+                                                                labelOrient="top")),
         tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("part:N"), alt.Tooltip("gib:Q", format=".2f", title="GiB")],
     ).properties(width=PANEL_WIDTH).resolve_scale(y="independent")
     return finish(chart, title)
