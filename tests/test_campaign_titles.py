@@ -262,6 +262,19 @@ def test_findings_and_commands_keep_the_name_prose_takes_the_title() -> None:
     assert compact_wheres(["phase1/qwen72b/native"], names=names) == "phase1: Qwen2.5-72B-Instruct (native)"
 
 
+@pytest.mark.skipif(not (REPO / "runs").is_dir(), reason="no shipped store")
+def test_the_shipped_site_titles_its_campaigns(tmp_path: Path) -> None:
+    """The repository's own sparkreport.yml titles the shipped store's campaigns; the folder names
+    stay in the links, the diff's selectors and the command examples."""
+    result = render(RenderOptions(runs_dir=REPO / "runs", project_root=REPO, docs_dir=tmp_path / "docs"))
+    config = load_config(REPO / "sparkreport.yml")
+    home = page(result, "index.md")
+    for name, options in config.campaigns.items():
+        assert f"## [{options.title}](campaigns/{name}/index.md)" in home
+    diff = page(result, "diffs/cold-vs-warm-cache/index.md")
+    assert '`sparkreport diff --a "campaign=gpu-torch-native-vs-cgroup,cache=cold"' in diff
+
+
 def test_the_history_names_a_campaign_by_its_title_and_selects_it_by_name(tmp_path: Path) -> None:
     from history_store import write_history_store
 
