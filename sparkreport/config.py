@@ -81,6 +81,14 @@ class NamedDiff:
 
 
 @dataclass
+class CampaignOptions:
+    """What the project says of one campaign (``campaigns: NAME: {title: …}``): its title here
+    wins over the campaign file's and the published summary's."""
+
+    title: str
+
+
+@dataclass
 class HistoryOptions:
     """How ``sparkreport history`` and the History page find versions (``history:``)."""
 
@@ -111,6 +119,8 @@ class ProjectConfig:
     baseline: str = "native"
     analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
     diffs: list[NamedDiff] = field(default_factory=list)
+    #: Per campaign (by name, as in the run store): what the pages call it.
+    campaigns: dict[str, CampaignOptions] = field(default_factory=dict)
     history: HistoryOptions = field(default_factory=HistoryOptions)
     #: Which metrics get charts on the Results pages: ``tested`` (the metrics compare tests,
     #: ``analysis.tested_metrics``) or ``all``. Every metric gets its table either way.
@@ -257,15 +267,16 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     where = _Where(path, text)
     config = ProjectConfig(path=path, lines=where.lines)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
-           "charts": str, "static_charts": str, "primary_metrics": list,
+           "campaigns": dict, "charts": str, "static_charts": str, "primary_metrics": list,
            "history": dict, "builder": str}
+    sections = ("analysis", "diffs", "campaigns", "history")
     for key, value in doc.items():
         if key not in top:
             raise where.error(str(key), f"unknown setting {key!r}", fix=f"known: {', '.join(top)}")
-        if value is None and key in ("analysis", "diffs", "history"):
+        if value is None and key in sections:
             continue
         _typed(where, key, value, top[key])
-        if key not in ("analysis", "diffs", "history"):
+        if key not in sections:
             setattr(config, key, value)
     _choice(where, "charts", config.charts, CHART_CHOICES,
             "tested draws the metrics compare tests; all draws every metric")
@@ -276,6 +287,8 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     _choice(where, "builder", config.builder, tuple(BUILDERS),
             "mkdocs builds with MkDocs + Material, zensical with Zensical (see the README's site section)")
     config.diffs = [_named_diff(where, i, item) for i, item in enumerate(doc.get("diffs") or [])]
+    config.campaigns = {str(name): _campaign_options(where, str(name), item)
+                        for name, item in (doc.get("campaigns") or {}).items()}
     for key, value in (doc.get("history") or {}).items():
         history_kinds: dict[str, type | tuple[type, ...]] = {"by": str, "min_effect": (int, float),
                                                              "across_campaigns": bool}
@@ -323,6 +336,28 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         _typed(where, name, margin, (int, float))
         _fraction(where, name, margin)
     return config
+
+
+def _campaign_options(where: _Where, name: str, item: Any) -> CampaignOptions:
+    """One entry of ``campaigns:``: a mapping with a non-empty ``title``. Whether the store holds
+    a campaign of that name is checked before a render (``render.preflight``)."""
+    key = f"campaigns.{name}"
+    example = f'write {name}: {{title: "what the pages call it"}}'
+    if not isinstance(item, dict):
+        raise where.error(key, f"{key} must be a mapping with a title", fix=example)
+    known = [f.name for f in fields(CampaignOptions)]
+    for setting in item:
+        if setting not in known:
+            raise where.error(f"{key}.{setting}", f"unknown setting {key}.{setting}", fix=f"known: {', '.join(known)}")
+    if "title" not in item:
+        raise where.error(key, f"{key} needs a title", fix=example)
+    title = item["title"]
+    if not isinstance(title, str):
+        raise where.error(f"{key}.title", f"{key}.title must be text, not {title!r}", fix="quote it")
+    if not title.strip():
+        raise where.error(f"{key}.title", f"{key}.title is empty",
+                          fix="write the title the pages show, or leave the campaign out to show its name")
+    return CampaignOptions(title=" ".join(title.split()))
 
 
 def _named_diff(where: _Where, index: int, item: Any) -> NamedDiff:

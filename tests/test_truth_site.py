@@ -24,9 +24,10 @@ def test_home_answers_then_says_what_the_checks_found(pages: Path) -> None:
         "## What the data cannot show")
     checks = home.split("## What the checks found", 1)[1].split("## What the data cannot show", 1)[0]
     lines = [line for line in checks.splitlines() if line.startswith("- **")]
-    # one line per kind of finding (and campaign), both environments in one line
-    assert "- **error: weights larger than the memory pool** — phase1: Qwen2.5-72B-Instruct " \
+    # one line per kind of finding, both environments in one line, under its campaign's name (said once)
+    assert "- **error: weights larger than the memory pool** — Qwen2.5-72B-Instruct " \
            "(container and native; 2 findings)" in lines, lines
+    assert checks.count("**phase1**") == 1
     assert "Qwen2.5-72B-Instruct's weights: 72.7B parameters in BF16" in checks  # the assumption, once
     assert checks.count("72.7B parameters in BF16") == 1
     campaign = (pages / "campaigns" / "phase1" / "index.md").read_text(encoding="utf-8")
@@ -59,7 +60,7 @@ def test_memory_page_shows_the_identity_and_the_explanations(pages: Path) -> Non
     assert "## One finding, not two" in memory and re.search(r"fits all \d+ arms \(R²", memory)
     assert "## Why would a container hold more memory?" in memory
     assert "cgroup accounting of unified memory" in memory and "page cache" in memory
-    assert "**Unified memory** (phase1)" in memory and "**Discrete GPU**" not in memory
+    assert "**Unified memory** — phase1. On a unified-memory" in memory and "**Discrete GPU**" not in memory
     assert (pages / "memory" / "charts" / "memory-budget.vl.json").exists()
 
 

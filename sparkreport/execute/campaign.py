@@ -150,6 +150,9 @@ class Campaign:
     sha256: str = ""
     #: Variables recorded besides the built-in allowlist (``NAME`` or ``PREFIX_*``).
     env_allowlist: tuple[str, ...] = ()
+    #: What the site's pages call the campaign (its name, the folder, when empty); the site reads
+    #: it from the copy kept in ``_campaign/``, and sparkreport.yml's ``campaigns:`` overrides it.
+    title: str = ""
 
     def model(self, name: str) -> ModelSpec:
         """The model named ``name`` (names are unique)."""
@@ -338,7 +341,7 @@ def _closest(word: str, options: tuple[str, ...]) -> str | None:
 # --------------------------------------------------------------------------- loading
 
 
-_TOP = ("campaign", "description", "models", "environments", "workload", "iterations", "cache",
+_TOP = ("campaign", "title", "description", "models", "environments", "workload", "iterations", "cache",
         "order", "seed", "timeout_s", "cooldown", "monitoring", "preflight", "guard", "env", "labels",
         "env_allowlist")
 _MODEL_KEYS = ("name", "id", "path", "preset", "config", "params", "display_name")
@@ -411,6 +414,7 @@ def load_campaign(path: Path) -> Campaign:
         path=path,
         name=name,
         description=top.text("description", default="") or "",
+        title=" ".join((top.text("title", default="") or "").split()),
         models=models,
         environments=tuple(environments),
         workload=wspec,

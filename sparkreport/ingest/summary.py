@@ -2,8 +2,8 @@
 
 Two spellings of the same thing:
 
-* YAML with ``sparkreport: published-summary`` at the top, campaign-level facts (source,
-  hardware, software, workload, environments, models) and a list of ``arms``;
+* YAML with ``sparkreport: published-summary`` at the top, campaign-level facts (title,
+  source, hardware, software, workload, environments, models) and a list of ``arms``;
 * CSV with at least the columns ``model, environment, metric, n, mean`` (optional ``sd``,
   ``unit``, ``sd_ddof``, ``model_id``).
 
@@ -47,8 +47,10 @@ _CSV_REQUIRED = ("model", "environment", "metric", "n", "mean")
 #: ``sparkreport: …`` at the start of a line: the marker a sparkreport YAML file starts with.
 _MARKER_LINE = re.compile(r"^sparkreport:[ \t]*['\"]?([^'\"\s#]*)", re.MULTILINE)
 #: The keys of a YAML file: at the top, in an arm, in a metric's figures, in an environment, in a model.
-_TOP_KEYS = ("sparkreport", "campaign", "source", "sd_ddof", "hardware", "software", "workload", "environments",
-             "models", "arms")
+_TOP_KEYS = ("sparkreport", "campaign", "title", "source", "sd_ddof", "hardware", "software", "workload",
+             "environments", "models", "arms")
+#: The note a record of a file with ``title:`` carries: what the site calls the campaign.
+TITLE_NOTE = "campaign title:"
 _ARM_KEYS = ("model", "environment", "n", "sd_ddof", "note", "metrics")
 _STAT_KEYS = ("mean", "sd", "unit", "n", "sd_ddof")
 _ENVIRONMENT_KEYS = ("kind", "details")
@@ -149,6 +151,8 @@ class PublishedSummaryParser(Parser):
             raise where.fail("arms" if isinstance(doc, dict) and "arms" in doc else "", "needs a list under 'arms'",
                              fix=_FORMAT_FIX)
         where.known("", doc, _TOP_KEYS)
+        if doc.get("title") is not None and not isinstance(doc["title"], str):
+            raise where.fail("title", f"title must be text, not {doc['title']!r}", fix="quote it")
         for section, kind in _SECTIONS.items():
             where.known(section, doc.get(section), tuple(f.name for f in fields(kind)))
         ddof = doc.get("sd_ddof")
@@ -238,6 +242,9 @@ class PublishedSummaryParser(Parser):
             raise ParseError(path, f"unknown field ({exc})", fix="see the published-summary format") from None
         if doc.get("source"):
             record.provenance.notes.append(f"published in: {doc['source']}")
+        title = " ".join(str(doc.get("title") or "").split())
+        if title:  # the campaign's title, carried as its source is (render.report reads both)
+            record.provenance.notes.append(f"{TITLE_NOTE} {title}")
         if note:
             record.provenance.notes.append(str(note))
         natural = slug(f"summary-{model_key}-{env_key}-{stable_id(source.sha256)[:8]}")

@@ -102,7 +102,7 @@ class HomePage(Page):
                 "history_spans": history_spans(site)}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
-        from sparkreport.render.report import effect_rows, forest_chart
+        from sparkreport.render.report import campaign_titles, effect_rows, forest_chart
 
         shown, _earlier = campaign_split(site)
         every = [e for e in effect_rows(site) if str(e["campaign"]) in shown]
@@ -110,7 +110,7 @@ class HomePage(Page):
         if len(effects) > self.EFFECT_BUDGET:  # the largest effects; the rest are on Results
             effects = sorted(effects, key=lambda e: -abs(e["delta_pct"] or 0))[:self.EFFECT_BUDGET]
         chart = forest_chart(effects, name="effects", title="Every effect with its confidence interval",
-                             confidence=site.config.analysis.confidence)
+                             confidence=site.config.analysis.confidence, titles=campaign_titles(site))
         return [chart] if chart is not None else []
 
 
@@ -468,9 +468,9 @@ class QualityPage(Page):
                      "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
                      "runs": f.runs, "assumes": f.assumes} for f in site.findings]  # check() sorted them
         shown, more = cap_per_check(findings, FINDINGS_PER_CHECK)
-        from sparkreport.render.report import model_names
+        from sparkreport.render.report import campaign_titles, model_names
 
-        checks = checks_of(shown, more, model_names(site))
+        checks = checks_of(shown, more, model_names(site), campaign_titles(site))
         if more:  # every finding, for the reader who wants them all (and `sparkreport check --json`)
             import pandas as pd
 
@@ -521,12 +521,14 @@ SEVERITY_NOUNS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
-              names: dict[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
+              names: dict[tuple[str, str], str] | None = None,
+              titles: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The listed findings (:func:`cap_per_check`'s ``shown`` and ``more``) per check, in
     check()'s order: the check's title, severity and count (all its findings), then per finding
     what it is about (the message's prefix), the finding itself as a sentence and its runs;
-    ``more``: its findings not listed. ``names``: (campaign, model) → the model's name, which the
-    arms are shown by ("phase1-published: Qwen2.5-72B-Instruct (container, native)")."""
+    ``more``: its findings not listed. ``names``: (campaign, model) → the model's name, and
+    ``titles``: campaign → its title, which the arms are shown by ("Phase 1: container vs native:
+    Qwen2.5-72B-Instruct (container, native)")."""
     from sparkreport.render.report import check_title, message_body, message_where
 
     left = {m["code"]: m["count"] for m in more}
@@ -550,18 +552,21 @@ def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
         row["runs"] += [run for run in finding["runs"] if run not in row["runs"]]
     for group in out.values():
         for row in group["rows"]:
-            row["where"] = compact_wheres(row.pop("wheres"), names=names)
+            row["where"] = compact_wheres(row.pop("wheres"), names=names, titles=titles)
         group["noun"] = SEVERITY_NOUNS.get(group["severity"], "finding")
         group["where"] = any(row["where"] for row in group["rows"])
     return list(out.values())
 
 
-def compact_wheres(wheres: list[str], limit: int = 4, names: dict[tuple[str, str], str] | None = None) -> str:
+def compact_wheres(wheres: list[str], limit: int = 4, names: dict[tuple[str, str], str] | None = None,
+                   titles: dict[str, str] | None = None) -> str:
     """'phase1/qwen72b (container, native); phase1/deepseek (native)' for the arms
     'phase1/qwen72b/container', 'phase1/qwen72b/native', 'phase1/deepseek/native': arms that
     share their campaign and model are named once. Past ``limit`` such groups, a count of the
     rest ('; and 36 more'). With ``names`` ((campaign, model) → the model's name), a campaign
-    and model read 'phase1: Qwen2.5-72B-Instruct' instead of their slugs."""
+    and model read 'phase1: Qwen2.5-72B-Instruct' instead of their slugs; with ``titles``
+    (campaign → its title), the campaign reads as its title, set off from the model by ' · '
+    (a title may hold a colon of its own: 'Phase 1: container vs native · Qwen2.5-72B-Instruct')."""
     parents: dict[str, list[str]] = {}
     for where in wheres:
         parent, _, leaf = where.rpartition("/")
@@ -569,8 +574,11 @@ def compact_wheres(wheres: list[str], limit: int = 4, names: dict[tuple[str, str
 
     def shown(parent: str) -> str:
         campaign, _, model = parent.partition("/")
+        title = (titles or {}).get(campaign, campaign)
         name = (names or {}).get((campaign, model))
-        return f"{campaign}: {name}" if name else parent
+        if name:
+            return f"{title}{': ' if title == campaign else ' · '}{name}"
+        return title if not model else parent
 
     named = ["{} ({})".format(shown(parent), ", ".join(leaves)) if any(leaves) else shown(parent)
              for parent, leaves in list(parents.items())[:limit]]
@@ -653,7 +661,7 @@ class CampaignPage(Page):
         docs = []
         shown, earlier = campaign_split(site)
         for campaign in campaigns(site):
-            doc = PageDoc(campaign.path, campaign.name, self.template)
+            doc = PageDoc(campaign.path, campaign.title, self.template)
             doc.scope = [(campaign.name, m) for m in sorted(models_of.get(campaign.name, ()))]
             doc.inputs = runs_of.get(campaign.name, [])
             # the campaign as described (its campaign file too), its analysis rows (Holm runs per
@@ -669,7 +677,7 @@ class CampaignPage(Page):
         # An overview lists every campaign (so /campaigns/ is a page, as /results/ is); with more
         # campaigns than the site-wide pages show in full, the nav lists only the newest (a nav
         # of every campaign is rendered into every page).
-        self.newest = set(shown) if earlier else {doc.title for doc in docs}
+        self.newest = {c.path for c in campaigns(site) if c.name in shown} if earlier else {doc.path for doc in docs}
         overview = PageDoc(f"{self.folder}/index.md", "Overview", self.overview_template)
         # Its design, counts and GPUs are what no finding can change: no banner, no findings read.
         overview.banner, overview.reads_findings = False, "none"
@@ -678,7 +686,7 @@ class CampaignPage(Page):
 
     #: The overview's template.
     overview_template = "campaigns_index.md"
-    #: The campaigns the nav lists (set by :meth:`docs`).
+    #: The paths of the campaign pages the nav lists (set by :meth:`docs`).
     newest: set[str]
 
     def nav(self, docs: list[PageDoc]) -> NavItem:
@@ -686,7 +694,7 @@ class CampaignPage(Page):
         if not docs or docs[0].template != self.overview_template:
             return super().nav(docs)
         return (self.title, [(docs[0].title, docs[0].path),
-                             *((d.title, d.path) for d in docs[1:] if d.title in self.newest)])
+                             *((d.title, d.path) for d in docs[1:] if d.path in self.newest)])
 
     def fill_overview(self, site: SiteData, doc: PageDoc, in_nav: int) -> None:
         """Every campaign, newest first (:func:`~sparkreport.render.report.recency`, the rule that
@@ -701,7 +709,7 @@ class CampaignPage(Page):
         for c in sorted(campaigns(site), key=lambda c: when(c.name), reverse=True):
             found = times.get(c.name)
             listed.append({
-                "name": c.name, "href": doc.href(c.path),
+                "name": c.name, "title": c.title, "href": doc.href(c.path),
                 "last_run": "—" if found is None or pd.isna(found) else found.strftime("%Y-%m-%d"),
                 "levels": c.levels, "models": len(c.models),
                 "data": f"published figures ({c.arms} arms)" if c.published else f"{c.runs} runs",
@@ -736,8 +744,8 @@ class CampaignPage(Page):
         }
         doc.charts = self.campaign_charts(site, campaign.name, rows)
         chart = forest_chart([e for e in rows if e["primary"]] or rows, name="effects",
-                             title=f"{campaign.name}: every effect with its CI",
-                             confidence=site.config.analysis.confidence)
+                             title=f"Every effect with its CI — {campaign.title}",
+                             confidence=site.config.analysis.confidence, titles={campaign.name: campaign.title})
         if chart is not None:
             doc.charts.insert(0, chart)
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: Part of every :meth:`SiteData.per_campaign` key: another layout of the values drops them.
-PER_CAMPAIGN_LAYOUT = 1
+PER_CAMPAIGN_LAYOUT = 2
 
 
 @dataclass

@@ -204,7 +204,7 @@ def _render(project: Project, session: RenderSession | None = None,
     from sparkreport.render.pagecache import INCLUDES_FILE, CachedPage, PageCache, PageKeys
     from sparkreport.render.pages import registered_pages
     from sparkreport.render.preflight import preflight
-    from sparkreport.render.report import newest_rule
+    from sparkreport.render.report import campaigns, newest_rule
 
     root, config_path, runs_dir, docs_dir = project.root, project.config_path, project.runs_dir, project.docs_dir
     # The project root's sparkreport.yml, not the current directory's: render may run elsewhere.
@@ -272,6 +272,9 @@ def _render(project: Project, session: RenderSession | None = None,
         ("config_path", str(config_path)),
         ("config", memo.digest(config_path) if config_path is not None and config_path.is_file() else "default"),
         ("newest_by", newest_rule(site)),  # every page may say how the newest campaigns were chosen
+        # what a page calls each campaign (and its question): from sparkreport.yml (in "config"),
+        # but also from a campaign file kept beside the runs, which no page's inputs hold
+        ("campaigns", json.dumps([[c.name, c.title, c.description] for c in campaigns(site)])),
     ], includes_file=compiled / INCLUDES_FILE if compiled is not None else None)
     memo.save()
     cache = PageCache(cache_dir)

@@ -82,7 +82,9 @@ def latest_change(site: SiteData) -> str | None:
         return None
     rank = {v: i for i, v in enumerate(result.versions)}
     newest = max(result.changes, key=lambda c: (rank[c.after], abs(c.change_pct)))
-    return f"{change_sentence(newest, site.confidence_label)} ({newest.model}, {newest.campaign})"
+    from sparkreport.render.report import campaign_title
+
+    return f"{change_sentence(newest, site.confidence_label)} ({newest.model}, {campaign_title(site, newest.campaign)})"
 
 
 def history_method(site: SiteData) -> str | None:
@@ -120,6 +122,7 @@ class HistoryPage(Page):
         from sparkreport.analysis.history import ACROSS
         from sparkreport.config import NamedDiff
         from sparkreport.render.diffs import campaign_runs, fill_diff
+        from sparkreport.render.report import campaign_title
 
         result = site_history(site)
         if result is None:
@@ -131,7 +134,7 @@ class HistoryPage(Page):
         for change in changes:
             key = (change.campaign, change.before, change.after)
             if key not in diff_docs and len(diff_docs) < DIFF_PAGE_BUDGET:
-                name = f"{change.campaign}: {change.before} → {change.after}"
+                name = f"{campaign_title(site, change.campaign)}: {change.before} → {change.after}"
                 named = NamedDiff(name=name, a=_selector(result, change.campaign, change.before),
                                   b=_selector(result, change.campaign, change.after), title=name)
                 doc = PageDoc(f"{self.folder}/{slug(f'{change.campaign}-{change.before}-{change.after}')}/index.md",

@@ -234,6 +234,7 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
     """
     import jinja2
 
+    campaign_title = jinja2.pass_context(_campaign_title)
     loaders: list[jinja2.BaseLoader] = []
     if project_templates is not None and project_templates.is_dir():
         loaders.append(jinja2.FileSystemLoader(str(project_templates)))
@@ -249,12 +250,22 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
         bytecode_cache=jinja2.FileSystemBytecodeCache(str(compiled)) if compiled is not None else None,
     )
     env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
-                       breakable=breakable, size=size)
+                       breakable=breakable, size=size, campaign_title=campaign_title)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
                        signed=signed,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
                        cut=shown_values, counted=counted, design_columns=design_columns, with_unit=with_unit)
     return env
+
+
+def _campaign_title(context: Any, name: Any) -> str:
+    """``{{ name|campaign_title }}``: what the pages call the campaign ``name`` (its title from
+    sparkreport.yml, its campaign file or its published summary; else the name), read from the
+    page's ``site``."""
+    from sparkreport.render.report import campaign_title as title_of
+
+    site = context.get("site")
+    return str(name) if site is None else title_of(site, str(name))
 
 
 def design_columns(entries: list[dict[str, Any]]) -> list[str]:

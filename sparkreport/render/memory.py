@@ -206,7 +206,9 @@ class MemoryPage(Page):
 
         shown, _earlier = self.campaign_split(site)
         out = []
-        waterfall = budget_chart([b for b in budget_rows(site) if b["campaign"] in shown])
+        from sparkreport.render.report import campaign_titles
+
+        waterfall = budget_chart([b for b in budget_rows(site) if b["campaign"] in shown], campaign_titles(site))
         if waterfall is not None:
             out.append(waterfall)
         points = scatter_points(site)
@@ -294,9 +296,10 @@ def ledger_fields(records: list[RunRecord]) -> tuple[int, list[str]]:
     return len(with_ledger), sorted(keys)
 
 
-def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
+def budget_chart(budget: list[dict[str, Any]], titles: dict[str, str] | None = None) -> ChartSpec | None:
     """The memory budget as stacked bars per arm: memory before the KV cache → KV cache → left
-    free. The bar is the pool: a KV cache that would pass it is cut at the pool (and said so)."""
+    free. The bar is the pool: a KV cache that would pass it is cut at the pool (and said so).
+    A row of bars per campaign, headed by its title (``titles``: campaign → title)."""
     from sparkreport.charts import ChartSpec
 
     parts = ("before the KV cache", "KV cache", "left free")
@@ -309,7 +312,8 @@ def budget_chart(budget: list[dict[str, Any]]) -> ChartSpec | None:
         kv = min(b["kv"] or 0.0, b["pool"] - pre_kv)
         rest = max(b["pool"] - pre_kv - kv, 0.0)
         for order, (part, value) in enumerate(zip(parts, (pre_kv, kv, rest), strict=True)):
-            data.append({"arm": arm, "campaign": b["campaign"], "part": part, "gib": round(value, 3),
+            data.append({"arm": arm, "campaign": (titles or {}).get(b["campaign"], b["campaign"]), "part": part,
+                         "gib": round(value, 3),
                          "order": order})
     if not data:
         return None

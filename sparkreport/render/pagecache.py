@@ -12,8 +12,10 @@ Each planned document (:class:`~sparkreport.render.pages.PageDoc`) gets a key, t
   error-level ones, or none, for a page that shows no other (``PageDoc.reads_findings``) — and
   its banner's);
 * ``sparkreport.yml``, the sparkreport package itself (code and packaged templates), the run
-  store's and project's paths and the command printed in the footer; for the pages whose
-  footer names the whole dataset, the dataset digest and the project commit.
+  store's and project's paths and the command printed in the footer, and every campaign's
+  title and description (a campaign file kept beside the runs gives them, and any page may
+  name a campaign); for the pages whose footer names the whole dataset, the dataset digest and
+  the project commit.
 
 The keys and the files each page wrote are kept in ``build/cache/pages.json``. A render fills
 and writes only the pages whose key changed or whose files are missing from the docs folder;

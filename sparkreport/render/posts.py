@@ -498,6 +498,8 @@ class Resolver:
         return tables[str(name)](**filters)
 
     def _arms_table(self, metric: Any = None, **filters: Any) -> str:
+        from sparkreport.render.report import campaign_title
+
         if metric is None:
             raise BindingError("table(\"arms\") needs metric=\"…\"")
         metric = self._metric_name(metric)
@@ -514,7 +516,7 @@ class Resolver:
             spread = MISSING if is_missing(row["min"]) or is_missing(row["max"]) else \
                 f"{num(row['min'], metric)}–{num(row['max'], metric)}"
             published = " (*published*)" if row["source"] == "published" else ""  # as Results marks them
-            body.append([md_escape(row["campaign"]), md_escape(row["model_name"]),
+            body.append([md_escape(campaign_title(self.site, row["campaign"])), md_escape(row["model_name"]),
                          md_escape(row["environment"]) + published, str(int(row["n"])),
                          num(row["mean"], metric), num(row["sd"], metric),
                          _interval(row["ci_low"], row["ci_high"], metric), num(row["median"], metric), spread])

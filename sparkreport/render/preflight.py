@@ -4,9 +4,10 @@ Two passes, with the same checks and the same one-line errors (file, line, fix):
 
 1. :func:`refuse_early`, called by ``render`` and ``build`` before anything heavy (no dataset, no
    build key, no pandas): ``sparkreport.yml`` is loaded (a bad value is refused there), the
-   diffs' campaigns are looked up among the store's folders, then the diffs and the posts'
-   bindings are checked against the store's name index (:func:`sparkreport.early.store_index`,
-   kept current beside the record cache). About a second at 10 000 runs with the index warm.
+   campaigns it gives titles and the diffs' campaigns are looked up among the store's folders,
+   then the diffs and the posts' bindings are checked against the store's name index
+   (:func:`sparkreport.early.store_index`, kept current beside the record cache). About a
+   second at 10 000 runs with the index warm.
 2. :func:`preflight`, called by ``render`` right after the dataset is loaded, runs the same
    checks against the dataset: it decides what the index cannot (a selector on a column the
    index does not hold, such as ``iteration``).
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sparkreport.names import shown_values
+from sparkreport.names import shown, shown_values
 from sparkreport.render.posts import (
     ARM_FILTERS,
     POSTS_DIR,
@@ -151,8 +152,11 @@ def refuse_early(options: RenderOptions | Project) -> None:
     config = project.config
     posts = root / "docs" / POSTS_DIR
     design = "factor" in config.lines or "baseline" in config.lines
-    if not store_campaigns(runs_dir) or not (design or config.diffs or (posts.is_dir() and any(posts.rglob("*.md")))):
+    folders = store_campaigns(runs_dir)
+    if not folders or not (design or config.diffs or config.campaigns
+                           or (posts.is_dir() and any(posts.rglob("*.md")))):
         return  # nothing to check against the store (an empty one: the render says "no runs to render")
+    check_campaign_settings(config, folders, shown(runs_dir))
     check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
                                         for i, named in enumerate(config.diffs)
                                         for side, text in (("a", named.a), ("b", named.b))])
@@ -163,6 +167,21 @@ def refuse_early(options: RenderOptions | Project) -> None:
     check_design(names, config)
     check_diffs(names, config)
     check_posts(names, config, root / "docs")
+
+
+def check_campaign_settings(config: ProjectConfig, campaigns: list[str], store: str) -> None:
+    """Every campaign ``campaigns:`` of sparkreport.yml names is one of ``campaigns`` (those of
+    ``store``, as a message names it): a title for a campaign the store lacks is a typo, never
+    shown anywhere, so it is refused at its line with the closest name."""
+    import difflib
+
+    for name in config.campaigns:
+        if name in campaigns:
+            continue
+        near = difflib.get_close_matches(name, campaigns, n=1, cutoff=0.6)
+        there = f"campaigns there: {shown_values(sorted(campaigns))}"
+        raise config.error(f"campaigns.{name}", f"campaigns: no campaign {name!r} in {store}",
+                           fix=f"did you mean {near[0]!r}? ({there})" if near else there)
 
 
 #: The factors compare contrasts most often, named first when a factor is refused.
@@ -346,5 +365,6 @@ class _Checker:
                                f"{shown_values(sorted(have))}")
 
 
-__all__ = ["COMMON_FACTORS", "DatasetNames", "IndexNames", "Names", "baseline_problem", "check_compare_options",
-           "check_design", "check_diffs", "check_posts", "factor_problem", "preflight", "refuse_early"]
+__all__ = ["COMMON_FACTORS", "DatasetNames", "IndexNames", "Names", "baseline_problem", "check_campaign_settings",
+           "check_compare_options", "check_design", "check_diffs", "check_posts", "factor_problem", "preflight",
+           "refuse_early"]

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from sparkreport.analysis import Finding
     from sparkreport.charts import ChartSpec
+    from sparkreport.config import ProjectConfig
     from sparkreport.render.context import SiteData
     from sparkreport.schema import RunRecord
 
@@ -66,6 +67,11 @@ class Campaign:
     #: The configured baseline when one of ``levels`` (then the first), else None: the pages
     #: never name another level the baseline.
     baseline: str | None = None
+    #: What the pages call it (:func:`campaign_titles`); the name when none is given.
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        self.title = self.title or self.name
 
     @property
     def slug(self) -> str:
@@ -92,10 +98,10 @@ def _campaign_file(runs_dir: Path, campaign: str) -> dict[str, Any]:
 
 def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
     """What :func:`campaigns` says of one campaign, from its records: models, levels, GPUs,
-    memory, runs and published arms, the published source's note."""
+    memory, runs and published arms, the published source's note and title."""
     entry: dict[str, Any] = {
-        "models": {}, "levels": [], "gpus": [], "unified": set(), "pools": set(), "notes": [], "runs": 0,
-        "published": 0, "arms": set()}
+        "models": {}, "levels": [], "gpus": [], "unified": set(), "pools": set(), "notes": [], "titles": [],
+        "runs": 0, "published": 0, "arms": set()}
     for record in records:
         entry["models"].setdefault(record.model.name, record.model.display_name or record.model.name)
         level = record.environment.name
@@ -115,20 +121,31 @@ def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
         for note in record.provenance.notes:
             if note.startswith("published in:") and note not in entry["notes"]:
                 entry["notes"].append(note)
+            elif note.startswith(TITLE_NOTE) and record.record_type == "arm_summary":
+                title = note.removeprefix(TITLE_NOTE).strip()
+                if title and title not in entry["titles"]:
+                    entry["titles"].append(title)
     return entry
 
 
+#: The note a published summary's ``title:`` leaves on its records (``ingest.summary.TITLE_NOTE``).
+TITLE_NOTE = "campaign title:"
+
+
 def campaigns(site: SiteData) -> list[Campaign]:
-    """Every campaign in the store, with its description (the campaign file's, else the
-    published source's note) and design (iterations, order, cooldown) where recorded."""
+    """Every campaign in the store, with its title (:func:`campaign_title_of`), description (the
+    campaign file's, else the published source's note) and design (iterations, order, cooldown)
+    where recorded."""
     cached = site.extra.get("_campaigns")
     if cached is not None:
         return list(cached)
     by_name = site.per_campaign("campaign-entry", _campaign_entry)
     out = []
+    titles: dict[str, str] = {}
     for name in sorted(by_name):
         entry = by_name[name]
         doc = _campaign_file(site.runs_dir, name)
+        titles[name] = campaign_title_of(site.config, name, doc, entry["titles"])
         description = " ".join(str(doc.get("description") or "").split())
         source = entry["notes"][0].removeprefix("published in:").strip() if entry["notes"] else ""
         if not description and source:
@@ -144,8 +161,52 @@ def campaigns(site: SiteData) -> list[Campaign]:
             unified=(True in entry["unified"]) if entry["unified"] else None,
             pools_gib=sorted(entry["pools"]), source=source, design=design,
             baseline=baseline if baseline in levels else None))
+    shown = unique_titles(titles)
+    for campaign in out:
+        campaign.title = shown[campaign.name]
     site.extra["_campaigns"] = out
     return list(out)
+
+
+def campaign_title_of(config: ProjectConfig, name: str, doc: dict[str, Any], published: list[str]) -> str:
+    """What the pages call campaign ``name``: sparkreport.yml's ``campaigns.<name>.title``, else
+    the ``title:`` of its campaign file (``doc``, the copy kept beside executed runs), else the
+    first ``title:`` of the published summaries ingested into it (``published``, in record
+    order), else the name itself. Bidirectional control characters are dropped, as from names."""
+    from sparkreport.names import strip_bidi
+
+    configured = config.campaigns.get(name)
+    found = doc.get("title")
+    for title in (configured.title if configured is not None else None,
+                  found if isinstance(found, str) else None, *published):
+        text = " ".join(strip_bidi(title or "").split())
+        if text:
+            return text
+    return name
+
+
+def unique_titles(titles: dict[str, str]) -> dict[str, str]:
+    """``titles`` (name → title) with each title two campaigns share followed by the campaign's
+    name in brackets: a reader must tell every heading, nav entry and table cell apart."""
+    from collections import Counter
+
+    counts = Counter(titles.values())
+    return {name: f"{title} ({name})" if counts[title] > 1 and title != name else title
+            for name, title in titles.items()}
+
+
+def campaign_titles(site: SiteData) -> dict[str, str]:
+    """Campaign name → its title, for every campaign in the store (see :func:`campaigns`)."""
+    cached = site.extra.get("_campaign_titles")
+    if cached is None:
+        cached = site.extra["_campaign_titles"] = {c.name: c.title for c in campaigns(site)}
+    return cached  # shared: do not modify
+
+
+def campaign_title(site: SiteData, name: str) -> str:
+    """What the pages call campaign ``name`` (the name itself for one not in the store, such as
+    the History page's "across campaigns")."""
+    return campaign_titles(site).get(str(name), str(name))
 
 
 def run_arms(site: SiteData) -> dict[str, ArmKey]:
@@ -466,11 +527,13 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
     return Markup(" ".join(part for part in out if part))  # noqa: S704 — our own text, no data in it
 
 
-def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confidence: float) -> ChartSpec | None:
+def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confidence: float,
+                 titles: dict[str, str] | None = None) -> ChartSpec | None:
     """Every effect (Δ% vs the baseline) with its CI, one row each (model × metric, named by the
     candidate and the campaign too where two would share a row), and the equivalence band (±
     margin) drawn. An effect without a CI (published without a spread) is in the tables only: a
-    point alone would say nothing of its uncertainty and stretch the axis past every interval."""
+    point alone would say nothing of its uncertainty and stretch the axis past every interval.
+    ``titles``: campaign name → what the chart calls it (:func:`campaign_titles`)."""
     from sparkreport.charts import ChartSpec
 
     data = []
@@ -499,7 +562,8 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     for e in shown:
         data.append({
             "row": " · ".join(named(e)), "metric": e["label"],
-            "comparison": f"{e['candidate']} vs {e['baseline']}", "campaign": e["campaign"],
+            "comparison": f"{e['candidate']} vs {e['baseline']}",
+            "campaign": (titles or {}).get(str(e["campaign"]), str(e["campaign"])),
             "delta": round(e["delta_pct"], 3), "low": _round(e["delta_low"]), "high": _round(e["delta_high"]),
             "verdict": VERDICT_WORDS.get(str(e["verdict"]), str(e["verdict"])), "margin": e["margin_pct"],
         })

@@ -99,11 +99,14 @@ class RunsPage(Page):
         for entry in entries:  # in (campaign, model, environment, iteration, run id) order
             by_campaign.setdefault(entry["campaign"], []).append(entry)
         anchors = unique_slugs(name for entry in entries for name in (entry["model_name"], entry["environment"]))
+        from sparkreport.render.report import campaign_title
+
         for campaign, members in by_campaign.items():
             chunks = [members[i:i + PAGE_SIZE] for i in range(0, len(members), PAGE_SIZE)]
             base = f"{self.folder}/{slug(campaign)}"
             paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(chunks))]
-            pages = [PageDoc(path, campaign + (f" ({k + 1}/{len(paths)})" if len(paths) > 1 else ""),
+            title = campaign_title(site, campaign)
+            pages = [PageDoc(path, title + (f" ({k + 1}/{len(paths)})" if len(paths) > 1 else ""),
                              self.group_template, banner=False) for k, path in enumerate(paths)]
             per_page, groups = self.campaign_groups(chunks, pages, anchors)
             summaries.append(_campaign_summary(campaign, groups, len(paths), index.href(paths[0])))
