@@ -163,7 +163,21 @@ class MethodologyPage(Page):
             "options": site.config.analysis,
             "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
             "history_method": history_method(site),
+            "facts": stated_facts(site),
         }
+
+
+def stated_facts(site: SiteData) -> list[dict[str, str]]:
+    """The quantities that did not vary (``site.facts``) as a reader meets them: each named by
+    its campaign's title and its model's name, not by their slugs ("H100 control: native vs
+    cgroup · Llama-3-8B shape (random weights)"), then its sentence."""
+    from sparkreport.render.report import campaign_title, message_body, model_names
+
+    names = model_names(site) if site.facts else {}
+    return [{"where": f"{campaign_title(site, fact.campaign)} · {names.get((fact.campaign, fact.model), fact.model)}",
+             # the list's lead-in says "stated, not tested" once for every line
+             "body": message_body(fact.sentence).removesuffix("; stated, not tested.").rstrip(".") + "."}
+            for fact in site.facts]
 
 
 def campaign_sources(records: list[RunRecord]) -> tuple[int, bool, list[dict[str, Any]]]:
