@@ -220,9 +220,13 @@ class MemoryPage(Page):
 
 
 def identity_fits(site: SiteData) -> list[dict[str, Any]]:
-    """The derived-identity fits (KV = fraction × free + c) per campaign, with their numbers."""
+    """The derived-identity fits (KV = fraction × free + c) per campaign, with their numbers;
+    ``body``: the finding's sentence without its campaign prefix (the page names the campaign
+    by its title where it shows several)."""
+    from sparkreport.render.report import message_body
+
     return [
-        {"campaign": f.message.split(":")[0], "message": f.message, **f.numbers}
+        {"campaign": f.message.split(":")[0], "message": f.message, "body": message_body(f.message), **f.numbers}
         for f in site.findings if f.code == "derived-identity"
     ]
 
