@@ -111,7 +111,9 @@ def test_tables_and_charts_come_from_the_pages(tmp_path: Path, published_store: 
     assert '<span class="sparkreport-chart" id="chart-post-1-kv-vs-peak" role="figure"' in text
     assert "](../../memory/charts/kv-vs-peak.svg)</span>" in text
     assert (result.docs_dir / "memory" / "charts" / "kv-vs-peak.vl.json").is_file()
-    assert text.count("| error | roofline |") == 2
+    # the check in words, the arm by its model (one campaign: no title), no severity column of one value
+    assert text.count("| throughput above the memory-bandwidth bound | Qwen2.5-72B-Instruct (") == 2
+    assert "| check | where | finding |" in text and "| error |" not in text
     assert result.posts[0].bindings == 3 and result.posts[0].charts == ["memory/kv-vs-peak"]
 
 
@@ -407,3 +409,15 @@ def test_static_charts_auto_stops_drawing_svgs_past_the_limit(tmp_path: Path, pu
     monkeypatch.setattr(config, "STATIC_CHART_LIMIT", small.chart_count - 1)
     large = render(RenderOptions(runs_dir=published_store, project_root=tmp_path / "b"))
     assert large.svg_count == 0 and not list(large.docs_dir.rglob("*.svg"))
+
+
+def test_a_findings_table_over_campaigns_names_each_arm_and_severity(tmp_path: Path, published_store: Path) -> None:
+    """Rows from several campaigns and severities: a severity column, and each arm named by its
+    campaign (its title, else its name) and its model's name, as Data quality names them."""
+    post = 'Intro.\n\n{{ table("findings") }}\n'
+    result = render(RenderOptions(runs_dir=published_store, project_root=project_with(tmp_path, post)))
+    text = (result.docs_dir / "blog" / "posts" / "post.md").read_text(encoding="utf-8")
+    assert "| severity | check | where | finding |" in text
+    assert ("| error | weights larger than the memory pool | phase1-published: Qwen2.5-72B-Instruct (container) | "
+            "The weights alone need 135.4 GiB") in text
+    assert "| warning | a single run per arm | unified-memory-post: model not named in the post (" in text

@@ -573,29 +573,38 @@ def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
 
 
 def compact_wheres(wheres: list[str], limit: int = 4, names: dict[tuple[str, str], str] | None = None,
-                   titles: dict[str, str] | None = None) -> str:
+                   titles: dict[str, str] | None = None, campaign: bool = True) -> str:
     """'phase1/qwen72b (container, native); phase1/deepseek (native)' for the arms
     'phase1/qwen72b/container', 'phase1/qwen72b/native', 'phase1/deepseek/native': arms that
     share their campaign and model are named once. Past ``limit`` such groups, a count of the
     rest ('; and 36 more'). With ``names`` ((campaign, model) → the model's name), a campaign
     and model read 'phase1: Qwen2.5-72B-Instruct' instead of their slugs; with ``titles``
     (campaign → its title), the campaign reads as its title, set off from the model by ' · '
-    (a title may hold a colon of its own: 'Phase 1: container vs native · Qwen2.5-72B-Instruct')."""
+    (a title may hold a colon of its own: 'Phase 1: container vs native · Qwen2.5-72B-Instruct').
+    ``campaign=False`` leaves the campaign out where the reader knows it (a table of one
+    campaign's findings): 'Qwen2.5-72B-Instruct (container)', 'container' for a campaign's arm."""
     parents: dict[str, list[str]] = {}
     for where in wheres:
         parent, _, leaf = where.rpartition("/")
         parents.setdefault(parent if parent else where, []).append(leaf if parent else "")
 
     def shown(parent: str) -> str:
-        campaign, _, model = parent.partition("/")
-        title = (titles or {}).get(campaign, campaign)
-        name = (names or {}).get((campaign, model))
+        name_of, _, model = parent.partition("/")
+        title = (titles or {}).get(name_of, name_of)
+        name = (names or {}).get((name_of, model))
         if name:
-            return f"{title}{': ' if title == campaign else ' · '}{name}"
-        return title if not model else parent
+            return name if not campaign else f"{title}{': ' if title == name_of else ' · '}{name}"
+        if not model:
+            return title if campaign else ""
+        return parent if campaign else model
 
-    named = ["{} ({})".format(shown(parent), ", ".join(leaves)) if any(leaves) else shown(parent)
-             for parent, leaves in list(parents.items())[:limit]]
+    def named_as(parent: str, leaves: list[str]) -> str:
+        said, listed = shown(parent), ", ".join(leaves)
+        if not any(leaves):
+            return said
+        return f"{said} ({listed})" if said else listed
+
+    named = [named_as(parent, leaves) for parent, leaves in list(parents.items())[:limit]]
     rest = sum(len(leaves) for leaves in list(parents.values())[limit:])
     return "; ".join(named) + (f"; and {rest} more" if rest else "")
 

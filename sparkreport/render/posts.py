@@ -558,14 +558,28 @@ class Resolver:
         if not found:
             codes = sorted({f"{f.severity} {f.code}" for f in self.site.findings})
             raise BindingError(f"no finding matches — findings: {', '.join(codes) or 'none'}")
-        from sparkreport.render.builtin import without_assumption
+        from sparkreport.analysis.checks import check_title
+        from sparkreport.render.builtin import compact_wheres, without_assumption
+        from sparkreport.render.report import campaign_titles, message_body, message_where, model_names
 
         basis = {id(f): "; ".join(f.assumes) for f in found}
         assumed = list(dict.fromkeys(b for b in basis.values() if b))
-        table = _markdown_table(["severity", "check", "finding"],
-                                [[f.severity, md_escape(f.code), md_escape(without_assumption(f.message))
-                                  + (f" ({'†' * (assumed.index(basis[id(f)]) + 1)})" if basis[id(f)] else "")]
-                                 for f in found])
+        # As Data quality says them: the check in words, the arm by its model's name (and by its
+        # campaign's title where the rows span several campaigns), the message without its
+        # slug prefix; a severity the rows all share is not a column.
+        wheres = [message_where(f.message) for f in found]
+        one_campaign = len({where.split("/")[0] for where in wheres}) == 1
+        names, titles = model_names(self.site), campaign_titles(self.site)
+        severities = len({f.severity for f in found}) > 1
+        rows = []
+        for finding, where in zip(found, wheres, strict=True):
+            place = compact_wheres([where], names=names, titles=titles, campaign=not one_campaign) if where else ""
+            text = message_body(without_assumption(finding.message)) if where else without_assumption(finding.message)
+            mark = f" ({'†' * (assumed.index(basis[id(finding)]) + 1)})" if basis[id(finding)] else ""
+            rows.append([*([finding.severity] if severities else []), md_escape(check_title(finding.code)),
+                         md_escape(place) or "—", md_escape(text.removesuffix(".")) + mark + "."])
+        head = [*(["severity"] if severities else []), "check", "where", "finding"]
+        table = _markdown_table(head, rows)
         notes = "".join(f"\n\n{'†' * (i + 1)} assumes {md_escape(a)}" for i, a in enumerate(assumed))
         return table + notes
 
