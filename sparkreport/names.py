@@ -94,8 +94,9 @@ def is_clean_name(name: str) -> bool:
 SHOWN_VALUES = 8
 
 
-def shown_values(values: Iterable[object], limit: int = SHOWN_VALUES, empty: str = "none") -> str:
-    """Values for a one-line message, cut short: ``a, b, c, … and 97 more`` (``empty`` when none).
+def shown_values(values: Iterable[object], limit: int = SHOWN_VALUES, empty: str = "none", sep: str = ", ") -> str:
+    """Values for a one-line message, cut short: ``a, b, c, … and 97 more`` (``empty`` when none);
+    ``sep="; "`` for values that may hold commas of their own (campaign titles).
 
     Every error that lists what is allowed (models, campaigns, labels, metrics) goes through
     here, so a store of 10 000 runs still gives a one-line error.
@@ -104,8 +105,8 @@ def shown_values(values: Iterable[object], limit: int = SHOWN_VALUES, empty: str
     if not items:
         return empty
     if len(items) <= limit:
-        return ", ".join(items)
-    return ", ".join(items[:limit]) + f", … and {len(items) - limit} more"
+        return sep.join(items)
+    return sep.join(items[:limit]) + f"{sep}… and {len(items) - limit} more"
 
 
 def clean_names(record: RunRecord) -> int:

@@ -24,6 +24,8 @@ def test_shown_values_cuts_long_lists_short() -> None:
     assert shown_values([f"m{i}" for i in range(8)]) == "m0, m1, m2, m3, m4, m5, m6, m7"
     assert shown_values([f"m{i}" for i in range(100)], limit=2) == "m0, m1, … and 98 more"
     assert shown_values(range(10)) == "0, 1, 2, 3, 4, 5, 6, 7, … and 2 more"
+    # titles may hold commas: another separator keeps them apart
+    assert shown_values(["A, cold", "B, warm", "C"], limit=2, sep="; ") == "A, cold; B, warm; … and 1 more"
 
 
 @pytest.fixture
