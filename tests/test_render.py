@@ -737,3 +737,12 @@ def test_other_metrics_with_several_candidates_take_a_row_per_level(three_levels
     assert rows[0][3:] == ["—", ""] and rows[1][3:] == ["", ""]  # one level: no comparison; the baseline
     assert re.fullmatch(r"\+\d\.\d\d \(\+\d\.\d\d to \+\d\.\d\d\)", rows[2][3]) and rows[2][4] == "▲ higher"
     assert rows[3][4] == "≈ equivalent"
+
+
+def test_a_list_of_campaigns_keeps_titles_with_commas_apart() -> None:
+    from sparkreport.render.markdown import make_environment
+
+    env = make_environment(None)
+    listed = env.from_string("{{ campaign_list(names) }}")
+    assert listed.render(names=["v0.9.0", "v0.10.0"]) == "v0.9.0, v0.10.0"
+    assert listed.render(names=["H100, cold", "H100, warm"]) == "H100, cold; H100, warm"

@@ -254,8 +254,16 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
                        signed=signed,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
-                       cut=shown_values, counted=counted, design_columns=design_columns, with_unit=with_unit)
+                       cut=shown_values, counted=counted, design_columns=design_columns, with_unit=with_unit,
+                       campaign_list=jinja2.pass_context(_campaign_list))
     return env
+
+
+def _campaign_list(context: Any, names: Any) -> str:
+    """``{{ campaign_list(names) }}``: the campaigns by their titles, cut short as ``cut`` cuts,
+    with '; ' between them where a title holds a comma of its own (else ', ')."""
+    titles = [_campaign_title(context, name) for name in names]
+    return shown_values(titles, sep="; " if any("," in title for title in titles) else ", ")
 
 
 def _campaign_title(context: Any, name: Any) -> str:
