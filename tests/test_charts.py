@@ -372,7 +372,7 @@ def test_ratio_spec_is_what_altair_builds() -> None:
         chart = ratio_chart(frame, "output_throughput_tok_s", names)
         assert chart is not None and chart.rows == min(len(frame), 2)
         assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title))
-    assert [row["cell"] for row in chart.spec["data"]["values"]] == ["Llama 3 8B · native"]
+    assert [row["cell"] for row in chart.spec["data"]["values"]] == ["native · Llama 3 8B"]
     assert ratio_chart(cells.iloc[2:], "output_throughput_tok_s", names) is None
 
 
@@ -507,7 +507,7 @@ def test_the_sides_are_named_by_what_differs_and_runs_are_relative_to_side_a() -
     assert chart is not None
     values = chart.spec["data"]["values"]
     assert {v["side"] for v in values} == {"a: engine=x", "b: engine=y"}
-    for cell in ("llama · native", "qwen · native"):  # side a's runs average 100% in each cell, b's 101%
+    for cell in ("native · llama", "native · qwen"):  # side a's runs average 100% in each cell, b's 101%
         mean = {side: statistics.fmean([v["percent"] for v in values if v["cell"] == cell and v["side"] == side])
                 for side in ("a: engine=x", "b: engine=y")}
         assert mean["a: engine=x"] == pytest.approx(100) and mean["b: engine=y"] == pytest.approx(101)

@@ -160,7 +160,8 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
     frame = frame[frame[metric].notna()].copy()
     if frame.empty:
         return None
-    frame["cell"] = frame["model_name"].astype(str) + " · " + frame["environment"].astype(str)
+    # the level first: a label cut short (a long model name) still says which cell it is
+    frame["cell"] = frame["environment"].astype(str) + " · " + frame["model_name"].astype(str)
     base = frame[frame["side"] == f"a: {name_a}"].groupby("cell")[metric].mean()
     frame["percent"] = 100 * frame[metric] / frame["cell"].map(base)
     frame = frame[frame["percent"].notna()][["cell", "side", metric, "percent"]]
@@ -218,7 +219,7 @@ def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str]) -> Char
     frame = cells[cells["ratio"].notna()].copy()
     if frame.empty:
         return None
-    frame["cell"] = frame["model"].astype(str).map(lambda m: names.get(m, m)) + " · " + frame["environment"].astype(str)
+    frame["cell"] = frame["environment"].astype(str) + " · " + frame["model"].astype(str).map(lambda m: names.get(m, m))
     data = _records(frame[["cell", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]])
     title = f"{metric_label(metric)}: ratio b/a"
     return ChartSpec(name=f"{metric}-ratio", title=title,
