@@ -147,7 +147,7 @@ def test_each_source_gives_a_title_and_sparkreport_yml_wins(tmp_path: Path) -> N
         "[Beta from its campaign file](campaigns/beta/index.md)",  # the campaign file over the summary
         "[delta](campaigns/delta/index.md)",  # no title anywhere: the name, as before titles
         "[Gamma from its campaign file](campaigns/gamma/index.md)",
-        "What the checks found", "What the data cannot show"]
+        "Every effect at a glance", "What the checks found", "What the data cannot show"]
     assert dict(result.nav)["Campaigns"] == [
         ("Overview", "campaigns/index.md"), ("Alpha from sparkreport.yml", "campaigns/alpha/index.md"),
         ("Beta from its campaign file", "campaigns/beta/index.md"), ("delta", "campaigns/delta/index.md"),

@@ -554,7 +554,9 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     # Several campaigns share a model and metric (Home spans the newest ones): one panel per
     # campaign, its name as the panel's heading, rather than a prefix on every label (which cut
     # the labels at 320 px and mixed the campaigns' rows).
-    campaigns = len(set(names)) < len(names)
+    # Rows from several campaigns always get a panel each: one axis of rows from, say, an H100
+    # control and a GB10 study's published figures reads as one experiment.
+    campaigns = len(set(names)) < len(names) or len({str(e["campaign"]) for e in shown}) > 1
     if campaigns:
         from sparkreport.analysis.history import natural_key
 
