@@ -176,9 +176,10 @@ class ResultsPage(Page):
             answers.append({"campaign": campaign, "lines": answer(site, [], rows_, count_models=False)})
         from sparkreport.analysis.design import family_representatives
 
-        stands_for = family_representatives(site.config.analysis.tested_metrics)[1]
+        tested, stands_for = family_representatives(site.config.analysis.tested_metrics)
         context = {
             "other_metrics": other_metrics_summary(sections, site.config.baseline, stands_for),
+            "tested_labels": [metric_label(m) for m in tested],
             "charted": [metric_label(m) for m in metric_order(stats["metric"]) if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
             "key": verdict_key(site, effects, brackets=any("[" in line for a in answers for line in a["lines"]),
