@@ -652,7 +652,9 @@ def test_other_metrics_open_with_a_table_of_their_comparisons(tmp_path: Path, ph
             checked += 1
         untested = table_rows(summary, ("Request throughput (req/s)",))
         assert len(untested) == 1 and untested[0][3:] == ["—", ""]
-        assert ("(see [Methodology](../../methodology/index.md)); at a fixed workload Request throughput is an "
+        assert "the project tests only Output throughput, " in summary  # not Request throughput: one of each family
+        assert ("(`analysis.compare_metrics`, one metric of each family; see [Methodology](../../methodology/index.md)); "
+                "at a fixed workload Request throughput is an "
                 "exact function of Output throughput, which is tested.") in summary
     assert checked == 6
 
