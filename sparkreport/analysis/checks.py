@@ -385,7 +385,7 @@ CHECK_TITLES = {
     "capacity-peak": "measured memory below the weights",
     "roofline": "throughput above the memory-bandwidth bound",
     "size-insensitive": "throughput that does not depend on model size",
-    "derived-identity": "KV cache derived from peak memory (one measurement, not two)",
+    "derived-identity": "KV cache sized from the memory left free (one measurement, not two)",
     "derived-identity-untested": "whether the KV cache is derived cannot be tested (two points)",
     "covariate-order": "a trend with run order",
     "covariate-temperature": "a trend with GPU temperature",
