@@ -571,14 +571,26 @@ class Resolver:
         one_campaign = len({where.split("/")[0] for where in wheres}) == 1
         names, titles = model_names(self.site), campaign_titles(self.site)
         severities = len({f.severity for f in found}) > 1
-        rows = []
+        # One row per check and sentence: the same finding about several arms (container and
+        # native) is said once, its arms listed together, as Data quality lists them.
+        grouped: dict[tuple[str, str, str, str], list[str]] = {}
         for finding, where in zip(found, wheres, strict=True):
-            place = compact_wheres([where], names=names, titles=titles, campaign=not one_campaign) if where else ""
             text = message_body(without_assumption(finding.message)) if where else without_assumption(finding.message)
             mark = f" ({'†' * (assumed.index(basis[id(finding)]) + 1)})" if basis[id(finding)] else ""
-            rows.append([*([finding.severity] if severities else []), md_escape(check_title(finding.code)),
-                         md_escape(place) or "—", md_escape(text.removesuffix(".")) + mark + "."])
-        head = [*(["severity"] if severities else []), "check", "where", "finding"]
+            at = grouped.setdefault((finding.severity, finding.code, text.removesuffix("."), mark), [])
+            if where:
+                at.append(where)
+        rows = []
+        previous = None
+        for (severity, code, text, mark), at in grouped.items():
+            place = compact_wheres(at, names=names, titles=titles, campaign=not one_campaign) if at else ""
+            title = check_title(code)
+            # a check named once, on the first of its rows (check()'s order keeps them together)
+            named = "" if (severity, code) == previous else md_escape(title[:1].upper() + title[1:])
+            previous = (severity, code)
+            rows.append([*([severity] if severities else []), named, md_escape(place) or "—",
+                         md_escape(text) + mark + "."])
+        head = [*(["Severity"] if severities else []), "Check", "Where", "Finding"]
         table = _markdown_table(head, rows)
         notes = "".join(f"\n\n{'†' * (i + 1)} assumes {md_escape(a)}" for i, a in enumerate(assumed))
         return table + notes
