@@ -423,3 +423,15 @@ def test_a_findings_table_over_campaigns_names_each_arm_and_severity(tmp_path: P
     assert ("| error | Weights larger than the memory pool | phase1-published: Qwen2.5-72B-Instruct (container, native) | "
             "The weights alone need 135.4 GiB") in text
     assert "| warning | A single run per arm | unified-memory-post: model not named in the post (" in text
+
+
+def test_a_repeated_warning_names_its_checks_in_words(tmp_path: Path, published_store: Path) -> None:
+    """The second claim over the same flagged runs points back to the first warning by the
+    checks' names, not by their codes."""
+    post = ('{{ compare("output_throughput_tok_s", model="qwen72b") }}\n\n'
+            'Again: {{ compare("output_throughput_tok_s", model="qwen72b") }}\n')
+    result = render(RenderOptions(runs_dir=published_store, project_root=project_with(tmp_path, post)))
+    text = (result.docs_dir / "blog" / "posts" / "post.md").read_text(encoding="utf-8")
+    assert "⚠ The checks found errors in these runs" in text
+    assert "⚠ (" in text and ", as above)" in text and "throughput above the memory-bandwidth bound" in text
+    assert "roofline" not in text and "size-insensitive" not in text

@@ -437,7 +437,10 @@ class Resolver:
         flagged = errors_for(row, self.site.findings, self._runs_behind(row, factor))
         codes = ", ".join(dict.fromkeys(f.code for f in flagged))
         if flagged and codes in self._warned:  # the full warning is on this post already
-            return md_escape(f"{claim_sentence(row)} ⚠ ({codes}, as above)")
+            from sparkreport.analysis.checks import check_title
+
+            said = "; ".join(check_title(code) for code in dict.fromkeys(f.code for f in flagged))
+            return md_escape(f"{claim_sentence(row)} ⚠ ({said}, as above)")
         self._warned.add(codes)
         return md_escape(claim_sentence(row, flagged))
 
