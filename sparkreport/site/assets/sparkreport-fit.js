@@ -275,6 +275,13 @@
     if (typeof unit.width === "number") {
       unit.width = plot;
     }
+    // A row's name above its panel starts where the plot starts: wrapped to the plot's width
+    // (bold: a fifth narrower than the labels' font measures), not cut at the chart's edge.
+    var row = (unit.encoding || {}).row;
+    if (row && row.header) {
+      row.header.labelLimit = plot;
+      row.header.labelExpr = "sparkreportWrap(datum.label, " + Math.floor(plot * 0.8) + ")";
+    }
     layersOf(unit).forEach(function (layer) {
       var x = (layer.encoding || {}).x;
       if (!x) {
