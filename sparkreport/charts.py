@@ -50,11 +50,9 @@ class ChartSpec:
 
 
 def metric_title(metric: str) -> str:
-    """'Peak memory (GiB)' — the axis title of a metric."""
+    """'Peak memory (GiB)', 'Time to first token (mean, ms)' — the axis title of a metric."""
     entry = metric_catalog.lookup(metric)
-    label = entry.label if entry else metric
-    unit = entry.unit if entry else ""
-    return f"{label} ({unit})" if unit else label
+    return metric_catalog.with_unit(entry.label, entry.unit) if entry else metric
 
 
 def _finite(value: Any) -> float | None:

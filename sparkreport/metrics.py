@@ -169,6 +169,16 @@ def label_of(name: str) -> str:
     return metric.label if metric else name
 
 
+def with_unit(label: str, unit: str | None) -> str:
+    """A label with its unit: 'Output throughput (tok/s)', and 'Time to first token (mean, ms)'
+    where the label ends in parentheses of its own (not '(mean) (ms)')."""
+    if not unit:
+        return label
+    if label.endswith(")"):
+        return f"{label[:-1]}, {unit})"
+    return f"{label} ({unit})"
+
+
 def unit_of(name: str) -> str:
     """The unit of a canonical metric ('' when dimensionless or unknown)."""
     metric = lookup(name)

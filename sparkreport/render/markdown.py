@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from sparkreport import metrics as metric_catalog
+from sparkreport.metrics import with_unit
 from sparkreport.names import shown_values
-from sparkreport.render.tables import with_unit
 
 if TYPE_CHECKING:
     import jinja2

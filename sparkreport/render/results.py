@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import frame_rows as rows
+from sparkreport.metrics import with_unit
 from sparkreport.names import unique_slugs
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
-from sparkreport.render.tables import claims, metric_label, metric_order, with_unit
+from sparkreport.render.tables import claims, metric_label, metric_order
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:

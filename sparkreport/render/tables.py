@@ -71,16 +71,6 @@ def metric_label(metric: str) -> str:
     return metric_catalog.label_of(metric)
 
 
-def with_unit(label: str, unit: str | None) -> str:
-    """A label with its unit: 'Output throughput (tok/s)', and 'Time to first token (mean, ms)'
-    where the label ends in parentheses of its own (not '(mean) (ms)')."""
-    if not unit:
-        return label
-    if label.endswith(")"):
-        return f"{label[:-1]}, {unit})"
-    return f"{label} ({unit})"
-
-
 def value_text(value: Any) -> str:
     """A recorded setting as text (numbers without trailing zeros, booleans as yes/no)."""
     if isinstance(value, bool):
