@@ -380,7 +380,7 @@ def test_unknown_charts_setting_is_a_one_line_error(tmp_path: Path) -> None:
 
 def test_summaries_only_store_renders_published_figures(rendered_summaries: RenderResult) -> None:
     home = page(rendered_summaries, "index.md")
-    assert "published figures (6 arms)" in home and "○ +43.7% (no CI)" in home
+    assert "published figures (6 arms)" in home and "○ +43.75% (no CI)" in home
     deepseek = page(rendered_summaries, "results/deepseek/index.md")
     row = table_rows(deepseek, ("native (*published*)",))
     assert row and row[0][1:3] == ["10", "119.79"]
