@@ -213,7 +213,7 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
                                   config_path=tmp_path / "sparkreport.yml"))
     page = (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "index.md").read_text(encoding="utf-8")
     assert page.startswith("# H100 control: cold vs warm page cache")
-    changed = page[page.index("## What changed"):page.index("## Results")]
+    changed = page[page.index("## How the sides differ"):page.index("## Results")]
     assert "| label.cache | cold | warm |" in changed
     assert "plan" not in changed  # per-run identifiers are not "changes"
     # one table per model and environment, named above it (a nine-column table was cut at 1280 px)
