@@ -748,3 +748,24 @@ def test_a_list_of_campaigns_keeps_titles_with_commas_apart() -> None:
     listed = env.from_string("{{ campaign_list(names) }}")
     assert listed.render(names=["v0.9.0", "v0.10.0"]) == "v0.9.0, v0.10.0"
     assert listed.render(names=["H100, cold", "H100, warm"]) == "H100, cold; H100, warm"
+
+
+@pytest.mark.parametrize(("cache", "method", "design"), [
+    ("as-is", "in randomized blocks, page cache as-is.", "10 iterations per arm, run in randomized blocks,\npage cache as-is."),
+    ("[cold, warm]", "per arm and page-cache state, in randomized blocks, page cache cold and warm.",
+     "10 iterations per arm and page-cache state (cold, warm): 20 runs per arm, the cache states pooled in "
+     "each comparison, run in randomized blocks."),
+])
+def test_a_campaign_files_cache_reads_the_same_as_text_or_list(tmp_path: Path, phase1_store: Path, cache: str,
+                                                               method: str, design: str) -> None:
+    """A campaign file writes one page-cache state as text (`cache: as-is`) and several as a list;
+    Methodology and the campaign page word both (the text was once joined letter by letter)."""
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    campaign = next(p.name for p in runs.iterdir() if p.is_dir())
+    (runs / campaign / "_campaign").mkdir()
+    (runs / campaign / "_campaign" / "campaign.yaml").write_text(
+        f"campaign: {campaign}\niterations: 10\norder: randomized-blocks\ncache: {cache}\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
+    assert method in page(result, "methodology/index.md")
+    assert design in page(result, f"campaigns/{campaign}/index.md")

@@ -152,6 +152,9 @@ def campaigns(site: SiteData) -> list[Campaign]:
             description = f"Figures published in {source}."
         design: dict[str, Any] = {key: doc[key] for key in ("iterations", "order", "cache", "cooldown", "seed")
                                   if key in doc}
+        if "cache" in design:  # a campaign file writes one state as text, several as a list
+            design["cache"] = [str(v) for v in (design["cache"] if isinstance(design["cache"], list)
+                                                else [design["cache"]])]
         baseline = site.config.baseline
         levels = sorted(entry["levels"], key=lambda lv: (lv != baseline, lv))
         out.append(Campaign(
