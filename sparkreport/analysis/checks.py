@@ -9,7 +9,7 @@ says which runs they use.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -413,3 +413,8 @@ CHECK_TITLES = {
 def check_title(code: str) -> str:
     """'throughput above the memory-bandwidth bound' for 'roofline' (the code itself if unknown)."""
     return CHECK_TITLES.get(code, code.replace("-", " "))
+
+
+def check_titles(findings: Iterable[Finding]) -> list[str]:
+    """The titles of the checks behind ``findings``, each once, in the findings' order."""
+    return [check_title(code) for code in dict.fromkeys(f.code for f in findings)]

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.analysis.checks import Finding, check_title
+from sparkreport.analysis.checks import Finding, check_titles
 
 
 def _num(value: Any) -> float:
@@ -52,7 +52,7 @@ def claim_sentence(row: Mapping[Any, Any], flagged: Sequence[Finding] = ()) -> s
     """
     sentence = _sentence(row)
     if flagged:
-        checks = "; ".join(check_title(code) for code in dict.fromkeys(f.code for f in flagged))
+        checks = "; ".join(check_titles(flagged))
         sentence += f" ⚠ The checks found errors in these runs ({checks}): see Data quality before relying on this."
     return sentence
 

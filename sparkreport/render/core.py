@@ -626,13 +626,14 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     """
     import jinja2
 
+    from sparkreport.analysis.checks import check_titles
     from sparkreport.charts import spec_json, to_svg
-    from sparkreport.render.report import check_title, errors_in, join_and, newest_rule
+    from sparkreport.render.report import errors_in, join_and, newest_rule
 
     banner = errors_in(site, doc.scope) if doc.banner else []
     context = {
         "banner_errors": banner,
-        "banner_checks": join_and([check_title(code) for code in dict.fromkeys(f.code for f in banner)]),
+        "banner_checks": join_and(check_titles(banner)),
         "site": site, "page": doc, "provenance": site.provenance, "title": site.config.title,
         "ci_label": site.confidence_label, "tost_label": site.tost_label, "href": doc.href, "charts": doc.charts,
         "page_inputs": footer,

@@ -437,10 +437,9 @@ class Resolver:
         flagged = errors_for(row, self.site.findings, self._runs_behind(row, factor))
         codes = ", ".join(dict.fromkeys(f.code for f in flagged))
         if flagged and codes in self._warned:  # the full warning is on this post already
-            from sparkreport.analysis.checks import check_title
+            from sparkreport.analysis.checks import check_titles
 
-            said = "; ".join(check_title(code) for code in dict.fromkeys(f.code for f in flagged))
-            return md_escape(f"{claim_sentence(row)} ⚠ ({said}, as above)")
+            return md_escape(f"{claim_sentence(row)} ⚠ ({'; '.join(check_titles(flagged))}, as above)")
         self._warned.add(codes)
         return md_escape(claim_sentence(row, flagged))
 
