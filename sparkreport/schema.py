@@ -24,6 +24,9 @@ RecordType = Literal["run", "arm_summary"]
 ENVIRONMENT_KINDS = ("native", "chroot", "container", "cgroup", "unknown")
 
 #: The source format of a run ``sparkreport run`` made: this prefix and its workload's kind.
+#: The provenance note a published summary's ``title:`` leaves on each of its records
+#: ("campaign title: …"): the pages read the campaign's title back from it.
+TITLE_NOTE = "campaign title:"
 OWN_FORMAT_PREFIX = "sparkreport-run/"
 #: Sources whose ``peak_memory_gib`` (schema 1) is the peak *including* the KV cache. Every other
 #: source that reported one printed TensorRT-LLM's "Peak memory during memory usage profiling":

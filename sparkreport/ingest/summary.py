@@ -29,6 +29,7 @@ from sparkreport.errors import ParseError, SchemaError
 from sparkreport.ingest.base import ParsedRun, Parser, Source, register, stable_id
 from sparkreport.schema import (
     ENVIRONMENT_KINDS,
+    TITLE_NOTE,
     Environment,
     Hardware,
     Model,
@@ -49,8 +50,6 @@ _MARKER_LINE = re.compile(r"^sparkreport:[ \t]*['\"]?([^'\"\s#]*)", re.MULTILINE
 #: The keys of a YAML file: at the top, in an arm, in a metric's figures, in an environment, in a model.
 _TOP_KEYS = ("sparkreport", "campaign", "title", "source", "sd_ddof", "hardware", "software", "workload",
              "environments", "models", "arms")
-#: The note a record of a file with ``title:`` carries: what the site calls the campaign.
-TITLE_NOTE = "campaign title:"
 _ARM_KEYS = ("model", "environment", "n", "sd_ddof", "note", "metrics")
 _STAT_KEYS = ("mean", "sd", "unit", "n", "sd_ddof")
 _ENVIRONMENT_KEYS = ("kind", "details")

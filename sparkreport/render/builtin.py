@@ -96,8 +96,7 @@ class HomePage(Page):
         return {"questions": questions, "groups": groups, "severities": severities,
                 "key": verdict_key(site, shown_cells, brackets=bracketed),
                 "earlier": [c for c in every if c.name in earlier], "kinds": len(every_group),
-                "limits": data_limits(site, effects), "effects": len(effects),
-                "margin": site.config.analysis.equivalence_margin,
+                "limits": data_limits(site, effects),
                 "history": site_history(site) is not None, "latest_change": latest_change(site),
                 "history_spans": history_spans(site)}
 
@@ -761,7 +760,6 @@ class CampaignPage(Page):
             "key": verdict_key(site, table_effects(table), brackets=any("[" in line for line in said or [])),
             "groups": [g for g in grouped_findings(site) if g["campaign"] == campaign.name],
             "observation": cgroup_observation(site, campaign.name),
-            "margin": site.config.analysis.equivalence_margin,
             "method": described_campaigns(site, [campaign])[0] if method_here else None,
             "arms": [a for a in arm_table(site) if a["campaign"] == campaign.name] if method_here else [],
         }

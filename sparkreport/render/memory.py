@@ -132,7 +132,7 @@ def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
             "published": sources[index] == "published", "pool": pool, "pre_kv": pre_kv,
             # memory in use before the KV cache (recorded, else derived: pre_kv_from says how) is
             # what the budget starts from; "peak" is the peak with the KV cache, when recorded.
-            "pre_kv_derived": pre_kv_from is not None, "pre_kv_from": pre_kv_from, "peak": peak,
+            "pre_kv_from": pre_kv_from, "peak": peak,
             "free": free, "free_computed": free_computed, "fraction": fraction, "expected_kv": expected,
             "kv": kv, "kv_share": kv / free if kv is not None and free else None,
             "unified": unified.get(key, False),

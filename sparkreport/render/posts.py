@@ -545,7 +545,7 @@ class Resolver:
         for row in rows.to_dict(orient="records"):
             m = str(row["metric"])
             unit = f" {row['unit']}" if row.get("unit") else ""
-            body.append([md_escape(row["model_name"]), md_escape(_label(m)),
+            body.append([md_escape(row["model_name"]), md_escape(metric_label(m)),
                          f"{md_escape(row['candidate'])} vs {md_escape(row['baseline'])}",
                          f"{num(row['mean_candidate'], m)} vs {num(row['mean_baseline'], m)}{unit}",
                          f"{num(row['diff'], m)} ({_interval(row['diff_ci_low'], row['diff_ci_high'], m)})",
@@ -633,11 +633,6 @@ def _interval(low: Any, high: Any, metric: str) -> str:
     if is_missing(low) or is_missing(high):
         return MISSING
     return f"{num(low, metric)} to {num(high, metric)}"
-
-
-def _label(metric: str) -> str:
-    entry = metric_catalog.lookup(metric)
-    return entry.label if entry else metric
 
 
 def _markdown_table(head: list[str], body: list[list[str]]) -> str:

@@ -102,6 +102,8 @@ def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "models": {}, "levels": [], "gpus": [], "unified": set(), "pools": set(), "notes": [], "titles": [],
         "runs": 0, "published": 0, "arms": set()}
+    from sparkreport.schema import TITLE_NOTE
+
     for record in records:
         entry["models"].setdefault(record.model.name, record.model.display_name or record.model.name)
         level = record.environment.name
@@ -128,8 +130,6 @@ def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
     return entry
 
 
-#: The note a published summary's ``title:`` leaves on its records (``ingest.summary.TITLE_NOTE``).
-TITLE_NOTE = "campaign title:"
 
 
 def campaigns(site: SiteData) -> list[Campaign]:
