@@ -176,11 +176,13 @@ class ResultsPage(Page):
             rows_ = [e for e in effects if e["campaign"] == campaign]
             answers.append({"campaign": campaign, "lines": answer(site, [], rows_, count_models=False)})
         from sparkreport.analysis.design import family_representatives
+        from sparkreport.render.report import join_and
 
         tested, stands_for = family_representatives(site.config.analysis.tested_metrics)
         context = {
             "other_metrics": other_metrics_summary(sections, site.config.baseline, stands_for),
-            "tested_labels": [metric_label(m) for m in tested],
+            # what this page's metrics were tested on, named as a list a sentence can hold
+            "tested_text": join_and([metric_label(m) for m in tested if m in {s["metric"] for s in sections}]),
             "charted": [metric_label(m) for m in metric_order(stats["metric"]) if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
             "key": verdict_key(site, effects, brackets=any("[" in line for a in answers for line in a["lines"]),
