@@ -219,6 +219,7 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     # one table per model and environment, named above it (a nine-column table was cut at 1280 px)
     native = page[page.index("**Llama-3-8B shape (random weights) · native**"):]  # the name the charts show
     assert native.split("\n")[2] == "| Metric | a | b | Change | 95% CI of b/a | p (Holm) | Verdict |"
+    assert native.split("\n")[4].startswith("| Output throughput (tok/s) |")  # primary metrics first, as elsewhere
     table = native[:native.index("\n\n**") if "\n\n**" in native else None]
     # a constant on both sides is stated, not tested: no interval, no p-value, marked †
     assert "| KV cache (GiB) | 57.19 | 57.19 | 0.0% | — | — | **unchanged** † |" in table

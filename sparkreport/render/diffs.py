@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.names import unique_slugs
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import metric_label
+from sparkreport.render.tables import metric_label, metric_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,7 +115,9 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
     from sparkreport.render.report import join_and
 
     names = side_model_names(a, b)
-    cells = rows(result.cells)
+    # each table and its charts in the order every page lists metrics (primary first), not by key
+    order = {m: i for i, m in enumerate(metric_order(result.cells["metric"].astype(str)))}
+    cells = sorted(rows(result.cells), key=lambda cell: order[str(cell["metric"])])
     for cell in cells:
         cell["label"] = metric_label(str(cell["metric"]))
         cell["model_name"] = names.get(str(cell["model"]), str(cell["model"]))
@@ -128,7 +130,7 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
     min_effects = ", ".join([percent(ordered[0], 0)] + [f"{percent(e, 0)} for {join_and(effects[e])}"
                                                          for e in ordered[1:]]) if ordered else "—"
     charts = []
-    for metric in dict.fromkeys(result.cells["metric"]):
+    for metric in order:
         if all(c["constant"] for c in cells if c["metric"] == metric):
             continue  # the same value in every run, on both sides, in every cell: a chart of one tick each
         chart = sides_chart(a, b, str(metric), named)
