@@ -172,7 +172,12 @@ def _typed(where: _Where, key: str, value: Any, kind: type | tuple[type, ...]) -
     if isinstance(value, bool) and kind in (int, float, (int, float)):
         raise where.error(key, f"{key} must be a number, not {value!r}")
     if not isinstance(value, kind):
-        raise where.error(key, f"{key} has the wrong type ({type(value).__name__}: {str(value)[:40]!r})")
+        shapes: dict[Any, str] = {dict: (f"a mapping: {key}: on its own line, its settings indented under it "
+                                         "(see the README's configuration section)"),
+                                  list: "a list, e.g. [a, b]", str: 'text, e.g. "…"'}
+        shape = shapes.get(kind, "a number")
+        raise where.error(key, f"{key} has the wrong type ({type(value).__name__}: {str(value)[:40]!r})",
+                          fix=f"write it as {shape}")
     if isinstance(value, float) and not math.isfinite(value):
         raise where.error(key, f"{key} must be a finite number, not {value!r}")
     return value
@@ -351,13 +356,13 @@ def _campaign_options(where: _Where, name: str, item: Any) -> CampaignOptions:
             raise where.error(f"{key}.{setting}", f"unknown setting {key}.{setting}", fix=f"known: {', '.join(known)}")
     if "title" not in item:
         raise where.error(key, f"{key} needs a title", fix=example)
-    title = item["title"]
-    if not isinstance(title, str):
-        raise where.error(f"{key}.title", f"{key}.title must be text, not {title!r}", fix="quote it")
-    if not title.strip():
-        raise where.error(f"{key}.title", f"{key}.title is empty",
-                          fix="write the title the pages show, or leave the campaign out to show its name")
-    return CampaignOptions(title=" ".join(title.split()))
+    from sparkreport.names import TITLE_FIX, title_problem, title_text
+
+    problem = title_problem(item["title"])
+    if problem:
+        raise where.error(f"{key}.title", f"{key}.title {problem}", fix=TITLE_FIX if "text" in problem else
+                          "write the title the pages show, or leave the campaign out to show its name")
+    return CampaignOptions(title=title_text(item["title"]))
 
 
 def _named_diff(where: _Where, index: int, item: Any) -> NamedDiff:
@@ -372,7 +377,9 @@ def _named_diff(where: _Where, index: int, item: Any) -> NamedDiff:
         raise where.error(f"{key}.{unknown[0]}", f"unknown setting {key}.{unknown[0]}",
                           fix=f"known: {', '.join(sorted(known))}")
     if item.get("title") is not None and not isinstance(item["title"], str):
-        raise where.error(f"{key}.title", f"{key}.title must be text")
+        from sparkreport.names import TITLE_FIX, title_problem
+
+        raise where.error(f"{key}.title", f"{key}.title {title_problem(item['title'])}", fix=TITLE_FIX)
     value = item.get("allow_mismatch")
     if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         raise where.error(f"{key}.allow_mismatch", f"{key}.allow_mismatch must be a list of names",

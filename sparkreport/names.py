@@ -139,3 +139,24 @@ def name_problems(record: RunRecord) -> list[str]:
              *((f"label {key[:40]!r}", value) for key, value in record.labels.items()),
              *(("label name", key) for key in record.labels)]
     return [problem for kind, text in named if text and (problem := too_long(kind, text))]
+
+
+#: The fix for a title that is not text.
+TITLE_FIX = 'write it in quotes: title: "what the pages call it"'
+
+
+def title_problem(value: object) -> str | None:
+    """What is wrong with a ``title:`` value (of sparkreport.yml, a campaign file or a published
+    summary), or None: a title is text; an empty one is said so (None from YAML is ``title:``
+    with nothing after it)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return "is empty"
+    if not isinstance(value, str):
+        kind = {list: "a list", dict: "a mapping", bool: "true/false"}.get(type(value), "a number")
+        return f"must be text, not {kind}"
+    return None
+
+
+def title_text(value: str) -> str:
+    """A title as the pages show it: its whitespace folded, bidirectional controls dropped."""
+    return " ".join(strip_bidi(value).split())

@@ -68,7 +68,8 @@ def headings(text: str, level: str = "## ") -> list[str]:
 # --------------------------------------------------------------------------- sparkreport.yml
 
 BAD_CONFIGS = [
-    ("campaigns: [alpha]\n", "sparkreport.yml:1: campaigns has the wrong type (list: \"['alpha']\") — fix the value"),
+    ("campaigns: [alpha]\n", "sparkreport.yml:1: campaigns has the wrong type (list: \"['alpha']\") — write it as a "
+     "mapping: campaigns: on its own line, its settings indented under it (see the README's configuration section)"),
     ("campaigns:\n  alpha: A title\n",
      "sparkreport.yml:2: campaigns.alpha must be a mapping with a title — "
      "write alpha: {title: \"what the pages call it\"}"),
@@ -76,7 +77,10 @@ BAD_CONFIGS = [
      "sparkreport.yml:3: unknown setting campaigns.alpha.titel — known: title"),
     ("campaigns:\n  alpha: {}\n",
      "sparkreport.yml:2: campaigns.alpha needs a title — write alpha: {title: \"what the pages call it\"}"),
-    ("campaigns:\n  alpha:\n    title: 3\n", "sparkreport.yml:3: campaigns.alpha.title must be text, not 3 — quote it"),
+    ("campaigns:\n  alpha:\n    title: 3\n", "sparkreport.yml:3: campaigns.alpha.title must be text, not a number — "
+     "write it in quotes: title: \"what the pages call it\""),
+    ("campaigns:\n  alpha:\n    title:\n", "sparkreport.yml:3: campaigns.alpha.title is empty — write the title the "
+     "pages show, or leave the campaign out to show its name"),
     ("campaigns:\n  alpha:\n    title: \"  \"\n",
      "sparkreport.yml:3: campaigns.alpha.title is empty — write the title the pages show, or leave the campaign "
      "out to show its name"),
@@ -191,7 +195,8 @@ def test_a_published_summary_carries_its_title_as_it_carries_its_source(tmp_path
     bad.write_text(SUMMARY.format(campaign="x", title="title: [1]\n"), encoding="utf-8")
     report = ingest_paths([bad], RunStore(tmp_path / "other"), IngestOptions())
     assert [type(e) for e in report.rejected] == [ParseError]
-    assert report.rejected[0].format_message() == f"{bad}:3: title must be text, not [1] — quote it"
+    assert report.rejected[0].format_message() == (
+        f"{bad}:3: title must be text, not a list — write it in quotes: title: \"what the pages call it\"")
 
 
 def test_a_campaign_file_takes_a_title(tmp_path: Path) -> None:
@@ -201,10 +206,13 @@ def test_a_campaign_file_takes_a_title(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(text + "title: \"Smoke:  a fake\n  campaign\"\n", encoding="utf-8")
     assert load_campaign(path).title == "Smoke: a fake campaign"
-    path.write_text(text + "title: [x]\n", encoding="utf-8")
-    with pytest.raises(CampaignError) as info:
-        load_campaign(path)
-    assert re.fullmatch(rf"{re.escape(str(path))}:\d+: title: must be a string, not a list", info.value.format_message())
+    # the same rule as sparkreport.yml's and a published summary's title (a number was once taken as text)
+    for value, problem in (("[x]", "must be text, not a list"), ("3", "must be text, not a number")):
+        path.write_text(text + f"title: {value}\n", encoding="utf-8")
+        with pytest.raises(CampaignError) as info:
+            load_campaign(path)
+        assert re.fullmatch(rf"{re.escape(str(path))}:\d+: title: {problem} — write it in quotes: "
+                            r'title: "what the pages call it"', info.value.format_message())
 
 
 # --------------------------------------------------------------------------- re-rendering

@@ -326,6 +326,19 @@ class Fields:
         return value
 
 
+def _title(top: Fields) -> str:
+    """The campaign's ``title:`` (optional): text, as sparkreport.yml's and a published summary's."""
+    from sparkreport.names import TITLE_FIX, title_problem, title_text
+
+    if "title" not in top.data:
+        return ""
+    problem = title_problem(top.data["title"])
+    if problem:
+        raise top.fail("title", problem, fix=TITLE_FIX if "text" in problem else
+                       "write the title the pages show, or remove the line to show the campaign's name")
+    return title_text(top.data["title"])
+
+
 def _kind(value: Any) -> str:
     return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
             type(None): "empty"}.get(type(value), type(value).__name__)
@@ -414,7 +427,7 @@ def load_campaign(path: Path) -> Campaign:
         path=path,
         name=name,
         description=top.text("description", default="") or "",
-        title=" ".join((top.text("title", default="") or "").split()),
+        title=_title(top),
         models=models,
         environments=tuple(environments),
         workload=wspec,

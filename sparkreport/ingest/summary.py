@@ -27,6 +27,7 @@ import yaml
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import ParseError, SchemaError
 from sparkreport.ingest.base import ParsedRun, Parser, Source, register, stable_id
+from sparkreport.names import TITLE_FIX, title_problem, title_text
 from sparkreport.schema import (
     ENVIRONMENT_KINDS,
     TITLE_NOTE,
@@ -150,8 +151,10 @@ class PublishedSummaryParser(Parser):
             raise where.fail("arms" if isinstance(doc, dict) and "arms" in doc else "", "needs a list under 'arms'",
                              fix=_FORMAT_FIX)
         where.known("", doc, _TOP_KEYS)
-        if doc.get("title") is not None and not isinstance(doc["title"], str):
-            raise where.fail("title", f"title must be text, not {doc['title']!r}", fix="quote it")
+        if "title" in doc and title_problem(doc["title"]):
+            raise where.fail("title", f"title {title_problem(doc['title'])}",
+                             fix=TITLE_FIX if not isinstance(doc["title"], str | None) else
+                             "write the title the pages show, or remove the line to show the campaign's name")
         for section, kind in _SECTIONS.items():
             where.known(section, doc.get(section), tuple(f.name for f in fields(kind)))
         ddof = doc.get("sd_ddof")
@@ -241,7 +244,7 @@ class PublishedSummaryParser(Parser):
             raise ParseError(path, f"unknown field ({exc})", fix="see the published-summary format") from None
         if doc.get("source"):
             record.provenance.notes.append(f"published in: {doc['source']}")
-        title = " ".join(str(doc.get("title") or "").split())
+        title = title_text(doc["title"]) if doc.get("title") else ""
         if title:  # the campaign's title, carried as its source is (render.report reads both)
             record.provenance.notes.append(f"{TITLE_NOTE} {title}")
         if note:

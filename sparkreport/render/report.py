@@ -176,15 +176,14 @@ def campaign_title_of(config: ProjectConfig, name: str, doc: dict[str, Any], pub
     the ``title:`` of its campaign file (``doc``, the copy kept beside executed runs), else the
     first ``title:`` of the published summaries ingested into it (``published``, in record
     order), else the name itself. Bidirectional control characters are dropped, as from names."""
-    from sparkreport.names import strip_bidi
+    from sparkreport.names import title_problem, title_text
 
     configured = config.campaigns.get(name)
-    found = doc.get("title")
+    found = doc.get("title")  # checked when the campaign ran (execute.campaign); an older copy may hold anything
     for title in (configured.title if configured is not None else None,
-                  found if isinstance(found, str) else None, *published):
-        text = " ".join(strip_bidi(title or "").split())
-        if text:
-            return text
+                  None if title_problem(found) else found, *published):
+        if title and title_text(title):
+            return title_text(title)
     return name
 
 
