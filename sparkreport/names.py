@@ -160,3 +160,12 @@ def title_problem(value: object) -> str | None:
 def title_text(value: str) -> str:
     """A title as the pages show it: its whitespace folded, bidirectional controls dropped."""
     return " ".join(strip_bidi(value).split())
+
+
+def closest(word: str, options: Iterable[str]) -> str | None:
+    """The option ``word`` most likely misspells (difflib's ratio ≥ 0.6), or None: the "did you
+    mean" of every unknown name the project refuses."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return found[0] if found else None

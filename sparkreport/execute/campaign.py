@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from sparkreport.errors import InputError
-from sparkreport.names import MAX_NAME_CHARS
+from sparkreport.names import MAX_NAME_CHARS, closest
 from sparkreport.schema import slug
 from sparkreport.yamllines import dotted, node_lines
 
@@ -247,7 +247,7 @@ class Fields:
         if known is not None:
             for key in data:
                 if key not in known:
-                    near = _closest(str(key), known)
+                    near = closest(str(key), known)
                     hint = f"did you mean {near!r}?" if near else f"known keys: {', '.join(known)}"
                     raise doc.fail(where + (key,), "unknown key", fix=hint)
 
@@ -342,13 +342,6 @@ def _title(top: Fields) -> str:
 def _kind(value: Any) -> str:
     return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
             type(None): "empty"}.get(type(value), type(value).__name__)
-
-
-def _closest(word: str, options: tuple[str, ...]) -> str | None:
-    import difflib
-
-    found = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return found[0] if found else None
 
 
 # --------------------------------------------------------------------------- loading

@@ -14,7 +14,6 @@ Two spellings of the same thing:
 from __future__ import annotations
 
 import csv
-import difflib
 import io
 import math
 import re
@@ -27,7 +26,7 @@ import yaml
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import ParseError, SchemaError
 from sparkreport.ingest.base import ParsedRun, Parser, Source, register, stable_id
-from sparkreport.names import TITLE_FIX, title_problem, title_text
+from sparkreport.names import TITLE_FIX, closest, title_problem, title_text
 from sparkreport.schema import (
     ENVIRONMENT_KINDS,
     TITLE_NOTE,
@@ -131,7 +130,7 @@ class PublishedSummaryParser(Parser):
             return self._yaml(source, text)
         marker = _MARKER_LINE.search(text[:4096].lstrip("\ufeff"))
         if marker is not None:
-            near = _closest(marker.group(1), (MARKER,))
+            near = closest(marker.group(1), (MARKER,))
             raise ParseError(source.path, f"sparkreport: {marker.group(1)!r} is not a format sparkreport reads",
                              line=text.count("\n", 0, marker.start()) + 1,
                              fix=f"did you mean `sparkreport: {near}`?" if near
@@ -275,7 +274,7 @@ class _Where:
         for key in mapping:
             if key not in keys:
                 name = f"{at}.{key}" if at else str(key)
-                near = _closest(str(key), keys)
+                near = closest(str(key), keys)
                 raise self.fail(name, f"{name}: unknown key",
                                 fix=f"did you mean {near!r}?" if near else f"known keys: {', '.join(keys)}")
 
@@ -306,6 +305,3 @@ class _Where:
             raise self.fail(key, message, fix="fix that value") from None
 
 
-def _closest(word: str, options: tuple[str, ...]) -> str | None:
-    found = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return found[0] if found else None

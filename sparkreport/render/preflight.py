@@ -173,15 +173,15 @@ def check_campaign_settings(config: ProjectConfig, campaigns: list[str], store: 
     """Every campaign ``campaigns:`` of sparkreport.yml names is one of ``campaigns`` (those of
     ``store``, as a message names it): a title for a campaign the store lacks is a typo, never
     shown anywhere, so it is refused at its line with the closest name."""
-    import difflib
+    from sparkreport.names import closest
 
     for name in config.campaigns:
         if name in campaigns:
             continue
-        near = difflib.get_close_matches(name, campaigns, n=1, cutoff=0.6)
+        near = closest(name, campaigns)
         there = f"campaigns there: {shown_values(sorted(campaigns))}"
         raise config.error(f"campaigns.{name}", f"campaigns: no campaign {name!r} in {store}",
-                           fix=f"did you mean {near[0]!r}? ({there})" if near else there)
+                           fix=f"did you mean {near!r}? ({there})" if near else there)
 
 
 #: The factors compare contrasts most often, named first when a factor is refused.
