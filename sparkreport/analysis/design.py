@@ -88,7 +88,13 @@ class Fact:
     metric: str
     values: dict[str, float]  # factor level → the value every run of that level had
     n: int
-    sentence: str
+    #: What was constant, as a clause ("KV cache was 57.19 GiB in every run (40 runs)").
+    body: str
+
+    @property
+    def sentence(self) -> str:
+        """The fact on its own line (the CLI, the JSON): where, what, and that it is not tested."""
+        return f"{self.campaign}/{self.model}: {self.body}; stated, not tested"
 
     def to_dict(self) -> dict[str, object]:
         return {"campaign": self.campaign, "model": self.model, "metric": self.metric,
@@ -169,8 +175,7 @@ def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: li
                 fr = reported(fraction[positions, 0])
                 if fr.size and float(fr.min()) == float(fr.max()):
                     sentence += f": sized by the configured fraction {float(fr[0]):g}"
-            facts.append(Fact(str(campaign), str(model), metric, per_level, n,
-                              f"{campaign}/{model}: {sentence}; stated, not tested"))
+            facts.append(Fact(str(campaign), str(model), metric, per_level, n, sentence))
     return facts
 
 

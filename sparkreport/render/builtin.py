@@ -170,13 +170,12 @@ def stated_facts(site: SiteData) -> list[dict[str, str]]:
     """The quantities that did not vary (``site.facts``) as a reader meets them: each named by
     its campaign's title and its model's name, not by their slugs ("H100 control: native vs
     cgroup · Llama-3-8B shape (random weights)"), then its sentence."""
-    from sparkreport.render.report import campaign_title, message_body, model_names
+    from sparkreport.render.report import campaign_title, model_names
 
     names = model_names(site) if site.facts else {}
+    # the list's lead-in says "stated, not tested" once for every line
     return [{"where": f"{campaign_title(site, fact.campaign)} · {names.get((fact.campaign, fact.model), fact.model)}",
-             # the list's lead-in says "stated, not tested" once for every line
-             "body": message_body(fact.sentence).removesuffix("; stated, not tested.").rstrip(".") + "."}
-            for fact in site.facts]
+             "body": f"{fact.body[:1].upper()}{fact.body[1:]}."} for fact in site.facts]
 
 
 def campaign_sources(records: list[RunRecord]) -> tuple[int, bool, list[dict[str, Any]]]:
