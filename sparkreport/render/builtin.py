@@ -534,13 +534,14 @@ SEVERITY_NOUNS = {"error": "error", "warning": "warning", "info": "note"}
 
 def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
               names: dict[tuple[str, str], str] | None = None,
-              titles: dict[str, str] | None = None) -> list[dict[str, Any]]:
+              titles: dict[str, str] | None = None, campaign: bool = True) -> list[dict[str, Any]]:
     """The listed findings (:func:`cap_per_check`'s ``shown`` and ``more``) per check, in
     check()'s order: the check's title, severity and count (all its findings), then per finding
     what it is about (the message's prefix), the finding itself as a sentence and its runs;
     ``more``: its findings not listed. ``names``: (campaign, model) → the model's name, and
     ``titles``: campaign → its title, which the arms are shown by ("Phase 1: container vs native:
-    Qwen2.5-72B-Instruct (container, native)")."""
+    Qwen2.5-72B-Instruct (container, native)"); ``campaign=False`` leaves the campaign out of
+    them (a post's table of one campaign's findings)."""
     from sparkreport.render.report import check_title, message_body, message_where
 
     left = {m["code"]: m["count"] for m in more}
@@ -564,7 +565,7 @@ def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
         row["runs"] += [run for run in finding["runs"] if run not in row["runs"]]
     for group in out.values():
         for row in group["rows"]:
-            row["where"] = compact_wheres(row.pop("wheres"), names=names, titles=titles)
+            row["where"] = compact_wheres(row.pop("wheres"), names=names, titles=titles, campaign=campaign)
         group["noun"] = SEVERITY_NOUNS.get(group["severity"], "finding")
         group["where"] = any(row["where"] for row in group["rows"])
     return list(out.values())

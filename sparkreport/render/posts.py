@@ -560,38 +560,28 @@ class Resolver:
         if not found:
             codes = sorted({f"{f.severity} {f.code}" for f in self.site.findings})
             raise BindingError(f"no finding matches — findings: {', '.join(codes) or 'none'}")
-        from sparkreport.analysis.checks import check_title
-        from sparkreport.render.builtin import compact_wheres, without_assumption
+        from sparkreport.render.builtin import checks_of, without_assumption
         from sparkreport.render.report import campaign_titles, message_body, message_where, model_names
 
         basis = {id(f): "; ".join(f.assumes) for f in found}
         assumed = list(dict.fromkeys(b for b in basis.values() if b))
-        # As Data quality says them: the check in words, the arm by its model's name (and by its
-        # campaign's title where the rows span several campaigns), the message without its
-        # slug prefix; a severity the rows all share is not a column.
-        wheres = [message_where(f.message) for f in found]
-        one_campaign = len({where.split("/")[0] for where in wheres}) == 1
-        names, titles = model_names(self.site), campaign_titles(self.site)
+        # Grouped as Data quality groups them (checks_of): the check in words, named once over its
+        # rows; one row per sentence, the arms it is about together, by their models' names (and
+        # their campaign's title where the rows span several campaigns); an assumption marked †.
+        marks = {(f.code, message_body(without_assumption(f.message))):
+                 f" ({'†' * (assumed.index(basis[id(f)]) + 1)})" if basis[id(f)] else "" for f in found}
+        one_campaign = len({message_where(f.message).split("/")[0] for f in found}) == 1
         severities = len({f.severity for f in found}) > 1
-        # One row per check and sentence: the same finding about several arms (container and
-        # native) is said once, its arms listed together, as Data quality lists them.
-        grouped: dict[tuple[str, str, str, str], list[str]] = {}
-        for finding, where in zip(found, wheres, strict=True):
-            text = message_body(without_assumption(finding.message)) if where else without_assumption(finding.message)
-            mark = f" ({'†' * (assumed.index(basis[id(finding)]) + 1)})" if basis[id(finding)] else ""
-            at = grouped.setdefault((finding.severity, finding.code, text.removesuffix("."), mark), [])
-            if where:
-                at.append(where)
+        listed = [{"code": f.code, "severity": f.severity, "message": without_assumption(f.message), "runs": []}
+                  for f in found]
         rows = []
-        previous = None
-        for (severity, code, text, mark), at in grouped.items():
-            place = compact_wheres(at, names=names, titles=titles, campaign=not one_campaign) if at else ""
-            title = check_title(code)
-            # a check named once, on the first of its rows (check()'s order keeps them together)
-            named = "" if (severity, code) == previous else md_escape(title[:1].upper() + title[1:])
-            previous = (severity, code)
-            rows.append([*([severity] if severities else []), named, md_escape(place) or "—",
-                         md_escape(text) + mark + "."])
+        for check in checks_of(listed, [], model_names(self.site), campaign_titles(self.site),
+                               campaign=not one_campaign):
+            title = check["title"][:1].upper() + check["title"][1:]
+            for i, row in enumerate(check["rows"]):
+                said = md_escape(row["finding"].removesuffix(".")) + marks[(check["code"], row["finding"])] + "."
+                rows.append([*([check["severity"]] if severities else []), "" if i else md_escape(title),
+                             md_escape(row["where"]) or "—", said])
         head = [*(["Severity"] if severities else []), "Check", "Where", "Finding"]
         table = _markdown_table(head, rows)
         notes = "".join(f"\n\n{'†' * (i + 1)} assumes {md_escape(a)}" for i, a in enumerate(assumed))
