@@ -152,3 +152,18 @@ def test_a_metric_missing_in_all_but_one_run_says_one_run() -> None:
                for m in found)
     assert any(m.endswith("output_throughput_tok_s missing in 1 of 3 runs; its statistics use the 2 runs that "
                           "report it") for m in found)
+
+
+def test_every_finding_a_check_makes_has_a_title_in_words() -> None:
+    """The pages name a check by its title (CHECK_TITLES), never by its code: every code a check
+    in sparkreport/analysis emits has one, and no title is left for a code nothing emits."""
+    import re
+    from pathlib import Path
+
+    from sparkreport.analysis.checks import CHECK_TITLES
+
+    analysis = Path(__file__).resolve().parents[1] / "sparkreport" / "analysis"
+    pattern = r'Finding\(\s*"(?:error|warning|info|note)",\s*"([a-z0-9-]+)"'
+    emitted = {code for path in analysis.glob("*.py") for code in re.findall(pattern, path.read_text())}
+    assert len(emitted) >= 20  # the pattern still finds them
+    assert emitted == set(CHECK_TITLES)
