@@ -158,7 +158,6 @@ def test_every_finding_a_check_makes_has_a_title_in_words() -> None:
     """The pages name a check by its title (CHECK_TITLES), never by its code: every code a check
     in sparkreport/analysis emits has one, and no title is left for a code nothing emits."""
     import re
-    from pathlib import Path
 
     from sparkreport.analysis.checks import CHECK_TITLES
 
