@@ -179,17 +179,19 @@
         var columns = legend.columns || 1;
         legend.labelLimit = Math.min(legend.labelLimit || 160, Math.floor(width / columns) - 40);
       });
-      refitHeader(encoding.row || encoding.facet, width);
     });
   }
 
-  /* A facet's row names above their panels (on the left, they took the width of the plot). */
+  /* A facet's row names above their panels (on the left, they took the width of the plot),
+   * starting where the plot starts: wrapped to ``width``, the plot's (bold: a fifth narrower than
+   * the labels' font measures), not cut at the chart's edge. ``row``: a facet field's channel. */
   function refitHeader(row, width) {
-    if (row && row.header !== null) {
+    if (row && row.field && row.header !== null) {
       row.header = row.header || {};
       row.header.labelOrient = "top";
       row.header.labelAnchor = "start";
       row.header.labelLimit = width;
+      row.header.labelExpr = "sparkreportWrap(datum.label, " + Math.floor(width * 0.8) + ")";
     }
   }
 
@@ -275,13 +277,7 @@
     if (typeof unit.width === "number") {
       unit.width = plot;
     }
-    // A row's name above its panel starts where the plot starts: wrapped to the plot's width
-    // (bold: a fifth narrower than the labels' font measures), not cut at the chart's edge.
-    var row = (unit.encoding || {}).row;
-    if (row && row.header) {
-      row.header.labelLimit = plot;
-      row.header.labelExpr = "sparkreportWrap(datum.label, " + Math.floor(plot * 0.8) + ")";
-    }
+    refitHeader((unit.encoding || {}).row || (unit.encoding || {}).facet, plot);
     layersOf(unit).forEach(function (layer) {
       var x = (layer.encoding || {}).x;
       if (!x) {
@@ -310,7 +306,7 @@
       });
     });
     if (spec.spec) {
-      refitHeader(spec.facet && (spec.facet.row || spec.facet), width);
+      refitHeader(spec.facet && (spec.facet.row || spec.facet), width - PAD_PX);
       refitView(spec.spec, width, rows);
     } else if (!spec.vconcat && !spec.hconcat && !spec.concat) {
       refitView(spec, width, rows);
