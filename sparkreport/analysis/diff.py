@@ -210,12 +210,11 @@ def _verdict(row: dict[Any, Any], opts: AnalysisOptions) -> str:
         return str(row["verdict"])
     p = float(row["p_holm"])
     change = float(row["ratio"]) - 1 if math.isfinite(float(row["ratio"])) else st.NAN
-    if row["reason"] == CONSTANT and math.isfinite(change):  # exact: no test, the change as it is
-        if abs(change) < float(row["min_effect"]):
-            return "unchanged"
-        better = change > 0 if row["direction"] == "higher" else change < 0
-        return "improved" if better else "regressed"
-    if math.isfinite(p) and p < opts.alpha and math.isfinite(change) and abs(change) >= float(row["min_effect"]):
+    exact = row["reason"] == CONSTANT and math.isfinite(change)  # no test: the change as it is
+    if exact and abs(change) < float(row["min_effect"]):
+        return "unchanged"
+    significant = exact or (math.isfinite(p) and p < opts.alpha)
+    if significant and math.isfinite(change) and abs(change) >= float(row["min_effect"]):
         better = change > 0 if row["direction"] == "higher" else change < 0
         return "improved" if better else "regressed"
     p_tost = float(row["p_tost"])
