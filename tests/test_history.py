@@ -153,6 +153,19 @@ def test_cli_unknown_version_key_or_campaign_is_one_line(tmp_path: Path, args: l
     assert (result.exit_code, result.output) == (2, f"Error: {message}\n")
 
 
+def test_an_unknown_history_by_in_sparkreport_yml_is_named_at_its_line(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key came from the file, not a flag: the fix says to set it there (it offered --by)."""
+    runs = write_history_store(tmp_path / "runs")
+    (tmp_path / "sparkreport.yml").write_text("title: t\nhistory:\n  by: build\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["history", "--runs-dir", str(runs)])
+    assert (result.exit_code, result.output) == (1, (
+        "Error: sparkreport.yml:3: history.by: no version 'build': not a label of these runs nor one "
+        "of engine_version, cuda, driver, image, image_digest, trtllm, vllm, torch — version keys here: version, "
+        "engine_version, trtllm — set history.by: to one of them, or label the runs with it\n"))
+
+
 @pytest.mark.parametrize(("text", "line", "says"), [
     ("history:\n  by: 3\n", 2, "history.by has the wrong type"),
     ("history:\n  min_effect: 5\n", 2, "did you mean 5%? write 0.05"),

@@ -111,11 +111,13 @@ class History:
 
 class UnknownKey(DataError):
     """A campaign or version key no run has; ``option`` is the flag that names it (``--campaign``,
-    ``--by``), so the command line can call it a bad invocation."""
+    ``--by``), so the command line can call it a bad invocation. ``problem`` is the message
+    without its ``fix``, for a caller whose value came from elsewhere (sparkreport.yml)."""
 
-    def __init__(self, option: str, message: str):
+    def __init__(self, option: str, problem: str, fix: str = ""):
         self.option = option
-        super().__init__(message)
+        self.problem = problem
+        super().__init__(f"{problem}; {fix}" if fix else problem)
 
 
 def version_keys(runs: pd.DataFrame) -> list[str]:
@@ -143,8 +145,8 @@ def version_column(runs: pd.DataFrame, by: str) -> tuple[str, pd.DataFrame]:
         what = (f"no run records a {by} version" if column else
                 f"not a label of these runs nor one of {', '.join((*SOFTWARE_FIELDS, *ENGINE_ALIASES))}")
         raise UnknownKey("--by", f"no version {by!r}: {what} — version keys here: "
-                                 f"{shown_values(version_keys(every))}; "
-                                 f"label runs with --label {by}=… or pass --by KEY")
+                                 f"{shown_values(version_keys(every))}",
+                         fix=f"label runs with --label {by}=… or pass --by KEY")
     return column, runs[runs[column].notna()]
 
 

@@ -60,7 +60,8 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
         if exc.option == "--campaign" or by is not None:
             raise OptionError(exc.option, exc.format_message()) from None
         if "history.by" in config.lines:
-            raise config.error("history.by", f"history.by: {exc.format_message()}", fix="") from None
+            raise config.error("history.by", f"history.by: {exc.problem}",
+                               fix="set history.by: to one of them, or label the runs with it") from None
         raise
     keep_analysis(cache)
     if as_json:
