@@ -170,7 +170,8 @@ def _stop_signals_raise() -> None:
         import os
         import threading
 
-        signum = signal.SIGTERM if isinstance(report.exc_value, Terminated) else signal.SIGINT
+        signum = getattr(report.exc_value, "signum", None) or (
+            signal.SIGTERM if isinstance(report.exc_value, Terminated) else signal.SIGINT)
         # Sent from another thread a moment later: sent from here, its handler would run here.
         again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
         again.daemon = True

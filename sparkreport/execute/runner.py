@@ -172,8 +172,14 @@ class Progress:
             click.echo("\r" + " " * 150 + "\r", nl=False)
 
 
-class Interrupted(BaseException):  # not Exception: no `except Exception` may swallow it
-    """SIGINT or SIGTERM arrived during a run."""
+class Interrupted(KeyboardInterrupt):  # not Exception: no `except Exception` may swallow it
+    """SIGINT or SIGTERM (``signum``) arrived during a run. A KeyboardInterrupt, so that one raised
+    where Python cannot pass it on (a fork hook) is sent again by the command line's hook
+    (``cli._stop_signals_raise``) rather than printed as "Exception ignored"."""
+
+    def __init__(self, signum: int | None = None):
+        super().__init__()
+        self.signum = signum
 
 
 class CampaignRunner:
@@ -287,6 +293,7 @@ class CampaignRunner:
         started = self.clock()
         try:
             for position, cell in enumerate(pending):
+                self.stop_if_signalled()
                 env = self.environments[cell.environment]
                 if cell.environment in self.report.unavailable:
                     self.report.skipped.append(cell.run_id)
@@ -399,7 +406,16 @@ class CampaignRunner:
         self.signal = signum
         if self.current is not None:
             self.current.kill()
-        raise Interrupted()
+        raise Interrupted(signum)
+
+    def stop_if_signalled(self) -> None:
+        """Raise :class:`Interrupted` if a signal came whose raise was lost: one that lands in a
+        fork hook (logging's ``_releaseLock``, as a run's process starts) is printed by Python as
+        "Exception ignored" and the campaign went on to finish, exit 0. Checked before each run
+        and once a run's process ends, so such a signal stops the campaign at the next of these,
+        the run it killed left pending rather than written as a failure."""
+        if self.signal is not None:
+            raise Interrupted(self.signal)
 
     def print_plan(self, plan: Plan, pending: list[Cell]) -> None:
         """The --dry-run output: one line per pending cell, then the estimate."""
@@ -599,6 +615,7 @@ class CampaignRunner:
                 timed_out = True
                 self.current.kill()
                 code = self.current.wait(10.0)
+            self.stop_if_signalled()
         except Interrupted:
             with contextlib.suppress(Exception):
                 self.current.finish(None, False)
