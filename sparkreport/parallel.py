@@ -80,13 +80,18 @@ def signals_held() -> Iterator[None]:
         yield
         return
     noted: list[int] = []
-    previous_handlers = {signum: signal.signal(signum, lambda signum, _frame: noted.append(signum))
-                         for signum in STOP_SIGNALS}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    previous_handlers: dict[int, Any] = {}
+    previous_mask = None
     try:
+        # One at a time, undone in `finally`: a signal already pending is raised by the first
+        # signal.signal() that runs after it, and must not leave the other handler swapped.
+        for signum in STOP_SIGNALS:
+            previous_handlers[signum] = signal.signal(signum, lambda signum, _frame: noted.append(signum))
+        previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a signal held back is noted now
+        if previous_mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)  # a signal held back is noted now
         for signum, handler in previous_handlers.items():
             signal.signal(signum, handler)
         for noted_signal in dict.fromkeys(noted):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,13 @@ from sparkreport.store import RunStore
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SPARKREPORT_SHARED", REPO.parent / "shared"))
 PHASE1_JSON = SHARED / "data" / "phase1-gb10" / "all_benchmark_results.json"
+
+# Ctrl-C as a terminal delivers it, to these tests and to the commands they start: a test
+# runner started as a background job of a shell without job control (as CI may start it)
+# inherits SIGINT ignored, Python then installs no handler, and every process started from here
+# would ignore the interrupts the tests send. A Python handler becomes the default on exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,8 @@ PROJECT = ("runs", "docs", "templates", "sparkreport.yml", "mkdocs.yml")
 MOMENTS = [(0.15, signal.SIGINT), (0.25, signal.SIGINT), (0.4, signal.SIGTERM), (0.55, signal.SIGINT),
            (0.7, signal.SIGINT), (0.8, signal.SIGTERM)]
 LINE = "interrupted — the previous site is unchanged"
+#: Ended within this of the signal, its work done: the signal came as the build ended.
+LATE_S = 0.1
 
 needs_fork = pytest.mark.skipif(not parallel.can_fork(), reason="workers are forked on Linux only")
 
@@ -75,8 +77,14 @@ def test_ctrl_c_or_sigterm_at_any_moment_stops_a_build_at_once_with_one_line(tmp
             left = _in_group(proc.pid)
             for pid in left:
                 os.kill(pid, signal.SIGKILL)
-        stops_s.append(time.monotonic() - sent)
         moment = f"{signal.Signals(signum).name} at {fraction:.0%} of a build"
+        if out and time.monotonic() - sent < LATE_S:
+            # Done (its line printed) as the signal came, on a machine faster than the first time:
+            # not this moment. A lost signal shows as a build that went on for its remaining time.
+            assert proc.returncode in (0, 128 + signum), moment
+            assert not left, moment
+            continue
+        stops_s.append(time.monotonic() - sent)
         assert (proc.returncode, err, out) == (128 + signum, LINE + "\n", ""), moment
         assert stops_s[-1] < 5, moment
         assert not left, moment

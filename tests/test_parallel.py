@@ -431,3 +431,27 @@ def test_the_svg_decision_is_settled_only_when_no_more_charts_can_change_it() ->
     assert [settled(static_for("auto"), n) for n in (0, 100, 101)] == [None, None, False]
     assert [settled(static_for("all"), n) for n in (0, 10_000)] == [True, True]
     assert [settled(static_for("posts"), n) for n in (0, 10_000)] == [False, False]
+
+
+def test_a_signal_pending_as_signals_are_held_leaves_every_handler_as_it_was(monkeypatch) -> None:
+    """A signal that came just before the block is raised by the first ``signal.signal`` that
+    runs after it (CPython runs pending handlers before it changes one): the handler swapped
+    before it is put back, else a later Ctrl-C would only be noted, and never raised."""
+    import signal
+
+    before = {signum: signal.getsignal(signum) for signum in parallel.STOP_SIGNALS}
+    real = signal.signal
+    calls = []
+
+    def pending_after_first(signum, handler):
+        calls.append(signum)
+        if len(calls) == 2:  # the pending SIGINT's handler runs here, as CPython's would
+            raise KeyboardInterrupt
+        return real(signum, handler)
+
+    monkeypatch.setattr(signal, "signal", pending_after_first)
+    with pytest.raises(KeyboardInterrupt), parallel.signals_held():
+        pass
+    monkeypatch.undo()
+    assert {signum: signal.getsignal(signum) for signum in parallel.STOP_SIGNALS} == before
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) & parallel.STOP_SIGNALS == set()
