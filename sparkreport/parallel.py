@@ -85,8 +85,8 @@ def signals_held() -> Iterator[None]:
     try:
         # One at a time, undone in `finally`: a signal already pending is raised by the first
         # signal.signal() that runs after it, and must not leave the other handler swapped.
-        for signum in STOP_SIGNALS:
-            previous_handlers[signum] = signal.signal(signum, lambda signum, _frame: noted.append(signum))
+        for stop in STOP_SIGNALS:
+            previous_handlers[stop] = signal.signal(stop, lambda signum, _frame: noted.append(signum))
         previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         yield
     finally:
