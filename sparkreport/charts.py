@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from sparkreport import metrics as metric_catalog
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
 #: Altair's own limit on rows embedded in one chart; we aggregate rather than lift it.
@@ -400,14 +402,18 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
     return _rows_panel(layers, title)
 
 
-def memory_scatter(points: pd.DataFrame, *, name: str, title: str,
-                   x_metric: str = "pre_kv_memory_gib") -> ChartSpec | None:
+def memory_scatter(points: pd.DataFrame, *, name: str, title: str, x_metric: str = "pre_kv_memory_gib",
+                   fits: Sequence[dict[str, Any]] = (), titles: dict[str, str] | None = None) -> ChartSpec | None:
     """KV cache against memory in use before it was allocated (``x_metric``; or against the peak,
     ``peak_memory_gib``): one point per run (or per published arm mean).
 
-    ``points`` has ``model_name, environment, <x_metric>, kv_cache_gib`` and ``origin``
-    (:data:`MEASURED` or :data:`PUBLISHED`). None when no point has both figures. Above
-    :data:`MAX_ROWS` points, each arm is reduced to its mean.
+    ``points`` has ``model_name, environment, <x_metric>, kv_cache_gib``, ``origin``
+    (:data:`MEASURED` or :data:`PUBLISHED`) and, where it spans several, ``campaign``: a panel per
+    campaign, headed by its title (``titles``: campaign → title). ``fits``: the derived-identity
+    fits (``campaign``, ``fraction``, ``intercept_gib``, ``pool_gib``), each drawn as its line
+    across its campaign's points (against memory before the KV cache only: a fit on peak memory is
+    not a line in it). None when no point has both figures. Above :data:`MAX_ROWS` points, each arm
+    is reduced to its mean.
     """
     if x_metric not in points or "kv_cache_gib" not in points:
         return None
@@ -416,32 +422,71 @@ def memory_scatter(points: pd.DataFrame, *, name: str, title: str,
         return None
     if "origin" not in frame:
         frame["origin"] = MEASURED
-    columns = ["model_name", "environment", "origin", x_metric, "kv_cache_gib"]
+    if "campaign" not in frame:
+        frame["campaign"] = ""
+    frame["campaign"] = frame["campaign"].astype(str)
+    keys = ["campaign", "model_name", "environment", "origin"]
     if len(frame) > MAX_ROWS:
-        frame = frame.groupby(["model_name", "environment", "origin"], as_index=False)[
-            [x_metric, "kv_cache_gib"]].mean()
-    data = _records(frame[columns])
+        frame = frame.groupby(keys, as_index=False)[[x_metric, "kv_cache_gib"]].mean()
+    campaigns = list(dict.fromkeys(frame["campaign"]))
+    named = titles or {}
+    data = [{**row, "campaign": named.get(row["campaign"], row["campaign"]), "kind": "arm"}
+            for row in _records(frame[[*keys, x_metric, "kv_cache_gib"]])]
+    lines = 0
+    for fit in fits if x_metric == "pre_kv_memory_gib" else ():
+        xs = frame.loc[frame["campaign"] == fit["campaign"], x_metric]
+        if xs.empty or fit.get("pool_gib") is None:
+            continue
+        lines += 1
+        label = (f"KV cache = {fit['fraction']:.3f} × ({fit['pool_gib']:.2f} GiB − memory before it) "
+                 f"{fit['intercept_gib']:+.2f} GiB")
+        for x in (float(xs.min()), float(xs.max())):
+            data.append({"campaign": named.get(fit["campaign"], fit["campaign"]), "kind": "fit", "fit": label,
+                         x_metric: round(x, 3),
+                         "kv_cache_gib": round(fit["fraction"] * (fit["pool_gib"] - x) + fit["intercept_gib"], 3)})
     what = "memory in use before it was allocated" if x_metric == "pre_kv_memory_gib" else metric_title(x_metric)
     description = (f"KV cache against {what}, one point per run (published arms: one point "
-                   "per arm mean), coloured by environment, shaped by model.")
+                   "per arm mean), coloured by environment, shaped by model"
+                   + ("; the dashed line is the fitted KV cache = fraction × (pool − memory before it) + c"
+                      if lines else "")
+                   + ("; a panel per campaign." if len(campaigns) > 1 else "."))
     return ChartSpec(name=name, title=title, description=description,
-                     spec=scatter_spec(data, x_metric=x_metric, title=title), rows=len(data))
+                     spec=scatter_spec(data, x_metric=x_metric, title=title, panels=len(campaigns) > 1),
+                     rows=len(data))
 
 
-def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str) -> dict[str, Any]:
-    """The memory scatter's spec: a point per row of ``data`` at (``x_metric``, ``kv_cache_gib``),
-    coloured by environment, shaped by model."""
+def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panels: bool = False) -> dict[str, Any]:
+    """The memory scatter's spec: a point per ``kind: arm`` row of ``data`` at (``x_metric``,
+    ``kv_cache_gib``), coloured by environment, shaped by model; a dashed line through the two
+    ``kind: fit`` rows of a campaign; with ``panels``, a panel per campaign (its own scales)."""
     x_title, kv_title = metric_title(x_metric), metric_title("kv_cache_gib")
-    return top_level({
-        "data": {"values": data}, "mark": mark("point", filled=True, opacity=0.8, size=60),
+    x = quantitative(x_metric, scale={"zero": False}, title=x_title)
+    y = quantitative("kv_cache_gib", scale={"zero": False}, title=kv_title)
+    layers: list[dict[str, Any]] = [{
+        "mark": mark("point", filled=True, opacity=0.8, size=60),
         "encoding": {
             "color": nominal("environment", title="environment"), "shape": nominal("model_name", title="model"),
             "tooltip": [nominal("model_name", title="model"), nominal("environment"), nominal("origin", title="source"),
                         quantitative(x_metric, format=".2f", title=x_title),
                         quantitative("kv_cache_gib", format=".2f", title="KV cache (GiB)")],
-            "x": quantitative(x_metric, scale={"zero": False}, title=x_title),
-            "y": quantitative("kv_cache_gib", scale={"zero": False}, title=kv_title)}},
-        height=PANEL_HEIGHT + 80, title=title, width=PANEL_WIDTH + 80)
+            "x": x, "y": y},
+        "transform": [{"filter": "datum.kind === 'arm'"}]}]
+    if any(row["kind"] == "fit" for row in data):
+        layers.append({"mark": mark("line", color="#757575", strokeDash=[5, 4], strokeWidth=1.5),
+                       "encoding": {"detail": nominal("campaign"), "tooltip": [nominal("fit", title="fitted")],
+                                    "x": x, "y": y},
+                       "transform": [{"filter": "datum.kind === 'fit'"}]})
+    size = {"height": PANEL_HEIGHT + 80, "width": PANEL_WIDTH + 80}
+    if not panels:
+        return top_level({"layer": layers, "data": {"values": data}}, title=title, **size)  # Altair's order
+    return top_level({
+        "data": {"values": data},
+        # each campaign's title above its panel, as in the memory-budget chart
+        "facet": {"row": nominal("campaign", header={"labelAlign": "left", "labelAnchor": "start", "labelAngle": 0,
+                                                     "labelFontWeight": "bold", "labelLimit": 600,
+                                                     "labelOrient": "top"}, title=None)},
+        "spec": {"layer": layers, **size}},
+        resolve={"scale": {"x": "independent", "y": "independent"}}, title=title)
 
 
 _SCALARS = (str, int, float, bool, type(None))

@@ -202,6 +202,34 @@ def test_scatter_spec_is_what_altair_builds(phase1_dataset: Dataset, x_metric: s
                                                              title="KV cache against memory"))
 
 
+def test_scatter_of_several_campaigns_has_a_panel_each_and_each_fit_its_line() -> None:
+    """A panel per campaign, headed by its title; a derived-identity fit (one pool) is a dashed line
+    across its campaign's points, KV = fraction × (pool − before) + c at both ends; a fit on peak
+    memory (not a line against memory before the KV cache) or without one pool draws none."""
+    points = pd.DataFrame({"campaign": ["a", "a", "a", "b"], "model_name": ["m", "n", "m", "m"],
+                           "environment": ["native", "native", "docker", "native"],
+                           "pre_kv_memory_gib": [70.0, 72.0, 90.0, 80.0], "kv_cache_gib": [44.0, 42.0, 26.0, 35.0]})
+    fits = [{"campaign": "a", "fraction": 0.9, "intercept_gib": 0.1, "pool_gib": 119.0},
+            {"campaign": "b", "fraction": 0.9, "intercept_gib": 0.0, "pool_gib": None}]
+    chart = charts.memory_scatter(points, name="mem", title="t", fits=fits, titles={"a": "Study A"})
+    assert chart is not None and chart.rows == 6
+    lines = [row for row in chart.spec["data"]["values"] if row["kind"] == "fit"]
+    assert lines == [
+        {"campaign": "Study A", "kind": "fit", "fit": "KV cache = 0.900 × (119.00 GiB − memory before it) +0.10 GiB",
+         "pre_kv_memory_gib": x, "kv_cache_gib": kv} for x, kv in ((70.0, 44.2), (90.0, 26.2))]
+    assert {row["campaign"] for row in chart.spec["data"]["values"]} == {"Study A", "b"}
+    assert chart.description.endswith("the dashed line is the fitted KV cache = fraction × (pool − memory before it) + c"
+                                      "; a panel per campaign.")
+    assert_altairs(chart.spec, altair_reference.scatter_spec(chart.spec["data"]["values"], x_metric="pre_kv_memory_gib",
+                                                             title="t", panels=True))
+    assert charts.drawn_size(chart.spec)[1] > 2 * (charts.PANEL_HEIGHT + 80)  # its placeholder: both panels
+    peak = points.assign(peak_memory_gib=points["pre_kv_memory_gib"] + points["kv_cache_gib"])
+    against_peak = charts.memory_scatter(peak[peak["campaign"] == "a"], name="mem", title="t", fits=fits,
+                                         x_metric="peak_memory_gib")
+    assert against_peak is not None and all(row["kind"] == "arm" for row in against_peak.spec["data"]["values"])
+    assert "layer" in against_peak.spec and "facet" not in against_peak.spec
+
+
 def test_scatter_spec_of_arm_means_and_of_one_point() -> None:
     n = charts.MAX_ROWS + 1
     many = pd.DataFrame({"model_name": ["a", "b"] * (n // 2) + ["a"], "environment": "native",

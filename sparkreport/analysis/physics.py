@@ -221,6 +221,9 @@ class IdentityFit:
     #: True when memory before the KV cache was derived as peak − KV cache (the peak includes it).
     peak_includes_kv: bool
     runs: list[str]
+    #: The memory pool, where every arm has the same (to 0.01 GiB): the fit is then one line in
+    #: memory before the KV cache, KV = fraction × (pool − before) + intercept. Else None.
+    pool_gib: float | None = None
 
 
 def _distinct_points(x: np.ndarray, y: np.ndarray) -> set[tuple[float, float]]:
@@ -247,9 +250,11 @@ def fit_identity(points: list[ArmPoint]) -> list[IdentityFit]:
         total = float(((y - y.mean()) ** 2).sum())
         r2 = 1 - float((residual**2).sum()) / total if total else 0.0
         if r2 >= IDENTITY_R2 and 0.3 <= slope <= 1.05:
+            pools = {round(_pool(p) or 0, 2) for p, _, _ in group}
             fits.append(IdentityFit(campaign, float(slope), float(intercept), r2, len(group),
                                     any(derived for _, _, derived in group),
-                                    sorted(r for p, _, _ in group for r in p.runs)))
+                                    sorted(r for p, _, _ in group for r in p.runs),
+                                    pools.pop() if len(pools) == 1 else None))
     return fits
 
 
@@ -369,7 +374,8 @@ def _identity(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
             f"(R² {fit.r2:.4f}): the KV cache is sized as a fixed fraction of the memory left free, "
             "so 'uses more memory' and 'gets less KV cache' are one measurement stated twice, not two findings",
             fit.runs, {"fraction": round(fit.fraction, 4), "intercept_gib": round(fit.intercept, 3),
-                       "r2": round(fit.r2, 5), "arms": fit.n},
+                       "r2": round(fit.r2, 5), "arms": fit.n,
+                       **({"pool_gib": fit.pool_gib} if fit.pool_gib is not None else {})},
         ))
     fitted = {f.campaign for f in fits}
     few: dict[str, list[tuple[ArmPoint, float]]] = {}

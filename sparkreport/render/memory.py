@@ -213,7 +213,9 @@ class MemoryPage(Page):
             out.append(waterfall)
         points = scatter_points(site)
         chart = memory_scatter(points[points["campaign"].astype(str).isin(shown)], name="kv-vs-peak",
-                               title="KV cache against memory in use before it was allocated")
+                               title="KV cache against memory in use before it was allocated",
+                               fits=[f for f in identity_fits(site) if f["campaign"] in shown],
+                               titles=campaign_titles(site))
         if chart is not None:
             out.append(chart)
         return out
