@@ -214,7 +214,13 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     page = (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "index.md").read_text(encoding="utf-8")
     assert page.startswith("# H100 control: cold vs warm page cache")
     changed = page[page.index("## How the sides differ"):page.index("## Results")]
-    assert "| label.cache | cold | warm |" in changed
+    assert "| cache (label) | cold | warm |" in changed
+    # the sides in words, the selectors where a reader types them
+    assert page.split("\n")[2:4] == [
+        "Both sides: campaign “H100 control: native vs cgroup”. Side **a**: cache cold (40 runs); side **b**: "
+        "cache warm (40 runs).",
+        'The same diff on the command line: `sparkreport diff --a "campaign=gpu-torch-native-vs-cgroup,cache=cold" '
+        '--b "campaign=gpu-torch-native-vs-cgroup,cache=warm"`.']
     assert "plan" not in changed  # per-run identifiers are not "changes"
     # one table per model and environment, named above it (a nine-column table was cut at 1280 px)
     native = page[page.index("**Llama-3-8B shape (random weights) · native**"):]  # the name the charts show
@@ -229,8 +235,7 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     # /diffs/ is a page too (it was a 404): every diff, its sides, their runs and its verdicts
     overview = (result.docs_dir / "diffs" / "index.md").read_text(encoding="utf-8")
     row = ("| [H100 control: cold vs warm page cache](cold-vs-warm-cache/index.md) | "
-           "`campaign=gpu-torch-native-vs-cgroup,cache=cold` | `campaign=gpu-torch-native-vs-cgroup,cache=warm` | "
-           "40 / 40 | 28 unchanged |")
+           "campaign “H100 control: native vs cgroup” | cache cold | cache warm | 40 / 40 | 28 unchanged |")
     assert overview.startswith("# Diffs\n") and row in overview.splitlines()
     assert ("Diffs", [("Overview", "diffs/index.md"),
                       ("H100 control: cold vs warm page cache", "diffs/cold-vs-warm-cache/index.md")]) in result.nav

@@ -42,7 +42,9 @@ def test_summary_names_the_change_and_nothing_else(site: RenderResult) -> None:
 def test_change_links_to_the_diff_page_of_its_two_versions(site: RenderResult) -> None:
     diff = site.docs_dir / "history" / "nightly-0.21.0-0.22.0" / "index.md"
     text = diff.read_text(encoding="utf-8")
-    assert "`campaign=nightly,label.version=0.21.0`" in text and "`campaign=nightly,label.version=0.22.0`" in text
+    assert ("Both sides: campaign “nightly”. Side **a**: version 0.21.0 (10 runs); side **b**: version 0.22.0 (10 runs)."
+            in text)
+    assert '`sparkreport diff --a "campaign=nightly,label.version=0.21.0" --b "campaign=nightly,label.version=0.22.0"`' in text
     native = text[text.index("**meta-llama/Llama-3.1-8B-Instruct · native**"):]  # the model as every page names it
     assert native.split("\n\n")[1].splitlines()[2].startswith("| Output throughput (tok/s) |") and "**regressed**" in text
     assert "[diff](nightly-0.21.0-0.22.0/index.md)" in (site.docs_dir / "history" / "index.md").read_text()
@@ -159,7 +161,7 @@ def test_across_campaigns_follows_a_model_over_a_campaign_per_release(tmp_path: 
     assert "between 0.21.0 and 0.22.0 in native (regression)" in page.splitlines()[3]
     assert "Each metric of each model and environment across campaigns" in page
     diff = next((result.docs_dir / "history").glob("*/index.md")).read_text(encoding="utf-8")
-    assert "Side **a** = `label.version=0.21.0` (10 runs), side **b** = `label.version=0.22.0` (10 runs)" in diff
+    assert "\n\nSide **a**: version 0.21.0 (10 runs); side **b**: version 0.22.0 (10 runs).\n" in diff  # nothing shared
     out = CliRunner().invoke(main, ["history", "--runs-dir", str(runs), "--across-campaigns", "--json"]).output
     changes = json.loads(out)["change_points"]
     assert [(c["campaign"], c["environment"], c["before"], c["after"]) for c in changes] == [

@@ -70,10 +70,14 @@ def fill_diff(site: SiteData, doc: PageDoc, named: NamedDiff) -> None:
 
 def fill_overview(site: SiteData, doc: PageDoc, diffs: list[tuple[NamedDiff, PageDoc]]) -> None:
     """Each diff: its title (a link to its page), its sides, their runs, and its verdicts."""
+    from sparkreport.render.report import campaign_titles
+
     listed = []
     for named, page in diffs:
         a, b, result = run_diff(site, named)
-        listed.append({"title": page.title, "href": doc.href(page.path), "a": named.a, "b": named.b,
+        sides = sides_words(named.a, named.b, campaign_titles(site), side_model_names(a, b))
+        listed.append({"title": page.title, "href": doc.href(page.path), "a": sides["a"], "b": sides["b"],
+                       "shared": sides["shared"],
                        "n_a": len(a), "n_b": len(b), "counts": {k: v for k, v in result.counts().items() if v}})
     doc.context = {"diffs": listed}
 
@@ -139,7 +143,14 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
         ratio = ratio_chart(result.cells[result.cells["metric"] == metric], str(metric), names)
         if ratio is not None:
             charts.append(ratio)
-    context = {"named": named, "changed": result.changed, "not_comparable": result.not_comparable,
+    from sparkreport.render.report import campaign_titles
+
+    titles = campaign_titles(site)
+    changed = [{"field": field_words(r["field"]), **{
+        side: ", ".join(titles.get(v, v) for v in r[side].split(", ")) if r["field"] == "campaign" else r[side]
+        for side in ("a", "b")}} for r in result.changed]
+    context = {"named": named, "sides": sides_words(named.a, named.b, titles, names), "changed": changed,
+               "not_comparable": result.not_comparable,
                "cells": cells, "counts": {k: v for k, v in result.counts().items() if v},
                "n_a": len(a), "n_b": len(b), "min_effects": min_effects,
                "constants": any(cell["constant"] for cell in cells)}
@@ -177,6 +188,35 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
                      description=(f"{metric_label(metric)} of every run on each side, per model and environment, "
                                   "as a percentage of side a's mean there."),
                      spec=sides_spec(data, metric=metric, title=title), rows=len(data))
+
+
+def selector_words(terms: list[str], titles: dict[str, str], models: dict[str, str]) -> str:
+    """Selector terms as a reader says them: ``campaign=x`` by the campaign's title, ``model=m`` by
+    the model's name, any other ``key=value`` as "key value" (a label without its ``label.``
+    prefix): 'campaign=x', 'cache=cold' → 'campaign “H100 control”, cache cold'."""
+    from sparkreport.early import selector_conditions
+
+    words = []
+    for key, value in selector_conditions(",".join(terms)) if terms else ():
+        name = key.removeprefix("label.")
+        words.append(f"campaign “{titles.get(value, value)}”" if name == "campaign" else
+                     models.get(value, value) if name == "model" else f"{name} {value}")
+    return ", ".join(words)
+
+
+def sides_words(a: str, b: str, titles: dict[str, str], models: dict[str, str]) -> dict[str, str]:
+    """A diff's sides in words: ``shared`` (the terms both selectors have; empty when none), and
+    ``a`` and ``b``, each side's own terms (whole where the sides share nothing)."""
+    terms_a, terms_b = a.split(","), b.split(",")
+    shared = [t for t in terms_a if t in terms_b]
+    own_a, own_b = side_names(a, b)
+    return {"shared": selector_words(shared, titles, models), "a": selector_words(own_a.split(","), titles, models),
+            "b": selector_words(own_b.split(","), titles, models)}
+
+
+def field_words(field: str) -> str:
+    """A "How the sides differ" field as the table names it: a label as "cache (label)"."""
+    return f"{field.removeprefix('label.')} (label)" if field.startswith("label.") else field
 
 
 def side_names(a: str, b: str) -> tuple[str, str]:
