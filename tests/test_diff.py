@@ -303,3 +303,17 @@ def test_a_metric_neither_side_reports_is_no_cell(phase1_dataset: Dataset) -> No
     mine = cells[(cells["model"] == "deepseek") & (cells["environment"] == "native")]
     assert "output_throughput_tok_s" not in set(mine["metric"]) and len(mine) > 0
     assert not ((cells["n_a"] == 0) & (cells["n_b"] == 0)).any()
+
+
+def test_a_diffs_sides_in_words() -> None:
+    """What both sides select, once; each side's own terms; a campaign by its title, a model by its
+    name, a label without its prefix; a side with no terms of its own is "all of them"."""
+    from sparkreport.render.diffs import sides_words
+
+    titles, models = {"c1": "H100 control"}, {"m1": "Llama 3"}
+    assert sides_words("campaign=c1,label.cache=cold", "campaign=c1,cache=warm", titles, models) == {
+        "shared": "campaign “H100 control”", "a": "cache cold", "b": "cache warm"}
+    assert sides_words("campaign=c1", "campaign=c1,model=m1", titles, models) == {
+        "shared": "campaign “H100 control”", "a": "all of them", "b": "Llama 3"}
+    assert sides_words("engine_version=1.0", "engine_version=1.1", titles, models) == {
+        "shared": "", "a": "engine_version 1.0", "b": "engine_version 1.1"}

@@ -206,12 +206,12 @@ def selector_words(terms: list[str], titles: dict[str, str], models: dict[str, s
 
 def sides_words(a: str, b: str, titles: dict[str, str], models: dict[str, str]) -> dict[str, str]:
     """A diff's sides in words: ``shared`` (the terms both selectors have; empty when none), and
-    ``a`` and ``b``, each side's own terms (whole where the sides share nothing)."""
+    ``a`` and ``b``, each side's own terms ("all of them" for a side that has none of its own)."""
     terms_a, terms_b = a.split(","), b.split(",")
     shared = [t for t in terms_a if t in terms_b]
-    own_a, own_b = side_names(a, b)
-    return {"shared": selector_words(shared, titles, models), "a": selector_words(own_a.split(","), titles, models),
-            "b": selector_words(own_b.split(","), titles, models)}
+    return {"shared": selector_words(shared, titles, models),
+            **{side: selector_words([t for t in own if t not in shared], titles, models) or "all of them"
+               for side, own in (("a", terms_a), ("b", terms_b))}}
 
 
 def field_words(field: str) -> str:
