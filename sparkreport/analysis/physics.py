@@ -324,7 +324,8 @@ def _roofline(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
                 _with_basis(
                     f"{_who(p)}: {p.tput:.2f} tok/s exceeds the memory-bandwidth bound of {bound:.1f} tok/s "
                     f"(≤ {p.concurrency:g} concurrent requests × {p.hardware.bandwidth_gb_s:g} GB/s ÷ "
-                    f"{step_bytes / 1e9:.1f} GB of weights read per decode step; margin {ROOFLINE_MARGIN:.0%})",
+                    f"{step_bytes / 1e9:.1f} GB (= {step_bytes / GIB:.1f} GiB) of weights read per decode step; "
+                    f"margin {ROOFLINE_MARGIN:.0%})",
                     assumes),
                 p.runs, {"throughput_tok_s": round(p.tput, 2), "bound_tok_s": round(bound, 1),
                          "bandwidth_gb_s": p.hardware.bandwidth_gb_s, "bytes_per_step_gb": round(step_bytes / 1e9, 2),
@@ -351,8 +352,8 @@ def _size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findin
                 findings.append(Finding(
                     "error", "size-insensitive",
                     _with_basis(
-                        f"{campaign}/{env}: {a.model_name} ({a.spec.active_weight_bytes / 1e9:.1f} GB read per "
-                        f"token) and {b.model_name} ({b.spec.active_weight_bytes / 1e9:.1f} GB, {ratio:.1f}× more) "
+                        f"{campaign}/{env}: {a.model_name} ({a.spec.active_weight_bytes / 1e9:.1f} GB = "
+                        f"{a.spec.active_weight_bytes / GIB:.1f} GiB read per token) and {b.model_name} ({b.spec.active_weight_bytes / 1e9:.1f} GB, {ratio:.1f}× more) "
                         f"report the same output throughput ({a.tput:.2f} vs {b.tput:.2f} tok/s, {apart:.1%} apart) "
                         "— these runs may not have run the models they name", assumes),
                     a.runs + b.runs, {"bytes_ratio": round(ratio, 2), "throughput_a": round(a.tput, 2),
