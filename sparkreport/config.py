@@ -82,10 +82,14 @@ class NamedDiff:
 
 @dataclass
 class CampaignOptions:
-    """What the project says of one campaign (``campaigns: NAME: {title: …}``): its title here
-    wins over the campaign file's and the published summary's."""
+    """What the project says of one campaign (``campaigns: NAME: {title: …, question: …}``): each
+    wins over the campaign file's (and, for the title, the published summary's)."""
 
-    title: str
+    #: What the pages call it.
+    title: str | None = None
+    #: The question it answers, in a sentence or two: Home and its page open on it (a campaign
+    #: file's ``description:`` otherwise).
+    question: str | None = None
 
 
 @dataclass
@@ -349,20 +353,27 @@ def _campaign_options(where: _Where, name: str, item: Any) -> CampaignOptions:
     key = f"campaigns.{name}"
     example = f'write {name}: {{title: "what the pages call it"}}'
     if not isinstance(item, dict):
-        raise where.error(key, f"{key} must be a mapping with a title", fix=example)
+        raise where.error(key, f"{key} must be a mapping with a title or a question", fix=example)
     known = [f.name for f in fields(CampaignOptions)]
     for setting in item:
         if setting not in known:
             raise where.error(f"{key}.{setting}", f"unknown setting {key}.{setting}", fix=f"known: {', '.join(known)}")
-    if "title" not in item:
-        raise where.error(key, f"{key} needs a title", fix=example)
+    if not item:
+        raise where.error(key, f"{key} needs a title or a question", fix=example)
     from sparkreport.names import TITLE_FIX, title_problem, title_text
 
-    problem = title_problem(item["title"])
-    if problem:
-        raise where.error(f"{key}.title", f"{key}.title {problem}", fix=TITLE_FIX if "text" in problem else
-                          "write the title the pages show, or leave the campaign out to show its name")
-    return CampaignOptions(title=title_text(item["title"]))
+    said = {}
+    for setting, empty_fix in (("title", "write the title the pages show, or leave the campaign out to show its name"),
+                               ("question", "write the question the campaign answers, or leave the setting out")):
+        if setting not in item:
+            continue
+        problem = title_problem(item[setting])
+        if problem:
+            raise where.error(f"{key}.{setting}", f"{key}.{setting} {problem}",
+                              fix=(TITLE_FIX if setting == "title" else 'write it in quotes: question: "what it asks"')
+                              if "text" in problem else empty_fix)
+        said[setting] = title_text(item[setting])
+    return CampaignOptions(**said)
 
 
 def _named_diff(where: _Where, index: int, item: Any) -> NamedDiff:

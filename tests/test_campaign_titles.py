@@ -71,12 +71,16 @@ BAD_CONFIGS = [
     ("campaigns: [alpha]\n", "sparkreport.yml:1: campaigns has the wrong type (list: \"['alpha']\") — write it as a "
      "mapping: campaigns: on its own line, its settings indented under it (see the README's configuration section)"),
     ("campaigns:\n  alpha: A title\n",
-     "sparkreport.yml:2: campaigns.alpha must be a mapping with a title — "
+     "sparkreport.yml:2: campaigns.alpha must be a mapping with a title or a question — "
      "write alpha: {title: \"what the pages call it\"}"),
     ("campaigns:\n  alpha:\n    titel: A title\n",
-     "sparkreport.yml:3: unknown setting campaigns.alpha.titel — known: title"),
+     "sparkreport.yml:3: unknown setting campaigns.alpha.titel — known: title, question"),
     ("campaigns:\n  alpha: {}\n",
-     "sparkreport.yml:2: campaigns.alpha needs a title — write alpha: {title: \"what the pages call it\"}"),
+     "sparkreport.yml:2: campaigns.alpha needs a title or a question — write alpha: {title: \"what the pages call it\"}"),
+    ("campaigns:\n  alpha:\n    question: [a]\n", "sparkreport.yml:3: campaigns.alpha.question must be text, not a list "
+     "— write it in quotes: question: \"what it asks\""),
+    ("campaigns:\n  alpha:\n    title: A\n    question:\n", "sparkreport.yml:4: campaigns.alpha.question is empty — "
+     "write the question the campaign answers, or leave the setting out"),
     ("campaigns:\n  alpha:\n    title: 3\n", "sparkreport.yml:3: campaigns.alpha.title must be text, not a number — "
      "write it in quotes: title: \"what the pages call it\""),
     ("campaigns:\n  alpha:\n    title:\n", "sparkreport.yml:3: campaigns.alpha.title is empty — write the title the "
@@ -293,5 +297,25 @@ def test_the_history_names_a_campaign_by_its_title_and_selects_it_by_name(tmp_pa
     assert "| 0.22.0 | 0.21.0 | Nightly builds | llama-3.1-8b |" in history
     diff = page(result, "history/nightly-0.21.0-0.22.0/index.md")
     assert diff.startswith("# Nightly builds: 0.21.0 → 0.22.0\n")
-    assert "`campaign=nightly,label.version=0.21.0`" in diff
+    assert "Both sides: campaign “Nightly builds”." in diff  # its title in words, its name in the command
+    assert '`sparkreport diff --a "campaign=nightly,label.version=0.21.0"' in diff
     assert "(llama-3.1-8b, Nightly builds) — see [History]" in page(result, "index.md")
+
+
+def test_a_campaigns_question_opens_home_and_its_page_and_a_published_source_is_no_question(
+        tmp_path: Path, published_store: Path) -> None:
+    """sparkreport.yml's question wins over a campaign file's description on Home and the
+    campaign's page; a published campaign without one shows no "The question." (its source was
+    printed there, then again in its Design), and Methodology still names where its figures come
+    from."""
+    shutil.copytree(published_store, tmp_path / "runs")
+    (tmp_path / "sparkreport.yml").write_text(
+        "campaigns:\n  phase1-published:\n    question: >-\n      Does the container cost\n      throughput?\n",
+        encoding="utf-8")
+    result = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path))
+    asked = "**The question.** Does the container cost throughput?"
+    assert asked in page(result, "campaigns/phase1-published/index.md")
+    assert asked in page(result, "index.md")
+    other = page(result, "campaigns/unified-memory-post/index.md")
+    assert "The question" not in other and other.count("The Unified Memory Revelation") == 1
+    assert "Figures published in \"The Unified Memory Revelation\"" in page(result, "methodology/index.md")

@@ -353,7 +353,8 @@ def _size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findin
                     "error", "size-insensitive",
                     _with_basis(
                         f"{campaign}/{env}: {a.model_name} ({a.spec.active_weight_bytes / 1e9:.1f} GB = "
-                        f"{a.spec.active_weight_bytes / GIB:.1f} GiB read per token) and {b.model_name} ({b.spec.active_weight_bytes / 1e9:.1f} GB, {ratio:.1f}× more) "
+                        f"{a.spec.active_weight_bytes / GIB:.1f} GiB read per token) and {b.model_name} "
+                        f"({b.spec.active_weight_bytes / 1e9:.1f} GB, {ratio:.1f}× more) "
                         f"report the same output throughput ({a.tput:.2f} vs {b.tput:.2f} tok/s, {apart:.1%} apart) "
                         "— these runs may not have run the models they name", assumes),
                     a.runs + b.runs, {"bytes_ratio": round(ratio, 2), "throughput_a": round(a.tput, 2),

@@ -69,6 +69,9 @@ class Campaign:
     baseline: str | None = None
     #: What the pages call it (:func:`campaign_titles`); the name when none is given.
     title: str = ""
+    #: The question it answers (Home and its page open on it): sparkreport.yml's
+    #: ``campaigns.<name>.question``, else the campaign file's description; empty when neither.
+    question: str = ""
 
     def __post_init__(self) -> None:
         self.title = self.title or self.name
@@ -134,8 +137,9 @@ def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
 
 def campaigns(site: SiteData) -> list[Campaign]:
     """Every campaign in the store, with its title (:func:`campaign_title_of`), description (the
-    campaign file's, else the published source's note) and design (iterations, order, cooldown)
-    where recorded."""
+    campaign file's), question (sparkreport.yml's, else that description; a published source is
+    not a question: the pages name it where they say where the figures come from) and design
+    (iterations, order, cooldown) where recorded."""
     cached = site.extra.get("_campaigns")
     if cached is not None:
         return list(cached)
@@ -146,10 +150,9 @@ def campaigns(site: SiteData) -> list[Campaign]:
         entry = by_name[name]
         doc = _campaign_file(site.runs_dir, name)
         titles[name] = campaign_title_of(site.config, name, doc, entry["titles"])
+        configured = site.config.campaigns.get(name)
         description = " ".join(str(doc.get("description") or "").split())
         source = entry["notes"][0].removeprefix("published in:").strip() if entry["notes"] else ""
-        if not description and source:
-            description = f"Figures published in {source}."
         design: dict[str, Any] = {key: doc[key] for key in ("iterations", "order", "cache", "cooldown", "seed")
                                   if key in doc}
         if "cache" in design:  # a campaign file writes one state as text, several as a list
@@ -159,6 +162,7 @@ def campaigns(site: SiteData) -> list[Campaign]:
         levels = sorted(entry["levels"], key=lambda lv: (lv != baseline, lv))
         out.append(Campaign(
             name=name, description=description, published=entry["runs"] == 0,
+            question=(configured.question if configured is not None and configured.question else description),
             models=sorted(entry["models"].values(), key=str.lower), levels=levels, runs=entry["runs"],
             arms=len(entry["arms"]), gpus=entry["gpus"],
             unified=(True in entry["unified"]) if entry["unified"] else None,
