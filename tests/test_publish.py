@@ -16,7 +16,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -254,7 +256,37 @@ def test_a_build_swaps_the_new_site_in_whole(tiny: Path, tmp_path: Path) -> None
     (site / "stale.html").write_text("from an older build", encoding="utf-8")
     build(_options(root), site)
     assert not (site / "stale.html").exists() and (site / "index.html").is_file()
-    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".site")) == []
+    # the previous site is removed by a process of its own, after the build
+    assert _gone(lambda: [p.name for p in root.iterdir() if p.name.startswith(".site")])
+
+
+def _gone(left: Callable[[], list[Any]], wait_s: float = 20) -> bool:
+    """Whether ``left()`` comes back empty within ``wait_s`` (what a remover process leaves)."""
+    deadline = time.monotonic() + wait_s
+    while left():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_previous_site_is_removed_by_a_process_of_its_own_and_a_killed_ones_leftover_by_the_next(
+        tmp_path: Path) -> None:
+    """The replaced site is renamed beside the new one and removed by a process in a session of
+    its own (no terminal's Ctrl-C, no group a caller waits on, none of the build's files open);
+    a folder a killed remover left is handed on by the next build's clean-up."""
+    target, staging = _sites(tmp_path)
+    for k in range(50):
+        (target / f"page-{k}").mkdir()
+        (target / f"page-{k}" / "index.html").write_text("previous", encoding="utf-8")
+    publish.swap(staging, target)
+    assert (target / "index.html").read_text(encoding="utf-8") == "new" and not publish.old_dir(target).exists()
+    assert _gone(lambda: publish.trash_dirs(target))
+    left = target.with_name(f".{target.name}.trash.1.2")  # a remover killed half-way
+    (left / "page").mkdir(parents=True)
+    (left / "page" / "index.html").write_text("previous", encoding="utf-8")
+    publish.recover(target)
+    assert _gone(lambda: publish.trash_dirs(target)) and (target / "index.html").is_file()
 
 
 def test_leftovers_of_a_killed_build_are_cleaned_up(tmp_path: Path) -> None:
@@ -301,6 +333,7 @@ def test_a_signal_held_during_the_swap_leaves_the_new_site_and_no_previous_one(
         publish.swap(staging, target)
     assert (target / "index.html").read_text(encoding="utf-8") == "new"
     assert not publish.old_dir(target).exists() and not staging.exists()
+    assert _gone(lambda: publish.trash_dirs(target))
 
 
 def test_a_signal_taken_by_another_thread_still_waits_for_the_renames(
