@@ -770,3 +770,10 @@ def test_a_campaign_files_cache_reads_the_same_as_text_or_list(tmp_path: Path, p
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
     assert method in page(result, "methodology/index.md")
     assert design in page(result, f"campaigns/{campaign}/index.md")
+
+
+def test_an_answer_is_bracketed_when_any_of_its_lines_has_an_interval() -> None:
+    from sparkreport.render.report import bracketed
+
+    assert bracketed(None, [], ["**Higher**: Output throughput (+3.10% [+1.20, +5.00])."])
+    assert not bracketed() and not bracketed(None, ["**Published without a spread, so not tested**: +28.54%."])

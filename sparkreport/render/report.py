@@ -495,6 +495,12 @@ def design_sentence(effects: list[dict[str, Any]]) -> str:
     return ""
 
 
+def bracketed(*answers: Iterable[str] | None) -> bool:
+    """Whether a line of any of ``answers`` (each :func:`answer`'s lines, or None) has brackets:
+    the intervals that :func:`verdict_key` then explains (``brackets=``)."""
+    return any("[" in line for lines in answers for line in lines or ())
+
+
 def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool, what: str = "Cells") -> Markup:
     """The key under a table of verdict marks, saying only what the table shows: the marks
     present, how they were tested, the margin when a mark depends on it, that the intervals are
