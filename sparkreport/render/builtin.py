@@ -119,14 +119,16 @@ def table_effects(table: dict[str, Any]) -> list[dict[str, Any]]:
 
 def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
     """What the data cannot show, each said once."""
+    from sparkreport.analysis.compare import skipped_tests
+
     out = []
-    skipped = {name for e in effects for name in str(e.get("skipped") or "").split(", ") if name}
+    skipped = {key for e in effects for key in skipped_tests(e.get("skipped"))}
     without_sd = "figures published without an SD cannot be tested at all"
-    if "Mann–Whitney U" in skipped:
+    if "mann_whitney" in skipped:
         out.append("Published figures give n, mean and SD per arm, not the runs: the Mann–Whitney U test "
                    "needs the runs (Welch's test, the intervals and TOST use n, mean and SD)"
-                   + (f"; {without_sd}." if "Welch t-test" in skipped else "."))
-    elif "Welch t-test" in skipped:
+                   + (f"; {without_sd}." if "welch" in skipped else "."))
+    elif "welch" in skipped:
         out.append(f"{without_sd[0].upper()}{without_sd[1:]}.")
     if any(f.code == "derived-identity" for f in site.findings):
         out.append("Where the KV cache is sized from the memory left free, \"more memory used\" and "
