@@ -17,7 +17,7 @@ import yaml
 
 from sparkreport.errors import ConfigError
 from sparkreport.metrics import KEY_METRICS, is_metric
-from sparkreport.yamllines import Where
+from sparkreport.yamllines import Where, line_of
 
 CONFIG_FILE = "sparkreport.yml"
 DUPLICATE_POLICIES = ("all", "first", "last")
@@ -140,11 +140,7 @@ class ProjectConfig:
 
     def error(self, key: str, problem: str, fix: str = "fix the value") -> ConfigError:
         """A one-line ConfigError at ``key``'s line (or its nearest parent's) in this file."""
-        line = self.lines.get(key)
-        while line is None and ("." in key or "[" in key):
-            key = key[:max(key.rfind("."), key.rfind("["))]
-            line = self.lines.get(key)
-        return ConfigError(self.path or CONFIG_FILE, problem, line=line, fix=fix)
+        return ConfigError(self.path or CONFIG_FILE, problem, line=line_of(self.lines, key), fix=fix)
 
     def static_fallbacks(self, chart_count: int) -> bool:
         """Whether every chart of a site with ``chart_count`` charts gets a static SVG fallback."""
