@@ -799,7 +799,7 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
 def flagged_models(site: SiteData, effects: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Model name → the codes of the error-level findings about the runs behind its effects
     (either arm), in the order the effects name the models."""
-    from sparkreport.analysis.claims import errors_for
+    from sparkreport.analysis.claims import errors_behind
 
     errors = site.errors
     if not errors:
@@ -807,9 +807,7 @@ def flagged_models(site: SiteData, effects: list[dict[str, Any]]) -> dict[str, l
     arm_runs = site.arm_runs()
     out: dict[str, list[str]] = {}
     for e in effects:
-        runs = [*arm_runs.get((str(e["campaign"]), str(e["model"]), str(e["baseline"])), []),
-                *arm_runs.get((str(e["campaign"]), str(e["model"]), str(e["candidate"])), [])]
-        for finding in errors_for(e, errors, runs):
+        for finding in errors_behind(e, errors, arm_runs):
             codes = out.setdefault(str(e["model_name"]), [])
             if finding.code not in codes:
                 codes.append(finding.code)
