@@ -17,7 +17,7 @@ import yaml
 
 from sparkreport.errors import ConfigError
 from sparkreport.metrics import KEY_METRICS, is_metric
-from sparkreport.yamllines import key_lines, line_of
+from sparkreport.yamllines import Where, line_of
 
 CONFIG_FILE = "sparkreport.yml"
 DUPLICATE_POLICIES = ("all", "first", "last")
@@ -144,11 +144,7 @@ class ProjectConfig:
 
     def error(self, key: str, problem: str, fix: str = "fix the value") -> ConfigError:
         """A one-line ConfigError at ``key``'s line (or its nearest parent's) in this file."""
-        line = self.lines.get(key)
-        while line is None and ("." in key or "[" in key):
-            key = key[:max(key.rfind("."), key.rfind("["))]
-            line = self.lines.get(key)
-        return ConfigError(self.path or CONFIG_FILE, problem, line=line, fix=fix)
+        return ConfigError(self.path or CONFIG_FILE, problem, line=line_of(self.lines, key), fix=fix)
 
     def static_fallbacks(self, chart_count: int) -> bool:
         """Whether every chart of a site with ``chart_count`` charts gets a static SVG fallback."""
@@ -161,18 +157,7 @@ class ProjectConfig:
         return self.charts == "all" or metric in self.analysis.tested_metrics
 
 
-class _Where:
-    """The file and the line of each key in it (from YAML marks), for one-line errors."""
-
-    def __init__(self, path: Path, text: str):
-        self.path = path
-        self.lines = key_lines(text)
-
-    def error(self, key: str, problem: str, fix: str = "fix the value") -> ConfigError:
-        return ConfigError(self.path, problem, line=line_of(self.lines, key), fix=fix)
-
-
-def _typed(where: _Where, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+def _typed(where: Where[ConfigError], key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     if isinstance(value, bool) and kind in (int, float, (int, float)):
         raise where.error(key, f"{key} must be a number, not {value!r}")
     if not isinstance(value, kind):
@@ -187,7 +172,7 @@ def _typed(where: _Where, key: str, value: Any, kind: type | tuple[type, ...]) -
     return value
 
 
-def _choice(where: _Where, key: str, value: Any, choices: tuple[str, ...], fix: str) -> None:
+def _choice(where: Where[ConfigError], key: str, value: Any, choices: tuple[str, ...], fix: str) -> None:
     if value not in choices:
         raise where.error(key, f"{key} must be one of {', '.join(choices)}, not {value!r}", fix=fix)
 
@@ -204,29 +189,29 @@ def margin_problem(value: float) -> tuple[str, str] | None:
     return None
 
 
-def _fraction(where: _Where, key: str, value: float) -> None:
+def _fraction(where: Where[ConfigError], key: str, value: float) -> None:
     """An equivalence margin: a fraction of the baseline mean in (0, 0.5]."""
     found = margin_problem(value)
     if found is not None:
         raise where.error(key, f"{key} {found[0]}", fix=found[1])
 
 
-def _open_unit(where: _Where, key: str, value: float, example: str) -> None:
+def _open_unit(where: Where[ConfigError], key: str, value: float, example: str) -> None:
     if not 0 < value < 1:
         raise where.error(key, f"{key} must be between 0 and 1 (exclusive), not {value!r}", fix=f"e.g. {example}")
 
 
 def _between(low: float, high: float, allowed: str, example: str,
-             *, open_low: bool = False) -> Callable[[_Where, str, Any], None]:
+             *, open_low: bool = False) -> Callable[[Where[ConfigError], str, Any], None]:
     """A check that a value lies in [low, high] (or (low, high]); ``allowed`` says so to the user."""
-    def check(where: _Where, key: str, value: Any) -> None:
+    def check(where: Where[ConfigError], key: str, value: Any) -> None:
         if not (low < value if open_low else low <= value) or not value <= high:
             raise where.error(key, f"{key} must be {allowed}, not {value!r}", fix=f"e.g. {example}")
     return check
 
 
 #: Where each analysis value must lie (beyond its type): a check per key.
-_RANGES: dict[str, Callable[[_Where, str, Any], None]] = {
+_RANGES: dict[str, Callable[[Where[ConfigError], str, Any], None]] = {
     "confidence": lambda w, k, v: _open_unit(w, k, v, "0.95"),
     "alpha": lambda w, k, v: _open_unit(w, k, v, "0.05"),
     "equivalence_margin": _fraction,
@@ -238,7 +223,7 @@ _RANGES: dict[str, Callable[[_Where, str, Any], None]] = {
 }
 
 
-def _metric_names(where: _Where, key: str, value: Any) -> list[str]:
+def _metric_names(where: Where[ConfigError], key: str, value: Any) -> list[str]:
     """A list of canonical metric names, each checked as ``--metric`` checks it."""
     if not isinstance(value, list):
         raise where.error(key, f"{key} must be a list of metric names", fix="e.g. [output_throughput_tok_s]")
@@ -273,7 +258,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
                           line=mark.line + 1 if mark else None, fix="fix the YAML syntax") from None
     if not isinstance(doc, dict):
         raise ConfigError(path, "must be a mapping of settings", fix="see the README's configuration section")
-    where = _Where(path, text)
+    where = Where(path, text, ConfigError, fix="fix the value")
     config = ProjectConfig(path=path, lines=where.lines)
     top = {"title": str, "description": str, "factor": str, "baseline": str, "analysis": dict, "diffs": list,
            "campaigns": dict, "charts": str, "static_charts": str, "primary_metrics": list,
@@ -347,7 +332,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     return config
 
 
-def _campaign_options(where: _Where, name: str, item: Any) -> CampaignOptions:
+def _campaign_options(where: Where[ConfigError], name: str, item: Any) -> CampaignOptions:
     """One entry of ``campaigns:``: a mapping with a non-empty ``title``. Whether the store holds
     a campaign of that name is checked before a render (``render.preflight``)."""
     key = f"campaigns.{name}"
@@ -376,7 +361,7 @@ def _campaign_options(where: _Where, name: str, item: Any) -> CampaignOptions:
     return CampaignOptions(**said)
 
 
-def _named_diff(where: _Where, index: int, item: Any) -> NamedDiff:
+def _named_diff(where: Where[ConfigError], index: int, item: Any) -> NamedDiff:
     key = f"diffs[{index}]"
     if not isinstance(item, dict) or not all(isinstance(item.get(k), str) and item.get(k)
                                              for k in ("name", "a", "b")):

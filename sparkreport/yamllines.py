@@ -7,9 +7,16 @@ project configuration (``sparkreport.yml``), the published-summary parser and th
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import yaml
+
+if TYPE_CHECKING:
+    from sparkreport.errors import InputError
+
+#: The error a file's problems raise (a ConfigError for sparkreport.yml, a ParseError for an input).
+E = TypeVar("E", bound="InputError")
 
 
 def key_lines(text: str) -> dict[str, int]:
@@ -59,4 +66,19 @@ def line_of(lines: dict[str, int], key: str) -> int | None:
     return line
 
 
-__all__ = ["dotted", "key_lines", "line_of", "node_lines"]
+class Where(Generic[E]):
+    """A YAML file and the line of each key in it, for one-line errors that name both."""
+
+    def __init__(self, path: Path, text: str, error: type[E], *, fix: str = ""):
+        self.path = path
+        self.lines = key_lines(text)
+        self._error = error
+        self._fix = fix
+
+    def error(self, key: str, problem: str, fix: str | None = None) -> E:
+        """``problem`` at ``key``'s line (or its nearest parent's; none for the empty key, the whole
+        file), with ``fix`` or else the file's own."""
+        return self._error(self.path, problem, line=line_of(self.lines, key), fix=self._fix if fix is None else fix)
+
+
+__all__ = ["Where", "dotted", "key_lines", "line_of", "node_lines"]

@@ -172,6 +172,20 @@ def test_embedded_default_published_figures() -> None:
     assert deepseek["median"] is None
 
 
+def test_skipped_names_what_a_published_arm_cannot_get_and_reads_back_as_keys() -> None:
+    from sparkreport.analysis.compare import skipped_tests
+
+    repo = Path(__file__).resolve().parents[1]
+    code, out = invoke("compare", "--runs-dir", str(repo / "runs"), "--json")
+    rows = {r["metric"]: r["skipped"] for r in json.loads(out) if r["campaign"] == "phase1-published"}
+    assert code == 0 and rows["output_throughput_tok_s"] == "Mann–Whitney U"  # n, mean and SD published
+    assert rows["kv_cache_gib"] == "Mann–Whitney U, Welch t-test, difference CI, ratio CI, TOST, Hedges' g"
+    assert skipped_tests(rows["output_throughput_tok_s"]) == {"mann_whitney"}
+    assert skipped_tests(rows["kv_cache_gib"]) == {"mann_whitney", "welch", "diff_ci", "ratio_ci", "tost", "hedges_g"}
+    assert skipped_tests(None) == set() and skipped_tests("ratio CI (the baseline mean is not clearly away from "
+                                                          "zero)") == {"ratio_ci_near_zero"}
+
+
 def test_claim_wording_for_every_verdict() -> None:
     from sparkreport.analysis import Finding
 

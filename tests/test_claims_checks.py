@@ -166,3 +166,15 @@ def test_every_finding_a_check_makes_has_a_title_in_words() -> None:
     emitted = {code for path in analysis.glob("*.py") for code in re.findall(pattern, path.read_text())}
     assert len(emitted) >= 20  # the pattern still finds them
     assert emitted == set(CHECK_TITLES)
+
+
+def test_errors_behind_a_comparison_are_those_about_either_arms_runs() -> None:
+    from sparkreport.analysis import Finding
+    from sparkreport.analysis.claims import errors_behind
+
+    row = {"campaign": "c", "model": "m", "baseline": "native", "candidate": "container"}
+    arm_runs = {("c", "m", "native"): ["n1", "n2"], ("c", "m", "container"): ["k1"], ("c", "m2", "native"): ["x"]}
+    base, cand = Finding("error", "roofline", "a", ["n2"]), Finding("error", "capacity-peak", "b", ["k1"])
+    other, warning = Finding("error", "roofline", "c", ["x"]), Finding("warning", "high-cv", "d", ["n1"])
+    assert errors_behind(row, [base, other, warning, cand], arm_runs) == [base, cand]
+    assert errors_behind(row | {"model": "m3"}, [base, cand], arm_runs) == []

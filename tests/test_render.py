@@ -739,7 +739,7 @@ def test_other_metrics_with_several_candidates_take_a_row_per_level(three_levels
                                          ["Request latency (mean, ms)", "native"], ["", "cgroup"], ["", "chroot"]]
     assert rows[0][3:] == ["—", ""] and rows[1][3:] == ["", ""]  # one level: no comparison; the baseline
     assert re.fullmatch(r"\+\d\.\d\d \(\+\d\.\d\d to \+\d\.\d\d\)", rows[2][3]) and rows[2][4] == "▲ higher"
-    assert rows[3][4] == "≈ equivalent"
+    assert rows[3][4] == "≈ the same within ±2%"  # the words of the key above the tables
 
 
 def test_a_list_of_campaigns_keeps_titles_with_commas_apart() -> None:
@@ -770,3 +770,20 @@ def test_a_campaign_files_cache_reads_the_same_as_text_or_list(tmp_path: Path, p
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
     assert method in page(result, "methodology/index.md")
     assert design in page(result, f"campaigns/{campaign}/index.md")
+
+
+def test_an_answer_is_bracketed_when_any_of_its_lines_has_an_interval() -> None:
+    from sparkreport.render.report import bracketed
+
+    assert bracketed(None, [], ["**Higher**: Output throughput (+3.10% [+1.20, +5.00])."])
+    assert not bracketed() and not bracketed(None, ["**Published without a spread, so not tested**: +28.54%."])
+
+
+def test_a_verdict_is_said_in_one_set_of_words() -> None:
+    from sparkreport.render.report import margin_text, verdict_words
+
+    assert verdict_words("equivalent", margin_text(0.02)) == "the same within ±2%"
+    assert verdict_words("equivalent", margin_text(0.025)) == "the same within ±2.5%"  # the key once said ±2%
+    assert verdict_words("equivalent") == "the same within the margin"  # a legend over several margins
+    assert [verdict_words(v) for v in ("higher", "lower", "inconclusive", "untested")] == [
+        "higher", "lower", "no difference detected", "not tested"]

@@ -63,6 +63,15 @@ def errors_for(row: Mapping[Any, Any], findings: Sequence[Finding], run_ids: Seq
     return [f for f in findings if f.severity == "error" and wanted.intersection(f.runs)]
 
 
+def errors_behind(row: Mapping[Any, Any], findings: Sequence[Finding],
+                  arm_runs: Mapping[tuple[str, str, str], Sequence[str]]) -> list[Finding]:
+    """:func:`errors_for` the runs of both arms of ``row``, a comparison of the project's factor,
+    looked up in ``arm_runs`` ((campaign, model, level) → run ids, ``SiteData.arm_runs``)."""
+    runs = [run for level in (row["baseline"], row["candidate"])
+            for run in arm_runs.get((str(row["campaign"]), str(row["model"]), str(level)), [])]
+    return errors_for(row, findings, runs)
+
+
 def _sentence(raw: Mapping[Any, Any]) -> str:
     row = {k: (_num(v) if k in _NUMERIC else v) for k, v in raw.items()}
     metric = str(row["metric"])

@@ -42,6 +42,15 @@ COMPARE_KEYS = [
 EXTRA_KEYS = ["campaign", "model_name", "margin", "p_tost", "min_detectable_effect", "skipped",
               "p_blocked", "design", "family", "stratum"]
 VERDICTS = ("higher", "lower", "equivalent", "inconclusive")
+#: What a comparison may go without, by key, and how its ``skipped`` column names each (joined
+#: with ", "): the Mann–Whitney U test needs the runs (an arm known from a published summary has
+#: none); the tests and intervals from ``welch`` on need a spread (an arm published without an SD).
+SKIPPABLE = {
+    "mann_whitney": "Mann–Whitney U",
+    "ratio_ci_near_zero": "ratio CI (the baseline mean is not clearly away from zero)",
+    "welch": "Welch t-test", "diff_ci": "difference CI", "ratio_ci": "ratio CI", "tost": "TOST",
+    "hedges_g": "Hedges' g",
+}
 
 
 @dataclass
@@ -199,12 +208,12 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhi
         p_mw = p_mannwhitney
     else:
         p_mw = st.NAN
-        skipped += ["Mann–Whitney U"]
+        skipped += ["mann_whitney"]
     if not math.isfinite(r_low) and a.n >= 2 and b.n >= 2 and math.isfinite(a.sd) and math.isfinite(b.sd):
-        skipped += ["ratio CI (the baseline mean is not clearly away from zero)"]
+        skipped += ["ratio_ci_near_zero"]
     p_welch = st.welch_from_stats(a.mean, a.sd, a.n, b.mean, b.sd, b.n)
     if not math.isfinite(p_welch):
-        skipped += ["Welch t-test", "difference CI", "ratio CI", "TOST", "Hedges' g"]
+        skipped += ["welch", "diff_ci", "ratio_ci", "tost", "hedges_g"]
     p_tost = st.tost_from_stats(a.mean, a.sd, a.n, b.mean, b.sd, b.n, margin)
     return {
         "n_baseline": a.n, "n_candidate": b.n, "mean_baseline": a.mean, "mean_candidate": b.mean,
@@ -214,8 +223,14 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhi
         "equivalent": bool(math.isfinite(p_tost) and p_tost < opts.alpha), "verdict": "inconclusive",
         "margin": margin, "p_tost": p_tost,
         "min_detectable_effect": st.min_detectable_effect(a.sd, a.n, b.sd, b.n, opts.alpha),
-        "skipped": ", ".join(dict.fromkeys(skipped)) or None,
+        "skipped": ", ".join(SKIPPABLE[key] for key in dict.fromkeys(skipped)) or None,
     }
+
+
+def skipped_tests(skipped: object) -> set[str]:
+    """The keys (:data:`SKIPPABLE`) of what a comparison's ``skipped`` text names (None: nothing)."""
+    names = set(str(skipped or "").split(", "))
+    return {key for key, name in SKIPPABLE.items() if name in names}
 
 
 def _verdict(row: dict[Any, Any], opts: AnalysisOptions) -> str:

@@ -41,7 +41,7 @@ from sparkreport.schema import (
     slug,
 )
 from sparkreport.store import RawFile
-from sparkreport.yamllines import key_lines, line_of
+from sparkreport.yamllines import Where
 
 MARKER = "published-summary"
 _CSV_REQUIRED = ("model", "environment", "metric", "n", "mean")
@@ -147,13 +147,13 @@ class PublishedSummaryParser(Parser):
                              line=mark.line + 1 if mark else None, fix="fix the YAML syntax") from None
         where = _Where(path, text)
         if not isinstance(doc, dict) or not isinstance(doc.get("arms"), list):
-            raise where.fail("arms" if isinstance(doc, dict) and "arms" in doc else "", "needs a list under 'arms'",
-                             fix=_FORMAT_FIX)
+            raise where.error("arms" if isinstance(doc, dict) and "arms" in doc else "", "needs a list under 'arms'",
+                              fix=_FORMAT_FIX)
         where.known("", doc, _TOP_KEYS)
         if "title" in doc and title_problem(doc["title"]):
-            raise where.fail("title", f"title {title_problem(doc['title'])}",
-                             fix=TITLE_FIX if not isinstance(doc["title"], str | None) else
-                             "write the title the pages show, or remove the line to show the campaign's name")
+            raise where.error("title", f"title {title_problem(doc['title'])}",
+                              fix=TITLE_FIX if not isinstance(doc["title"], str | None) else
+                              "write the title the pages show, or remove the line to show the campaign's name")
         for section, kind in _SECTIONS.items():
             where.known(section, doc.get(section), tuple(f.name for f in fields(kind)))
         ddof = doc.get("sd_ddof")
@@ -163,12 +163,12 @@ class PublishedSummaryParser(Parser):
         for index, arm in enumerate(doc["arms"]):
             at = f"arms[{index}]"
             if not isinstance(arm, dict) or not isinstance(arm.get("metrics"), dict):
-                raise where.fail(at, f"{at} needs model, environment, n and metrics", fix=_FORMAT_FIX)
+                raise where.error(at, f"{at} needs model, environment, n and metrics", fix=_FORMAT_FIX)
             where.known(at, arm, _ARM_KEYS)
             for key in ("model", "environment"):
                 if arm.get(key) is None:
-                    raise where.fail(at, f"{at}: {key} is missing",
-                                     fix=f"add `{key}:` (every arm names its model and its environment)")
+                    raise where.error(at, f"{at}: {key} is missing",
+                                      fix=f"add `{key}:` (every arm names its model and its environment)")
             stats = {}
             for metric, spec in arm["metrics"].items():
                 key = f"{at}.metrics.{metric}"
@@ -179,7 +179,7 @@ class PublishedSummaryParser(Parser):
                     stats[metric] = _stat(metric, spec, spec.get("n", arm.get("n")),
                                           spec.get("sd_ddof", arm.get("sd_ddof", ddof)), path, key)
                 except ParseError as exc:
-                    raise ParseError(path, exc.problem, line=line_of(where.lines, key), fix=exc.fix) from None
+                    raise where.error(key, exc.problem, fix=exc.fix) from None
             model_key = str(arm["model"])
             env_key = str(arm["environment"])
             run = self._run(source, doc, model_key, models.get(model_key) or {},
@@ -255,35 +255,31 @@ class PublishedSummaryParser(Parser):
                          campaign=slug(str(campaign)) if campaign else None)
 
 
-class _Where:
+class _Where(Where[ParseError]):
     """A published-summary YAML file's keys and their lines, for one-line errors."""
 
     def __init__(self, path: Path, text: str):
-        self.path = path
-        self.lines = key_lines(text)
-
-    def fail(self, key: str, problem: str, fix: str = "") -> ParseError:
-        return ParseError(self.path, problem, line=line_of(self.lines, key) if key else None, fix=fix)
+        super().__init__(path, text, ParseError)
 
     def known(self, at: str, mapping: Any, keys: tuple[str, ...]) -> None:
         """Refuse a mapping at ``at`` that is not one, or holds a key not in ``keys``."""
         if mapping is None:
             return
         if not isinstance(mapping, dict):
-            raise self.fail(at, f"{at} must be a mapping (KEY: VALUE lines)", fix=_FORMAT_FIX)
+            raise self.error(at, f"{at} must be a mapping (KEY: VALUE lines)", fix=_FORMAT_FIX)
         for key in mapping:
             if key not in keys:
                 name = f"{at}.{key}" if at else str(key)
                 near = closest(str(key), keys)
-                raise self.fail(name, f"{name}: unknown key",
-                                fix=f"did you mean {near!r}?" if near else f"known keys: {', '.join(keys)}")
+                raise self.error(name, f"{name}: unknown key",
+                                 fix=f"did you mean {near!r}?" if near else f"known keys: {', '.join(keys)}")
 
     def named(self, at: str, mapping: Any, keys: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         """``environments:`` or ``models:``: names, each a mapping of ``keys``."""
         if mapping is None:
             return {}
         if not isinstance(mapping, dict):
-            raise self.fail(at, f"{at} must be a mapping of names", fix=_FORMAT_FIX)
+            raise self.error(at, f"{at} must be a mapping of names", fix=_FORMAT_FIX)
         for name, entry in mapping.items():
             self.known(f"{at}.{name}", entry, keys)
         return {str(name): entry for name, entry in mapping.items()}
@@ -302,6 +298,6 @@ class _Where:
                 message = key + problem.removeprefix(field)
             else:
                 message = f"{key}: {problem}" if key else problem
-            raise self.fail(key, message, fix="fix that value") from None
+            raise self.error(key, message, fix="fix that value") from None
 
 

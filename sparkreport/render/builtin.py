@@ -73,7 +73,7 @@ class HomePage(Page):
         return docs
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        from sparkreport.render.report import campaigns, effect_rows, grouped_findings, verdict_key
+        from sparkreport.render.report import bracketed, campaigns, effect_rows, grouped_findings, verdict_key
 
         effects = effect_rows(site)
         by_campaign: dict[str, list[dict[str, Any]]] = {}
@@ -92,9 +92,8 @@ class HomePage(Page):
         groups = [g for g in every_group if g["severity"] == "error" or g["campaign"] in shown]
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
         shown_cells = [e for q in questions for e in table_effects(q["table"])]
-        bracketed = any("[" in line for q in questions for line in q["answer"] or [])
         return {"questions": questions, "groups": groups, "severities": severities,
-                "key": verdict_key(site, shown_cells, brackets=bracketed),
+                "key": verdict_key(site, shown_cells, brackets=bracketed(*(q["answer"] for q in questions))),
                 "earlier": [c for c in every if c.name in earlier], "kinds": len(every_group),
                 "limits": data_limits(site, effects),
                 "history": site_history(site) is not None, "latest_change": latest_change(site),
@@ -120,14 +119,16 @@ def table_effects(table: dict[str, Any]) -> list[dict[str, Any]]:
 
 def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
     """What the data cannot show, each said once."""
+    from sparkreport.analysis.compare import skipped_tests
+
     out = []
-    skipped = {name for e in effects for name in str(e.get("skipped") or "").split(", ") if name}
+    skipped = {key for e in effects for key in skipped_tests(e.get("skipped"))}
     without_sd = "figures published without an SD cannot be tested at all"
-    if "Mann–Whitney U" in skipped:
+    if "mann_whitney" in skipped:
         out.append("Published figures give n, mean and SD per arm, not the runs: the Mann–Whitney U test "
                    "needs the runs (Welch's test, the intervals and TOST use n, mean and SD)"
-                   + (f"; {without_sd}." if "Welch t-test" in skipped else "."))
-    elif "Welch t-test" in skipped:
+                   + (f"; {without_sd}." if "welch" in skipped else "."))
+    elif "welch" in skipped:
         out.append(f"{without_sd[0].upper()}{without_sd[1:]}.")
     if any(f.code == "derived-identity" for f in site.findings):
         out.append("Where the KV cache is sized from the memory left free, \"more memory used\" and "
@@ -744,6 +745,7 @@ class CampaignPage(Page):
         """One campaign's context and charts; ``method_here``: with its Methodology section and arms
         (an older campaign, which Methodology names with a link here)."""
         from sparkreport.render.report import (
+            bracketed,
             cgroup_observation,
             effect_rows,
             forest_chart,
@@ -757,7 +759,7 @@ class CampaignPage(Page):
         table = summary_table(site, rows, HomePage.EFFECT_BUDGET)
         doc.context = {
             "campaign": campaign, "answer": said, "table": table,
-            "key": verdict_key(site, table_effects(table), brackets=any("[" in line for line in said or [])),
+            "key": verdict_key(site, table_effects(table), brackets=bracketed(said)),
             "groups": [g for g in grouped_findings(site) if g["campaign"] == campaign.name],
             "observation": cgroup_observation(site, campaign.name),
             "method": described_campaigns(site, [campaign])[0] if method_here else None,

@@ -166,7 +166,7 @@ class MemoryPage(Page):
                          "model_name": group[0]["model_name"], "source": group[0]["source"],
                          "pre_kv": by_metric.get("pre_kv_memory_gib"),
                          "peak": by_metric.get("peak_memory_gib"), "kv": by_metric.get("kv_cache_gib")})
-        from sparkreport.render.report import answer, campaigns, cgroup_observation, effect_rows
+        from sparkreport.render.report import answer, bracketed, campaigns, cgroup_observation, effect_rows
 
         every_arm = budget_rows(site)
         budget = [b for b in every_arm if b["campaign"] in shown]
@@ -184,7 +184,7 @@ class MemoryPage(Page):
         effects = [e for e in effect_rows(site) if e["metric"] in MEMORY_METRICS and str(e["campaign"]) in shown]
         answers = [{"campaign": name, "lines": answer(site, [], [e for e in effects if e["campaign"] == name])}
                    for name in sorted({str(e["campaign"]) for e in effects})]
-        return {"answers": answers, "bracketed": any("[" in line for a in answers for line in a["lines"]),
+        return {"answers": answers, "bracketed": bracketed(*(a["lines"] for a in answers)),
                 "arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
                 "observations": observations, "pool_text": pool_text,
                 "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),

@@ -477,13 +477,30 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
             "untested": row.get("p_welch") is None,
         })
     for row in out:
-        row["mark"] = VERDICT_MARKS["untested" if row["untested"] else str(row["verdict"])]
+        kind = "untested" if row["untested"] else str(row["verdict"])
+        row["mark"] = VERDICT_MARKS[kind]
+        row["words"] = verdict_words(kind, margin_text(row["margin_pct"] / 100))
     out.sort(key=lambda r: (r["campaign"], order.get(r["metric"], len(order)), str(r["model_name"]).lower()))
     return out
 
 
 #: The verdict marks of the summary tables (explained under each table).
 VERDICT_MARKS = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclusive": "?", "untested": "○"}
+#: A verdict in words: after its mark in the Results pages' tables, in the key under a table of
+#: marks, in the forest chart's legend, and (capitalized) leading an answer's sentence.
+VERDICT_WORDS = {"equivalent": "the same within {margin}", "higher": "higher", "lower": "lower",
+                 "inconclusive": "no difference detected", "untested": "not tested"}
+
+
+def verdict_words(verdict: str, margin: str = "the margin") -> str:
+    """``verdict`` (or "untested") in :data:`VERDICT_WORDS`; ``margin``: "±2%" (:func:`margin_text`),
+    or "the margin" where rows of several margins share the words (a chart's legend)."""
+    return VERDICT_WORDS.get(verdict, verdict).format(margin=margin)
+
+
+def margin_text(fraction: float) -> str:
+    """An equivalence margin (a fraction of the baseline mean) as the pages write it: "±2%"."""
+    return f"±{fraction * 100:g}%"
 
 
 def design_sentence(effects: list[dict[str, Any]]) -> str:
@@ -499,6 +516,12 @@ def design_sentence(effects: list[dict[str, Any]]) -> str:
     return ""
 
 
+def bracketed(*answers: Iterable[str] | None) -> bool:
+    """Whether a line of any of ``answers`` (each :func:`answer`'s lines, or None) has brackets:
+    the intervals that :func:`verdict_key` then explains (``brackets=``)."""
+    return any("[" in line for lines in answers for line in lines or ())
+
+
 def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool, what: str = "Cells") -> Markup:
     """The key under a table of verdict marks, saying only what the table shows: the marks
     present, how they were tested, the margin when a mark depends on it, that the intervals are
@@ -507,15 +530,16 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
     from markupsafe import Markup
 
     marks = {str(e["mark"]) for e in effects}
-    ci_label, margin = site.confidence_label, f"±{site.config.analysis.equivalence_margin:.0%}"
+    ci_label, margin = site.confidence_label, margin_text(site.config.analysis.equivalence_margin)
     out = [f"{what}: difference from the baseline in percent, with its {ci_label} confidence interval"
            + ("; brackets in the answers span those intervals." if brackets else ".")]
     said = []
     if "≈" in marks:
-        said.append(f"≈ the same within {margin} (TOST: the {site.tost_label} interval lies inside the margin, "
-                    f"so the {ci_label} one shown may reach a little past it)")
-    said += [text for mark, text in (("▲", "▲ higher"), ("▼", "▼ lower"),
-                                     ("?", "? no difference detected and none ruled out")) if mark in marks]
+        said.append(f"≈ {verdict_words('equivalent', margin)} (TOST: the {site.tost_label} interval lies inside "
+                    f"the margin, so the {ci_label} one shown may reach a little past it)")
+    said += [f"{VERDICT_MARKS[kind]} {verdict_words(kind)}{more}"
+             for kind, more in (("higher", ""), ("lower", ""), ("inconclusive", " and none ruled out"))
+             if VERDICT_MARKS[kind] in marks]
     tested = [e for e in effects if e["mark"] in ("▲", "▼", "?")]
     if tested:
         apart = any(e["mark"] == "?" and e.get("delta_low") is not None and e.get("delta_high") is not None
@@ -523,7 +547,7 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
         said[-1] += (" (Holm-adjusted over the campaign's tests"
                      + ("; the intervals are not adjusted, so a ? interval may exclude zero)" if apart else ")"))
     if "○" in marks:
-        said.append("○ not tested (published without a spread)")
+        said.append(f"○ {verdict_words('untested')} (published without a spread)")
     if said:
         out.append("; ".join(said) + ".")
     out.append(design_sentence(effects))
@@ -573,7 +597,7 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
             "comparison": f"{e['candidate']} vs {e['baseline']}",
             "campaign": (titles or {}).get(str(e["campaign"]), str(e["campaign"])),
             "delta": round(e["delta_pct"], 3), "low": _round(e["delta_low"]), "high": _round(e["delta_high"]),
-            "verdict": VERDICT_WORDS.get(str(e["verdict"]), str(e["verdict"])), "margin": e["margin_pct"],
+            "verdict": verdict_words(str(e["verdict"])), "margin": e["margin_pct"],
         })
     if not data:
         return None
@@ -647,9 +671,7 @@ def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, titl
 #: goes under the plot for the same reason; the axis spans a few percent, which 250 px shows.
 FOREST_WIDTH = 250
 
-#: A verdict as the forest chart's legend says it (the answers' words), and its colour.
-VERDICT_WORDS = {"equivalent": "the same within the margin", "higher": "higher", "lower": "lower",
-                 "inconclusive": "no difference detected"}
+#: A verdict's colour in the forest chart (its legend says the verdict in :func:`verdict_words`).
 VERDICT_COLOURS = {"equivalent": "#2a9d8f", "higher": "#e76f51", "lower": "#264653", "inconclusive": "#999999"}
 
 
@@ -657,9 +679,9 @@ def _verdict_colour(present: set[str]) -> dict[str, Any]:
     """The colour by verdict, its legend listing only the verdicts ``present`` (their words)."""
     from sparkreport.charts import nominal
 
-    shown = [v for v in VERDICT_WORDS if VERDICT_WORDS[v] in present]
+    shown = [v for v in VERDICT_COLOURS if verdict_words(v) in present]
     return nominal("verdict", legend={"orient": "bottom"}, title="verdict",
-                   scale={"domain": [VERDICT_WORDS[v] for v in shown], "range": [VERDICT_COLOURS[v] for v in shown]})
+                   scale={"domain": [verdict_words(v) for v in shown], "range": [VERDICT_COLOURS[v] for v in shown]})
 
 
 def _forest_tooltip(field: str, level: str) -> list[dict[str, Any]]:
@@ -726,7 +748,7 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
     if not effects:
         return []
     primary = [e for e in effects if e["primary"]] or effects
-    margin = f"±{site.config.analysis.equivalence_margin * 100:g}%"
+    margin = margin_text(site.config.analysis.equivalence_margin)
     out = []
     groups: dict[str, list[dict[str, Any]]] = {}
     for e in primary:
@@ -765,7 +787,8 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
         pairs = by_comparison(rows)
         if kind == "equivalent":
             said = "; ".join(f"{metrics_of(rs)}, {cand} against {base} {span(rs)}" for (cand, base), rs in pairs)
-            out.append(f"**The same within {margin}**{counted(rows)}: {said}.")
+            words = verdict_words(kind, margin)
+            out.append(f"**{words[:1].upper()}{words[1:]}**{counted(rows)}: {said}.")
         elif kind in ("higher", "lower"):
             for (cand, base), rs in pairs:
                 parts = [f"{label}{f' for {count(items)}' if count_models else ''} ({span(items)})"
@@ -797,7 +820,7 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
 def flagged_models(site: SiteData, effects: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Model name → the codes of the error-level findings about the runs behind its effects
     (either arm), in the order the effects name the models."""
-    from sparkreport.analysis.claims import errors_for
+    from sparkreport.analysis.claims import errors_behind
 
     errors = site.errors
     if not errors:
@@ -805,9 +828,7 @@ def flagged_models(site: SiteData, effects: list[dict[str, Any]]) -> dict[str, l
     arm_runs = site.arm_runs()
     out: dict[str, list[str]] = {}
     for e in effects:
-        runs = [*arm_runs.get((str(e["campaign"]), str(e["model"]), str(e["baseline"])), []),
-                *arm_runs.get((str(e["campaign"]), str(e["model"]), str(e["candidate"])), [])]
-        for finding in errors_for(e, errors, runs):
+        for finding in errors_behind(e, errors, arm_runs):
             codes = out.setdefault(str(e["model_name"]), [])
             if finding.code not in codes:
                 codes.append(finding.code)

@@ -25,18 +25,15 @@ def claims(frame: pd.DataFrame, findings: Sequence[Finding] = (),
     With ``findings`` and ``arm_runs`` ((campaign, model, level) → run ids), a sentence about
     runs that have error-level findings carries a visible warning, and ``flagged`` lists them.
     """
-    from sparkreport.analysis import claim_sentence, errors_for
+    from sparkreport.analysis import claim_sentence
+    from sparkreport.analysis.claims import errors_behind
 
     if frame.empty:
         return []
     errors = [f for f in findings if f.severity == "error"]
     out = []
     for raw in frame_records(frame):
-        runs: list[str] = []
-        if arm_runs is not None:
-            for level in (raw["baseline"], raw["candidate"]):
-                runs += arm_runs.get((str(raw["campaign"]), str(raw["model"]), str(level)), [])
-        flagged = errors_for(raw, errors, runs) if errors else []
+        flagged = errors_behind(raw, errors, arm_runs) if errors and arm_runs is not None else []
         out.append({**{str(k): plain(v) for k, v in raw.items()}, "sentence": claim_sentence(raw, flagged),
                     "flagged": [f.code for f in flagged]})
     return out
