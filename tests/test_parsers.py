@@ -214,6 +214,25 @@ def test_truncated_report_keeps_what_is_there() -> None:
     assert any(w.startswith("truncated") for w in run.record.status.warnings)
 
 
+def test_a_report_cut_inside_its_last_value_leaves_that_value_out(tmp_path: Path) -> None:
+    """'[Latency] MAXIMUM: 2878.0000' cut after '2878' (or '28') still parses as a number, maybe a
+    wrong one: an unterminated last line's value is left out and the run marked truncated; the
+    same line with its line end is read."""
+    whole = (FIXTURES / "trtllm-log" / "v1.0_hyphen_rank_prefix.log").read_text(encoding="utf-8")
+    head = whole[:whole.index("[Latency] MAXIMUM: 2878") + len("[Latency] MAXIMUM: 28")]
+    cut = tmp_path / "cut.log"
+    cut.write_text(head, encoding="utf-8")
+    (run,) = PARSERS["trtllm-log"]().parse(Source(cut))
+    assert "latency_ms_max" not in run.record.metrics and run.record.metrics["latency_ms_min"] == 2860.0
+    assert [w for w in run.record.status.warnings if w.startswith("truncated")] == [
+        "truncated: the LATENCY breakdown is incomplete (5 values); the last line has no line end, so its value "
+        f"may be cut off (line {head.count(chr(10)) + 1}); it is left out"]
+    cut.write_text(head + "78.0000\n", encoding="utf-8")
+    (run,) = PARSERS["trtllm-log"]().parse(Source(cut))
+    assert run.record.metrics["latency_ms_max"] == 2878.0
+    assert not [w for w in run.record.status.warnings if w.startswith("truncated")]
+
+
 def test_two_runs_and_dataset_block_read_once() -> None:
     runs = PARSERS["trtllm-log"]().parse(Source(FIXTURES / "trtllm-log" / "two_runs_sweep.log"))
     assert [r.record.metrics["request_throughput_req_s"] for r in runs] == [22.22, 11.11]

@@ -163,6 +163,15 @@ class TrtllmReport:
         return bool(self.truncation)
 
 
+def _ends_with_line_end(path: Path) -> bool:
+    """Whether ``path`` is empty or ends with a line end (a log cut off mid-line does not)."""
+    with path.open("rb") as handle:
+        if handle.seek(0, 2) == 0:
+            return True
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
+
+
 class _Reader:
     """The streaming state machine: lines in, :class:`TrtllmReport` objects out."""
 
@@ -180,15 +189,24 @@ class _Reader:
 
     # -- driving -----------------------------------------------------------------------------
     def read(self) -> list[TrtllmReport]:
+        held: tuple[int, str] | None = None  # each line is read once the next one shows it ended
         for number, raw in iter_lines(self.path):
-            line = strip_prefix(raw)
-            if not line:
-                continue
-            if self.bad is not None:
-                raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
-            self.last_line = number
-            self._line(line, number)
+            if held is not None:
+                self._take(*held)
+            held = (number, raw)
+        cut = None
+        if held is not None:
+            line = strip_prefix(held[1])
+            if (_BREAKDOWN.match(line) or _LABEL_LINE.match(line)) and not _ends_with_line_end(self.path):
+                cut = held[0]  # "MAXIMUM: 0" may be "MAXIMUM: 0.4312" cut short: a wrong number, not a value
+                if self.bad is not None:
+                    raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
+            else:
+                self._take(*held)
         self._finish_run()
+        if cut is not None:
+            self._truncate_last(f"the last line has no line end, so its value may be cut off (line {cut}); it is "
+                                "left out")
         if self.bad is not None:
             self._truncate_last(f"the last value is cut off (line {self.bad[0]})")
         if self.pending_memory and (self.pending_memory.metrics or not self.runs):
@@ -198,6 +216,15 @@ class _Reader:
             self._finalise(orphan)
             self.runs.append(orphan)
         return self.runs
+
+    def _take(self, number: int, raw: str) -> None:
+        line = strip_prefix(raw)
+        if not line:
+            return
+        if self.bad is not None:
+            raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
+        self.last_line = number
+        self._line(line, number)
 
     def _truncate_last(self, reason: str) -> None:
         if self.runs:

@@ -5,10 +5,11 @@
 scanned there), they are moved into the new site, the publish-time scan
 (:mod:`sparkreport.site.scan`) runs there, and only then is the old site replaced: renamed
 to ``.<site>.old``, the new one renamed into place (SIGINT and SIGTERM held back for those two
-renames), the old one handed to a process of its own that removes it (:func:`discard`). A failure, a hit of the scan, Ctrl-C or SIGTERM at any point
-before the swap leaves the previous site as it was and removes the temporary folder; a crash
-that could not clean up (SIGKILL, power loss) is cleaned up by the next build
-(:func:`recover`), which also puts back a site caught between the two renames.
+renames), the old one handed to a process of its own that removes it (:func:`discard`). A
+failure, a hit of the scan, Ctrl-C or SIGTERM at any point before the swap leaves the previous
+site as it was and removes the temporary folder; a crash that could not clean up (SIGKILL, power
+loss) is cleaned up by the next build (:func:`recover`), which also puts back a site caught
+between the two renames.
 
 A rebuild does not rebuild the run-files folder (``runs/files``: ten thousand folders at 10 000
 runs) when the live one holds exactly what the last build published
