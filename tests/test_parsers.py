@@ -233,6 +233,23 @@ def test_a_report_cut_inside_its_last_value_leaves_that_value_out(tmp_path: Path
     assert not [w for w in run.record.status.warnings if w.startswith("truncated")]
 
 
+def test_a_vllm_block_cut_inside_a_value_leaves_that_value_out(tmp_path: Path) -> None:
+    """'Mean TTFT (ms): 88.40' cut after '88' is left out, and said so beside the open block."""
+    whole = (FIXTURES / "vllm-text" / "serve_new_e2el_p999.txt").read_text(encoding="utf-8")
+    head = whole[:whole.index("Mean TTFT (ms):")]
+    head += whole[len(head):].split("\n", 1)[0].split("88")[0] + "88"
+    cut = tmp_path / "cut.txt"
+    cut.write_text(head, encoding="utf-8")
+    (run,) = PARSERS["vllm-text"]().parse(Source(cut))
+    assert "ttft_ms_mean" not in run.record.metrics
+    assert run.record.status.warnings[-1] == (
+        "truncated: the result block has no closing rule; its last line has no line end, so its value may be "
+        f"cut off (line {head.count(chr(10)) + 1}): it is left out")
+    cut.write_text(head + ".40\n", encoding="utf-8")
+    (run,) = PARSERS["vllm-text"]().parse(Source(cut))
+    assert run.record.metrics["ttft_ms_mean"] == 88.4
+
+
 def test_two_runs_and_dataset_block_read_once() -> None:
     runs = PARSERS["trtllm-log"]().parse(Source(FIXTURES / "trtllm-log" / "two_runs_sweep.log"))
     assert [r.record.metrics["request_throughput_req_s"] for r in runs] == [22.22, 11.11]

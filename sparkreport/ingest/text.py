@@ -64,6 +64,16 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, text.rstrip("\r\n")
 
 
+def ends_with_line_end(path: Path) -> bool:
+    """Whether ``path`` is empty or ends with a line end. A log cut off mid-line does not, and its
+    last value may then be a number cut short ("MAXIMUM: 28" of "MAXIMUM: 2878.0000")."""
+    with path.open("rb") as handle:
+        if handle.seek(0, 2) == 0:
+            return True
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
+
+
 def require_content(path: Path) -> None:
     """ParseError when ``path`` holds nothing but whitespace (read in bounded chunks)."""
     with path.open("rb") as handle:

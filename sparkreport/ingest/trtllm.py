@@ -31,6 +31,7 @@ from sparkreport.ingest.memory_log import MemoryFacts
 from sparkreport.ingest.nvidia_smi import log_runs, sample_companions
 from sparkreport.ingest.text import (
     NotANumber,
+    ends_with_line_end,
     iter_lines,
     normalise_label,
     require_content,
@@ -163,15 +164,6 @@ class TrtllmReport:
         return bool(self.truncation)
 
 
-def _ends_with_line_end(path: Path) -> bool:
-    """Whether ``path`` is empty or ends with a line end (a log cut off mid-line does not)."""
-    with path.open("rb") as handle:
-        if handle.seek(0, 2) == 0:
-            return True
-        handle.seek(-1, 2)
-        return handle.read(1) == b"\n"
-
-
 class _Reader:
     """The streaming state machine: lines in, :class:`TrtllmReport` objects out."""
 
@@ -197,7 +189,7 @@ class _Reader:
         cut = None
         if held is not None:
             line = strip_prefix(held[1])
-            if (_BREAKDOWN.match(line) or _LABEL_LINE.match(line)) and not _ends_with_line_end(self.path):
+            if (_BREAKDOWN.match(line) or _LABEL_LINE.match(line)) and not ends_with_line_end(self.path):
                 cut = held[0]  # "MAXIMUM: 0" may be "MAXIMUM: 0.4312" cut short: a wrong number, not a value
                 if self.bad is not None:
                     raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
