@@ -50,6 +50,9 @@ def test_the_model_page_shows_the_newest_campaigns_by_run_time(site: RenderResul
             "are on [a page of their own](earlier/index.md).") in page
     assert table_campaigns(page) == set(NEWEST)
     assert "The statistics use all 30 runs of this model in these campaigns" in page
+    # a quantity the same in every run of every campaign shown: one clause over all their runs
+    assert ("## KV cache (GiB)\n\n20.00 GiB in every run (30 runs): no run-to-run variance, so stated, "
+            "not tested.\n") in page
     doc = next(d for d in site.pages if d.path == MODEL)
     assert doc.charts and all(c.name.rsplit("-", 1)[-1] in ("runs", "means") for c in doc.charts)
 

@@ -219,3 +219,10 @@ def test_a_quantity_that_did_not_vary_is_a_sentence_not_a_table(shipped: RenderR
     assert "- Requests: 64 requests in every run (40 runs)\n" in held
     assert "## Peak memory (GiB)\n\n76.02 GiB in every run (40 runs): no run-to-run variance, so stated, not tested." in page
     assert " 1 to 1 |" not in page and "64 to 64" not in page and "peak_memory_gib-runs" not in page
+    # the sentence is the fact the analysis states (site.facts), what set the value included
+    assert ("## KV cache (GiB)\n\n57.19 GiB in every run (40 runs), sized by the configured fraction 0.9: "
+            "no run-to-run variance, so stated, not tested.") in page
+    methodology = (shipped.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8")
+    assert "KV cache was 57.19 GiB in every run (40 runs): sized by the configured fraction 0.9." in methodology
+    assert "Max batch size" not in methodology  # a configured value: its model's page says it, not the test rule
+

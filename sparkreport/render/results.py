@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from sparkreport.schema import slug
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sparkreport.analysis.design import Fact
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
 
@@ -149,6 +151,7 @@ class ResultsPage(Page):
         from sparkreport.render.report import answer, effect_rows, verdict_key
 
         primary = [m for m in site.config.primary_metrics if m in set(stats["metric"])]
+        facts = {(fact.campaign, fact.metric): fact for fact in facts_of(site).get(model, [])}
         arms_of = _by(stats, "metric")
         compared_of = _by(compared, "metric")
         for metric in primary + [m for m in metric_order(stats["metric"]) if m not in primary]:
@@ -158,7 +161,7 @@ class ResultsPage(Page):
                        "arms": rows(arms), "published": bool((arms["source"] == "published").any()),
                        "primary": metric in primary}
             # A quantity that did not vary is a sentence, with neither a table nor a chart of it.
-            section["constant"] = held_constant(section)
+            section["constant"] = held_constant(site, facts, section)
             section_charts = (self.metric_charts(site, runs, arms, metric, label)
                               if with_charts and site.config.charted(metric) and not section["constant"] else [])
             charts += section_charts
@@ -208,6 +211,17 @@ class ResultsPage(Page):
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
                                           title=f"{label}: mean and {site.confidence_label} CI"))
         return [chart for chart in charts if chart is not None]
+
+
+def facts_of(site: SiteData) -> dict[str, list[Fact]]:
+    """``site.facts`` by model, once per render."""
+    by_model: dict[str, list[Fact]] | None = site.extra.get("_facts_by_model")
+    if by_model is None:
+        by_model = {}
+        for fact in site.facts:
+            by_model.setdefault(fact.model, []).append(fact)
+        site.extra["_facts_by_model"] = by_model
+    return by_model
 
 
 def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
@@ -292,19 +306,25 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
             "headed": any(level["published"] for table in tables for level in table["levels"])}
 
 
-def held_constant(section: dict[str, Any]) -> str | None:
-    """A metric that did not vary within any arm (at least two runs each, SD 0), said in one
-    sentence — "64 in every run (40 runs)", or each arm's value where they differ — instead of a
-    table of intervals from 64 to 64; None when it varied (or an arm has fewer than two runs)."""
-    from sparkreport.render.markdown import is_missing, num
+def held_constant(site: SiteData, facts: dict[tuple[str, str], Fact], section: dict[str, Any]) -> str | None:
+    """A metric that did not vary within any of the section's arms, said in one clause — its
+    facts' (``site.facts``, :func:`~sparkreport.analysis.design.constant_facts`, keyed by campaign
+    and metric): "64 requests in every run (40 runs)", or each level's value where they differ,
+    and per campaign where the section spans several that differ — instead of a table of
+    intervals from 64 to 64. None when it varied in an arm, or an arm is one no fact covers
+    (fewer than two runs, a published figure)."""
+    from sparkreport.render.report import campaign_title
 
-    arms = section["arms"]
-    if not arms or any(is_missing(a.get("n")) or int(a["n"]) < 2 or a.get("sd") != 0 for a in arms):
+    found: dict[str, Fact] = {}
+    for arm in section["arms"]:
+        fact = facts.get((str(arm["campaign"]), section["metric"]))
+        if fact is None or arm["source"] == "published" or str(arm["environment"]) not in fact.values:
+            return None
+        found[fact.campaign] = fact
+    if not found:
         return None
-    unit = f" {section['unit']}" if section["unit"] else ""
-    values = {num(a["mean"], section["metric"]) for a in arms}
-    runs = sum(int(a["n"]) for a in arms)
-    if len(values) == 1:
-        return f"{next(iter(values))}{unit} in every run ({runs} runs)"
-    parts = [f"{num(a['mean'], section['metric'])}{unit} in every {a['environment']} run" for a in arms]
-    return ", ".join(parts) + f" ({runs} runs)"
+    first = next(iter(found.values()))
+    if all(fact.values == first.values and fact.note == first.note for fact in found.values()):
+        # the same in every campaign: one clause over all their runs
+        return dataclasses.replace(first, n=sum(fact.n for fact in found.values())).value_text
+    return "; ".join(f"{fact.value_text} in {campaign_title(site, name)}" for name, fact in found.items())
