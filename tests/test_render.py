@@ -575,6 +575,18 @@ def test_signed_numbers_never_print_a_signed_zero(value: float | None, digits: i
     assert signed(value, digits) == text
 
 
+@pytest.mark.parametrize(("low", "high", "text"), [
+    (76.02, 76.02, "no spread"), (0.0, 0.0, "no spread"), (9.4111, 9.4138, "9.41 to 9.41"),
+    (2543.49, 2545.62, "2,543.49 to 2,545.62"), (None, 1.0, "—"), (float("nan"), float("nan"), "—"),
+])
+def test_an_interval_of_zero_width_says_no_spread(low: float | None, high: float, text: str) -> None:
+    """As the Memory page says it: 'no spread' only where the ends are equal, never where they
+    merely round to the same figure."""
+    from sparkreport.render.markdown import interval
+
+    assert interval(low, high, "peak_memory_gib") == text
+
+
 def _md_escape_in_full(value: object) -> str:
     """md_escape without its shortcut for text it would leave as it is."""
     from sparkreport.render.markdown import _HTML_START, _MD_SPECIAL
