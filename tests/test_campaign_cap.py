@@ -75,7 +75,9 @@ def test_nav_and_overview_list_the_model_page_only(site: RenderResult) -> None:
     assert [path for _title, path in results] == ["results/index.md", MODEL]
     overview = text(site, "results/index.md")
     assert "For a model measured in more than 5 campaigns, the 5 newest (by their last run)\nare shown" in overview
+    # a model's rows from several campaigns: each row names its campaign, none is named above the table
     assert {row.split(" | ")[1] for row in overview.splitlines() if row.startswith("| Output")} == set(NEWEST)
+    assert "\nCampaign: " not in overview
 
 
 def test_home_answers_the_newest_and_links_the_older(site: RenderResult) -> None:

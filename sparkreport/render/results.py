@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.metrics import with_unit
 from sparkreport.names import unique_slugs
+from sparkreport.render.markdown import is_missing
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.tables import claims, metric_label, metric_order
 from sparkreport.schema import slug
@@ -74,9 +75,9 @@ class ResultsPage(Page):
         pages = [(model, doc) for (model, _name), doc in zip(models, docs, strict=True)]
 
         def fill_overview() -> None:
-            overview.context = {
-                "models": [self.overview_row(site, model, doc, split[model][0]) for model, doc in pages],
-                "in_full": CAMPAIGNS_IN_FULL, "earlier": any(earlier for _, earlier in split.values())}
+            parts = [self.overview_row(site, model, doc, split[model][0]) for model, doc in pages]
+            overview.context = {"models": parts, **self.overview_lead(site, [r for m in parts for r in m["rows"]]),
+                                "in_full": CAMPAIGNS_IN_FULL, "earlier": any(earlier for _, earlier in split.values())}
 
         overview.fill = fill_overview
         return [overview, *docs, *earlier_docs]
@@ -112,20 +113,49 @@ class ResultsPage(Page):
         doc.context.update(links)
 
     def overview_row(self, site: SiteData, model: str, doc: PageDoc, shown: list[str]) -> dict[str, Any]:
-        """One model's primary metrics for the overview page (the campaigns its page shows in full)."""
-        from sparkreport import metrics as metric_catalog
-        from sparkreport.render.report import grouped
+        """One model's part of the overview, over the campaigns its page shows in full (``shown``):
+        each arm's mean and CI of the metrics its comparisons test, then of the report's other
+        primary metrics (``primary_metrics``) — the model page's order within each — and the
+        campaign its rows come from, when they all come from one (``campaign``; else each row
+        names its own)."""
+        from sparkreport.render.report import campaigns, grouped
 
-        stats = grouped(site, "stats", "model").get(model)
-        found = []
-        if stats is not None:
-            stats = stats[stats["metric"].isin(metric_catalog.PRIMARY_METRICS)
-                          & stats["campaign"].astype(str).isin(set(shown))]
-            by_metric = {str(metric): group for metric, group in stats.groupby("metric", sort=False, observed=True)}
-            for metric in metric_order(stats["metric"]):
-                for row in rows(by_metric[metric]):
-                    found.append({**row, "label": metric_label(metric)})
-        return {"model_name": doc.title, "path": doc.path, "rows": found}
+        def of(table: str) -> pd.DataFrame | None:
+            frame = grouped(site, table, "model").get(model)
+            return None if frame is None else frame[frame["campaign"].astype(str).isin(set(shown))]
+
+        stats = of("stats")
+        if stats is None or stats.empty:
+            return {"model_name": doc.title, "path": doc.path, "rows": [], "campaign": None}
+        compared = of("comparisons")
+        # tested: a comparison with a test (one of published figures without a spread has none)
+        tested = set() if compared is None else set(compared.loc[compared["p_welch"].notna(), "metric"].astype(str))
+        present = list(dict.fromkeys(stats["metric"].astype(str)))
+        primary = [m for m in site.config.primary_metrics if m in present]
+        in_page_order = primary + [m for m in metric_order(present) if m not in primary]
+        shown_metrics = [m for m in in_page_order if m in tested] + [m for m in primary if m not in tested]
+        by_metric = _by(stats, "metric")
+        found = [{**row, "label": metric_label(metric), "tested": metric in tested}
+                 for metric in shown_metrics for row in rows(by_metric[metric])]
+        names = list(dict.fromkeys(str(row["campaign"]) for row in found))
+        campaign = next((c for c in campaigns(site) if c.name == names[0]), None) if len(names) == 1 else None
+        return {"model_name": doc.title, "path": doc.path, "rows": found, "campaign": campaign}
+
+    @staticmethod
+    def overview_lead(site: SiteData, shown: list[dict[str, Any]]) -> dict[str, Any]:
+        """What the overview's lead-in says of its rows (``shown``, every model's): the metrics
+        tested somewhere (``tested``) and the other primary metrics (``others``), each named once in
+        the model pages' order; whether an interval has no spread, and whether a row is published."""
+        from sparkreport.render.report import join_and
+
+        metrics = list(dict.fromkeys(str(r["metric"]) for r in shown))
+        primary = [m for m in site.config.primary_metrics if m in metrics]
+        in_order = primary + [m for m in metric_order(metrics) if m not in primary]
+        tested = {str(r["metric"]) for r in shown if r["tested"]}
+        return {"tested": join_and([metric_label(m) for m in in_order if m in tested]),
+                "others": join_and([metric_label(m) for m in in_order if m not in tested]),
+                "no_spread": any(not is_missing(r["ci_low"]) and r["ci_low"] == r["ci_high"] for r in shown),
+                "published": any(r["source"] == "published" for r in shown)}
 
     def model_context(self, site: SiteData, model: str, model_name: str, campaigns: list[str] | None = None,
                       with_charts: bool = True) -> tuple[dict[str, Any], list[ChartSpec]]:
