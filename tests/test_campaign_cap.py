@@ -50,6 +50,9 @@ def test_the_model_page_shows_the_newest_campaigns_by_run_time(site: RenderResul
             "are on [a page of their own](earlier/index.md).") in page
     assert table_campaigns(page) == set(NEWEST)
     assert "The statistics use all 30 runs of this model in these campaigns" in page
+    # a quantity the same in every run of every campaign shown: one clause over all their runs
+    assert ("## KV cache (GiB)\n\n20.00 GiB in every run (30 runs): no run-to-run variance, so stated, "
+            "not tested.\n") in page
     doc = next(d for d in site.pages if d.path == MODEL)
     assert doc.charts and all(c.name.rsplit("-", 1)[-1] in ("runs", "means") for c in doc.charts)
 
@@ -72,7 +75,9 @@ def test_nav_and_overview_list_the_model_page_only(site: RenderResult) -> None:
     assert [path for _title, path in results] == ["results/index.md", MODEL]
     overview = text(site, "results/index.md")
     assert "For a model measured in more than 5 campaigns, the 5 newest (by their last run)\nare shown" in overview
+    # a model's rows from several campaigns: each row names its campaign, none is named above the table
     assert {row.split(" | ")[1] for row in overview.splitlines() if row.startswith("| Output")} == set(NEWEST)
+    assert "\nCampaign: " not in overview
 
 
 def test_home_answers_the_newest_and_links_the_older(site: RenderResult) -> None:

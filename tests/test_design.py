@@ -88,6 +88,32 @@ def test_a_fixed_difference_is_stated_with_both_values() -> None:
     assert "100.00 GiB in every cgroup run and 111.80 GiB in every native run" in facts[0].sentence
 
 
+def test_a_fact_counts_the_runs_that_reported_it_and_names_three_levels_in_a_list() -> None:
+    runs = interleaved({"a": noisy(1000, 3, 1), "b": noisy(1000, 3, 2), "c": noisy(1000, 3, 3)})
+    for r in runs:
+        r.metrics["max_batch_size"] = {"a": 32.0, "b": 64.0, "c": 64.0}[r.environment.name]
+        r.metrics["kv_cache_gib"] = 50.0
+    runs[0].metrics.pop("kv_cache_gib")  # one run of a did not report it: 8 runs, not 9
+    ds = ds_of(runs)
+    assert constant_facts(ds, AnalysisOptions()) == [fact for fact in constant_facts(ds, AnalysisOptions(), every=True)
+                                                     if fact.metric == "kv_cache_gib"]
+    kv, batch = constant_facts(ds, AnalysisOptions(), every=True)  # every metric: a configured one too
+    assert kv.value_text == "50.00 GiB in every run (8 runs)"
+    assert kv.body == "KV cache was 50.00 GiB in every run (8 runs)"
+    assert batch.metric == "max_batch_size"
+    assert batch.value_text == "32 in every a run, 64 in every b run and 64 in every c run (9 runs)"
+    assert batch.body == ("Max batch size was 32 in every a run, 64 in every b run and 64 in every c run "
+                          "(no run-to-run variance: a fixed difference)")
+
+
+def test_a_fact_says_what_sized_it_beside_its_value() -> None:
+    runs = interleaved({"native": noisy(1000, 3, 1), "cgroup": noisy(1000, 3, 2)},
+                       kv_cache_gib=57.19, kv_cache_fraction=0.9)
+    (fact,) = constant_facts(ds_of(runs), AnalysisOptions())
+    assert fact.note == "sized by the configured fraction 0.9"
+    assert fact.value_text == "57.19 GiB in every run (6 runs), sized by the configured fraction 0.9"
+
+
 # --------------------------------------------------------------------------- item 2: the family
 
 

@@ -126,7 +126,10 @@ def test_overview_reproduces_the_published_means(rendered: RenderResult) -> None
     for (model, env), (throughput, peak, kv) in PUBLISHED_MEANS.items():
         model_part = sections(text)
         block = next(body for heading, body in model_part.items() if f"({model}/index.md)" in heading)
-        means = {cells[0]: cells[5] for cells in (r for r in _all_rows(block) if r[2] == env)}
+        # every row from one campaign: named once above the table, not in a column
+        assert block.lstrip().startswith("Campaign: [phase1](../campaigns/phase1/index.md).\n")
+        assert "| Metric | Environment | Data | n | Mean | 95% CI |" in block
+        means = {cells[0]: cells[4] for cells in (r for r in _all_rows(block) if r[1] == env)}
         assert means["Output throughput (tok/s)"] == throughput
         # the study's "peak memory" is TensorRT-LLM's figure before the KV cache is allocated
         assert means["Memory before KV cache (GiB)"] == peak
@@ -573,6 +576,18 @@ def test_quality_page_cuts_a_long_check_short_and_ships_every_finding(
 def test_signed_numbers_never_print_a_signed_zero(value: float | None, digits: int, text: str) -> None:
     """An interval's end that rounds to zero keeps its sign with the decimals that show it."""
     assert signed(value, digits) == text
+
+
+@pytest.mark.parametrize(("low", "high", "text"), [
+    (76.02, 76.02, "no spread"), (0.0, 0.0, "no spread"), (9.4111, 9.4138, "9.41 to 9.41"),
+    (2543.49, 2545.62, "2,543.49 to 2,545.62"), (None, 1.0, "—"), (float("nan"), float("nan"), "—"),
+])
+def test_an_interval_of_zero_width_says_no_spread(low: float | None, high: float, text: str) -> None:
+    """As the Memory page says it: 'no spread' only where the ends are equal, never where they
+    merely round to the same figure."""
+    from sparkreport.render.markdown import interval
+
+    assert interval(low, high, "peak_memory_gib") == text
 
 
 def _md_escape_in_full(value: object) -> str:

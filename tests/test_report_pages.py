@@ -219,3 +219,29 @@ def test_a_quantity_that_did_not_vary_is_a_sentence_not_a_table(shipped: RenderR
     assert "- Requests: 64 requests in every run (40 runs)\n" in held
     assert "## Peak memory (GiB)\n\n76.02 GiB in every run (40 runs): no run-to-run variance, so stated, not tested." in page
     assert " 1 to 1 |" not in page and "64 to 64" not in page and "peak_memory_gib-runs" not in page
+    # the sentence is the fact the analysis states (site.facts), what set the value included
+    assert ("## KV cache (GiB)\n\n57.19 GiB in every run (40 runs), sized by the configured fraction 0.9: "
+            "no run-to-run variance, so stated, not tested.") in page
+    methodology = (shipped.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8")
+    assert "KV cache was 57.19 GiB in every run (40 runs): sized by the configured fraction 0.9." in methodology
+    assert "Max batch size" not in methodology  # a configured value: its model's page says it, not the test rule
+
+
+def test_the_results_overview_leads_with_what_was_tested(shipped: RenderResult) -> None:
+    """The overview names a model's one campaign once, above its table; lists the metrics the
+    comparisons test (the H100 control's latencies, not only throughput) before the report's other
+    primary metrics, and says so; and writes a zero-width interval as the Memory page does."""
+    page = (shipped.docs_dir / "results" / "index.md").read_text(encoding="utf-8")
+    assert ("Each arm's mean with its 95% confidence interval (*no spread*: every run recorded the same value). "
+            "First the metrics the comparisons test: Output throughput, Time to first token (mean), Time per output "
+            "token (mean) and Request latency (mean); then the report's other primary metrics: Memory before KV "
+            "cache, Peak memory and KV cache.\n") in page
+    llama = page.split("## [Llama-3-8B shape (random weights)](llama-3-8b/index.md)\n", 1)[1].split("\n## ", 1)[0]
+    assert llama.startswith("\nCampaign: [H100 control: native vs cgroup](../campaigns/gpu-torch-native-vs-cgroup/"
+                            "index.md).\n\n| Metric | Environment | Data | n | Mean | 95% CI |\n")
+    metrics = list(dict.fromkeys(line.split(" | ")[0].lstrip("| ") for line in llama.splitlines()[5:] if line))
+    assert metrics == ["Output throughput (tok/s)", "Time to first token (mean, ms)", "Time per output token (mean, ms)",
+                       "Request latency (mean, ms)", "Peak memory (GiB)", "KV cache (GiB)"]
+    assert "| Peak memory (GiB) | native | runs | 20 | 76.02 | no spread |\n" in llama
+    assert " to 76.02" not in page and "Request throughput" not in page and "P99" not in page
+    assert "| Campaign |" not in page and page.count("Phase 1 as published: container vs native") == 3

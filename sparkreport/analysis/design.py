@@ -87,9 +87,35 @@ class Fact:
     model: str
     metric: str
     values: dict[str, float]  # factor level → the value every run of that level had
+    #: The runs that reported it (every level's together).
     n: int
-    #: What was constant, as a clause ("KV cache was 57.19 GiB in every run (40 runs)").
-    body: str
+    #: What set the value, where the runs say ("sized by the configured fraction 0.9"); else "".
+    note: str = ""
+
+    def _values(self) -> str:
+        """"57.19 GiB in every run", or each level's: "100.00 GiB in every cgroup run and
+        111.80 GiB in every native run"."""
+        distinct = set(self.values.values())
+        if len(distinct) == 1:
+            return f"{_fmt(self.metric, next(iter(distinct)))} in every run"
+        parts = [f"{_fmt(self.metric, value)} in every {level} run" for level, value in self.values.items()]
+        return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+    @property
+    def value_text(self) -> str:
+        """The value without the quantity's name, for a page that names it already (its heading,
+        a list's label): "57.19 GiB in every run (40 runs), sized by the configured fraction 0.9"."""
+        return f"{self._values()} ({self.n:,} runs)" + (f", {self.note}" if self.note else "")
+
+    @property
+    def body(self) -> str:
+        """What was constant, as a clause ("KV cache was 57.19 GiB in every run (40 runs): sized by
+        the configured fraction 0.9")."""
+        entry = metric_catalog.lookup(self.metric)
+        label = entry.label if entry is not None else self.metric
+        said = (f"({self.n:,} runs)" if len(set(self.values.values())) == 1
+                else "(no run-to-run variance: a fixed difference)")
+        return f"{label} was {self._values()} {said}" + (f": {self.note}" if self.note else "")
 
     @property
     def sentence(self) -> str:
@@ -102,19 +128,40 @@ class Fact:
 
 
 def _fmt(metric: str, value: float) -> str:
+    """``value`` with the metric's decimals, thousands separators and unit; a value that would
+    round to zero without being zero gets two significant digits, as the pages' numbers do."""
     entry = metric_catalog.lookup(metric)
     digits = entry.digits if entry is not None else 2
     unit = metric_catalog.unit_of(metric)
-    return f"{value:,.{digits}f}" + (f" {unit}" if unit else "")
+    text = f"{value:.2g}" if value and abs(value) < 0.5 * 10 ** -digits else f"{value:,.{digits}f}"
+    return text + (f" {unit}" if unit else "")
 
 
 def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str = "environment",
-                   metrics: list[str] | None = None, cache: AnalysisCache | None = None) -> list[Fact]:
+                   metrics: list[str] | None = None, cache: AnalysisCache | None = None, *,
+                   every: bool = False) -> list[Fact]:
     """Per campaign × model × metric: the metrics with SD 0 in every level of ``factor``
     (at least two runs each), as sentences ("the KV cache was 111.8 GiB in every run: sized by
-    the configured fraction 0.9"). With ``cache``, each campaign's facts are kept by the
-    digest of its runs."""
+    the configured fraction 0.9"), of ``metrics`` (None: the tested ones) in their order; ``every``:
+    of every metric the runs hold, the tested ones first (what the Results pages state instead of a
+    table of intervals from 64 to 64). Either way every metric's facts are found, so that a
+    build's and ``compare``'s share one cache entry: with ``cache``, each campaign's are kept by
+    the digest of its runs."""
     opts = opts or AnalysisOptions()
+    found = _every_fact(ds, opts, factor, cache)
+    if every:
+        return found
+    rank = {metric: i for i, metric in enumerate(dict.fromkeys(metrics or opts.tested_metrics))}
+    arms: dict[tuple[str, str], int] = {}
+    for fact in found:
+        arms.setdefault((fact.campaign, fact.model), len(arms))
+    return sorted((fact for fact in found if fact.metric in rank),
+                  key=lambda fact: (arms[(fact.campaign, fact.model)], rank[fact.metric]))
+
+
+def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: AnalysisCache | None) -> list[Fact]:
+    """:func:`constant_facts` of every metric, per campaign through ``cache`` where there is one."""
+    metrics = [*opts.tested_metrics, *sorted(ds.metric_columns)]
     if cache is None:
         return _constant_facts(ds, opts, factor, metrics)
     from sparkreport.analysis.arms import campaign_digests
@@ -123,8 +170,8 @@ def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str
 
     def key(campaign: str) -> str:
         assert cache is not None
-        return cache.key(("kind", "facts-1"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor),
-                         ("metrics", metrics))
+        # a campaign's facts are of the metrics its own runs hold, whatever the other campaigns hold
+        return cache.key(("kind", "facts-2"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor))
 
     def whole() -> tuple[list[Fact], dict[str, list[Fact]]]:
         # Each fact belongs to one campaign, so each campaign's share is what its view computes.
@@ -140,42 +187,35 @@ def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str
     return found if found is not None else [fact for part in parts for fact in part]
 
 
-def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str] | None) -> list[Fact]:
+def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str]) -> list[Fact]:
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if runs.empty or factor not in runs.columns:
         return []
-    wanted = [m for m in (metrics or opts.tested_metrics) if m in runs.columns]
+    wanted = list(dict.fromkeys(m for m in metrics if m in runs.columns))
     values = float_matrix(runs, wanted)
     fraction = float_matrix(runs, ["kv_cache_fraction"]) if "kv_cache_fraction" in runs.columns else None
+    all_levels = runs[factor].astype(str).to_numpy(dtype=object)
     facts: list[Fact] = []
     for (campaign, model), positions in arm_rows(runs, ["campaign", "model"]):
-        levels = runs[factor].to_numpy(dtype=object)[positions]
+        levels = all_levels[positions]
+        rows_of = {level: positions[levels == level] for level in sorted(set(levels))}
         for j, metric in enumerate(wanted):
             per_level: dict[str, float] = {}
-            constant = True
-            for level in sorted({str(x) for x in levels}):
-                sample = reported(values[positions[levels.astype(str) == level], j])
+            n = 0
+            for level, rows in rows_of.items():
+                sample = reported(values[rows, j])
                 if sample.size < 2 or float(sample.max()) != float(sample.min()):
-                    constant = False
                     break
                 per_level[level] = float(sample[0])
-            if not constant or not per_level:
-                continue
-            entry = metric_catalog.lookup(metric)
-            label = entry.label if entry is not None else metric
-            n = len(positions)
-            distinct = set(per_level.values())
-            if len(distinct) == 1:
-                sentence = f"{label} was {_fmt(metric, next(iter(distinct)))} in every run ({n} runs)"
+                n += sample.size
             else:
-                parts = [f"{_fmt(metric, v)} in every {level} run" for level, v in per_level.items()]
-                sentence = f"{label} was " + " and ".join(parts) + " (no run-to-run variance: a fixed difference)"
-            if metric == "kv_cache_gib" and fraction is not None:
-                fr = reported(fraction[positions, 0])
-                if fr.size and float(fr.min()) == float(fr.max()):
-                    sentence += f": sized by the configured fraction {float(fr[0]):g}"
-            facts.append(Fact(str(campaign), str(model), metric, per_level, n, sentence))
+                note = ""
+                if metric == "kv_cache_gib" and fraction is not None:
+                    fr = reported(fraction[positions, 0])
+                    if fr.size and float(fr.min()) == float(fr.max()):
+                        note = f"sized by the configured fraction {float(fr[0]):g}"
+                facts.append(Fact(str(campaign), str(model), metric, per_level, n, note))
     return facts
 
 

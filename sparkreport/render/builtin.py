@@ -168,15 +168,18 @@ class MethodologyPage(Page):
 
 
 def stated_facts(site: SiteData) -> list[dict[str, str]]:
-    """The quantities that did not vary (``site.facts``) as a reader meets them: each named by
-    its campaign's title and its model's name, not by their slugs ("H100 control: native vs
-    cgroup · Llama-3-8B shape (random weights)"), then its sentence."""
+    """The tested metrics that did not vary (``site.facts`` of ``analysis.tested_metrics``: what
+    the comparisons leave out) as a reader meets them: each named by its campaign's title and its
+    model's name, not by their slugs ("H100 control: native vs cgroup · Llama-3-8B shape (random
+    weights)"), then its sentence. A configured quantity (a batch size) is on its model's page."""
     from sparkreport.render.report import campaign_title, model_names
 
-    names = model_names(site) if site.facts else {}
+    tested = set(site.config.analysis.tested_metrics)
+    facts = [fact for fact in site.facts if fact.metric in tested]
+    names = model_names(site) if facts else {}
     # the list's lead-in says "stated, not tested" once for every line
     return [{"where": f"{campaign_title(site, fact.campaign)} · {names.get((fact.campaign, fact.model), fact.model)}",
-             "body": f"{fact.body[:1].upper()}{fact.body[1:]}."} for fact in site.facts]
+             "body": f"{fact.body[:1].upper()}{fact.body[1:]}."} for fact in facts]
 
 
 def campaign_sources(records: list[RunRecord]) -> tuple[int, bool, list[dict[str, Any]]]:

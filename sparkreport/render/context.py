@@ -58,7 +58,8 @@ class SiteData:
     inclusion_rule: str
     provenance: Provenance
     extra: dict[str, Any] = field(default_factory=dict)
-    #: Quantities that did not vary (SD 0 in every arm): stated, never tested (analysis.design).
+    #: Quantities that did not vary (SD 0 in every arm), of every metric, the tested ones first:
+    #: stated, never tested (analysis.design).
     facts: list[Fact] = field(default_factory=list)
     #: The testing-family rule (primary metrics, Holm per campaign, exact families) in words.
     family_rule: str = ""
@@ -223,7 +224,9 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
         dataset=dataset, config=config, runs_dir=runs_dir, stats=stats, comparisons=comparisons,
         findings=check(dataset, opts, cache=cache), runs=included_runs(dataset, opts),
         inclusion_rule=inclusion_rule_text(opts), provenance=provenance, extra=extra,
-        facts=constant_facts(dataset, opts, config.factor, cache=cache), family_rule=family_rule_text(opts),
+        # every metric's: the Results pages state any that did not vary (a configured batch size as
+        # much as a KV cache); the Methodology page lists the tested ones
+        facts=constant_facts(dataset, opts, config.factor, cache=cache, every=True), family_rule=family_rule_text(opts),
         analysis_cache=cache,
     )
     if cache is not None and save:

@@ -109,6 +109,15 @@ def ci(low: Any, high: Any, metric: str | None = None, digits: int | None = None
     return f"{num(low, metric, digits)} to {num(high, metric, digits)}"
 
 
+def interval(low: Any, high: Any, metric: str | None = None, digits: int | None = None) -> str:
+    """An interval as :func:`ci` writes it, or 'no spread' where its ends are equal (every run
+    recorded the same value: an interval of zero width, not one that rounds to a point); '—'
+    when either end is missing."""
+    if not is_missing(low) and not is_missing(high) and float(low) == float(high):
+        return "no spread"
+    return ci(low, high, metric, digits)
+
+
 def pvalue(p: Any) -> str:
     """'< 0.001' or three decimals; '—' when the test was not possible."""
     if is_missing(p):
@@ -249,10 +258,10 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
         keep_trailing_newline=True,
         bytecode_cache=jinja2.FileSystemBytecodeCache(str(compiled)) if compiled is not None else None,
     )
-    env.filters.update(num=num, ci=ci, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
+    env.filters.update(num=num, ci=ci, interval=interval, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
                        breakable=breakable, size=size, campaign_title=campaign_title)
-    env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, pvalue=pvalue,
-                       signed=signed,
+    env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, interval=interval,
+                       pvalue=pvalue, signed=signed,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
                        cut=shown_values, counted=counted, design_columns=design_columns, with_unit=with_unit,
                        campaign_list=jinja2.pass_context(_campaign_list))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.metrics import with_unit
 from sparkreport.names import unique_slugs
+from sparkreport.render.markdown import is_missing
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.tables import claims, metric_label, metric_order
 from sparkreport.schema import slug
@@ -16,6 +18,7 @@ from sparkreport.schema import slug
 if TYPE_CHECKING:
     import pandas as pd
 
+    from sparkreport.analysis.design import Fact
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
 
@@ -72,9 +75,9 @@ class ResultsPage(Page):
         pages = [(model, doc) for (model, _name), doc in zip(models, docs, strict=True)]
 
         def fill_overview() -> None:
-            overview.context = {
-                "models": [self.overview_row(site, model, doc, split[model][0]) for model, doc in pages],
-                "in_full": CAMPAIGNS_IN_FULL, "earlier": any(earlier for _, earlier in split.values())}
+            parts = [self.overview_row(site, model, doc, split[model][0]) for model, doc in pages]
+            overview.context = {"models": parts, **self.overview_lead(site, [r for m in parts for r in m["rows"]]),
+                                "in_full": CAMPAIGNS_IN_FULL, "earlier": any(earlier for _, earlier in split.values())}
 
         overview.fill = fill_overview
         return [overview, *docs, *earlier_docs]
@@ -110,20 +113,49 @@ class ResultsPage(Page):
         doc.context.update(links)
 
     def overview_row(self, site: SiteData, model: str, doc: PageDoc, shown: list[str]) -> dict[str, Any]:
-        """One model's primary metrics for the overview page (the campaigns its page shows in full)."""
-        from sparkreport import metrics as metric_catalog
-        from sparkreport.render.report import grouped
+        """One model's part of the overview, over the campaigns its page shows in full (``shown``):
+        each arm's mean and CI of the metrics its comparisons test, then of the report's other
+        primary metrics (``primary_metrics``) — the model page's order within each — and the
+        campaign its rows come from, when they all come from one (``campaign``; else each row
+        names its own)."""
+        from sparkreport.render.report import campaigns, grouped
 
-        stats = grouped(site, "stats", "model").get(model)
-        found = []
-        if stats is not None:
-            stats = stats[stats["metric"].isin(metric_catalog.PRIMARY_METRICS)
-                          & stats["campaign"].astype(str).isin(set(shown))]
-            by_metric = {str(metric): group for metric, group in stats.groupby("metric", sort=False, observed=True)}
-            for metric in metric_order(stats["metric"]):
-                for row in rows(by_metric[metric]):
-                    found.append({**row, "label": metric_label(metric)})
-        return {"model_name": doc.title, "path": doc.path, "rows": found}
+        def of(table: str) -> pd.DataFrame | None:
+            frame = grouped(site, table, "model").get(model)
+            return None if frame is None else frame[frame["campaign"].astype(str).isin(set(shown))]
+
+        stats = of("stats")
+        if stats is None or stats.empty:
+            return {"model_name": doc.title, "path": doc.path, "rows": [], "campaign": None}
+        compared = of("comparisons")
+        # tested: a comparison with a test (one of published figures without a spread has none)
+        tested = set() if compared is None else set(compared.loc[compared["p_welch"].notna(), "metric"].astype(str))
+        present = list(dict.fromkeys(stats["metric"].astype(str)))
+        primary = [m for m in site.config.primary_metrics if m in present]
+        in_page_order = primary + [m for m in metric_order(present) if m not in primary]
+        shown_metrics = [m for m in in_page_order if m in tested] + [m for m in primary if m not in tested]
+        by_metric = _by(stats, "metric")
+        found = [{**row, "label": metric_label(metric), "tested": metric in tested}
+                 for metric in shown_metrics for row in rows(by_metric[metric])]
+        names = list(dict.fromkeys(str(row["campaign"]) for row in found))
+        campaign = next((c for c in campaigns(site) if c.name == names[0]), None) if len(names) == 1 else None
+        return {"model_name": doc.title, "path": doc.path, "rows": found, "campaign": campaign}
+
+    @staticmethod
+    def overview_lead(site: SiteData, shown: list[dict[str, Any]]) -> dict[str, Any]:
+        """What the overview's lead-in says of its rows (``shown``, every model's): the metrics
+        tested somewhere (``tested``) and the other primary metrics (``others``), each named once in
+        the model pages' order; whether an interval has no spread, and whether a row is published."""
+        from sparkreport.render.report import join_and
+
+        metrics = list(dict.fromkeys(str(r["metric"]) for r in shown))
+        primary = [m for m in site.config.primary_metrics if m in metrics]
+        in_order = primary + [m for m in metric_order(metrics) if m not in primary]
+        tested = {str(r["metric"]) for r in shown if r["tested"]}
+        return {"tested": join_and([metric_label(m) for m in in_order if m in tested]),
+                "others": join_and([metric_label(m) for m in in_order if m not in tested]),
+                "no_spread": any(not is_missing(r["ci_low"]) and r["ci_low"] == r["ci_high"] for r in shown),
+                "published": any(r["source"] == "published" for r in shown)}
 
     def model_context(self, site: SiteData, model: str, model_name: str, campaigns: list[str] | None = None,
                       with_charts: bool = True) -> tuple[dict[str, Any], list[ChartSpec]]:
@@ -149,6 +181,7 @@ class ResultsPage(Page):
         from sparkreport.render.report import answer, effect_rows, verdict_key
 
         primary = [m for m in site.config.primary_metrics if m in set(stats["metric"])]
+        facts = {(fact.campaign, fact.metric): fact for fact in facts_of(site).get(model, [])}
         arms_of = _by(stats, "metric")
         compared_of = _by(compared, "metric")
         for metric in primary + [m for m in metric_order(stats["metric"]) if m not in primary]:
@@ -158,7 +191,7 @@ class ResultsPage(Page):
                        "arms": rows(arms), "published": bool((arms["source"] == "published").any()),
                        "primary": metric in primary}
             # A quantity that did not vary is a sentence, with neither a table nor a chart of it.
-            section["constant"] = held_constant(section)
+            section["constant"] = held_constant(site, facts, section)
             section_charts = (self.metric_charts(site, runs, arms, metric, label)
                               if with_charts and site.config.charted(metric) and not section["constant"] else [])
             charts += section_charts
@@ -208,6 +241,17 @@ class ResultsPage(Page):
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
                                           title=f"{label}: mean and {site.confidence_label} CI"))
         return [chart for chart in charts if chart is not None]
+
+
+def facts_of(site: SiteData) -> dict[str, list[Fact]]:
+    """``site.facts`` by model, once per render."""
+    by_model: dict[str, list[Fact]] | None = site.extra.get("_facts_by_model")
+    if by_model is None:
+        by_model = {}
+        for fact in site.facts:
+            by_model.setdefault(fact.model, []).append(fact)
+        site.extra["_facts_by_model"] = by_model
+    return by_model
 
 
 def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
@@ -292,19 +336,25 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
             "headed": any(level["published"] for table in tables for level in table["levels"])}
 
 
-def held_constant(section: dict[str, Any]) -> str | None:
-    """A metric that did not vary within any arm (at least two runs each, SD 0), said in one
-    sentence — "64 in every run (40 runs)", or each arm's value where they differ — instead of a
-    table of intervals from 64 to 64; None when it varied (or an arm has fewer than two runs)."""
-    from sparkreport.render.markdown import is_missing, num
+def held_constant(site: SiteData, facts: dict[tuple[str, str], Fact], section: dict[str, Any]) -> str | None:
+    """A metric that did not vary within any of the section's arms, said in one clause — its
+    facts' (``site.facts``, :func:`~sparkreport.analysis.design.constant_facts`, keyed by campaign
+    and metric): "64 requests in every run (40 runs)", or each level's value where they differ,
+    and per campaign where the section spans several that differ — instead of a table of
+    intervals from 64 to 64. None when it varied in an arm, or an arm is one no fact covers
+    (fewer than two runs, a published figure)."""
+    from sparkreport.render.report import campaign_title
 
-    arms = section["arms"]
-    if not arms or any(is_missing(a.get("n")) or int(a["n"]) < 2 or a.get("sd") != 0 for a in arms):
+    found: dict[str, Fact] = {}
+    for arm in section["arms"]:
+        fact = facts.get((str(arm["campaign"]), section["metric"]))
+        if fact is None or arm["source"] == "published" or str(arm["environment"]) not in fact.values:
+            return None
+        found[fact.campaign] = fact
+    if not found:
         return None
-    unit = f" {section['unit']}" if section["unit"] else ""
-    values = {num(a["mean"], section["metric"]) for a in arms}
-    runs = sum(int(a["n"]) for a in arms)
-    if len(values) == 1:
-        return f"{next(iter(values))}{unit} in every run ({runs} runs)"
-    parts = [f"{num(a['mean'], section['metric'])}{unit} in every {a['environment']} run" for a in arms]
-    return ", ".join(parts) + f" ({runs} runs)"
+    first = next(iter(found.values()))
+    if all(fact.values == first.values and fact.note == first.note for fact in found.values()):
+        # the same in every campaign: one clause over all their runs
+        return dataclasses.replace(first, n=sum(fact.n for fact in found.values())).value_text
+    return "; ".join(f"{fact.value_text} in {campaign_title(site, name)}" for name, fact in found.items())
