@@ -155,7 +155,8 @@ class ResultsPage(Page):
         return {"tested": join_and([metric_label(m) for m in in_order if m in tested]),
                 "others": join_and([metric_label(m) for m in in_order if m not in tested]),
                 "no_spread": any(not is_missing(r["ci_low"]) and r["ci_low"] == r["ci_high"] for r in shown),
-                "published": any(r["source"] == "published" for r in shown)}
+                "published": any(r["source"] == "published" for r in shown),
+                "unprinted_sd": any(r["source"] == "published" and is_missing(r["ci_low"]) for r in shown)}
 
     def model_context(self, site: SiteData, model: str, model_name: str, campaigns: list[str] | None = None,
                       with_charts: bool = True) -> tuple[dict[str, Any], list[ChartSpec]]:
