@@ -458,7 +458,24 @@ def memory_scatter(points: pd.DataFrame, *, name: str, title: str, x_metric: str
 def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panels: bool = False) -> dict[str, Any]:
     """The memory scatter's spec: a point per ``kind: arm`` row of ``data`` at (``x_metric``,
     ``kv_cache_gib``), coloured by environment, shaped by model; a dashed line through the two
-    ``kind: fit`` rows of a campaign; with ``panels``, a panel per campaign (its own scales)."""
+    ``kind: fit`` rows of a campaign; with ``panels``, a panel per campaign (its own scales), one
+    under the other, headed by its title. Panels, not a facet: in a facet, a campaign without a
+    fitted line leaves the line's layer empty in its panel, and Vega warns of an infinite extent."""
+    size = {"height": PANEL_HEIGHT + 80, "width": PANEL_WIDTH + 80}
+    if not panels:
+        return top_level({"layer": _scatter_layers(data, x_metric), "data": {"values": data}},  # Altair's order
+                         title=title, **size)
+    shown = []
+    for campaign in dict.fromkeys(row["campaign"] for row in data):
+        rows = [row for row in data if row["campaign"] == campaign]
+        shown.append({"layer": _scatter_layers(rows, x_metric), "data": {"values": rows},  # Altair's order
+                      "height": size["height"], "title": {"text": campaign, "anchor": "start", "fontSize": 12,
+                                                          "frame": "group"}, "width": size["width"]})
+    return top_level({"vconcat": shown}, spacing=36, title=title)
+
+
+def _scatter_layers(data: list[dict[str, Any]], x_metric: str) -> list[dict[str, Any]]:
+    """The scatter's points, and its fitted line where ``data`` has one."""
     x_title, kv_title = metric_title(x_metric), metric_title("kv_cache_gib")
     x = quantitative(x_metric, scale={"zero": False}, title=x_title)
     y = quantitative("kv_cache_gib", scale={"zero": False}, title=kv_title)
@@ -476,17 +493,7 @@ def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panel
                        "encoding": {"detail": nominal("campaign"), "tooltip": [nominal("fit", title="fitted")],
                                     "x": x, "y": y},
                        "transform": [{"filter": "datum.kind === 'fit'"}]})
-    size = {"height": PANEL_HEIGHT + 80, "width": PANEL_WIDTH + 80}
-    if not panels:
-        return top_level({"layer": layers, "data": {"values": data}}, title=title, **size)  # Altair's order
-    return top_level({
-        "data": {"values": data},
-        # each campaign's title above its panel, as in the memory-budget chart
-        "facet": {"row": nominal("campaign", header={"labelAlign": "left", "labelAnchor": "start", "labelAngle": 0,
-                                                     "labelFontWeight": "bold", "labelLimit": 600,
-                                                     "labelOrient": "top"}, title=None)},
-        "spec": {"layer": layers, **size}},
-        resolve={"scale": {"x": "independent", "y": "independent"}}, title=title)
+    return layers
 
 
 _SCALARS = (str, int, float, bool, type(None))

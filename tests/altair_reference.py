@@ -109,27 +109,31 @@ def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[
 
 
 def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panels: bool = False) -> dict[str, Any]:
-    x = alt.X(f"{x_metric}:Q", title=metric_title(x_metric), scale=alt.Scale(zero=False))
-    y = alt.Y("kv_cache_gib:Q", title=metric_title("kv_cache_gib"), scale=alt.Scale(zero=False))
-    layers = [alt.Chart().mark_point(filled=True, size=60, opacity=0.8).encode(
-        x=x, y=y,
-        color=alt.Color("environment:N", title="environment"),
-        shape=alt.Shape("model_name:N", title="model"),
-        tooltip=[alt.Tooltip("model_name:N", title="model"), alt.Tooltip("environment:N"),
-                 alt.Tooltip("origin:N", title="source"),
-                 alt.Tooltip(f"{x_metric}:Q", title=f"{metric_title(x_metric)}", format=".2f"),
-                 alt.Tooltip("kv_cache_gib:Q", title="KV cache (GiB)", format=".2f")],
-    ).transform_filter("datum.kind === 'arm'")]
-    if any(row["kind"] == "fit" for row in data):
-        layers.append(alt.Chart().mark_line(color="#757575", strokeDash=[5, 4], strokeWidth=1.5).encode(
-            x=x, y=y, detail=alt.Detail("campaign:N"), tooltip=[alt.Tooltip("fit:N", title="fitted")],
-        ).transform_filter("datum.kind === 'fit'"))
-    chart = alt.layer(*layers, data=inline(data)).properties(width=PANEL_WIDTH + 80, height=PANEL_HEIGHT + 80)
-    if panels:
-        chart = chart.facet(row=alt.Row("campaign:N", title=None, header=alt.Header(
-            labelAngle=0, labelAlign="left", labelAnchor="start", labelFontWeight="bold", labelLimit=600,
-            labelOrient="top"))).resolve_scale(x="independent", y="independent")
-    return finish(chart, title)
+    def layered(rows: list[dict[str, Any]]) -> Any:
+        x = alt.X(f"{x_metric}:Q", title=metric_title(x_metric), scale=alt.Scale(zero=False))
+        y = alt.Y("kv_cache_gib:Q", title=metric_title("kv_cache_gib"), scale=alt.Scale(zero=False))
+        layers = [alt.Chart().mark_point(filled=True, size=60, opacity=0.8).encode(
+            x=x, y=y,
+            color=alt.Color("environment:N", title="environment"),
+            shape=alt.Shape("model_name:N", title="model"),
+            tooltip=[alt.Tooltip("model_name:N", title="model"), alt.Tooltip("environment:N"),
+                     alt.Tooltip("origin:N", title="source"),
+                     alt.Tooltip(f"{x_metric}:Q", title=f"{metric_title(x_metric)}", format=".2f"),
+                     alt.Tooltip("kv_cache_gib:Q", title="KV cache (GiB)", format=".2f")],
+        ).transform_filter("datum.kind === 'arm'")]
+        if any(row["kind"] == "fit" for row in rows):
+            layers.append(alt.Chart().mark_line(color="#757575", strokeDash=[5, 4], strokeWidth=1.5).encode(
+                x=x, y=y, detail=alt.Detail("campaign:N"), tooltip=[alt.Tooltip("fit:N", title="fitted")],
+            ).transform_filter("datum.kind === 'fit'"))
+        return alt.layer(*layers, data=inline(rows)).properties(width=PANEL_WIDTH + 80, height=PANEL_HEIGHT + 80)
+
+    if not panels:
+        return finish(layered(data), title)
+    shown = []
+    for campaign in dict.fromkeys(row["campaign"] for row in data):
+        shown.append(layered([row for row in data if row["campaign"] == campaign]).properties(
+            title=alt.TitleParams(campaign, anchor="start", fontSize=12, frame="group")))
+    return finish(alt.vconcat(*shown, spacing=36), title)
 
 
 # sparkreport/render/report.py
