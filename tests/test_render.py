@@ -802,3 +802,27 @@ def test_a_verdict_is_said_in_one_set_of_words() -> None:
     assert verdict_words("equivalent") == "the same within the margin"  # a legend over several margins
     assert [verdict_words(v) for v in ("higher", "lower", "inconclusive", "untested")] == [
         "higher", "lower", "no difference detected", "not tested"]
+
+
+def test_an_answer_and_its_key_say_the_margin_each_metric_was_tested_at(tmp_path: Path, phase1_store: Path) -> None:
+    """`analysis.margins` gives output throughput ±5%: the answer and the key under the table say
+    ±5% and name that setting (they said the project-wide ±2%)."""
+    shutil.copytree(phase1_store, tmp_path / "runs")
+    (tmp_path / "sparkreport.yml").write_text("analysis:\n  margins:\n    output_throughput_tok_s: 0.05\n",
+                                              encoding="utf-8")
+    home = page(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "index.md")
+    assert "- **The same within ±5%** (3 models): Output throughput, container against native" in home
+    assert "≈ the same within ±5% (TOST:" in home
+    assert "The ±5% margin is the project's setting (`analysis.margins`), not a pre-registered one." in home
+
+
+def test_effects_of_several_margins_name_each_beside_its_metric() -> None:
+    from types import SimpleNamespace
+
+    from sparkreport.render.report import margin_of, with_margins
+
+    site = SimpleNamespace(config=SimpleNamespace(analysis=SimpleNamespace(equivalence_margin=0.02)))
+    two = [{"label": "Output throughput", "margin_pct": 2.0}, {"label": "KV cache", "margin_pct": 5.0},
+           {"label": "Output throughput", "margin_pct": 2.0}]
+    assert margin_of(site, two) is None and with_margins(two) == "Output throughput (±2%) and KV cache (±5%)"
+    assert margin_of(site, two[:1]) == "±2%" and margin_of(site, []) == "±2%"

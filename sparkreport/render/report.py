@@ -516,6 +516,22 @@ def design_sentence(effects: list[dict[str, Any]]) -> str:
     return ""
 
 
+def margin_of(site: SiteData, effects: Iterable[dict[str, Any]]) -> str | None:
+    """The equivalence margin ``effects`` share, as the pages write it ("±2%"); the project's when
+    none says; None when they differ (``analysis.margins`` per metric): then each metric's is said
+    beside it (:func:`with_margins`)."""
+    found = {round(float(e["margin_pct"]), 9) for e in effects if e.get("margin_pct") is not None}
+    if not found:
+        return margin_text(site.config.analysis.equivalence_margin)
+    return margin_text(found.pop() / 100) if len(found) == 1 else None
+
+
+def with_margins(effects: list[dict[str, Any]]) -> str:
+    """The metrics of ``effects``, each with its margin: "Output throughput (±2%) and KV cache (±5%)"."""
+    seen = dict.fromkeys((str(e["label"]), float(e["margin_pct"])) for e in effects)
+    return join_and([f"{label} ({margin_text(margin / 100)})" for label, margin in seen])
+
+
 def bracketed(*answers: Iterable[str] | None) -> bool:
     """Whether a line of any of ``answers`` (each :func:`answer`'s lines, or None) has brackets:
     the intervals that :func:`verdict_key` then explains (``brackets=``)."""
@@ -530,7 +546,8 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
     from markupsafe import Markup
 
     marks = {str(e["mark"]) for e in effects}
-    ci_label, margin = site.confidence_label, margin_text(site.config.analysis.equivalence_margin)
+    ci_label = site.confidence_label
+    margin = margin_of(site, [e for e in effects if e["mark"] == "≈"]) or "each metric's margin"
     out = [f"{what}: difference from the baseline in percent, with its {ci_label} confidence interval"
            + ("; brackets in the answers span those intervals." if brackets else ".")]
     said = []
@@ -552,8 +569,14 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
         out.append("; ".join(said) + ".")
     out.append(design_sentence(effects))
     if marks & {"≈", "?"}:
-        out.append(f"The {margin} margin is the project's setting (`analysis.equivalence_margin`), "
-                   "not a pre-registered one.")
+        shared = margin_of(site, [e for e in effects if e["mark"] in ("≈", "?")])
+        if shared is None:
+            out.append("The margins are the project's settings (`analysis.equivalence_margin`, and "
+                       "`analysis.margins` per metric), not pre-registered ones.")
+        else:
+            setting = ("analysis.equivalence_margin" if shared == margin_text(site.config.analysis.equivalence_margin)
+                       else "analysis.margins")
+            out.append(f"The {shared} margin is the project's setting (`{setting}`), not a pre-registered one.")
     return Markup(" ".join(part for part in out if part))  # noqa: S704 — our own text, no data in it
 
 
@@ -748,7 +771,6 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
     if not effects:
         return []
     primary = [e for e in effects if e["primary"]] or effects
-    margin = margin_text(site.config.analysis.equivalence_margin)
     out = []
     groups: dict[str, list[dict[str, Any]]] = {}
     for e in primary:
@@ -785,9 +807,11 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
         if not rows:
             continue
         pairs = by_comparison(rows)
+        margin = margin_of(site, rows)  # None: the metrics' margins differ, each said beside it
         if kind == "equivalent":
-            said = "; ".join(f"{metrics_of(rs)}, {cand} against {base} {span(rs)}" for (cand, base), rs in pairs)
-            words = verdict_words(kind, margin)
+            said = "; ".join(f"{metrics_of(rs) if margin else with_margins(rs)}, {cand} against {base} {span(rs)}"
+                             for (cand, base), rs in pairs)
+            words = verdict_words(kind, margin or "each metric's margin")
             out.append(f"**{words[:1].upper()}{words[1:]}**{counted(rows)}: {said}.")
         elif kind in ("higher", "lower"):
             for (cand, base), rs in pairs:
@@ -799,10 +823,12 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
                    if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
             detect = (f" With these runs, differences smaller than about {min(mde):.0f}% could not have been "
                       "detected.") if mde else ""
-            said = (f"{metrics_of(rows)} ({span(rows)})" if len(pairs) == 1 else
-                    "; ".join(f"{cand} against {base}, {metrics_of(rs)} ({span(rs)})" for (cand, base), rs in pairs))
+            named = metrics_of if margin else with_margins
+            said = (f"{named(rows)} ({span(rows)})" if len(pairs) == 1 else
+                    "; ".join(f"{cand} against {base}, {named(rs)} ({span(rs)})" for (cand, base), rs in pairs))
             out.append(f"**No difference detected, none ruled out**{counted(rows)}: {said}; the intervals are "
-                       f"wider than the {margin} margin.{detect}{not_after_holm(rows, site.confidence_label)}")
+                       f"wider than {f'the {margin} margin' if margin else 'their margins'}."
+                       f"{detect}{not_after_holm(rows, site.confidence_label)}")
         else:
             said = "; ".join(
                 f"{cand} against {base}, "
