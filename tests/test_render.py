@@ -795,7 +795,8 @@ def test_an_answer_is_bracketed_when_any_of_its_lines_has_an_interval() -> None:
 
 
 def test_a_verdict_is_said_in_one_set_of_words() -> None:
-    from sparkreport.render.report import margin_text, verdict_words
+    from sparkreport.render.markdown import margin_text
+    from sparkreport.render.report import verdict_words
 
     assert verdict_words("equivalent", margin_text(0.02)) == "the same within ±2%"
     assert verdict_words("equivalent", margin_text(0.025)) == "the same within ±2.5%"  # the key once said ±2%
@@ -810,10 +811,13 @@ def test_an_answer_and_its_key_say_the_margin_each_metric_was_tested_at(tmp_path
     shutil.copytree(phase1_store, tmp_path / "runs")
     (tmp_path / "sparkreport.yml").write_text("analysis:\n  margins:\n    output_throughput_tok_s: 0.05\n",
                                               encoding="utf-8")
-    home = page(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "index.md")
+    result = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path))
+    home = page(result, "index.md")
     assert "- **The same within ±5%** (3 models): Output throughput, container against native" in home
     assert "≈ the same within ±5% (TOST:" in home
     assert "The ±5% margin is the project's setting (`analysis.margins`), not a pre-registered one." in home
+    # Methodology names the metric as the pages do, and a margin as set (±2.5% is not rounded to ±2%)
+    assert "within ±2% of the baseline mean (per metric: Output throughput ±5%)." in page(result, "methodology/index.md")
 
 
 def test_effects_of_several_margins_name_each_beside_its_metric() -> None:

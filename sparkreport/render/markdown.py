@@ -264,8 +264,14 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
                        pvalue=pvalue, signed=signed,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
                        cut=shown_values, counted=counted, design_columns=design_columns, with_unit=with_unit,
-                       campaign_list=jinja2.pass_context(_campaign_list))
+                       campaign_list=jinja2.pass_context(_campaign_list), margin=margin_text,
+                       metric_label=metric_catalog.label_of)
     return env
+
+
+def margin_text(fraction: float) -> str:
+    """An equivalence margin (a fraction of the baseline mean) as the pages write it: "±2%", "±2.5%"."""
+    return f"±{fraction * 100:g}%"
 
 
 def _campaign_list(context: Any, names: Any) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.checks import check_title
 from sparkreport.dataset import frame_records, plain
+from sparkreport.render.markdown import margin_text
 from sparkreport.render.tables import metric_label
 
 if TYPE_CHECKING:
@@ -496,11 +497,6 @@ def verdict_words(verdict: str, margin: str = "the margin") -> str:
     """``verdict`` (or "untested") in :data:`VERDICT_WORDS`; ``margin``: "±2%" (:func:`margin_text`),
     or "the margin" where rows of several margins share the words (a chart's legend)."""
     return VERDICT_WORDS.get(verdict, verdict).format(margin=margin)
-
-
-def margin_text(fraction: float) -> str:
-    """An equivalence margin (a fraction of the baseline mean) as the pages write it: "±2%"."""
-    return f"±{fraction * 100:g}%"
 
 
 def design_sentence(effects: list[dict[str, Any]]) -> str:
