@@ -830,3 +830,18 @@ def test_effects_of_several_margins_name_each_beside_its_metric() -> None:
            {"label": "Output throughput", "margin_pct": 2.0}]
     assert margin_of(site, two) is None and with_margins(two) == "Output throughput (±2%) and KV cache (±5%)"
     assert margin_of(site, two[:1]) == "±2%" and margin_of(site, []) == "±2%"
+
+
+def test_what_the_data_cannot_show_tells_a_single_run_from_a_published_figure_without_sd() -> None:
+    """Welch's test is skipped for a single-run arm too: that is not 'published without an SD'."""
+    from types import SimpleNamespace
+
+    from sparkreport.render.builtin import data_limits
+
+    site = SimpleNamespace(findings=[], config=SimpleNamespace(factor="environment"))
+    single = [{"skipped": "Welch t-test, difference CI, ratio CI, TOST, Hedges' g"}]
+    assert not any("published" in line.lower() for line in data_limits(site, single))
+    published = [{"skipped": "Mann–Whitney U, Welch t-test, difference CI, ratio CI, TOST, Hedges' g"}]
+    assert data_limits(site, published)[0].endswith("; figures published without an SD cannot be tested at all.")
+    with_sd = [{"skipped": "Mann–Whitney U"}]
+    assert data_limits(site, with_sd)[0].endswith("(Welch's test, the intervals and TOST use n, mean and SD).")

@@ -122,14 +122,15 @@ def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
     from sparkreport.analysis.compare import skipped_tests
 
     out = []
-    skipped = {key for e in effects for key in skipped_tests(e.get("skipped"))}
-    without_sd = "figures published without an SD cannot be tested at all"
-    if "mann_whitney" in skipped:
+    # Mann–Whitney is skipped only where an arm has no runs (published figures); Welch's test where
+    # an arm has no SD: published without one, or a single run (said below, from its finding).
+    skipped = [skipped_tests(e.get("skipped")) for e in effects]
+    published = any("mann_whitney" in keys for keys in skipped)
+    without_sd = any({"mann_whitney", "welch"} <= keys for keys in skipped)
+    if published:
         out.append("Published figures give n, mean and SD per arm, not the runs: the Mann–Whitney U test "
                    "needs the runs (Welch's test, the intervals and TOST use n, mean and SD)"
-                   + (f"; {without_sd}." if "welch" in skipped else "."))
-    elif "welch" in skipped:
-        out.append(f"{without_sd[0].upper()}{without_sd[1:]}.")
+                   + ("; figures published without an SD cannot be tested at all." if without_sd else "."))
     if any(f.code == "derived-identity" for f in site.findings):
         out.append("Where the KV cache is sized from the memory left free, \"more memory used\" and "
                    "\"less KV cache\" are one measurement, not two findings.")
