@@ -845,3 +845,15 @@ def test_what_the_data_cannot_show_tells_a_single_run_from_a_published_figure_wi
     assert data_limits(site, published)[0].endswith("; figures published without an SD cannot be tested at all.")
     with_sd = [{"skipped": "Mann–Whitney U"}]
     assert data_limits(site, with_sd)[0].endswith("(Welch's test, the intervals and TOST use n, mean and SD).")
+
+
+def test_an_interval_that_rounds_to_a_point_gets_the_decimals_that_tell_its_ends_apart() -> None:
+    """'9.41 to 9.41' read as no spread beside an SD of 0.0034: its ends get more decimals, and
+    the mean beside it as many (9.41 would read as outside '9.411 to 9.414')."""
+    from sparkreport.render.markdown import ci, interval, mean_in
+
+    assert ci(9.4108, 9.4142, "tpot_ms_mean") == "9.411 to 9.414"
+    assert mean_in(9.4125, 9.4108, 9.4142, "tpot_ms_mean") == "9.413"
+    assert ci(1.0, 2.0, "tpot_ms_mean") == "1.00 to 2.00" and mean_in(1.5, 1.0, 2.0, "tpot_ms_mean") == "1.50"
+    assert interval(76.02, 76.02, "peak_memory_gib") == "no spread"
+    assert ci(9.41, 9.41000001, "tpot_ms_mean") == "9.41 to 9.41"  # past four more decimals: as written

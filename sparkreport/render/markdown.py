@@ -102,11 +102,32 @@ def size(count: int) -> Markup:
     return Markup(f"{value:,.1f}\u00a0{unit}")
 
 
+def interval_places(low: Any, high: Any, metric: str | None = None, digits: int | None = None) -> int:
+    """The decimals an interval is written with: the metric's (or ``digits``), more (up to four
+    more) where its ends differ but round to one number, until they differ."""
+    places = digits if digits is not None else digits_for(metric)
+    if is_missing(low) or is_missing(high) or float(low) == float(high):
+        return places
+    for more in range(5):
+        if num(low, metric, places + more) != num(high, metric, places + more):
+            return places + more
+    return places  # narrower than that: as the metric writes it
+
+
 def ci(low: Any, high: Any, metric: str | None = None, digits: int | None = None) -> str:
-    """'a to b' for an interval; '—' when either end is missing."""
+    """'a to b' for an interval; '—' when either end is missing. Ends that differ but round to
+    one number get more decimals (:func:`interval_places`): '9.411 to 9.414', not '9.41 to
+    9.41', which reads as no spread."""
     if is_missing(low) or is_missing(high):
         return MISSING
-    return f"{num(low, metric, digits)} to {num(high, metric, digits)}"
+    places = interval_places(low, high, metric, digits)
+    return f"{num(low, metric, places)} to {num(high, metric, places)}"
+
+
+def mean_in(mean: Any, low: Any, high: Any, metric: str | None = None) -> str:
+    """A mean written with as many decimals as its interval (:func:`interval_places`): beside
+    '9.411 to 9.414', 9.413, not 9.41 (which reads as outside it)."""
+    return num(mean, metric, interval_places(low, high, metric))
 
 
 def interval(low: Any, high: Any, metric: str | None = None, digits: int | None = None) -> str:
@@ -261,6 +282,7 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
     env.filters.update(num=num, ci=ci, interval=interval, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
                        breakable=breakable, size=size, campaign_title=campaign_title)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, interval=interval,
+                       mean_in=mean_in,
                        pvalue=pvalue, signed=signed,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
                        cut=shown_values, counted=counted, design_columns=design_columns, with_unit=with_unit,
