@@ -579,7 +579,7 @@ def test_signed_numbers_never_print_a_signed_zero(value: float | None, digits: i
 
 
 @pytest.mark.parametrize(("low", "high", "text"), [
-    (76.02, 76.02, "no spread"), (0.0, 0.0, "no spread"), (9.4111, 9.4138, "9.41 to 9.41"),
+    (76.02, 76.02, "no spread"), (0.0, 0.0, "no spread"), (9.4111, 9.4138, "9.411 to 9.414"),
     (2543.49, 2545.62, "2,543.49 to 2,545.62"), (None, 1.0, "—"), (float("nan"), float("nan"), "—"),
 ])
 def test_an_interval_of_zero_width_says_no_spread(low: float | None, high: float, text: str) -> None:
@@ -853,7 +853,7 @@ def test_an_interval_that_rounds_to_a_point_gets_the_decimals_that_tell_its_ends
     from sparkreport.render.markdown import ci, interval, mean_in
 
     assert ci(9.4108, 9.4142, "tpot_ms_mean") == "9.411 to 9.414"
-    assert mean_in(9.4125, 9.4108, 9.4142, "tpot_ms_mean") == "9.413"
+    assert mean_in(9.4126, 9.4108, 9.4142, "tpot_ms_mean") == "9.413"
     assert ci(1.0, 2.0, "tpot_ms_mean") == "1.00 to 2.00" and mean_in(1.5, 1.0, 2.0, "tpot_ms_mean") == "1.50"
     assert interval(76.02, 76.02, "peak_memory_gib") == "no spread"
     assert ci(9.41, 9.41000001, "tpot_ms_mean") == "9.41 to 9.41"  # past four more decimals: as written
