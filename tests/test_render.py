@@ -127,9 +127,9 @@ def test_overview_reproduces_the_published_means(rendered: RenderResult) -> None
         model_part = sections(text)
         block = next(body for heading, body in model_part.items() if f"({model}/index.md)" in heading)
         # every row from one campaign: named once above the table, not in a column
-        assert block.lstrip().startswith("Campaign: [phase1](../campaigns/phase1/index.md).\n")
-        assert "| Metric | Environment | Data | n | Mean | 95% CI |" in block
-        means = {cells[0]: cells[4] for cells in (r for r in _all_rows(block) if r[1] == env)}
+        assert block.lstrip().startswith("Campaign: [phase1](../campaigns/phase1/index.md); per-run data.\n")
+        assert "| Metric | Environment | n | Mean | 95% CI |" in block
+        means = {cells[0]: cells[3] for cells in (r for r in _all_rows(block) if r[1] == env)}
         assert means["Output throughput (tok/s)"] == throughput
         # the study's "peak memory" is TensorRT-LLM's figure before the KV cache is allocated
         assert means["Memory before KV cache (GiB)"] == peak

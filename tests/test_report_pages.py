@@ -237,11 +237,12 @@ def test_the_results_overview_leads_with_what_was_tested(shipped: RenderResult) 
             "token (mean) and Request latency (mean); then the report's other primary metrics: Memory before KV "
             "cache, Peak memory and KV cache.\n") in page
     llama = page.split("## [Llama-3-8B shape (random weights)](llama-3-8b/index.md)\n", 1)[1].split("\n## ", 1)[0]
+    # one campaign, one kind of data: both said once above the table, no column for either
     assert llama.startswith("\nCampaign: [H100 control: native vs cgroup](../campaigns/gpu-torch-native-vs-cgroup/"
-                            "index.md).\n\n| Metric | Environment | Data | n | Mean | 95% CI |\n")
+                            "index.md); per-run data.\n\n| Metric | Environment | n | Mean | 95% CI |\n")
     metrics = list(dict.fromkeys(line.split(" | ")[0].lstrip("| ") for line in llama.splitlines()[5:] if line))
     assert metrics == ["Output throughput (tok/s)", "Time to first token (mean, ms)", "Time per output token (mean, ms)",
                        "Request latency (mean, ms)", "Peak memory (GiB)", "KV cache (GiB)"]
-    assert "| Peak memory (GiB) | native | runs | 20 | 76.02 | no spread |\n" in llama
+    assert "| Peak memory (GiB) | native | 20 | 76.02 | no spread |\n" in llama
     assert " to 76.02" not in page and "Request throughput" not in page and "P99" not in page
     assert "| Campaign |" not in page and page.count("Phase 1 as published: container vs native") == 3
