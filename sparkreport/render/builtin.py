@@ -808,14 +808,6 @@ def campaign_scatter(site: SiteData, campaign: str) -> ChartSpec | None:
     from sparkreport.charts import memory_scatter
     from sparkreport.render.memory import identity_fits, scatter_points
 
-    by_campaign = site.extra.get("_scatter_points")
-    if by_campaign is None:  # split once per render, not once per campaign page
-        points = scatter_points(site)
-        by_campaign = site.extra["_scatter_points"] = {
-            str(name): group for name, group in points.groupby("campaign", sort=False, observed=True)}
-    mine = by_campaign.get(campaign)
-    if mine is None:
-        return None
-    return memory_scatter(mine, name="kv-vs-peak",
+    return memory_scatter(scatter_points(site, campaign), name="kv-vs-peak",
                           title="KV cache against memory in use before it was allocated",
                           fits=[f for f in identity_fits(site) if f["campaign"] == campaign])

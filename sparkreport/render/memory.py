@@ -30,20 +30,25 @@ BUDGET_METRICS = ("memory_total_gib", "pre_kv_memory_gib", "peak_memory_gib", "m
 MEMORY_METRICS = ("pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib")
 
 
-def scatter_points(site: SiteData) -> pd.DataFrame:
+def scatter_points(site: SiteData, campaign: str | None = None) -> pd.DataFrame:
     """Included runs, plus one point per published arm that gives memory before the KV cache and
-    the KV cache (a figure a source does not give stays NaN)."""
+    the KV cache (a figure a source does not give stays NaN); of one ``campaign`` only, read from
+    its own rows (a campaign page), else of every campaign."""
     import pandas as pd
 
     from sparkreport.charts import MEASURED, PUBLISHED
+    from sparkreport.render.report import grouped
 
     columns = ["campaign", "model_name", "environment", "pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib",
                "origin"]
     frames = []
-    runs = site.runs[site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
+    runs = site.runs if campaign is None else grouped(site, "runs", "campaign").get(campaign, site.runs.iloc[:0])
+    runs = runs[runs["included"].astype(bool)] if not runs.empty else runs
     if not runs.empty:
         frames.append(runs.assign(origin=MEASURED).reindex(columns=columns))
     sums = site.dataset.summaries
+    if campaign is not None and not sums.empty:
+        sums = sums[sums["campaign"].astype(str) == campaign]
     if not sums.empty:
         wide = sums.pivot_table(index=["campaign", "model_name", "environment"], columns="metric",
                                 values="mean", aggfunc="first").reset_index()
