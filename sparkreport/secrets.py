@@ -75,6 +75,12 @@ def _in_option(text: str, start: int) -> bool:
     return pos == 0 or not (text[pos - 1] in _WORD or text[pos - 1] in "_-")
 
 
+def _after_separator(text: str, start: int) -> bool:
+    """``pwd=`` at the start, or after ``;``, ``?``, ``&``, a space or a quote: a field of a
+    connection string (``UID=u;PWD=…``) or of a URL's query (``?pw=…``), not ``mypwd=``."""
+    return start == 0 or text[start - 1] in ";?& \t\n\"'"
+
+
 _KEY_NAMES = ("accountkey|sharedaccesskey|sharedaccesssignature|password|passwd|secret|client_secret|"
               "api[_-]?key|access[_-]?key|auth[_-]?token|_authtoken|_auth|token|sig")
 _TOKEN_PREFIXES = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "sk-",
@@ -100,6 +106,12 @@ SHAPES: tuple[Shape, ...] = (
         "a secret in a key=value pair (AccountKey=…, password=…, _authToken=…)",
         gates=("key", "sharedaccess", "passw", "secret", "token", "_auth", "sig"),
         ignore_case=True, before=_starts_word,
+    ),
+    _shape(
+        "short-password-field",
+        r"(?:pwd|pw)\s*=\s*(?P<secret>(?![/~.$])[^\s;&\"',]{4,})",
+        "a password in a connection string or a URL's query (UID=…;PWD=…, ?pw=…); not a path (PWD=/home/…)",
+        gates=("pw",), ignore_case=True, before=_after_separator,
     ),
     _shape(
         "secret-option",

@@ -53,6 +53,8 @@ EXAMPLES = [
      "--max-tokens 128"),
     ("secret-option", "python bench.py --api-key abcdefgh1 --port 8000", "abcdefgh1", "--port 8000"),
     ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn", "BEGIN OPENSSH PRIVATE KEY", ""),
+    ("short-password-field", "Driver={ODBC};Server=db;UID=bench;PWD=s3cr3t-Pass;", "s3cr3t-Pass", "UID=bench;"),
+    ("short-password-field", "NCCL_DEBUG_FILE=/tmp/nccl.%h?pw=ncclsecret4242", "ncclsecret4242", "/tmp/nccl.%h?"),
 ]
 
 
@@ -75,6 +77,7 @@ def test_every_shape_has_an_example() -> None:
     "NCCL_SOCKET_IFNAME=eth0", "time: 12:34:56 at host@10.0.0.1", "ssh://git@github.com/org/repo.git",
     "kv_cache_free_gpu_mem_fraction: 0.9", "password", "the key = value of a table",
     "--max-tokens 128 --max-token 8192 --tokenizer gpt2 --no-secret", "Namespace(max_tokens=128, n=2)",
+    "PWD=/home/bench/work", "OLDPWD=/tmp", "PWD=~/runs", "pw=", "mypwd=abcdef1",
 ])
 def test_ordinary_benchmark_text_is_left_alone(text: str) -> None:
     assert find_credentials(text) == []

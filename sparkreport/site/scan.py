@@ -67,6 +67,7 @@ _PROBE_ARGS: dict[str, dict[str, object]] = {
     "key-value-secret": {"anchors": (b"key", b"pass", b"secret", b"token", b"_auth", b"sig"), "lower": True,
                          "back": 24, "fwd": 340, "follow": _KEY_FOLLOW},
     "secret-option": {"anchors": (b"token", b"key", b"passw", b"secret"), "lower": True, "back": 8, "fwd": 340},
+    "short-password-field": {"anchors": (b"pw",), "lower": True, "back": 2, "fwd": 340},
     "private-key": {"anchors": (b"PRIVATE KEY-----",), "back": 40, "fwd": 1},
     "token-prefix": {"anchors": (b"hf_", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"glpat-",
                                  b"xox", b"sk-", b"sk_live_", b"AKIA", b"ASIA", b"AIza", b"npm_", b"pypi-",
@@ -213,6 +214,7 @@ PREFILTER_ERE = "|".join([
     + r")[[:space:]]*[=:]",
     "-[A-Za-z0-9_-]{0,30}(" + "|".join(_any_case(w) for w in ("token", "key", "passw", "secret"))
     + r")[a-zA-Z]{0,4}([[:space:]]|=)",
+    "(^|[;?&[:space:]\"'])(" + _any_case("pwd") + "|" + _any_case("pw") + r")[[:space:]]*=",
     "PRIVATE KEY-----",
     r"hf_|gh[pousr]_|github_pat_|glpat-|xox|sk-|sk_live_|AKIA|ASIA|AIza|npm_|pypi-|dop_v1_",
     r"(Bearer|Basic)[[:space:]]",
