@@ -132,8 +132,17 @@
   // Axis labels are data: wrapped when Vega draws them, by the same function the row heights
   // were computed with.
   if (window.vega && typeof window.vega.expressionFunction === "function") {
-    window.vega.expressionFunction("sparkreportWrap", function (text, limit) {
-      return wrapped(text, limit, LABEL_FONT);
+    window.vega.expressionFunction("sparkreportWrap", function (text, limit, lines) {
+      if (!lines) {
+        return wrapped(text, limit, LABEL_FONT);
+      }
+      // A label above its row: padded on top to ``lines`` lines, so that every label's last line
+      // ends just above its row's mark, whatever its own number of lines.
+      var own = wrap(text, limit, LABEL_FONT);
+      while (own.length < lines) {
+        own.unshift("");
+      }
+      return own;
     });
   }
 
@@ -232,18 +241,21 @@
     var lines = Math.max.apply(null, labelLines.map(function (each) { return each.length; }));
     channels.forEach(function (y) {
       var axis = y.axis = y.axis || {};
-      axis.labelExpr = "sparkreportWrap(datum.label, " + limit + ")";
+      axis.labelExpr = "sparkreportWrap(datum.label, " + limit + (above ? ", " + lines : "") + ")";
       axis.labelLimit = limit + 2;
       axis.labelLineHeight = LINE_PX;
       if (above) {
+        // The label's block (all labels padded to ``lines`` lines) ends MARK_HALF_PX + 2 above
+        // its row's centre: a second line set from the top of a bottom-aligned first one ran
+        // into the row's point and whiskers.
         axis.ticks = false;
         axis.labelAlign = "left";
-        axis.labelBaseline = "bottom";
+        axis.labelBaseline = "top";
         axis.labelPadding = -4;
-        axis.labelOffset = -MARK_HALF_PX;
+        axis.labelOffset = -(MARK_HALF_PX + 2 + lines * LINE_PX);
       }
     });
-    var step = above ? lines * LINE_PX + 2 * MARK_HALF_PX + 4 : lines * LINE_PX + 6;
+    var step = above ? lines * LINE_PX + 2 * MARK_HALF_PX + 6 : lines * LINE_PX + 6;
     var height = unit.height;
     if (height && typeof height.step === "number") {
       height.step = Math.max(height.step, step);
