@@ -50,7 +50,7 @@ def test_the_console_script_skips_teardown_but_runs_exit_handlers(tmp_path: Path
     import tomllib
 
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
-    assert pyproject["project"]["scripts"]["sparkreport"] == "sparkreport.cli:entry"
+    assert pyproject["project"]["scripts"]["sparkreport"] == "sparkreport.__main__:run"  # then cli.entry
     late = tmp_path / "late.txt"  # written by a thread that is not a daemon, after main() returned
     code = ("import atexit, sys, threading, time, pathlib; atexit.register(lambda: print('exit handler ran')); "
             f"threading.Thread(target=lambda: (time.sleep(1), pathlib.Path({str(late)!r}).write_text('x'))).start(); "
@@ -68,3 +68,21 @@ def test_the_console_script_skips_teardown_but_runs_exit_handlers(tmp_path: Path
     usage = subprocess.run([sys.executable, "-m", "sparkreport", "no-such-command"], capture_output=True,
                            text=True, check=False)
     assert usage.returncode == 2 and usage.stderr.endswith("Error: No such command 'no-such-command'.\n")
+
+
+def test_ctrl_c_while_the_command_line_is_imported_is_one_line_and_status_130() -> None:
+    """The first ~30 ms of a command import click and the command's module: a Ctrl-C there printed
+    Python's KeyboardInterrupt traceback of an import. Now one line and 130; an ignored SIGINT
+    (nohup) stays ignored."""
+    import subprocess
+    import sys
+
+    early = ("import os, signal, time; from sparkreport.__main__ import quiet_interrupts; "
+             "assert quiet_interrupts(); os.kill(os.getpid(), signal.SIGINT); time.sleep(5); print('not stopped')")
+    done = subprocess.run([sys.executable, "-c", early], capture_output=True, text=True, check=False, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "interrupted\n")
+    ignored = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+               "from sparkreport.__main__ import quiet_interrupts; print(quiet_interrupts(), "
+               "signal.getsignal(signal.SIGINT) is signal.SIG_IGN)")
+    done = subprocess.run([sys.executable, "-c", ignored], capture_output=True, text=True, check=False, timeout=60)
+    assert done.stdout == "False True\n"
