@@ -226,7 +226,7 @@ def test_a_report_cut_inside_its_last_value_leaves_that_value_out(tmp_path: Path
     assert "latency_ms_max" not in run.record.metrics and run.record.metrics["latency_ms_min"] == 2860.0
     assert [w for w in run.record.status.warnings if w.startswith("truncated")] == [
         "truncated: the LATENCY breakdown is incomplete (5 values); the last line has no line end, so its value "
-        f"may be cut off (line {head.count(chr(10)) + 1}); it is left out"]
+        f"may be cut off (line {head.count(chr(10)) + 1}): it is left out"]
     cut.write_text(head + "78.0000\n", encoding="utf-8")
     (run,) = PARSERS["trtllm-log"]().parse(Source(cut))
     assert run.record.metrics["latency_ms_max"] == 2878.0
@@ -243,7 +243,7 @@ def test_a_vllm_block_cut_inside_a_value_leaves_that_value_out(tmp_path: Path) -
     (run,) = PARSERS["vllm-text"]().parse(Source(cut))
     assert "ttft_ms_mean" not in run.record.metrics
     assert run.record.status.warnings[-1] == (
-        "truncated: the result block has no closing rule; its last line has no line end, so its value may be "
+        "truncated: the result block has no closing rule; the last line has no line end, so its value may be "
         f"cut off (line {head.count(chr(10)) + 1}): it is left out")
     cut.write_text(head + ".40\n", encoding="utf-8")
     (run,) = PARSERS["vllm-text"]().parse(Source(cut))

@@ -43,6 +43,14 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
 
     Raises ParseError (with the line) on a NUL byte or on bytes that are not UTF-8.
     """
+    for number, text, _ended in iter_ended_lines(path):
+        yield number, text
+
+
+def iter_ended_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """:func:`iter_lines` with whether each line ended with a line end: all but the last of a file
+    cut off mid-line, whose last value may be a number cut short ("MAXIMUM: 28" of "MAXIMUM:
+    2878.0000"). A line longer than MAX_LINE counts as ended (the rest of it is skipped)."""
     with path.open("rb") as handle:
         number = 0
         while True:
@@ -50,6 +58,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
             if not chunk:
                 return
             number += 1
+            ended = chunk.endswith(b"\n") or len(chunk) == MAX_LINE
             if not chunk.endswith(b"\n") and len(chunk) == MAX_LINE:
                 while (rest := handle.readline(MAX_LINE)) and not rest.endswith(b"\n"):
                     pass
@@ -61,17 +70,11 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
             except UnicodeDecodeError:
                 raise ParseError(path, "is not UTF-8 text (binary or wrongly encoded)", line=number,
                                  fix="ingest the original text output") from None
-            yield number, text.rstrip("\r\n")
+            yield number, text.rstrip("\r\n"), ended
 
 
-def ends_with_line_end(path: Path) -> bool:
-    """Whether ``path`` is empty or ends with a line end. A log cut off mid-line does not, and its
-    last value may then be a number cut short ("MAXIMUM: 28" of "MAXIMUM: 2878.0000")."""
-    with path.open("rb") as handle:
-        if handle.seek(0, 2) == 0:
-            return True
-        handle.seek(-1, 2)
-        return handle.read(1) == b"\n"
+#: Why a value is left out of a run (:func:`iter_ended_lines`: the last line of a file cut off mid-line).
+CUT_VALUE = "the last line has no line end, so its value may be cut off (line {line}): it is left out"
 
 
 def require_content(path: Path) -> None:

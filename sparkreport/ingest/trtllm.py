@@ -30,9 +30,9 @@ from sparkreport.ingest.base import ParsedRun, Parser, Source, register
 from sparkreport.ingest.memory_log import MemoryFacts
 from sparkreport.ingest.nvidia_smi import log_runs, sample_companions
 from sparkreport.ingest.text import (
+    CUT_VALUE,
     NotANumber,
-    ends_with_line_end,
-    iter_lines,
+    iter_ended_lines,
     normalise_label,
     require_content,
     scaled,
@@ -181,24 +181,21 @@ class _Reader:
 
     # -- driving -----------------------------------------------------------------------------
     def read(self) -> list[TrtllmReport]:
-        held: tuple[int, str] | None = None  # each line is read once the next one shows it ended
-        for number, raw in iter_lines(self.path):
-            if held is not None:
-                self._take(*held)
-            held = (number, raw)
         cut = None
-        if held is not None:
-            line = strip_prefix(held[1])
-            if (_BREAKDOWN.match(line) or _LABEL_LINE.match(line)) and not ends_with_line_end(self.path):
-                cut = held[0]  # "MAXIMUM: 0" may be "MAXIMUM: 0.4312" cut short: a wrong number, not a value
-                if self.bad is not None:
-                    raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
-            else:
-                self._take(*held)
+        for number, raw, ended in iter_ended_lines(self.path):
+            line = strip_prefix(raw)
+            if not line:
+                continue
+            if self.bad is not None:
+                raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
+            if not ended and (_BREAKDOWN.match(line) or _LABEL_LINE.match(line)):
+                cut = number
+                continue
+            self.last_line = number
+            self._line(line, number)
         self._finish_run()
         if cut is not None:
-            self._truncate_last(f"the last line has no line end, so its value may be cut off (line {cut}); it is "
-                                "left out")
+            self._truncate_last(CUT_VALUE.format(line=cut))
         if self.bad is not None:
             self._truncate_last(f"the last value is cut off (line {self.bad[0]})")
         if self.pending_memory and (self.pending_memory.metrics or not self.runs):
@@ -208,15 +205,6 @@ class _Reader:
             self._finalise(orphan)
             self.runs.append(orphan)
         return self.runs
-
-    def _take(self, number: int, raw: str) -> None:
-        line = strip_prefix(raw)
-        if not line:
-            return
-        if self.bad is not None:
-            raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
-        self.last_line = number
-        self._line(line, number)
 
     def _truncate_last(self, reason: str) -> None:
         if self.runs:

@@ -28,9 +28,9 @@ from sparkreport.errors import ParseError
 from sparkreport.ingest.base import ParsedRun, Parser, Source, register
 from sparkreport.ingest.nvidia_smi import log_runs, sample_companions
 from sparkreport.ingest.text import (
+    CUT_VALUE,
     NotANumber,
-    ends_with_line_end,
-    iter_lines,
+    iter_ended_lines,
     normalise_label,
     require_content,
     scaled,
@@ -130,36 +130,24 @@ class _Reader:
         self.sglang = False
 
     def read(self) -> list[VllmRun]:
-        held: tuple[int, str] | None = None  # each line is read once the next one shows it ended
-        for number, raw in iter_lines(self.path):
-            if held is not None:
-                self._take(*held)
-            held = (number, raw)
         cut = None
-        if held is not None:
-            if self.block is not None and _LABEL.match(strip_prefix(held[1]).strip()) \
-                    and not ends_with_line_end(self.path):
-                cut = held[0]  # "Mean TTFT (ms): 12" may be "Mean TTFT (ms): 12.34" cut short
-                if self.bad is not None:
-                    raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
-            else:
-                self._take(*held)
+        for number, raw, ended in iter_ended_lines(self.path):
+            line = strip_prefix(raw)
+            if not line:
+                continue
+            if self.bad is not None:
+                raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
+            if not ended and self.block is not None and _LABEL.match(line.strip()):
+                cut = number
+                continue
+            self._line(line.strip(), number)
         if self.block is not None:
             self.block.warnings.append("truncated: the result block has no closing rule"
-                                       + (f"; its last line has no line end, so its value may be cut off (line "
-                                          f"{cut}): it is left out" if cut is not None else ""))
+                                       + (f"; {CUT_VALUE.format(line=cut)}" if cut is not None else ""))
             self._close()
         if self.bad is not None and self.runs:
             self.runs[-1].warnings.append(f"truncated: the last value is cut off (line {self.bad[0]})")
         return self.runs
-
-    def _take(self, number: int, raw: str) -> None:
-        line = strip_prefix(raw)
-        if not line:
-            return
-        if self.bad is not None:
-            raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
-        self._line(line.strip(), number)
 
     def _number(self, label: str, value: str, number: int) -> float | None:
         try:
