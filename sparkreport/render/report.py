@@ -134,8 +134,6 @@ def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
     return entry
 
 
-
-
 def campaigns(site: SiteData) -> list[Campaign]:
     """Every campaign in the store, with its title (:func:`campaign_title_of`), description (the
     campaign file's), question (sparkreport.yml's, else that description; a published source is

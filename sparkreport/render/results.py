@@ -16,6 +16,8 @@ from sparkreport.render.tables import claims, metric_label, metric_order
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import pandas as pd
 
     from sparkreport.analysis.design import Fact
@@ -130,9 +132,7 @@ class ResultsPage(Page):
         compared = of("comparisons")
         # tested: a comparison with a test (one of published figures without a spread has none)
         tested = set() if compared is None else set(compared.loc[compared["p_welch"].notna(), "metric"].astype(str))
-        present = list(dict.fromkeys(stats["metric"].astype(str)))
-        primary = [m for m in site.config.primary_metrics if m in present]
-        in_page_order = primary + [m for m in metric_order(present) if m not in primary]
+        primary, in_page_order = page_order(site, stats["metric"])
         shown_metrics = [m for m in in_page_order if m in tested] + [m for m in primary if m not in tested]
         by_metric = _by(stats, "metric")
         found = [{**row, "label": metric_label(metric), "tested": metric in tested}
@@ -148,9 +148,7 @@ class ResultsPage(Page):
         the model pages' order; whether an interval has no spread, and whether a row is published."""
         from sparkreport.render.report import join_and
 
-        metrics = list(dict.fromkeys(str(r["metric"]) for r in shown))
-        primary = [m for m in site.config.primary_metrics if m in metrics]
-        in_order = primary + [m for m in metric_order(metrics) if m not in primary]
+        _primary, in_order = page_order(site, [r["metric"] for r in shown])
         tested = {str(r["metric"]) for r in shown if r["tested"]}
         return {"tested": join_and([metric_label(m) for m in in_order if m in tested]),
                 "others": join_and([metric_label(m) for m in in_order if m not in tested]),
@@ -179,13 +177,13 @@ class ResultsPage(Page):
             stats["arm"] = arm_labels(stats)
         if not runs.empty:
             runs["environment"] = arm_labels(runs)
-        from sparkreport.render.report import answer, effect_rows, verdict_key
+        from sparkreport.render.report import answer, bracketed, effect_rows, verdict_key
 
-        primary = [m for m in site.config.primary_metrics if m in set(stats["metric"])]
+        primary, in_page_order = page_order(site, stats["metric"])
         facts = {(fact.campaign, fact.metric): fact for fact in facts_of(site).get(model, [])}
         arms_of = _by(stats, "metric")
         compared_of = _by(compared, "metric")
-        for metric in primary + [m for m in metric_order(stats["metric"]) if m not in primary]:
+        for metric in in_page_order:
             arms = arms_of.get(metric, stats.iloc[0:0])
             label = metric_label(metric)
             section = {"metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
@@ -219,7 +217,7 @@ class ResultsPage(Page):
             "tested_text": join_and([metric_label(m) for m in tested if m in {s["metric"] for s in sections}]),
             "charted": [metric_label(m) for m in metric_order(stats["metric"]) if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
-            "key": verdict_key(site, effects, brackets=any("[" in line for a in answers for line in a["lines"]),
+            "key": verdict_key(site, effects, brackets=bracketed(*(a["lines"] for a in answers)),
                                what="Δ %")
             if effects else "",
             "campaigns": sorted(set(stats["campaign"].astype(str))) if not stats.empty else [],
@@ -242,6 +240,14 @@ class ResultsPage(Page):
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
                                           title=f"{label}: mean and {site.confidence_label} CI"))
         return [chart for chart in charts if chart is not None]
+
+
+def page_order(site: SiteData, metrics: Iterable[Any]) -> tuple[list[str], list[str]]:
+    """The primary metrics among ``metrics`` (``primary_metrics``' order), and every one of them in
+    the order a model page lists them: the primary first, then the rest in :func:`metric_order`."""
+    present = list(dict.fromkeys(str(m) for m in metrics))
+    primary = [m for m in site.config.primary_metrics if m in present]
+    return primary, primary + [m for m in metric_order(present) if m not in primary]
 
 
 def facts_of(site: SiteData) -> dict[str, list[Fact]]:
