@@ -5,11 +5,13 @@ Records written before the environment allowlist may hold a machine's whole envi
 the store this rewrites, in place:
 
 * ``run.json``: ``env_vars`` down to the allowlist (plus the record's own ``env_allowlist``
-  and ``env_declared``),
+  and ``env_declared``), their values scrubbed as a run records them today (a URL's userinfo
+  and query values go: :func:`~sparkreport.execute.envcapture.scrub_structure`),
   every string scrubbed of credential shapes; written in the store's own layout (indent 2);
 * the raw files beside it (logs, reports, ``docker inspect`` output with ``Config.Env`` down
   to the allowlist, gzip files decompressed and recompressed): credential shapes, and the
-  distinctive values of the variables just dropped (they are known secrets now);
+  distinctive values of the variables just dropped and the parts of the kept values just
+  removed (they are known secrets now);
 * ``_campaign/`` (campaign copy, plan, journal) and ``_sources/``: the same.
 
 A file is rewritten only when something in it changes (temporary file + rename, mode kept),
@@ -29,12 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkreport.execute.envcapture import known_secrets, recorded_env, scrub_env_lines
+from sparkreport.execute.envcapture import known_secrets, recorded_env, scrub_env_lines, structure_secrets
 from sparkreport.secrets import REDACTED, find_credentials, scrub_credentials
 
 RUN_FILE = "run.json"
 DROPPED_VARS = "environment variables not on the allowlist (values dropped from run.json)"
 KNOWN_VALUES = "values of dropped variables found in raw files"
+RECORDED_VALUES = "values of allowlisted variables scrubbed (a credential shape, a URL's userinfo or query values)"
 INSPECT_VARS = "docker inspect Config.Env entries not on the allowlist"
 
 
@@ -100,8 +103,13 @@ def scrub_record(data: dict[str, Any], removed: Counter[str]) -> tuple[dict[str,
         dropped = {k: v for k, v in env_vars.items() if k not in kept}
         if dropped:
             removed[DROPPED_VARS] += len(dropped)
-            details["env_vars"] = kept
             details.setdefault("env_vars_unrecorded", len(dropped))
+        if any(kept[k] != env_vars[k] for k in kept):
+            removed[RECORDED_VALUES] += sum(kept[k] != env_vars[k] for k in kept)
+        if kept != env_vars:
+            details["env_vars"] = kept
+        # what the kept values lost (a URL's userinfo, a query's values) is as secret as a dropped value
+        dropped.update(structure_secrets({k: v for k, v in env_vars.items() if k in kept}))
     return _walk_strings(data, [], removed), dropped
 
 

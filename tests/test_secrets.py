@@ -21,6 +21,7 @@ from sparkreport.execute.envcapture import (
     known_secrets,
     pattern_error,
     scrub_env_lines,
+    scrub_structure,
 )
 from sparkreport.execute.redact import redact_argv
 from sparkreport.schema import Environment, RunRecord
@@ -151,7 +152,7 @@ def test_allowlist_records_result_relevant_variables_only() -> None:
            "HF_TOKEN": "hf_xxxxxxxxxxxxxxxxxxxx", "CUDA_PROXY": "https://u:p4ssw0rd@h", "MYLIB_THREADS": "4",
            "NCCL_IB_AUTH_KEY": "not-recorded"}
     assert allowed_env(env) == {
-        "CUDA_PROXY": f"https://u:{REDACTED}@h", "CUDA_VISIBLE_DEVICES": "0", "HF_HUB_OFFLINE": "1",
+        "CUDA_PROXY": f"https://{REDACTED}@h", "CUDA_VISIBLE_DEVICES": "0", "HF_HUB_OFFLINE": "1",
         "NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "8", "PATH": "/usr/bin", "VLLM_USE_V1": "1"}
     assert "MYLIB_THREADS" in allowed_env(env, ["MYLIB_*"])
     assert not is_allowed("NCCL_IB_AUTH_KEY") and not is_allowed("HF_TOKEN", ["HF_*"])
@@ -165,6 +166,28 @@ def test_capture_records_declared_variables_scrubbed_and_counts_the_rest() -> No
     assert capture.values == {"HF_TOKEN": REDACTED, "MY_FLAG": "on", "PATH": "/usr/bin"}
     assert capture.unrecorded == 2
     assert capture.secrets == ["correct-horse-battery-staple-42"]
+
+
+@pytest.mark.parametrize(("value", "recorded"), [
+    # a credential in a form no shape knows: the structure that carries it goes, whatever its name
+    ("/tmp/blob?sig=Zm9vYmFy&se=2027-01-01&sp=r", f"/tmp/blob?sig={REDACTED}&se={REDACTED}&sp={REDACTED}"),
+    ("https://opaquetoken123@git.example/org/repo", f"https://{REDACTED}@git.example/org/repo"),
+    ("https://u:p@h/x?ticket=42", f"https://{REDACTED}@h/x?ticket={REDACTED}"),
+    ("/tmp/nccl.%h?=v", f"/tmp/nccl.%h?={REDACTED}"),
+    # no userinfo, no query: as it is
+    ("/usr/local/cuda/lib64:/usr/lib", "/usr/local/cuda/lib64:/usr/lib"), ("tcp://10.0.0.1:2379", "tcp://10.0.0.1:2379"),
+    ("/home/u/.cache/model@v2/weights", "/home/u/.cache/model@v2/weights"), ("what?", "what?"),
+    ("expandable_segments:True,max_split_size_mb:512", "expandable_segments:True,max_split_size_mb:512"),
+])
+def test_recorded_values_lose_a_urls_userinfo_and_query_values_whatever_they_are_called(
+        value: str, recorded: str) -> None:
+    assert allowed_env({"CUDA_SOMETHING": value}) == {"CUDA_SOMETHING": recorded}
+    assert scrub_env_lines([f"NCCL_X={value}"]) == [f"NCCL_X={recorded}"]
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="?@", blacklist_categories=("Cs",)), max_size=60))
+def test_a_value_without_userinfo_or_query_is_recorded_as_its_shapes_leave_it(value: str) -> None:
+    assert scrub_structure(value) == value
 
 
 @pytest.mark.parametrize(("value", "scrubbed"), [
@@ -201,7 +224,7 @@ def test_docker_inspect_env_lines_down_to_the_allowlist() -> None:
     lines = ["PATH=/usr/bin", "DATABASE_URL=postgres://a:pw123456@h/d", "NCCL_DEBUG=WARN", "MY_FLAG=on",
              "CUDA_X=https://u:pw123456@h"]
     assert scrub_env_lines(lines, keep=["MY_FLAG"]) == [
-        "PATH=/usr/bin", "NCCL_DEBUG=WARN", "MY_FLAG=on", f"CUDA_X=https://u:{REDACTED}@h"]
+        "PATH=/usr/bin", "NCCL_DEBUG=WARN", "MY_FLAG=on", f"CUDA_X=https://{REDACTED}@h"]
 
 
 def test_argv_known_values_shapes_and_secret_options() -> None:

@@ -42,6 +42,8 @@ PLANTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "MY_PRIVATE_NOTE": ("correct-horse-battery-staple-42", ("correct-horse-battery-staple",)),
     # an allowlisted name carrying a credential: its value is recorded, the password is not
     "CUDA_MIRROR_URL": ("https://mirror-user:CudaMirr0r-Pass-61@mirror.example/cuda", ("CudaMirr0r-Pass-61",)),
+    # …and one in a form no credential shape knows (a query key of its own): the query's value goes
+    "NCCL_TOPO_FILE": ("/etc/nccl/topo.xml?ticket=Plant3dTicket0099", ("Plant3dTicket0099",)),
 }
 #: planted on the command line (the model id is passed to the benchmark as --model).
 ARGV_URL = "https://hub-bot:Argv-Planted-Pw-5150@models.example/fake/small-7b"
@@ -106,11 +108,13 @@ def test_planted_credentials_reach_neither_the_store_nor_the_site(tmp_path: Path
     # the planted values did reach the benchmark (its log printed them, scrubbed on the way in)
     log = next(runs.glob("smoke-fake/*/bench.log")).read_text(encoding="utf-8")
     assert f"env MY_PRIVATE_NOTE={REDACTED}\n" in log and f"env HTTPS_PROXY={REDACTED}\n" in log
+    assert f"env NCCL_TOPO_FILE=/etc/nccl/topo.xml?ticket={REDACTED}\n" in log
     env_vars = records[0].environment.details["env_vars"]
-    assert env_vars["CUDA_MIRROR_URL"] == f"https://mirror-user:{REDACTED}@mirror.example/cuda"
-    assert env_vars["BENCH_MIRROR"] == f"https://mirror:{REDACTED}@mirror.example/pip"
-    assert not set(env_vars) & (set(PLANTED) - {"CUDA_MIRROR_URL"})
-    assert records[0].environment.details["env_vars_unrecorded"] >= len(PLANTED) - 1
+    assert env_vars["CUDA_MIRROR_URL"] == f"https://{REDACTED}@mirror.example/cuda"
+    assert env_vars["NCCL_TOPO_FILE"] == f"/etc/nccl/topo.xml?ticket={REDACTED}"
+    assert env_vars["BENCH_MIRROR"] == f"https://{REDACTED}@mirror.example/pip"
+    assert not set(env_vars) & (set(PLANTED) - {"CUDA_MIRROR_URL", "NCCL_TOPO_FILE"})
+    assert records[0].environment.details["env_vars_unrecorded"] >= len(PLANTED) - 2
     assert leaks(runs) == []
     built = CliRunner().invoke(main, ["build", "--runs-dir", str(runs)])
     assert built.exit_code == 0, built.output
@@ -151,6 +155,22 @@ def old_store(tmp_path: Path) -> Path:
     (meta / "journal.jsonl").write_text(json.dumps({"event": "start", "proxy": "http://a:OldJournalPw77@p:1"})
                                         + "\n", encoding="utf-8")
     return root
+
+
+def test_scrub_takes_a_query_value_an_old_record_kept_from_the_record_and_the_logs(old_store: Path) -> None:
+    run = sorted(p for p in (old_store / SHIPPED.name).iterdir() if (p / "run.json").is_file())[0]
+    data = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    data["environment"]["details"]["env_vars"] = {"PATH": "/usr/bin", "NCCL_TOPO_FILE": "/etc/topo.xml?ticket=OldTicket4477"}
+    (run / "run.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (run / "notes.log").write_text("topo /etc/topo.xml?ticket=OldTicket4477\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["scrub", "--runs-dir", str(old_store)])
+    assert result.exit_code == 0, result.output
+    assert "       1  values of allowlisted variables scrubbed (a credential shape, a URL's userinfo or query values)" \
+        in result.output.splitlines()
+    assert leaks_of(old_store, "OldTicket4477") == []
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["environment"]["details"]["env_vars"] == {
+        "NCCL_TOPO_FILE": f"/etc/topo.xml?ticket={REDACTED}", "PATH": "/usr/bin"}
+    assert (run / "notes.log").read_text(encoding="utf-8") == f"topo /etc/topo.xml?ticket={REDACTED}\n"
 
 
 def digests(root: Path) -> dict[str, str]:

@@ -111,11 +111,49 @@ def is_allowed(name: str, extra: Iterable[str] = ()) -> bool:
     return False
 
 
+#: A URL's userinfo, whatever it holds: ``scheme://user@`` (a token as user name) or ``scheme://user:password@``.
+_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[^\s/?#@'\"<>]+@")
+#: A value in a URL's query (or a path's: ``/tmp/nccl.%h?pw=…``), whatever its key is called.
+_QUERY_VALUE = re.compile(r"(?P<head>[?&][^\s=&#?]*=)[^\s&#]+")
+
+
+def scrub_structure(value: str) -> str:
+    """A recorded value with the parts that carry credentials whatever they are called removed:
+    a URL's userinfo (``https://[REDACTED]@host``) and every value of a query
+    (``?sig=[REDACTED]&se=[REDACTED]``). The allowlisted variables hold switches, numbers and
+    paths, so nothing a result depends on is lost; a credential in a form no shape of
+    :mod:`sparkreport.secrets` knows (an odd query key, an opaque token as a URL's user) is."""
+    if "@" in value:
+        value = _USERINFO.sub(lambda m: f"{m['head']}{REDACTED}@", value)
+    if "?" in value:
+        head, mark, query = value.partition("?")
+        value = head + _QUERY_VALUE.sub(lambda m: f"{m['head']}{REDACTED}", mark + query)
+    return value
+
+
+def structure_parts(value: str) -> list[str]:
+    """What :func:`scrub_structure` removes from ``value``: known secrets from then on (a
+    benchmark that prints the variable prints them whole)."""
+    parts = [m[0][len(m["head"]):-1] for m in _USERINFO.finditer(value)] if "@" in value else []
+    if "?" in value:
+        query = value[value.index("?"):]
+        parts += [m[0][len(m["head"]):] for m in _QUERY_VALUE.finditer(query)]
+    return [part for part in parts if part != REDACTED]
+
+
+def structure_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """What recording ``env``'s values removes from them (:func:`structure_parts`), keyed
+    ``NAME#i``: as secret as the values of the variables left out."""
+    return {f"{name}#{index}": part for name, value in env.items()
+            for index, part in enumerate(structure_parts(str(value)))}
+
+
 def scrub_value(name: str, value: str) -> str:
-    """A value as recorded: credential shapes scrubbed, all of it when the name says secret."""
+    """A value as recorded: all of it when the name says secret, else credential shapes
+    scrubbed and a URL's userinfo and query values removed (:func:`scrub_structure`)."""
     if SECRET_NAME.search(name):
         return REDACTED
-    return scrub_credentials(value)
+    return scrub_structure(scrub_credentials(value))
 
 
 def allowed_env(env: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
@@ -160,8 +198,9 @@ def capture_env(process_env: Mapping[str, str], declared: Mapping[str, str],
     for name, value in declared.items():
         values[name] = scrub_value(name, str(value))
     left_out = {k: v for k, v in process_env.items() if k not in values}
+    removed = structure_secrets({name: {**process_env, **declared}[name] for name in values})
     return Capture(values=dict(sorted(values.items())), unrecorded=len(left_out),
-                   secrets=known_secrets(left_out, exclude=values.values()))
+                   secrets=known_secrets({**left_out, **removed}, exclude=values.values()))
 
 
 def _is_path_like(value: str) -> bool:

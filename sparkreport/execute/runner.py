@@ -31,7 +31,14 @@ from sparkreport.early import check_writable
 from sparkreport.errors import SparkreportError
 from sparkreport.execute.campaign import Campaign
 from sparkreport.execute.cooldown import wait_for_cooldown
-from sparkreport.execute.envcapture import SECRET_NAME, capture_env, is_allowed, known_secrets, scrub_env_lines
+from sparkreport.execute.envcapture import (
+    SECRET_NAME,
+    capture_env,
+    is_allowed,
+    known_secrets,
+    scrub_env_lines,
+    structure_secrets,
+)
 from sparkreport.execute.environments import ENVIRONMENTS, ExecEnvironment, Execution, Launch, Outcome
 from sparkreport.execute.gpu import GpuProbe, open_gpu
 from sparkreport.execute.guard import (
@@ -381,6 +388,8 @@ class CampaignRunner:
         hidden = {k: v for k, v in process_env.items() if k not in declared and not is_allowed(k, extra)}
         hidden.update({k: v for k, v in declared.items() if SECRET_NAME.search(k)})
         shown = [v for k, v in {**process_env, **declared}.items() if k not in hidden]
+        # what recording the shown values removes (a URL's userinfo, a query's values)
+        hidden.update(structure_secrets({k: v for k, v in {**process_env, **declared}.items() if k not in hidden}))
         try:
             text = self.campaign.path.read_text(encoding="utf-8")
         except OSError:
