@@ -85,8 +85,11 @@ _PERCENTILE_RE = re.compile(
 
 METRICS: dict[str, Metric] = {m.name: m for m in _BASE}
 
-#: The metrics the core pages lead with, in order.
-PRIMARY_METRICS = (
+#: The metrics every benchmark source is expected to report (throughput and memory): an arm whose
+#: source reports none of one is noted (the ``missing-metrics`` check). What the pages lead with
+#: is ``primary_metrics`` in sparkreport.yml; what a campaign's question tests is
+#: ``analysis.primary_metrics`` (:data:`DEFAULT_PRIMARY_METRICS`).
+EXPECTED_METRICS = (
     "output_throughput_tok_s",
     "request_throughput_req_s",
     "pre_kv_memory_gib",

@@ -857,3 +857,15 @@ def test_an_interval_that_rounds_to_a_point_gets_the_decimals_that_tell_its_ends
     assert ci(1.0, 2.0, "tpot_ms_mean") == "1.00 to 2.00" and mean_in(1.5, 1.0, 2.0, "tpot_ms_mean") == "1.50"
     assert interval(76.02, 76.02, "peak_memory_gib") == "no spread"
     assert ci(9.41, 9.41000001, "tpot_ms_mean") == "9.41 to 9.41"  # past four more decimals: as written
+
+
+def test_every_list_of_metrics_leads_with_the_configured_primary_metrics_then_reads_by_label() -> None:
+    from sparkreport.render.tables import metric_order
+
+    names = ["ttft_ms_p99", "request_throughput_req_s", "kv_cache_gib", "ttft_ms_mean", "output_throughput_tok_s",
+             "ttft_ms_min"]
+    assert metric_order(names, ["output_throughput_tok_s", "kv_cache_gib", "not_present"]) == [
+        "output_throughput_tok_s", "kv_cache_gib", "request_throughput_req_s", "ttft_ms_mean", "ttft_ms_min",
+        "ttft_ms_p99"]
+    # no lead: by label alone (the catalog no longer decides what comes first)
+    assert metric_order(names)[0] == "kv_cache_gib"

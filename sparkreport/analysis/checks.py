@@ -151,7 +151,7 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
     used = runs[runs["included"]]
     metrics = ds.metric_columns
     missing = used[metrics].isna().to_numpy()
-    primary_missing = used[list(metric_catalog.PRIMARY_METRICS)].isna().to_numpy()
+    expected_missing = used[list(metric_catalog.EXPECTED_METRICS)].isna().to_numpy()
     run_ids = used["run_id"].to_numpy(dtype=object)
     for arm, positions in arm_rows(used, ARM_KEYS):
         n = len(positions)
@@ -166,7 +166,7 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
                        f"statistics use the {n - n_missing} runs that report it"),
                     sorted(run_ids[positions[missing[positions, j]]].tolist()),
                 ))
-        absent = [m for k, m in enumerate(metric_catalog.PRIMARY_METRICS) if primary_missing[positions, k].all()]
+        absent = [m for k, m in enumerate(metric_catalog.EXPECTED_METRICS) if expected_missing[positions, k].all()]
         # A source reports memory before the KV cache or the peak with it: one of the two is enough.
         if not set(_MEMORY_PAIR) <= set(absent):
             absent = [m for m in absent if m not in _MEMORY_PAIR]

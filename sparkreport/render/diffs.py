@@ -120,7 +120,7 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
 
     names = side_model_names(a, b)
     # each table and its charts in the order every page lists metrics (primary first), not by key
-    order = {m: i for i, m in enumerate(metric_order(result.cells["metric"].astype(str)))}
+    order = {m: i for i, m in enumerate(metric_order(result.cells["metric"].astype(str), site.config.primary_metrics))}
     cells = sorted(rows(result.cells), key=lambda cell: order[str(cell["metric"])])
     for cell in cells:
         cell["label"] = metric_label(str(cell["metric"]))

@@ -215,7 +215,7 @@ class ResultsPage(Page):
             "other_metrics": other_metrics_summary(sections, site.config.baseline, stands_for),
             # what this page's metrics were tested on, named as a list a sentence can hold
             "tested_text": join_and([metric_label(m) for m in tested if m in {s["metric"] for s in sections}]),
-            "charted": [metric_label(m) for m in metric_order(stats["metric"]) if site.config.charted(m)],
+            "charted": [metric_label(m) for m in page_order(site, stats["metric"])[1] if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
             "key": verdict_key(site, effects, brackets=bracketed(*(a["lines"] for a in answers)),
                                what="Δ %")
@@ -247,7 +247,7 @@ def page_order(site: SiteData, metrics: Iterable[Any]) -> tuple[list[str], list[
     the order a model page lists them: the primary first, then the rest in :func:`metric_order`."""
     present = list(dict.fromkeys(str(m) for m in metrics))
     primary = [m for m in site.config.primary_metrics if m in present]
-    return primary, primary + [m for m in metric_order(present) if m not in primary]
+    return primary, metric_order(present, primary)
 
 
 def facts_of(site: SiteData) -> dict[str, list[Fact]]:

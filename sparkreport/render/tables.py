@@ -39,13 +39,14 @@ def claims(frame: pd.DataFrame, findings: Sequence[Finding] = (),
     return out
 
 
-def metric_order(names: Iterable[str]) -> list[str]:
-    """Primary metrics first (in their catalog order), then the rest by their label, so that a
-    reader finds one in a list of forty; a percentile family's statistics together, in reading
-    order: the mean, the minimum, the percentiles upwards, the maximum."""
+def metric_order(names: Iterable[str], lead: Iterable[str] = ()) -> list[str]:
+    """The metrics ``lead`` names first, in its order (the pages pass ``primary_metrics`` of
+    sparkreport.yml), then the rest by their label, so that a reader finds one in a list of
+    forty; a percentile family's statistics together, in reading order: the mean, the minimum,
+    the percentiles upwards, the maximum."""
     present = list(dict.fromkeys(names))
-    primary = [m for m in metric_catalog.PRIMARY_METRICS if m in present]
-    return primary + sorted((m for m in present if m not in primary), key=_reading_order)
+    first = [m for m in dict.fromkeys(lead) if m in present]
+    return first + sorted((m for m in present if m not in first), key=_reading_order)
 
 
 _STATISTIC = re.compile(r"_(?:(?P<mean>mean)|(?P<min>min)|(?P<max>max)|p(?P<p>\d+(?:_\d+)?))$")
