@@ -152,6 +152,12 @@ class ProjectConfig:
             return chart_count <= STATIC_CHART_LIMIT
         return self.static_charts == "all"
 
+    @property
+    def factor_name(self) -> str:
+        """The factor as the pages name it: ``environment``; ``cache`` for ``label.cache``;
+        ``engine version`` for ``engine_version``."""
+        return self.factor.removeprefix("label.").replace("_", " ")
+
     def charted(self, metric: str) -> bool:
         """Whether the Results pages draw charts for ``metric``."""
         return self.charts == "all" or metric in self.analysis.tested_metrics

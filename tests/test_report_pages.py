@@ -246,3 +246,37 @@ def test_the_results_overview_leads_with_what_was_tested(shipped: RenderResult) 
     assert "| Peak memory (GiB) | native | 20 | 76.02 | no spread |\n" in llama
     assert " to 76.02" not in page and "Request throughput" not in page and "P99" not in page
     assert "| Campaign |" not in page and page.count("Phase 1 as published: container vs native") == 3
+
+
+def test_a_factor_other_than_environment_is_what_the_results_pages_describe(tmp_path: Path) -> None:
+    """With the factor a label (cache: cold / warm), a model page's tables have a row per level of
+    it — what its comparisons contrast — not per environment under the factor's heading; a
+    quantity of one value is stated as with the factor environment; the page names only the
+    error findings behind its own comparisons. The pages about how the runs were made still
+    describe environments, and say how the comparisons pool them."""
+    (tmp_path / "sparkreport.yml").write_text("factor: label.cache\nbaseline: cold\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=REPO / "runs", project_root=tmp_path, docs_dir=tmp_path / "docs"))
+    page = (result.docs_dir / "results" / "llama-3-8b" / "index.md").read_text(encoding="utf-8")
+    assert "error-level findings" not in page  # the Phase 1 arms' errors are not this page's
+    assert ("| Cache | n | Mean | 95% CI | SD | CV | Min–max |\n|---|---|---|---|---|---|---|\n"
+            "| cold | 20 | 2,545.03 | 2,543.91 to 2,546.14 |") in page
+    assert "| warm vs cold | -0.23 |" in page and "| native | 20 |" not in page
+    held = page.split("## Held constant\n", 1)[1]
+    assert held.startswith("\nThese did not vary from run to run within any cache: stated, not tested.\n")
+    assert "- Requests: 64 requests in every run (40 runs)\n" in held
+    assert "## Peak memory (GiB)\n\n76.02 GiB in every run (40 runs): no run-to-run variance, so stated, not tested." in page
+    assert " 1 to 1 |" not in page and "64 to 64" not in page
+    campaign = (result.docs_dir / "campaigns" / "gpu-torch-native-vs-cgroup" / "index.md").read_text(encoding="utf-8")
+    assert ("made in 2 environments (cgroup-16g, native), 10 iterations per environment and page-cache state, "
+            "compared by cache: cold, warm (baseline **cold**), each level pooling the environments") in campaign
+    methodology = (result.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8")
+    assert ("An arm is one campaign × model × environment.\nThe comparisons contrast the levels of cache "
+            "(`label.cache`) within each campaign and model") in methodology
+    # published figures carry no cache: described per environment, and said so
+    published = (result.docs_dir / "results" / "deepseek" / "index.md").read_text(encoding="utf-8")
+    assert ("No run of this model carries a cache (`label.cache`, the factor the comparisons contrast): its "
+            "figures are described per environment and not compared.") in published
+    assert "| Environment | n | Mean | 95% CI | SD | CV | Min–max |\n|---|---|---|---|---|---|---|\n" \
+           "| container (*published*) | 10 | 119.40 |" in published
+    memory = (result.docs_dir / "memory" / "index.md").read_text(encoding="utf-8")
+    assert "| Model | Environment | n |" in memory and "Label.cache" not in memory

@@ -205,11 +205,16 @@ def _included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
 
 
 def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
-              metrics: list[str] | None = None, cache: AnalysisCache | None = None) -> pd.DataFrame:
+              metrics: list[str] | None = None, cache: AnalysisCache | None = None, *,
+              level: str = "environment") -> pd.DataFrame:
     """Per arm and metric: n, mean, sd, median, min, max, CV and the t-based CI of the mean.
 
     Per-run arms use the included runs; published-summary arms use their published n, mean
     and sd (median/min/max unknown). ``by`` adds label columns (``label.<key>``) to the arm.
+    ``level``: the run column an arm is one level of (the site's ``factor``: what
+    :func:`~sparkreport.analysis.compare.compare` contrasts), written in the ``environment``
+    column, which then holds that level; a run without one is in no arm, and a published arm
+    is in one only when the summaries carry the column (as ``compare`` reads them).
     With ``cache``, each arm's rows are kept by the digest of its included runs: a new run
     recomputes its own arm only (the figures are the same: ``describe_many`` describes each
     sample as ``describe`` would alone).
@@ -220,6 +225,9 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
     rows: list[dict[str, object]] = []
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
+    if level != "environment":
+        runs = runs[runs[level].notna()] if level in runs.columns else runs.iloc[0:0]
+        runs = runs.assign(environment=runs[level].astype(str))
     wanted = metrics or ds.metric_columns
     for column in keys:
         if column not in runs.columns:
@@ -231,7 +239,8 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
         arms = arm_rows(runs, keys, dropna=False)
         run_ids = runs["run_id"].to_numpy(dtype=object)
         keyed = [cache.key(("kind", "arm_stats-1"), ("arm", tuple(arm)), ("keys", keys), ("metrics", metrics),
-                           ("confidence", opts.confidence), ("runs", ds.digest_of(run_ids[positions])))
+                           ("confidence", opts.confidence), ("runs", ds.digest_of(run_ids[positions])),
+                           *((("level", level),) if level != "environment" else ()))
                  if cache is not None else "" for arm, positions in arms]
         per_arm: list[list[dict[str, object]] | None] = [
             cache.get("arm_stats", key) if cache is not None else None for key in keyed]
@@ -261,13 +270,13 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
             if cache is not None and i in missing:
                 cache.put("arm_stats", keyed[i], described)
             rows.extend(described)
-    for _, row in ds.summaries.iterrows():
-        if metrics and row["metric"] not in metrics:
+    for _, row in ds.summaries.iterrows() if level in ds.summaries.columns else ():
+        if metrics and row["metric"] not in metrics or pd.isna(row[level]):
             continue
         sd = None if pd.isna(row["sd"]) else float(row["sd"])
         d = describe_summary(int(row["n"]), float(row["mean"]), sd, opts.confidence)
         rows.append({
-            **{k: row[k] for k in ARM_KEYS}, **{k: None for k in keys[3:]},
+            **{k: row[k] for k in ARM_KEYS}, "environment": str(row[level]), **{k: None for k in keys[3:]},
             "model_name": row["model_name"], "metric": row["metric"], "unit": row["unit"],
             **d.__dict__, "source": "published",
         })

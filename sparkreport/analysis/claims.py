@@ -66,7 +66,7 @@ def errors_for(row: Mapping[Any, Any], findings: Sequence[Finding], run_ids: Seq
 def errors_behind(row: Mapping[Any, Any], findings: Sequence[Finding],
                   arm_runs: Mapping[tuple[str, str, str], Sequence[str]]) -> list[Finding]:
     """:func:`errors_for` the runs of both arms of ``row``, a comparison of the project's factor,
-    looked up in ``arm_runs`` ((campaign, model, level) → run ids, ``SiteData.arm_runs``)."""
+    looked up in ``arm_runs`` ((campaign, model, level) → run ids, ``SiteData.level_runs``)."""
     runs = [run for level in (row["baseline"], row["candidate"])
             for run in arm_runs.get((str(row["campaign"]), str(row["model"]), str(level)), [])]
     return errors_for(row, findings, runs)

@@ -114,7 +114,8 @@ class SiteData:
         return out
 
     def arm_runs(self) -> dict[tuple[str, str, str], list[str]]:
-        """(campaign, model, environment) → the run ids (or published-arm ids) behind that arm.
+        """(campaign, model, environment) → the run ids (or published-arm ids) behind that arm:
+        every record, whatever the factor (what a page's inputs and a finding's scope read).
 
         Computed once per render (pages ask for it per model and per post); do not modify it.
         """
@@ -124,6 +125,55 @@ class SiteData:
                 key = (record.campaign, record.model, record.environment)
                 self._arm_runs.setdefault(key, []).append(record.run_id)
         return self._arm_runs
+
+    @property
+    def level_stats(self) -> pd.DataFrame:
+        """:attr:`stats` with an arm per level of the factor (campaign × model × level: what the
+        comparisons contrast; the level in the ``environment`` column), where the pages show
+        statistics beside comparisons: :attr:`stats` itself when the factor is ``environment``.
+        The other pages describe the environments the runs were made in (memory, settings)."""
+        if self.config.factor == "environment":
+            return self.stats
+        found = self.extra.get("_level_stats")
+        if found is None:
+            from sparkreport.analysis import arm_stats
+
+            found = self.extra["_level_stats"] = arm_stats(self.dataset, self.config.analysis,
+                                                           cache=self.analysis_cache, level=self.config.factor)
+        return found
+
+    @property
+    def level_runs_frame(self) -> pd.DataFrame:
+        """:attr:`runs` as the comparisons see them: each run's level of the factor in its
+        ``environment`` column (runs without one left out); :attr:`runs` itself when the factor
+        is ``environment``."""
+        factor = self.config.factor
+        if factor == "environment":
+            return self.runs
+        found = self.extra.get("_level_runs_frame")
+        if found is None:
+            runs = self.runs[self.runs[factor].notna()] if factor in self.runs.columns else self.runs.iloc[0:0]
+            found = self.extra["_level_runs_frame"] = runs.assign(environment=runs[factor].astype(str))
+        return found
+
+    def level_runs(self) -> dict[tuple[str, str, str], list[str]]:
+        """(campaign, model, level of the factor) → the run ids (or published-arm ids) behind that
+        arm of the comparisons (:func:`~sparkreport.analysis.claims.errors_behind` reads it):
+        :meth:`arm_runs` when the factor is ``environment``, else the runs and published arms
+        that carry a level of it. Computed once per render; do not modify it."""
+        factor = self.config.factor
+        if factor == "environment":
+            return self.arm_runs()
+        found = self.extra.get("_level_runs")
+        if found is None:
+            found = self.extra["_level_runs"] = {}
+            # a summary has a row per metric: each run id once
+            frames = [f[f[factor].notna()] for f in (self.dataset.runs, self.dataset.summaries) if factor in f.columns]
+            for campaign, model, level, run_id in dict.fromkeys(
+                    (str(c), str(m), str(level), str(run)) for f in frames
+                    for c, m, level, run in zip(f["campaign"], f["model"], f[factor], f["run_id"], strict=True)):
+                found.setdefault((campaign, model, level), []).append(run_id)
+        return found
 
     @property
     def errors(self) -> list[Finding]:

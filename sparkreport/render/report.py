@@ -57,8 +57,10 @@ class Campaign:
     description: str
     published: bool
     models: list[str]
+    #: The levels of the factor its runs carry (its environments with the factor ``environment``).
     levels: list[str]
     runs: int
+    #: Its arms of the comparisons: campaign × model × level of the factor.
     arms: int
     gpus: list[str] = field(default_factory=list)
     unified: bool | None = None
@@ -70,6 +72,8 @@ class Campaign:
     baseline: str | None = None
     #: What the pages call it (:func:`campaign_titles`); the name when none is given.
     title: str = ""
+    #: The environments its runs were made in (what ``levels`` is with the factor ``environment``).
+    environments: list[str] = field(default_factory=list)
     #: The question it answers (Home and its page open on it): sparkreport.yml's
     #: ``campaigns.<name>.question``, else the campaign file's description; empty when neither.
     question: str = ""
@@ -143,10 +147,19 @@ def campaigns(site: SiteData) -> list[Campaign]:
     if cached is not None:
         return list(cached)
     by_name = site.per_campaign("campaign-entry", _campaign_entry)
+    arms_by_level: dict[str, set[tuple[str, str]]] = {}  # a factor other than environment: its levels' arms
+    if site.config.factor != "environment":
+        for campaign_name, model, level in site.level_runs():
+            arms_by_level.setdefault(campaign_name, set()).add((model, level))
     out = []
     titles: dict[str, str] = {}
     for name in sorted(by_name):
         entry = by_name[name]
+        environments = sorted(entry["levels"], key=lambda lv: (lv != site.config.baseline, lv))
+        if site.config.factor != "environment":
+            arms = arms_by_level.get(name, set())
+            entry = {**entry, "levels": list(dict.fromkeys(level for _, level in sorted(arms))), "arms": arms}
+            environments = sorted(environments)
         doc = _campaign_file(site.runs_dir, name)
         titles[name] = campaign_title_of(site.config, name, doc, entry["titles"])
         configured = site.config.campaigns.get(name)
@@ -166,7 +179,7 @@ def campaigns(site: SiteData) -> list[Campaign]:
             arms=len(entry["arms"]), gpus=entry["gpus"],
             unified=(True in entry["unified"]) if entry["unified"] else None,
             pools_gib=sorted(entry["pools"]), source=source, design=design,
-            baseline=baseline if baseline in levels else None))
+            baseline=baseline if baseline in levels else None, environments=environments))
     shown = unique_titles(titles)
     for campaign in out:
         campaign.title = shown[campaign.name]
@@ -845,7 +858,7 @@ def flagged_models(site: SiteData, effects: list[dict[str, Any]]) -> dict[str, l
     errors = site.errors
     if not errors:
         return {}
-    arm_runs = site.arm_runs()
+    arm_runs = site.level_runs()
     out: dict[str, list[str]] = {}
     for e in effects:
         for finding in errors_behind(e, errors, arm_runs):

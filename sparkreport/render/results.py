@@ -102,7 +102,7 @@ class ResultsPage(Page):
         # models of its campaign, not on other campaigns
         doc.also_reads = [model, ",".join(campaigns), ",".join(earlier or shown or []),
                           *(slice_digest(site, table, ("model", "campaign"), (model, campaign))
-                            for table in ("stats", "comparisons", "runs") for campaign in campaigns)]
+                            for table in (*model_tables(site, model)[:2], "comparisons") for campaign in campaigns)]
         links = {"earlier_page": doc.href(earlier_page.path) if earlier_page else None,
                  "model_page": doc.href(earlier_of.path) if earlier_of else None,
                  "earlier": earlier or [], "shown": shown or []}
@@ -126,7 +126,8 @@ class ResultsPage(Page):
             frame = grouped(site, table, "model").get(model)
             return None if frame is None else frame[frame["campaign"].astype(str).isin(set(shown))]
 
-        stats = of("stats")
+        stats_table, _runs_table, level_name = model_tables(site, model)
+        stats = of(stats_table)
         if stats is None or stats.empty:
             return {"model_name": doc.title, "path": doc.path, "rows": [], "campaign": None}
         compared = of("comparisons")
@@ -139,7 +140,8 @@ class ResultsPage(Page):
                  for metric in shown_metrics for row in rows(by_metric[metric])]
         names = list(dict.fromkeys(str(row["campaign"]) for row in found))
         campaign = next((c for c in campaigns(site) if c.name == names[0]), None) if len(names) == 1 else None
-        return {"model_name": doc.title, "path": doc.path, "rows": found, "campaign": campaign}
+        return {"model_name": doc.title, "path": doc.path, "rows": found, "campaign": campaign,
+                "level_name": level_name}
 
     @staticmethod
     def overview_lead(site: SiteData, shown: list[dict[str, Any]]) -> dict[str, Any]:
@@ -168,9 +170,10 @@ class ResultsPage(Page):
                 frame = frame[frame["campaign"].astype(str).isin(set(campaigns))]
             return frame
 
-        stats = of("stats").copy()
+        stats_table, runs_table, level_name = model_tables(site, model)
+        stats = of(stats_table).copy()  # an arm per level of the factor, as the comparisons have
         compared = of("comparisons")
-        runs = of("runs").copy()
+        runs = of(runs_table).copy()
         charts: list[ChartSpec] = []
         sections: list[dict[str, Any]] = []
         if not stats.empty:
@@ -196,7 +199,7 @@ class ResultsPage(Page):
             charts += section_charts
             section["charts"] = section_charts
             section["comparisons"] = [] if compared.empty or section["constant"] else claims(
-                compared_of.get(metric, compared.iloc[0:0]), site.findings, site.arm_runs())
+                compared_of.get(metric, compared.iloc[0:0]), site.findings, site.level_runs())
             sections.append(section)
         effects = effect_rows(site, compared) if not compared.empty else []
         by_effect = {(e["campaign"], e["metric"], e["candidate"]): e for e in effects}
@@ -217,6 +220,7 @@ class ResultsPage(Page):
             "tested_text": join_and([metric_label(m) for m in tested if m in {s["metric"] for s in sections}]),
             "charted": [metric_label(m) for m in page_order(site, stats["metric"])[1] if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
+            "level_name": level_name,
             "key": verdict_key(site, effects, brackets=bracketed(*(a["lines"] for a in answers)),
                                what="Δ %")
             if effects else "",
@@ -240,6 +244,18 @@ class ResultsPage(Page):
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
                                           title=f"{label}: mean and {site.confidence_label} CI"))
         return [chart for chart in charts if chart is not None]
+
+
+def model_tables(site: SiteData, model: str) -> tuple[str, str, str]:
+    """What a model's Results rows are: the site's tables to read (statistics, runs) and what
+    each row is a level of. An arm per level of the factor — what the comparisons contrast —
+    when the model's runs carry one; else (the factor ``environment``, or a model none of whose
+    runs carries the factor's label: published figures) an arm per environment."""
+    from sparkreport.render.report import grouped
+
+    if site.config.factor != "environment" and model in grouped(site, "level_stats", "model"):
+        return "level_stats", "level_runs_frame", site.config.factor_name
+    return "stats", "runs", "environment"
 
 
 def page_order(site: SiteData, metrics: Iterable[Any]) -> tuple[list[str], list[str]]:
