@@ -272,6 +272,15 @@ def test_findings_and_commands_keep_the_name_prose_takes_the_title() -> None:
     assert compact_wheres(["phase1/container"], names=names, titles=titles) == \
         "Phase 1: container vs native (container)"
     assert compact_wheres(["phase1/qwen72b/native"], names=names) == "phase1: Qwen2.5-72B-Instruct (native)"
+    # a campaign named once; models of the same arms in one list
+    both = {**names, ("phase1", "deepseek"): "DeepSeek-R1-Distill-Qwen-7B", ("h100", "llama"): "Llama-3-8B"}
+    arms = ["phase1/deepseek/container", "phase1/deepseek/native", "phase1/qwen72b/container", "phase1/qwen72b/native",
+            "h100/llama/native"]
+    assert compact_wheres(arms, names=both, titles=titles) == (
+        "Phase 1: container vs native · DeepSeek-R1-Distill-Qwen-7B and Qwen2.5-72B-Instruct (container, native); "
+        "h100: Llama-3-8B (native)")
+    assert compact_wheres(arms[:4], names=both, titles=titles, campaign=False) == (
+        "DeepSeek-R1-Distill-Qwen-7B and Qwen2.5-72B-Instruct (container, native)")
 
 
 @pytest.mark.skipif(not (REPO / "runs").is_dir(), reason="no shipped store")

@@ -584,7 +584,9 @@ def compact_wheres(wheres: list[str], limit: int = 4, names: dict[tuple[str, str
     rest ('; and 36 more'). With ``names`` ((campaign, model) → the model's name), a campaign
     and model read 'phase1: Qwen2.5-72B-Instruct' instead of their slugs; with ``titles``
     (campaign → its title), the campaign reads as its title, set off from the model by ' · '
-    (a title may hold a colon of its own: 'Phase 1: container vs native · Qwen2.5-72B-Instruct').
+    (a title may hold a colon of its own: 'Phase 1: container vs native · Qwen2.5-72B-Instruct'),
+    named once before its models, and models of the same arms share one list ('Phase 1: container
+    vs native · DeepSeek-R1-Distill-Qwen-7B and Qwen2.5-72B-Instruct (container, native)').
     ``campaign=False`` leaves the campaign out where the reader knows it (a table of one
     campaign's findings): 'Qwen2.5-72B-Instruct (container)', 'container' for a campaign's arm."""
     parents: dict[str, list[str]] = {}
@@ -595,9 +597,6 @@ def compact_wheres(wheres: list[str], limit: int = 4, names: dict[tuple[str, str
     def shown(parent: str) -> str:
         name_of, _, model = parent.partition("/")
         title = (titles or {}).get(name_of, name_of)
-        name = (names or {}).get((name_of, model))
-        if name:
-            return name if not campaign else f"{title}{': ' if title == name_of else ' · '}{name}"
         if not model:
             return title if campaign else ""
         return parent if campaign else model
@@ -608,9 +607,27 @@ def compact_wheres(wheres: list[str], limit: int = 4, names: dict[tuple[str, str
             return said
         return f"{said} ({listed})" if said else listed
 
-    named = [named_as(parent, leaves) for parent, leaves in list(parents.items())[:limit]]
+    # A campaign is named once before its models; models of the same arms share their list:
+    # "Phase 1 · DeepSeek, gpt-oss-120b and Qwen2.5-72B (container, native)".
+    named: list[tuple[str, str]] = []  # ("text", what to print) or ("head", a campaign's head)
+    heads: dict[str, dict[tuple[str, ...], list[str]]] = {}  # head → the arms' leaves → models
+    for parent, leaves in list(parents.items())[:limit]:
+        name_of, _, model = parent.partition("/")
+        name = (names or {}).get((name_of, model))
+        if not name:
+            named.append(("text", named_as(parent, leaves)))
+            continue
+        title = (titles or {}).get(name_of, name_of)
+        head = f"{title}{': ' if title == name_of else ' · '}" if campaign else ""
+        if head not in heads:
+            named.append(("head", head))
+            heads[head] = {}
+        heads[head].setdefault(tuple(leaves), []).append(name)
+    parts = [text if kind == "text" else text + "; ".join(
+        f"{join_and(models)} ({', '.join(leaves)})" if any(leaves) else join_and(models)
+        for leaves, models in heads[text].items()) for kind, text in named]
     rest = sum(len(leaves) for leaves in list(parents.values())[limit:])
-    return "; ".join(named) + (f"; and {rest} more" if rest else "")
+    return "; ".join(parts) + (f"; and {rest} more" if rest else "")
 
 
 def tally(findings: list[dict[str, Any]]) -> str:
