@@ -14,6 +14,7 @@ executor never needs it.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -563,3 +564,155 @@ def to_svg(spec: dict[str, Any]) -> str:
 
     version = "v" + VEGALITE_VERSION.replace(".", "_")
     return str(vl_convert.vegalite_to_svg(spec, vl_version=version))
+
+
+#: A phone's chart column, as sparkreport-fit.js refits a chart to it (a 390 px screen: Material's
+#: 358 px column less vega-embed's 38 px menu); an axis label's and a title's character there
+#: (10 px and bold 13 px sans-serif, measured in Chromium); a wrapped label's line; the share of
+#: the column row labels may take beside the plot; the gap and half-mark height around a label
+#: set above its row. The same constants as the script's.
+_PHONE_PX, _PHONE_CHAR_PX, _PHONE_TITLE_CHAR_PX, _LINE_PX = 320, 5.5, 8.1, 12
+_LABEL_SHARE, _MARK_HALF_PX, _TITLE_LINE_PX = 0.4, 7, 16
+_THIN_MARKS = frozenset({"point", "circle", "square", "rule", "errorbar"})
+
+
+def _wrapped_lines(text: str, limit: float, char: float = _PHONE_CHAR_PX) -> int:
+    """How many lines ``text`` takes wrapped at ``limit`` px as sparkreport-fit.js's ``wrap`` does
+    it: after a " · " where it can, else between words, else after a hyphen ("DeepSeek-R1-" /
+    "Distill-Qwen-7B"); a piece wider than the limit alone keeps its own line."""
+    def width(line: str) -> float:
+        return len(line) * char
+
+    def fill(pieces: list[str], glue: str) -> list[str]:
+        lines: list[str] = []
+        line = ""
+        for piece in pieces:
+            joined = f"{line}{glue}{piece}" if line else piece
+            if line and width(joined) > limit:
+                lines.append(line)
+                line = piece
+            else:
+                line = joined
+        return [*lines, line]
+
+    if width(text) <= limit:
+        return 1
+    parts = text.split(" · ")
+    count = 0
+    for line in fill([f"{part} ·" if i < len(parts) - 1 else part for i, part in enumerate(parts)], " "):
+        if width(line) <= limit:
+            count += 1
+            continue
+        words: list[str] = []
+        for word in line.split(" "):  # a "·" stays with the word before it
+            if word == "·" and words:
+                words[-1] += " ·"
+            else:
+                words.append(word)
+        for part in fill(words, " "):
+            count += 1 if width(part) <= limit else len(fill(re.findall(r"[^-]*-|[^-]+$", part) or [part], ""))
+    return count
+
+
+def phone_height(spec: dict[str, Any], width: int = _PHONE_PX) -> int:
+    """About how tall ``spec`` is once sparkreport-fit.js has refitted it to a phone's column
+    (labels that would take too much of the width above their rows or wrapped, legends under the
+    plot, titles wrapped): what a placeholder keeps on a phone until the chart is drawn, as
+    :func:`drawn_size` does at the spec's own size."""
+    title = spec.get("title")
+    text = title if isinstance(title, str) else (title or {}).get("text") if isinstance(title, dict) else None
+    titled = _TITLE_PX + (_wrapped_lines(str(text), width - 10, _PHONE_TITLE_CHAR_PX) - 1) * _TITLE_LINE_PX \
+        if text else 0
+    if "vconcat" in spec:
+        panels = spec["vconcat"]
+        shared = (spec.get("data") or {}).get("values") or []
+        rows = [(panel, (panel.get("data") or {}).get("values") or shared) for panel in panels]
+        height = sum(_phone_plot(panel, values, width) + _phone_titled(panel, width) for panel, values in rows)
+        # the panels' legends are merged into one (Vega-Lite's default for concatenated views)
+        legend = max((_phone_legend(panel, values) for panel, values in rows), default=0)
+        return height + int(spec.get("spacing", 20)) * (len(panels) - 1) + _AXIS_PX + titled + legend
+    data = (spec.get("data") or {}).get("values") or []
+    encoding = spec.get("encoding") or {}
+    facet = (spec.get("facet") or {}).get("row") or encoding.get("row")
+    inner = spec.get("spec", spec)
+    height = _AXIS_PX + titled
+    if facet is not None:  # each panel's name above it, wrapped to the plot
+        groups: dict[Any, list[dict[str, Any]]] = {}
+        for row in data:
+            groups.setdefault(row.get(facet["field"]), []).append(row)
+        height += sum(_phone_plot(inner, rows, width) + _HEADER_PX
+                      + (_wrapped_lines(str(name), (width - 10) * 0.8) - 1) * _LINE_PX
+                      for name, rows in groups.items()) + _PANEL_GAP_PX * (len(groups) - 1)
+    else:
+        height += _phone_plot(inner, data, width)
+    return height + _phone_legend(inner, data)
+
+
+def _phone_legend(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
+    """The legends' height on a phone: under the plot, each its title and its entries one under
+    the other (one already under it keeps its columns: :func:`_legend`)."""
+    below, _beside = _legend(spec, data)
+    entries = _legend_entries(spec, data)
+    if below:
+        return (below + sum(n + 1 for n in entries[1:])) * _LEGEND_ROW_PX
+    return sum(n + 1 for n in entries) * _LEGEND_ROW_PX
+
+
+def _phone_titled(panel: dict[str, Any], width: int) -> int:
+    title = panel.get("title")
+    text = title if isinstance(title, str) else (title or {}).get("text") if isinstance(title, dict) else None
+    return _TITLE_PX + (_wrapped_lines(str(text), width - 10, _PHONE_TITLE_CHAR_PX) - 1) * _TITLE_LINE_PX if text else 0
+
+
+#: The channels that draw a legend (as sparkreport-fit.js moves them).
+_LEGEND_CHANNELS = ("color", "fill", "stroke", "shape", "size", "opacity", "strokeDash")
+
+
+def _legend_entries(spec: dict[str, Any], data: list[dict[str, Any]]) -> list[int]:
+    """Each legend's entries (one under the other once it is moved under the plot)."""
+    rows = [*data, *(r for u in spec.get("layer", []) for r in ((u.get("data") or {}).get("values") or []))]
+    found: dict[tuple[str, str], int] = {}
+    for unit in _units(spec):
+        for name in _LEGEND_CHANNELS:
+            channel = (unit.get("encoding") or {}).get(name) or {}
+            if "field" not in channel or channel.get("legend", {}) is None or (name, channel["field"]) in found:
+                continue
+            domain = (channel.get("scale") or {}).get("domain")
+            values = {str(r.get(channel["field"])) for r in rows if channel["field"] in r}
+            found[(name, channel["field"])] = len(values if not isinstance(domain, list) or not values else
+                                                  [v for v in domain if str(v) in values] or domain)
+    return list(found.values())
+
+
+def _phone_plot(spec: dict[str, Any], data: list[dict[str, Any]], width: int) -> int:
+    """The plot's height on a phone: :func:`_plot_height`, its rows grown to hold labels set
+    above them (thin marks) or wrapped beside them (bars, boxes, offset rows) where they would
+    take more than :data:`_LABEL_SHARE` of the width, and its x axis' title wrapped to the plot."""
+    desktop = _plot_height(spec, data)
+    y, values = _y_values(spec, data)
+    beside = 60 if y is not None and y.get("type") == "quantitative" else 0
+    height = desktop
+    if y is not None and y.get("type") in ("nominal", "ordinal") and "field" in y and values \
+            and (y.get("axis") or {}) is not None and not isinstance(spec.get("height"), int | float):
+        share = int(width * _LABEL_SHARE)
+        widest = max(len(str(v)) for v in values) * _PHONE_CHAR_PX
+        beside = int(widest) + 8
+        if widest > share:
+            kinds = [((u.get("mark") if isinstance(u.get("mark"), str) else (u.get("mark") or {}).get("type")),
+                      "yOffset" in u["encoding"]) for u in _units(spec) if "y" in (u.get("encoding") or {})]
+            above = all(kind in _THIN_MARKS and not offset for kind, offset in kinds)
+            lines = max(_wrapped_lines(str(v), width - 10 if above else share) for v in values)
+            step = lines * _LINE_PX + (2 * _MARK_HALF_PX + 6 if above else 6)
+            offset = next((u["encoding"]["yOffset"] for u in _units(spec) if "yOffset" in (u.get("encoding") or {})),
+                          None)
+            bands = len(values) * (max(1, len({r.get(offset["field"]) for r in data if offset["field"] in r}))
+                                   if offset is not None and "field" in offset else 1)
+            # offset rows: Vega-Lite pads each row's band of offsets (measured: ~1.19 × the steps)
+            height = int(max(desktop // bands, step) * bands * (1.19 if bands > len(values) else 1))
+            beside = 1 if above else min(share, int(widest)) + 8
+    plot = max(140, width - beside - 10)
+    x_title = next((u["encoding"]["x"].get("title") for u in _units(spec)
+                    if isinstance((u.get("encoding") or {}).get("x", {}).get("title"), str)), None)
+    if x_title:
+        height += (_wrapped_lines(x_title, plot - 10, 6.9) - 1) * 13
+    return height

@@ -284,6 +284,37 @@ def test_a_chart_keeps_its_place_while_it_is_drawn(built: BuildResult, server: s
     assert not off, f"placeholder vs drawn height: {off}"
 
 
+def test_a_chart_keeps_its_place_on_a_phone_while_it_is_drawn(built: BuildResult, server: str, browser: Any) -> None:
+    """At 390 px each chart is refitted to the column before it is drawn (labels above their rows,
+    legends under the plot), growing up to 400 px past its desktop shape scaled down: the
+    placeholder (vega-embed kept from loading, so it stays one) holds the refitted chart's
+    height instead, within 20%. Before, text under Home's forest chart moved 400 px as it drew,
+    and 1,170 px on Memory."""
+    pages = [p for p in site_pages(built.site_dir) if p in ("", "memory/") or p.startswith(("results/", "diffs/"))]
+    sizes: dict[bool, dict[str, float]] = {}
+    for drawn in (False, True):
+        context = browser.new_context(viewport=PHONE)
+        try:
+            if not drawn:
+                context.route("**/vega*", lambda route: route.abort())
+            page = context.new_page()
+            for relative in pages:
+                page.goto(server + relative, wait_until="networkidle")
+                if drawn:
+                    scroll_through(page)
+                    page.wait_for_function(DRAWN, timeout=20_000)
+                boxes = page.eval_on_selector_all(
+                    ".sparkreport-chart", "els => els.map(e => [e.id, e.getBoundingClientRect().height, e.dataset.state])")
+                sizes.setdefault(drawn, {}).update({f"{relative}#{name}": height for name, height, state in boxes
+                                                    if drawn or state in (None, "", "drawing")})
+        finally:
+            context.close()
+    assert len(sizes[True]) >= 10 and sizes[True].keys() == sizes[False].keys()
+    off = {name: (sizes[False][name], drawn) for name, drawn in sizes[True].items()
+           if abs(sizes[False][name] - drawn) > 0.2 * drawn}
+    assert not off, f"placeholder vs drawn height at 390 px: {off}"
+
+
 def test_results_page_screenshot(built: BuildResult, server: str, browser: Any, tmp_path: Path) -> None:
     """A results page renders with its tables and charts (screenshot kept for inspection)."""
     visit = PageVisit(browser, server + "results/gpt120b/")

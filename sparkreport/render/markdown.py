@@ -238,14 +238,16 @@ def chart_html(chart: ChartSpec, folder: str = "charts", *, static: bool = True)
     alt = html.escape(chart.description, quote=True)
     fallback = (f'<img src="{base}.svg" alt="{alt}">' if static else
                 f'{alt} (<a href="{base}.vl.json">Vega-Lite spec</a>; the chart needs JavaScript)')
-    from sparkreport.charts import drawn_size
+    from sparkreport.charts import drawn_size, phone_height
 
     # The drawn chart's shape, kept until it is drawn (then the CSS lets it go): the text below
     # does not move as the charts above it are drawn, nor does a link to a heading land elsewhere.
+    # On a phone, where the chart is refitted to the column, the refitted chart's height.
     reserve = ""
     if chart.spec:
         width, height = drawn_size(chart.spec)
-        reserve = f' style="aspect-ratio: {width} / {height}; max-width: {width}px"'
+        reserve = (f' style="aspect-ratio: {width} / {height}; max-width: {width}px; '
+                   f'--sparkreport-phone-height: {phone_height(chart.spec)}px"')
 
     return Markup(
         f'<div class="sparkreport-chart" id="chart-{html.escape(chart.name, quote=True)}" '
