@@ -58,6 +58,10 @@ class AnalysisOptions:
     alpha: float = 0.05
     bootstrap_resamples: int = 10_000
     bootstrap_seed: int = 20251108
+    #: The run column the comparisons contrast: sparkreport.yml's top-level ``factor`` (set by
+    #: :func:`load_config`; not an ``analysis:`` setting). The checks of what an arm pools read
+    #: it: an arm is one campaign × model × level of it.
+    factor: str = "environment"
 
     @property
     def tested_metrics(self) -> tuple[str, ...]:
@@ -309,7 +313,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         "primary_metrics": list, "exclude_interference": bool, "stratify_by": str,
     }
     nullable = ("planned_iterations", "compare_metrics", "primary_metrics", "stratify_by")
-    known = {f.name for f in fields(AnalysisOptions)}
+    known = {f.name for f in fields(AnalysisOptions)} - {"factor"}  # the top level's, copied below
     for key, value in analysis.items():
         name = f"analysis.{key}"
         if key not in known:
@@ -335,6 +339,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
                               fix="e.g. output_throughput_tok_s: 0.02 (see `sparkreport metrics`)")
         _typed(where, name, margin, (int, float))
         _fraction(where, name, margin)
+    config.analysis.factor = config.factor
     return config
 
 

@@ -396,3 +396,20 @@ def test_a_familys_size_is_read_back_from_its_name() -> None:
     assert family_size(family_text("c (v2) · primary", 12)) == 12
     assert family_text("c · primary", 1) == "c · primary (1 test)" and family_size("c · primary (1 test)") == 1
     assert family_size("c · primary") is None and family_size("") is None
+
+
+def test_with_a_label_as_the_factor_an_arm_that_pools_environments_that_differ_is_flagged() -> None:
+    """Compared by cache (factor label.cache), each arm pools native and cgroup runs: where the
+    environment matters, that is the pooling to flag — and the cache, now the factor, is not."""
+    runs = _cache_runs(0.2)
+    for run in runs:
+        if run.environment.name == "cgroup":
+            run.metrics["output_throughput_tok_s"] *= 0.8
+    found = [f for f in check(ds_of(runs), AnalysisOptions(factor="label.cache")) if f.code == "pooled-label"]
+    assert {f.message.split(":")[0] for f in found} == {"c/m/cold", "c/m/warm"}
+    assert all("differ in 'environment'" in f.message and "compare --by environment" in f.message for f in found)
+    assert set(compare_by(ds_of(runs), "environment", "label.cache", "cold")["stratum"]) == {
+        "environment=cgroup", "environment=native"}
+    # the same runs compared by environment: the cache is what an arm pools
+    by_environment = [f for f in check(ds_of(runs)) if f.code == "pooled-label"]
+    assert all("label 'cache'" in f.message for f in by_environment) and by_environment

@@ -10,7 +10,9 @@ names the campaign/model/environment (the arm) it concerns and the numbers it us
 - ``warmup-outlier``: the first run of a block (a plan block, or the first after a pause)
   far from the rest of its arm;
 - ``pooled-label``: an arm pools runs that differ in a recorded label (cache, block, any
-  ``--label``) or engine version, and that label's effect within the arm is significant;
+  ``--label``), engine version or — when the factor the comparisons contrast is not the
+  environment (``analysis.factor``: an arm is one campaign × model × level of it) — environment,
+  and that difference's effect within the arm is significant;
 - ``hardware-change``: one campaign's runs on several GPUs (UUID), drivers or host kernels;
 - ``sensor-constant``: a sensor reading with SD 0 across a campaign's runs — probably not measured (only
   readings sparkreport did not take itself);
@@ -194,11 +196,20 @@ def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
     metrics = _present(used, primary_metrics(opts))
     if not metrics or used.empty:
         return findings
+    # An arm is one campaign × model × level of the factor the comparisons contrast: with a label
+    # as the factor, its arms pool the environments (and the factor is what they differ in).
+    factor = opts.factor
+    keys = ARM_KEYS if factor == "environment" else ["campaign", "model", factor]
+    if factor not in used.columns:
+        return findings
+    used = used[used[factor].notna()]
     values = float_matrix(used, metrics)
     run_ids = used["run_id"].to_numpy(dtype=object)
-    for column in [*_design_labels(used), *(c for c in _POOLED_FIELDS if c in used.columns)]:
+    pooled = [*_design_labels(used), *(c for c in _POOLED_FIELDS if c in used.columns),
+              *(["environment"] if factor != "environment" else [])]
+    for column in [c for c in pooled if c != factor]:
         labels = used[column].astype(object).to_numpy()
-        for arm, positions in arm_rows(used, ARM_KEYS):
+        for arm, positions in arm_rows(used, keys):
             arm_labels = labels[positions]
             levels = sorted({str(v) for v in arm_labels if v is not None and str(v) not in ("<NA>", "nan")})
             if len(levels) < 2:

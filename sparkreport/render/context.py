@@ -7,6 +7,8 @@ from here, so every page, post and CLI command shows the same numbers.
 
 from __future__ import annotations
 
+import dataclasses
+
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -254,6 +256,8 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     from sparkreport.errors import DataError
 
     opts = config.analysis
+    if opts.factor != config.factor:  # a configuration made in code rather than read by load_config
+        opts = config.analysis = dataclasses.replace(opts, factor=config.factor)
     cache = analysis_cache(cache_dir, held)
     stats = arm_stats(dataset, opts, cache=cache)
     extra: dict[str, Any] = {}
