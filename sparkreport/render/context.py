@@ -7,11 +7,9 @@ from here, so every page, post and CLI command shows the same numbers.
 
 from __future__ import annotations
 
-import dataclasses
-
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -257,7 +255,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
 
     opts = config.analysis
     if opts.factor != config.factor:  # a configuration made in code rather than read by load_config
-        opts = config.analysis = dataclasses.replace(opts, factor=config.factor)
+        opts = config.analysis = replace(opts, factor=config.factor)
     cache = analysis_cache(cache_dir, held)
     stats = arm_stats(dataset, opts, cache=cache)
     extra: dict[str, Any] = {}
