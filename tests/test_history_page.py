@@ -96,8 +96,10 @@ def test_no_history_page_with_one_version(tmp_path: Path) -> None:
 
 
 def test_series_of_one_version_are_counted_not_listed(tmp_path: Path) -> None:
-    """A campaign per version: every series holds one version, so the table of newest versions
-    gives way to one sentence (a paragraph of its own: not a heading made by the footer's rule)."""
+    """A campaign per version: every series holds one version, so the page has neither a table
+    of change points nor of newest versions — it says so once, with the count (a paragraph of
+    its own: not a heading made by the footer's rule). It said "no series spans two versions"
+    three times: in its lead, under Change points and under Newest version per series."""
     runs = write_history_store(tmp_path / "runs")
     for path in sorted(runs.glob("*/*/run.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -110,12 +112,12 @@ def test_series_of_one_version_are_counted_not_listed(tmp_path: Path) -> None:
     (tmp_path / "sparkreport.yml").write_text(CONFIG, encoding="utf-8")
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
     text = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
-    section = text.split("## Newest version per series\n", 1)[1]
-    assert "| Campaign |" not in section
-    sentence = next(line for line in section.splitlines() if line.startswith("No series spans two versions yet"))
-    assert "each of the 24 series was measured in one version only" in sentence
-    after = section.splitlines()[section.splitlines().index(sentence) + 1]
-    assert after == ""  # not a setext heading
+    assert "## Change points" not in text and "## Newest version per series" not in text and "| Campaign |" not in text
+    assert text.count("spans two") == 1
+    lines = text.splitlines()
+    sentence = next(line for line in lines if line.startswith("Each of the 24 series"))
+    assert sentence == "Each of the 24 series was measured in one version only."
+    assert lines[lines.index(sentence) + 1] == ""  # not a setext heading
 
 
 def test_a_campaign_per_version_has_nothing_to_compare_and_says_so(tmp_path: Path) -> None:
@@ -133,7 +135,7 @@ def test_a_campaign_per_version_has_nothing_to_compare_and_says_so(tmp_path: Pat
     page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
     assert "**Nothing to compare yet: 6 versions, but no series spans two of them.**" in page
     assert "No change point" not in page and "## Across versions" not in page
-    assert "None: no series spans two versions." in page
+    assert "## Change points" not in page and "Each of the 24 series was measured in one version only." in page
     home = (result.docs_dir / "index.md").read_text(encoding="utf-8")
     assert "**Across versions:** nothing to compare yet: no campaign measured a model in two versions — see " in home
     out = CliRunner().invoke(main, ["history", "--runs-dir", str(runs)]).output
