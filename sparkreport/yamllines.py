@@ -69,16 +69,31 @@ def line_of(lines: dict[str, int], key: str) -> int | None:
 class Where(Generic[E]):
     """A YAML file and the line of each key in it, for one-line errors that name both."""
 
-    def __init__(self, path: Path, text: str, error: type[E], *, fix: str = ""):
+    def __init__(self, path: Path, text: str, error: type[E], *, fix: str = "", node: yaml.Node | None = None):
+        """``node``: the file's composed tree, when the caller has it (else ``text`` is composed);
+        then the document's own line is kept too, for what has no key of its own."""
         self.path = path
-        self.lines = key_lines(text)
+        self.lines = key_lines(text) if node is None else {dotted(k): v for k, v in node_lines(node).items()}
         self._error = error
         self._fix = fix
 
+    def line(self, key: str | tuple[Any, ...]) -> int | None:
+        """The line of ``key`` (dotted, or a path of keys and list indexes), else of its nearest
+        parent's, else the document's (when known)."""
+        key = dotted(key) if isinstance(key, tuple) else key
+        found = line_of(self.lines, key)
+        return found if found is not None else self.lines.get("")
+
     def error(self, key: str, problem: str, fix: str | None = None) -> E:
         """``problem`` at ``key``'s line (or its nearest parent's; none for the empty key, the whole
-        file), with ``fix`` or else the file's own."""
-        return self._error(self.path, problem, line=line_of(self.lines, key), fix=self._fix if fix is None else fix)
+        file, unless the document's line is known), with ``fix`` or else the file's own."""
+        return self._error(self.path, problem, line=self.line(key), fix=self._fix if fix is None else fix)
+
+    def fail(self, path: tuple[Any, ...], problem: str, fix: str | None = None) -> E:
+        """:meth:`error` at a path of keys and list indexes, the path leading the message
+        (``models[1].name: …``)."""
+        key = dotted(path)
+        return self.error(key, f"{key}: {problem}" if key else problem, fix)
 
 
 __all__ = ["Where", "dotted", "key_lines", "line_of", "node_lines"]

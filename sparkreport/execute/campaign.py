@@ -24,7 +24,7 @@ import yaml
 from sparkreport.errors import InputError
 from sparkreport.names import MAX_NAME_CHARS, closest
 from sparkreport.schema import slug
-from sparkreport.yamllines import dotted, node_lines
+from sparkreport.yamllines import Where
 
 ORDERS = ("randomized-blocks", "sequential")
 CACHE_STATES = ("cold", "warm", "as-is")
@@ -166,24 +166,13 @@ class Campaign:
 # --------------------------------------------------------------------------- YAML with lines
 
 
-class _Doc:
-    """A parsed campaign document plus the line of every key, for messages."""
+class _Doc(Where[CampaignError]):
+    """A parsed campaign document (``data``) and the line of every key, for messages
+    (:class:`~sparkreport.yamllines.Where`: ``fail`` at a path of keys, ``line`` of one)."""
 
-    def __init__(self, path: Path, data: Any, lines: dict[tuple[Any, ...], int]):
-        self.path = path
+    def __init__(self, path: Path, data: Any, node: yaml.Node | None):
+        super().__init__(path, "", CampaignError, node=node)
         self.data = data
-        self.lines = lines
-
-    def line(self, where: tuple[Any, ...]) -> int | None:
-        while where:
-            if where in self.lines:
-                return self.lines[where]
-            where = where[:-1]
-        return self.lines.get(())
-
-    def fail(self, where: tuple[Any, ...], problem: str, fix: str = "") -> CampaignError:
-        return CampaignError(self.path, f"{dotted(where)}: {problem}" if where else problem,
-                             line=self.line(where), fix=fix)
 
 
 def read_yaml(path: Path) -> _Doc:
@@ -208,7 +197,7 @@ def read_yaml(path: Path) -> _Doc:
                             fix="fix the YAML syntax") from None
     except yaml.YAMLError as exc:
         raise CampaignError(path, f"is not valid YAML ({exc})", fix="fix the YAML syntax") from None
-    return _Doc(path, data, node_lines(node) if node is not None else {})
+    return _Doc(path, data, node)
 
 
 # --------------------------------------------------------------------------- field readers
