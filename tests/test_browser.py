@@ -258,44 +258,19 @@ def test_every_page_draws_its_charts_offline(built: BuildResult, server: str, br
     assert total >= 10
 
 
-def test_a_chart_keeps_its_place_while_it_is_drawn(built: BuildResult, server: str, browser: Any) -> None:
-    """Before a chart is drawn (JavaScript off: the placeholder alone) its box is within 15% of
-    the drawn chart's height, so the text below barely moves as the charts draw (a bare
-    placeholder was 3em: a Results page's text moved ~110 px per chart above it)."""
-    sizes: dict[bool, dict[str, float]] = {}
-    pages = [p for p in site_pages(built.site_dir) if p in ("", "memory/") or p.startswith(("results/", "diffs/"))]
-    for script in (False, True):
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, java_script_enabled=script)
-        try:
-            page = context.new_page()
-            for relative in pages:
-                page.goto(server + relative, wait_until="networkidle")
-                if script:
-                    scroll_through(page)
-                    page.wait_for_function(DRAWN, timeout=20_000)
-                boxes = page.eval_on_selector_all(".sparkreport-chart",
-                                                  "els => els.map(e => [e.id, e.getBoundingClientRect().height])")
-                sizes.setdefault(script, {}).update({f"{relative}#{name}": height for name, height in boxes})
-        finally:
-            context.close()
-    assert len(sizes[True]) >= 10 and sizes[True].keys() == sizes[False].keys()
-    off = {name: (sizes[False][name], drawn) for name, drawn in sizes[True].items()
-           if abs(sizes[False][name] - drawn) > 0.15 * drawn}
-    assert not off, f"placeholder vs drawn height: {off}"
-
-
-def test_a_chart_keeps_its_place_on_a_phone_while_it_is_drawn(built: BuildResult, server: str, browser: Any) -> None:
-    """At 390 px each chart is refitted to the column before it is drawn (labels above their rows,
-    legends under the plot), growing up to 400 px past its desktop shape scaled down: the
-    placeholder (vega-embed kept from loading, so it stays one) holds the refitted chart's
-    height instead, within 20%. Before, text under Home's forest chart moved 400 px as it drew,
-    and 1,170 px on Memory."""
+def placeholder_heights(built: BuildResult, server: str, browser: Any, viewport: dict[str, int],
+                        undrawn: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Each chart's height (``page#id``) on the pages with charts that keep their place (Home,
+    Memory, the Results and diff pages) before it is drawn and once it is. ``undrawn`` says how
+    a chart is kept from being drawn: ``no-js`` (JavaScript off: the placeholder alone) or
+    ``no-vega`` (the scripts run, vega-embed is kept from loading: the placeholder as a phone's
+    stylesheet sizes it where scripts run)."""
     pages = [p for p in site_pages(built.site_dir) if p in ("", "memory/") or p.startswith(("results/", "diffs/"))]
     sizes: dict[bool, dict[str, float]] = {}
     for drawn in (False, True):
-        context = browser.new_context(viewport=PHONE)
+        context = browser.new_context(viewport=viewport, java_script_enabled=drawn or undrawn != "no-js")
         try:
-            if not drawn:
+            if not drawn and undrawn == "no-vega":
                 context.route("**/vega*", lambda route: route.abort())
             page = context.new_page()
             for relative in pages:
@@ -310,8 +285,25 @@ def test_a_chart_keeps_its_place_on_a_phone_while_it_is_drawn(built: BuildResult
         finally:
             context.close()
     assert len(sizes[True]) >= 10 and sizes[True].keys() == sizes[False].keys()
-    off = {name: (sizes[False][name], drawn) for name, drawn in sizes[True].items()
-           if abs(sizes[False][name] - drawn) > 0.2 * drawn}
+    return sizes[False], sizes[True]
+
+
+def test_a_chart_keeps_its_place_while_it_is_drawn(built: BuildResult, server: str, browser: Any) -> None:
+    """Before a chart is drawn (JavaScript off: the placeholder alone) its box is within 15% of
+    the drawn chart's height, so the text below barely moves as the charts draw (a bare
+    placeholder was 3em: a Results page's text moved ~110 px per chart above it)."""
+    before, after = placeholder_heights(built, server, browser, DESKTOP, "no-js")
+    off = {name: (before[name], drawn) for name, drawn in after.items() if abs(before[name] - drawn) > 0.15 * drawn}
+    assert not off, f"placeholder vs drawn height: {off}"
+
+
+def test_a_chart_keeps_its_place_on_a_phone_while_it_is_drawn(built: BuildResult, server: str, browser: Any) -> None:
+    """At 390 px each chart is refitted to the column before it is drawn (labels above their rows,
+    legends under the plot), growing up to 400 px past its desktop shape scaled down: the
+    placeholder holds the refitted chart's height instead, within 20%. Before, text under Home's
+    forest chart moved 400 px as it drew, and 1,170 px on Memory."""
+    before, after = placeholder_heights(built, server, browser, PHONE, "no-vega")
+    off = {name: (before[name], drawn) for name, drawn in after.items() if abs(before[name] - drawn) > 0.2 * drawn}
     assert not off, f"placeholder vs drawn height at 390 px: {off}"
 
 
