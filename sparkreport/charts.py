@@ -140,13 +140,25 @@ def _units(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [spec, *spec.get("layer", [])]
 
 
+def _rows(spec: dict[str, Any], data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``data`` and the layers' own data."""
+    return [*data, *(r for u in spec.get("layer", []) for r in ((u.get("data") or {}).get("values") or []))]
+
+
 def _y_values(spec: dict[str, Any], data: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, set[Any]]:
     """The y channel and its values (in ``data`` and the layers' own data)."""
     y = next((u["encoding"]["y"] for u in _units(spec) if "y" in (u.get("encoding") or {})), None)
     if y is None or "field" not in y:
         return y, set()
-    rows = [*data, *(r for u in spec.get("layer", []) for r in ((u.get("data") or {}).get("values") or []))]
-    return y, {r.get(y["field"]) for r in rows if y["field"] in r}
+    return y, {r.get(y["field"]) for r in _rows(spec, data) if y["field"] in r}
+
+
+def _offsets(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
+    """How many bands a discrete ``yOffset`` splits each row into (1 without one)."""
+    offset = next((u["encoding"]["yOffset"] for u in _units(spec) if "yOffset" in (u.get("encoding") or {})), None)
+    if offset is None or "field" not in offset or offset.get("type") == "quantitative":
+        return 1
+    return max(1, len({r.get(offset["field"]) for r in data if offset["field"] in r}))
 
 
 def _plot_height(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
@@ -161,10 +173,7 @@ def _plot_height(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
     if y.get("type") == "quantitative" or "field" not in y:
         return 300
     step = height.get("step", 20) if isinstance(height, dict) else 20
-    offset = next((u["encoding"]["yOffset"] for u in _units(spec) if "yOffset" in (u.get("encoding") or {})), None)
-    if offset is not None and "field" in offset and offset.get("type") != "quantitative":  # a step per value
-        step *= max(1, len({r.get(offset["field"]) for r in data if offset["field"] in r}))
-    return int(step * max(1, len(values)))
+    return int(step * _offsets(spec, data) * max(1, len(values)))  # a step per value (and offset)
 
 
 def _y_labels_width(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
@@ -181,7 +190,7 @@ def _y_labels_width(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
 def _legend(spec: dict[str, Any], data: list[dict[str, Any]]) -> tuple[int, int]:
     """A colour legend's rows under the plot (``orient: bottom``, its title row too) and its
     width beside it (the default, on the right); none where the legend is off."""
-    rows = [*data, *(r for u in spec.get("layer", []) for r in ((u.get("data") or {}).get("values") or []))]
+    rows = _rows(spec, data)
     for unit in _units(spec):
         colour = (unit.get("encoding") or {}).get("color") or {}
         if "field" not in colour or colour.get("legend", {}) is None:
@@ -566,14 +575,20 @@ def to_svg(spec: dict[str, Any]) -> str:
     return str(vl_convert.vegalite_to_svg(spec, vl_version=version))
 
 
-#: A phone's chart column, as sparkreport-fit.js refits a chart to it (a 390 px screen: Material's
-#: 358 px column less vega-embed's 38 px menu); an axis label's and a title's character there
-#: (10 px and bold 13 px sans-serif, measured in Chromium); a wrapped label's line; the share of
-#: the column row labels may take beside the plot; the gap and half-mark height around a label
-#: set above its row. The same constants as the script's.
-_PHONE_PX, _PHONE_CHAR_PX, _PHONE_TITLE_CHAR_PX, _LINE_PX = 320, 5.5, 8.1, 12
-_LABEL_SHARE, _MARK_HALF_PX, _TITLE_LINE_PX = 0.4, 7, 16
+#: What sparkreport-fit.js refits a chart to on a phone, with the script's own constants: the
+#: column (a 390 px screen: Material's 358 px column less vega-embed's 38 px menu); an axis
+#: label's, an axis title's and the title's character (10 px, bold 11 px and bold 13 px
+#: sans-serif, measured in Chromium) and their lines; the share of the column row labels may
+#: take beside the plot; half a row's mark and the gap beside labels; a quantitative y axis
+#: beside the plot; the view's padding; the narrowest plot.
+_PHONE_PX, _PHONE_CHAR_PX, _AXIS_TITLE_CHAR_PX, _PHONE_TITLE_CHAR_PX = 320, 5.5, 6.9, 8.1
+_LINE_PX, _AXIS_TITLE_LINE_PX, _TITLE_LINE_PX = 12, 13, 16
+_LABEL_SHARE, _MARK_HALF_PX, _AXIS_GAP_PX, _Y_AXIS_PX, _VIEW_PAD_PX, _MIN_PLOT_PX = 0.4, 7, 8, 60, 10, 140
 _THIN_MARKS = frozenset({"point", "circle", "square", "rule", "errorbar"})
+#: The channels that draw a legend (each moved under the plot on a phone).
+_LEGEND_CHANNELS = ("color", "fill", "stroke", "shape", "size", "opacity", "strokeDash")
+#: Vega-Lite pads each row's band of offsets: measured, the rows take ~1.19 × their steps.
+_OFFSET_PADDING = 1.19
 
 
 def _wrapped_lines(text: str, limit: float, char: float = _PHONE_CHAR_PX) -> int:
@@ -619,33 +634,37 @@ def phone_height(spec: dict[str, Any], width: int = _PHONE_PX) -> int:
     (labels that would take too much of the width above their rows or wrapped, legends under the
     plot, titles wrapped): what a placeholder keeps on a phone until the chart is drawn, as
     :func:`drawn_size` does at the spec's own size."""
-    title = spec.get("title")
-    text = title if isinstance(title, str) else (title or {}).get("text") if isinstance(title, dict) else None
-    titled = _TITLE_PX + (_wrapped_lines(str(text), width - 10, _PHONE_TITLE_CHAR_PX) - 1) * _TITLE_LINE_PX \
-        if text else 0
+    titled = _phone_title(spec, width)
     if "vconcat" in spec:
-        panels = spec["vconcat"]
         shared = (spec.get("data") or {}).get("values") or []
-        rows = [(panel, (panel.get("data") or {}).get("values") or shared) for panel in panels]
-        height = sum(_phone_plot(panel, values, width) + _phone_titled(panel, width) for panel, values in rows)
+        panels = [(panel, (panel.get("data") or {}).get("values") or shared) for panel in spec["vconcat"]]
+        height = sum(_phone_plot(panel, values, width) + _phone_title(panel, width) for panel, values in panels)
         # the panels' legends are merged into one (Vega-Lite's default for concatenated views)
-        legend = max((_phone_legend(panel, values) for panel, values in rows), default=0)
+        legend = max((_phone_legend(panel, values) for panel, values in panels), default=0)
         return height + int(spec.get("spacing", 20)) * (len(panels) - 1) + _AXIS_PX + titled + legend
     data = (spec.get("data") or {}).get("values") or []
-    encoding = spec.get("encoding") or {}
-    facet = (spec.get("facet") or {}).get("row") or encoding.get("row")
+    facet = (spec.get("facet") or {}).get("row") or (spec.get("encoding") or {}).get("row")
     inner = spec.get("spec", spec)
     height = _AXIS_PX + titled
-    if facet is not None:  # each panel's name above it, wrapped to the plot
+    if facet is not None:  # each panel's name above it, wrapped to the plot (in a bold font: 0.8 of the width)
         groups: dict[Any, list[dict[str, Any]]] = {}
         for row in data:
             groups.setdefault(row.get(facet["field"]), []).append(row)
         height += sum(_phone_plot(inner, rows, width) + _HEADER_PX
-                      + (_wrapped_lines(str(name), (width - 10) * 0.8) - 1) * _LINE_PX
+                      + (_wrapped_lines(str(name), (width - _VIEW_PAD_PX) * 0.8) - 1) * _LINE_PX
                       for name, rows in groups.items()) + _PANEL_GAP_PX * (len(groups) - 1)
     else:
         height += _phone_plot(inner, data, width)
     return height + _phone_legend(inner, data)
+
+
+def _phone_title(spec: dict[str, Any], width: int) -> int:
+    """A (view's or chart's) title's height on a phone, wrapped to the column; 0 without one."""
+    title = spec.get("title")
+    text = title if isinstance(title, str) else title.get("text") if isinstance(title, dict) else None
+    if not text:
+        return 0
+    return _TITLE_PX + (_wrapped_lines(str(text), width - _VIEW_PAD_PX, _PHONE_TITLE_CHAR_PX) - 1) * _TITLE_LINE_PX
 
 
 def _phone_legend(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
@@ -658,19 +677,10 @@ def _phone_legend(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
     return sum(n + 1 for n in entries) * _LEGEND_ROW_PX
 
 
-def _phone_titled(panel: dict[str, Any], width: int) -> int:
-    title = panel.get("title")
-    text = title if isinstance(title, str) else (title or {}).get("text") if isinstance(title, dict) else None
-    return _TITLE_PX + (_wrapped_lines(str(text), width - 10, _PHONE_TITLE_CHAR_PX) - 1) * _TITLE_LINE_PX if text else 0
-
-
-#: The channels that draw a legend (as sparkreport-fit.js moves them).
-_LEGEND_CHANNELS = ("color", "fill", "stroke", "shape", "size", "opacity", "strokeDash")
-
-
 def _legend_entries(spec: dict[str, Any], data: list[dict[str, Any]]) -> list[int]:
-    """Each legend's entries (one under the other once it is moved under the plot)."""
-    rows = [*data, *(r for u in spec.get("layer", []) for r in ((u.get("data") or {}).get("values") or []))]
+    """Each legend's entries: its scale's domain where one is given (drawn whole), else the
+    values in the data."""
+    rows = _rows(spec, data)
     found: dict[tuple[str, str], int] = {}
     for unit in _units(spec):
         for name in _LEGEND_CHANNELS:
@@ -678,9 +688,8 @@ def _legend_entries(spec: dict[str, Any], data: list[dict[str, Any]]) -> list[in
             if "field" not in channel or channel.get("legend", {}) is None or (name, channel["field"]) in found:
                 continue
             domain = (channel.get("scale") or {}).get("domain")
-            values = {str(r.get(channel["field"])) for r in rows if channel["field"] in r}
-            found[(name, channel["field"])] = len(values if not isinstance(domain, list) or not values else
-                                                  [v for v in domain if str(v) in values] or domain)
+            found[(name, channel["field"])] = len(domain) if isinstance(domain, list) else \
+                len({str(r.get(channel["field"])) for r in rows if channel["field"] in r})
     return list(found.values())
 
 
@@ -688,31 +697,27 @@ def _phone_plot(spec: dict[str, Any], data: list[dict[str, Any]], width: int) ->
     """The plot's height on a phone: :func:`_plot_height`, its rows grown to hold labels set
     above them (thin marks) or wrapped beside them (bars, boxes, offset rows) where they would
     take more than :data:`_LABEL_SHARE` of the width, and its x axis' title wrapped to the plot."""
-    desktop = _plot_height(spec, data)
+    height = _plot_height(spec, data)
     y, values = _y_values(spec, data)
-    beside = 60 if y is not None and y.get("type") == "quantitative" else 0
-    height = desktop
+    beside = _Y_AXIS_PX if y is not None and y.get("type") == "quantitative" else 0
     if y is not None and y.get("type") in ("nominal", "ordinal") and "field" in y and values \
             and (y.get("axis") or {}) is not None and not isinstance(spec.get("height"), int | float):
         share = int(width * _LABEL_SHARE)
         widest = max(len(str(v)) for v in values) * _PHONE_CHAR_PX
-        beside = int(widest) + 8
+        beside = int(widest) + _AXIS_GAP_PX
         if widest > share:
-            kinds = [((u.get("mark") if isinstance(u.get("mark"), str) else (u.get("mark") or {}).get("type")),
-                      "yOffset" in u["encoding"]) for u in _units(spec) if "y" in (u.get("encoding") or {})]
-            above = all(kind in _THIN_MARKS and not offset for kind, offset in kinds)
-            lines = max(_wrapped_lines(str(v), width - 10 if above else share) for v in values)
+            offsets = _offsets(spec, data)
+            above = offsets == 1 and all(
+                (u["mark"] if isinstance(u.get("mark"), str) else (u.get("mark") or {}).get("type")) in _THIN_MARKS
+                for u in _units(spec) if "y" in (u.get("encoding") or {}))
+            lines = max(_wrapped_lines(str(v), width - _VIEW_PAD_PX if above else share) for v in values)
             step = lines * _LINE_PX + (2 * _MARK_HALF_PX + 6 if above else 6)
-            offset = next((u["encoding"]["yOffset"] for u in _units(spec) if "yOffset" in (u.get("encoding") or {})),
-                          None)
-            bands = len(values) * (max(1, len({r.get(offset["field"]) for r in data if offset["field"] in r}))
-                                   if offset is not None and "field" in offset else 1)
-            # offset rows: Vega-Lite pads each row's band of offsets (measured: ~1.19 × the steps)
-            height = int(max(desktop // bands, step) * bands * (1.19 if bands > len(values) else 1))
-            beside = 1 if above else min(share, int(widest)) + 8
-    plot = max(140, width - beside - 10)
-    x_title = next((u["encoding"]["x"].get("title") for u in _units(spec)
+            bands = len(values) * offsets
+            height = int(max(height // bands, step) * bands * (_OFFSET_PADDING if offsets > 1 else 1))
+            beside = 1 if above else min(share, int(widest)) + _AXIS_GAP_PX
+    plot = max(_MIN_PLOT_PX, width - beside - _VIEW_PAD_PX)
+    x_title = next((u["encoding"]["x"]["title"] for u in _units(spec)
                     if isinstance((u.get("encoding") or {}).get("x", {}).get("title"), str)), None)
     if x_title:
-        height += (_wrapped_lines(x_title, plot - 10, 6.9) - 1) * 13
+        height += (_wrapped_lines(x_title, plot - _VIEW_PAD_PX, _AXIS_TITLE_CHAR_PX) - 1) * _AXIS_TITLE_LINE_PX
     return height

@@ -543,3 +543,13 @@ def test_the_sides_are_named_by_what_differs_and_runs_are_relative_to_side_a() -
         mean = {side: statistics.fmean([v["percent"] for v in values if v["cell"] == cell and v["side"] == side])
                 for side in ("a: engine=x", "b: engine=y")}
         assert mean["a: engine=x"] == pytest.approx(100) and mean["b: engine=y"] == pytest.approx(101)
+
+
+def test_a_phone_placeholder_wraps_row_labels_as_the_refit_script_does() -> None:
+    """sparkreport-fit.js wrapped this diff chart's row labels at 128 px into three lines (a step
+    of 42 px, read from its refitted spec in Chromium): after the " · ", then between words."""
+    from sparkreport.charts import _wrapped_lines
+
+    assert _wrapped_lines("cgroup-16g · Llama-3-8B shape (random weights)", 128) == 3
+    assert _wrapped_lines("native", 128) == 1
+    assert _wrapped_lines("DeepSeek-R1-Distill-Qwen-7B", 100) == 2  # a word too long: after a hyphen
