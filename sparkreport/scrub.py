@@ -104,8 +104,9 @@ def scrub_record(data: dict[str, Any], removed: Counter[str]) -> tuple[dict[str,
         if dropped:
             removed[DROPPED_VARS] += len(dropped)
             details.setdefault("env_vars_unrecorded", len(dropped))
-        if any(kept[k] != env_vars[k] for k in kept):
-            removed[RECORDED_VALUES] += sum(kept[k] != env_vars[k] for k in kept)
+        changed = sum(kept[k] != env_vars[k] for k in kept)
+        if changed:
+            removed[RECORDED_VALUES] += changed
         if kept != env_vars:
             details["env_vars"] = kept
         # what the kept values lost (a URL's userinfo, a query's values) is as secret as a dropped value

@@ -112,9 +112,17 @@ def is_allowed(name: str, extra: Iterable[str] = ()) -> bool:
 
 
 #: A URL's userinfo, whatever it holds: ``scheme://user@`` (a token as user name) or ``scheme://user:password@``.
-_USERINFO = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]{1,20}://)[^\s/?#@'\"<>]+@")
+_USERINFO = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://(?P<secret>[^\s/?#@'\"<>]+)@")
 #: A value in a URL's query (or a path's: ``/tmp/nccl.%h?pw=…``), whatever its key is called.
-_QUERY_VALUE = re.compile(r"(?P<head>[?&][^\s=&#?]*=)[^\s&#]+")
+_QUERY_VALUE = re.compile(r"[?&][^\s=&#?]*=(?P<secret>[^\s&#]+)")
+
+
+def _structure_spans(value: str) -> list[tuple[int, int]]:
+    """Where in ``value`` a URL's userinfo and its query's values lie, in order."""
+    spans = [m.span("secret") for m in _USERINFO.finditer(value)] if "@" in value else []
+    if "?" in value:
+        spans += [m.span("secret") for m in _QUERY_VALUE.finditer(value, value.index("?"))]
+    return sorted(spans)
 
 
 def scrub_structure(value: str) -> str:
@@ -123,29 +131,21 @@ def scrub_structure(value: str) -> str:
     (``?sig=[REDACTED]&se=[REDACTED]``). The allowlisted variables hold switches, numbers and
     paths, so nothing a result depends on is lost; a credential in a form no shape of
     :mod:`sparkreport.secrets` knows (an odd query key, an opaque token as a URL's user) is."""
-    if "@" in value:
-        value = _USERINFO.sub(lambda m: f"{m['head']}{REDACTED}@", value)
-    if "?" in value:
-        head, mark, query = value.partition("?")
-        value = head + _QUERY_VALUE.sub(lambda m: f"{m['head']}{REDACTED}", mark + query)
-    return value
-
-
-def structure_parts(value: str) -> list[str]:
-    """What :func:`scrub_structure` removes from ``value``: known secrets from then on (a
-    benchmark that prints the variable prints them whole)."""
-    parts = [m[0][len(m["head"]):-1] for m in _USERINFO.finditer(value)] if "@" in value else []
-    if "?" in value:
-        query = value[value.index("?"):]
-        parts += [m[0][len(m["head"]):] for m in _QUERY_VALUE.finditer(query)]
-    return [part for part in parts if part != REDACTED]
+    out, pos = [], 0
+    for start, end in _structure_spans(value):
+        if end > pos:  # a URL in a query's value: one replacement covers both
+            out += [value[pos:max(start, pos)], REDACTED]
+            pos = end
+    return "".join([*out, value[pos:]])
 
 
 def structure_secrets(env: Mapping[str, str]) -> dict[str, str]:
-    """What recording ``env``'s values removes from them (:func:`structure_parts`), keyed
-    ``NAME#i``: as secret as the values of the variables left out."""
+    """What recording ``env``'s values removes from them (:func:`scrub_structure`), keyed
+    ``NAME#i``: as secret as the values of the variables left out (a benchmark that prints the
+    variable prints them whole)."""
     return {f"{name}#{index}": part for name, value in env.items()
-            for index, part in enumerate(structure_parts(str(value)))}
+            for index, part in enumerate(str(value)[start:end] for start, end in _structure_spans(str(value)))
+            if part != REDACTED}
 
 
 def scrub_value(name: str, value: str) -> str:
@@ -186,21 +186,20 @@ class Capture:
 
     values: dict[str, str]
     unrecorded: int
-    secrets: list[str]
 
 
 def capture_env(process_env: Mapping[str, str], declared: Mapping[str, str],
                 extra: Iterable[str] = ()) -> Capture:
-    """The recorded variables of a process (allowlisted or ``declared`` by the campaign), how
-    many were left out, and the left-out values to scrub from text (:func:`known_secrets`)."""
+    """The recorded variables of a process (allowlisted or ``declared`` by the campaign) and how
+    many were left out. What to scrub from text is the runner's
+    (:meth:`~sparkreport.execute.runner.CampaignRunner.known_secrets`: the left-out values and
+    what recording the others removes)."""
     patterns = tuple(extra)
     values = allowed_env(process_env, patterns)
     for name, value in declared.items():
         values[name] = scrub_value(name, str(value))
-    left_out = {k: v for k, v in process_env.items() if k not in values}
-    removed = structure_secrets({name: {**process_env, **declared}[name] for name in values})
-    return Capture(values=dict(sorted(values.items())), unrecorded=len(left_out),
-                   secrets=known_secrets({**left_out, **removed}, exclude=values.values()))
+    unrecorded = sum(1 for k in process_env if k not in values)
+    return Capture(values=dict(sorted(values.items())), unrecorded=unrecorded)
 
 
 def _is_path_like(value: str) -> bool:

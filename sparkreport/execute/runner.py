@@ -387,9 +387,9 @@ class CampaignRunner:
                     **{k: v for e in self.environments.values() for k, v in e.declared_env().items()}}
         hidden = {k: v for k, v in process_env.items() if k not in declared and not is_allowed(k, extra)}
         hidden.update({k: v for k, v in declared.items() if SECRET_NAME.search(k)})
-        shown = [v for k, v in {**process_env, **declared}.items() if k not in hidden]
-        # what recording the shown values removes (a URL's userinfo, a query's values)
-        hidden.update(structure_secrets({k: v for k, v in {**process_env, **declared}.items() if k not in hidden}))
+        recorded = {k: v for k, v in {**process_env, **declared}.items() if k not in hidden}
+        shown = list(recorded.values())
+        hidden.update(structure_secrets(recorded))  # what recording them removes (a URL's userinfo, query values)
         try:
             text = self.campaign.path.read_text(encoding="utf-8")
         except OSError:
