@@ -58,9 +58,9 @@ class AnalysisOptions:
     alpha: float = 0.05
     bootstrap_resamples: int = 10_000
     bootstrap_seed: int = 20251108
-    #: The run column the comparisons contrast: sparkreport.yml's top-level ``factor`` (set by
-    #: :func:`load_config`; not an ``analysis:`` setting). The checks of what an arm pools read
-    #: it: an arm is one campaign × model × level of it.
+    #: The run column the comparisons contrast: sparkreport.yml's top-level ``factor`` (kept here,
+    #: read there through :attr:`ProjectConfig.factor`; not an ``analysis:`` setting). The checks
+    #: of what an arm pools read it: an arm is one campaign × model × level of it.
     factor: str = "environment"
 
     @property
@@ -123,7 +123,6 @@ DEFAULT_PRIMARY_METRICS = ("output_throughput_tok_s", "ttft_ms_mean", "tpot_ms_m
 class ProjectConfig:
     title: str = "LLM inference benchmark results"
     description: str = ""
-    factor: str = "environment"
     baseline: str = "native"
     analysis: AnalysisOptions = field(default_factory=AnalysisOptions)
     diffs: list[NamedDiff] = field(default_factory=list)
@@ -155,6 +154,16 @@ class ProjectConfig:
         if self.static_charts == "auto":
             return chart_count <= STATIC_CHART_LIMIT
         return self.static_charts == "all"
+
+    @property
+    def factor(self) -> str:
+        """What the comparisons contrast (``factor:``): a run column or ``label.KEY``. Kept in
+        :attr:`analysis` (``analysis.factor``), whose checks read it too: one value, not two."""
+        return self.analysis.factor
+
+    @factor.setter
+    def factor(self, value: str) -> None:
+        self.analysis.factor = value
 
     @property
     def factor_name(self) -> str:
@@ -313,7 +322,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
         "primary_metrics": list, "exclude_interference": bool, "stratify_by": str,
     }
     nullable = ("planned_iterations", "compare_metrics", "primary_metrics", "stratify_by")
-    known = {f.name for f in fields(AnalysisOptions)} - {"factor"}  # the top level's, copied below
+    known = {f.name for f in fields(AnalysisOptions)} - {"factor"}  # the top level's (ProjectConfig.factor)
     for key, value in analysis.items():
         name = f"analysis.{key}"
         if key not in known:
@@ -339,7 +348,6 @@ def load_config(path: Path | None = None) -> ProjectConfig:
                               fix="e.g. output_throughput_tok_s: 0.02 (see `sparkreport metrics`)")
         _typed(where, name, margin, (int, float))
         _fraction(where, name, margin)
-    config.analysis.factor = config.factor
     return config
 
 

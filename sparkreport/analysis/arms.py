@@ -204,6 +204,18 @@ def _included_runs(ds: Dataset, opts: AnalysisOptions) -> pd.DataFrame:
     return runs
 
 
+def with_level(frame: pd.DataFrame, level: str) -> pd.DataFrame:
+    """``frame``'s rows (runs or published summaries) as arms of the factor ``level`` see them:
+    those that carry a level of it, that level (as text) in their ``environment`` column;
+    ``frame`` itself for the factor ``environment``."""
+    if level == "environment":
+        return frame
+    if level not in frame.columns:
+        return frame.iloc[0:0]
+    kept = frame[frame[level].notna()]
+    return kept.assign(environment=kept[level].astype(str))
+
+
 def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
               metrics: list[str] | None = None, cache: AnalysisCache | None = None, *,
               level: str = "environment") -> pd.DataFrame:
@@ -224,10 +236,7 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
     keys = ARM_KEYS + [c if c.startswith("label.") else f"label.{c}" for c in (by or [])]
     rows: list[dict[str, object]] = []
     runs = included_runs(ds, opts)
-    runs = runs[runs["included"]]
-    if level != "environment":
-        runs = runs[runs[level].notna()] if level in runs.columns else runs.iloc[0:0]
-        runs = runs.assign(environment=runs[level].astype(str))
+    runs = with_level(runs[runs["included"]], level)
     wanted = metrics or ds.metric_columns
     for column in keys:
         if column not in runs.columns:
@@ -270,13 +279,13 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
             if cache is not None and i in missing:
                 cache.put("arm_stats", keyed[i], described)
             rows.extend(described)
-    for _, row in ds.summaries.iterrows() if level in ds.summaries.columns else ():
-        if metrics and row["metric"] not in metrics or pd.isna(row[level]):
+    for _, row in with_level(ds.summaries, level).iterrows():
+        if metrics and row["metric"] not in metrics:
             continue
         sd = None if pd.isna(row["sd"]) else float(row["sd"])
         d = describe_summary(int(row["n"]), float(row["mean"]), sd, opts.confidence)
         rows.append({
-            **{k: row[k] for k in ARM_KEYS}, "environment": str(row[level]), **{k: None for k in keys[3:]},
+            **{k: row[k] for k in ARM_KEYS}, **{k: None for k in keys[3:]},
             "model_name": row["model_name"], "metric": row["metric"], "unit": row["unit"],
             **d.__dict__, "source": "published",
         })

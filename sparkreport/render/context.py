@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -147,13 +147,13 @@ class SiteData:
         """:attr:`runs` as the comparisons see them: each run's level of the factor in its
         ``environment`` column (runs without one left out); :attr:`runs` itself when the factor
         is ``environment``."""
-        factor = self.config.factor
-        if factor == "environment":
+        from sparkreport.analysis.arms import with_level
+
+        if self.config.factor == "environment":
             return self.runs
         found = self.extra.get("_level_runs_frame")
         if found is None:
-            runs = self.runs[self.runs[factor].notna()] if factor in self.runs.columns else self.runs.iloc[0:0]
-            found = self.extra["_level_runs_frame"] = runs.assign(environment=runs[factor].astype(str))
+            found = self.extra["_level_runs_frame"] = with_level(self.runs, self.config.factor)
         return found
 
     def level_runs(self) -> dict[tuple[str, str, str], list[str]]:
@@ -161,17 +161,18 @@ class SiteData:
         arm of the comparisons (:func:`~sparkreport.analysis.claims.errors_behind` reads it):
         :meth:`arm_runs` when the factor is ``environment``, else the runs and published arms
         that carry a level of it. Computed once per render; do not modify it."""
-        factor = self.config.factor
-        if factor == "environment":
+        from sparkreport.analysis.arms import with_level
+
+        if self.config.factor == "environment":
             return self.arm_runs()
         found = self.extra.get("_level_runs")
         if found is None:
             found = self.extra["_level_runs"] = {}
+            frames = [with_level(f, self.config.factor) for f in (self.dataset.runs, self.dataset.summaries)]
             # a summary has a row per metric: each run id once
-            frames = [f[f[factor].notna()] for f in (self.dataset.runs, self.dataset.summaries) if factor in f.columns]
             for campaign, model, level, run_id in dict.fromkeys(
                     (str(c), str(m), str(level), str(run)) for f in frames
-                    for c, m, level, run in zip(f["campaign"], f["model"], f[factor], f["run_id"], strict=True)):
+                    for c, m, level, run in zip(f["campaign"], f["model"], f["environment"], f["run_id"], strict=True)):
                 found.setdefault((campaign, model, level), []).append(run_id)
         return found
 
@@ -254,8 +255,6 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     from sparkreport.errors import DataError
 
     opts = config.analysis
-    if opts.factor != config.factor:  # a configuration made in code rather than read by load_config
-        opts = config.analysis = replace(opts, factor=config.factor)
     cache = analysis_cache(cache_dir, held)
     stats = arm_stats(dataset, opts, cache=cache)
     extra: dict[str, Any] = {}

@@ -159,7 +159,6 @@ def campaigns(site: SiteData) -> list[Campaign]:
         if site.config.factor != "environment":
             arms = arms_by_level.get(name, set())
             entry = {**entry, "levels": list(dict.fromkeys(level for _, level in sorted(arms))), "arms": arms}
-            environments = sorted(environments)
         doc = _campaign_file(site.runs_dir, name)
         titles[name] = campaign_title_of(site.config, name, doc, entry["titles"])
         configured = site.config.campaigns.get(name)
