@@ -325,6 +325,9 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     known = {f.name for f in fields(AnalysisOptions)} - {"factor"}  # the top level's (ProjectConfig.factor)
     for key, value in analysis.items():
         name = f"analysis.{key}"
+        if key == "factor":
+            raise where.error(name, "factor is a top-level setting, not one of analysis:",
+                              fix=f"write factor: {value} at the top of the file, unindented")
         if key not in known:
             raise where.error(name, f"unknown setting {name}", fix=f"known: {', '.join(sorted(known))}")
         if value is None and key in nullable:

@@ -280,3 +280,20 @@ def test_a_factor_other_than_environment_is_what_the_results_pages_describe(tmp_
            "| container (*published*) | 10 | 119.40 |" in published
     memory = (result.docs_dir / "memory" / "index.md").read_text(encoding="utf-8")
     assert "| Model | Environment | n |" in memory and "Label.cache" not in memory
+
+
+def test_the_factor_is_one_setting_at_the_top_of_the_file(tmp_path: Path) -> None:
+    """``factor:`` is read once (the checks see it as ``analysis.factor``); written under
+    ``analysis:`` it is refused with the line and where it goes."""
+    from sparkreport.config import ConfigError, load_config
+
+    path = tmp_path / "sparkreport.yml"
+    path.write_text("factor: label.cache\nbaseline: cold\n", encoding="utf-8")
+    config = load_config(path)
+    assert (config.factor, config.analysis.factor, config.factor_name) == ("label.cache", "label.cache", "cache")
+    path.write_text("analysis:\n  factor: label.cache\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.format_message() == (
+        f"{path}:2: factor is a top-level setting, not one of analysis: — write factor: label.cache at the top "
+        "of the file, unindented")
