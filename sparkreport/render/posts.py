@@ -522,8 +522,11 @@ class Resolver:
                          md_escape(row["environment"]) + published, str(int(row["n"])),
                          num(row["mean"], metric), num(row["sd"], metric),
                          _interval(row["ci_low"], row["ci_high"], metric), num(row["median"], metric), spread])
-        # published figures without a spread have no SD, CI, median or range: no column of dashes
-        shown = [i for i in range(len(head)) if i < 5 or any(row[i] != MISSING for row in body)]
+        # published figures without a spread have no SD, CI, median or range: no column of dashes;
+        # a campaign or a model the same in every row is the post's subject, said in its prose
+        same = {i for i in (0, 1) if len(body) > 1 and len({row[i] for row in body}) == 1}
+        shown = [i for i in range(len(head))
+                 if i not in same and (i < 5 or any(row[i] != MISSING for row in body))]
         return _markdown_table([head[i] for i in shown], [[row[i] for i in shown] for row in body])
 
     def _comparisons_table(self, metric: str | None = None, factor: str | None = None,
