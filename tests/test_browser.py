@@ -61,7 +61,7 @@ Throughput of the script-named model:
 
 <!-- more -->
 
-{{ table("arms", metric="output_throughput_tok_s", environment="native") }}
+{{ table("arms", metric="output_throughput_tok_s", campaign="published") }}
 
 {{ chart("results/script-alert-1-script/output_throughput_tok_s-means") }}
 
