@@ -173,6 +173,35 @@ def test_pooled_label_with_an_effect_is_flagged_and_without_is_not() -> None:
     assert "pooled-label" not in codes(check(ds_of(_cache_runs(0.0))))
 
 
+def test_with_a_label_as_the_factor_the_checks_count_its_arms_not_the_environments() -> None:
+    """Compared by cache, an arm is one level of it: the noise, size and drift of an arm are
+    those of its runs, not of an environment that pools cold and warm runs (a 20% effect reads
+    as a CV above 10% there). A model whose runs carry no level keeps its environments' arms."""
+    runs = _cache_runs(0.2)
+    pooled = [f for f in check(ds_of(runs), AnalysisOptions(cv_threshold=0.05)) if f.code == "high-cv"]
+    assert {f.message.split(":")[0] for f in pooled} == {"c/m/cgroup", "c/m/native"}
+    by_cache = check(ds_of(runs), AnalysisOptions(cv_threshold=0.05, factor="label.cache"))
+    assert "high-cv" not in codes(by_cache)
+    # one cold run left out: that arm has 11 of the 12 runs planned (six iterations in each of
+    # its two environments); an arm per environment pools cold and warm, and counts 11 "of 6"
+    short = [r for r in runs if r.run_id != "native.cold.i03"]
+    small = [f for f in check(ds_of(short), AnalysisOptions(factor="label.cache")) if f.code == "arm-too-small"]
+    assert [f.message for f in small] == ["c/m/cache=cold: 11 usable runs, 12 planned"]
+    assert "arm-too-small" not in codes(check(ds_of(short)))  # 11 cold and warm native runs "of 6"
+    # every cold run before every warm one: an arm per environment "drifts" by the cache's effect
+    blocked = [rec(f"{cache}.{i}", "native", (900.0 if cache == "cold" else 1000.0) + (i % 3),
+                   minute=(0 if cache == "cold" else 10) + i, iteration=i + 1, labels={"cache": cache})
+               for cache in ("cold", "warm") for i in range(6)]
+    assert "drift" in codes(check(ds_of(blocked)))
+    assert "drift" not in codes(check(ds_of(blocked), AnalysisOptions(factor="label.cache")))
+    # a second model without the label: its arms stay its environments
+    other = [rec(f"x{i}", "native", 1000.0 + i, minute=200 + i, iteration=i + 1) for i in range(3)]
+    for record in other:
+        record.model = Model(name="m2")
+    found = check(ds_of([*short, *other]), AnalysisOptions(factor="label.cache", planned_iterations=6))
+    assert {f.message.split(":")[0] for f in found if f.code == "arm-too-small"} == {"c/m/cache=cold", "c/m2/native"}
+
+
 def test_pooled_engine_versions_with_an_effect_are_flagged() -> None:
     runs = _cache_runs(0.0)
     for run in runs:  # odd iterations on 1.1, even on 1.2, in both environments
@@ -406,7 +435,7 @@ def test_with_a_label_as_the_factor_an_arm_that_pools_environments_that_differ_i
         if run.environment.name == "cgroup":
             run.metrics["output_throughput_tok_s"] *= 0.8
     found = [f for f in check(ds_of(runs), AnalysisOptions(factor="label.cache")) if f.code == "pooled-label"]
-    assert {f.message.split(":")[0] for f in found} == {"c/m/cold", "c/m/warm"}
+    assert {f.message.split(":")[0] for f in found} == {"c/m/cache=cold", "c/m/cache=warm"}
     assert all("differ in 'environment'" in f.message and "compare --by environment" in f.message for f in found)
     assert set(compare_by(ds_of(runs), "environment", "label.cache", "cold")["stratum"]) == {
         "environment=cgroup", "environment=native"}

@@ -216,6 +216,35 @@ def with_level(frame: pd.DataFrame, level: str) -> pd.DataFrame:
     return kept.assign(environment=kept[level].astype(str))
 
 
+def factor_arms(runs: pd.DataFrame, factor: str) -> pd.DataFrame:
+    """``runs`` grouped as the checks see an arm (:data:`ARM_KEYS`) when the comparisons contrast
+    ``factor``: a run that carries a level of it is in the arm of that level, written
+    ``<factor>=<level>`` in its ``environment`` column (``cache=cold``), so that a finding names
+    the arm it counts; a run of the same campaign and model without a level is in no arm (as in
+    the comparisons). A campaign's model none of whose runs carries a level keeps an arm per
+    environment, as its Results rows do (:func:`~sparkreport.render.results.model_tables`).
+    Each run's own environment stays in ``_environment`` (an arm may pool several).
+    ``runs`` itself for the factor ``environment``."""
+    if factor == "environment" or factor not in runs.columns or runs.empty:
+        return runs
+    has = runs[factor].notna().to_numpy()
+    if not has.any():
+        return runs
+    pair = runs["campaign"].astype(str) + "\0" + runs["model"].astype(str)
+    leveled = pair.isin(set(pair[has])).to_numpy()
+    kept = runs[~leveled | has]
+    kept_has = has[~leveled | has]
+    name = factor.removeprefix("label.")
+    levels = [f"{name}={level}" if carries else str(environment) for carries, level, environment
+              in zip(kept_has, kept[factor].astype(object), kept["environment"].astype(object), strict=True)]
+    return kept.assign(environment=levels, _environment=kept["environment"])
+
+
+def arm_name(arm: tuple[object, ...]) -> str:
+    """An arm as a finding names it: ``campaign/model/environment`` (or ``…/cache=cold``)."""
+    return "/".join(str(x) for x in arm)
+
+
 def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
               metrics: list[str] | None = None, cache: AnalysisCache | None = None, *,
               level: str = "environment") -> pd.DataFrame:

@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.analysis.arms import ARM_KEYS, arm_rows, float_matrix, included_runs, repeat_key, reported
+from sparkreport.analysis.arms import (
+    ARM_KEYS,
+    arm_name,
+    arm_rows,
+    factor_arms,
+    float_matrix,
+    included_runs,
+    repeat_key,
+    reported,
+)
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
 
@@ -75,10 +84,6 @@ def register_check(name: str, *, per_campaign: bool = False) -> Callable[[CheckF
     return add
 
 
-def _arm(row: tuple[object, ...]) -> str:
-    return "/".join(str(x) for x in row)
-
-
 def planned_per_campaign(runs: pd.DataFrame, opts: AnalysisOptions) -> dict[str, int]:
     """Runs planned per arm: the configured number, or the highest iteration seen per campaign."""
     highest = runs.groupby("campaign")["iteration"].max()
@@ -115,7 +120,7 @@ def _duplicates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
                    f"iteration (analysis.duplicates: {opts.duplicates})")
         findings.append(Finding(
             "error", "duplicate-iteration",
-            f"{_arm(arm)}: {len(group)} runs where iterations 1–{int(group['iteration'].max())} were "
+            f"{arm_name(arm)}: {len(group)} runs where iterations 1–{int(group['iteration'].max())} were "
             f"planned; repeated: {detail}; {use}",
             sorted(repeated["run_id"].tolist()),
         ))
@@ -136,7 +141,7 @@ def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
         state = "included" if opts.include_failed else "excluded from the statistics"
         findings.append(Finding(
             "warning", "failed-run",
-            f"{_arm(arm)}: {len(group)} failed run(s) (exit code {', '.join(codes) or 'unknown'}); {state}",
+            f"{arm_name(arm)}: {len(group)} failed run(s) (exit code {', '.join(codes) or 'unknown'}); {state}",
             sorted(group["run_id"].tolist()),
         ))
     return findings
@@ -148,7 +153,7 @@ _MEMORY_PAIR = ("pre_kv_memory_gib", "peak_memory_gib")
 @register_check("missing-metrics", per_campaign=True)
 def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
-    used = runs[runs["included"]]
+    used = factor_arms(runs[runs["included"]], opts.factor)
     metrics = ds.metric_columns
     missing = used[metrics].isna().to_numpy()
     expected_missing = used[list(metric_catalog.EXPECTED_METRICS)].isna().to_numpy()
@@ -161,7 +166,7 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
             if 0 < n_missing < n:
                 findings.append(Finding(
                     "warning", "missing-metric",
-                    f"{_arm(arm)}: {metric} missing in {n_missing} of {n} runs; its "
+                    f"{arm_name(arm)}: {metric} missing in {n_missing} of {n} runs; its "
                     + ("statistics use the one run that reports it" if n - n_missing == 1 else
                        f"statistics use the {n - n_missing} runs that report it"),
                     sorted(run_ids[positions[missing[positions, j]]].tolist()),
@@ -173,7 +178,7 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
         if absent:
             findings.append(Finding(
                 "info", "metric-not-reported",
-                f"{_arm(arm)}: the source does not report {', '.join(absent)}", [], campaign=str(arm[0]),
+                f"{arm_name(arm)}: the source does not report {', '.join(absent)}", [], campaign=str(arm[0]),
             ))
     return findings
 
@@ -182,20 +187,24 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
 def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
     planned = planned_per_campaign(runs, opts)
-    used = runs[runs["included"]]
+    used = factor_arms(runs[runs["included"]], opts.factor)
     run_ids = used["run_id"].to_numpy(dtype=object)
+    # An arm of a label factor may pool environments, each planned to run every iteration.
+    pooled = used["_environment"].astype(str).to_numpy(dtype=object) if "_environment" in used.columns else None
     for arm, positions in arm_rows(used, ARM_KEYS):
         target = planned.get(str(arm[0]))
+        if target is not None and pooled is not None:
+            target *= len(set(pooled[positions]))
         n = len(positions)
         if target is not None and n < target:
             findings.append(Finding(
                 "warning", "arm-too-small",
-                f"{_arm(arm)}: {n} usable runs, {target} planned", sorted(run_ids[positions].tolist()),
+                f"{arm_name(arm)}: {n} usable runs, {target} planned", sorted(run_ids[positions].tolist()),
             ))
         if n == 1:
             findings.append(Finding(
                 "warning", "single-run-arm",
-                f"{_arm(arm)}: a single run — no spread, no confidence interval, no test",
+                f"{arm_name(arm)}: a single run — no spread, no confidence interval, no test",
                 run_ids[positions].tolist(),
             ))
     for _, row in ds.summaries.drop_duplicates(["run_id"]).iterrows():
@@ -222,7 +231,7 @@ def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
 def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     """One finding per arm listing the outcome metrics whose CV is above the threshold."""
     findings = []
-    used = runs[runs["included"]]
+    used = factor_arms(runs[runs["included"]], opts.factor)
     from sparkreport.analysis.design import family_representatives
 
     representatives = family_representatives(opts.tested_metrics)[0]  # one member per exact family
@@ -244,7 +253,7 @@ def _noise(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
             cause = _noise_cause(measured.iloc[positions])
             findings.append(Finding(
                 "warning", "high-cv",
-                f"{_arm(arm)}: CV above {opts.cv_threshold:.0%} over {len(positions)} runs — {listed}"
+                f"{arm_name(arm)}: CV above {opts.cv_threshold:.0%} over {len(positions)} runs — {listed}"
                 + (f"; likely cause: {cause}" if cause else ""),
                 sorted(run_ids[positions].tolist()), {m: round(cv, 4) for m, cv in noisy.items()},
             ))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.analysis.arms import ARM_KEYS, arm_rows, float_matrix, per_frame, reported
+from sparkreport.analysis.arms import ARM_KEYS, arm_name, arm_rows, factor_arms, float_matrix, per_frame, reported
 from sparkreport.analysis.checks import Finding, register_check
 from sparkreport.analysis.design import interference_flags, primary_metrics
 from sparkreport.config import AnalysisOptions
@@ -44,10 +44,6 @@ _IDENTITY_LABELS = {"label.plan_index", "label.plan_seed", "label.plan_order"}
 MIN_DRIFT_RUNS = 5
 WARMUP_ROBUST_Z = 3.5
 PAUSE_FACTOR = 5.0
-
-
-def _arm(key: tuple[object, ...]) -> str:
-    return "/".join(str(x) for x in key)
 
 
 def _ordered(ds: Dataset, runs: pd.DataFrame) -> pd.DataFrame:
@@ -76,9 +72,10 @@ def _present(runs: pd.DataFrame, metrics: tuple[str, ...] | list[str]) -> list[s
 
 def _ordered_values(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions
                     ) -> tuple[pd.DataFrame, list[str], np.ndarray, np.ndarray] | None:
-    """The runs in start order, their primary metrics present, those values as one float matrix
-    and the run ids; None when there is nothing to check."""
-    used = _ordered(ds, runs)
+    """The runs in start order, grouped in the arms of the comparisons' factor
+    (:func:`~sparkreport.analysis.arms.factor_arms`), their primary metrics present, those values
+    as one float matrix and the run ids; None when there is nothing to check."""
+    used = factor_arms(_ordered(ds, runs), opts.factor)
     metrics = _present(used, primary_metrics(opts))
     if not metrics or used.empty:
         return None
@@ -109,7 +106,7 @@ def _drift(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
             pct = 100.0 * slope / abs(float(y.mean()))
             findings.append(Finding(
                 "warning", "drift",
-                f"{_arm(arm)}: {_label(metric)} drifts {pct:+.2f}% per run over {y.size} runs in start order "
+                f"{arm_name(arm)}: {_label(metric)} drifts {pct:+.2f}% per run over {y.size} runs in start order "
                 f"(Mann–Kendall τ = {tau:.2f}, p = {p:.3g}; first {y[0]:,.1f}, last {y[-1]:,.1f}) — runs are "
                 "not exchangeable; interleave arms (randomized blocks) and look for what changed",
                 sorted(run_ids[positions[keep]].tolist()),
@@ -144,7 +141,7 @@ def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
     if ordered is None:
         return findings
     used, metrics, values, run_ids = ordered
-    starts = _block_starts(used)
+    starts = _block_starts(_ordered(ds, runs))  # a block starts in the campaign's order, whatever the arms
     # A run is compared with the runs of its arm under the same recorded condition (cache, …):
     # a cold-cache run that starts every block is not a warm-up outlier among warm ones.
     conditions = [c for c in _design_labels(used) if c != "label.block"]
@@ -173,7 +170,7 @@ def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
                 if abs(z) > WARMUP_ROBUST_Z and abs(dev) > 100.0 * opts.cv_threshold:
                     findings.append(Finding(
                         "warning", "warmup-outlier",
-                        f"{_arm(arm)}: {run_ids[position]} ({why}) has {_label(metric)} {column[k]:,.1f}, "
+                        f"{arm_name(arm)}: {run_ids[position]} ({why}) has {_label(metric)} {column[k]:,.1f}, "
                         f"{dev:+.1f}% from the arm's median {median:,.1f} (robust z {z:+.1f}) — a warm-up "
                         "effect? add a warm-up run per block or leave it out",
                         [str(run_ids[position])], {"robust_z": round(z, 3), "deviation_pct": round(dev, 3)},
@@ -199,17 +196,18 @@ def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
     # An arm is one campaign × model × level of the factor the comparisons contrast: with a label
     # as the factor, its arms pool the environments (and the factor is what they differ in).
     factor = opts.factor
-    keys = ARM_KEYS if factor == "environment" else ["campaign", "model", factor]
     if factor not in used.columns:
         return findings
     used = used[used[factor].notna()]
+    # each run in its level's arm (the same rows, in order: every one carries a level)
+    arms = factor_arms(used, factor)[ARM_KEYS]
     values = float_matrix(used, metrics)
     run_ids = used["run_id"].to_numpy(dtype=object)
     pooled = [*_design_labels(used), *(c for c in _POOLED_FIELDS if c in used.columns),
               *(["environment"] if factor != "environment" else [])]
     for column in [c for c in pooled if c != factor]:
         labels = used[column].astype(object).to_numpy()
-        for arm, positions in arm_rows(used, keys):
+        for arm, positions in arm_rows(arms, ARM_KEYS):
             arm_labels = labels[positions]
             levels = sorted({str(v) for v in arm_labels if v is not None and str(v) not in ("<NA>", "nan")})
             if len(levels) < 2:
@@ -227,7 +225,7 @@ def _pooled(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
                 means = ", ".join(f"{level}: {g.mean():,.1f}" for level, g in zip(levels, groups, strict=True))
                 findings.append(Finding(
                     "warning", "pooled-label",
-                    f"{_arm(arm)}: pools runs that differ in {'label ' if column.startswith('label.') else ''}"
+                    f"{arm_name(arm)}: pools runs that differ in {'label ' if column.startswith('label.') else ''}"
                     f"{name!r} and it matters for "
                     f"{_label(metric)} ({means}; one-way ANOVA p = {p:.3g}) — compare within strata "
                     f"(`sparkreport compare --by {name}`, or analysis.stratify_by: {name})",
@@ -304,7 +302,7 @@ def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
             for arm, arm_positions in arm_rows(keys.iloc[positions], ARM_KEYS):
                 arm_sample = reported(values[positions[arm_positions], j])
                 if constant(arm_sample, 5):
-                    flag(_arm(arm), metric, arm_sample, positions[arm_positions])
+                    flag(arm_name(arm), metric, arm_sample, positions[arm_positions])
     return findings
 
 
@@ -322,6 +320,6 @@ def _interference(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> lis
         detail = "; ".join(f"{run_id}: {flags[run_id]}" for run_id in ids)
         findings.append(Finding(
             "warning", "interference",
-            f"{_arm(arm)}: {len(ids)} run(s) measured under interference — {detail}; {state}", ids,
+            f"{arm_name(arm)}: {len(ids)} run(s) measured under interference — {detail}; {state}", ids,
         ))
     return findings
