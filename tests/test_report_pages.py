@@ -270,8 +270,18 @@ def test_a_factor_other_than_environment_is_what_the_results_pages_describe(tmp_
     assert ("made in 2 environments (cgroup-16g, native), 10 iterations per environment and page-cache state, "
             "compared by cache: cold, warm (baseline **cold**), each level pooling the environments") in campaign
     methodology = (result.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8")
-    assert ("An arm is one campaign × model × environment.\nThe comparisons contrast the levels of cache "
-            "(`label.cache`) within each campaign and model") in methodology
+    assert ("An arm is one campaign × model × level of cache (`label.cache`): the comparisons contrast those "
+            "levels within each campaign and model, each pooling the environments its runs were made in, and "
+            "the Results pages and the checks count them") in methodology
+    # Home names the factor, says why a campaign without the label has no comparison, and what
+    # the comparisons cannot say in the factor's words
+    home = (result.docs_dir / "index.md").read_text(encoding="utf-8")
+    assert "**Design.** compared by cache: warm against the baseline **cold**, 2 models,\n80 runs" in home
+    assert ("No comparison could be made for this campaign: no run carries a cache (`label.cache`, the factor "
+            "the comparisons contrast), so its figures are described per environment on Results.") in home
+    assert "how much the levels of cache differ, not why" in home and "label.caches" not in home
+    phase1 = (result.docs_dir / "campaigns" / "phase1-published" / "index.md").read_text(encoding="utf-8")
+    assert "No comparison could be made in this campaign: no run carries a cache (`label.cache`" in phase1
     # published figures carry no cache: described per environment, and said so
     published = (result.docs_dir / "results" / "deepseek" / "index.md").read_text(encoding="utf-8")
     assert ("No run of this model carries a cache (`label.cache`, the factor the comparisons contrast): its "
@@ -297,3 +307,14 @@ def test_the_factor_is_one_setting_at_the_top_of_the_file(tmp_path: Path) -> Non
     assert caught.value.format_message() == (
         f"{path}:2: factor is a top-level setting, not one of analysis: — write factor: label.cache at the top "
         "of the file, unindented")
+
+
+def test_a_campaign_without_a_comparison_says_why(tmp_path: Path) -> None:
+    """With the baseline an environment only one campaign has, the others say which of their
+    environments there are and that none is the baseline; the campaign that has it is compared."""
+    (tmp_path / "sparkreport.yml").write_text("baseline: cgroup-16g\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=REPO / "runs", project_root=tmp_path, docs_dir=tmp_path / "docs"))
+    home = (result.docs_dir / "index.md").read_text(encoding="utf-8")
+    assert ("No comparison could be made for this campaign: none of its environments (container, native) is "
+            "the baseline cgroup-16g (`baseline:` in sparkreport.yml).") in home
+    assert "native against the baseline **cgroup-16g**" in home

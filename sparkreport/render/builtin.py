@@ -16,7 +16,7 @@ from sparkreport.dataset import frame_rows as rows
 from sparkreport.render.context import SiteData
 from sparkreport.render.history import history_method, history_spans, latest_change, site_history
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
-from sparkreport.render.report import answer, campaign_split, grouped, join_and, summary_table
+from sparkreport.render.report import answer, campaign_split, grouped, join_and, summary_table, why_not_compared
 from sparkreport.render.tables import metric_label
 from sparkreport.schema import RunRecord
 
@@ -86,7 +86,8 @@ class HomePage(Page):
             if campaign.name in shown:
                 rows = by_campaign.get(campaign.name, [])
                 questions.append({"campaign": campaign, "answer": answer(site, campaign.levels, rows),
-                                  "table": summary_table(site, rows, self.EFFECT_BUDGET)})
+                                  "table": summary_table(site, rows, self.EFFECT_BUDGET),
+                                  "why_not": why_not_compared(site, campaign) if not rows else ""})
         # errors from every campaign; warnings from the campaigns shown (all of them: Data quality)
         every_group = grouped_findings(site, per_model=False)
         groups = [g for g in every_group if g["severity"] == "error" or g["campaign"] in shown]
@@ -136,7 +137,10 @@ def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
                    "\"less KV cache\" are one measurement, not two findings.")
     if any(f.code == "single-run-arm" for f in site.findings):
         out.append("Arms with a single run have no spread: their differences are descriptions, not tests.")
-    out.append(f"The comparisons say how much the {site.config.factor}s differ, not why: a cause needs a run "
+    factor = site.config.factor  # a run column reads as its plural, a label as its levels
+    named = factor.removeprefix("label.").replace("_", " ")
+    differ = f"levels of {named}" if factor.startswith("label.") else f"{named}s"
+    out.append(f"The comparisons say how much the {differ} differ, not why: a cause needs a run "
                "designed to separate the explanations (see the memory page).")
     return out
 
@@ -780,6 +784,7 @@ class CampaignPage(Page):
         table = summary_table(site, rows, HomePage.EFFECT_BUDGET)
         doc.context = {
             "campaign": campaign, "answer": said, "table": table,
+            "why_not": why_not_compared(site, campaign) if not said else "",
             "key": verdict_key(site, table_effects(table), brackets=bracketed(said)),
             "groups": [g for g in grouped_findings(site) if g["campaign"] == campaign.name],
             "observation": cgroup_observation(site, campaign.name),

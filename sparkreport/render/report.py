@@ -770,6 +770,27 @@ def cgroup_observation(site: SiteData, campaign: str) -> str | None:
             "cgroup does not count GPU memory on a discrete GPU.")
 
 
+def why_not_compared(site: SiteData, campaign: Campaign) -> str:
+    """Why a campaign has no comparison, as Markdown ending the sentence "No comparison could be
+    made in this campaign: …" ('' when there is nothing more to say than that)."""
+    from sparkreport.render.markdown import code, md_escape
+
+    config = site.config
+    if config.factor != "environment" and not campaign.levels:
+        return (f"no run carries a {md_escape(config.factor_name)} ({code(config.factor)}, the factor the "
+                "comparisons contrast), so its figures are described per environment on Results")
+    one, many = (("environment", "environments") if config.factor == "environment"
+                 else (f"level of {md_escape(config.factor_name)}", f"levels of {md_escape(config.factor_name)}"))
+    levels = [md_escape(level) for level in campaign.levels]
+    if len(levels) == 1:
+        return f"every run is in one {one} ({levels[0]}), so there is nothing to compare it with"
+    if levels and campaign.baseline is None:
+        return (f"none of its {many} ({', '.join(levels)}) is the baseline {md_escape(config.baseline)} "
+                f"({code('baseline:')} in sparkreport.yml)")
+    note = site.extra.get("compare_note")
+    return md_escape(note) if note else ""
+
+
 def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, count_models: bool = True) -> list[str]:
     """A campaign's answer in a few sentences: one per verdict, naming the metrics and models it
     covers, with the range of the differences and their intervals. ``count_models=False`` (a
