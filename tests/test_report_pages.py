@@ -8,6 +8,7 @@ Regenerate the golden pages after an intended change with
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -280,6 +281,12 @@ def test_a_factor_other_than_environment_is_what_the_results_pages_describe(tmp_
     assert ("No comparison could be made for this campaign: no run carries a cache (`label.cache`, the factor "
             "the comparisons contrast), so its figures are described per environment on Results.") in home
     assert "how much the levels of cache differ, not why" in home and "label.caches" not in home
+    # the campaign page's charts across models draw the arms its answer compares
+    chart = json.loads((result.docs_dir / "campaigns" / "gpu-torch-native-vs-cgroup" / "charts"
+                        / "output_throughput_tok_s-by-model.vl.json").read_text(encoding="utf-8"))
+    arms = {row["arm"] for row in chart["layer"][0]["data"]["values"]}
+    assert arms == {f"{cache} · {model} shape (random weights)" for cache in ("cold", "warm")
+                    for model in ("Llama-3-8B", "Qwen2-0.5B")}
     phase1 = (result.docs_dir / "campaigns" / "phase1-published" / "index.md").read_text(encoding="utf-8")
     assert "No comparison could be made in this campaign: no run carries a cache (`label.cache`" in phase1
     # published figures carry no cache: described per environment, and said so

@@ -800,12 +800,18 @@ class CampaignPage(Page):
 
     @staticmethod
     def campaign_charts(site: SiteData, campaign: str, effects: list[dict[str, Any]]) -> list[ChartSpec]:
-        """A cross-model chart per primary metric: every arm's mean and CI, models side by side."""
+        """A cross-model chart per primary metric: every arm's mean and CI, models side by side.
+        The arms are those of the comparisons: with a label as the factor, its levels (where the
+        campaign's runs carry it), as the page's answer and its Results rows have them."""
         from sparkreport.charts import means_chart
         from sparkreport.render.report import primary_metrics
         from sparkreport.schema import slug
 
-        stats = grouped(site, "stats", "campaign").get(campaign)
+        stats = None
+        if site.config.factor != "environment":
+            stats = grouped(site, "level_stats", "campaign").get(campaign)
+        if stats is None:
+            stats = grouped(site, "stats", "campaign").get(campaign)
         if stats is None:
             return []
         out = []
