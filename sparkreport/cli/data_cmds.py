@@ -221,7 +221,9 @@ def check_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
                   as_json: bool, strict: bool | None) -> None:
     """Data-quality findings: duplicates, failed runs, missing metrics, small or noisy arms.
 
-    With --strict, exits 1 when any finding is an error.
+    An arm is what the comparisons contrast: campaign × model × environment, or, with a label
+    as the factor in sparkreport.yml (factor: label.cache), × level of it (named
+    campaign/model/cache=cold). With --strict, exits 1 when any finding is an error.
     """
     from sparkreport.analysis import check, inclusion_rule_text
     from sparkreport.project import keep_analysis
