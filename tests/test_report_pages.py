@@ -325,3 +325,16 @@ def test_a_campaign_without_a_comparison_says_why(tmp_path: Path) -> None:
     assert ("No comparison could be made for this campaign: none of its environments (container, native) is "
             "the baseline cgroup-16g (`baseline:` in sparkreport.yml).") in home
     assert "native against the baseline **cgroup-16g**" in home
+
+
+def test_a_finding_about_a_level_of_a_label_names_its_arm_like_an_environment() -> None:
+    """The checks name a label factor's arm ``campaign/model/cache=cold``: the pages read it as
+    the finding's arm (its Where cell), as they read ``campaign/model/native``."""
+    from sparkreport.render.builtin import compact_wheres
+    from sparkreport.render.report import message_body, message_where
+
+    message = "c/m/cache=cold: CV above 5% over 20 runs"
+    assert (message_where(message), message_body(message)) == ("c/m/cache=cold", "CV above 5% over 20 runs.")
+    assert compact_wheres(["c/m/cache=cold", "c/m/cache=warm"], names={("c", "m"): "Model M"},
+                          titles={"c": "Campaign C"}) == "Campaign C · Model M (cache=cold, cache=warm)"
+    assert message_where("3 run folder(s) without run.json: x") == ""

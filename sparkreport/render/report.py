@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 #: An arm key: (campaign, model, factor level).
 ArmKey = tuple[str, str, str]
 
-_PREFIX = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*: ")
+#: A finding's arm: campaign[/model[/environment, or factor=level as the checks name a label's arm]].
+_PREFIX = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*(?:/[\w.\-]+=[\w.\-]+)?: ")
 
 
 def message_where(message: str) -> str:
