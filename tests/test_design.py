@@ -183,11 +183,13 @@ def test_with_a_label_as_the_factor_the_checks_count_its_arms_not_the_environmen
     by_cache = check(ds_of(runs), AnalysisOptions(cv_threshold=0.05, factor="label.cache"))
     assert "high-cv" not in codes(by_cache)
     # one cold run left out: that arm has 11 of the 12 runs planned (six iterations in each of
-    # its two environments); an arm per environment pools cold and warm, and counts 11 "of 6"
+    # its two environments)
     short = [r for r in runs if r.run_id != "native.cold.i03"]
     small = [f for f in check(ds_of(short), AnalysisOptions(factor="label.cache")) if f.code == "arm-too-small"]
     assert [f.message for f in small] == ["c/m/cache=cold: 11 usable runs, 12 planned"]
-    assert "arm-too-small" not in codes(check(ds_of(short)))  # 11 cold and warm native runs "of 6"
+    # compared by environment, the native arm pools cold and warm runs, each planned six times
+    assert [f.message for f in check(ds_of(short)) if f.code == "arm-too-small"] == [
+        "c/m/native: 11 usable runs, 12 planned"]
     # every cold run before every warm one: an arm per environment "drifts" by the cache's effect
     blocked = [rec(f"{cache}.{i}", "native", (900.0 if cache == "cold" else 1000.0) + (i % 3),
                    minute=(0 if cache == "cold" else 10) + i, iteration=i + 1, labels={"cache": cache})
@@ -200,6 +202,30 @@ def test_with_a_label_as_the_factor_the_checks_count_its_arms_not_the_environmen
         record.model = Model(name="m2")
     found = check(ds_of([*short, *other]), AnalysisOptions(factor="label.cache", planned_iterations=6))
     assert {f.message.split(":")[0] for f in found if f.code == "arm-too-small"} == {"c/m/cache=cold", "c/m2/native"}
+
+
+def test_an_arm_that_pools_cells_is_planned_once_per_cell_when_each_counts_its_own_iterations() -> None:
+    """Iterations 1–6 cold and 1–6 warm in one arm: twelve runs are planned, and one missing is
+    said. Numbered through (1–6 cold, 7–12 warm), the highest iteration counts them all already.
+    A randomized block is not a condition: iterations repeat across blocks only by chance."""
+    def runs(through: bool, missing: int | None) -> list[RunRecord]:
+        out = []
+        for k, cache in enumerate(("cold", "warm")):
+            for i in range(1, 7):
+                iteration = i + 6 * k if through else i
+                if iteration == missing and cache == "warm":
+                    continue
+                out.append(rec(f"{cache}.{i}", "native", 1000.0 + i, minute=10 * k + i, iteration=iteration,
+                               labels={"cache": cache, "block": str(i)}))
+        return out
+
+    def small(records: list[RunRecord]) -> list[str]:
+        return [f.message for f in check(ds_of(records)) if f.code == "arm-too-small"]
+
+    assert small(runs(through=False, missing=None)) == []
+    assert small(runs(through=False, missing=3)) == ["c/m/native: 11 usable runs, 12 planned"]
+    assert small(runs(through=True, missing=None)) == []
+    assert small(runs(through=True, missing=9)) == ["c/m/native: 11 usable runs, 12 planned"]
 
 
 def test_pooled_engine_versions_with_an_effect_are_flagged() -> None:

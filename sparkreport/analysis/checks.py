@@ -189,12 +189,12 @@ def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
     planned = planned_per_campaign(runs, opts)
     used = factor_arms(runs[runs["included"]], opts.factor)
     run_ids = used["run_id"].to_numpy(dtype=object)
-    # An arm of a label factor may pool environments, each planned to run every iteration.
-    pooled = used["_environment"].astype(str).to_numpy(dtype=object) if "_environment" in used.columns else None
+    cells = _cells(used, _design_factors(ds, opts))
+    iterations = used["iteration"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
     for arm, positions in arm_rows(used, ARM_KEYS):
         target = planned.get(str(arm[0]))
-        if target is not None and pooled is not None:
-            target *= len(set(pooled[positions]))
+        if target is not None and cells is not None:
+            target *= _cells_planned(cells[positions], iterations[positions])
         n = len(positions)
         if target is not None and n < target:
             findings.append(Finding(
@@ -225,6 +225,34 @@ def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
                 [row["run_id"]],
             ))
     return findings
+
+
+#: Labels the executor writes about the plan, not about a condition of the runs.
+PLAN_LABELS = ("label.block", "label.plan_index", "label.plan_seed", "label.plan_order")
+
+
+def _cells(used: pd.DataFrame, factors: list[str]) -> np.ndarray | None:
+    """Each run's cell within its arm: the environment it ran in where an arm of a label factor
+    pools several, and the conditions its design labels set (cache cold or warm); None when no
+    arm can pool cells."""
+    columns = [c for c in ("_environment", *factors) if c in used.columns and c not in PLAN_LABELS]
+    if not columns:
+        return None
+    # a label missing on some runs (another model's) is the cell "<NA>", not a crash
+    return used[columns].astype(object).fillna("<NA>").astype(str).agg("|".join, axis=1).to_numpy(dtype=object)
+
+
+def _cells_planned(cells: np.ndarray, iterations: np.ndarray) -> int:
+    """How many times an arm's planned iterations it holds: once per cell when each cell counts
+    its own iterations (the executor's plan: iterations 1–10 cold and 1–10 warm), once when the
+    arm numbers its runs through (1–10 cold, 11–20 warm: the highest iteration counts them all)."""
+    seen: dict[float, str] = {}
+    for cell, iteration in zip(cells, iterations, strict=True):
+        if math.isnan(iteration):  # no iteration: nothing to tell by
+            continue
+        if seen.setdefault(iteration, cell) != cell:
+            return len(set(cells))
+    return 1
 
 
 @register_check("noise", per_campaign=True)
