@@ -195,7 +195,13 @@ def test_with_a_label_as_the_factor_the_checks_count_its_arms_not_the_environmen
                    minute=(0 if cache == "cold" else 10) + i, iteration=i + 1, labels={"cache": cache})
                for cache in ("cold", "warm") for i in range(6)]
     assert "drift" in codes(check(ds_of(blocked)))
-    assert "drift" not in codes(check(ds_of(blocked), AnalysisOptions(factor="label.cache")))
+    by_cache = check(ds_of(blocked), AnalysisOptions(factor="label.cache"))
+    assert "drift" not in codes(by_cache)
+    # ... which, compared by cache, is the comparison confounded with time
+    order = [f.message for f in by_cache if f.code == "covariate-order"]
+    assert len(order) == 1 and order[0].startswith("c/m: the levels of cache ran in separate time blocks (cache=cold ")
+    assert order[0].endswith("so drift over time is confounded with the cache — interleave them (randomized blocks)")
+    assert "covariate-order" not in codes(check(ds_of(blocked)))  # one environment: nothing to confound
     # a second model without the label: its arms stay its environments
     other = [rec(f"x{i}", "native", 1000.0 + i, minute=200 + i, iteration=i + 1) for i in range(3)]
     for record in other:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sparkreport.analysis.arms import arm_rows, float_matrix, reported
+from sparkreport.analysis.arms import arm_rows, factor_arms, float_matrix, reported
 from sparkreport.analysis.checks import Finding, register_check
 from sparkreport.catalogs import GIB, HardwareSpec, ModelSpec, match_hardware, match_model
 from sparkreport.config import AnalysisOptions
@@ -431,13 +431,17 @@ def model_facts_table(ds: Dataset, runs: pd.DataFrame) -> list[dict[str, Any]]:
 
 @register_check("covariates", per_campaign=True)
 def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
-    """Per campaign × model: arms started at different GPU temperatures, or environments run in
-    separate time blocks. Reads numpy columns by row positions (a DataFrame per group and per
-    environment was most of ``check`` at 10 000 runs)."""
+    """Per campaign × model: arms started at different GPU temperatures, or run in separate time
+    blocks — the arms the comparisons contrast (environments, or the levels of a label factor:
+    :func:`~sparkreport.analysis.arms.factor_arms`). Reads numpy columns by row positions (a
+    DataFrame per group and per environment was most of ``check`` at 10 000 runs)."""
     import pandas as pd
 
     findings = []
-    used = runs[runs["included"]]
+    used = factor_arms(runs[runs["included"]], opts.factor)
+    factor = opts.factor.removeprefix("label.").replace("_", " ")
+    levels, level = (("environments", "environment") if opts.factor == "environment"
+                     else (f"the levels of {factor}", factor))
     # Records without a local start time (executor records before it, ingested logs) have the UTC one.
     started = used["started_at_local"].fillna(used["started_at"])
     starts = np.array([None if pd.isna(v) else v for v in started], dtype=object)
@@ -472,8 +476,8 @@ def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
                 detail = "; ".join(f"{e!s} {str(lo)[:16]}–{str(hi)[:16]}" for e, (lo, hi) in ordered)
                 findings.append(Finding(
                     "warning", "covariate-order",
-                    f"{campaign}/{model}: environments ran in separate time blocks ({detail}), so drift over time "
-                    "is confounded with the environment — interleave them (randomized blocks)",
+                    f"{campaign}/{model}: {levels} ran in separate time blocks ({detail}), so drift over time "
+                    f"is confounded with the {level} — interleave them (randomized blocks)",
                     sorted(run_ids[positions].tolist()),
                 ))
     return findings
