@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -169,11 +169,29 @@ class ProjectConfig:
     def factor_name(self) -> str:
         """The factor as the pages name it: ``environment``; ``cache`` for ``label.cache``;
         ``engine version`` for ``engine_version``."""
-        return self.factor.removeprefix("label.").replace("_", " ")
+        return factor_words(self.factor).name
 
     def charted(self, metric: str) -> bool:
         """Whether the Results pages draw charts for ``metric``."""
         return self.charts == "all" or metric in self.analysis.tested_metrics
+
+
+class FactorWords(NamedTuple):
+    """How a sentence names the factor (:func:`factor_words`)."""
+
+    name: str
+    one: str
+    many: str
+
+
+def factor_words(factor: str) -> FactorWords:
+    """The factor's name and how a sentence names one and several of its levels: a run column by
+    its plural (``environment``, ``environments``; ``engine version``s), a label by its levels
+    (``cache``: ``level of cache``, ``levels of cache``)."""
+    name = factor.removeprefix("label.").replace("_", " ")
+    if factor.startswith("label."):
+        return FactorWords(name, f"level of {name}", f"levels of {name}")
+    return FactorWords(name, name, f"{name}s")
 
 
 def _typed(where: Where[ConfigError], key: str, value: Any, kind: type | tuple[type, ...]) -> Any:

@@ -199,7 +199,7 @@ def test_with_a_label_as_the_factor_the_checks_count_its_arms_not_the_environmen
     assert "drift" not in codes(by_cache)
     # ... which, compared by cache, is the comparison confounded with time
     order = [f.message for f in by_cache if f.code == "covariate-order"]
-    assert len(order) == 1 and order[0].startswith("c/m: the levels of cache ran in separate time blocks (cache=cold ")
+    assert len(order) == 1 and order[0].startswith("c/m: levels of cache ran in separate time blocks (cache=cold ")
     assert order[0].endswith("so drift over time is confounded with the cache — interleave them (randomized blocks)")
     assert "covariate-order" not in codes(check(ds_of(blocked)))  # one environment: nothing to confound
     # a second model without the label: its arms stay its environments

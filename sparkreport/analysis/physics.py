@@ -31,7 +31,7 @@ import numpy as np
 from sparkreport.analysis.arms import arm_rows, factor_arms, float_matrix, reported
 from sparkreport.analysis.checks import Finding, register_check
 from sparkreport.catalogs import GIB, HardwareSpec, ModelSpec, match_hardware, match_model
-from sparkreport.config import AnalysisOptions
+from sparkreport.config import AnalysisOptions, factor_words
 from sparkreport.dataset import Dataset
 
 if TYPE_CHECKING:
@@ -439,9 +439,7 @@ def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
 
     findings = []
     used = factor_arms(runs[runs["included"]], opts.factor)
-    factor = opts.factor.removeprefix("label.").replace("_", " ")
-    levels, level = (("environments", "environment") if opts.factor == "environment"
-                     else (f"the levels of {factor}", factor))
+    words = factor_words(opts.factor)
     # Records without a local start time (executor records before it, ingested logs) have the UTC one.
     started = used["started_at_local"].fillna(used["started_at"])
     starts = np.array([None if pd.isna(v) else v for v in started], dtype=object)
@@ -476,8 +474,8 @@ def _covariates(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[
                 detail = "; ".join(f"{e!s} {str(lo)[:16]}–{str(hi)[:16]}" for e, (lo, hi) in ordered)
                 findings.append(Finding(
                     "warning", "covariate-order",
-                    f"{campaign}/{model}: {levels} ran in separate time blocks ({detail}), so drift over time "
-                    f"is confounded with the {level} — interleave them (randomized blocks)",
+                    f"{campaign}/{model}: {words.many} ran in separate time blocks ({detail}), so drift over "
+                    f"time is confounded with the {words.name} — interleave them (randomized blocks)",
                     sorted(run_ids[positions].tolist()),
                 ))
     return findings

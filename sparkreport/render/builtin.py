@@ -137,10 +137,10 @@ def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
                    "\"less KV cache\" are one measurement, not two findings.")
     if any(f.code == "single-run-arm" for f in site.findings):
         out.append("Arms with a single run have no spread: their differences are descriptions, not tests.")
-    factor = site.config.factor  # a run column reads as its plural, a label as its levels
-    named = factor.removeprefix("label.").replace("_", " ")
-    differ = f"levels of {named}" if factor.startswith("label.") else f"{named}s"
-    out.append(f"The comparisons say how much the {differ} differ, not why: a cause needs a run "
+    from sparkreport.config import factor_words
+
+    out.append(f"The comparisons say how much the {factor_words(site.config.factor).many} differ, not why: "
+               "a cause needs a run "
                "designed to separate the explanations (see the memory page).")
     return out
 

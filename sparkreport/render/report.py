@@ -774,14 +774,14 @@ def cgroup_observation(site: SiteData, campaign: str) -> str | None:
 def why_not_compared(site: SiteData, campaign: Campaign) -> str:
     """Why a campaign has no comparison, as Markdown ending the sentence "No comparison could be
     made in this campaign: …" ('' when there is nothing more to say than that)."""
+    from sparkreport.config import factor_words
     from sparkreport.render.markdown import code, md_escape
 
     config = site.config
     if config.factor != "environment" and not campaign.levels:
         return (f"no run carries a {md_escape(config.factor_name)} ({code(config.factor)}, the factor the "
                 "comparisons contrast), so its figures are described per environment on Results")
-    one, many = (("environment", "environments") if config.factor == "environment"
-                 else (f"level of {md_escape(config.factor_name)}", f"levels of {md_escape(config.factor_name)}"))
+    _name, one, many = (md_escape(words) for words in factor_words(config.factor))
     levels = [md_escape(level) for level in campaign.levels]
     if len(levels) == 1:
         return f"every run is in one {one} ({levels[0]}), so there is nothing to compare it with"
