@@ -171,6 +171,11 @@ class ProjectConfig:
         ``engine version`` for ``engine_version``."""
         return factor_words(self.factor).name
 
+    @property
+    def factor_a_name(self) -> str:
+        """:attr:`factor_name` after "a" or "an" (``no run carries an engine version``)."""
+        return factor_words(self.factor).a_name
+
     def charted(self, metric: str) -> bool:
         """Whether the Results pages draw charts for ``metric``."""
         return self.charts == "all" or metric in self.analysis.tested_metrics
@@ -182,6 +187,11 @@ class FactorWords(NamedTuple):
     name: str
     one: str
     many: str
+
+    @property
+    def a_name(self) -> str:
+        """The name after "a" or "an": ``a cache``, ``an engine version``."""
+        return ("an " if self.name[:1].lower() in "aeiou" else "a ") + self.name
 
 
 def factor_words(factor: str) -> FactorWords:

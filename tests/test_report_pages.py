@@ -308,6 +308,12 @@ def test_the_factor_is_one_setting_at_the_top_of_the_file(tmp_path: Path) -> Non
     path.write_text("factor: label.cache\nbaseline: cold\n", encoding="utf-8")
     config = load_config(path)
     assert (config.factor, config.analysis.factor, config.factor_name) == ("label.cache", "label.cache", "cache")
+    from sparkreport.config import factor_words
+
+    assert [tuple(factor_words(f)) + (factor_words(f).a_name,) for f in ("environment", "label.cache", "engine_version")] == [
+        ("environment", "environment", "environments", "an environment"),
+        ("cache", "level of cache", "levels of cache", "a cache"),
+        ("engine version", "engine version", "engine versions", "an engine version")]
     path.write_text("analysis:\n  factor: label.cache\n", encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
         load_config(path)

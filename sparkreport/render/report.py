@@ -779,7 +779,7 @@ def why_not_compared(site: SiteData, campaign: Campaign) -> str:
 
     config = site.config
     if config.factor != "environment" and not campaign.levels:
-        return (f"no run carries a {md_escape(config.factor_name)} ({code(config.factor)}, the factor the "
+        return (f"no run carries {md_escape(config.factor_a_name)} ({code(config.factor)}, the factor the "
                 "comparisons contrast), so its figures are described per environment on Results")
     _name, one, many = (md_escape(words) for words in factor_words(config.factor))
     levels = [md_escape(level) for level in campaign.levels]
