@@ -56,6 +56,26 @@ def test_unchanged_rebuild_reuses_the_build_and_a_changed_run_is_picked_up(
     assert [p.suffix for p in (project / "build" / "cache" / "exports" / "csv").iterdir()] == [".txt"]
 
 
+def test_a_site_changed_by_hand_is_built_again_not_kept(tmp_path: Path, phase1_store: Path) -> None:
+    """Nothing the build reads changed, but the site did: a section removed, a page edited, a
+    file added, a campaign's run files removed. The build puts back what it made instead of
+    keeping the site as it found it; the site as built is then kept again."""
+    project = _project(tmp_path, phase1_store)
+    site = project / "site"
+    build(_options(project))
+    built = {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    assert build(_options(project)).cached
+    campaign = next((site / "runs" / "files").iterdir())
+    for change in (lambda: shutil.rmtree(site / "results"),
+                   lambda: (site / "methodology" / "index.html").write_text("edited by hand", encoding="utf-8"),
+                   lambda: (site / "stray.html").write_text("<p>added by hand</p>", encoding="utf-8"),
+                   lambda: shutil.rmtree(campaign)):
+        change()
+        assert not build(_options(project)).cached
+        assert {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()} == built
+        assert build(_options(project)).cached
+
+
 def test_a_template_change_invalidates_the_build(tmp_path: Path, phase1_store: Path) -> None:
     project = _project(tmp_path, phase1_store)
     build(_options(project))

@@ -175,7 +175,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     if reuse is not None:
         reuse.save(cache_dir, target)
     memo.save()
-    incremental.save_state(cache_dir, key, target, config_file, result, warnings)
+    incremental.save_state(cache_dir, key, target, config_file, result, warnings, bulk=run_files_folder())
     converted = reuse.converted if reuse is not None else len(result.pages)
     return BuildResult(site_dir=target, config_file=config_file, render=result, warnings=warnings,
                        builder=name, timings_s=timings, published=published, converted=converted,
@@ -229,6 +229,13 @@ def _walk_and_key(project: Project, target: Path, strict: bool,
     walk = walk_store(project.runs_path)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
     return walk.folders, key, memo.added
+
+
+def run_files_folder() -> str:
+    """Where the Runs pages publish the runs' files inside the site (``runs/files``)."""
+    from sparkreport.render.runs_index import RunsPage
+
+    return f"{RunsPage.folder}/{RunsPage.files_dir}"
 
 
 def config_nav(config_file: Path) -> list[object]:
