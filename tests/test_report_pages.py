@@ -343,4 +343,5 @@ def test_a_finding_about_a_level_of_a_label_names_its_arm_like_an_environment() 
     assert (message_where(message), message_body(message)) == ("c/m/cache=cold", "CV above 5% over 20 runs.")
     assert compact_wheres(["c/m/cache=cold", "c/m/cache=warm"], names={("c", "m"): "Model M"},
                           titles={"c": "Campaign C"}) == "Campaign C · Model M (cache=cold, cache=warm)"
+    assert message_where("c/m/cache=very cold: x") == "c/m/cache=very cold"
     assert message_where("3 run folder(s) without run.json: x") == ""

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 #: An arm key: (campaign, model, factor level).
 ArmKey = tuple[str, str, str]
 
-#: A finding's arm: campaign[/model[/environment, or factor=level as the checks name a label's arm]].
-_PREFIX = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*(?:/[\w.\-]+=[\w.\-]+)?: ")
+#: A finding's arm: campaign[/model[/environment, or factor=level as the checks name a label's arm
+#: (a level is any text without a colon or a slash)]].
+_PREFIX = re.compile(r"^[\w.\-]+(?:/[\w.\-]+)*(?:/[\w.\-]+=[^:/\n]+)?: ")
 
 
 def message_where(message: str) -> str:
