@@ -320,3 +320,23 @@ def test_compare_with_nothing_to_pair_says_why_in_one_line(tmp_path: Path) -> No
     code, out = invoke("compare", "--runs-dir", str(tmp_path / "r"))
     assert (code, out) == (0, "nothing to compare: no model has included runs in both native and another "
                               "environment (docker) with a metric both report\n")
+
+
+def test_stats_per_level_of_a_factor_gives_the_arms_compare_contrasts() -> None:
+    """`stats --factor label.cache`: an arm per cache level, pooling the environments — the arms
+    `compare --factor label.cache` contrasts and the Results pages show under `factor:
+    label.cache` — in a column named after the factor; published figures carry no cache, so
+    they are in no arm. A factor no run has is refused."""
+    repo = Path(__file__).resolve().parents[1]
+    code, out = invoke("stats", "--runs-dir", str(repo / "runs"), "--json", "--metric", "output_throughput_tok_s",
+                       "--factor", "label.cache")
+    rows = json.loads(out)
+    assert code == 0 and [(r["model"], r["label.cache"], r["n"]) for r in rows] == [
+        ("llama-3-8b", "cold", 20), ("llama-3-8b", "warm", 20), ("qwen2-0.5b", "cold", 20), ("qwen2-0.5b", "warm", 20)]
+    assert "environment" not in rows[0] and f"{rows[0]['ci_low']:,.2f}" == "2,543.91"
+    code, out = invoke("compare", "--runs-dir", str(repo / "runs"), "--json", "--metric", "output_throughput_tok_s",
+                       "--factor", "label.cache", "--baseline", "cold")
+    means = {(r["model"], "warm"): r["mean_candidate"] for r in json.loads(out)}
+    assert means == {(r["model"], "warm"): r["mean"] for r in rows if r["label.cache"] == "warm"}
+    code, out = invoke("stats", "--runs-dir", str(repo / "runs"), "--factor", "label.nope")
+    assert code == 2 and out.startswith("Error: --factor: no column 'label.nope' to group arms by — use environment")

@@ -98,19 +98,30 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
 @duplicates_option
 @click.option("--by", "by", multiple=True, metavar="LABEL",
               help="Also split arms by this label (repeatable), e.g. --by software.trtllm.")
+@click.option("--factor", default="environment", show_default=True, metavar="NAME",
+              help="Arms per level of this run column or label.KEY instead of per environment: the arms "
+                   "compare contrasts with that factor, and the Results pages' rows when sparkreport.yml "
+                   "sets it (a run without a level is in no arm; the column is named after the factor).")
 @metric_option
 @json_option
 def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
-                  by: tuple[str, ...], metrics: tuple[str, ...], as_json: bool) -> None:
-    """Per arm (campaign × model × environment): n, mean, sd, median, min, max, CV, 95% t-CI."""
+                  by: tuple[str, ...], factor: str, metrics: tuple[str, ...], as_json: bool) -> None:
+    """Per arm (campaign × model × environment, or × level of --factor): n, mean, sd, median, min,
+    max, CV, 95% t-CI."""
     from sparkreport.analysis import arm_stats
     from sparkreport.dataset import frame_rows
+    from sparkreport.errors import OptionError
     from sparkreport.project import keep_analysis
+    from sparkreport.render.preflight import DatasetNames, factor_problem
 
     ds, config, cache = _setup(runs_dir, config_path, duplicates)
     _refuse_absent(ds, by, metrics)
-    frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None, cache=cache)
+    if factor != "environment" and (found := factor_problem(DatasetNames(ds), factor)) is not None:
+        raise OptionError("--factor", found[0].replace("to compare on", "to group arms by"), fix=found[1])
+    frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None, cache=cache, level=factor)
     keep_analysis(cache)
+    if factor != "environment":  # the level in its own column, named as the factor
+        frame = frame.rename(columns={"environment": factor})
     rows = frame_rows(frame.drop(columns=["model_name"]))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
