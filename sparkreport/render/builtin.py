@@ -759,7 +759,7 @@ class CampaignPage(Page):
             listed.append({
                 "name": c.name, "title": c.title, "href": doc.href(c.path),
                 "last_run": "—" if found is None or pd.isna(found) else found.strftime("%Y-%m-%d"),
-                "levels": c.levels, "models": len(c.models),
+                "levels": c.levels, "environments": c.environments, "models": len(c.models),
                 "data": f"published figures ({c.arms} arms)" if c.published else f"{c.runs} runs",
                 "gpus": ", ".join(c.gpus) or "—",
             })

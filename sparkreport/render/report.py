@@ -62,7 +62,8 @@ class Campaign:
     #: The levels of the factor its runs carry (its environments with the factor ``environment``).
     levels: list[str]
     runs: int
-    #: Its arms of the comparisons: campaign × model × level of the factor.
+    #: Its arms of the comparisons: campaign × model × level of the factor (a campaign none of
+    #: whose runs carries a level of it: campaign × model × environment, as its Results rows).
     arms: int
     gpus: list[str] = field(default_factory=list)
     unified: bool | None = None
@@ -159,8 +160,11 @@ def campaigns(site: SiteData) -> list[Campaign]:
         entry = by_name[name]
         environments = sorted(entry["levels"], key=lambda lv: (lv != site.config.baseline, lv))
         if site.config.factor != "environment":
+            # a campaign none of whose runs carries a level keeps its environments' arms (published
+            # figures: each arm as published), as its models' Results rows do; it has no levels
             arms = arms_by_level.get(name, set())
-            entry = {**entry, "levels": list(dict.fromkeys(level for _, level in sorted(arms))), "arms": arms}
+            entry = {**entry, "levels": list(dict.fromkeys(level for _, level in sorted(arms))),
+                     "arms": arms or entry["arms"]}
         doc = _campaign_file(site.runs_dir, name)
         titles[name] = campaign_title_of(site.config, name, doc, entry["titles"])
         configured = site.config.campaigns.get(name)
