@@ -271,6 +271,7 @@ def test_a_factor_other_than_environment_is_what_the_results_pages_describe(tmp_
     assert ("made in 2 environments (cgroup-16g, native), 10 iterations per environment and page-cache state, "
             "compared by cache: cold, warm (baseline **cold**), each level pooling the environments") in campaign
     methodology = (result.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8")
+    assert "iterations 1–10 per environment and page-cache state" in methodology  # an arm pools both
     assert ("An arm is one campaign × model × level of cache (`label.cache`): the comparisons contrast those "
             "levels within each campaign and model, each pooling the environments its runs were made in, and "
             "the Results pages and the checks count them") in methodology
