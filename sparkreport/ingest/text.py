@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,26 @@ def iter_ended_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
 
 #: Why a value is left out of a run (:func:`iter_ended_lines`: the last line of a file cut off mid-line).
 CUT_VALUE = "the last line has no line end, so its value may be cut off (line {line}): it is left out"
+
+
+def report_lines(path: Path, bad: Callable[[], tuple[int, str] | None], holds_value: Callable[[str], bool],
+                 cut: list[int]) -> Iterator[tuple[int, str]]:
+    """A text report's non-empty lines (logger prefix removed, :func:`strip_prefix`), each as a
+    reader may take it. A value the reader found bad (``bad()``: its line and the problem) stops
+    the read at the next line, naming that value's line. The last line of a file cut off mid-line
+    is held back when ``holds_value`` says it carries a value ("MAXIMUM: 28" of "MAXIMUM:
+    2878.0000"): its number goes into ``cut`` (the reader says so with :data:`CUT_VALUE`)."""
+    for number, raw, ended in iter_ended_lines(path):
+        line = strip_prefix(raw)
+        if not line:
+            continue
+        found = bad()
+        if found is not None:
+            raise ParseError(path, found[1], line=found[0], fix="fix or remove that value")
+        if not ended and holds_value(line):
+            cut.append(number)
+            continue
+        yield number, line
 
 
 def require_content(path: Path) -> None:

@@ -32,11 +32,10 @@ from sparkreport.ingest.nvidia_smi import log_runs, sample_companions
 from sparkreport.ingest.text import (
     CUT_VALUE,
     NotANumber,
-    iter_ended_lines,
     normalise_label,
+    report_lines,
     require_content,
     scaled,
-    strip_prefix,
     to_number,
 )
 from sparkreport.schema import Hardware, Model, RunRecord, Software, Status, Workload
@@ -181,21 +180,14 @@ class _Reader:
 
     # -- driving -----------------------------------------------------------------------------
     def read(self) -> list[TrtllmReport]:
-        cut = None
-        for number, raw, ended in iter_ended_lines(self.path):
-            line = strip_prefix(raw)
-            if not line:
-                continue
-            if self.bad is not None:
-                raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
-            if not ended and (_BREAKDOWN.match(line) or _LABEL_LINE.match(line)):
-                cut = number
-                continue
+        cut: list[int] = []
+        for number, line in report_lines(self.path, lambda: self.bad,
+                                         lambda line: bool(_BREAKDOWN.match(line) or _LABEL_LINE.match(line)), cut):
             self.last_line = number
             self._line(line, number)
         self._finish_run()
-        if cut is not None:
-            self._truncate_last(CUT_VALUE.format(line=cut))
+        if cut:
+            self._truncate_last(CUT_VALUE.format(line=cut[0]))
         if self.bad is not None:
             self._truncate_last(f"the last value is cut off (line {self.bad[0]})")
         if self.pending_memory and (self.pending_memory.metrics or not self.runs):

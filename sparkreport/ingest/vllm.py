@@ -30,11 +30,10 @@ from sparkreport.ingest.nvidia_smi import log_runs, sample_companions
 from sparkreport.ingest.text import (
     CUT_VALUE,
     NotANumber,
-    iter_ended_lines,
     normalise_label,
+    report_lines,
     require_content,
     scaled,
-    strip_prefix,
     to_number,
 )
 from sparkreport.schema import Model, RunRecord, Software, Status, Workload
@@ -130,20 +129,13 @@ class _Reader:
         self.sglang = False
 
     def read(self) -> list[VllmRun]:
-        cut = None
-        for number, raw, ended in iter_ended_lines(self.path):
-            line = strip_prefix(raw)
-            if not line:
-                continue
-            if self.bad is not None:
-                raise ParseError(self.path, self.bad[1], line=self.bad[0], fix="fix or remove that value")
-            if not ended and self.block is not None and _LABEL.match(line.strip()):
-                cut = number
-                continue
+        cut: list[int] = []
+        for number, line in report_lines(self.path, lambda: self.bad,
+                                         lambda line: self.block is not None and bool(_LABEL.match(line.strip())), cut):
             self._line(line.strip(), number)
         if self.block is not None:
             self.block.warnings.append("truncated: the result block has no closing rule"
-                                       + (f"; {CUT_VALUE.format(line=cut)}" if cut is not None else ""))
+                                       + (f"; {CUT_VALUE.format(line=cut[0])}" if cut else ""))
             self._close()
         if self.bad is not None and self.runs:
             self.runs[-1].warnings.append(f"truncated: the last value is cut off (line {self.bad[0]})")
