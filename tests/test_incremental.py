@@ -623,6 +623,27 @@ def test_a_failed_render_keeps_the_last_good_docs(two_campaigns: Path) -> None:
     assert render(options).rendered_pages == []  # the cache still describes the docs folder
 
 
+def test_a_label_key_new_to_the_store_renders_only_the_pages_of_its_run(two_campaigns: Path, tmp_path: Path) -> None:
+    """A label key that one run brings adds a column to the runs table that is empty in every
+    other campaign and model: their pages are not rendered again (their slices of the table
+    are digested over the columns that hold a value there), and the docs are byte for byte
+    those of a cold render."""
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    render(options)
+    path = next((two_campaigns / "runs" / "phase1").glob("deepseek-container-iter01*")) / "run.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.setdefault("labels", {})["operator_note"] = "rerun after a reboot"
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    second = render(options)
+    assert "results/deepseek/index.md" in second.rendered_pages
+    assert "campaigns/phase1/index.md" in second.rendered_pages
+    assert "results/qwen72b/index.md" in second.skipped_pages
+    assert "campaigns/phase1-published/index.md" in second.skipped_pages
+    cold = render(RenderOptions(runs_dir=two_campaigns / "runs", project_root=two_campaigns,
+                                docs_dir=tmp_path / "cold" / "docs"))
+    assert tree(second.docs_dir) == tree(cold.docs_dir)
+
+
 def test_a_session_holds_its_caches_and_renders_what_a_cold_render_does(two_campaigns: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve``'s session keeps the record and analysis caches in memory (issue 16, thirteenth

@@ -277,7 +277,11 @@ def grouped(site: SiteData, table: str, column: str) -> dict[str, pd.DataFrame]:
 def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], value: str | tuple[str, ...]) -> str:
     """The sha256 of the rows of ``site.<table>`` whose ``column`` is ``value`` (what a page
     reads of an analysis result, for its cache key); 'none' when there are none. ``column``
-    may name several columns, ``value`` then being one value per column."""
+    may name several columns, ``value`` then being one value per column.
+
+    Only the columns holding a value in those rows count (each by its name, its dtype and its
+    cells): a label key that a run of another campaign brings adds a column that is empty here,
+    which changes nothing a page of these rows shows — and so renders none of them again."""
     import hashlib
 
     columns = [column] if isinstance(column, str) else list(column)
@@ -287,12 +291,13 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
         frame = getattr(site, table)
         digests = {}
         if not frame.empty and set(columns) <= set(frame.columns):
-            hashes = row_hashes(site, table)
-            head = f"{list(frame.columns)}{list(map(str, frame.dtypes))}".encode()
+            hashes, present, heads = column_hashes(site, table)
             by = columns[0] if len(columns) == 1 else columns
             for name, positions in frame.groupby(by, sort=False, observed=True).indices.items():
                 name_key = str(name) if len(columns) == 1 else tuple(map(str, name))
-                digests[name_key] = hashlib.sha256(head + hashes[positions].tobytes()).hexdigest()
+                shown = present[positions].any(axis=0)
+                head = "\0".join(h for h, keep in zip(heads, shown, strict=True) if keep).encode()
+                digests[name_key] = hashlib.sha256(head + b"\n" + hashes[positions][:, shown].tobytes()).hexdigest()
         site.extra[key] = digests
     return str(digests.get(value if isinstance(value, str) else tuple(value), "none"))
 
@@ -366,20 +371,26 @@ def campaign_split(site: SiteData) -> tuple[set[str], set[str]]:
     return set(shown), set(earlier)
 
 
-def row_hashes(site: SiteData, table: str) -> Any:
-    """One 64-bit hash per row of ``site.<table>`` (values and dtypes), computed once per render
-    whichever columns the pages group it by."""
-    key = f"_row_hashes:{table}"
+def column_hashes(site: SiteData, table: str) -> tuple[Any, Any, list[str]]:
+    """Of ``site.<table>``, computed once per render whichever columns the pages group it by: one
+    64-bit hash per cell (rows × columns; values and dtypes), whether each cell holds a value, and
+    each column's name and dtype."""
+    key = f"_column_hashes:{table}"
     cached = site.extra.get(key)
     if cached is None:
+        import numpy as np
         import pandas as pd
 
         frame = getattr(site, table)
-        try:
-            cached = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-        except TypeError:  # a cell pandas cannot hash (a list): hash the rows' text
-            cached = pd.Series([hash_text(row) for row in frame.astype(str).itertuples(index=False)]).to_numpy()
-        site.extra[key] = cached
+        hashes = np.empty((len(frame), len(frame.columns)), dtype=np.uint64)
+        for position in range(len(frame.columns)):
+            cells = frame.iloc[:, position]
+            try:
+                hashes[:, position] = pd.util.hash_pandas_object(cells, index=False).to_numpy()
+            except TypeError:  # a cell pandas cannot hash (a list): hash the cells' text
+                hashes[:, position] = [hash_text([str(cell)]) for cell in cells]
+        heads = [f"{name}:{dtype}" for name, dtype in zip(frame.columns, frame.dtypes, strict=True)]
+        cached = site.extra[key] = (hashes, frame.notna().to_numpy(), heads)
     return cached
 
 
