@@ -193,6 +193,20 @@ def test_provenance_footer_on_every_page(rendered: RenderResult, phase1_dataset:
             assert f"Built from 63 runs (inputs sha256 <code>{everything}</code>)" in footer, doc.path
 
 
+def test_a_page_of_published_figures_only_names_no_runs_in_its_footer(tmp_path: Path, published_store: Path) -> None:
+    """A page built from published arm summaries alone says so ("Built from 2 published arm
+    summaries"), not "Built from 0 runs and 2 …"; Home names the store's counts the same way."""
+    shutil.copytree(published_store, tmp_path / "runs")
+    result = render(RenderOptions(runs_dir=Path("runs"), project_root=tmp_path))
+    footers = {doc.path: page(result, doc.path).rsplit("\n---\n", 1)[-1] for doc in result.pages}
+    model_pages = [path for path in footers if path.startswith("results/") and path != "results/index.md"]
+    assert model_pages
+    for path in model_pages:
+        assert re.search(r"Built from \d+ published arm summar(y|ies) \(inputs sha256", footers[path]), footers[path]
+    assert not any("Built from 0 runs" in footer or "· 0 runs" in footer for footer in footers.values())
+    assert re.search(r"dataset sha256 <code>[0-9a-f]{64}</code> · \d+ published arm summaries ·", footers["index.md"])
+
+
 def test_methodology_is_read_from_the_records(rendered: RenderResult) -> None:
     text = page(rendered, "methodology/index.md")
     held = next(line for line in text.splitlines() if line.startswith("**Held constant**"))
