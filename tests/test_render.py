@@ -431,6 +431,32 @@ def test_project_template_overrides_by_name(tmp_path: Path, phase1_store: Path) 
     assert page(result, "methodology/index.md").startswith("# Methodology")
 
 
+def test_an_override_may_include_the_packaged_template_it_replaces(tmp_path: Path, phase1_store: Path) -> None:
+    """``sparkreport/<name>`` is always the packaged template: an override of ``_footer.md`` that
+    includes it keeps the package's provenance line as the package writes it, and adds its own;
+    an edit of the override renders every page again (the include counts in the pages' keys)."""
+    (tmp_path / "templates").mkdir()
+    footer = tmp_path / "templates" / "_footer.md"
+    footer.write_text('{% include "sparkreport/_footer.md" %}\n<p>Our own line.</p>\n', encoding="utf-8")
+    options = RenderOptions(runs_dir=phase1_store, project_root=tmp_path)
+    result = render(options)
+    for doc in result.pages:
+        text = page(result, doc.path)
+        assert text.endswith("<p>Our own line.</p>\n"), doc.path
+        assert "sparkreport " + __version__ in text.rsplit("\n---\n", 1)[-1], doc.path
+    footer.write_text('{% include "sparkreport/_footer.md" %}\n<p>Another line.</p>\n', encoding="utf-8")
+    again = render(options)
+    assert sorted(again.rendered_pages) == sorted(doc.path for doc in again.pages)
+    assert page(again, "index.md").endswith("<p>Another line.</p>\n")
+    # extending the packaged page it replaces: its body as the package writes it, then a paragraph
+    (tmp_path / "templates" / "home.md").write_text(
+        '{% extends "sparkreport/home.md" %}{% block body %}{{ super()|safe }}\nOur paragraph.\n{% endblock %}\n',
+        encoding="utf-8")
+    home = page(render(options), "index.md")
+    assert home.startswith(page(again, "index.md").split("\n---\n")[0].rstrip("\n"))
+    assert "\nOur paragraph.\n" in home and "\\#" not in home
+
+
 def test_compiled_templates_are_kept_per_package_and_follow_their_source(tmp_path: Path, phase1_store: Path) -> None:
     (tmp_path / "templates").mkdir()
     home = tmp_path / "templates" / "home.md"

@@ -265,6 +265,10 @@ def chart_html(chart: ChartSpec, folder: str = "charts", *, static: bool = True)
     )
 
 
+#: The prefix that names a packaged template whatever the project overrides (``sparkreport/_footer.md``).
+PACKAGED_PREFIX = "sparkreport"
+
+
 def make_environment(project_templates: Path | None, compiled: Path | None = None) -> jinja2.Environment:
     """A Jinja2 environment: the project's templates first, then the packaged ones.
 
@@ -281,6 +285,10 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
     if project_templates is not None and project_templates.is_dir():
         loaders.append(jinja2.FileSystemLoader(str(project_templates)))
     loaders.append(jinja2.FileSystemLoader(str(PACKAGE_TEMPLATES)))
+    # ``sparkreport/<name>`` is always the packaged template, so that an override can extend or
+    # include the default it replaces (``{% include "sparkreport/_footer.md" %}``) instead of
+    # copying it and missing the package's later fixes.
+    loaders.append(jinja2.PrefixLoader({PACKAGED_PREFIX: jinja2.FileSystemLoader(str(PACKAGE_TEMPLATES))}))
     env = jinja2.Environment(
         loader=jinja2.ChoiceLoader(loaders),
         autoescape=False,
