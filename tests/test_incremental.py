@@ -644,6 +644,32 @@ def test_a_label_key_new_to_the_store_renders_only_the_pages_of_its_run(two_camp
     assert tree(second.docs_dir) == tree(cold.docs_dir)
 
 
+def test_a_slice_digest_covers_the_columns_that_hold_a_value_in_it() -> None:
+    """What a page's key reads of a table: a column empty in its rows (a label key only another
+    campaign's run has) leaves it as it was; a value, a dtype or a column that holds a value
+    there changes it; cells pandas cannot hash (lists) are hashed by their text."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from sparkreport.render.report import slice_digest
+
+    def digests(frame: pd.DataFrame) -> tuple[str, str]:
+        site = SimpleNamespace(extra={}, runs=frame)
+        return slice_digest(site, "runs", "campaign", "a"), slice_digest(site, "runs", "campaign", "b")  # type: ignore[arg-type]
+
+    base = pd.DataFrame({"campaign": ["a", "a", "b"], "files": [["x"], ["y"], ["z"]], "value": [1.0, 2.0, 3.0]})
+    a, b = digests(base)
+    assert a != b and len(a) == 64
+    a2, b2 = digests(base.assign(**{"label.note": [None, None, "rerun"]}))
+    assert a2 == a and b2 != b  # the new column holds a value in b's rows only
+    assert digests(base.assign(value=[1.0, 2.5, 3.0]))[0] != a  # a value
+    assert digests(base.assign(value=["1.0", "2.0", "3.0"]))[0] != a  # a dtype
+    assert digests(base.assign(files=[["x"], ["w"], ["z"]]))[0] != a  # a list cell
+    assert digests(base.assign(**{"label.note": ["x", None, None]}))[0] != a  # a column with a value in a
+    assert slice_digest(SimpleNamespace(extra={}, runs=base), "runs", "campaign", "c") == "none"  # type: ignore[arg-type]
+
+
 def test_a_session_holds_its_caches_and_renders_what_a_cold_render_does(two_campaigns: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve``'s session keeps the record and analysis caches in memory (issue 16, thirteenth
