@@ -228,7 +228,9 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert native.split("\n")[4].startswith("| Output throughput (tok/s) |")  # primary metrics first, as elsewhere
     table = native[:native.index("\n\n**") if "\n\n**" in native else None]
     # a constant on both sides is stated, not tested: no interval, no p-value, marked †
-    assert "| KV cache (GiB) | 57.19 | 57.19 | 0.0% | — | — | **unchanged** † |" in table
+    assert "| KV cache (GiB) | 57.19 | 57.19 | 0.00% | — | — | **unchanged** † |" in table
+    # changes to two decimals, as Home's cells (a -0.07% change was "-0.1%" beside "+0.03%")
+    assert "| Time to first token (mean, ms) | 1,219.09 | 1,218.24 | -0.07% |" in table
     assert "the minimum effect (2%)" in page and "(marked †) is not tested" in page
     charts = {p.name for p in (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "charts").glob("*.vl.json")}
     assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts

@@ -120,10 +120,10 @@ def diff_markdown(payload: dict[str, Any]) -> str:
     lines += ["", "#### Results", "",
               "| model | environment | metric | a | b | change | 95% CI of b/a | p (Holm) | verdict |",
               "|---|---|---|---|---|---|---|---|---|"]
-    from sparkreport.render.markdown import ratio_interval
+    from sparkreport.render.markdown import ratio_interval, signed
 
     for c in payload["cells"]:
-        change = f"{c['change_pct']:+.1f}%" if c["change_pct"] is not None else "-"
+        change = f"{signed(c['change_pct'], 2)}%" if c["change_pct"] is not None else "-"  # as the diff page
         ci = ratio_interval(c["ratio_ci_low"], c["ratio_ci_high"]) if c["ratio_ci_low"] is not None else "-"
         lines.append(f"| {c['model']} | {c['environment']} | {c['metric']} | {_fmt(c['mean_a'])} | {_fmt(c['mean_b'])} "
                      f"| {change} | {ci} | {_fmt(c['p_holm'], 4)} | **{c['verdict']}** |")
