@@ -651,6 +651,12 @@ def test_counts_take_the_right_number() -> None:
     assert [counted(1, "iteration"), counted(2, "iteration"), counted(10000, "run"), counted(1, "arm", "arms")] == [
         "1 iteration", "2 iterations", "10,000 runs", "1 arm"]
     assert counted("3", "run") == "3 runs"  # a count read from a record as text
+    from sparkreport.render.markdown import runs_and_summaries
+
+    assert [runs_and_summaries(80, 8), runs_and_summaries(0, 2), runs_and_summaries(1, 1), runs_and_summaries(0, 0),
+            runs_and_summaries(10000, 0)] == [
+        "80 runs and 8 published arm summaries", "2 published arm summaries", "1 run and 1 published arm summary",
+        "0 runs", "10,000 runs"]
 
 
 def test_a_value_that_is_not_zero_never_prints_as_zero() -> None:

@@ -305,7 +305,8 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
                        mean_in=mean_in, ratio_interval=ratio_interval,
                        pvalue=pvalue, signed=signed,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
-                       cut=shown_values, counted=counted, design_columns=design_columns, with_unit=with_unit,
+                       cut=shown_values, counted=counted,
+                       runs_and_summaries=runs_and_summaries, design_columns=design_columns, with_unit=with_unit,
                        campaign_list=jinja2.pass_context(_campaign_list), margin=margin_text,
                        metric_label=metric_catalog.label_of)
     return env
@@ -346,6 +347,15 @@ def counted(n: object, noun: str, plural: str | None = None) -> str:
     except (TypeError, ValueError):
         return f"{n} {plural or noun + 's'}"
     return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
+
+
+def runs_and_summaries(runs: int, summaries: int) -> str:
+    """What a page or the site was built from: "80 runs and 8 published arm summaries",
+    "2 published arm summaries" (no runs: not "0 runs and …"), "1 run"."""
+    parts = [counted(runs, "run")] if runs or not summaries else []
+    if summaries:
+        parts.append(counted(summaries, "published arm summary", "published arm summaries"))
+    return " and ".join(parts)
 
 
 #: The compiled page templates' folder in a build's cache (one subfolder per package digest).
