@@ -457,6 +457,17 @@ def test_an_override_may_include_the_packaged_template_it_replaces(tmp_path: Pat
     assert "\nOur paragraph.\n" in home and "\\#" not in home
 
 
+def test_an_override_naming_a_template_that_does_not_exist_is_refused_with_the_fix(tmp_path: Path,
+                                                                                 phase1_store: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "_footer.md").write_text('{% include "sparkreport/footer.md" %}\n', encoding="utf-8")
+    with pytest.raises(BuildError) as caught:
+        render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    message = str(caught.value)
+    assert "includes or extends 'sparkreport/footer.md', which neither templates/ nor the package has" in message
+    assert "'sparkreport/<name>.md'" in message and "\n" not in message
+
+
 def test_compiled_templates_are_kept_per_package_and_follow_their_source(tmp_path: Path, phase1_store: Path) -> None:
     (tmp_path / "templates").mkdir()
     home = tmp_path / "templates" / "home.md"

@@ -643,6 +643,10 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
         text = env.get_template(doc.template).render(context)
     except jinja2.TemplateSyntaxError as exc:
         raise BuildError(f"{exc.filename or doc.template}:{exc.lineno}: template error: {exc.message}") from None
+    except jinja2.TemplateNotFound as exc:
+        raise BuildError(f"{doc.template}: cannot render {doc.path}: it includes or extends '{exc.name}', which "
+                         "neither templates/ nor the package has — fix the name (a packaged template is "
+                         "'<name>.md', or 'sparkreport/<name>.md' from an override of it)") from None
     except jinja2.TemplateError as exc:
         raise BuildError(f"{doc.template}: cannot render {doc.path}: {exc}") from None
     target = docs_dir / doc.path
