@@ -88,6 +88,28 @@ def test_a_fixed_difference_is_stated_with_both_values() -> None:
     assert "100.00 GiB in every cgroup run and 111.80 GiB in every native run" in facts[0].sentence
 
 
+def test_the_memory_page_says_a_constant_memory_figure_once_per_campaign() -> None:
+    """Memory figures that did not vary are not compared: the Memory page says so beside the
+    answers — one line for those the same in every environment, a fixed difference with both
+    values — and nothing about a figure a comparison answers already."""
+    from types import SimpleNamespace
+
+    from sparkreport.render.memory import held_constant_lines
+
+    runs = interleaved({"native": noisy(1000, 4, 1), "cgroup": noisy(1000, 4, 2)},
+                       kv_cache_gib=57.19, kv_cache_fraction=0.9)
+    for r in runs:
+        r.metrics["peak_memory_gib"] = 70.0 if r.environment.name == "cgroup" else 76.02
+    ds = ds_of(runs)
+    site = SimpleNamespace(runs=ds.runs, dataset=ds, facts=constant_facts(ds, AnalysisOptions()))
+    assert held_constant_lines(site, ["c"], set()) == {"c": [  # type: ignore[arg-type]
+        "**The same in both environments** (1 model): KV cache, one value in every run — stated, not tested "
+        "(the values are in the tables below).",
+        "**A fixed difference**: m — Peak memory was 70.00 GiB in every cgroup run and 76.02 GiB in every native "
+        "run (no run-to-run variance: a fixed difference)."]}
+    assert held_constant_lines(site, ["c"], {("c", "kv_cache_gib"), ("c", "peak_memory_gib")}) == {}  # type: ignore[arg-type]
+
+
 def test_a_fact_counts_the_runs_that_reported_it_and_names_three_levels_in_a_list() -> None:
     runs = interleaved({"a": noisy(1000, 3, 1), "b": noisy(1000, 3, 2), "c": noisy(1000, 3, 3)})
     for r in runs:

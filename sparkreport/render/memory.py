@@ -30,6 +30,37 @@ BUDGET_METRICS = ("memory_total_gib", "pre_kv_memory_gib", "peak_memory_gib", "m
 MEMORY_METRICS = ("pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib")
 
 
+def held_constant_lines(site: SiteData, campaigns: list[str], compared: set[tuple[str, str]]) -> dict[str, list[str]]:
+    """Per campaign, its memory figures that did not vary and were not compared
+    (:func:`~sparkreport.analysis.design.constant_facts`), said once beside its answers: the
+    same value in every run of every environment ("**The same in both environments** (2 models):
+    Peak memory and KV cache, one value in every run — stated, not tested"), or, where
+    the environments' fixed values differ, each fact's clause (a fixed difference, not a test)."""
+    from sparkreport.render.report import join_and, model_names
+    from sparkreport.render.tables import metric_label
+
+    names = model_names(site)
+    out: dict[str, list[str]] = {}
+    for campaign in campaigns:
+        levels = {str(level) for level in site.runs.loc[site.runs["campaign"] == campaign, "environment"].unique()}
+        facts = [f for f in site.facts if f.campaign == campaign and f.metric in MEMORY_METRICS
+                 and (campaign, f.metric) not in compared and set(f.values) >= levels and len(levels) > 1]
+        same = [f for f in facts if len(set(f.values.values())) == 1]
+        lines = []
+        if same:
+            models = {f.model for f in same}
+            labels = join_and([metric_label(m) for m in MEMORY_METRICS if any(f.metric == m for f in same)])
+            count = f" ({len(models)} model{'' if len(models) == 1 else 's'})"
+            where = "both environments" if len(levels) == 2 else f"all {len(levels)} environments"
+            lines.append(f"**The same in {where}**{count}: {labels}, one value in every run — stated, "
+                         "not tested (the values are in the tables below).")
+        lines += [f"**A fixed difference**: {names.get((campaign, f.model), f.model)} — {f.body}."
+                  for f in facts if len(set(f.values.values())) > 1]
+        if lines:
+            out[campaign] = lines
+    return out
+
+
 def scatter_points(site: SiteData, campaign: str | None = None) -> pd.DataFrame:
     """Included runs, plus one point per published arm that gives memory before the KV cache and
     the KV cache (a figure a source does not give stays NaN); of one ``campaign`` only, read from
@@ -187,8 +218,11 @@ class MemoryPage(Page):
             doc.files = [f"{self.folder}/{BUDGET_FILE}"]
         # each campaign's answer about memory, worded as Home and Results word theirs
         effects = [e for e in effect_rows(site) if e["metric"] in MEMORY_METRICS and str(e["campaign"]) in shown]
-        answers = [{"campaign": name, "lines": answer(site, [], [e for e in effects if e["campaign"] == name])}
-                   for name in sorted({str(e["campaign"]) for e in effects})]
+        compared = {(str(e["campaign"]), str(e["metric"])) for e in effects}
+        constant = held_constant_lines(site, [c.name for c in known], compared)
+        answers = [{"campaign": name, "lines": answer(site, [], [e for e in effects if e["campaign"] == name])
+                    + constant.get(name, [])}
+                   for name in sorted({str(e["campaign"]) for e in effects} | set(constant))]
         return {"answers": answers, "bracketed": bracketed(*(a["lines"] for a in answers)),
                 "arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
                 "observations": observations, "pool_text": pool_text,
