@@ -216,8 +216,10 @@ class ResultsPage(Page):
         tested, stands_for = family_representatives(site.config.analysis.tested_metrics)
         context = {
             "other_metrics": other_metrics_summary(sections, site.config.baseline, stands_for),
-            # what this page's metrics were tested on, named as a list a sentence can hold
-            "tested_text": join_and([metric_label(m) for m in tested if m in {s["metric"] for s in sections}]),
+            # what this page's metrics were tested on, named as a list a sentence can hold (not a
+            # metric the page states as held constant: it was not tested here)
+            "tested_text": join_and([metric_label(m) for m in tested
+                                     if m in {s["metric"] for s in sections if not s["constant"]}]),
             "charted": [metric_label(m) for m in page_order(site, stats["metric"])[1] if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
             "level_name": level_name,
