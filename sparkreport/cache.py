@@ -27,7 +27,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from sparkreport.dataset import StackedTables
 
 #: Bump to drop every cache written by an older layout.
 CACHE_VERSION = 1
@@ -565,7 +568,7 @@ class Pickled:
             return pickle.loads(self.data)
 
 
-C = TypeVar("C", RecordCache, AnalysisCache)
+C = TypeVar("C", RecordCache, AnalysisCache, "StackedTables")
 
 
 class Held:

@@ -158,6 +158,63 @@ def test_cached_tables_equal_an_uncached_read_and_only_a_changed_campaign_is_fla
     same_as_uncached()
 
 
+def test_stacked_tables_splice_a_changed_campaign_into_the_kept_tables(
+        tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stacked tables are kept (issue 16, twenty-fifth round): a build with nothing changed
+    takes them as they are, a change drops the changed campaigns' rows and adds their new
+    frames — and every time the tables equal a read without the cache: a label column that
+    only the changed run had goes away with it, a new or removed campaign comes and goes, and a
+    campaign of published summaries keeps its rows."""
+    import pandas.testing as pdt
+
+    from sparkreport.dataset import StackedTables
+
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    shutil.copytree(published_store, runs, dirs_exist_ok=True)
+    cache = tmp_path / "cache"
+    how: list[str] = []
+    tables = StackedTables.tables
+
+    def recorded(self: StackedTables, *args: object, **kwargs: object) -> object:
+        made = tables(self, *args, **kwargs)  # type: ignore[arg-type]
+        how.append(self.how)
+        return made
+
+    monkeypatch.setattr(StackedTables, "tables", recorded)
+
+    def same_as_uncached(expected: str) -> None:
+        how.clear()
+        cached, plain = load_dataset(runs, cache_dir=cache), load_dataset(runs)
+        assert how == [expected]
+        assert cached.digest == plain.digest and cached.paths == plain.paths
+        pdt.assert_frame_equal(cached.runs, plain.runs)
+        pdt.assert_frame_equal(cached.summaries, plain.summaries)
+
+    campaigns = sorted(path.name for path in runs.iterdir() if path.is_dir())
+    same_as_uncached("stacked")
+    same_as_uncached("kept")
+    run_json = next(path for path in sorted(runs.glob("*/*/run.json"))
+                    if json.loads(path.read_text(encoding="utf-8")).get("record_type") == "run")
+    original = run_json.read_text(encoding="utf-8")
+    data = json.loads(original)
+    data["labels"]["only_here"] = "x"
+    data["iteration"] = 999  # sorted among the other campaigns' rows again
+    run_json.write_text(json.dumps(data), encoding="utf-8")
+    same_as_uncached("spliced")
+    assert "label.only_here" in load_dataset(runs, cache_dir=cache).runs.columns
+    run_json.write_text(original, encoding="utf-8")
+    same_as_uncached("spliced")
+    assert "label.only_here" not in load_dataset(runs, cache_dir=cache).runs.columns
+    aside = next(name for name in campaigns if name != run_json.parent.parent.name)
+    shutil.move(runs / aside, tmp_path / "aside")
+    same_as_uncached("spliced")
+    shutil.move(tmp_path / "aside", runs / aside)
+    same_as_uncached("spliced")
+    (cache / StackedTables.FILE).write_bytes(b"not a pickle")  # damaged: stacked again
+    same_as_uncached("stacked")
+
+
 def test_record_cache_drops_entries_of_another_salt(tmp_path: Path) -> None:
     folder = tmp_path / "records"
     cache = RecordCache(folder, salt="a")
