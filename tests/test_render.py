@@ -464,8 +464,23 @@ def test_an_override_naming_a_template_that_does_not_exist_is_refused_with_the_f
     with pytest.raises(BuildError) as caught:
         render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
     message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'templates' / '_footer.md'}:1: cannot render ")  # the override's line
     assert "includes or extends 'sparkreport/footer.md', which neither templates/ nor the package has" in message
     assert "'sparkreport/<name>.md'" in message and "\n" not in message
+
+
+def test_a_template_error_names_the_template_and_line_it_is_in(tmp_path: Path, phase1_store: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """An override's mistake is named where it is: the included override's file and line (a path
+    from the current folder), not the page's template that includes it."""
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "_footer.md").write_text("---\n\n{{ no_such_value.field }}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BuildError) as caught:
+        render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
+    message = str(caught.value)
+    assert message.startswith("templates/_footer.md:3: cannot render "), message
+    assert message.endswith("'no_such_value' is undefined")
 
 
 def test_compiled_templates_are_kept_per_package_and_follow_their_source(tmp_path: Path, phase1_store: Path) -> None:

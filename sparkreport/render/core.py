@@ -644,11 +644,11 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     except jinja2.TemplateSyntaxError as exc:
         raise BuildError(f"{exc.filename or doc.template}:{exc.lineno}: template error: {exc.message}") from None
     except jinja2.TemplateNotFound as exc:
-        raise BuildError(f"{doc.template}: cannot render {doc.path}: it includes or extends '{exc.name}', which "
-                         "neither templates/ nor the package has — fix the name (a packaged template is "
-                         "'<name>.md', or 'sparkreport/<name>.md' from an override of it)") from None
+        raise BuildError(f"{template_line(exc) or doc.template}: cannot render {doc.path}: it includes or extends "
+                         f"'{exc.name}', which neither templates/ nor the package has — fix the name (a packaged "
+                         "template is '<name>.md', or 'sparkreport/<name>.md' from an override of it)") from None
     except jinja2.TemplateError as exc:
-        raise BuildError(f"{doc.template}: cannot render {doc.path}: {exc}") from None
+        raise BuildError(f"{template_line(exc) or doc.template}: cannot render {doc.path}: {exc}") from None
     target = docs_dir / doc.path
     target.parent.mkdir(parents=True, exist_ok=True)
     _write_text(target, text)
@@ -661,6 +661,29 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
             _write_text(folder / f"{chart.name}.svg", to_svg(chart.spec))
         else:
             svg_jobs.append((folder / f"{chart.name}.svg", chart.spec))
+
+
+def template_line(exc: BaseException) -> str | None:
+    """Where in the templates ``exc`` was raised, as ``file:line``: the innermost frame of its
+    traceback that runs a template (Jinja gives those frames the template's file and line), so
+    an error in an included override names that override, not the page's template. A packaged
+    template is named as an override names it (``sparkreport/<name>``); a project's by its path
+    from the current folder. None when no template frame is found."""
+    from sparkreport.render.markdown import PACKAGE_TEMPLATES, PACKAGED_PREFIX
+
+    found: tuple[str, int] | None = None
+    trace = exc.__traceback__
+    while trace is not None:
+        name = trace.tb_frame.f_code.co_filename
+        if not name.endswith(".py") and not name.startswith("<") and os.path.isfile(name):
+            found = (name, trace.tb_lineno)
+        trace = trace.tb_next
+    if found is None:
+        return None
+    path = Path(found[0])
+    if path.is_relative_to(PACKAGE_TEMPLATES):
+        return f"{PACKAGED_PREFIX}/{path.relative_to(PACKAGE_TEMPLATES).as_posix()}:{found[1]}"
+    return f"{Path(os.path.relpath(path)) if path.is_relative_to(Path.cwd()) else path}:{found[1]}"
 
 
 def write_svgs(jobs: list[tuple[Path, dict[str, Any]]], cache_dir: Path | None) -> None:
