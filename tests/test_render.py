@@ -455,6 +455,11 @@ def test_an_override_may_include_the_packaged_template_it_replaces(tmp_path: Pat
     home = page(render(options), "index.md")
     assert home.startswith(page(again, "index.md").split("\n---\n")[0].rstrip("\n"))
     assert "\nOur paragraph.\n" in home and "\\#" not in home
+    # without |safe: the parent block is Markdown already written, never escaped again
+    (tmp_path / "templates" / "home.md").write_text(
+        '{% extends "sparkreport/home.md" %}{% block body %}{{ super() }}\nOur paragraph.\n{% endblock %}\n',
+        encoding="utf-8")
+    assert page(render(options), "index.md") == home
 
 
 def test_an_override_naming_a_template_that_does_not_exist_is_refused_with_the_fix(tmp_path: Path,

@@ -299,6 +299,7 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
         keep_trailing_newline=True,
         bytecode_cache=jinja2.FileSystemBytecodeCache(str(compiled)) if compiled is not None else None,
     )
+    env.context_class = _markdown_context_class()
     env.filters.update(num=num, ci=ci, interval=interval, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
                        breakable=breakable, size=size, campaign_title=campaign_title)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, interval=interval,
@@ -310,6 +311,32 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
                        campaign_list=jinja2.pass_context(_campaign_list), margin=margin_text,
                        metric_label=metric_catalog.label_of)
     return env
+
+
+def _markdown_context_class() -> type:
+    """Jinja's template context, with ``{{ super() }}`` giving the parent block as Markdown that
+    is already written (:class:`~markupsafe.Markup`), not a value to escape: an override that
+    extends a packaged page (``{% block body %}{{ super() }}…``) gets the page as the package
+    writes it, with or without ``|safe``."""
+    import jinja2.runtime
+
+    class MarkdownBlock(jinja2.runtime.BlockReference):
+        def __call__(self) -> Markup:
+            return Markup(super().__call__())
+
+        @property
+        def super(self) -> Any:
+            parent = super().super
+            return parent if isinstance(parent, jinja2.Undefined) else MarkdownBlock(
+                parent.name, parent._context, parent._stack, parent._depth)
+
+    class MarkdownContext(jinja2.runtime.Context):
+        def super(self, name: str, current: Any) -> Any:
+            parent = super().super(name, current)
+            return parent if isinstance(parent, jinja2.Undefined) else MarkdownBlock(
+                parent.name, self, parent._stack, parent._depth)
+
+    return MarkdownContext
 
 
 def margin_text(fraction: float) -> str:
