@@ -1,0 +1,110 @@
+"""A new run's build, older code against this checkout's, in alternate pairs (issue 16).
+
+Prints figures; asserts nothing. On a shared or noisy machine two identical builds can differ by
+a second, so one build of each side says little: this adds one new run to each side's own copy
+of a bench project before every build, and alternates which side builds first, so that both
+see the same phases of the machine. What it prints is each build's wall time and, per side,
+the median and range.
+
+The older side is ``--old REF`` checked out in a git worktree (``WORK/ab-old``), run with that
+worktree first on ``PYTHONPATH``; it builds a copy of ``PROJECT`` (``WORK/ab-project-old``),
+the new side builds another (``WORK/ab-project-new``), each built once first so that both start
+from their own code's caches. ``PROJECT`` is a project that ``bench/run.py`` made (its
+``runs/`` and ``sparkreport.yml``); its ``sources/`` beside it give the new runs, which this
+checkout's ``sparkreport ingest`` adds to both sides (what is compared is the build).
+
+    python bench/run.py --runs 10000 --only ingest --work /tmp/bench   # the store, once
+    python bench/ab.py --old 32a46c2 --project /tmp/bench/n10000/project --pairs 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from run import add_one_run  # noqa: E402 (bench/ is not a package)
+
+
+def build(project: Path, pythonpath: str | None) -> tuple[float, str]:
+    """One ``sparkreport build`` in a fresh process: its wall time and its last line."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "sparkreport", "build"], cwd=project, env=env,
+                          capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"build in {project} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
+    return wall, done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+def prepare(old: str, project: Path, work: Path) -> dict[str, tuple[Path, str | None]]:
+    """The old code's worktree and each side's copy of the project (made afresh)."""
+    tree = work / "ab-old"
+    if tree.exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        shutil.rmtree(tree, ignore_errors=True)
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(tree), old], check=True,
+                   capture_output=True)
+    sides: dict[str, tuple[Path, str | None]] = {}
+    for side, pythonpath in (("old", str(tree)), ("new", str(ROOT))):
+        copy = work / f"ab-project-{side}"
+        shutil.rmtree(copy, ignore_errors=True)
+        copy.mkdir(parents=True)
+        shutil.copytree(project / "runs", copy / "runs", symlinks=True)
+        shutil.copyfile(project / "sparkreport.yml", copy / "sparkreport.yml")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(pythonpath) / "sparkreport")], check=True)
+        sides[side] = (copy, pythonpath)
+    return sides
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--old", required=True, help="the older code: a commit, branch or tag")
+    parser.add_argument("--project", type=Path, required=True, help="a bench project (bench/run.py made it)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/sparkreport-ab"), help="where the copies go")
+    parser.add_argument("--pairs", type=int, default=6)
+    args = parser.parse_args()
+    project = args.project.resolve()
+    sources = project.parent / "sources"
+    if not (project / "runs").is_dir() or not (sources / "manifest.json").is_file():
+        raise SystemExit(f"{project}: not a bench project (no runs/, or no sources/manifest.json beside it) — "
+                         "make one with `python bench/run.py --runs N --only ingest`")
+    work = args.work.resolve()
+    sides = prepare(args.old, project, work)
+    try:
+        compare(sides, sources, work, args.pairs, args.old)
+    finally:  # the worktree's record in this repository's .git goes with it
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(work / "ab-old")], check=False)
+
+
+def compare(sides: dict[str, tuple[Path, str | None]], sources: Path, work: Path, pairs: int, old: str) -> None:
+    """Each side built once, then ``pairs`` alternate pairs of one new run's build each."""
+    for side, (copy, pythonpath) in sides.items():
+        wall, line = build(copy, pythonpath)
+        print(f"{side}: first build {wall:.2f} s — {line[:80]}", flush=True)
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    for pair in range(pairs):
+        for side in ("old", "new") if pair % 2 == 0 else ("new", "old"):
+            copy, pythonpath = sides[side]
+            add_one_run(sources, copy, work)
+            wall, line = build(copy, pythonpath)
+            times[side].append(wall)
+            print(f"pair {pair + 1} {side}: one new run {wall:.2f} s — {line[:80]}", flush=True)
+    for side, walls in times.items():
+        print(f"{side} ({old if side == 'old' else 'this checkout'}): median {statistics.median(walls):.2f} s, "
+              f"range {min(walls):.2f}–{max(walls):.2f} s over {len(walls)} builds")
+
+
+if __name__ == "__main__":
+    main()
