@@ -675,7 +675,7 @@ def template_line(exc: BaseException) -> str | None:
     trace = exc.__traceback__
     while trace is not None:
         name = trace.tb_frame.f_code.co_filename
-        if not name.endswith(".py") and not name.startswith("<") and os.path.isfile(name):
+        if "__jinja_exception__" in trace.tb_frame.f_globals and os.path.isfile(name):  # Jinja's frame of a template
             found = (name, trace.tb_lineno)
         trace = trace.tb_next
     if found is None:
