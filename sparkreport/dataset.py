@@ -607,8 +607,9 @@ class StackedTables:
     Stacking fifty campaigns' frames was a third of loading the dataset from the record cache
     (0.2–0.3 s of 0.65 s at 10 000 runs: pandas concatenates each column's fifty typed arrays);
     one changed campaign now drops its rows from the kept tables and adds its new frame
-    (:meth:`tables`), and nothing changed takes them as they are. The result is the table a stack of all the frames gives — the same
-    columns (the union of the campaigns'), types and row order (a test compares them)."""
+    (:meth:`tables`), and nothing changed takes them as they are. The result is the table a
+    stack of all the frames gives — the same columns (the union of the campaigns'), types and
+    row order (a test compares them)."""
 
     FILE = "tables.pickle"
 

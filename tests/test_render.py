@@ -361,6 +361,43 @@ def test_the_checks_codes_in_the_quality_table_break_only_after_a_hyphen(rendere
     assert lines and all(' · check <code class="sparkreport-word">' in line for line in lines), lines[:3]
 
 
+def test_a_quality_section_with_rows_said_of_several_arms_counts_its_rows(rendered_summaries: RenderResult,
+                                                                         rendered: RenderResult) -> None:
+    """A finding worded the same for several arms is one row naming them all; its section then
+    says how many rows hold its findings ("2 errors in 1 row"), and the page says why, once. A
+    section with a row per finding, and a page without such rows, say neither."""
+    import re
+
+    text = page(rendered_summaries, "quality/index.md")
+    sections = quality_sections(text)
+    merged = {title: (line, rows) for title, (line, rows) in sections.items() if " in " in line.split(" · ")[0]}
+    assert merged, list(sections.values())[:3]
+    for line, rows in merged.values():
+        found = re.match(r"(\d+) (?:errors?|warnings?|notes?) in (\d+) rows? · check ", line)
+        assert found and int(found[2]) == len(rows) < int(found[1]), line
+    for line, rows in sections.values():
+        if line not in {line for line, _rows in merged.values()}:
+            assert int(line.split(" ")[0]) == len(rows), line
+    assert text.count("(a finding worded the same for several arms is one row, naming them all)") == 1
+    plain = page(rendered, "quality/index.md")
+    if all(" in " not in line.split(" · ")[0] for line, _rows in quality_sections(plain).values()):
+        assert "worded the same" not in plain
+
+
+def test_a_quality_section_cut_short_says_how_many_of_its_findings_its_rows_hold(
+        tmp_path: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check with more findings than the page lists, whose listed ones share rows: its count,
+    then how many are listed in how many rows ("6 notes, 2 of them listed in 1 row"), then the
+    line naming the rest."""
+    from sparkreport.render import builtin
+
+    monkeypatch.setattr(builtin, "FINDINGS_PER_CHECK", 2)
+    text = page(render(RenderOptions(runs_dir=published_store, project_root=tmp_path)), "quality/index.md")
+    line, rows = quality_sections(text)["Figures published without a spread"]
+    assert line.startswith("6 notes, 2 of them listed in 1 row · check "), line
+    assert len(rows) == 1 and "… and 4 more findings, in [findings.csv](findings.csv)." in text
+
+
 def test_charts_are_written_beside_their_page(rendered: RenderResult) -> None:
     for doc in rendered.pages:
         text = page(rendered, doc.path)

@@ -577,6 +577,8 @@ def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
             row["where"] = compact_wheres(row.pop("wheres"), names=names, titles=titles, campaign=campaign)
         group["noun"] = SEVERITY_NOUNS.get(group["severity"], "finding")
         group["where"] = any(row["where"] for row in group["rows"])
+        # fewer rows than listed findings: some sentence was said of several arms at once
+        group["merged"] = len(group["rows"]) < group["count"] - group["more"]
     return list(out.values())
 
 
