@@ -266,7 +266,8 @@ def test_errors_in_workers_read_as_in_one_process(project: Path, monkeypatch: py
     worker converts a page: the same one-line error, whatever the number of jobs."""
     (project / "templates").mkdir()
     (project / "templates" / "results.md").write_text("# Results\n\n{{ nope() }}\n", encoding="utf-8")
-    assert the_same_error_either_way(project, monkeypatch).startswith("results.md: cannot render results/")
+    assert the_same_error_either_way(project, monkeypatch).startswith(
+        f"{project / 'templates' / 'results.md'}:3: cannot render results/")  # the template's file and line
     shutil.rmtree(project / "templates")
     (project / "docs" / "notes.md").write_text("# Notes\n\nSee [the missing page](missing.md).\n", encoding="utf-8")
     message = the_same_error_either_way(project, monkeypatch)
