@@ -36,6 +36,7 @@ def held_constant_lines(site: SiteData, campaigns: list[str], compared: set[tupl
     same value in every run of every environment ("**The same in both environments** (2 models):
     Peak memory and KV cache, one value in every run — stated, not tested"), or, where
     the environments' fixed values differ, each fact's clause (a fixed difference, not a test)."""
+    from sparkreport.render.markdown import counted
     from sparkreport.render.report import join_and, model_names
     from sparkreport.render.tables import metric_label
 
@@ -50,10 +51,9 @@ def held_constant_lines(site: SiteData, campaigns: list[str], compared: set[tupl
         if same:
             models = {f.model for f in same}
             labels = join_and([metric_label(m) for m in MEMORY_METRICS if any(f.metric == m for f in same)])
-            count = f" ({len(models)} model{'' if len(models) == 1 else 's'})"
             where = "both environments" if len(levels) == 2 else f"all {len(levels)} environments"
-            lines.append(f"**The same in {where}**{count}: {labels}, one value in every run — stated, "
-                         "not tested (the values are in the tables below).")
+            lines.append(f"**The same in {where}** ({counted(len(models), 'model')}): {labels}, one value in every "
+                         "run — stated, not tested (the values are in the tables below).")
         lines += [f"**A fixed difference**: {names.get((campaign, f.model), f.model)} — {f.body}."
                   for f in facts if len(set(f.values.values())) > 1]
         if lines:
