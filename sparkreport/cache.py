@@ -588,3 +588,9 @@ class Held:
         made = kind(where, salt=salt)
         self._caches[kind] = ((where, salt), made)
         return made
+
+
+def cache_of(held: Held | None, kind: type[C], where: Path | None, salt: str) -> C:
+    """The ``kind`` cache of ``where`` with ``salt``: the one ``held`` keeps (a process that
+    renders again and again), else read now for this command."""
+    return held.cache(kind, where, salt) if held is not None else kind(where, salt=salt)

@@ -594,10 +594,20 @@ def _stack(parts: Sequence[Frames]) -> tuple[pd.DataFrame, pd.DataFrame, np.ndar
     import pandas as pd
 
     runs = _typed_runs(pd.concat([part[0] for part in parts], ignore_index=True))
-    summaries = pd.concat([part[1] for part in parts], ignore_index=True).astype(SUMMARY_COLUMNS)
+    summaries = _stacked_summaries(parts)
     origin = np.repeat(np.arange(len(parts)), [len(part[0]) for part in parts])
     runs = runs.sort_values(RUN_ORDER, na_position="last", kind="stable")
     return runs.reset_index(drop=True), summaries, origin[runs.index.to_numpy()]
+
+
+def _stacked_summaries(parts: Sequence[Frames]) -> pd.DataFrame:
+    """The summaries of ``parts`` stacked in their order (only the campaigns that have some: a
+    store of runs has fifty empty ones), typed."""
+    import pandas as pd
+
+    published = [summaries for _runs, summaries in parts if len(summaries)]
+    stacked = pd.concat(published, ignore_index=True) if published else pd.DataFrame([], columns=list(SUMMARY_COLUMNS))
+    return stacked.astype(SUMMARY_COLUMNS)
 
 
 class StackedTables:
@@ -662,9 +672,7 @@ class StackedTables:
             runs = runs.sort_values(RUN_ORDER, na_position="last", kind="stable")
             origin = origin[runs.index.to_numpy()]
             runs = runs.reset_index(drop=True)
-            published = [frames[1] for _name, _key, frames in shards if len(frames[1])]
-            summaries = (pd.concat(published, ignore_index=True).astype(SUMMARY_COLUMNS) if published
-                         else pd.DataFrame([], columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS))
+            summaries = _stacked_summaries([frames for _name, _key, frames in shards])
         self.kept = {"names": names, "keys": keys, "origin": origin, "runs": runs, "summaries": summaries}
         if self.path is not None:
             write_cache_pickle(self.path, self.salt, "tables", self.kept)
@@ -688,7 +696,7 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
 
     store = RunStore(runs_dir)
     check_store(runs_dir)
-    from sparkreport.cache import gc_paused
+    from sparkreport.cache import cache_of, gc_paused
 
     scan = store.scan()
     files = [path for path, _stat in scan.files]
@@ -701,8 +709,7 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
         else:
             loaded, shards, salt = _cached_records(store, scan.files, paths, cache_dir, hashes, held)
             parts = [frames for _name, _key, frames in shards]
-            tables = (held.cache(StackedTables, cache_dir, salt) if held is not None
-                      else StackedTables(cache_dir, salt))
+            tables = cache_of(held, StackedTables, cache_dir, salt)
             stacked = tables.tables(shards, copy=held is not None) if len(shards) > 1 else None
         # the record's key, not the record: a campaign's pickle stays unread when nothing in it changed
         check_identities((path, campaign, flat.key.campaign, flat.key.run_id)
@@ -735,11 +742,11 @@ def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], pa
     were made from: its runs' digests and folders) and frames, in store order, and the cache's
     salt; the record cache's shard of a campaign (one new run rewrites its campaign's) keeps
     the records and the frames."""
-    from sparkreport.cache import HASHES_FILE, HashMemo, RecordCache, package_digest
+    from sparkreport.cache import HASHES_FILE, HashMemo, RecordCache, cache_of, package_digest
 
     memo = memo if memo is not None else HashMemo(cache_dir / HASHES_FILE)
     folder, salt = cache_dir / "records", f"flat-{FLAT_LAYOUT}:{package_digest(memo)}"
-    cache = held.cache(RecordCache, folder, salt) if held is not None else RecordCache(folder, salt=salt)
+    cache = cache_of(held, RecordCache, folder, salt)
     records: list[tuple[FlatRecord, str]] = []
     digests: dict[str, set[str]] = {}
     members: dict[str, list[int]] = {}  # shard → its records' positions, in store order

@@ -224,13 +224,10 @@ def analysis_cache(cache_dir: Path | None, held: Held | None = None) -> Analysis
     :class:`~sparkreport.cache.Held`), each render a new round of its use."""
     if cache_dir is None:
         return None
-    from sparkreport.cache import AnalysisCache, HashMemo, package_digest
+    from sparkreport.cache import AnalysisCache, HashMemo, cache_of, package_digest
 
-    path, salt = cache_dir / "analysis.pickle", package_digest(HashMemo(None))
-    if held is None:
-        return AnalysisCache(path, salt=salt)
-    cache = held.cache(AnalysisCache, path, salt)
-    cache.renew()
+    cache = cache_of(held, AnalysisCache, cache_dir / "analysis.pickle", package_digest(HashMemo(None)))
+    cache.renew()  # a held cache starts a new round of use (a new one has just started its first)
     return cache
 
 
