@@ -116,28 +116,39 @@ def test_dataset_cache_reads_changed_files_and_matches_an_uncached_read(tmp_path
     assert "changed" in set(changed.runs["label.note"].dropna())
 
 
+def mixed_store(tmp_path: Path, phase1_store: Path, published_store: Path) -> Path:
+    """A run store of three campaigns: runs with their labels and metrics, and published summaries."""
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    shutil.copytree(published_store, runs, dirs_exist_ok=True)
+    return runs
+
+
+def assert_same_as_uncached(runs: Path, cache: Path) -> None:
+    """A read through the cache gives the tables (types, columns, order) a read without it gives."""
+    import pandas.testing as pdt
+
+    cached, plain = load_dataset(runs, cache_dir=cache), load_dataset(runs)
+    assert cached.digest == plain.digest and cached.paths == plain.paths
+    pdt.assert_frame_equal(cached.runs, plain.runs)
+    pdt.assert_frame_equal(cached.summaries, plain.summaries)
+
+
 def test_cached_tables_equal_an_uncached_read_and_only_a_changed_campaign_is_flattened(
         tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each campaign's rows are kept with its records (issue 16, thirteenth round): the stacked
     tables equal a read without the cache (types, columns, order: campaigns with other labels,
     metrics and published summaries), and a change in one campaign makes only its frames again."""
-    import pandas.testing as pdt
-
     from sparkreport import dataset as dataset_module
 
-    runs = tmp_path / "runs"
-    shutil.copytree(phase1_store, runs)
-    shutil.copytree(published_store, runs, dirs_exist_ok=True)
+    runs = mixed_store(tmp_path, phase1_store, published_store)
     cache = tmp_path / "cache"
     made: list[int] = []
     frames = dataset_module._frames
     monkeypatch.setattr(dataset_module, "_frames", lambda flats, paths: made.append(len(flats)) or frames(flats, paths))
 
     def same_as_uncached() -> None:
-        cached, plain = load_dataset(runs, cache_dir=cache), load_dataset(runs)
-        assert cached.digest == plain.digest and cached.paths == plain.paths
-        pdt.assert_frame_equal(cached.runs, plain.runs)
-        pdt.assert_frame_equal(cached.summaries, plain.summaries)
+        assert_same_as_uncached(runs, cache)
 
     campaigns = sorted(path.name for path in runs.iterdir() if path.is_dir())
     assert len(campaigns) == 3
@@ -165,13 +176,9 @@ def test_stacked_tables_splice_a_changed_campaign_into_the_kept_tables(
     frames — and every time the tables equal a read without the cache: a label column that
     only the changed run had goes away with it, a new or removed campaign comes and goes, and a
     campaign of published summaries keeps its rows."""
-    import pandas.testing as pdt
-
     from sparkreport.dataset import StackedTables
 
-    runs = tmp_path / "runs"
-    shutil.copytree(phase1_store, runs)
-    shutil.copytree(published_store, runs, dirs_exist_ok=True)
+    runs = mixed_store(tmp_path, phase1_store, published_store)
     cache = tmp_path / "cache"
     how: list[str] = []
     tables = StackedTables.tables
@@ -185,11 +192,8 @@ def test_stacked_tables_splice_a_changed_campaign_into_the_kept_tables(
 
     def same_as_uncached(expected: str) -> None:
         how.clear()
-        cached, plain = load_dataset(runs, cache_dir=cache), load_dataset(runs)
+        assert_same_as_uncached(runs, cache)
         assert how == [expected]
-        assert cached.digest == plain.digest and cached.paths == plain.paths
-        pdt.assert_frame_equal(cached.runs, plain.runs)
-        pdt.assert_frame_equal(cached.summaries, plain.summaries)
 
     campaigns = sorted(path.name for path in runs.iterdir() if path.is_dir())
     same_as_uncached("stacked")
