@@ -321,20 +321,22 @@ def _markdown_context_class() -> type:
     import jinja2.runtime
 
     class MarkdownBlock(jinja2.runtime.BlockReference):
+        @classmethod
+        def of(cls, parent: Any) -> Any:
+            """Jinja's reference to a parent block as one of these (no parent: Jinja's Undefined)."""
+            return parent if isinstance(parent, jinja2.Undefined) else cls(
+                parent.name, parent._context, parent._stack, parent._depth)
+
         def __call__(self) -> Markup:
             return Markup(super().__call__())
 
         @property
         def super(self) -> Any:
-            parent = super().super
-            return parent if isinstance(parent, jinja2.Undefined) else MarkdownBlock(
-                parent.name, parent._context, parent._stack, parent._depth)
+            return MarkdownBlock.of(super().super)
 
     class MarkdownContext(jinja2.runtime.Context):
         def super(self, name: str, current: Any) -> Any:
-            parent = super().super(name, current)
-            return parent if isinstance(parent, jinja2.Undefined) else MarkdownBlock(
-                parent.name, self, parent._stack, parent._depth)
+            return MarkdownBlock.of(super().super(name, current))
 
     return MarkdownContext
 
