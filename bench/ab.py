@@ -25,27 +25,22 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from run import add_one_run  # noqa: E402 (bench/ is not a package)
+from run import add_one_run, run_child  # noqa: E402 (bench/ is not a package)
 
 
-def build(project: Path, pythonpath: str | None) -> tuple[float, str]:
-    """One ``sparkreport build`` in a fresh process: its wall time and its last line."""
+def build(project: Path, pythonpath: str | None) -> tuple[float, float]:
+    """One ``sparkreport build`` in a fresh process (``pythonpath`` first on its path): its wall
+    and CPU seconds (:func:`run.run_child`, which fails loudly)."""
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "sparkreport", "build"], cwd=project, env=env,
-                          capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"build in {project} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
-    return wall, done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    wall, _rss, cpu = run_child([sys.executable, "-m", "sparkreport", "build"], project, env=env)
+    return wall, cpu
 
 
 def prepare(old: str, project: Path, work: Path) -> dict[str, tuple[Path, str | None]]:
@@ -91,19 +86,19 @@ def main() -> None:
 def compare(sides: dict[str, tuple[Path, str | None]], sources: Path, work: Path, pairs: int, old: str) -> None:
     """Each side built once, then ``pairs`` alternate pairs of one new run's build each."""
     for side, (copy, pythonpath) in sides.items():
-        wall, line = build(copy, pythonpath)
-        print(f"{side}: first build {wall:.2f} s — {line[:80]}", flush=True)
+        wall, cpu = build(copy, pythonpath)
+        print(f"{side}: first build {wall:.2f} s ({cpu:.1f} s CPU)", flush=True)
     times: dict[str, list[float]] = {side: [] for side in sides}
     for pair in range(pairs):
         for side in ("old", "new") if pair % 2 == 0 else ("new", "old"):
             copy, pythonpath = sides[side]
             add_one_run(sources, copy, work)
-            wall, line = build(copy, pythonpath)
+            wall, cpu = build(copy, pythonpath)
             times[side].append(wall)
-            print(f"pair {pair + 1} {side}: one new run {wall:.2f} s — {line[:80]}", flush=True)
+            print(f"pair {pair + 1} {side}: one new run {wall:.2f} s ({cpu:.1f} s CPU)", flush=True)
     for side, walls in times.items():
         print(f"{side} ({old if side == 'old' else 'this checkout'}): median {statistics.median(walls):.2f} s, "
-              f"range {min(walls):.2f}–{max(walls):.2f} s over {len(walls)} builds")
+              f"range {min(walls):.2f}–{max(walls):.2f} s over {len(walls)} build{'' if len(walls) == 1 else 's'}")
 
 
 if __name__ == "__main__":

@@ -89,9 +89,11 @@ def _tree_pss_kib(pid: int) -> int:
     return total
 
 
-def run_child(command: list[str], cwd: Path, expect_error: str | None = None) -> tuple[float, float, float]:
-    """Run ``command``; returns (wall seconds, peak RSS MiB, CPU seconds of that child and the
-    workers it forked). Fails loudly. Sets :data:`LAST_TREE_PSS_MIB` (sampled every :data:`PSS_INTERVAL_S`).
+def run_child(command: list[str], cwd: Path, expect_error: str | None = None,
+              env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """Run ``command`` (in ``env``, else this process's environment); returns (wall seconds, peak
+    RSS MiB, CPU seconds of that child and the workers it forked). Fails loudly. Sets
+    :data:`LAST_TREE_PSS_MIB` (sampled every :data:`PSS_INTERVAL_S`).
 
     With ``expect_error``, the command must fail instead: exit 1, one line on stderr that starts
     with ``Error:`` and contains ``expect_error``, and no traceback.
@@ -102,7 +104,7 @@ def run_child(command: list[str], cwd: Path, expect_error: str | None = None) ->
     peak = [0]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err)
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, env=env)
         done = threading.Event()
 
         def sample() -> None:
