@@ -637,7 +637,6 @@ class StackedTables:
         order), saved when they changed; ``copy``: copies of the kept frames (a session holds
         them, and a caller may change what it is given)."""
         import numpy as np
-        import pandas as pd
 
         from sparkreport.cache import write_cache_pickle
 
@@ -656,27 +655,69 @@ class StackedTables:
             runs, summaries, origin = _stack([frames for _name, _key, frames in shards])
         else:
             self.how = "spliced"
-            fresh = [i for i, name in enumerate(names) if kept["keys"].get(name) != keys[name]]
-            # the kept rows: those of a campaign still in the store, its frames unchanged
-            unchanged = np.array([name in keys and kept["keys"][name] == keys[name] for name in old_names] or [False])
-            rows = unchanged[origin]
-            position = {name: i for i, name in enumerate(names)}
-            moved = np.array([position.get(name, -1) for name in old_names] or [-1])
-            columns = set(RUN_COLUMNS) | set(CORE_METRICS)  # a stack has the columns some campaign's frame has
-            for _name, _key, (frame, _summaries) in shards:
-                columns.update(frame.columns)
-            old = kept["runs"][rows]
-            runs = _typed_runs(pd.concat([old[[c for c in old.columns if c in columns]],
-                                          *(shards[i][2][0] for i in fresh)], ignore_index=True))
-            origin = np.concatenate([moved[origin[rows]], *(np.full(len(shards[i][2][0]), i) for i in fresh)])
-            runs = runs.sort_values(RUN_ORDER, na_position="last", kind="stable")
-            origin = origin[runs.index.to_numpy()]
-            runs = runs.reset_index(drop=True)
+            spliced = _splice(kept["runs"], old_names, origin, kept["keys"], shards)
+            if spliced is None:  # the kept table is not in campaign blocks (or a campaign's rows name another)
+                self.how = "stacked"
+                runs, _summaries, origin = _stack([frames for _name, _key, frames in shards])
+            else:
+                runs, origin = spliced
             summaries = _stacked_summaries([frames for _name, _key, frames in shards])
         self.kept = {"names": names, "keys": keys, "origin": origin, "runs": runs, "summaries": summaries}
         if self.path is not None:
             write_cache_pickle(self.path, self.salt, "tables", self.kept)
         return (runs.copy(), summaries.copy()) if copy else (runs, summaries)
+
+
+def _splice(runs: pd.DataFrame, old_names: list[str], origin: np.ndarray, old_keys: dict[str, str],
+            shards: list[Shard]) -> tuple[pd.DataFrame, np.ndarray] | None:
+    """The kept runs table with the campaigns of ``shards`` whose key changed (or that are new)
+    put in afresh and those no longer in ``shards`` left out, and each row's position in
+    ``shards``; None when the kept table cannot be spliced (then it is stacked again).
+
+    The table is sorted by campaign first, so each campaign's rows are one block of it, in name
+    order: the unchanged blocks are taken as slices (neighbours as one), a changed campaign's
+    frame, sorted by :data:`RUN_ORDER` on its own, goes between them where its name sorts, and
+    the pieces are stacked once — the table a sort of all the rows gives (a stable sort keeps
+    each block's order), without taking every column of ten thousand rows twice (a boolean
+    selection, then the sort: 0.07–0.2 s against 0.02–0.05 s at 10 000 runs)."""
+    import numpy as np
+    import pandas as pd
+
+    keys = {name: key for name, key, _frames in shards}
+    position = {name: i for i, name in enumerate(keys)}
+    moved = np.array([position.get(name, -1) for name in old_names] or [-1], dtype=origin.dtype)
+    edges = np.flatnonzero(np.diff(origin)) + 1
+    blocks = [(old_names[origin[start]], int(start), int(stop))
+              for start, stop in zip(np.r_[0, edges], np.r_[edges, len(origin)], strict=True)] if len(origin) else []
+    if any(first >= second for (first, _a, _b), (second, _c, _d) in zip(blocks, blocks[1:], strict=False)):
+        return None  # not one block per campaign in name order
+    # (name, the old rows [start, stop) of an unchanged campaign, or the sorted frame of a changed one)
+    pieces: list[tuple[str, tuple[int, int] | pd.DataFrame]] = [
+        (name, (start, stop)) for name, start, stop in blocks if name in keys and old_keys.get(name) == keys[name]]
+    for name, key, (frame, _summaries) in shards:
+        if old_keys.get(name) != key and len(frame):
+            if not bool((frame["campaign"] == name).all()):
+                return None  # a run naming another campaign (the identity check refuses it next)
+            pieces.append((name, _typed_runs(frame.copy()).sort_values(RUN_ORDER, na_position="last", kind="stable")))
+    pieces.sort(key=lambda piece: piece[0])
+    # neighbouring unchanged blocks become one slice: [start, stop) of the old rows
+    spans: list[tuple[int, int] | pd.DataFrame] = []
+    for _name, piece in pieces:
+        last = spans[-1] if spans else None
+        if isinstance(piece, tuple) and isinstance(last, tuple) and last[1] == piece[0]:
+            spans[-1] = (last[0], piece[1])
+        else:
+            spans.append(piece)
+    frames = [runs.iloc[span[0]:span[1]] if isinstance(span, tuple) else span for span in spans]
+    origins = [moved[origin[span[0]:span[1]]] if isinstance(span, tuple)
+               else np.full(len(span), position[str(span["campaign"].iloc[0])], dtype=origin.dtype)
+               for span in spans]
+    columns = set(RUN_COLUMNS) | set(CORE_METRICS)  # a stack has the columns some campaign's frame has
+    for _name, _key, (frame, _summaries) in shards:
+        columns.update(frame.columns)
+    stacked = pd.concat([frame[[c for c in frame.columns if c in columns]] for frame in frames] or [runs.iloc[:0]],
+                        ignore_index=True)
+    return _typed_runs(stacked), np.concatenate(origins) if origins else np.zeros(0, dtype=origin.dtype)
 
 
 def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashMemo | None = None,

@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sparkreport.cache import BlobCache, HashMemo, RecordCache
 from sparkreport.dataset import load_dataset
@@ -217,6 +219,72 @@ def test_stacked_tables_splice_a_changed_campaign_into_the_kept_tables(
     same_as_uncached("spliced")
     (cache / StackedTables.FILE).write_bytes(b"not a pickle")  # damaged: stacked again
     same_as_uncached("stacked")
+
+
+#: Campaign names for the property test below: a new one may sort before, between or after the others.
+SPLICE_NAMES = ("a", "b", "b-1", "m", "z")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.one_of(
+    st.tuples(st.just("put"), st.sampled_from(SPLICE_NAMES), st.lists(st.integers(0, 62), min_size=1, max_size=6)),
+    st.tuples(st.just("remove"), st.sampled_from(SPLICE_NAMES), st.just([])),
+    st.tuples(st.just("change"), st.sampled_from(SPLICE_NAMES), st.lists(st.integers(0, 62), min_size=1,
+                                                                          max_size=1))),
+    min_size=1, max_size=6))
+def test_spliced_tables_equal_an_uncached_read_whatever_campaigns_come_and_go(
+        phase1_store: Path, steps: list[tuple[str, str, list[int]]]) -> None:
+    """Splicing takes the unchanged campaigns' rows as slices of the kept table (issue 16,
+    twenty-sixth round): after any sequence of campaigns put in (sorting before, between or
+    after the others), removed, or changed in one run, the tables equal a read without the
+    cache, and they are spliced, never stacked again."""
+    import tempfile
+    from unittest import mock
+
+    from sparkreport.dataset import StackedTables
+
+    sources = sorted(path for path in phase1_store.glob("*/*/run.json"))
+    how: list[str] = []
+    tables = StackedTables.tables
+
+    def recorded(self: StackedTables, *args: object, **kwargs: object) -> object:
+        made = tables(self, *args, **kwargs)  # type: ignore[arg-type]
+        how.append(self.how)
+        return made
+
+    with tempfile.TemporaryDirectory() as folder, mock.patch.object(StackedTables, "tables", recorded):
+        runs, cache = Path(folder) / "runs", Path(folder) / "cache"
+        runs.mkdir()
+        for name in SPLICE_NAMES[:2]:
+            put_campaign(runs, name, sources, [0, 1, 2])
+        assert_same_as_uncached(runs, cache)
+        assert how == ["stacked"]
+        for action, name, picks in steps:
+            if action == "put":
+                shutil.rmtree(runs / name, ignore_errors=True)
+                put_campaign(runs, name, sources, picks)
+            elif action == "remove":
+                shutil.rmtree(runs / name, ignore_errors=True)
+            elif (runs / name).is_dir():
+                files = sorted((runs / name).glob("*/run.json"))
+                data = json.loads(files[picks[0] % len(files)].read_text(encoding="utf-8"))
+                data["iteration"] = picks[0] + 100  # sorted elsewhere in its campaign
+                data["labels"][f"step{picks[0]}"] = "changed"  # a column only it has
+                files[picks[0] % len(files)].write_text(json.dumps(data), encoding="utf-8")
+            how.clear()
+            assert_same_as_uncached(runs, cache)
+            assert how in ([], ["kept"], ["spliced"])  # [] for one campaign: nothing to stack
+
+
+def put_campaign(runs: Path, name: str, sources: list[Path], picks: list[int]) -> None:
+    """Campaign ``name`` in ``runs``: copies of the Phase 1 runs at ``picks``, renamed into it."""
+    for pick in dict.fromkeys(picks):
+        data = json.loads(sources[pick % len(sources)].read_text(encoding="utf-8"))
+        data["campaign"] = name
+        data["run_id"] = f"{name}-{data['run_id']}"
+        folder = runs / name / data["run_id"]
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text(json.dumps(data), encoding="utf-8")
 
 
 def test_record_cache_drops_entries_of_another_salt(tmp_path: Path) -> None:
