@@ -363,3 +363,31 @@ def test_an_address_in_use_is_one_line(tmp_path: Path, monkeypatch: pytest.Monke
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert result.output.splitlines()[-1] == (f"Error: {address}: cannot serve here (Address already in use) — "
                                               "stop what is serving there, or pass another --dev-addr IP:PORT")
+
+
+def test_a_build_after_a_serve_in_the_same_process_indexes_each_page_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MkDocs keeps the plugins that have ``on_startup`` between two loads of a config in one
+    process, for serve's rebuilds; Material's search plugin, started by a serve as a dirty one,
+    then put the previous build's every page into the next build's index a second time. Each
+    build starts its plugins afresh (as ``mkdocs build`` does)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from sparkreport.cli import main
+    from sparkreport.scaffold import init_project
+
+    root = init_project(tmp_path / "project").root
+    monkeypatch.chdir(root)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        served = CliRunner().invoke(main, ["serve", "--dev-addr", f"127.0.0.1:{taken.getsockname()[1]}"])
+    assert served.exit_code == 1
+    for text in ("# Notes\n\nFirst.\n", "# Notes\n\nSecond.\n"):  # the second build reuses the first's pages
+        (root / "docs" / "notes.md").write_text(text, encoding="utf-8")
+        assert CliRunner().invoke(main, ["build"]).exit_code == 0
+        index = json.loads((root / "site" / "search" / "search_index.json").read_text(encoding="utf-8"))
+        locations = [entry["location"] for entry in index["docs"]]
+        assert len(locations) == len(set(locations)) > 5

@@ -262,23 +262,42 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
     with _mkdocs_logs() as logs, compiled_templates(config_file.parent / "cache" / "jinja"):
         try:
             overrides = {"site_dir": str(site_dir)} if site_dir is not None else {}
+            _forget_plugins()
             config = load_config(config_file=str(config_file), strict=strict, **overrides)
             pages = ParallelPagesPlugin(dirty=reuse is not None)
             config.plugins["sparkreport/parallel-pages"] = pages  # type: ignore[assignment]
-            if reuse is None:
-                with pages.building():
-                    build(config)
-            else:
-                from sparkreport.site.reuse import ReusePlugin
+            # As `mkdocs build` runs them: a build, not a dirty one (the reuse below is ours).
+            config.plugins.on_startup(command="build", dirty=False)
+            try:
+                if reuse is None:
+                    with pages.building():
+                        build(config)
+                else:
+                    from sparkreport.site.reuse import ReusePlugin
 
-                config.plugins["sparkreport/reuse"] = ReusePlugin(reuse)  # type: ignore[assignment]
-                with _without_dirty_notice(), pages.building():
-                    build(config, dirty=True)
+                    config.plugins["sparkreport/reuse"] = ReusePlugin(reuse)  # type: ignore[assignment]
+                    with _without_dirty_notice(), pages.building():
+                        build(config, dirty=True)
+            finally:
+                config.plugins.on_shutdown()
         except (mkdocs_errors.MkDocsException, OSError) as exc:
             first = f" — first warning: {logs.messages[0]}" if logs.messages else ""
             message = " ".join(str(exc).split()) or type(exc).__name__
             raise BuildError(f"{config_file}: mkdocs build failed: {message}{first}") from None
     return logs.messages
+
+
+def _forget_plugins() -> None:
+    """Drop the plugins MkDocs keeps between two loads of a config in one process (those with
+    ``on_startup``, for the rebuilds of ``serve``): Material's search plugin keeps the previous
+    build's index there, and after a ``serve`` in the same process (tests, an API caller) it
+    would put every page of that index into the next build's a second time."""
+    from mkdocs.config.defaults import MkDocsConfig
+
+    for _name, option in MkDocsConfig._schema:
+        cache = getattr(option, "plugin_cache", None)
+        if isinstance(cache, dict):
+            cache.clear()
 
 
 @contextmanager
