@@ -75,6 +75,75 @@ def test_a_post_edit_converts_the_blog_and_reuses_the_rest(project: Path, tmp_pa
     assert_equals_a_full_build(project, second, tmp_path)
 
 
+BOUND = POST + '\nThe KV cache holds {{ value("kv_cache_gib", model="qwen72b", environment="container") }}.\n'
+
+
+def loads_counted(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The run stores ``load_dataset`` reads from now on (the render calls it through its module)."""
+    from sparkreport import dataset
+
+    loaded: list[Path] = []
+    load = dataset.load_dataset
+    monkeypatch.setattr(dataset, "load_dataset", lambda runs, **kw: loaded.append(runs) or load(runs, **kw))
+    return loaded
+
+
+def test_a_post_edit_outside_its_bindings_keeps_their_results_and_loads_no_dataset(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only hand-written docs changed since the last build (its data key is this one's): every
+    generated page is kept and the posts are filled from what their bindings gave then — the
+    dataset is not loaded —, and the site equals a full build's. A new binding, or a binding
+    edited, takes the full render (the dataset is loaded), whose results are kept for the next."""
+    post = project / "docs" / "blog" / "posts" / "fish.md"
+    post.write_text(BOUND, encoding="utf-8")
+    build(options(project), project / "site")
+    loaded = loads_counted(monkeypatch)
+    post.write_text(BOUND + "\nOne more sentence about chips.\n", encoding="utf-8")
+
+    second = build(options(project), project / "site")
+
+    assert loaded == []
+    assert second.render.data_kept and second.render.rendered_pages == []
+    assert len(second.render.skipped_pages) == len(second.render.pages) > 10
+    # the runs' files carried over whole from the live site: none published or scanned again
+    assert second.published["copied"] == second.published["linked"] == 0 and second.published["kept"] > 10
+    page = next(page.read_text(encoding="utf-8") for page in (project / "site" / "blog").rglob("index.html")
+                if "One more sentence about chips." in page.read_text(encoding="utf-8"))
+    assert "The KV cache holds" in page and "{{" not in page
+    assert_equals_a_full_build(project, second, tmp_path)
+
+    loaded.clear()
+    post.write_text(BOUND.replace('environment="container"', 'environment="container", digits=2'), encoding="utf-8")
+    build(options(project), project / "site")
+    assert loaded == [project / "runs"]  # the binding changed: the full render
+    loaded.clear()
+    (project / "docs" / "notes.md").write_text("# Notes\n\nChanged.\n", encoding="utf-8")
+    third = build(options(project), project / "site")
+    assert loaded == []  # its results were kept in turn
+    assert_equals_a_full_build(project, third, tmp_path / "again")
+
+
+def test_a_post_edit_that_breaks_a_binding_is_refused_as_in_a_full_render(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A post whose binding now names a model no run has, or is not closed, after a build that
+    kept its results: the same one-line error as the first build of that post would give."""
+    from sparkreport.errors import SparkreportError
+
+    post = project / "docs" / "blog" / "posts" / "fish.md"
+    post.write_text(BOUND, encoding="utf-8")
+    build(options(project), project / "site")
+    for broken in (BOUND.replace('model="qwen72b"', 'model="no-such-model"'), BOUND.replace("}}.", "}.")):
+        post.write_text(broken, encoding="utf-8")
+        with pytest.raises(SparkreportError) as kept:
+            build(options(project), project / "site")
+        shutil.rmtree(project / "build")
+        with pytest.raises(SparkreportError) as fresh:
+            build(options(project), project / "site")
+        assert str(kept.value) == str(fresh.value) and "fish.md:" in str(kept.value)
+        post.write_text(BOUND, encoding="utf-8")
+        build(options(project), project / "site")
+
+
 def test_a_changed_run_converts_the_pages_that_read_it(project: Path, tmp_path: Path) -> None:
     build(options(project), project / "site")
     before = keep_a_copy(project / "site", tmp_path / "before")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from sparkreport.dataset import Dataset
     from sparkreport.project import Project
     from sparkreport.render.context import SiteData
+    from sparkreport.render.posts import KeptPosts
 
 #: Marks a folder as written by ``render``: only such a folder is ever emptied.
 MARKER = ".sparkreport-generated"
@@ -72,6 +73,9 @@ class RenderResult:
     rendered_pages: list[str] = field(default_factory=list)
     #: Generated documents whose inputs did not change: not filled, their files left as they were.
     skipped_pages: list[str] = field(default_factory=list)
+    #: True when only hand-written docs had changed since the last build: every generated page
+    #: and the posts' results were kept, and the dataset was not loaded.
+    data_kept: bool = False
 
     @property
     def chart_count(self) -> int:
@@ -139,7 +143,8 @@ class RenderSession:
 
 
 def render(options: RenderOptions | Project, *, session: RenderSession | None = None, checked: bool = False,
-           store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None) -> RenderResult:
+           store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
+           build_data_key: str | None = None, same_data: dict[str, Any] | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     ``options`` are resolved once into a :class:`~sparkreport.project.Project` (paths, the
@@ -158,6 +163,13 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     (:func:`~sparkreport.cache.walk_store`), which lets the Runs pages keep the rows of the
     campaigns whose files did not change (a session walks the store itself, for its own key and
     these rows); ``hashes``: the build's file digests (``build/cache/hashes.pickle``), already read.
+
+    ``build_data_key``: what ``build`` computed of everything it reads but the hand-written docs
+    (:func:`~sparkreport.site.incremental.build_key`); the posts' bindings and results are kept
+    under it (:class:`~sparkreport.render.posts.KeptPosts`). ``same_data``: the state of the last
+    build, whose data key it equals — only hand-written docs changed since —, from which the
+    render keeps every generated page as it is and fills the posts from what they gave then,
+    without loading the dataset; or, when a post's bindings changed, renders in full.
     """
     from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock
@@ -171,7 +183,11 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
         refuse_early(project)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
     try:
         with output_lock(project.docs_dir.parent):
-            return _render(project, session, store_folders, hashes)
+            if same_data is not None and build_data_key is not None:
+                kept = _render_kept(project, same_data, build_data_key)
+                if kept is not None:
+                    return kept
+            return _render(project, session, store_folders, hashes, build_data_key)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
@@ -195,7 +211,8 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
 
 
 def _render(project: Project, session: RenderSession | None = None,
-            store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None) -> RenderResult:
+            store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
+            build_data_key: str | None = None) -> RenderResult:
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
     from sparkreport.charts import ChartSpec
     from sparkreport.dataset import load_dataset
@@ -203,6 +220,7 @@ def _render(project: Project, session: RenderSession | None = None,
     from sparkreport.render.markdown import chart_html, make_environment, template_cache
     from sparkreport.render.pagecache import INCLUDES_FILE, CachedPage, PageCache, PageKeys
     from sparkreport.render.pages import registered_pages
+    from sparkreport.render.posts import KeptPosts
     from sparkreport.render.preflight import preflight
     from sparkreport.render.report import campaigns, newest_rule
 
@@ -331,8 +349,11 @@ def _render(project: Project, session: RenderSession | None = None,
         if docs:
             nav.append(page.nav(docs))
     notices: list[str] = []
+    record = KeptPosts() if build_data_key is not None else None
     posts, svg_count = _posts_and_svgs(env, site, root, docs_dir, final_docs_dir, written, static, svg_jobs,
-                                       cache_dir, notices)
+                                       cache_dir, notices, record=record)
+    if record is not None and build_data_key is not None:
+        record.save(cache_dir, build_data_key)
     cache.forget()
     changed = sync_tree(docs_dir, final_docs_dir, keep=keep)
     shutil.rmtree(docs_dir)
@@ -465,18 +486,24 @@ def _weight(doc: PageDoc) -> tuple[bool, int]:
     return doc.inputs is not None, -len(doc.inputs or ())
 
 
-def _posts_and_svgs(env: jinja2.Environment, site: SiteData, root: Path, docs_dir: Path, final_docs_dir: Path,
-                    written: list[PageDoc], static: bool, svg_jobs: list[tuple[Path, dict[str, Any] | None]],
-                    cache_dir: Path, notices: list[str]) -> tuple[list[Any], int]:
+def _posts_and_svgs(env: jinja2.Environment | None, site: SiteData | None, root: Path, docs_dir: Path,
+                    final_docs_dir: Path, written: list[PageDoc], static: bool,
+                    svg_jobs: list[tuple[Path, dict[str, Any] | None]], cache_dir: Path, notices: list[str], *,
+                    kept: KeptPosts | None = None, record: KeptPosts | None = None) -> tuple[list[Any], int]:
     """Fill in the posts' bindings (into the staging ``docs_dir``) and draw the SVG fallbacks:
     every chart's when ``static``, else only those the posts show (a chart of a page kept as it
-    was is read back from ``final_docs_dir``). Returns the posts and the SVGs drawn."""
+    was is read back from ``final_docs_dir``). Returns the posts and the SVGs drawn. Without
+    ``site``, the posts are filled from ``kept`` (:func:`~sparkreport.render.posts.render_posts`);
+    ``record`` gets what they gave."""
     from sparkreport.render.posts import render_posts
 
-    footer = env.get_template("_footer.md")
-    posts = render_posts(site, docs_dir, root / "docs", written, footer=lambda: footer.render(
-        site=site, provenance=site.provenance, title=site.config.title, ci_label=site.confidence_label),
-        notices=notices)
+    footer = None
+    if site is not None and env is not None:
+        template = env.get_template("_footer.md")
+        footer = functools.partial(template.render, site=site, provenance=site.provenance, title=site.config.title,
+                                   ci_label=site.confidence_label)
+    posts = render_posts(site, docs_dir, root / "docs", written, footer=footer, notices=notices, kept=kept,
+                         record=record)
     if not static:  # only the charts posts show as images
         wanted = {docs_dir / svg_path(name) for post in posts for name in post.charts}
         svg_jobs = [(path, spec) for path, spec in svg_jobs if path in wanted]
@@ -533,6 +560,47 @@ def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_
                         nav=generated.nav, handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
                         svg_count=svg_count, changed_files=changed, notices=notices,
                         rendered_pages=[], skipped_pages=[doc.path for doc in generated.pages])
+
+
+def _render_kept(project: Project, state: dict[str, Any], data_key: str) -> RenderResult | None:
+    """A build's render after only hand-written docs changed (``state``: the last build's, whose
+    data key — the store, the configuration, the templates, the package, the commit — is this
+    one's): every generated page is kept as that build wrote it, the hand-written docs are copied
+    again, and each post is filled from what its bindings gave then
+    (:class:`~sparkreport.render.posts.KeptPosts`) — the dataset is not loaded. None (then the
+    render is made in full) when a post's bindings are not those kept (new, edited, or a new
+    post), a hand-written page now stands where a generated one is (the full render says which),
+    or a generated file is missing."""
+    from sparkreport.render.pagecache import PageCache
+    from sparkreport.render.posts import KeptPosts, NotKept
+    from sparkreport.site.incremental import result_from_state
+
+    root, final_docs_dir, cache_dir = project.root, project.docs_dir, project.cache_dir
+    kept_posts = KeptPosts.load(cache_dir, data_key)
+    pages = PageCache(cache_dir)
+    if kept_posts is None or pages.static is None:
+        return None
+    generated = {name for entry in pages.pages.values() for name in entry.files}
+    if not all((final_docs_dir / name).is_file() for name in generated):
+        return None
+    kept = result_from_state(state, project)
+    prepare_docs_dir(final_docs_dir, root / "docs")
+    docs_dir, handwritten = _fresh_staging(final_docs_dir, root / "docs")
+    try:
+        if any(path in generated for path in handwritten):
+            return None
+        notices: list[str] = []
+        posts, svg_count = _posts_and_svgs(None, None, root, docs_dir, final_docs_dir, kept.pages, pages.static, [],
+                                           cache_dir, notices, kept=kept_posts)
+        changed = sync_tree(docs_dir, final_docs_dir, keep=generated)
+    except NotKept:
+        return None
+    finally:
+        shutil.rmtree(docs_dir, ignore_errors=True)
+    return RenderResult(project_root=root, docs_dir=final_docs_dir, config=project.config, pages=kept.pages,
+                        nav=kept.nav, handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
+                        svg_count=svg_count, changed_files=changed, notices=notices,
+                        rendered_pages=[], skipped_pages=[doc.path for doc in kept.pages], data_kept=True)
 
 
 def svg_path(chart_key: str) -> str:

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.errors import BuildError
@@ -670,8 +670,9 @@ def is_draft(text: str) -> bool:
     return re.search(r"^draft:\s*(true|yes)\s*$", front, re.MULTILINE | re.IGNORECASE) is not None
 
 
-def render_posts(site: SiteData, docs_dir: Path, source_docs: Path, pages: Iterable[PageDoc],
-                 footer: Callable[[], str] | None = None, notices: list[str] | None = None) -> list[PostDoc]:
+def render_posts(site: SiteData | None, docs_dir: Path, source_docs: Path, pages: Iterable[PageDoc],
+                 footer: Callable[[], str] | None = None, notices: list[str] | None = None, *,
+                 kept: KeptPosts | None = None, record: KeptPosts | None = None) -> list[PostDoc]:
     """Fill in the bindings of every post copied into ``docs_dir``; returns the posts written.
 
     ``source_docs`` is the project's hand-written ``docs/`` (for error messages); ``footer``
@@ -679,6 +680,10 @@ def render_posts(site: SiteData, docs_dir: Path, source_docs: Path, pages: Itera
     example post ``sparkreport init`` writes) is not published: it is left out of the build and
     ``notices`` gets one line saying so, so a draft whose bindings no longer match the data
     never stops a build.
+
+    ``record``: each post's bindings, their results and its footer are put in it. ``kept``
+    (with ``site`` None): the posts are filled from what an earlier render recorded for the same
+    data (:class:`KeptPosts`); :class:`NotKept` when a post's bindings are not those recorded.
     """
     pages = list(pages)
     written = []
@@ -691,17 +696,95 @@ def render_posts(site: SiteData, docs_dir: Path, source_docs: Path, pages: Itera
                 notices.append(f"{shown_path(source_docs / relative)}: a draft (draft: true), not published — "
                                "edit it, then remove that line to publish it")
             continue
-        resolver = Resolver(site, pages, relative)
-        filled, count = fill(text, resolver, shown_path(source_docs / relative))
-        if footer is not None:
-            filled = filled.rstrip("\n") + "\n\n" + footer()
+        where = shown_path(source_docs / relative)
+        if site is None:
+            post = kept.posts.get(relative) if kept is not None else None
+            if post is None:
+                raise NotKept(relative)
+            filled, count = fill(text, post.replay(), where)
+            if count != len(post.bindings):
+                raise NotKept(relative)
+            charts, shown_footer = post.charts, post.footer
+        else:
+            resolver = Resolver(site, pages, relative)
+            results: list[tuple[str, str]] = []
+
+            def resolve(binding: Binding, resolver: Resolver = resolver,
+                        results: list[tuple[str, str]] = results) -> str:
+                result = resolver(binding)
+                results.append((binding.text, result))
+                return result
+
+            filled, count = fill(text, resolve, where)
+            charts, shown_footer = resolver.used_charts, footer() if footer is not None else None
+            if record is not None:
+                record.posts[relative] = KeptPost([text for text, _ in results], [result for _, result in results],
+                                                  charts, shown_footer)
+        if shown_footer is not None:
+            filled = filled.rstrip("\n") + "\n\n" + shown_footer
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(filled, encoding="utf-8")
         os.replace(tmp, path)
-        written.append(PostDoc(relative, source_docs / relative, post_title(text, path.stem), count,
-                               resolver.used_charts))
+        written.append(PostDoc(relative, source_docs / relative, post_title(text, path.stem), count, charts))
     return written
 
 
-__all__ = ["POSTS_DIR", "BindingError", "PostDoc", "Resolver", "check_arguments", "fill", "find_bindings",
-           "parse_binding", "post_files", "render_posts"]
+class NotKept(Exception):
+    """A post whose bindings an earlier render did not record (new, changed, or a new post)."""
+
+
+@dataclass
+class KeptPost:
+    """What a post's bindings gave: each binding as written (:attr:`Binding.text`) and its
+    result, in order (a compare() sentence says a warning once per post, so a result depends on
+    the bindings before it), the charts it showed, and its footer."""
+
+    bindings: list[str]
+    results: list[str]
+    charts: list[str]
+    footer: str | None
+
+    def replay(self) -> Callable[[Binding], str]:
+        """A resolver giving the recorded results while the bindings are the recorded ones, in
+        their order; :class:`NotKept` at the first that is not."""
+        done = [0]
+
+        def resolve(binding: Binding) -> str:
+            index = done[0]
+            if index >= len(self.bindings) or self.bindings[index] != binding.text:
+                raise NotKept(binding.text)
+            done[0] += 1
+            return self.results[index]
+
+        return resolve
+
+
+@dataclass
+class KeptPosts:
+    """The posts' bindings and results of the last build, kept in the build cache
+    (``build/cache/posts.pickle``) under its data key (:func:`~sparkreport.site.incremental.build_key`:
+    everything a build reads but the hand-written docs). A build after a post edit that leaves
+    the bindings as they were fills them from here without loading the dataset."""
+
+    posts: dict[str, KeptPost] = field(default_factory=dict)
+
+    FILE: ClassVar[str] = "posts.pickle"
+
+    @classmethod
+    def load(cls, cache_dir: Path, data_key: str) -> KeptPosts | None:
+        """The kept posts of a build with this data key; None when there are none."""
+        from sparkreport.cache import read_cache_pickle
+
+        posts = read_cache_pickle(cache_dir / cls.FILE, data_key, "kept").get("posts")
+        if not isinstance(posts, dict) or not all(isinstance(post, KeptPost) for post in posts.values()):
+            return None  # none kept (or for other data): a store without posts keeps an empty mapping
+        return cls(posts)
+
+    def save(self, cache_dir: Path, data_key: str) -> None:
+        from sparkreport.cache import write_cache_pickle
+
+        write_cache_pickle(cache_dir / self.FILE, data_key, "kept", {"posts": self.posts})
+
+
+__all__ = ["POSTS_DIR", "BindingError", "KeptPost", "KeptPosts", "NotKept", "PostDoc", "Resolver", "check_arguments",
+           "fill", "find_bindings", "parse_binding", "post_files", "render_posts"]

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from sparkreport.cache import HashMemo
     from sparkreport.parallel import Background
     from sparkreport.project import Project
     from sparkreport.render import RenderOptions, RenderResult
+    from sparkreport.site.incremental import BuildKeys
     from sparkreport.site.run_files import Published
 
 DEFAULT_SITE_DIR = Path("site")
@@ -124,12 +125,14 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     cache_dir = project.cache_dir
     timings: dict[str, float] = {}
     with contextlib.ExitStack() as stack:
-        def start() -> tuple[Path, Background[RunFiles]]:
+        def publisher() -> Callable[[], RunFiles]:
             # The runs' files are published (and scanned) from the run store alone, in a forked
             # process that starts now, while this one renders and builds: see run_files_beside.
-            return (stack.enter_context(publish.staged(target)),
-                    stack.enter_context(run_files_beside(project.runs_dir, target, cache_dir,
-                                                         folders, package_digest(memo), memo)))
+            return stack.enter_context(run_files_beside(project.runs_dir, target, cache_dir,
+                                                        folders, package_digest(memo), memo)).result
+
+        def start() -> tuple[Path, Callable[[], RunFiles]]:
+            return stack.enter_context(publish.staged(target)), publisher()
 
         if not kept:
             # Without a kept state no build is skipped: one walk of the store (the key, the
@@ -147,15 +150,27 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             memo.merge(computed)  # the digests the key had to compute
             memo.save()
             started_early = None
-        state = None if full else incremental.load_state(cache_dir, key, target)
+        state = None if full else incremental.load_state(cache_dir, key.key, target)
         if state is not None:
             return BuildResult(site_dir=target, config_file=Path(state["config_file"]),
                                render=incremental.result_from_state(state, project),
                                warnings=list(state["warnings"]), cached=True, builder=name)
+        # Only hand-written docs changed: the render may keep every generated page (and the posts'
+        # results) from the last build, without loading the dataset.
+        same_data = None if full else incremental.load_state(cache_dir, key.data, target, data=True)
         (cache_dir / incremental.STATE_FILE).unlink(missing_ok=True)
-        staging, run_files = started_early or start()
+        if started_early is not None:
+            staging, run_files = started_early
+        elif same_data is None:
+            staging, run_files = start()
+        else:  # the publisher waits for the render: a render that keeps the data needs none
+            staging, run_files = stack.enter_context(publish.staged(target)), None
         started = time.perf_counter()
-        result = render(project, checked=True, store_folders=folders, hashes=memo)  # the checks ran above
+        result = render(project, checked=True, store_folders=folders, hashes=memo,  # the checks ran above
+                        build_data_key=key.data, same_data=same_data)
+        if run_files is None:
+            carried = kept_run_files(target, cache_dir, result) if result.data_kept else None
+            run_files = publisher() if carried is None else functools.partial(_given, carried)
         config_file = write_config(result, target)
         make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
         timings["render"] = time.perf_counter() - started
@@ -188,13 +203,15 @@ DATA_MODULES = ("numpy", "pyarrow", "pandas", "scipy.special", "sparkreport.anal
 
 
 def _walked_and_keyed(project: Project, target: Path, strict: bool,
-                      builder: str) -> tuple[dict[str, str | None], str, dict[str, list[Any]]]:
+                      builder: str) -> tuple[dict[str, str | None], BuildKeys, dict[str, list[Any]]]:
     """The store walked and the build key computed (:func:`_walk_and_key`) in a forked process,
     while this one refuses bad configuration (:func:`~sparkreport.render.preflight.refuse_early`)
     and imports what the dataset and the analysis need: the walk waits on the file system and
     the checks and imports keep a CPU busy (~0.5 s of a build that goes on saved). Between two
     imports the answer is looked at: a key equal to the kept site's stops them (a build with
-    nothing changed then ends about as soon as it would have). In one process
+    nothing changed then ends about as soon as it would have), and so does a data key equal to
+    the kept site's (only hand-written docs changed: the render keeps the generated pages and
+    loads no dataset, unless a post's bindings changed). In one process
     (``SPARKREPORT_JOBS=1``), the checks, then the walk and the key, without imports."""
     import importlib
 
@@ -209,7 +226,7 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool,
         for module in DATA_MODULES if walker.forked else ():
             if answer is None and walker.ready():
                 answer = walker.result()
-                if answer[1] == kept_key:
+                if kept_key is not None and (answer[1].key == kept_key.key or answer[1].data == kept_key.data):
                     return answer
             with contextlib.suppress(Exception):  # raised again where it is imported for use
                 importlib.import_module(module)
@@ -217,7 +234,7 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool,
 
 
 def _walk_and_key(project: Project, target: Path, strict: bool,
-                  builder: str) -> tuple[dict[str, str | None], str, dict[str, list[Any]]]:
+                  builder: str) -> tuple[dict[str, str | None], BuildKeys, dict[str, list[Any]]]:
     """One walk of the store (:func:`~sparkreport.cache.walk_store`: each campaign folder's
     digest, for the published files' and the Runs pages' rows), the build key over it, and the
     file digests it had to compute (``hashes.pickle``'s new entries: the build saves them; this
@@ -300,10 +317,39 @@ def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
                                         folders=folders, salt=salt, memo=memo))
 
 
-def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Background[RunFiles],
+def _given(value: RunFiles) -> RunFiles:
+    """``value`` itself: what :func:`publish_steps` calls for run files there was nothing to wait for."""
+    return value
+
+
+def kept_run_files(target: Path, cache_dir: Path, result: RenderResult) -> RunFiles | None:
+    """The runs' files of the live site ``target``, carried over whole, for a build whose render
+    kept the data of the last build (:attr:`~sparkreport.render.RenderResult.data_kept`: the
+    store, the configuration and the package as they were), so that nothing is published or
+    scanned again — when the build cache's record of them lists exactly the files the Runs pages
+    list, all in the live run-files folder; else None (then they are published as usual). The
+    live site was checked as a build with nothing changed checks it
+    (:func:`~sparkreport.site.incremental.load_state`)."""
+    from sparkreport.published import read_manifest
+    from sparkreport.site.run_files import Carry, Published, load_record
+
+    manifest = read_manifest(result.docs_dir)
+    if manifest is None:
+        return None
+    runs_dir, listed = manifest
+    record = load_record(cache_dir, runs_dir, target)
+    root = run_files_folder()
+    if not record or set(record) != {site_path for site_path, _store_path in listed} \
+            or not all(name.startswith(f"{root}/") for name in record) or not (target / root).is_dir():
+        return None
+    return RunFiles(listed, Published(record=record, carry=Carry(root, incoming=[], removed=[], kept=sorted(record))),
+                    clean={}, scanned=0)
+
+
+def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Callable[[], RunFiles],
                   cache_dir: Path | None = None, hashes: HashMemo | None = None) -> dict[str, int]:
     """After the builder, for any builder: the runs' files (published and scanned beside it
-    meanwhile, ``run_files``) are moved into the built site ``staging``, the blog feed written,
+    meanwhile: ``run_files()`` waits for them) are moved into the built site ``staging``, the blog feed written,
     the rest scanned for credential shapes, and only then is it swapped in for ``target``.
     With the build cache ``cache_dir``, this costs what changed: run files whose source is
     unchanged stay where they are (the live run-files folder is carried over) or are
@@ -318,7 +364,7 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
     from sparkreport.site.run_files import complete_record, save_record
     from sparkreport.site.scan import ScanMemo, check_site
 
-    done = run_files.result()
+    done = run_files()
     manifest = read_manifest(result.docs_dir)
     listed = manifest[1] if manifest is not None else []
     if done.listed != listed:  # the store changed under the build (or the pages list other files)

@@ -7,8 +7,10 @@ MkDocs, Material (and Zensical) versions, the project's git commit (printed in e
 and the build's own options. File hashes are remembered by (size, mtime, inode) in ``build/cache/hashes.pickle``, so
 an unchanged file is not read again. After a successful build the key and what the build wrote
 are kept in ``build/cache/build.json``; the next build with the same key and an intact site
-returns that at once. Anything changed → a full build (whose dataset and chart caches still
-skip the unchanged runs and charts).
+returns that at once. The state also keeps the data key, the same without the hand-written
+``docs/``: when only those changed, the render keeps every generated page and fills the posts from
+the results their bindings had (:func:`~sparkreport.render.core.render`). Anything else changed →
+a full build (whose dataset and chart caches still skip the unchanged runs and charts).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sparkreport.cache import HashMemo, StoreWalk, inputs_digest, package_digest, tree_digest
 
@@ -31,9 +33,12 @@ PROJECT_FILES = ("sparkreport.yml", "mkdocs.yml")
 
 
 def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashMemo,
-              builder: str = "mkdocs", runs_walk: StoreWalk | None = None) -> str:
-    """The content key of a build: equal keys build identical sites. ``runs_walk``: the run
-    store's :func:`~sparkreport.cache.walk_store` at ``project.runs_path``, if already walked."""
+              builder: str = "mkdocs", runs_walk: StoreWalk | None = None) -> BuildKeys:
+    """The content key of a build (equal keys build identical sites) and its data key: the same
+    without the hand-written ``docs/`` — equal data keys give the same generated pages and the
+    same results for the same post bindings (:func:`~sparkreport.render.core.render`'s kept
+    path). ``runs_walk``: the run store's :func:`~sparkreport.cache.walk_store` at
+    ``project.runs_path``, if already walked."""
     import mkdocs
 
     from sparkreport import __version__
@@ -60,7 +65,14 @@ def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashM
         files.append(options.config_path)
     for path in files:
         parts.append((str(path), memo.digest(path) if path.is_file() else "absent"))
-    return inputs_digest(parts)
+    return BuildKeys(inputs_digest(parts), inputs_digest(part for part in parts if part[0] != "docs"))
+
+
+class BuildKeys(NamedTuple):
+    """A build's key, and its data key (the key without the hand-written docs)."""
+
+    key: str
+    data: str
 
 
 def shell_key(config_file: Path, project_root: Path, strict: bool, builder: str, memo: HashMemo) -> str:
@@ -98,22 +110,24 @@ def _material_version(distribution: str) -> str:
         return ""
 
 
-def kept_key(cache_dir: Path) -> str | None:
-    """The key of the last build that completed (its state), if any."""
+def kept_key(cache_dir: Path) -> BuildKeys | None:
+    """The keys of the last build that completed (its state), if any."""
     try:
-        key = json.loads((cache_dir / STATE_FILE).read_text(encoding="utf-8")).get("key")
+        state = json.loads((cache_dir / STATE_FILE).read_text(encoding="utf-8"))
+        key, data = state.get("key"), state.get("data_key")
     except (OSError, ValueError, AttributeError):
         return None
-    return key if isinstance(key, str) else None
+    return BuildKeys(key, data) if isinstance(key, str) and isinstance(data, str) else None
 
 
-def load_state(cache_dir: Path, key: str, site_dir: Path) -> dict[str, Any] | None:
-    """What the last build with this key wrote, when its site is still there; else None."""
+def load_state(cache_dir: Path, key: str, site_dir: Path, *, data: bool = False) -> dict[str, Any] | None:
+    """What the last build with this key wrote, when its site is still there; else None.
+    ``data``: ``key`` is a data key (:func:`build_key`), which the last build's must equal."""
     try:
         state = json.loads((cache_dir / STATE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if state.get("key") != key or state.get("site_dir") != str(site_dir):
+    if state.get("data_key" if data else "key") != key or state.get("site_dir") != str(site_dir):
         return None
     if not (site_dir / "index.html").is_file() or not Path(state.get("config_file", "")).is_file():
         return None
@@ -152,7 +166,7 @@ def site_listing(site_dir: Path, bulk: str) -> dict[str, list[int]] | None:
     return listing
 
 
-def save_state(cache_dir: Path, key: str, site_dir: Path, config_file: Path, result: RenderResult,
+def save_state(cache_dir: Path, key: BuildKeys, site_dir: Path, config_file: Path, result: RenderResult,
                warnings: list[str], bulk: str = "") -> None:
     """Keep what a build wrote, and the listing of its site (:func:`site_listing`; ``bulk``: the
     run files' folder in it), for the next build with the same key."""
@@ -160,7 +174,7 @@ def save_state(cache_dir: Path, key: str, site_dir: Path, config_file: Path, res
 
     state = {
         "site": {"bulk": bulk, "listing": site_listing(site_dir, bulk)},
-        "key": key, "site_dir": str(site_dir), "config_file": str(config_file),
+        "key": key.key, "data_key": key.data, "site_dir": str(site_dir), "config_file": str(config_file),
         "project_root": str(result.project_root), "docs_dir": str(result.docs_dir),
         "pages": [{"path": p.path, "title": p.title, "template": p.template,
                    "charts": [[c.name, c.title, c.description, c.rows] for c in p.charts]} for p in result.pages],
