@@ -204,6 +204,7 @@ def test_cli_says_what_it_converted_and_full_reuses_nothing(project: Path) -> No
         result = runner.invoke(main, args)
         assert result.exit_code == 0, result.output
         assert " converted, " in result.output and " reused → " in result.output
+        assert " charts (only docs/ changed: the data kept); " in result.output
         (project / "docs" / "notes.md").write_text("# Notes\n\nChanged again.\n", encoding="utf-8")
         result = runner.invoke(main, [*args, "--full"])
         assert result.exit_code == 0, result.output

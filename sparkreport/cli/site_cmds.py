@@ -82,6 +82,9 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
 
     A rebuild costs what changed: only pages whose inputs changed are rendered, and (MkDocs)
     only pages whose Markdown changed are converted; the rest of the previous site is reused.
+    After an edit of hand-written docs alone (a post's prose, a page under docs/), the data is
+    kept from the last build: the generated pages, the posts' results and the runs' files, with
+    no dataset loaded.
     The runs' files, the blog feed and the credential scan are sparkreport's own steps after
     the builder, so both builders publish the same site; it replaces the old one only whole.
 
@@ -108,7 +111,8 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     reused = f"; {result.converted} converted, {result.reused} reused" if result.reused else ""
-    click.echo(f"{len(result.render.pages)} pages, {result.render.chart_count} charts{reused} → "
+    kept = " (only docs/ changed: the data kept)" if result.render.data_kept else ""
+    click.echo(f"{len(result.render.pages)} pages, {result.render.chart_count} charts{kept}{reused} → "
                f"{result.site_dir} (open {result.site_dir / 'index.html'}, or serve the folder "
                f"with `python -m http.server -d {result.site_dir}`)")
 
