@@ -123,6 +123,33 @@ def test_a_post_edit_outside_its_bindings_keeps_their_results_and_loads_no_datas
     assert_equals_a_full_build(project, third, tmp_path / "again")
 
 
+def test_in_git_the_commit_printed_on_the_pages_is_part_of_the_data(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Home, Methodology, Downloads and the posts print the project's commit: the first edit of
+    a committed tree (its commit becomes ``…+dirty``) and a new commit are built in full; a
+    second edit of the same uncommitted tree keeps the data."""
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=project,
+                       check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    post = project / "docs" / "blog" / "posts" / "fish.md"
+    build(options(project), project / "site")
+    loaded = loads_counted(monkeypatch)
+    for text, full in ((POST + "\nEdited.\n", True), (POST + "\nEdited again.\n", False)):
+        loaded.clear()
+        post.write_text(text, encoding="utf-8")
+        result = build(options(project), project / "site")
+        assert (loaded == [project / "runs"], result.render.data_kept) == (full, not full)
+    git("commit", "-qam", "second")
+    loaded.clear()
+    assert not build(options(project), project / "site").render.data_kept and loaded == [project / "runs"]
+
+
 def test_a_post_edit_that_breaks_a_binding_is_refused_as_in_a_full_render(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A post whose binding now names a model no run has, or is not closed, after a build that
