@@ -136,6 +136,23 @@ def assert_same_as_uncached(runs: Path, cache: Path) -> None:
     pdt.assert_frame_equal(cached.summaries, plain.summaries)
 
 
+def stacking_recorded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """How each :meth:`StackedTables.tables` call from now on made its tables ("kept",
+    "spliced" or "stacked"), in order."""
+    from sparkreport.dataset import StackedTables
+
+    how: list[str] = []
+    tables = StackedTables.tables
+
+    def recorded(self: StackedTables, *args: object, **kwargs: object) -> object:
+        made = tables(self, *args, **kwargs)  # type: ignore[arg-type]
+        how.append(self.how)
+        return made
+
+    monkeypatch.setattr(StackedTables, "tables", recorded)
+    return how
+
+
 def test_cached_tables_equal_an_uncached_read_and_only_a_changed_campaign_is_flattened(
         tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each campaign's rows are kept with its records (issue 16, thirteenth round): the stacked
@@ -182,15 +199,7 @@ def test_stacked_tables_splice_a_changed_campaign_into_the_kept_tables(
 
     runs = mixed_store(tmp_path, phase1_store, published_store)
     cache = tmp_path / "cache"
-    how: list[str] = []
-    tables = StackedTables.tables
-
-    def recorded(self: StackedTables, *args: object, **kwargs: object) -> object:
-        made = tables(self, *args, **kwargs)  # type: ignore[arg-type]
-        how.append(self.how)
-        return made
-
-    monkeypatch.setattr(StackedTables, "tables", recorded)
+    how = stacking_recorded(monkeypatch)
 
     def same_as_uncached(expected: str) -> None:
         how.clear()
@@ -239,20 +248,10 @@ def test_spliced_tables_equal_an_uncached_read_whatever_campaigns_come_and_go(
     after the others), removed, or changed in one run, the tables equal a read without the
     cache, and they are spliced, never stacked again."""
     import tempfile
-    from unittest import mock
-
-    from sparkreport.dataset import StackedTables
 
     sources = sorted(path for path in phase1_store.glob("*/*/run.json"))
-    how: list[str] = []
-    tables = StackedTables.tables
-
-    def recorded(self: StackedTables, *args: object, **kwargs: object) -> object:
-        made = tables(self, *args, **kwargs)  # type: ignore[arg-type]
-        how.append(self.how)
-        return made
-
-    with tempfile.TemporaryDirectory() as folder, mock.patch.object(StackedTables, "tables", recorded):
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+        how = stacking_recorded(patch)
         runs, cache = Path(folder) / "runs", Path(folder) / "cache"
         runs.mkdir()
         for name in SPLICE_NAMES[:2]:
