@@ -616,8 +616,8 @@ class StackedTables:
 
     Stacking fifty campaigns' frames was a third of loading the dataset from the record cache
     (0.2–0.3 s of 0.65 s at 10 000 runs: pandas concatenates each column's fifty typed arrays);
-    one changed campaign now drops its rows from the kept tables and adds its new frame
-    (:meth:`tables`), and nothing changed takes them as they are. The result is the table a
+    one changed campaign now replaces its block of rows in the kept tables (:func:`_splice`),
+    and nothing changed takes them as they are. The result is the table a
     stack of all the frames gives — the same columns (the union of the campaigns'), types and
     row order (a test compares them)."""
 
@@ -647,20 +647,17 @@ class StackedTables:
             self.how = "kept"
             runs, summaries = kept["runs"], kept["summaries"]
             return (runs.copy(), summaries.copy()) if copy else (runs, summaries)
-        old_names = kept.get("names")
-        origin = kept.get("origin")
-        if not (isinstance(old_names, list) and isinstance(kept.get("keys"), dict) and isinstance(origin, np.ndarray)
-                and len(origin) == len(kept.get("runs", ()))):
+        old_names, origin = kept.get("names"), kept.get("origin")
+        spliced = None
+        if isinstance(old_names, list) and isinstance(kept.get("keys"), dict) and isinstance(origin, np.ndarray) \
+                and len(origin) == len(kept.get("runs", ())):
+            spliced = _splice(kept["runs"], old_names, origin, kept["keys"], shards)
+        if spliced is None:  # nothing kept (or damaged), or not in campaign blocks: stacked afresh
             self.how = "stacked"
             runs, summaries, origin = _stack([frames for _name, _key, frames in shards])
         else:
             self.how = "spliced"
-            spliced = _splice(kept["runs"], old_names, origin, kept["keys"], shards)
-            if spliced is None:  # the kept table is not in campaign blocks (or a campaign's rows name another)
-                self.how = "stacked"
-                runs, _summaries, origin = _stack([frames for _name, _key, frames in shards])
-            else:
-                runs, origin = spliced
+            runs, origin = spliced
             summaries = _stacked_summaries([frames for _name, _key, frames in shards])
         self.kept = {"names": names, "keys": keys, "origin": origin, "runs": runs, "summaries": summaries}
         if self.path is not None:

@@ -535,42 +535,51 @@ def _fresh_staging(final_docs_dir: Path, source_docs: Path) -> tuple[Path, list[
     return docs_dir, handwritten
 
 
-def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_dir: Path, site: SiteData,
-                 generated: _Generated) -> RenderResult:
-    """A session's render after only hand-written docs changed: copy them, fill in the posts'
-    bindings with the data already loaded, keep every generated file as the last render wrote it."""
-    from sparkreport.cache import HashMemo, package_digest
-    from sparkreport.render.markdown import chart_html, make_environment, template_cache
-    from sparkreport.render.preflight import preflight
+def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_dir: Path, site: SiteData | None,
+                 generated: _Generated, kept: KeptPosts | None = None) -> RenderResult:
+    """A render after only hand-written docs changed: copy them, fill in the posts' bindings and
+    keep every generated file as the last render wrote it. The posts are filled with the data
+    loaded (``site``: a session's), or without it, from what their bindings gave in the last
+    build (``kept``; :class:`~sparkreport.render.posts.NotKept` when they are not those bindings,
+    or a hand-written page now stands where a generated one is: a full render says which)."""
+    from sparkreport.render.posts import NotKept
 
-    preflight(site.dataset, config, root / "docs")
     docs_dir, handwritten = _fresh_staging(final_docs_dir, root / "docs")
     for path in handwritten:  # a hand-written page now where a generated one is: a full render says so
         if path in generated.files:
+            if site is None:
+                raise NotKept(path)
             raise BuildError(f"{root / 'docs' / path}: collides with a generated page — rename it")
-    compiled = template_cache(cache_dir, package_digest(site.hash_memo or HashMemo(None)))
-    env = make_environment(root / "templates", compiled)
-    env.globals["chart"] = functools.partial(chart_html, static=generated.static)
+    env = None
+    if site is not None:
+        from sparkreport.cache import HashMemo, package_digest
+        from sparkreport.render.markdown import chart_html, make_environment, template_cache
+        from sparkreport.render.preflight import preflight
+
+        preflight(site.dataset, config, root / "docs")
+        compiled = template_cache(cache_dir, package_digest(site.hash_memo or HashMemo(None)))
+        env = make_environment(root / "templates", compiled)
+        env.globals["chart"] = functools.partial(chart_html, static=generated.static)
     notices: list[str] = []
     posts, svg_count = _posts_and_svgs(env, site, root, docs_dir, final_docs_dir, generated.pages,
-                                       generated.static, [], cache_dir, notices)
+                                       generated.static, [], cache_dir, notices, kept=kept)
     changed = sync_tree(docs_dir, final_docs_dir, keep=generated.files)
     shutil.rmtree(docs_dir)
     return RenderResult(project_root=root, docs_dir=final_docs_dir, config=config, pages=generated.pages,
                         nav=generated.nav, handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
                         svg_count=svg_count, changed_files=changed, notices=notices,
-                        rendered_pages=[], skipped_pages=[doc.path for doc in generated.pages])
+                        rendered_pages=[], skipped_pages=[doc.path for doc in generated.pages],
+                        data_kept=site is None)
 
 
 def _render_kept(project: Project, state: dict[str, Any], data_key: str) -> RenderResult | None:
     """A build's render after only hand-written docs changed (``state``: the last build's, whose
     data key — the store, the configuration, the templates, the package, the commit — is this
-    one's): every generated page is kept as that build wrote it, the hand-written docs are copied
-    again, and each post is filled from what its bindings gave then
-    (:class:`~sparkreport.render.posts.KeptPosts`) — the dataset is not loaded. None (then the
-    render is made in full) when a post's bindings are not those kept (new, edited, or a new
-    post), a hand-written page now stands where a generated one is (the full render says which),
-    or a generated file is missing."""
+    one's): :func:`_render_docs` without the dataset, the generated pages as the page cache and
+    ``state`` list them, the posts from what their bindings gave then
+    (:class:`~sparkreport.render.posts.KeptPosts`). None (then the render is made in full) when
+    nothing was kept for this data, a generated file is missing, or :func:`_render_docs` finds a
+    post's bindings are not those kept (new, edited, or a new post)."""
     from sparkreport.render.pagecache import PageCache
     from sparkreport.render.posts import KeptPosts, NotKept
     from sparkreport.site.incremental import result_from_state
@@ -580,27 +589,16 @@ def _render_kept(project: Project, state: dict[str, Any], data_key: str) -> Rend
     pages = PageCache(cache_dir)
     if kept_posts is None or pages.static is None:
         return None
-    generated = {name for entry in pages.pages.values() for name in entry.files}
-    if not all((final_docs_dir / name).is_file() for name in generated):
+    files = {name for entry in pages.pages.values() for name in entry.files}
+    if not all((final_docs_dir / name).is_file() for name in files):
         return None
     kept = result_from_state(state, project)
     prepare_docs_dir(final_docs_dir, root / "docs")
-    docs_dir, handwritten = _fresh_staging(final_docs_dir, root / "docs")
+    generated = _Generated(pages=kept.pages, nav=kept.nav, files=files, static=pages.static, git_commit=None)
     try:
-        if any(path in generated for path in handwritten):
-            return None
-        notices: list[str] = []
-        posts, svg_count = _posts_and_svgs(None, None, root, docs_dir, final_docs_dir, kept.pages, pages.static, [],
-                                           cache_dir, notices, kept=kept_posts)
-        changed = sync_tree(docs_dir, final_docs_dir, keep=generated)
+        return _render_docs(root, project.config, final_docs_dir, cache_dir, None, generated, kept_posts)
     except NotKept:
-        return None
-    finally:
-        shutil.rmtree(docs_dir, ignore_errors=True)
-    return RenderResult(project_root=root, docs_dir=final_docs_dir, config=project.config, pages=kept.pages,
-                        nav=kept.nav, handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
-                        svg_count=svg_count, changed_files=changed, notices=notices,
-                        rendered_pages=[], skipped_pages=[doc.path for doc in kept.pages], data_kept=True)
+        return None  # the full render starts from a fresh staging folder
 
 
 def svg_path(chart_key: str) -> str:

@@ -170,7 +170,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                         build_data_key=key.data, same_data=same_data)
         if run_files is None:
             carried = kept_run_files(target, cache_dir, result) if result.data_kept else None
-            run_files = publisher() if carried is None else functools.partial(_given, carried)
+            run_files = publisher() if carried is None else _given(carried)
         config_file = write_config(result, target)
         make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
         timings["render"] = time.perf_counter() - started
@@ -317,9 +317,9 @@ def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
                                         folders=folders, salt=salt, memo=memo))
 
 
-def _given(value: RunFiles) -> RunFiles:
-    """``value`` itself: what :func:`publish_steps` calls for run files there was nothing to wait for."""
-    return value
+def _given(value: RunFiles) -> Callable[[], RunFiles]:
+    """A call that returns ``value`` at once: run files :func:`publish_steps` need not wait for."""
+    return lambda: value
 
 
 def kept_run_files(target: Path, cache_dir: Path, result: RenderResult) -> RunFiles | None:
@@ -349,8 +349,8 @@ def kept_run_files(target: Path, cache_dir: Path, result: RenderResult) -> RunFi
 def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Callable[[], RunFiles],
                   cache_dir: Path | None = None, hashes: HashMemo | None = None) -> dict[str, int]:
     """After the builder, for any builder: the runs' files (published and scanned beside it
-    meanwhile: ``run_files()`` waits for them) are moved into the built site ``staging``, the blog feed written,
-    the rest scanned for credential shapes, and only then is it swapped in for ``target``.
+    meanwhile: ``run_files()`` waits for them) are moved into the built site ``staging``, the
+    blog feed written, the rest scanned for credential shapes, and only then is it swapped in for ``target``.
     With the build cache ``cache_dir``, this costs what changed: run files whose source is
     unchanged stay where they are (the live run-files folder is carried over) or are
     hard-linked from the live site, and files scanned clean before are not scanned again.

@@ -294,7 +294,7 @@ def _forget_plugins() -> None:
     would put every page of that index into the next build's a second time."""
     from mkdocs.config.defaults import MkDocsConfig
 
-    for _name, option in MkDocsConfig._schema:
+    for _name, option in getattr(MkDocsConfig, "_schema", ()):  # MkDocs' own: none in another layout
         cache = getattr(option, "plugin_cache", None)
         if isinstance(cache, dict):
             cache.clear()
