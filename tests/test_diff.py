@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -222,8 +223,19 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
         'The same diff on the command line: `sparkreport diff --a "campaign=gpu-torch-native-vs-cgroup,cache=cold" '
         '--b "campaign=gpu-torch-native-vs-cgroup,cache=warm"`.']
     assert "plan" not in changed  # per-run identifiers are not "changes"
+    # every comparison unchanged: Results opens on one sentence that says so, with the minimum
+    # effect, and the tables wait folded below it (28 rows of "unchanged" were ~5000 px)
+    results = page[page.index("## Results"):]
+    assert results.split("\n")[2] == (
+        "**All 28 comparisons are unchanged** — changes from -0.07% to +0.05%, each within ± the minimum effect "
+        "(2%) — in the 4 model × environment pairs: Llama-3-8B shape (random weights) · cgroup-16g, Llama-3-8B "
+        "shape (random weights) · native, Qwen2-0.5B shape (random weights) · cgroup-16g and Qwen2-0.5B shape "
+        "(random weights) · native.")
+    assert not [line for line in results.splitlines() if line.startswith("|")]  # no table outside the fold
+    folded = fold_of(results, "4 tables of unchanged comparisons")
     # one table per model and environment, named above it (a nine-column table was cut at 1280 px)
-    native = page[page.index("**Llama-3-8B shape (random weights) · native**"):]  # the name the charts show
+    assert folded.count("| Metric |") == 4 and folded.count("**unchanged**") == 28
+    native = folded[folded.index("**Llama-3-8B shape (random weights) · native**"):]  # the name the charts show
     assert native.split("\n")[2] == "| Metric | a | b | Change | 95% CI of b/a | p (Holm) | Verdict |"
     assert native.split("\n")[4].startswith("| Output throughput (tok/s) |")  # primary metrics first, as elsewhere
     table = native[:native.index("\n\n**") if "\n\n**" in native else None]
@@ -241,6 +253,95 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert overview.startswith("# Diffs\n") and row in overview.splitlines()
     assert ("Diffs", [("Overview", "diffs/index.md"),
                       ("H100 control: cold vs warm page cache", "diffs/cold-vs-warm-cache/index.md")]) in result.nav
+
+
+def fold_of(text: str, title: str) -> str:
+    """The Markdown inside the collapsible box ``??? note "title"`` of ``text``, unindented."""
+    lines = text[text.index(f'??? note "{title}"\n\n'):].split("\n")[2:]
+    inside = itertools.takewhile(lambda line: not line or line.startswith("    "), lines)
+    return "\n".join(line[4:] for line in inside)
+
+
+def write_versions_store(root: Path, regressed: tuple[str, str]) -> Path:
+    """Five models in two environments, five runs each of versions 1.0 and 1.1 (seeded): the
+    ``regressed`` (model, environment) loses 10% output throughput in 1.1; every other cell's
+    metrics move by noise of 0.3%, well within the 2% minimum effect."""
+    from sparkreport.schema import Environment, Model, RunRecord, Software, Workload
+    from sparkreport.store import RunStore
+
+    rng = np.random.default_rng(7)
+    store = RunStore(root)
+    for day, version in enumerate(("1.0", "1.1")):
+        for model in ("model-a", "model-b", "model-c", "model-d", "model-e"):
+            for env in ("docker", "native"):
+                level = 0.9 if (model, env) == regressed and version == "1.1" else 1.0
+                for i in range(5):
+                    store.write(RunRecord(
+                        run_id=f"{model}-{env}-{version}-{i}", iteration=i + 1, campaign="nightly",
+                        started_at=f"2026-01-0{day + 1}T0{i}:00:00Z", model=Model(id=model, name=model),
+                        environment=Environment(name=env, kind="container" if env == "docker" else "native"),
+                        workload=Workload(num_requests=100, input_len=128, output_len=128, concurrency=8),
+                        software=Software(engine="trtllm", engine_version=version),
+                        metrics={"output_throughput_tok_s": round(1000.0 * level * (1 + rng.normal(0, 0.003)), 3),
+                                 "peak_memory_gib": round(40.0 * (1 + rng.normal(0, 0.003)), 4)},
+                        labels={"version": version}), [])
+    return root
+
+
+def test_a_diff_page_puts_what_changed_first_and_names_the_unchanged_once(tmp_path: Path) -> None:
+    """One cell of ten regressed: its table comes first, in full; the nine unchanged in every metric
+    are named once in a sentence (cut short past eight) and their tables are folded — every
+    number is still on the page, in one table row per comparison."""
+    from sparkreport.render import RenderOptions, render
+
+    runs = write_versions_store(tmp_path / "runs", regressed=("model-c", "native"))
+    (tmp_path / "sparkreport.yml").write_text(
+        "static_charts: posts\ndiffs:\n  - name: release\n    a: campaign=nightly,label.version=1.0\n"
+        "    b: campaign=nightly,label.version=1.1\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
+    page = (result.docs_dir / "diffs" / "release" / "index.md").read_text(encoding="utf-8")
+    assert "**Of 20 comparisons (model × environment × metric): 1 regressed, 19 unchanged.**" in page
+    results = page[page.index("## Results"):page.index('<div class="sparkreport-chart"')]
+    assert "comparisons are unchanged**" not in results  # the lead sentence is for a page of nothing else
+    # the changed cell in full, first, at the left margin
+    first = results.index("**model-c · native**")
+    assert results[first:].split("\n")[4].startswith("| Output throughput (tok/s) | 1,0")
+    assert "**regressed**" in results[first:].split("\n\n")[1]
+    shown = [line for line in results.splitlines() if line.startswith("| ") and not line.startswith("| Metric")]
+    assert len(shown) == 2  # its two metrics: the only table outside the fold
+    # the others, said once — no sentence per metric — and cut short as the pages cut lists
+    said = [line for line in results.splitlines() if line.startswith("The other ")]
+    assert len(said) == 1 and results.index(said[0]) > first
+    assert said[0].startswith("The other 9 model × environment pairs are unchanged in every metric "
+                              "(18 comparisons, changes from -")
+    assert said[0].endswith("): model-a · docker, model-a · native, model-b · docker, model-b · native, "
+                            "model-c · docker, model-d · docker, model-d · native, model-e · docker, … and 1 more.")
+    folded = fold_of(results, "9 tables of unchanged comparisons")
+    assert folded.count("| Metric |") == 9 and folded.count("**unchanged**") == 18
+    assert "**model-e · native**" in folded and "model-c · native" not in folded
+    # every comparison keeps its row, with both means
+    cells = [line for text in (results, folded) for line in text.splitlines()
+             if line.startswith("| ") and line.split(" | ")[1][:1].isdigit()]
+    assert len(cells) == 20
+    assert "{'" not in results and "['" not in results  # no dict or list reprs
+
+
+def test_unchanged_groups_in_words() -> None:
+    """The sentence's parts: one pair or many, a change span or a single change."""
+    from sparkreport.render.diffs import diff_groups, unchanged_groups
+
+    def cell(model: str, environment: str, change: float | None, verdict: str = "unchanged") -> dict[str, object]:
+        return {"model": model, "model_name": model.upper(), "environment": environment, "change_pct": change,
+                "verdict": verdict}
+
+    groups = diff_groups([cell("b", "native", 0.5), cell("a", "native", -1.25), cell("a", "docker", 3.0, "regressed")])
+    assert [(g["name"], g["unchanged"]) for g in groups] == [("A · docker", False), ("A · native", True),
+                                                             ("B · native", True)]
+    assert unchanged_groups(groups) == {"groups": 2, "comparisons": 2, "every": False, "names": "A · native and B · native",
+                                        "changes": "changes from -1.25% to +0.50%"}
+    assert unchanged_groups(diff_groups([cell("a", "native", 0.0), cell("a", "native", 0.0)])) == {
+        "groups": 1, "comparisons": 2, "every": True, "names": "A · native", "changes": "every change of 0.00%"}
+    assert unchanged_groups(diff_groups([cell("a", "native", 3.0, "regressed")])) is None
 
 
 def test_bad_named_diff_is_a_one_line_config_error(phase1_store: Path, tmp_path: Path) -> None:

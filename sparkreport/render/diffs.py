@@ -2,7 +2,10 @@
 
 Each page shows what changed between the sides first, the cells that are not comparable, then
 per cell × metric the ratio b/a with its Fieller CI and the verdict, with a chart per metric
-of both sides' runs and one of the ratios with their CIs.
+of both sides' runs and one of the ratios with their CIs. A table per model × environment: those
+with a verdict other than `unchanged` in full, first; those unchanged in every metric named once
+in a sentence, their tables folded below it (a page of nothing but unchanged cells opens on one
+sentence that says so, not on a wall of identical tables).
 """
 
 from __future__ import annotations
@@ -126,6 +129,7 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
         cell["label"] = metric_label(str(cell["metric"]))
         cell["model_name"] = names.get(str(cell["model"]), str(cell["model"]))
         cell["constant"] = cell["reason"] == CONSTANT
+    groups = diff_groups(cells)
     effects: dict[float, list[str]] = {}
     for cell in cells:
         if cell["min_effect"] is not None and cell["label"] not in effects.setdefault(float(cell["min_effect"]), []):
@@ -151,10 +155,50 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
         for side in ("a", "b")}} for r in result.changed]
     context = {"named": named, "sides": sides_words(named.a, named.b, titles, names), "changed": changed,
                "not_comparable": result.not_comparable,
-               "cells": cells, "counts": {k: v for k, v in result.counts().items() if v},
+               "cells": cells, "groups": groups, "folded": unchanged_groups(groups),
+               "counts": {k: v for k, v in result.counts().items() if v},
                "n_a": len(a), "n_b": len(b), "min_effects": min_effects,
                "constants": any(cell["constant"] for cell in cells)}
     return context, charts
+
+
+def diff_groups(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``cells`` per model × environment, a table each on the page, in the order of their model and
+    environment keys (a table's cells keep theirs: primary metrics first). Each has ``name`` (the
+    model's name · the environment), ``cells`` and ``unchanged``: every verdict is `unchanged`."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for cell in sorted(cells, key=lambda c: (str(c["model"]).lower(), str(c["environment"]).lower())):
+        grouped.setdefault((str(cell["model"]), str(cell["environment"])), []).append(cell)
+    return [{"name": f"{rows[0]['model_name']} · {environment}", "cells": rows,
+             "unchanged": all(cell["verdict"] == "unchanged" for cell in rows)}
+            for (_model, environment), rows in grouped.items()]
+
+
+def unchanged_groups(groups: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the page says once of the groups unchanged in every metric (None when there are
+    none): how many (``groups``, ``comparisons``), their names cut short (``names``: "a, b and
+    c", "a, b, … and 12 more"), the span of their changes in words (``changes``: "changes from
+    -0.07% to +0.05%"; None when no cell has one) and whether they are all of the page's groups
+    (``every``)."""
+    from sparkreport.names import SHOWN_VALUES, shown_values
+    from sparkreport.render.markdown import is_missing, signed
+    from sparkreport.render.report import join_and
+
+    folded = [group for group in groups if group["unchanged"]]
+    if not folded:
+        return None
+    names = [str(group["name"]) for group in folded]
+    changes = [float(cell["change_pct"]) for group in folded for cell in group["cells"]
+               if not is_missing(cell["change_pct"])]
+    span = None
+    if changes:
+        low, high = f"{signed(min(changes), 2)}%", f"{signed(max(changes), 2)}%"  # as the tables write them
+        span = (f"changes from {low} to {high}" if low != high else
+                f"{'a change' if len(changes) == 1 else 'every change'} of {low}")
+    return {"groups": len(folded), "comparisons": sum(len(group["cells"]) for group in folded),
+            "every": len(folded) == len(groups), "changes": span,
+            "names": join_and(names) if len(names) <= SHOWN_VALUES else
+            shown_values(names, sep="; " if any("," in name for name in names) else ", ")}
 
 
 def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff) -> ChartSpec | None:
