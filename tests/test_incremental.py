@@ -595,6 +595,36 @@ def test_template_and_config_changes_render_their_pages(two_campaigns: Path) -> 
     assert third.skipped_pages == [] and len(third.rendered_pages) == len(third.pages)
 
 
+def test_the_downloads_written_ahead_are_dropped_when_their_page_is_kept(two_campaigns: Path) -> None:
+    """A render writes the Downloads page's files in a forked process while it analyses and plans
+    (DownloadsAhead, beside the staging folder). When the page is kept (another page's template
+    changed), what that process wrote is removed, and the kept files are left as they were; a
+    render that fails leaves nothing of it either."""
+    from sparkreport.render.markdown import PACKAGE_TEMPLATES
+
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    first = render(options)
+    downloads = first.docs_dir / "downloads"
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in downloads.iterdir()}
+    assert {"dataset.csv", "dataset.parquet", "dataset.json"} <= set(before)
+    templates = two_campaigns / "templates"
+    templates.mkdir()
+    text = (PACKAGE_TEMPLATES / "results.md").read_text(encoding="utf-8")
+    (templates / "results.md").write_text(text.replace("{% block body %}\n", "{% block body %}\nOverridden.\n", 1),
+                                          encoding="utf-8")
+    second = render(options)
+    assert "downloads/index.md" in second.skipped_pages
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in downloads.iterdir()} == before
+    assert sorted(p.name for p in first.docs_dir.parent.iterdir() if "downloads" in p.name) == []
+    (templates / "results.md").write_text("{% extends '_base.md' %}{% block body %}{{ nope( }}{% endblock %}\n",
+                                          encoding="utf-8")
+    (two_campaigns / "sparkreport.yml").write_text("title: Another title\n", encoding="utf-8")  # every page again
+    with pytest.raises(BuildError, match="template error"):
+        render(options)
+    assert sorted(p.name for p in first.docs_dir.parent.iterdir() if "downloads" in p.name) == []
+    assert {p.name: p.read_bytes() for p in downloads.iterdir()} == {k: v for k, (v, _t) in before.items()}
+
+
 def test_a_deleted_generated_file_is_written_again(two_campaigns: Path) -> None:
     options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
     first = render(options)

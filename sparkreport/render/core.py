@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -182,12 +183,12 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     if not checked:
         refuse_early(project)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
     try:
-        with output_lock(project.docs_dir.parent):
+        with output_lock(project.docs_dir.parent), contextlib.ExitStack() as held_until_done:
             if same_data is not None and build_data_key is not None:
                 kept = _render_kept(project, same_data, build_data_key)
                 if kept is not None:
                     return kept
-            return _render(project, session, store_folders, hashes, build_data_key)
+            return _render(project, held_until_done, session, store_folders, hashes, build_data_key)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
@@ -210,12 +211,15 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
     return digest.hexdigest()
 
 
-def _render(project: Project, session: RenderSession | None = None,
+def _render(project: Project, held_until_done: contextlib.ExitStack, session: RenderSession | None = None,
             store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
             build_data_key: str | None = None) -> RenderResult:
+    """The render under the lock; what it starts beside itself (:class:`~sparkreport.render.builtin.DownloadsAhead`)
+    is stopped on ``held_until_done``'s exit, when the render ends or fails."""
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
     from sparkreport.charts import ChartSpec
-    from sparkreport.dataset import load_dataset
+    from sparkreport.dataset import ExportChunks, load_dataset
+    from sparkreport.render.builtin import DOWNLOADS_AHEAD, DownloadsAhead, DownloadsPage
     from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment, template_cache
     from sparkreport.render.pagecache import INCLUDES_FILE, CachedPage, PageCache, PageKeys
@@ -260,6 +264,11 @@ def _render(project: Project, session: RenderSession | None = None,
     # file watcher see only what changed); a failed render leaves the last good docs folder.
     final_docs_dir = docs_dir
     docs_dir, handwritten = _fresh_staging(final_docs_dir, root / "docs")
+    # The Downloads page's files, written in a forked process while this one analyses and plans
+    # (not in a serve session: its process has the live server's threads, its renders are small).
+    ahead = held_until_done.enter_context(DownloadsAhead(
+        dataset, docs_dir, ExportChunks(cache_dir / "exports", package_digest(HashMemo(None))))) \
+        if session is None else None
     if loaded is not None:
         site = loaded.site
         site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
@@ -309,6 +318,11 @@ def _render(project: Project, session: RenderSession | None = None,
             else:
                 fresh[doc.path] = CachedPage(key=key, files=[])
     keys.save_includes()
+    if ahead is not None:  # the page written again takes them; a page kept keeps its files
+        if posixpath.join(DownloadsPage.folder, "index.md") in fresh:
+            site.extra[DOWNLOADS_AHEAD] = ahead.take(docs_dir / DownloadsPage.folder)
+        else:
+            ahead.drop()
     kept_charts = sum(len(entry.charts) for entry in cached.values())
     svg_jobs: list[tuple[Path, dict[str, Any] | None]] = []
 
