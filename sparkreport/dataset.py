@@ -392,8 +392,17 @@ def record_json(record: RunRecord) -> str:
 
 
 def dataset_digest(record_jsons: Iterable[str]) -> str:
-    """The sha256 of the records' list in canonical JSON (``record_json`` of each, in order)."""
-    return hashlib.sha256(("[" + ", ".join(record_jsons) + "]").encode()).hexdigest()
+    """The sha256 of the records' list in canonical JSON (``record_json`` of each, in order):
+    of ``"[" + ", ".join(record_jsons) + "]"``, fed to the hash a record at a time instead of
+    joined first (25 MB at 10 000 runs: 0.02 s against 0.04–0.07 s)."""
+    digest = hashlib.sha256(b"[")
+    update = digest.update
+    for index, text in enumerate(record_jsons):
+        if index:
+            update(b", ")
+        update(text.encode())
+    update(b"]")
+    return digest.hexdigest()
 
 
 class RecordKey(NamedTuple):

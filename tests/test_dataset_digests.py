@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sparkreport.cache import digest_of
 from sparkreport.dataset import Dataset, RecordKey, build_dataset, load_dataset
@@ -62,6 +64,14 @@ def test_the_dataset_digest_is_the_sha256_of_the_records_canonical_json(
     for ds in (phase1_dataset, load_dataset(published_store)):
         expected = json.dumps([r.to_dict() for r in ds.records], sort_keys=True, default=str)
         assert ds.digest == hashlib.sha256(expected.encode()).hexdigest()
+
+
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)))))
+def test_the_digest_fed_a_record_at_a_time_is_that_of_the_joined_list(texts: list[str]) -> None:
+    from sparkreport.dataset import dataset_digest
+
+    joined = "[" + ", ".join(texts) + "]"
+    assert dataset_digest(iter(texts)) == hashlib.sha256(joined.encode()).hexdigest()
 
 
 @pytest.mark.parametrize(
