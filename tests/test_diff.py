@@ -144,7 +144,10 @@ def test_cli_three_outputs_and_gate(two_stores: tuple[Path, Path]) -> None:
         "regressed"]
     markdown = runner.invoke(main, [*args, "--markdown"]).output
     assert markdown.startswith(f"### sparkreport diff: `{a}` → `{b}`")
-    assert "| gpt120b | container | output_throughput_tok_s |" in markdown and "**regressed**" in markdown
+    assert markdown.split("\n")[2] == "**⚠\u00a01 regressed**, 5 unchanged — of 6 comparisons (model × environment × metric)."
+    results = markdown[markdown.index("#### Results"):markdown.index("<details>")]  # the regression, outside the fold
+    assert "**gpt-oss-120b · container**" in results and "| Output throughput (tok/s) | 120.41 | 102.35 | -15.00% |" in results
+    assert results.count("**⚠\u00a0regressed**") == 1 and len(table_rows(results)) == 1
     assert runner.invoke(main, [*args, "--fail-on", "regression"]).exit_code == 1
     copies = runner.invoke(main, ["diff", "--a-runs", str(a), "--b-runs", str(b), "--metric", "kv_cache_gib",
                                   "--fail-on", "regression"])
@@ -262,10 +265,10 @@ def fold_of(text: str, title: str) -> str:
     return "\n".join(line[4:] for line in inside)
 
 
-def write_versions_store(root: Path, regressed: tuple[str, str]) -> Path:
+def write_versions_store(root: Path, regressed: tuple[str, str], improved: tuple[str, str] | None = None) -> Path:
     """Five models in two environments, five runs each of versions 1.0 and 1.1 (seeded): the
-    ``regressed`` (model, environment) loses 10% output throughput in 1.1; every other cell's
-    metrics move by noise of 0.3%, well within the 2% minimum effect."""
+    ``regressed`` (model, environment) loses 10% output throughput in 1.1, the ``improved`` one
+    gains 10%; every other cell's metrics move by noise of 0.3%, well within the 2% minimum effect."""
     from sparkreport.schema import Environment, Model, RunRecord, Software, Workload
     from sparkreport.store import RunStore
 
@@ -274,7 +277,7 @@ def write_versions_store(root: Path, regressed: tuple[str, str]) -> Path:
     for day, version in enumerate(("1.0", "1.1")):
         for model in ("model-a", "model-b", "model-c", "model-d", "model-e"):
             for env in ("docker", "native"):
-                level = 0.9 if (model, env) == regressed and version == "1.1" else 1.0
+                level = {regressed: 0.9, improved: 1.1}.get((model, env), 1.0) if version == "1.1" else 1.0
                 for i in range(5):
                     store.write(RunRecord(
                         run_id=f"{model}-{env}-{version}-{i}", iteration=i + 1, campaign="nightly",
@@ -342,6 +345,179 @@ def test_unchanged_groups_in_words() -> None:
     assert unchanged_groups(diff_groups([cell("a", "native", 0.0), cell("a", "native", 0.0)])) == {
         "groups": 1, "comparisons": 2, "every": True, "names": "A · native", "changes": "every change of 0.00%"}
     assert unchanged_groups(diff_groups([cell("a", "native", 3.0, "regressed")])) is None
+
+
+#: `sparkreport diff --markdown` of the shipped store and of a store of two versions, kept as golden
+#: files: regenerate after an intended change with ``SPARKREPORT_UPDATE_GOLDEN=1 pytest
+#: tests/test_diff.py`` and read the diff.
+COMMENT_GOLDEN = Path(__file__).resolve().parent / "golden" / "diff"
+SHIPPED_SIDES = ["--a", "campaign=gpu-torch-native-vs-cgroup,cache=cold",
+                 "--b", "campaign=gpu-torch-native-vs-cgroup,cache=warm"]
+RELEASE_SIDES = ["--a", "label.version=1.0", "--b", "label.version=1.1"]
+
+
+def comment_args(case: str, tmp_path: Path) -> list[str]:
+    """The `sparkreport diff` arguments of a comment case: the shipped cold-vs-warm diff (every
+    comparison unchanged) or a release of ten pairs, one regressed and one improved."""
+    repo = Path(__file__).resolve().parents[1]
+    if case == "shipped-cold-vs-warm":
+        return ["diff", "--runs-dir", str(repo / "runs"), "--config", str(repo / "sparkreport.yml"), *SHIPPED_SIDES]
+    runs = write_versions_store(tmp_path / "runs", regressed=("model-c", "native"), improved=("model-a", "docker"))
+    return ["diff", "--runs-dir", str(runs), *RELEASE_SIDES]
+
+
+def details_of(comment: str) -> tuple[str, str]:
+    """The ``<details>`` block of a comment: its summary and the Markdown inside it."""
+    start = comment.index("<details><summary>")
+    summary = comment[start + len("<details><summary>"):comment.index("</summary>", start)]
+    inside = comment[comment.index("</summary>\n\n", start) + len("</summary>\n\n"):comment.index("\n</details>\n")]
+    return summary, inside
+
+
+def table_rows(markdown: str) -> list[str]:
+    """The body rows of the comment's verdict tables (a row per comparison: seven columns)."""
+    return [line for line in markdown.splitlines() if line.startswith("| ") and line.endswith(" |")
+            and line.count(" | ") == 6 and not line.startswith("| Metric |")]
+
+
+@pytest.mark.parametrize("case", ["shipped-cold-vs-warm", "release-regressed-and-improved"])
+def test_pr_comment_golden(tmp_path: Path, case: str) -> None:
+    """The whole comment, exactly: the scaffold's workflow posts it on a pull request."""
+    import os
+
+    result = CliRunner().invoke(main, [*comment_args(case, tmp_path), "--markdown"])
+    assert result.exit_code == 0, result.output
+    golden = COMMENT_GOLDEN / f"{case}.md"
+    if os.environ.get("SPARKREPORT_UPDATE_GOLDEN") == "1":
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(result.output, encoding="utf-8")
+    assert result.output == golden.read_text(encoding="utf-8")
+
+
+def test_a_pr_comment_of_nothing_but_unchanged_says_so_and_folds_every_row(tmp_path: Path) -> None:
+    """28 of 28 comparisons unchanged was a wall of 28 identical rows: now one headline, the four
+    pairs named once, and their rows inside a <details> block, every number still there."""
+    runner = CliRunner()
+    args = comment_args("shipped-cold-vs-warm", tmp_path)
+    comment = runner.invoke(main, [*args, "--markdown"]).output
+    lines = comment.split("\n")
+    assert lines[2] == "**All 28 comparisons (model × environment × metric) are unchanged.**"
+    results = comment[comment.index("#### Results\n"):]
+    assert results.split("\n")[2] == (
+        "The 4 model × environment pairs are unchanged in every metric (28 comparisons, changes from -0.07% to "
+        "+0.05%): Llama-3-8B shape (random weights) · cgroup-16g, Llama-3-8B shape (random weights) · native, "
+        "Qwen2-0.5B shape (random weights) · cgroup-16g and Qwen2-0.5B shape (random weights) · native.")
+    summary, inside = details_of(comment)
+    assert summary == "4 tables of unchanged comparisons"
+    assert not table_rows(results.replace(inside, ""))  # no row outside the fold
+    assert inside.count("| Metric |") == 4 and len(table_rows(inside)) == 28
+    assert "**unchanged**" not in comment and "⚠" not in comment  # nothing to draw the eye to
+    # every number of the diff, as the page writes it
+    cells = json.loads(runner.invoke(main, [*args, "--json"]).output)["cells"]
+    assert_every_cell_has_its_row(cells, inside)
+
+
+def assert_every_cell_has_its_row(cells: list[dict[str, object]], markdown: str) -> None:
+    """Each cell × metric of the --json output is one row of ``markdown``, with both means, its
+    change, the CI of its ratio and its verdict."""
+    from sparkreport.render.markdown import MISSING, num, ratio_interval, signed
+
+    rows = table_rows(markdown)
+    assert len(rows) == len(cells)
+    for cell in cells:
+        change = MISSING if cell["change_pct"] is None else f"{signed(cell['change_pct'], 2)}%"
+        numbers = (f" | {num(cell['mean_a'], str(cell['metric']))} | {num(cell['mean_b'], str(cell['metric']))} | "
+                   f"{change} | {ratio_interval(cell['ratio_ci_low'], cell['ratio_ci_high'])} | ")
+        assert any(numbers in row and str(cell["verdict"]) in row for row in rows), (cell, numbers)
+
+
+def test_a_pr_comment_puts_the_regression_first_and_folds_the_unchanged(tmp_path: Path) -> None:
+    """One pair regressed and one improved of ten: the headline counts them, regression first and
+    marked; the regressed pair's table opens the results though its model sorts after the improved
+    one's (the page keeps model order); the eight others are named once and folded."""
+    runner = CliRunner()
+    args = comment_args("release-regressed-and-improved", tmp_path)
+    comment = runner.invoke(main, [*args, "--markdown"]).output
+    assert comment.split("\n")[:3] == [
+        "### sparkreport diff: `label.version=1.0` → `label.version=1.1`", "",
+        "**⚠\u00a01 regressed**, **1 improved**, 18 unchanged — of 20 comparisons (model × environment × metric)."]
+    results = comment[comment.index("#### Results\n"):comment.index("<details>")]
+    blocks = results.split("\n\n")
+    assert blocks[1:3] == ["**model-c · native**", blocks[2]] and blocks[3] == "**model-a · docker**"
+    regressed, improved = blocks[2].split("\n"), blocks[4].split("\n")
+    assert regressed[2].startswith("| Output throughput (tok/s) | 1,0") and regressed[2].endswith(" | **⚠\u00a0regressed** |")
+    assert improved[2].startswith("| Output throughput (tok/s) | ") and improved[2].endswith(" | **improved** |")
+    assert len(table_rows(results)) == 4  # the two pairs' two metrics each, outside the fold
+    said = [line for line in results.splitlines() if line.startswith("The other ")]
+    assert said == [
+        "The other 8 model × environment pairs are unchanged in every metric (16 comparisons, changes from "
+        f"{said[0].split('changes from ')[1].split(')')[0]}): model-a · native, model-b · docker, model-b · native, "
+        "model-c · docker, model-d · docker, model-d · native, model-e · docker and model-e · native."]
+    summary, inside = details_of(comment)
+    assert summary == "8 tables of unchanged comparisons" and len(table_rows(inside)) == 16
+    assert "model-c · native" not in inside and "model-a · docker" not in inside
+    assert comment.rstrip("\n").split("\n")[-1].startswith("`improved` / `regressed`: Holm-adjusted Welch p < 0.05 "
+                                                            "and a change of at least the minimum effect (2%)")
+    cells = json.loads(runner.invoke(main, [*args, "--json"]).output)["cells"]
+    assert_every_cell_has_its_row(cells, comment)
+    assert runner.invoke(main, [*args, "--markdown", "--fail-on", "regression"]).exit_code == 1
+
+
+def test_the_comment_headline_counts_every_verdict_regressions_first() -> None:
+    """The verdicts a reviewer must act on first, bold; `unchanged` last and plain."""
+    from sparkreport.render.diff_comment import attention, headline
+
+    counts = {"improved": 2, "regressed": 3, "unchanged": 40, "inconclusive": 1, "not comparable": 0,
+              "missing in a": 0, "missing in b": 4}
+    assert headline(counts) == ("**⚠\u00a03 regressed**, **2 improved**, **1 inconclusive**, **4 missing in b**, "
+                                "40 unchanged — of 50 comparisons (model × environment × metric).")
+    assert headline({"improved": 1, "regressed": 0, "unchanged": 0}) == (
+        "**1 improved** — of 1 comparison (model × environment × metric).")
+    assert headline({"unchanged": 1}) == "**The one comparison (model × environment × metric) is unchanged.**"
+    assert headline({"unchanged": 1200}) == "**All 1,200 comparisons (model × environment × metric) are unchanged.**"
+
+    def pair(*verdicts: str) -> dict[str, object]:
+        return {"cells": [{"verdict": v} for v in verdicts]}
+
+    ranked = sorted([pair("unchanged", "inconclusive"), pair("improved"), pair("improved", "regressed")],
+                    key=attention)
+    assert ranked == [pair("improved", "regressed"), pair("improved"), pair("unchanged", "inconclusive")]
+
+
+def test_the_scaffolds_workflow_step_posts_the_comment(tmp_path: Path) -> None:
+    """The `diff-comment.yml` step of a new project, run as GitHub runs it (bash, the base branch's
+    runs in ../base): diff.md, the pull-request comment, is the comment, and it is the step summary."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from sparkreport.scaffold import init_project
+
+    project, base = tmp_path / "p", tmp_path / "base"
+    init_project(project)
+    store = write_versions_store(tmp_path / "both", regressed=("model-c", "native"))
+    for side, dropped in ((base / "runs", "1.1"), (project / "runs", "1.0")):  # the pull request: 1.0 → 1.1
+        shutil.rmtree(side, ignore_errors=True)
+        shutil.copytree(store, side)
+        for run in side.glob(f"nightly/*-{dropped}-*"):
+            shutil.rmtree(run)
+    workflow = yaml.safe_load((project / ".github" / "workflows" / "diff-comment.yml").read_text(encoding="utf-8"))
+    (step,) = [s for s in workflow["jobs"]["diff"]["steps"] if "--markdown" in s.get("run", "")]
+    shim = tmp_path / "bin" / "sparkreport"  # the installed console script, as this interpreter runs it
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m sparkreport "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    summary = tmp_path / "summary.md"
+    env = {**os.environ, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}", "GITHUB_STEP_SUMMARY": str(summary)}
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=project, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    comment = (project / "diff.md").read_text(encoding="utf-8")
+    assert summary.read_text(encoding="utf-8") == comment
+    assert comment.startswith("### sparkreport diff: `../base/runs` → `runs`\n\n**⚠\u00a01 regressed**, 19 unchanged")
+    assert comment.index("| **⚠\u00a0regressed** |") < comment.index("<details><summary>9 tables of unchanged")
+    assert comment.count("<details>") == comment.count("</details>") == 1
 
 
 def test_bad_named_diff_is_a_one_line_config_error(phase1_store: Path, tmp_path: Path) -> None:

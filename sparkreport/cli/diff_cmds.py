@@ -25,7 +25,10 @@ from sparkreport.cli.options import metric_option, min_effect_option
 @min_effect_option("analysis.equivalence_margin, else 0.02; per metric analysis.margins")
 @metric_option
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON shape.")
-@click.option("--markdown", is_flag=True, help="Print Markdown (for a pull-request comment).")
+@click.option("--markdown", is_flag=True,
+              help="Print a pull-request comment (GitHub Markdown): the counts per verdict and the tables "
+                   "with a verdict other than unchanged, regressions first; the pairs unchanged in every metric "
+                   "named once, their rows folded.")
 @click.option("--fail-on", type=click.Choice(["regression", "inconclusive"]), default=None,
               help="Exit 1 when any cell is regressed (or, with 'inconclusive', regressed or inconclusive).")
 def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: Path | None, b_runs: Path | None,
@@ -73,7 +76,10 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     if as_json:
         click.echo(json.dumps(payload, indent=2))
     elif markdown:
-        click.echo(diff_markdown(payload))
+        from sparkreport.render.diff_comment import diff_comment
+        from sparkreport.render.diffs import side_model_names
+
+        click.echo(diff_comment(result, payload["a"], payload["b"], side_model_names(a, b), config))
     else:
         _print(payload)
     gated = {"regression": {"regressed"}, "inconclusive": {"regressed", "inconclusive"}}.get(fail_on or "", set())
@@ -94,40 +100,6 @@ def diff_payload(result: Any, a: str, b: str) -> dict[str, Any]:
         "counts": result.counts(),
         "cells": frame_rows(result.cells),
     }
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def diff_markdown(payload: dict[str, Any]) -> str:
-    """A Markdown report: what changed, then one row per cell × metric."""
-    lines = [f"### sparkreport diff: `{payload['a']}` → `{payload['b']}`", ""]
-    counts = ", ".join(f"{n} {v}" for v, n in payload["counts"].items() if n)
-    lines += [f"**{counts or 'nothing to compare'}**", "", "#### What changed", ""]
-    if payload["what_changed"]:
-        lines += ["| field | a | b |", "|---|---|---|"]
-        lines += [f"| {r['field']} | {r['a']} | {r['b']} |" for r in payload["what_changed"]]
-    else:
-        lines.append("Nothing recorded differs between the sides.")
-    if payload["not_comparable"]:
-        lines += ["", "#### Not comparable", ""]
-        lines += [f"- {r['model']} / {r['environment']}: {r['reason']}" for r in payload["not_comparable"]]
-    lines += ["", "#### Results", "",
-              "| model | environment | metric | a | b | change | 95% CI of b/a | p (Holm) | verdict |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    from sparkreport.render.markdown import ratio_interval, signed
-
-    for c in payload["cells"]:
-        change = f"{signed(c['change_pct'], 2)}%" if c["change_pct"] is not None else "-"  # as the diff page
-        ci = ratio_interval(c["ratio_ci_low"], c["ratio_ci_high"]) if c["ratio_ci_low"] is not None else "-"
-        lines.append(f"| {c['model']} | {c['environment']} | {c['metric']} | {_fmt(c['mean_a'])} | {_fmt(c['mean_b'])} "
-                     f"| {change} | {ci} | {_fmt(c['p_holm'], 4)} | **{c['verdict']}** |")
-    return "\n".join(lines)
 
 
 def _print(payload: dict[str, Any]) -> None:

@@ -117,28 +117,12 @@ def run_diff(site: SiteData, named: NamedDiff) -> tuple[pd.DataFrame, pd.DataFra
 def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list[ChartSpec]]:
     """Run one named diff over the site's dataset; its tables and charts."""
     a, b, result = run_diff(site, named)
-    from sparkreport.analysis.diff import CONSTANT
-    from sparkreport.render.markdown import percent
-    from sparkreport.render.report import join_and
-
     names = side_model_names(a, b)
-    # each table and its charts in the order every page lists metrics (primary first), not by key
-    order = {m: i for i, m in enumerate(metric_order(result.cells["metric"].astype(str), site.config.primary_metrics))}
-    cells = sorted(rows(result.cells), key=lambda cell: order[str(cell["metric"])])
-    for cell in cells:
-        cell["label"] = metric_label(str(cell["metric"]))
-        cell["model_name"] = names.get(str(cell["model"]), str(cell["model"]))
-        cell["constant"] = cell["reason"] == CONSTANT
+    cells = table_cells(result.cells, names, site.config.primary_metrics)
     groups = diff_groups(cells)
-    effects: dict[float, list[str]] = {}
-    for cell in cells:
-        if cell["min_effect"] is not None and cell["label"] not in effects.setdefault(float(cell["min_effect"]), []):
-            effects[float(cell["min_effect"])].append(str(cell["label"]))
-    ordered = sorted(effects, key=lambda e: -len(effects[e]))  # the most common first, unnamed
-    min_effects = ", ".join([percent(ordered[0], 0)] + [f"{percent(e, 0)} for {join_and(effects[e])}"
-                                                         for e in ordered[1:]]) if ordered else "—"
+    min_effects = min_effect_words(cells)
     charts = []
-    for metric in order:
+    for metric in dict.fromkeys(str(cell["metric"]) for cell in cells):  # as the tables order them
         if all(c["constant"] for c in cells if c["metric"] == metric):
             continue  # the same value in every run, on both sides, in every cell: a chart of one tick each
         chart = sides_chart(a, b, str(metric), named)
@@ -160,6 +144,37 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
                "n_a": len(a), "n_b": len(b), "min_effects": min_effects,
                "constants": any(cell["constant"] for cell in cells)}
     return context, charts
+
+
+def table_cells(cells: pd.DataFrame, names: dict[str, str], primary_metrics: list[str]) -> list[dict[str, Any]]:
+    """A diff's cells (``DiffResult.cells``) as its tables list them: in the order every page lists
+    metrics (``primary_metrics`` first), not by key, each with its metric's ``label``, its model's
+    ``model_name`` (from ``names``, else the model) and ``constant`` (stated, not tested). The diff
+    page and `sparkreport diff --markdown` both read these."""
+    from sparkreport.analysis.diff import CONSTANT
+
+    order = {m: i for i, m in enumerate(metric_order(cells["metric"].astype(str), primary_metrics))}
+    listed = sorted(rows(cells), key=lambda cell: order[str(cell["metric"])])
+    for cell in listed:
+        cell["label"] = metric_label(str(cell["metric"]))
+        cell["model_name"] = names.get(str(cell["model"]), str(cell["model"]))
+        cell["constant"] = cell["reason"] == CONSTANT
+    return listed
+
+
+def min_effect_words(cells: list[dict[str, Any]]) -> str:
+    """The minimum effects the cells were tested against: "2%", or "2%, 5% for KV cache" — the
+    most common first, unnamed; "—" when no cell has one."""
+    from sparkreport.render.markdown import percent
+    from sparkreport.render.report import join_and
+
+    effects: dict[float, list[str]] = {}
+    for cell in cells:
+        if cell["min_effect"] is not None and cell["label"] not in effects.setdefault(float(cell["min_effect"]), []):
+            effects[float(cell["min_effect"])].append(str(cell["label"]))
+    ordered = sorted(effects, key=lambda e: -len(effects[e]))
+    return ", ".join([percent(ordered[0], 0)] + [f"{percent(e, 0)} for {join_and(effects[e])}"
+                                                 for e in ordered[1:]]) if ordered else "—"
 
 
 def diff_groups(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
