@@ -159,3 +159,31 @@ def test_every_runs_files_are_copied_into_the_site_not_linked(built: BuildResult
         assert copy.read_bytes() == original.read_bytes(), link
         assert not copy.samefile(original)  # the site never shares a file with the run store
     assert not (site / ".sparkreport-run-files.json").exists()
+
+
+def test_the_theme_loader_gives_mkdocs_the_theme_files_the_full_listing_gives(tmp_path: Path) -> None:
+    """ThemeLoader lists Material's files without walking its dot-folders (``.icons``: ~14 000
+    files); MkDocs adds exactly the files it adds from Jinja's full listing, in the same order."""
+    import jinja2
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import Files
+
+    from sparkreport.site.mkdocs_site import ThemeLoader
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\ntheme:\n  name: material\n", encoding="utf-8")
+    config = load_config(config_file=str(tmp_path / "mkdocs.yml"))
+    listed = []
+    for loader in (None, ThemeLoader):
+        env = config.theme.get_env()
+        assert type(env.loader) is jinja2.FileSystemLoader
+        if loader is not None:
+            env.loader = loader(env.loader.searchpath, followlinks=env.loader.followlinks)
+        files = Files([])
+        files.add_files_from_theme(env, config)
+        listed.append([(file.src_uri, file.abs_src_path) for file in files])
+    assert listed[0] == listed[1]
+    assert any(uri.startswith("assets/") for uri, _path in listed[0])
+    full = jinja2.FileSystemLoader(config.theme.dirs).list_templates()
+    assert any("/." in f"/{name}" for name in full)  # the full listing walks the dot-folders
+    assert not any("/." in f"/{name}" for name in ThemeLoader(config.theme.dirs).list_templates())
