@@ -10,6 +10,7 @@ under ``CI=true`` that is a failure.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -149,15 +150,23 @@ def server(built: BuildResult) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser(server: str) -> Iterator[Any]:
+def chromium() -> Iterator[Any]:
+    """One Chromium for the module (Playwright's sync API runs one instance at a time)."""
     from playwright.sync_api import sync_playwright
 
+    require_browser()
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            yield chromium
+            yield launched
         finally:
-            chromium.close()
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def browser(server: str, chromium: Any) -> Any:
+    """Chromium, with the built site served."""
+    return chromium
 
 
 def site_pages(site_dir: Path) -> list[str]:
@@ -185,8 +194,13 @@ def scroll_through(page: Any) -> None:
 class PageVisit:
     """One page opened in a fresh context, recording console errors, dialogs and requests."""
 
-    def __init__(self, browser: Any, url: str, color_scheme: str = "light", viewport: dict[str, int] | None = None):
+    def __init__(self, browser: Any, url: str, color_scheme: str = "light", viewport: dict[str, int] | None = None,
+                 style: str | None = None):
         self.context = browser.new_context(viewport=viewport or DESKTOP, color_scheme=color_scheme)
+        if style:  # a stylesheet added before the page's scripts run
+            self.context.add_init_script("document.addEventListener('DOMContentLoaded', () => {"
+                                         " const s = document.createElement('style');"
+                                         f" s.textContent = {json.dumps(style)}; document.head.appendChild(s); }});")
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.requests: list[str] = []
@@ -794,5 +808,67 @@ def test_the_chart_menu_covers_nothing(built: BuildResult, server: str, browser:
         page.keyboard.press("Enter")
         page.wait_for_selector(".sparkreport-chart .vega-actions a", state="visible", timeout=5_000)
         assert "SVG" in page.locator(".sparkreport-chart .vega-actions").first.inner_text()
+    finally:
+        visit.close()
+
+
+@pytest.fixture(scope="module", params=["mkdocs", "zensical"])
+def shipped_diff(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The diff page of this repository's own site (its runs/ and sparkreport.yml), built by each
+    builder and served: cold vs warm page cache, 28 comparisons, every one unchanged."""
+    require_browser()
+    project = tmp_path_factory.mktemp("shipped-diff")
+    shutil.copy(REPO / "sparkreport.yml", project / "sparkreport.yml")
+    built = build(RenderOptions(runs_dir=REPO / "runs", project_root=project, config_path=project / "sparkreport.yml"),
+                  project / "site", builder=request.param)
+    with serving(built.site_dir, free_port()) as url:
+        yield url + "diffs/cold-vs-warm-cache/"
+
+
+#: Closed <details> content as a browser without ::details-content lays it out (none at all:
+#: Chromium lays it out hidden): a chart drawn there has no width to measure.
+UNLAID_FOLDS = "details.note:not([open]) > :not(summary) { display: none !important; }"
+#: The folded charts' width: each chart's, its fold's content box's, and vega-embed's column for
+#: its "…" menu beside the drawing.
+FOLD_WIDTHS = """els => els.map(el => {
+  const fold = el.closest('details.note'), style = getComputedStyle(fold);
+  return {id: el.id, state: el.dataset.state, fitted: el.dataset.fitted || '', width: el.getBoundingClientRect().width,
+          column: fold.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight),
+          menu: parseFloat(getComputedStyle(el.querySelector('.vega-embed')).paddingRight) || 0};
+})"""
+
+
+@pytest.mark.parametrize("closed", ["laid-out", "unlaid"])
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_charts_folded_on_a_diff_page_take_their_column_when_opened(shipped_diff: str, chromium: Any,
+                                                                     viewport: dict[str, int], closed: str) -> None:
+    """Every comparison of the shipped diff is unchanged, so its ten charts wait in a closed fold
+    below the tables'. They are drawn while it is closed — where the browser lays the closed
+    content out and where it does not (no width at all) — and once a click opens it each takes the
+    fold's width: the drawing as wide as its spec or the column beside the menu allows, not
+    scrolling, its plot on the screen; on a phone refitted to that column (sparkreport-charts.js
+    draws it again on `toggle`), not scaled down, no row label cut; no console error."""
+    visit = PageVisit(chromium, shipped_diff, viewport=viewport, style=UNLAID_FOLDS if closed == "unlaid" else None)
+    try:
+        page = visit.page
+        assert page.locator(".sparkreport-chart").count() == page.locator("details.note .sparkreport-chart").count() == 10
+        assert not page.eval_on_selector("details.note:has(.sparkreport-chart)", "el => el.open")
+        assert page.evaluate(DRAWN)  # drawn while folded
+        page.locator("details.note > summary", has_text="10 charts of unchanged comparisons").click()
+        page.wait_for_timeout(600)  # the refit waits 200 ms for the layout to settle
+        page.wait_for_function(DRAWN, timeout=20_000)
+        widths = page.eval_on_selector_all("details.note .sparkreport-chart", FOLD_WIDTHS)
+        charts = page.eval_on_selector_all("details.note .sparkreport-chart", CHART_BOXES)
+        for width, chart in zip(widths, charts, strict=True):
+            where, svg = f"{viewport['width']}px {closed} #{chart['id']}", chart["svg"]
+            assert width["state"] == "drawn" and abs(width["width"] - width["column"]) < 1, (where, width)
+            room = width["width"] - width["menu"]
+            assert abs((svg["right"] - svg["left"]) - min(chart["svgWidth"], room)) < 1, (where, svg, width)
+            assert not chart["scrolls"] and 0 <= chart["plot"]["left"] < chart["plot"]["right"] <= viewport["width"], \
+                (where, chart)
+            if viewport is PHONE:  # refitted to the open column: drawn at its own size, no row label cut
+                assert int(width["fitted"]) == int(room) and chart["svgWidth"] <= room + 1, (where, width, chart)
+                assert not chart["cut"], (where, chart["cut"])
+        assert not visit.errors, visit.errors
     finally:
         visit.close()

@@ -249,6 +249,11 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert "the minimum effect (2%)" in page and "(marked †) is not tested" in page
     charts = {p.name for p in (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "charts").glob("*.vl.json")}
     assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts
+    # the charts, of nothing but unchanged comparisons, folded too (they were ~2400 px of the page)
+    shown, fold = charts_of(page)
+    assert shown == [] and fold is not None and fold[0] == "10 charts of unchanged comparisons"
+    assert fold[1][:2] == ["output_throughput_tok_s-sides", "output_throughput_tok_s-ratio"]  # as the tables order
+    assert len(fold[1]) == 10 and {f"{name}.vl.json" for name in fold[1]} <= charts
     # /diffs/ is a page too (it was a 404): every diff, its sides, their runs and its verdicts
     overview = (result.docs_dir / "diffs" / "index.md").read_text(encoding="utf-8")
     row = ("| [H100 control: cold vs warm page cache](cold-vs-warm-cache/index.md) | "
@@ -256,6 +261,20 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert overview.startswith("# Diffs\n") and row in overview.splitlines()
     assert ("Diffs", [("Overview", "diffs/index.md"),
                       ("H100 control: cold vs warm page cache", "diffs/cold-vs-warm-cache/index.md")]) in result.nav
+
+
+def charts_of(page: str) -> tuple[list[str], tuple[str, list[str]] | None]:
+    """The names of a diff page's charts shown, and the title and charts of its fold of charts
+    (``<details class="note">``, None when there is none)."""
+    import re
+
+    chart = re.compile(r'<div class="sparkreport-chart" id="chart-([^"]+)"')
+    start = page.find('<details class="note"><summary>')
+    if start < 0:
+        return chart.findall(page), None
+    end = page.index("</details>", start)
+    title = page[start + len('<details class="note"><summary>'):page.index("</summary>", start)]
+    return chart.findall(page[:start] + page[end:]), (title, chart.findall(page[start:end]))
 
 
 def fold_of(text: str, title: str) -> str:
@@ -327,6 +346,9 @@ def test_a_diff_page_puts_what_changed_first_and_names_the_unchanged_once(tmp_pa
              if line.startswith("| ") and line.split(" | ")[1][:1].isdigit()]
     assert len(cells) == 20
     assert "{'" not in results and "['" not in results  # no dict or list reprs
+    # the charts of the metric with the regression shown; those of the metric unchanged everywhere folded
+    assert charts_of(page) == (["output_throughput_tok_s-sides", "output_throughput_tok_s-ratio"],
+                               ("2 charts of unchanged comparisons", ["peak_memory_gib-sides", "peak_memory_gib-ratio"]))
 
 
 def test_unchanged_groups_in_words() -> None:

@@ -5,7 +5,9 @@ per cell × metric the ratio b/a with its Fieller CI and the verdict, with a cha
 of both sides' runs and one of the ratios with their CIs. A table per model × environment: those
 with a verdict other than `unchanged` in full, first; those unchanged in every metric named once
 in a sentence, their tables folded below it (a page of nothing but unchanged cells opens on one
-sentence that says so, not on a wall of identical tables).
+sentence that says so, not on a wall of identical tables); the charts of a metric unchanged in
+every cell are folded too, after the others. `sparkreport diff --markdown`
+(:mod:`sparkreport.render.diff_comment`) groups its tables the same way.
 """
 
 from __future__ import annotations
@@ -121,16 +123,18 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
     cells = table_cells(result.cells, names, site.config.primary_metrics)
     groups = diff_groups(cells)
     min_effects = min_effect_words(cells)
-    charts = []
+    charts: list[ChartSpec] = []
+    folded_charts: list[str] = []  # those of a metric unchanged in every cell: folded, as the tables are
     for metric in dict.fromkeys(str(cell["metric"]) for cell in cells):  # as the tables order them
-        if all(c["constant"] for c in cells if c["metric"] == metric):
+        of_metric = [c for c in cells if c["metric"] == metric]
+        if all(c["constant"] for c in of_metric):
             continue  # the same value in every run, on both sides, in every cell: a chart of one tick each
-        chart = sides_chart(a, b, str(metric), named)
-        if chart is not None:
-            charts.append(chart)
-        ratio = ratio_chart(result.cells[result.cells["metric"] == metric], str(metric), names)
-        if ratio is not None:
-            charts.append(ratio)
+        made = [chart for chart in (sides_chart(a, b, metric, named),
+                                    ratio_chart(result.cells[result.cells["metric"] == metric], metric, names))
+                if chart is not None]
+        charts += made
+        if all(c["verdict"] == "unchanged" for c in of_metric):
+            folded_charts += [chart.name for chart in made]
     from sparkreport.render.report import campaign_titles
 
     titles = campaign_titles(site)
@@ -139,7 +143,7 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
         for side in ("a", "b")}} for r in result.changed]
     context = {"named": named, "sides": sides_words(named.a, named.b, titles, names), "changed": changed,
                "not_comparable": result.not_comparable,
-               "cells": cells, "groups": groups, "folded": unchanged_groups(groups),
+               "cells": cells, "groups": groups, "folded": unchanged_groups(groups), "folded_charts": folded_charts,
                "counts": {k: v for k, v in result.counts().items() if v},
                "n_a": len(a), "n_b": len(b), "min_effects": min_effects,
                "constants": any(cell["constant"] for cell in cells)}
