@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport import metrics as metric_catalog
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     import pandas as pd
 
@@ -37,6 +37,23 @@ SCHEMA_URL = "https://vega.github.io/schema/vega-lite/v6.4.1.json"
 
 PUBLISHED = "published figures"
 MEASURED = "per-run data"
+
+#: A verdict's colour on every chart of the site, fixed here rather than left to the order in
+#: which a chart's data lists its verdicts (a diff's ratio chart drew `regressed` blue and
+#: `unchanged` orange): Okabe and Ito's palette, told apart with any colour vision. A regression
+#: is vermillion, an improvement bluish green, no change blue, and what was not decided a light
+#: grey (a darker one reads as the green to a deuteranope: ``tests/test_charts.py`` checks them).
+#: `equivalent` (a comparison's TOST inside its margin) is `unchanged`'s blue, and so are the
+#: equivalence bands; `higher` and `lower` (a comparison's direction, better or worse by metric)
+#: take the two colours that read as neither. The history chart's change points are a
+#: regression's or an improvement's colour.
+VERDICT_COLOURS = {"regressed": "#D55E00", "improved": "#009E73", "unchanged": "#0072B2", "inconclusive": "#BBBBBB",
+                   "equivalent": "#0072B2", "higher": "#CC79A7", "lower": "#E69F00"}
+#: The shaded band of ± the equivalence margin (the forest and means charts).
+EQUIVALENCE_BAND = VERDICT_COLOURS["equivalent"]
+#: The verdicts a cell with a ratio can have on a diff (``sparkreport.analysis.diff``): the whole
+#: domain of the diff pages' colour by verdict, in the order of their legends.
+RATIO_VERDICTS = ("regressed", "improved", "unchanged", "inconclusive")
 
 
 @dataclass(frozen=True)
@@ -197,9 +214,9 @@ def _legend(spec: dict[str, Any], data: list[dict[str, Any]]) -> tuple[int, int]
             continue
         legend = colour.get("legend") or {}
         entries = {str(r.get(colour["field"])) for r in rows if colour["field"] in r}
-        domain = (colour.get("scale") or {}).get("domain")
-        if isinstance(domain, list):
-            entries = {str(v) for v in domain}
+        shown = _legend_values(colour)
+        if shown is not None:
+            entries = {str(v) for v in shown}
         if legend.get("orient") == "bottom":
             return -(-len(entries) // int(legend.get("columns") or 1)) + 1, 0
         longest = max([len(str(colour.get("title") or colour["field"])), *(len(e) for e in entries)])
@@ -237,6 +254,19 @@ def ordinal(name: str, **options: Any) -> dict[str, Any]:
 def _environment_color() -> dict[str, Any]:
     """The colour channel of the per-arm charts: one colour per environment, no legend."""
     return nominal("environment", legend=None)
+
+
+def verdict_colour(verdicts: Sequence[str], present: Iterable[str], *, field: str = "verdict",
+                   names: dict[str, str] | None = None, **legend: Any) -> dict[str, Any]:
+    """The colour channel of a chart coloured by verdict: the scale's domain is every one of
+    ``verdicts`` (as ``names`` writes them in the data, where given), each in its
+    :data:`VERDICT_COLOURS` colour — so a chart showing only `unchanged` draws it in
+    `unchanged`'s colour — and the legend lists those ``present`` in the data, in that order
+    (``legend``: its other properties)."""
+    shown = set(present)
+    domain = [(names or {}).get(v, v) for v in verdicts]
+    return nominal(field, legend=dict(sorted({**legend, "values": [v for v in domain if v in shown]}.items())),
+                   scale={"domain": domain, "range": [VERDICT_COLOURS[v] for v in verdicts]}, title="verdict")
 
 
 def _rows_panel(layers: list[dict[str, Any]], title: str, data: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -389,7 +419,7 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
     layers: list[dict[str, Any]] = []
     if band is not None:
         layers.append({"data": {"values": [{"lo": band[0], "hi": band[1]}]},
-                       "mark": {"type": "rect", "color": "#2a9d8f", "opacity": 0.15},
+                       "mark": {"type": "rect", "color": EQUIVALENCE_BAND, "opacity": 0.15},
                        "encoding": {"x": quantitative("lo", title=axis), "x2": {"field": "hi"}}})
     if with_ci:  # an arm published without a spread has no interval: draw its mean alone
         layers.append({"data": {"values": with_ci}, "mark": {"type": "errorbar", "ticks": True},
@@ -677,9 +707,19 @@ def _phone_legend(spec: dict[str, Any], data: list[dict[str, Any]]) -> int:
     return sum(n + 1 for n in entries) * _LEGEND_ROW_PX
 
 
+def _legend_values(channel: dict[str, Any]) -> list[Any] | None:
+    """What a channel's legend lists when the spec says: its ``values``, else its scale's domain
+    (drawn whole); None: the values in the data."""
+    values = (channel.get("legend") or {}).get("values")
+    if isinstance(values, list):
+        return values
+    domain = (channel.get("scale") or {}).get("domain")
+    return domain if isinstance(domain, list) else None
+
+
 def _legend_entries(spec: dict[str, Any], data: list[dict[str, Any]]) -> list[int]:
-    """Each legend's entries: its scale's domain where one is given (drawn whole), else the
-    values in the data."""
+    """Each legend's entries: those the spec names (:func:`_legend_values`), else the values in
+    the data."""
     rows = _rows(spec, data)
     found: dict[tuple[str, str], int] = {}
     for unit in _units(spec):
@@ -687,8 +727,8 @@ def _legend_entries(spec: dict[str, Any], data: list[dict[str, Any]]) -> list[in
             channel = (unit.get("encoding") or {}).get(name) or {}
             if "field" not in channel or channel.get("legend", {}) is None or (name, channel["field"]) in found:
                 continue
-            domain = (channel.get("scale") or {}).get("domain")
-            found[(name, channel["field"])] = len(domain) if isinstance(domain, list) else \
+            shown = _legend_values(channel)
+            found[(name, channel["field"])] = len(shown) if shown is not None else \
                 len({str(r.get(channel["field"])) for r in rows if channel["field"] in r})
     return list(found.values())
 

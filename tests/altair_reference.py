@@ -19,6 +19,10 @@ import altair as alt
 from sparkreport.charts import LABEL_LIMIT_PX, MEASURED, PANEL_HEIGHT, PANEL_WIDTH, PUBLISHED, metric_title
 from sparkreport.render.tables import metric_label
 
+#: The verdicts' colours on every chart (Okabe and Ito's palette), written out: the reference
+#: for ``sparkreport.charts.VERDICT_COLOURS``.
+REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "#D55E00", "#009E73", "#0072B2", "#BBBBBB"
+
 _PENDING: dict[str, list[dict[str, Any]]] = {}
 _MARK = "__sparkreport_rows__"
 
@@ -91,7 +95,7 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
             color=alt.Color("environment:N", legend=None)))
     if band is not None:
         layers.insert(0, alt.Chart(alt.Data(values=[{"lo": band[0], "hi": band[1]}])).mark_rect(
-            opacity=0.15, color="#2a9d8f").encode(x=alt.X("lo:Q", title=axis), x2=alt.X2("hi:Q")))
+            opacity=0.15, color=UNCHANGED).encode(x=alt.X("lo:Q", title=axis), x2=alt.X2("hi:Q")))
     return finish(alt.layer(*layers).properties(width=PANEL_WIDTH, height=alt.Step(46)), title)
 
 
@@ -142,14 +146,14 @@ def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panel
 def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str,
                 verdicts: set[str] | None = None) -> dict[str, Any]:
     y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=440))
-    band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color="#2a9d8f").encode(
+    band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color=UNCHANGED).encode(
         x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
     zero = alt.Chart(inline([{"x": 0}])).mark_rule(color="#555").encode(x=alt.X("x:Q"))
-    words = {"the same within the margin": "#2a9d8f", "higher": "#e76f51", "lower": "#264653",
-             "no difference detected": "#999999"}
+    words = {"the same within the margin": UNCHANGED, "higher": "#CC79A7", "lower": "#E69F00",
+             "no difference detected": INCONCLUSIVE}
     present = [w for w in words if (w in verdicts if verdicts is not None else any(d["verdict"] == w for d in data))]
-    colour = alt.Color("verdict:N", title="verdict", legend=alt.Legend(orient="bottom"),
-                       scale=alt.Scale(domain=present, range=[words[w] for w in present]))
+    colour = alt.Color("verdict:N", title="verdict", legend=alt.Legend(orient="bottom", values=present),
+                       scale=alt.Scale(domain=list(words), range=list(words.values())))
     tooltip = [alt.Tooltip("row:N", title="effect"), alt.Tooltip("comparison:N"), alt.Tooltip("campaign:N"),
                alt.Tooltip("delta:Q", title="Δ %", format="+.2f"),
                alt.Tooltip("low:Q", title=f"{level} CI low", format="+.2f"),
@@ -180,8 +184,9 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
     bars = base.mark_rule().encode(x=x, y=alt.Y("ci_low:Q"), y2=alt.Y2("ci_high:Q"), color=color)
     layers = bars + lines
     if changes:
-        rules = alt.Chart(alt.Data(values=changes)).mark_rule(strokeDash=[4, 4], color="#c62828").encode(
+        rules = alt.Chart(alt.Data(values=changes)).mark_rule(strokeDash=[4, 4]).encode(
             x=alt.X("after:O", scale=domain),
+            color=alt.condition(alt.datum.direction == "regression", alt.value(REGRESSED), alt.value(IMPROVED)),
             tooltip=[alt.Tooltip("text:N", title="change point")])
         layers = layers + rules
     chart = layers.properties(width=PANEL_WIDTH + 180)
@@ -204,11 +209,15 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[s
 
 
 def ratio_spec(data: list[dict[str, Any]], *, title: str) -> dict[str, Any]:
+    verdicts = {"regressed": REGRESSED, "improved": IMPROVED, "unchanged": UNCHANGED, "inconclusive": INCONCLUSIVE}
+    present = {row["verdict"] for row in data}
     base = alt.Chart(alt.Data(values=data))
     bars = base.mark_rule().encode(x=alt.X("ratio_ci_low:Q", title="b / a (95% CI)", scale=alt.Scale(zero=False)),
                                    x2=alt.X2("ratio_ci_high:Q"), y=alt.Y("cell:N", title=None))
     points = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("ratio:Q"), y=alt.Y("cell:N"), color=alt.Color("verdict:N", title="verdict"),
+        x=alt.X("ratio:Q"), y=alt.Y("cell:N"),
+        color=alt.Color("verdict:N", title="verdict", legend=alt.Legend(values=[v for v in verdicts if v in present]),
+                        scale=alt.Scale(domain=list(verdicts), range=list(verdicts.values()))),
         tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("ratio:Q", format=".4f"), alt.Tooltip("verdict:N")])
     one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 4]).encode(x=alt.X("one:Q"))
     chart = (bars + points + one).properties(width=PANEL_WIDTH)

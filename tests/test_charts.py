@@ -283,8 +283,9 @@ def test_forest_spec_is_what_altair_builds(case: str, confidence: float) -> None
         assert [row["row"] for row in data] == ["llama-3-8b · Output throughput", "qwen-72b · Output throughput"]
         assert chart.description.endswith("; 1 effect published without a spread (no interval) is in the "
                                           "tables only.")
-        assert chart.spec["layer"][-1]["encoding"]["color"]["scale"]["domain"] == ["the same within the margin",
-                                                                                  "higher"]
+        colour = chart.spec["layer"][-1]["encoding"]["color"]
+        assert colour["scale"]["domain"] == ["the same within the margin", "higher", "lower", "no difference detected"]
+        assert colour["legend"]["values"] == ["the same within the margin", "higher"]  # what is drawn
     margin = max(row["margin"] for row in data)
     assert_altairs(chart.spec, altair_reference.forest_spec(data, level=f"{confidence:.0%}", margin=margin,
                                                             title="Every effect"))
@@ -352,6 +353,7 @@ def test_history_spec_is_what_altair_builds(tmp_path: Path, steps: dict[str, flo
         specs += 1
         layers = chart.spec["layer"]
         changes = layers[2]["data"]["values"] if len(layers) == 3 else []
+        assert {c["direction"] for c in changes} <= {"regression", "improvement"}  # what colours the rule
         points = chart.spec["data"]["values"]
         assert_altairs(chart.spec, altair_reference.history_spec(
             points, changes, versions=result.versions, column=result.column,
@@ -406,6 +408,94 @@ def test_ratio_spec_is_what_altair_builds() -> None:
         assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title))
     assert [row["cell"] for row in chart.spec["data"]["values"]] == ["native · Llama 3 8B"]
     assert ratio_chart(cells.iloc[2:], "output_throughput_tok_s", names) is None
+
+
+def colour_of(channel: dict[str, object], value: str) -> str:
+    """The colour a channel's scale gives ``value``: its range at the value's place in the domain."""
+    scale = channel["scale"]
+    assert isinstance(scale, dict)
+    return str(scale["range"][scale["domain"].index(value)])
+
+
+#: What each verdict is drawn in, on every chart (``charts.VERDICT_COLOURS``).
+VERDICT_COLOURS = {"regressed": "#D55E00", "improved": "#009E73", "unchanged": "#0072B2", "inconclusive": "#BBBBBB"}
+
+
+@pytest.mark.parametrize("verdicts", [["regressed", "unchanged"], ["unchanged"], ["inconclusive"],
+                                      ["unchanged", "improved", "inconclusive", "regressed"]])
+def test_a_diff_verdict_has_its_colour_whatever_the_chart_shows(verdicts: list[str]) -> None:
+    """A diff page's ratio chart drew `regressed` blue and `unchanged` orange: Vega's category
+    colours in the order its data listed them. Each verdict now has its colour, the whole domain
+    fixed in the spec: a chart of `unchanged` alone draws it blue; the legend lists what is drawn."""
+    from sparkreport.render.diffs import ratio_chart
+
+    cells = pd.DataFrame({"model": [f"m{i}" for i in range(len(verdicts))], "environment": "native", "ratio": 1.01,
+                          "ratio_ci_low": 0.99, "ratio_ci_high": 1.03, "verdict": verdicts})
+    chart = ratio_chart(cells, "output_throughput_tok_s", {})
+    assert chart is not None
+    colour = chart.spec["layer"][1]["encoding"]["color"]
+    assert colour["scale"]["domain"] == list(VERDICT_COLOURS)
+    assert {v: colour_of(colour, v) for v in verdicts} == {v: VERDICT_COLOURS[v] for v in verdicts}
+    assert colour["legend"]["values"] == [v for v in VERDICT_COLOURS if v in verdicts]
+
+
+def test_the_comparisons_and_the_history_use_the_diffs_colours() -> None:
+    """The forest chart's `the same within the margin` (TOST inside the margin, as `unchanged`) and
+    its band are `unchanged`'s blue, `no difference detected` `inconclusive`'s grey; `higher` and
+    `lower` (better or worse by metric) take colours that read as neither. A history chart's change
+    point is `regressed`'s colour for a regression, `improved`'s for an improvement (it was red
+    for both)."""
+    from sparkreport.render.history import history_spec
+    from sparkreport.render.report import forest_chart
+
+    for verdict in ("equivalent", "higher"):  # the first verdict drawn takes no other colour
+        chart = forest_chart([_effect("m", "Output throughput", 0.1, 0.5, verdict)], name="e", title="t",
+                             confidence=0.95)
+        assert chart is not None
+        band, colour = chart.spec["layer"][0]["mark"]["color"], chart.spec["layer"][-1]["encoding"]["color"]
+        assert colour_of(colour, "the same within the margin") == band == VERDICT_COLOURS["unchanged"]
+        assert colour_of(colour, "no difference detected") == VERDICT_COLOURS["inconclusive"]
+        assert not {colour_of(colour, "higher"), colour_of(colour, "lower")} & set(VERDICT_COLOURS.values())
+    points = [{"series": "m · native", "version": v, "mean": 10.0, "ci_low": None, "ci_high": None, "n": 1}
+              for v in ("1.0", "1.1")]
+    changes = [{"after": "1.1", "direction": "regression", "text": "m · native: -9.0% (1.0 → 1.1, regression)"}]
+    rule = history_spec(points, changes, versions=["1.0", "1.1"], column="label.version", axis="x", title="t")
+    assert rule["layer"][2]["encoding"]["color"] == {
+        "condition": {"test": "(datum.direction === 'regression')", "value": VERDICT_COLOURS["regressed"]},
+        "value": VERDICT_COLOURS["improved"]}
+
+
+def _cvd_lab(colour: str, matrix: list[list[float]]) -> tuple[float, float, float]:
+    """``colour`` as a viewer with ``matrix``'s colour vision sees it (Machado, Oliveira and
+    Fernandes 2009, in linear sRGB), in CIELAB (D65)."""
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    seen = [min(1.0, max(0.0, sum(m * c for m, c in zip(row, linear, strict=True)))) for row in matrix]
+    xyz = [sum(m * c for m, c in zip(row, seen, strict=True)) / white for row, white in zip(
+        [[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]], (0.95047, 1.0, 1.08883),
+        strict=True)]
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in xyz]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def test_the_diff_verdicts_colours_are_told_apart_with_any_colour_vision() -> None:
+    """Each pair of the four verdicts' colours stays at least 15 CIELAB units apart (a difference
+    seen at a glance) with normal vision and as protanopes, deuteranopes and tritanopes see them
+    (the grey of `inconclusive` is light: #999999 was 12 from the green to a deuteranope)."""
+    import itertools
+
+    visions = {"normal": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+               "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                              [-0.003882, -0.048116, 1.051998]],
+               "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                                [-0.011820, 0.042940, 0.968881]],
+               "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                              [0.004733, 0.691367, 0.303900]]}
+    for vision, matrix in visions.items():
+        for a, b in itertools.combinations(charts.RATIO_VERDICTS, 2):
+            colours = charts.VERDICT_COLOURS
+            distance = math.dist(_cvd_lab(colours[a], matrix), _cvd_lab(colours[b], matrix))
+            assert distance >= 15, (vision, a, b, round(distance, 1))
 
 
 def test_budget_spec_is_what_altair_builds() -> None:

@@ -346,6 +346,15 @@ def test_a_diff_page_puts_what_changed_first_and_names_the_unchanged_once(tmp_pa
              if line.startswith("| ") and line.split(" | ")[1][:1].isdigit()]
     assert len(cells) == 20
     assert "{'" not in results and "['" not in results  # no dict or list reprs
+    # each verdict in its colour, fixed in the spec (Vega's category colours went by the order of the
+    # data: a page whose first cell regressed drew regressed blue and unchanged orange)
+    ratio = json.loads((result.docs_dir / "diffs" / "release" / "charts" / "output_throughput_tok_s-ratio.vl.json")
+                       .read_text(encoding="utf-8"))
+    colour = ratio["layer"][1]["encoding"]["color"]
+    assert {row["verdict"] for row in ratio["data"]["values"]} == {"regressed", "unchanged"}
+    assert dict(zip(colour["scale"]["domain"], colour["scale"]["range"], strict=True)) == {
+        "regressed": "#D55E00", "improved": "#009E73", "unchanged": "#0072B2", "inconclusive": "#BBBBBB"}
+    assert colour["legend"]["values"] == ["regressed", "unchanged"]
     # the charts of the metric with the regression shown; those of the metric unchanged everywhere folded
     assert charts_of(page) == (["output_throughput_tok_s-sides", "output_throughput_tok_s-ratio"],
                                ("2 charts of unchanged comparisons", ["peak_memory_gib-sides", "peak_memory_gib-ratio"]))

@@ -334,15 +334,16 @@ def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str]) -> Char
 
 def ratio_spec(data: list[dict[str, Any]], *, title: str) -> dict[str, Any]:
     """The ratio chart's spec: per cell in ``data`` the CI as a rule and the ratio as a point
-    coloured by verdict, and a dashed rule at 1."""
-    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+    coloured by verdict — each verdict in its colour on every chart (the whole domain in the
+    spec), the legend listing those drawn — and a dashed rule at 1."""
+    from sparkreport.charts import PANEL_WIDTH, RATIO_VERDICTS, mark, nominal, quantitative, top_level, verdict_colour
 
     layers = [
         {"mark": mark("rule"), "encoding": {
             "x": quantitative("ratio_ci_low", scale={"zero": False}, title="b / a (95% CI)"),
             "x2": {"field": "ratio_ci_high"}, "y": nominal("cell", title=None)}},
         {"mark": mark("point", filled=True, size=60), "encoding": {
-            "color": nominal("verdict", title="verdict"),
+            "color": verdict_colour(RATIO_VERDICTS, (str(d["verdict"]) for d in data)),
             "tooltip": [nominal("cell"), quantitative("ratio", format=".4f"), nominal("verdict")],
             "x": quantitative("ratio"), "y": nominal("cell")}},
         {"data": {"values": [{"one": 1.0}]}, "mark": mark("rule", strokeDash=[4, 4]),

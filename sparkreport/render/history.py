@@ -214,15 +214,18 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
     spec = history_spec(points, changes, versions=result.versions, column=result.column, axis=metric_title(metric),
                         title=title)
     description = (f"Mean {metric_label(metric)} per version with its CI, per model and environment; dashed lines "
-                   f"mark change points (at the first version after the change).")
+                   "mark change points (at the first version after the change): vermillion a regression, green "
+                   "an improvement.")
     return ChartSpec(name=f"{metric}-history", title=title, description=description, spec=spec, rows=len(points))
 
 
 def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *, versions: list[str], column: str,
                  axis: str, title: str) -> dict[str, Any]:
     """The history chart's spec: each series' CI as a rule and its means as a line over the
-    versions, and the change points (if any) as dashed rules at the version after the change."""
-    from sparkreport.charts import PANEL_WIDTH, mark, nominal, ordinal, quantitative, top_level
+    versions, and the change points (if any) as dashed rules at the version after the change, a
+    regression's in the `regressed` colour of every chart, an improvement's in `improved`'s (a
+    colour by value, not a scale: the series' colours are one)."""
+    from sparkreport.charts import PANEL_WIDTH, VERDICT_COLOURS, mark, nominal, ordinal, quantitative, top_level
 
     # An explicit domain: layers with different fields drop a sort array, and versions must
     # never fall back to alphabetical order (0.20.0 before 0.20.0rc1).
@@ -242,9 +245,11 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
             "x": x(), "y": quantitative("mean", scale={"zero": False}, title=axis)}},
     ]
     if changes:
-        layers.append({"data": {"values": changes}, "mark": mark("rule", color="#c62828", strokeDash=[4, 4]),
-                       "encoding": {"tooltip": [nominal("text", title="change point")],
-                                    "x": ordinal("after", scale={"domain": list(versions)})}})
+        regression = {"test": "(datum.direction === 'regression')", "value": VERDICT_COLOURS["regressed"]}
+        layers.append({"data": {"values": changes}, "mark": mark("rule", strokeDash=[4, 4]), "encoding": {
+            "color": {"condition": regression, "value": VERDICT_COLOURS["improved"]},
+            "tooltip": [nominal("text", title="change point")],
+            "x": ordinal("after", scale={"domain": list(versions)})}})
     return top_level({"layer": layers, "data": {"values": points}}, title=title, width=PANEL_WIDTH + 180)
 
 
@@ -254,5 +259,5 @@ def _short(value: float) -> float | None:
 
 
 def _change_mark(c: ChangePoint, model_name: str) -> dict[str, Any]:
-    return {"after": c.after, "text": f"{model_name} · {c.environment}: {c.change_pct:+.1f}% "
-                                      f"({c.before} → {c.after}, {c.direction})"}
+    return {"after": c.after, "direction": c.direction,
+            "text": f"{model_name} · {c.environment}: {c.change_pct:+.1f}% ({c.before} → {c.after}, {c.direction})"}

@@ -664,7 +664,7 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
     """The forest chart's spec: the equivalence band (± ``margin``), the line at zero, the CIs
     of the effects that have one, and every effect as a point (hollow without a CI), one row
     per effect in ``data``'s order, coloured by verdict."""
-    from sparkreport.charts import mark, nominal, quantitative, top_level
+    from sparkreport.charts import EQUIVALENCE_BAND, mark, nominal, quantitative, top_level
 
     def y() -> dict[str, Any]:
         return nominal("row", axis={"labelLimit": 440}, sort=[d["row"] for d in data], title=None)
@@ -673,7 +673,8 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
         return _verdict_colour(verdicts if verdicts is not None else {str(d["verdict"]) for d in data})
 
     layers: list[dict[str, Any]] = [
-        {"data": {"values": [{"lo": -margin, "hi": margin}]}, "mark": mark("rect", color="#2a9d8f", opacity=0.12),
+        {"data": {"values": [{"lo": -margin, "hi": margin}]},
+         "mark": mark("rect", color=EQUIVALENCE_BAND, opacity=0.12),
          "encoding": {"x": quantitative("lo"), "x2": {"field": "hi"}}},
         {"data": {"values": [{"x": 0}]}, "mark": mark("rule", color="#555"), "encoding": {"x": quantitative("x")}},
     ]
@@ -717,17 +718,18 @@ def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, titl
 #: goes under the plot for the same reason; the axis spans a few percent, which 250 px shows.
 FOREST_WIDTH = 250
 
-#: A verdict's colour in the forest chart (its legend says the verdict in :func:`verdict_words`).
-VERDICT_COLOURS = {"equivalent": "#2a9d8f", "higher": "#e76f51", "lower": "#264653", "inconclusive": "#999999"}
+#: The verdicts the forest chart draws, in its legend's order (each in its colour on every chart:
+#: :data:`sparkreport.charts.VERDICT_COLOURS`; the legend says them in :func:`verdict_words`).
+FOREST_VERDICTS = ("equivalent", "higher", "lower", "inconclusive")
 
 
 def _verdict_colour(present: set[str]) -> dict[str, Any]:
-    """The colour by verdict, its legend listing only the verdicts ``present`` (their words)."""
-    from sparkreport.charts import nominal
+    """The colour by verdict: every verdict in the scale, the legend listing the verdicts
+    ``present`` (their words)."""
+    from sparkreport.charts import verdict_colour
 
-    shown = [v for v in VERDICT_COLOURS if verdict_words(v) in present]
-    return nominal("verdict", legend={"orient": "bottom"}, title="verdict",
-                   scale={"domain": [verdict_words(v) for v in shown], "range": [VERDICT_COLOURS[v] for v in shown]})
+    return verdict_colour(FOREST_VERDICTS, present, names={v: verdict_words(v) for v in FOREST_VERDICTS},
+                          orient="bottom")
 
 
 def _forest_tooltip(field: str, level: str) -> list[dict[str, Any]]:
