@@ -195,7 +195,7 @@ def test_claim_wording_for_every_verdict() -> None:
             "p_welch": 1e-9, "p_holm": 1e-8, "p_tost": 0.9, "margin": 0.8, "min_detectable_effect": 2.0}
     lower = claim_sentence(base | {"verdict": "lower"})
     assert lower == ("M: container had 0.50× the KV cache of native (95% CI 0.45 to 0.55×): 20.00 vs 40.00 GiB, "
-                     "a difference of -20.00 GiB (95% CI -22.00 to -18.00), Holm-adjusted p < 0.001.")
+                     "a difference of -20.00 GiB (95% CI -22.00 to -18.00), Holm-adjusted p <\u00a00.001.")
     equivalent = claim_sentence(base | {"verdict": "equivalent", "mean_candidate": 40.1, "p_tost": 0.01})
     assert "is equivalent in container and native within the project's ±2% margin" in equivalent
     inconclusive = claim_sentence(base | {"verdict": "inconclusive", "p_holm": 0.3})

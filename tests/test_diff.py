@@ -346,6 +346,9 @@ def test_a_diff_page_puts_what_changed_first_and_names_the_unchanged_once(tmp_pa
              if line.startswith("| ") and line.split(" | ")[1][:1].isdigit()]
     assert len(cells) == 20
     assert "{'" not in results and "['" not in results  # no dict or list reprs
+    # p-values as every page writes them: the regression's (1e-9 or so) is "< 0.001", not "0.0000"
+    assert p_column(results[first:].split("\n")[4]) == "<\u00a00.001"
+    assert_p_values_as_the_site_writes_them(cells)
     # each verdict in its colour, fixed in the spec (Vega's category colours went by the order of the
     # data: a page whose first cell regressed drew regressed blue and unchanged orange)
     ratio = json.loads((result.docs_dir / "diffs" / "release" / "charts" / "output_throughput_tok_s-ratio.vl.json")
@@ -358,6 +361,19 @@ def test_a_diff_page_puts_what_changed_first_and_names_the_unchanged_once(tmp_pa
     # the charts of the metric with the regression shown; those of the metric unchanged everywhere folded
     assert charts_of(page) == (["output_throughput_tok_s-sides", "output_throughput_tok_s-ratio"],
                                ("2 charts of unchanged comparisons", ["peak_memory_gib-sides", "peak_memory_gib-ratio"]))
+
+
+def p_column(row: str) -> str:
+    """The p (Holm) column of a row of a diff table (page or comment)."""
+    return row.split(" | ")[5]
+
+
+def assert_p_values_as_the_site_writes_them(rows: list[str]) -> None:
+    """Every p of ``rows`` as :func:`sparkreport.render.markdown.pvalue` writes it: three
+    decimals, or "< 0.001" (never "0.0000"), or "—" for a metric stated, not tested."""
+    import re
+
+    assert rows and all(re.fullmatch("<\u00a00\\.001|[01]\\.\\d{3}|—", p_column(row)) for row in rows), rows
 
 
 def test_unchanged_groups_in_words() -> None:
@@ -478,6 +494,8 @@ def test_a_pr_comment_puts_the_regression_first_and_folds_the_unchanged(tmp_path
     regressed, improved = blocks[2].split("\n"), blocks[4].split("\n")
     assert regressed[2].startswith("| Output throughput (tok/s) | 1,0") and regressed[2].endswith(" | **⚠\u00a0regressed** |")
     assert improved[2].startswith("| Output throughput (tok/s) | ") and improved[2].endswith(" | **improved** |")
+    assert p_column(regressed[2]) == p_column(improved[2]) == "<\u00a00.001"  # were "0.0000"
+    assert_p_values_as_the_site_writes_them(table_rows(comment))
     assert len(table_rows(results)) == 4  # the two pairs' two metrics each, outside the fold
     said = [line for line in results.splitlines() if line.startswith("The other ")]
     assert said == [

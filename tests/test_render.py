@@ -687,6 +687,18 @@ def test_signed_numbers_never_print_a_signed_zero(value: float | None, digits: i
     assert signed(value, digits) == text
 
 
+@pytest.mark.parametrize(("p", "text"), [
+    (0.0, "<\u00a00.001"), (1e-300, "<\u00a00.001"), (0.00099, "<\u00a00.001"), (0.001, "0.001"), (0.0342, "0.034"),
+    (0.05, "0.050"), (1.0, "1.000"), (None, "—"), (float("nan"), "—"),
+])
+def test_a_p_value_is_never_printed_as_zero(p: float | None, text: str) -> None:
+    """One rule on every page, sentence and in the pull-request comment: three decimals, '< 0.001'
+    below (the diff pages printed '0.0000'), unbroken in a narrow column."""
+    from sparkreport.render.markdown import pvalue
+
+    assert pvalue(p) == text
+
+
 @pytest.mark.parametrize(("low", "high", "text"), [
     (76.02, 76.02, "no spread"), (0.0, 0.0, "no spread"), (9.4111, 9.4138, "9.411 to 9.414"),
     (2543.49, 2545.62, "2,543.49 to 2,545.62"), (None, 1.0, "—"), (float("nan"), float("nan"), "—"),

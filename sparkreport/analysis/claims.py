@@ -122,7 +122,7 @@ def _p_eq(p: float) -> str:
 
 
 def _p(p: float) -> str:
-    p = float(p)
-    if not math.isfinite(p):
-        return "n/a"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    """A p-value in a sentence, as the pages write it (one rule: ``render.markdown.pvalue``)."""
+    from sparkreport.render.markdown import pvalue
+
+    return pvalue(p) if math.isfinite(float(p)) else "n/a"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.metrics import with_unit
 from sparkreport.render.diffs import diff_groups, min_effect_words, table_cells, unchanged_groups
-from sparkreport.render.markdown import MISSING, counted, md_escape, num, ratio_interval, signed
+from sparkreport.render.markdown import MISSING, counted, md_escape, num, pvalue, ratio_interval, signed
 
 if TYPE_CHECKING:
     from sparkreport.analysis.diff import DiffResult
@@ -89,10 +89,9 @@ def table(group: dict[str, Any], ci_label: str) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     for c in group["cells"]:
         change = MISSING if c["change_pct"] is None else f"{signed(c['change_pct'], 2)}%"
-        p = MISSING if c["p_holm"] is None else f"{float(c['p_holm']):.4f}"
         lines.append(f"| {md_escape(with_unit(str(c['label']), c['unit']))} | {num(c['mean_a'], c['metric'])} "
                      f"| {num(c['mean_b'], c['metric'])} | {change} "
-                     f"| {ratio_interval(c['ratio_ci_low'], c['ratio_ci_high'])} | {p} "
+                     f"| {ratio_interval(c['ratio_ci_low'], c['ratio_ci_high'])} | {pvalue(c['p_holm'])} "
                      f"| {marked(str(c['verdict']), str(c['verdict']))}{' †' if c['constant'] else ''} |")
     return lines
 

@@ -150,10 +150,15 @@ def interval(low: Any, high: Any, metric: str | None = None, digits: int | None 
 
 
 def pvalue(p: Any) -> str:
-    """'< 0.001' or three decimals; '—' when the test was not possible."""
+    """A p-value as every page, sentence and the pull-request comment write it: three decimals
+    ('0.034'), and '< 0.001' below 0.001 — a p-value is never 0, and four decimals would print a
+    tiny one as '0.0000' (APA style) — after a no-break space, which a narrow table column would
+    otherwise break ('<' above '0.001'); '—' when the test was not possible. ``--json`` keeps
+    every digit."""
     if is_missing(p):
         return MISSING
-    return "< 0.001" if float(p) < 0.001 else f"{float(p):.3f}"
+    # Markup: a template's escaping would fold the no-break space into a space ('<' is no tag here)
+    return Markup("<\u00a00.001") if float(p) < 0.001 else f"{float(p):.3f}"
 
 
 def signed(value: Any, digits: int = 2) -> str:
