@@ -449,6 +449,9 @@ def test_a_pr_comment_of_nothing_but_unchanged_says_so_and_folds_every_row(tmp_p
     comment = runner.invoke(main, [*args, "--markdown"]).output
     lines = comment.split("\n")
     assert lines[2] == "**All 28 comparisons (model × environment × metric) are unchanged.**"
+    # what changed, worded as the page's table words it (it printed the field, `label.cache`)
+    assert "\n| Field | a | b |\n|---|---|---|\n| cache (label) | cold | warm |\n\n" in comment
+    assert "label.cache" not in comment.split("#### Results")[0]
     results = comment[comment.index("#### Results\n"):]
     assert results.split("\n")[2] == (
         "The 4 model × environment pairs are unchanged in every metric (28 comparisons, changes from -0.07% to "

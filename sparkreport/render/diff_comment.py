@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.metrics import with_unit
-from sparkreport.render.diffs import diff_groups, min_effect_words, table_cells, unchanged_groups
+from sparkreport.render.diffs import changed_rows, diff_groups, min_effect_words, table_cells, unchanged_groups
 from sparkreport.render.markdown import MISSING, counted, md_escape, num, pvalue, ratio_interval, signed
 
 if TYPE_CHECKING:
@@ -36,9 +36,10 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
     groups = diff_groups(cells)
     ci_label = f"{config.analysis.confidence:.0%}"
     lines = [f"### sparkreport diff: `{a}` → `{b}`", "", headline(result.counts()), "", "#### What changed", ""]
-    if result.changed:
-        lines += ["| field | a | b |", "|---|---|---|"]
-        lines += [f"| {md_escape(r['field'])} | {md_escape(r['a'])} | {md_escape(r['b'])} |" for r in result.changed]
+    if result.changed:  # worded as the page's table (a label as "cache (label)")
+        lines += ["| Field | a | b |", "|---|---|---|"]
+        lines += [f"| {md_escape(r['field'])} | {md_escape(r['a'])} | {md_escape(r['b'])} |"
+                  for r in changed_rows(result.changed, {})]
     else:
         lines.append("Nothing recorded differs between the sides.")
     if result.not_comparable:

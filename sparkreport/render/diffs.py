@@ -138,10 +138,8 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
     from sparkreport.render.report import campaign_titles
 
     titles = campaign_titles(site)
-    changed = [{"field": field_words(r["field"]), **{
-        side: ", ".join(titles.get(v, v) for v in r[side].split(", ")) if r["field"] == "campaign" else r[side]
-        for side in ("a", "b")}} for r in result.changed]
-    context = {"named": named, "sides": sides_words(named.a, named.b, titles, names), "changed": changed,
+    context = {"named": named, "sides": sides_words(named.a, named.b, titles, names),
+               "changed": changed_rows(result.changed, titles),
                "not_comparable": result.not_comparable,
                "cells": cells, "groups": groups, "folded": unchanged_groups(groups), "folded_charts": folded_charts,
                "counts": {k: v for k, v in result.counts().items() if v},
@@ -280,6 +278,16 @@ def sides_words(a: str, b: str, titles: dict[str, str], models: dict[str, str]) 
 def field_words(field: str) -> str:
     """A "How the sides differ" field as the table names it: a label as "cache (label)"."""
     return f"{field.removeprefix('label.')} (label)" if field.startswith("label.") else field
+
+
+def changed_rows(changed: list[dict[str, str]], titles: dict[str, str]) -> list[dict[str, str]]:
+    """What changed between the sides (``DiffResult.changed``) as the diff page's "How the sides
+    differ" table and the pull-request comment's "What changed" list it: each field in
+    :func:`field_words`, the campaigns by their ``titles`` (campaign → title; one without a title
+    by its name)."""
+    return [{"field": field_words(r["field"]), **{
+        side: ", ".join(titles.get(v, v) for v in r[side].split(", ")) if r["field"] == "campaign" else r[side]
+        for side in ("a", "b")}} for r in changed]
 
 
 def side_names(a: str, b: str) -> tuple[str, str]:
