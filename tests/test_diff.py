@@ -6,6 +6,7 @@ import itertools
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -536,9 +537,12 @@ def test_the_comment_headline_counts_every_verdict_regressions_first() -> None:
     assert ranked == [pair("improved", "regressed"), pair("improved"), pair("unchanged", "inconclusive")]
 
 
-def test_the_scaffolds_workflow_step_posts_the_comment(tmp_path: Path) -> None:
-    """The `diff-comment.yml` step of a new project, run as GitHub runs it (bash, the base branch's
-    runs in ../base): diff.md, the pull-request comment, is the comment, and it is the step summary."""
+def run_diff_workflow(tmp_path: Path, base_schema: int | None = None) -> dict[str, Any]:
+    """The `diff-comment.yml` steps of a new project that diff and comment, run as GitHub runs
+    them (``bash --noprofile --norc -eo pipefail``; the base branch's runs in ../base; a pull
+    request of version 1.0 → 1.1, one pair regressed). ``base_schema``: a run.json of the base
+    written in that schema version (one this sparkreport refuses). What each step did, the comment
+    `gh` posted and the step summary."""
     import os
     import subprocess
     import sys
@@ -555,21 +559,70 @@ def test_the_scaffolds_workflow_step_posts_the_comment(tmp_path: Path) -> None:
         shutil.copytree(store, side)
         for run in side.glob(f"nightly/*-{dropped}-*"):
             shutil.rmtree(run)
+    if base_schema is not None:
+        run_json = base / "runs" / "nightly" / "model-a-docker-1.0-0" / "run.json"
+        run_json.write_text(json.dumps({**json.loads(run_json.read_text()), "schema_version": base_schema}))
     workflow = yaml.safe_load((project / ".github" / "workflows" / "diff-comment.yml").read_text(encoding="utf-8"))
-    (step,) = [s for s in workflow["jobs"]["diff"]["steps"] if "--markdown" in s.get("run", "")]
-    shim = tmp_path / "bin" / "sparkreport"  # the installed console script, as this interpreter runs it
-    shim.parent.mkdir()
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m sparkreport "$@"\n', encoding="utf-8")
-    shim.chmod(0o755)
+    steps = workflow["jobs"]["diff"]["steps"]
+    (diff_step,) = [s for s in steps if "--markdown" in s.get("run", "")]
+    (comment_step,) = [s for s in steps if "gh pr comment" in s.get("run", "")]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, script in (  # the installed console script, as this interpreter runs it; gh, recording what it posts
+            ("sparkreport", f'exec "{sys.executable}" -m sparkreport "$@"'),
+            ("gh", f'echo "$@" > "{tmp_path}/gh-args"; cp "$5" "{tmp_path}/posted.md"')):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
+        (bin_dir / name).chmod(0o755)
     summary = tmp_path / "summary.md"
-    env = {**os.environ, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}", "GITHUB_STEP_SUMMARY": str(summary)}
-    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=project, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    comment = (project / "diff.md").read_text(encoding="utf-8")
-    assert summary.read_text(encoding="utf-8") == comment
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "GITHUB_STEP_SUMMARY": str(summary),
+           "PR": "7"}
+
+    def run(step: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=project,
+                              env=env, capture_output=True, text=True)
+
+    diffed = run(diff_step)
+    # The comment step runs after the diff step whether it passed or failed (not when it was skipped).
+    assert comment_step["if"] == ("${{ !cancelled() && (steps.diff.outcome == 'success' || "
+                                  "steps.diff.outcome == 'failure') }}") and diff_step["id"] == "diff"
+    assert steps.index(comment_step) == steps.index(diff_step) + 1
+    commented = run(comment_step)
+    assert commented.returncode == 0, commented.stderr
+    assert (tmp_path / "gh-args").read_text(encoding="utf-8") == "pr comment 7 --body-file diff.md\n"
+    return {"diff": diffed, "posted": (tmp_path / "posted.md").read_text(encoding="utf-8"),
+            "summary": summary.read_text(encoding="utf-8")}
+
+
+def test_the_scaffolds_workflow_step_posts_the_comment(tmp_path: Path) -> None:
+    """diff.md, the pull-request comment, is the comment, and it is the step summary."""
+    done = run_diff_workflow(tmp_path)
+    assert done["diff"].returncode == 0, done["diff"].stderr
+    comment = done["posted"]
+    assert done["summary"] == comment
     assert comment.startswith("### sparkreport diff: `../base/runs` → `runs`\n\n**⚠\u00a01 regressed**, 19 unchanged")
     assert comment.index("| **⚠\u00a0regressed** |") < comment.index("<details><summary>9 tables of unchanged")
     assert comment.count("<details>") == comment.count("</details>") == 1
+
+
+def test_a_failed_diff_is_said_on_the_pull_request_and_fails_the_job(tmp_path: Path) -> None:
+    """The step ran `sparkreport diff … > diff.md || true`: a diff that failed posted an empty
+    comment (which `gh` refuses) and the error stayed in the log. Now the comment and the step
+    summary say the diff failed, with sparkreport's one-line error, and the step fails — after
+    which the comment is still posted, and the job fails."""
+    from sparkreport.schema import SCHEMA_VERSION
+
+    done = run_diff_workflow(tmp_path, base_schema=SCHEMA_VERSION + 1)
+    error = (f"Error: ../base/runs/nightly/model-a-docker-1.0-0/run.json: written by a newer sparkreport (schema_version "
+             f"{SCHEMA_VERSION + 1}; this one reads up to {SCHEMA_VERSION}) — upgrade sparkreport (`pip install -U "
+             "sparkreport`)")
+    assert done["diff"].returncode == 1
+    assert done["posted"] == done["summary"] == (
+        "### sparkreport diff failed\n\n"
+        "`sparkreport diff --a-runs ../base/runs --b-runs runs` stopped with exit status 1:\n\n"
+        f"```text\n{error}\n```\n\n"
+        "No comparison is shown. This job fails once the comment is posted; its log has the whole output.\n")
+    assert done["diff"].stderr.strip() == error  # the log keeps what sparkreport wrote
+    assert f"::error title=sparkreport diff failed::{error}" in done["diff"].stdout.splitlines()
 
 
 def test_bad_named_diff_is_a_one_line_config_error(phase1_store: Path, tmp_path: Path) -> None:
