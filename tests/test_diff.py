@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from sparkreport.analysis import AnalysisOptions
-from sparkreport.analysis.diff import DiffOptions, diff
+from sparkreport.analysis.diff import DiffOptions, DiffResult, diff
 from sparkreport.cli import main
 from sparkreport.dataset import Dataset
 
@@ -623,6 +623,161 @@ def test_a_failed_diff_is_said_on_the_pull_request_and_fails_the_job(tmp_path: P
         "No comparison is shown. This job fails once the comment is posted; its log has the whole output.\n")
     assert done["diff"].stderr.strip() == error  # the log keeps what sparkreport wrote
     assert f"::error title=sparkreport diff failed::{error}" in done["diff"].stdout.splitlines()
+
+
+def wide_diff(pairs: int, regressed: int = 0, improved: int = 0, inconclusive: int = 0,
+              only_in_b: int = 0) -> DiffResult:
+    """A diff of ``pairs`` model × environment pairs, four runs a side (seeded): the first
+    ``regressed`` pairs lose 10% output throughput, the next ``improved`` gain 10%, the next
+    ``inconclusive`` are noisy (8%); the others move by noise of 0.3% (unchanged), and peak
+    memory everywhere. ``only_in_b``: more pairs that side b alone has (not comparable)."""
+    rng = np.random.default_rng(11)
+    rows: dict[str, list[dict[str, object]]] = {"a": [], "b": []}
+    for i in range(pairs + only_in_b):
+        model, env = f"model-{i // 2:04d}", ("docker", "native")[i % 2]
+        level = 0.9 if i < regressed else 1.1 if i < regressed + improved else 1.0
+        noise = 0.08 if regressed + improved <= i < regressed + improved + inconclusive else 0.003
+        for side, factor in (("a", 1.0), ("b", level)):
+            if side == "a" and i >= pairs:
+                continue
+            rows[side] += [{"model": model, "environment": env, "run_id": f"{model}-{env}-{side}-{run}",
+                            "output_throughput_tok_s": 1000 * factor * rng.normal(1, noise),
+                            "peak_memory_gib": 40 * rng.normal(1, 0.003)} for run in range(4)]
+    return diff(pd.DataFrame(rows["a"]), pd.DataFrame(rows["b"]), FAST, DiffOptions())
+
+
+def comment_of(result: DiffResult, **options: Any) -> str:
+    from sparkreport.config import ProjectConfig
+    from sparkreport.render.diff_comment import diff_comment
+
+    return diff_comment(result, "label.version=1.0", "label.version=1.1", {}, ProjectConfig(), **options)
+
+
+def note_of(comment: str, start: str) -> str:
+    """The line of ``comment`` that starts with ``start``."""
+    (line,) = [line for line in comment.split("\n") if line.startswith(start)]
+    return line
+
+
+#: What a cut comment's notes say of why, and where the whole diff is.
+CUT = "left out of this comment (GitHub takes at most 65,536 characters): the whole diff is "
+
+
+def test_a_comment_on_a_large_diff_leaves_out_the_unchanged_tables_first() -> None:
+    """1,200 pairs, 30 of them with a verdict other than unchanged: with every row the comment was
+    355,000 characters, which GitHub refuses (65,536 at most), and the workflow posted nothing.
+    It keeps within 60,000: the headline, what changed and the 30 tables in full, as they were;
+    then as many of the 1,170 folded tables as fit, in their order, and a line saying how many
+    are left out and where the whole diff is."""
+    from sparkreport.render.diff_comment import COMMENT_LIMIT, GITHUB_LIMIT
+
+    result = wide_diff(1200, regressed=20, improved=5, inconclusive=5)
+    full = comment_of(result, limit=10**9)
+    comment = comment_of(result, whole_diff="on [the diff page](https://example.test/diffs/nightly/)")
+    assert len(full) > GITHUB_LIMIT and len(comment) <= COMMENT_LIMIT < GITHUB_LIMIT
+    assert comment.split("\n")[2] == ("**⚠\u00a020 regressed**, **5 improved**, **5 inconclusive**, 2,370 unchanged — "
+                                      "of 2,400 comparisons (model × environment × metric).")
+    # everything above the fold as it was: the 30 tables in full, regressions first
+    above = full[:full.index("<details>")]
+    assert comment.startswith(above) and above.count("| Metric |") == 30
+    summary, inside = details_of(comment)
+    kept = inside.count("| Metric |")
+    assert summary == f"{kept:,} of 1,170 tables of unchanged comparisons" and 100 < kept < 1170
+    assert table_rows(inside) == table_rows(details_of(full)[1])[:2 * kept]  # the first ones, whole
+    assert note_of(comment, f"{1170 - kept:,} of these") == (
+        f"{1170 - kept:,} of these 1,170 tables are {CUT}on [the diff page](https://example.test/diffs/nightly/).")
+    assert comment.index("</details>") < comment.index(f"{1170 - kept:,} of these")
+    assert comment.endswith("otherwise `inconclusive`.")  # what the verdicts mean, last
+    assert comment_of(result, limit=len(comment) + 500).count("| Metric |") > kept + 30  # as many as fit
+
+
+def test_a_comment_still_too_long_leaves_out_the_least_pressing_pairs_next() -> None:
+    """390 pairs with a verdict other than unchanged do not fit even without the unchanged
+    tables: those go, and then the other tables from the least pressing — the regressions stay,
+    first; the headline still counts every comparison, and one line counts what is left out."""
+    from sparkreport.render.diff_comment import COMMENT_LIMIT
+
+    comment = comment_of(wide_diff(700, regressed=200, improved=150, inconclusive=40))
+    assert len(comment) <= COMMENT_LIMIT
+    assert comment.split("\n")[2] == ("**⚠\u00a0200 regressed**, **150 improved**, **40 inconclusive**, 1,010 "
+                                      "unchanged — of 1,400 comparisons (model × environment × metric).")
+    results = comment[comment.index("#### Results\n"):]
+    kept = results.count("| Metric |")
+    assert 0 < kept < 200 and results.count("**⚠\u00a0regressed**") == kept  # only regressed pairs are left
+    left = 390 - kept
+    assert note_of(results, f"**{left} more") == (
+        f"**{left} more model × environment pairs with a verdict other than unchanged (of their {2 * left} "
+        f"comparisons: {200 - kept} regressed, 150 improved, 40 inconclusive, {left} unchanged) are "
+        f"{CUT.replace(' (', '** (', 1)}in the output of `sparkreport diff --json`.")
+    assert "<details>" not in comment and "\nTheir tables are left out too.\n" in results
+    assert results.index(f"**{left} more") < results.index("The other 310 model × environment pairs are unchanged")
+
+
+def test_a_comment_leaves_out_pairs_not_comparable_before_a_regression() -> None:
+    """2,500 pairs that side b alone has (not comparable: a list of 82,500 characters) and one
+    regression: the unchanged tables go, then the end of the list; the regression's table stays."""
+    from sparkreport.render.diff_comment import COMMENT_LIMIT
+
+    comment = comment_of(wide_diff(10, regressed=1, only_in_b=2500))
+    assert len(comment) <= COMMENT_LIMIT
+    assert comment.split("\n")[2].startswith("**⚠\u00a01 regressed**, 19 unchanged")
+    listed = [line for line in comment.split("\n") if line.endswith(": only in b")]
+    assert 0 < len(listed) < 2500 and listed[0].startswith("- model-0005 / docker: only in b")
+    assert note_of(comment, f"{2500 - len(listed):,} more pairs") == (
+        f"{2500 - len(listed):,} more pairs not comparable are {CUT}in the output of `sparkreport diff --json`.")
+    assert "**model-0000 · docker**" in comment and "Their tables are left out of this comment" in comment
+
+
+def test_a_cut_comment_names_the_diff_page_or_the_command_with_json(tmp_path: Path) -> None:
+    """Where a cut comment sends its reader: the site's page of the named diff with the same
+    sides over the project's store, when the site has an address; else the command as given,
+    with --json."""
+    import click
+
+    from sparkreport.cli.diff_cmds import diff_command, whole_diff
+    from sparkreport.config import load_config
+
+    (tmp_path / "sparkreport.yml").write_text(
+        "diffs:\n  - name: Release 1.1\n    a: label.version=1.0\n    b: version=1.1\n", encoding="utf-8")
+    config = load_config(tmp_path / "sparkreport.yml")
+
+    def where(**given: Any) -> str:
+        ctx = click.Context(diff_command)
+        ctx.params = {"sel_a": None, "sel_b": None, "runs_dir": Path("runs"), "a_runs": None, "b_runs": None,
+                      "config_path": None, "allow_mismatch": (), "min_effect": None, "metrics": (),
+                      "as_json": False, "markdown": True, "fail_on": None, **given}
+        return whole_diff(ctx, config)
+
+    named = {"sel_a": "version=1.0", "sel_b": "label.version=1.1", "runs_dir": tmp_path / "runs"}
+    assert where(**named) == ("in the output of `sparkreport diff --a version=1.0 --b label.version=1.1 "
+                              f"--runs-dir {tmp_path / 'runs'} --json`")  # no address: the command
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\nsite_url: https://example.test/report\n", encoding="utf-8")
+    assert where(**named) == "on [the diff page](https://example.test/report/diffs/Release-1.1/)"
+    assert where(**named, metrics=("output_throughput_tok_s",), fail_on="regression") == \
+        "on [the diff page](https://example.test/report/diffs/Release-1.1/)"  # the page of those sides
+    assert where(a_runs=Path("../base/runs"), b_runs=Path("runs"), min_effect=0.05) == (
+        "in the output of `sparkreport diff --a-runs ../base/runs --b-runs runs --min-effect 0.05 --json`")
+    assert where(**{**named, "sel_b": "version=1.2"}, metrics=("ttft_ms_mean",)) == (
+        f"in the output of `sparkreport diff --a version=1.0 --b version=1.2 --runs-dir {tmp_path / 'runs'} "
+        "--metric ttft_ms_mean --json`")
+
+
+def test_the_cli_comment_of_a_cut_diff_names_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`sparkreport diff --markdown` end to end, with a limit small enough to cut the release's
+    comment: the unchanged tables go, and the note names the command to run for all of them."""
+    from sparkreport.render import diff_comment
+
+    monkeypatch.setattr(diff_comment, "COMMENT_LIMIT", 3000)
+    args = comment_args("release-regressed-and-improved", tmp_path)
+    comment = CliRunner().invoke(main, [*args, "--markdown"]).output
+    assert len(comment) <= 3000 + 1  # and echo's newline
+    assert "| **⚠\u00a0regressed** |" in comment and "| **improved** |" in comment
+    summary, _inside = details_of(comment)
+    kept = int(summary.split(" of ")[0])
+    assert summary == f"{kept} of 8 tables of unchanged comparisons" and 0 < kept < 8
+    assert note_of(comment, f"{8 - kept} of these 8 tables") == (
+        f"{8 - kept} of these 8 tables are {CUT}in the output of `sparkreport diff --a label.version=1.0 "
+        f"--b label.version=1.1 --runs-dir {tmp_path / 'runs'} --json`.")
 
 
 def test_bad_named_diff_is_a_one_line_config_error(phase1_store: Path, tmp_path: Path) -> None:

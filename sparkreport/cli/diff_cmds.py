@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from sparkreport.cli.data_cmds import config_option, print_table
 from sparkreport.cli.options import metric_option, min_effect_option
+
+if TYPE_CHECKING:
+    from sparkreport.config import ProjectConfig
 
 
 @click.command("diff")
@@ -28,7 +31,8 @@ from sparkreport.cli.options import metric_option, min_effect_option
 @click.option("--markdown", is_flag=True,
               help="Print a pull-request comment (GitHub Markdown): the counts per verdict and the tables "
                    "with a verdict other than unchanged, regressions first; the pairs unchanged in every metric "
-                   "named once, their rows folded.")
+                   "named once, their rows folded. Kept within 60,000 characters (GitHub takes at most 65,536): a "
+                   "larger diff leaves out the unchanged tables first, saying how many and where the whole diff is.")
 @click.option("--fail-on", type=click.Choice(["regression", "inconclusive"]), default=None,
               help="Exit 1 when any cell is regressed (or, with 'inconclusive', regressed or inconclusive).")
 def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: Path | None, b_runs: Path | None,
@@ -79,7 +83,8 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
         from sparkreport.render.diff_comment import diff_comment
         from sparkreport.render.diffs import side_model_names
 
-        click.echo(diff_comment(result, payload["a"], payload["b"], side_model_names(a, b), config))
+        click.echo(diff_comment(result, payload["a"], payload["b"], side_model_names(a, b), config,
+                                whole_diff=whole_diff(click.get_current_context(), config)))
     else:
         _print(payload)
     gated = {"regression": {"regressed"}, "inconclusive": {"regressed", "inconclusive"}}.get(fail_on or "", set())
@@ -100,6 +105,47 @@ def diff_payload(result: Any, a: str, b: str) -> dict[str, Any]:
         "counts": result.counts(),
         "cells": frame_rows(result.cells),
     }
+
+
+def whole_diff(ctx: click.Context, config: ProjectConfig) -> str:
+    """Where the reader of a comment too long for GitHub finds the whole diff, as the end of a
+    sentence: the site's page of the named diff with these sides over the project's run store,
+    when the site has an address (``site_url`` in mkdocs.yml, or SPARKREPORT_SITE_URL); else
+    the output of this command with ``--json``."""
+    from sparkreport.errors import BuildError
+    from sparkreport.render.diffs import named_diff_page
+    from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config, site_url
+
+    given = ctx.params
+    root = config.path.parent if config.path is not None else Path()
+    page = None
+    if given["sel_a"] and given["sel_b"] and not (given["a_runs"] or given["b_runs"]) \
+            and Path(given["runs_dir"]).resolve() == (root / "runs").resolve():
+        page = named_diff_page(config.diffs, given["sel_a"], given["sel_b"])
+    if page is not None:
+        try:
+            address = site_url(read_project_config(root / PROJECT_CONFIG))
+        except BuildError:  # an mkdocs.yml that does not parse: the build says so; the comment names the command
+            address = ""
+        if address:
+            return f"on [the diff page]({address}{page})"
+    return f"in the output of `{json_command(ctx)}`"
+
+
+def json_command(ctx: click.Context) -> str:
+    """This ``sparkreport diff`` as it was given, with ``--json`` for ``--markdown`` (and without
+    ``--fail-on``): the command whose output is the whole diff."""
+    import shlex
+
+    words = ["sparkreport", "diff"]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if not isinstance(param, click.Option) or param.name in ("as_json", "markdown", "fail_on") \
+                or value in (None, False, ()) or value == param.default:
+            continue
+        values = value if param.multiple else (value,)
+        words += [param.opts[0]] if param.is_flag else [word for v in values for word in (param.opts[0], str(v))]
+    return shlex.join([*words, "--json"])
 
 
 def _print(payload: dict[str, Any]) -> None:

@@ -19,6 +19,8 @@ from sparkreport.render.diffs import changed_rows, diff_groups, min_effect_words
 from sparkreport.render.markdown import MISSING, counted, md_escape, num, pvalue, ratio_interval, signed
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sparkreport.analysis.diff import DiffResult
     from sparkreport.config import ProjectConfig
 
@@ -29,37 +31,128 @@ ATTENTION = ("regressed", "improved", "inconclusive", "not comparable", "missing
 REGRESSION_MARK = "⚠"
 
 
-def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], config: ProjectConfig) -> str:
+#: GitHub refuses a comment of more than 65,536 characters (the API's "Body is too long").
+GITHUB_LIMIT = 65_536
+#: The comment stays within this many characters, room left for what a workflow adds to it.
+COMMENT_LIMIT = 60_000
+#: Where the whole diff is when the comment names nothing better: the command, with --json.
+WHOLE_DIFF = "in the output of `sparkreport diff --json`"
+
+
+def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], config: ProjectConfig, *,
+                 whole_diff: str = WHOLE_DIFF, limit: int | None = None) -> str:
     """The comment on ``result``, the diff of side ``a`` against side ``b`` (their selectors or
-    run stores, as given); ``names``: model → the name the pages show (``side_model_names``)."""
+    run stores, as given); ``names``: model → the name the pages show (``side_model_names``).
+
+    It keeps within ``limit`` characters (:data:`COMMENT_LIMIT`), so that GitHub takes it however
+    large the diff: the headline's counts and what changed always stay; past the limit the
+    folded tables of the unchanged pairs are left out first, from the last; then, only if that
+    is not enough, the pairs not comparable, from the last; then the other tables, least pressing
+    first. Each cut is said in a line that names ``whole_diff``, where the whole diff is (the end
+    of a sentence: "on [the diff page](…)", "in the output of `sparkreport diff … --json`")."""
+    limit = COMMENT_LIMIT if limit is None else limit
     cells = table_cells(result.cells, names, config.primary_metrics) if not result.cells.empty else []
     groups = diff_groups(cells)
     ci_label = f"{config.analysis.confidence:.0%}"
-    lines = [f"### sparkreport diff: `{a}` → `{b}`", "", headline(result.counts()), "", "#### What changed", ""]
-    if result.changed:  # worded as the page's table (a label as "cache (label)")
-        lines += ["| Field | a | b |", "|---|---|---|"]
-        lines += [f"| {md_escape(r['field'])} | {md_escape(r['a'])} | {md_escape(r['b'])} |"
-                  for r in changed_rows(result.changed, {})]
-    else:
-        lines.append("Nothing recorded differs between the sides.")
-    if result.not_comparable:
-        lines += ["", "#### Not comparable", ""]
-        lines += [f"- {md_escape(r['model'])} / {md_escape(r['environment'])}: {md_escape(r['reason'])}"
-                  for r in result.not_comparable]
-    lines += ["", "#### Results", ""]
-    for group in sorted((g for g in groups if not g["unchanged"]), key=attention):  # sorted() keeps ties in order
-        lines += [*table(group, ci_label), ""]
+    shown = sorted((g for g in groups if not g["unchanged"]), key=attention)  # sorted() keeps ties in order
+    tables = ["\n".join(table(group, ci_label)) for group in [*shown, *(g for g in groups if g["unchanged"])]]
+    not_comparable = [f"- {md_escape(r['model'])} / {md_escape(r['environment'])}: {md_escape(r['reason'])}"
+                      for r in result.not_comparable]
     folded = unchanged_groups(groups)
-    if folded:
-        lines += [unchanged_sentence(folded), "",
-                  f"<details><summary>{counted(folded['groups'], 'table')} of unchanged comparisons</summary>",
-                  ""]  # the blank line: GitHub renders the Markdown inside only after one
-        for group in groups:
-            if group["unchanged"]:
-                lines += [*table(group, ci_label), ""]
-        lines += ["</details>", ""]
-    lines.append(verdict_rule(cells, config.analysis.alpha))
-    return "\n".join(lines)
+
+    def written(kept_tables: int, kept_not_comparable: int) -> str:
+        """The comment with the first ``kept_tables`` tables (those shown in full, then the folded
+        ones) and the first ``kept_not_comparable`` pairs not comparable."""
+        lines = [f"### sparkreport diff: `{a}` → `{b}`", "", headline(result.counts()), "", "#### What changed", ""]
+        if result.changed:  # worded as the page's table (a label as "cache (label)")
+            lines += ["| Field | a | b |", "|---|---|---|"]
+            lines += [f"| {md_escape(r['field'])} | {md_escape(r['a'])} | {md_escape(r['b'])} |"
+                      for r in changed_rows(result.changed, {})]
+        else:
+            lines.append("Nothing recorded differs between the sides.")
+        if not_comparable:
+            lines += ["", "#### Not comparable", "", *not_comparable[:kept_not_comparable]]
+            if kept_not_comparable < len(not_comparable):
+                more = len(not_comparable) - kept_not_comparable
+                lines += ["", left_out(f"{counted(more, 'more pair')} not comparable {'is' if more == 1 else 'are'} "
+                                       "left out of this comment", whole_diff)]
+        lines += ["", "#### Results", ""]
+        for text in tables[:min(kept_tables, len(shown))]:
+            lines += [text, ""]
+        if kept_tables < len(shown):
+            lines += [left_out(f"**{shown_words(shown[kept_tables:])} left out of this comment**", whole_diff), ""]
+        if folded:
+            lines += [unchanged_sentence(folded), ""]
+            kept = max(0, kept_tables - len(shown))
+            if kept:
+                of = "" if kept == folded["groups"] else f"{kept:,} of "
+                lines += [f"<details><summary>{of}{counted(folded['groups'], 'table')} of unchanged comparisons"
+                          "</summary>", ""]  # the blank line: GitHub renders the Markdown inside only after one
+                for text in tables[len(shown):len(shown) + kept]:
+                    lines += [text, ""]
+                lines += ["</details>", ""]
+            if kept < folded["groups"]:
+                more = folded["groups"] - kept
+                what = (f"{more:,} of these {counted(folded['groups'], 'table')} {'is' if more == 1 else 'are'}"
+                        if kept else "Its table is" if more == 1 else "Their tables are")
+                # said once: after the note on the other tables, where the whole diff is goes without saying
+                lines += [f"{what} left out too." if kept_tables < len(shown) else
+                          left_out(f"{what} left out of this comment", whole_diff), ""]
+        lines.append(verdict_rule(cells, config.analysis.alpha))
+        return "\n".join(lines)
+
+    sizes = [len(text) + 2 for text in tables]  # a table and the blank line after it
+    stages: list[tuple[Callable[[int], str], list[int]]] = [  # what goes first, each from its end:
+        (lambda k: written(len(shown) + k, len(not_comparable)), sizes[len(shown):]),  # the folded tables,
+        (lambda k: written(len(shown), k), [len(line) + 1 for line in not_comparable]),  # the pairs not comparable,
+        (lambda k: written(k, 0), sizes[:len(shown)]),  # the other tables, least pressing first
+    ]
+    for stage, pieces in stages:
+        text = longest_within(stage, pieces, limit)
+        if len(text) <= limit:
+            break
+    return text
+
+
+def longest_within(written: Callable[[int], str], sizes: list[int], limit: int) -> str:
+    """``written(k)`` for the largest ``k`` — the first ``k`` of the pieces whose lengths are
+    ``sizes`` kept — that is at most ``limit`` characters long; ``written(0)`` when none is."""
+    text = written(len(sizes))
+    if len(text) <= limit:
+        return text
+    room, k = limit - len(written(0)), 0  # written(0): every piece left out, its note the longest
+    while k < len(sizes) and sizes[k] <= room:
+        room -= sizes[k]
+        k += 1
+    text = written(k)
+    while len(text) > limit and k:
+        k -= 1
+        text = written(k)
+    while k + 1 < len(sizes) and len(longer := written(k + 1)) <= limit:  # a shorter note may leave room
+        k += 1
+        text = longer
+    return text
+
+
+def left_out(what: str, whole_diff: str) -> str:
+    """``what`` a comment too long for GitHub leaves out (a sentence's start: "Their tables are
+    left out of this comment"), why, and where the whole diff is."""
+    return f"{what} (GitHub takes at most {GITHUB_LIMIT:,} characters): the whole diff is {whole_diff}."
+
+
+def shown_words(groups: list[dict[str, Any]]) -> str:
+    """The pairs with a verdict other than `unchanged` that a cut comment leaves out, and the
+    verdicts of their comparisons: "3 more model × environment pairs with a verdict other than
+    unchanged (of their 6 comparisons: 2 regressed, 4 unchanged) are"."""
+    counts: dict[str, int] = {}
+    for group in groups:
+        for cell in group["cells"]:
+            counts[str(cell["verdict"])] = counts.get(str(cell["verdict"]), 0) + 1
+    verdicts = ", ".join(f"{counts[v]:,} {v}" for v in (*ATTENTION, *sorted(set(counts) - set(ATTENTION)))
+                         if counts.get(v))
+    pairs = counted(len(groups), "more model × environment pair")
+    return (f"{pairs} with a verdict other than unchanged (of their {counted(sum(counts.values()), 'comparison')}: "
+            f"{verdicts}) {'is' if len(groups) == 1 else 'are'}")
 
 
 def headline(counts: dict[str, int]) -> str:

@@ -43,9 +43,9 @@ class DiffPage(Page):
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         docs = []
-        folders = unique_slugs(named.name for named in site.config.diffs)
+        paths = diff_page_paths(site.config.diffs)
         for named in site.config.diffs:
-            doc = PageDoc(f"{self.folder}/{folders[named.name]}/index.md", named.title or named.name, self.template)
+            doc = PageDoc(paths[named.name], named.title or named.name, self.template)
             doc.scope = diff_scope(site, named)
             doc.inputs = campaign_runs(site, {c for c, _m in doc.scope}) if doc.scope is not None else None
             doc.also_reads = [repr(named)]
@@ -67,6 +67,28 @@ class DiffPage(Page):
 
     def nav(self, docs: list[PageDoc]) -> tuple[str, Any]:
         return (self.title, [(doc.title, doc.path) for doc in docs])
+
+
+def diff_page_paths(diffs: list[NamedDiff]) -> dict[str, str]:
+    """Each named diff's page in the docs folder (``diffs/<slug>/index.md``), by the diff's name."""
+    folders = unique_slugs(named.name for named in diffs)
+    return {named.name: f"{DiffPage.folder}/{folders[named.name]}/index.md" for named in diffs}
+
+
+def named_diff_page(diffs: list[NamedDiff], a: str, b: str) -> str | None:
+    """The page's address under the site's (``diffs/<slug>/``) of the named diff whose sides
+    select what the selectors ``a`` and ``b`` select, over the project's run store; None when no
+    named diff does."""
+    from sparkreport.early import selector_conditions
+
+    def terms(selector: str) -> list[tuple[str, str]]:  # `version=1.0` selects what `label.version=1.0` does
+        return sorted((key.removeprefix("label."), value) for key, value in selector_conditions(selector))
+
+    paths = diff_page_paths(diffs)
+    for named in diffs:
+        if (terms(named.a), terms(named.b)) == (terms(a), terms(b)):
+            return paths[named.name].removesuffix("index.md")
+    return None
 
 
 def fill_diff(site: SiteData, doc: PageDoc, named: NamedDiff) -> None:
