@@ -208,12 +208,13 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[s
     return finish(chart, title)
 
 
-def ratio_spec(data: list[dict[str, Any]], *, title: str) -> dict[str, Any]:
+def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str = "95%") -> dict[str, Any]:
     verdicts = {"regressed": REGRESSED, "improved": IMPROVED, "unchanged": UNCHANGED, "inconclusive": INCONCLUSIVE}
     present = {row["verdict"] for row in data}
     base = alt.Chart(alt.Data(values=data))
-    bars = base.mark_rule().encode(x=alt.X("ratio_ci_low:Q", title="b / a (95% CI)", scale=alt.Scale(zero=False)),
-                                   x2=alt.X2("ratio_ci_high:Q"), y=alt.Y("cell:N", title=None))
+    bars = base.mark_rule().encode(x=alt.X("ratio_ci_low:Q", title=f"b / a ({level} CI)", scale=alt.Scale(zero=False)),
+                                   x2=alt.X2("ratio_ci_high:Q"),
+                                   y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=340)))
     points = base.mark_point(filled=True, size=60).encode(
         x=alt.X("ratio:Q"), y=alt.Y("cell:N"),
         color=alt.Color("verdict:N", title="verdict", legend=alt.Legend(values=[v for v in verdicts if v in present]),

@@ -410,6 +410,22 @@ def test_ratio_spec_is_what_altair_builds() -> None:
     assert ratio_chart(cells.iloc[2:], "output_throughput_tok_s", names) is None
 
 
+def test_the_ratio_chart_says_the_confidence_level_the_diff_used_and_names_cells_in_full() -> None:
+    """The ratio chart's axis said "95% CI" whatever ``analysis.confidence`` was, and cut a cell's
+    name at Vega's 180 px ("cgroup-16g · Llama-3-8B shape (r…")."""
+    from sparkreport.render.diffs import ratio_chart
+
+    cells = pd.DataFrame({"model": ["llama"], "environment": ["cgroup-16g"], "ratio": [1.01], "ratio_ci_low": [0.99],
+                          "ratio_ci_high": [1.03], "verdict": ["unchanged"]})
+    chart = ratio_chart(cells, "output_throughput_tok_s", {"llama": "Llama-3-8B shape (random weights)"}, "90%")
+    assert chart is not None
+    rule = chart.spec["layer"][0]["encoding"]
+    assert rule["x"]["title"] == "b / a (90% CI)"
+    assert rule["y"]["axis"]["labelLimit"] >= 7 * len("cgroup-16g · Llama-3-8B shape (random weights)")
+    assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title,
+                                                          level="90%"))
+
+
 def colour_of(channel: dict[str, object], value: str) -> str:
     """The colour a channel's scale gives ``value``: its range at the value's place in the domain."""
     scale = channel["scale"]

@@ -152,7 +152,8 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
         if all(c["constant"] for c in of_metric):
             continue  # the same value in every run, on both sides, in every cell: a chart of one tick each
         made = [chart for chart in (sides_chart(a, b, metric, named),
-                                    ratio_chart(result.cells[result.cells["metric"] == metric], metric, names))
+                                    ratio_chart(result.cells[result.cells["metric"] == metric], metric, names,
+                                                site.confidence_label))
                 if chart is not None]
         charts += made
         if all(c["verdict"] == "unchanged" for c in of_metric):
@@ -346,9 +347,10 @@ def side_model_names(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str]) -> ChartSpec | None:
-    """The ratio b/a per cell with its Fieller CI, and the line of no change at 1; cells are named
-    as the side-by-side chart and the tables name them (the model's display name · the level)."""
+def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str], level: str = "95%") -> ChartSpec | None:
+    """The ratio b/a per cell with its Fieller CI at the confidence ``level`` the diff used
+    ('95%'), and the line of no change at 1; cells are named as the side-by-side chart and the
+    tables name them (the model's display name · the level)."""
     from sparkreport.charts import ChartSpec, _records
 
     frame = cells[cells["ratio"].notna()].copy()
@@ -359,19 +361,30 @@ def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str]) -> Char
     title = f"{metric_label(metric)}: ratio b/a"
     return ChartSpec(name=f"{metric}-ratio", title=title,
                      description=f"The ratio of means b/a of {metric_label(metric)} per cell with its Fieller CI.",
-                     spec=ratio_spec(data, title=title), rows=len(data))
+                     spec=ratio_spec(data, title=title, level=level), rows=len(data))
 
 
-def ratio_spec(data: list[dict[str, Any]], *, title: str) -> dict[str, Any]:
-    """The ratio chart's spec: per cell in ``data`` the CI as a rule and the ratio as a point
-    coloured by verdict — each verdict in its colour on every chart (the whole domain in the
-    spec), the legend listing those drawn — and a dashed rule at 1."""
-    from sparkreport.charts import PANEL_WIDTH, RATIO_VERDICTS, mark, nominal, quantitative, top_level, verdict_colour
+def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str = "95%") -> dict[str, Any]:
+    """The ratio chart's spec: per cell in ``data`` the CI (at ``level``) as a rule and the ratio
+    as a point coloured by verdict — each verdict in its colour on every chart (the whole domain
+    in the spec), the legend listing those drawn — and a dashed rule at 1. A cell's name (the
+    level · the model's name) is cut only past :data:`~sparkreport.charts.LABEL_LIMIT_PX`."""
+    from sparkreport.charts import (
+        LABEL_LIMIT_PX,
+        PANEL_WIDTH,
+        RATIO_VERDICTS,
+        mark,
+        nominal,
+        quantitative,
+        top_level,
+        verdict_colour,
+    )
 
     layers = [
         {"mark": mark("rule"), "encoding": {
-            "x": quantitative("ratio_ci_low", scale={"zero": False}, title="b / a (95% CI)"),
-            "x2": {"field": "ratio_ci_high"}, "y": nominal("cell", title=None)}},
+            "x": quantitative("ratio_ci_low", scale={"zero": False}, title=f"b / a ({level} CI)"),
+            "x2": {"field": "ratio_ci_high"},
+            "y": nominal("cell", title=None, axis={"labelLimit": LABEL_LIMIT_PX})}},
         {"mark": mark("point", filled=True, size=60), "encoding": {
             "color": verdict_colour(RATIO_VERDICTS, (str(d["verdict"]) for d in data)),
             "tooltip": [nominal("cell"), quantitative("ratio", format=".4f"), nominal("verdict")],
