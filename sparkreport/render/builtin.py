@@ -656,6 +656,15 @@ def without_assumption(message: str) -> str:
 DOWNLOADS_AHEAD = "_downloads_ahead"
 
 
+def downloads_chunks(cache_dir: Path | None, salt: str) -> ExportChunks | None:
+    """Where the downloads' CSV and JSON keep their per-campaign chunks: ``cache_dir``'s
+    ``exports/`` under ``salt`` (the package's digest, as the analysis cache's); None without a
+    cache folder."""
+    from sparkreport.dataset import ExportChunks
+
+    return ExportChunks(cache_dir / "exports", salt) if cache_dir is not None else None
+
+
 def write_downloads(dataset: Dataset, folder: Path, chunks: ExportChunks | None) -> list[dict[str, Any]]:
     """The dataset's downloads written into ``folder`` (the runs table as CSV, Parquet and JSON;
     the published summaries as CSV, when there are any), each described for the Downloads page:
@@ -733,12 +742,10 @@ class DownloadsPage(Page):
     site_footer = True
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        from sparkreport.dataset import ExportChunks
-
         files = site.extra.get(DOWNLOADS_AHEAD)  # written while the analysis ran (DownloadsAhead)
         if files is None:
             cache = site.analysis_cache
-            chunks = ExportChunks(cache.path.parent / "exports", cache.salt) \
+            chunks = downloads_chunks(cache.path.parent, cache.salt) \
                 if cache is not None and cache.path is not None else None
             files = write_downloads(site.dataset, out / self.folder, chunks)
         doc.files = [f"{self.folder}/{f['name']}" for f in files]  # kept with the page when it is not rewritten

@@ -218,8 +218,8 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     is stopped on ``held_until_done``'s exit, when the render ends or fails."""
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
     from sparkreport.charts import ChartSpec
-    from sparkreport.dataset import ExportChunks, load_dataset
-    from sparkreport.render.builtin import DOWNLOADS_AHEAD, DownloadsAhead, DownloadsPage
+    from sparkreport.dataset import load_dataset
+    from sparkreport.render.builtin import DOWNLOADS_AHEAD, DownloadsAhead, DownloadsPage, downloads_chunks
     from sparkreport.render.context import build_site_data, git_commit
     from sparkreport.render.markdown import chart_html, make_environment, template_cache
     from sparkreport.render.pagecache import INCLUDES_FILE, CachedPage, PageCache, PageKeys
@@ -267,8 +267,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     # The Downloads page's files, written in a forked process while this one analyses and plans
     # (not in a serve session: its process has the live server's threads, its renders are small).
     ahead = held_until_done.enter_context(DownloadsAhead(
-        dataset, docs_dir, ExportChunks(cache_dir / "exports", package_digest(HashMemo(None))))) \
-        if session is None else None
+        dataset, docs_dir, downloads_chunks(cache_dir, package_digest(memo)))) if session is None else None
     if loaded is not None:
         site = loaded.site
         site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
@@ -319,7 +318,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
                 fresh[doc.path] = CachedPage(key=key, files=[])
     keys.save_includes()
     if ahead is not None:  # the page written again takes them; a page kept keeps its files
-        if posixpath.join(DownloadsPage.folder, "index.md") in fresh:
+        if DownloadsPage().path in fresh:
             site.extra[DOWNLOADS_AHEAD] = ahead.take(docs_dir / DownloadsPage.folder)
         else:
             ahead.drop()
