@@ -396,7 +396,9 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     frame["arm"] = frame["environment"].astype(str) + frame["source"].map(
         lambda s: " (published)" if s == "published" else "")
     data = _records(frame[["arm", "environment", "origin", "n", "mean", "ci_low", "ci_high"]])
-    level = f"{confidence:.0%}"
+    from sparkreport.config import confidence_label
+
+    level = confidence_label(confidence)
     with_ci = [row for row in data if row["ci_low"] is not None and row["ci_high"] is not None]
     lows = [row["ci_low"] if row["ci_low"] is not None else row["mean"] for row in data]
     lows += [band[0]] if band else []

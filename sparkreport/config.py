@@ -27,6 +27,11 @@ MAX_MARGIN = 0.5
 MIN_RESAMPLES, MAX_RESAMPLES = 100, 1_000_000
 
 
+def confidence_label(confidence: float) -> str:
+    """'95%' for 0.95: how a confidence level is written on every page, chart and comment."""
+    return f"{confidence:.0%}"
+
+
 @dataclass
 class AnalysisOptions:
     """What the statistics include and how they decide."""
@@ -62,6 +67,11 @@ class AnalysisOptions:
     #: read there through :attr:`ProjectConfig.factor`; not an ``analysis:`` setting). The checks
     #: of what an arm pools read it: an arm is one campaign × model × level of it.
     factor: str = "environment"
+
+    @property
+    def confidence_label(self) -> str:
+        """'95%': the confidence level as every interval on the site and in a diff is labelled."""
+        return confidence_label(self.confidence)
 
     @property
     def tested_metrics(self) -> tuple[str, ...]:

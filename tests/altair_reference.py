@@ -208,7 +208,7 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[s
     return finish(chart, title)
 
 
-def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str = "95%") -> dict[str, Any]:
+def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str) -> dict[str, Any]:
     verdicts = {"regressed": REGRESSED, "improved": IMPROVED, "unchanged": UNCHANGED, "inconclusive": INCONCLUSIVE}
     present = {row["verdict"] for row in data}
     base = alt.Chart(alt.Data(values=data))

@@ -403,11 +403,11 @@ def test_ratio_spec_is_what_altair_builds() -> None:
                           "ratio_ci_high": [1.03, math.nan, math.nan], "verdict": ["unchanged", "lower", "missing"]})
     names = {"llama": "Llama 3 8B"}  # a model the sides name is shown by its name, another by its key
     for frame in (cells, cells.iloc[:1]):
-        chart = ratio_chart(frame, "output_throughput_tok_s", names)
+        chart = ratio_chart(frame, "output_throughput_tok_s", names, "95%")
         assert chart is not None and chart.rows == min(len(frame), 2)
-        assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title))
+        assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title, level="95%"))
     assert [row["cell"] for row in chart.spec["data"]["values"]] == ["native · Llama 3 8B"]
-    assert ratio_chart(cells.iloc[2:], "output_throughput_tok_s", names) is None
+    assert ratio_chart(cells.iloc[2:], "output_throughput_tok_s", names, "95%") is None
 
 
 def test_the_ratio_chart_says_the_confidence_level_the_diff_used_and_names_cells_in_full() -> None:
@@ -447,7 +447,7 @@ def test_a_diff_verdict_has_its_colour_whatever_the_chart_shows(verdicts: list[s
 
     cells = pd.DataFrame({"model": [f"m{i}" for i in range(len(verdicts))], "environment": "native", "ratio": 1.01,
                           "ratio_ci_low": 0.99, "ratio_ci_high": 1.03, "verdict": verdicts})
-    chart = ratio_chart(cells, "output_throughput_tok_s", {})
+    chart = ratio_chart(cells, "output_throughput_tok_s", {}, "95%")
     assert chart is not None
     colour = chart.spec["layer"][1]["encoding"]["color"]
     assert colour["scale"]["domain"] == list(VERDICT_COLOURS)

@@ -169,7 +169,7 @@ class MethodologyPage(Page):
             "sources": sources,
             "arms": [a for a in arm_table(site) if a["campaign"] in shown],
             "options": site.config.analysis,
-            "ratio_interval": RATIO_INTERVAL_METHOD.format(level=f"{site.config.analysis.confidence:.0%}"),
+            "ratio_interval": RATIO_INTERVAL_METHOD.format(level=site.confidence_label),
             "history_method": history_method(site),
             "facts": stated_facts(site),
         }

@@ -79,7 +79,7 @@ class SiteData:
     @property
     def confidence_label(self) -> str:
         """'95%' — the confidence level every interval on the site uses."""
-        return f"{self.config.analysis.confidence:.0%}"
+        return self.config.analysis.confidence_label
 
     @property
     def tost_label(self) -> str:

@@ -53,7 +53,7 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
     limit = COMMENT_LIMIT if limit is None else limit
     cells = table_cells(result.cells, names, config.primary_metrics) if not result.cells.empty else []
     groups = diff_groups(cells)
-    ci_label = f"{config.analysis.confidence:.0%}"
+    ci_label = config.analysis.confidence_label
     shown = sorted((g for g in groups if not g["unchanged"]), key=attention)  # sorted() keeps ties in order
     tables = ["\n".join(table(group, ci_label)) for group in [*shown, *(g for g in groups if g["unchanged"])]]
     not_comparable = [f"- {md_escape(r['model'])} / {md_escape(r['environment'])}: {md_escape(r['reason'])}"

@@ -347,10 +347,10 @@ def side_model_names(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str], level: str = "95%") -> ChartSpec | None:
+def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str], level: str) -> ChartSpec | None:
     """The ratio b/a per cell with its Fieller CI at the confidence ``level`` the diff used
     ('95%'), and the line of no change at 1; cells are named as the side-by-side chart and the
-    tables name them (the model's display name · the level)."""
+    tables name them (the environment · the model's display name)."""
     from sparkreport.charts import ChartSpec, _records
 
     frame = cells[cells["ratio"].notna()].copy()
@@ -364,11 +364,11 @@ def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str], level: 
                      spec=ratio_spec(data, title=title, level=level), rows=len(data))
 
 
-def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str = "95%") -> dict[str, Any]:
+def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str) -> dict[str, Any]:
     """The ratio chart's spec: per cell in ``data`` the CI (at ``level``) as a rule and the ratio
     as a point coloured by verdict — each verdict in its colour on every chart (the whole domain
     in the spec), the legend listing those drawn — and a dashed rule at 1. A cell's name (the
-    level · the model's name) is cut only past :data:`~sparkreport.charts.LABEL_LIMIT_PX`."""
+    environment · the model's name) is cut only past :data:`~sparkreport.charts.LABEL_LIMIT_PX`."""
     from sparkreport.charts import (
         LABEL_LIMIT_PX,
         PANEL_WIDTH,

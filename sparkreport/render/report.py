@@ -647,7 +647,9 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
         })
     if not data:
         return None
-    level = f"{confidence:.0%}"
+    from sparkreport.config import confidence_label
+
+    level = confidence_label(confidence)
     margin = max(d["margin"] for d in data)
     description = (f"Every comparison as a difference from the baseline in percent with its {level} "
                    f"confidence interval{', one panel per campaign' if campaigns else ''}; the shaded band "
