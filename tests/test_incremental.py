@@ -18,6 +18,18 @@ from sparkreport.names import shown_values
 from sparkreport.render import RenderOptions, RenderResult, render
 
 
+def override_template(project: Path, name: str, first_line: str) -> Path:
+    """The project's ``templates/<name>``: the packaged template with ``first_line`` at the start of
+    its body (the project's templates folder made if missing)."""
+    from sparkreport.render.markdown import PACKAGE_TEMPLATES
+
+    text = (PACKAGE_TEMPLATES / name).read_text(encoding="utf-8")
+    path = project / "templates" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text.replace("{% block body %}\n", f"{{% block body %}}\n{first_line}\n", 1), encoding="utf-8")
+    return path
+
+
 def test_shown_values_cuts_long_lists_short() -> None:
     assert shown_values([]) == "none"
     assert shown_values(["a", "b"]) == "a, b"
@@ -542,7 +554,6 @@ def test_the_templates_includes_are_kept_between_renders(
     template edited to include another is parsed again, and its pages follow the new include."""
     import jinja2
 
-    from sparkreport.render.markdown import PACKAGE_TEMPLATES
 
     options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
     render(options)
@@ -559,9 +570,7 @@ def test_the_templates_includes_are_kept_between_renders(
     templates = two_campaigns / "templates"
     templates.mkdir()
     (templates / "_extra.md").write_text("Extra words.\n", encoding="utf-8")
-    text = (PACKAGE_TEMPLATES / "memory.md").read_text(encoding="utf-8")
-    (templates / "memory.md").write_text(text.replace("{% block body %}\n", '{% block body %}\n{% include "_extra.md" %}\n', 1),
-                                         encoding="utf-8")
+    override_template(two_campaigns, "memory.md", '{% include "_extra.md" %}')
     second = render(options)
     assert len(parsed) == 2  # the edited template and its new include
     assert second.rendered_pages == ["memory/index.md"]
@@ -578,11 +587,7 @@ def test_template_and_config_changes_render_their_pages(two_campaigns: Path) -> 
     first = render(options)
     models = sorted(p for p in first.rendered_pages if p.startswith("results/") and p != "results/index.md")
     assert len(models) == 4  # three Phase 1 models and the published figures' one
-    templates = two_campaigns / "templates"
-    templates.mkdir()
-    text = (PACKAGE_TEMPLATES / "results.md").read_text(encoding="utf-8")
-    (templates / "results.md").write_text(text.replace("{% block body %}\n", "{% block body %}\nOverridden.\n", 1),
-                                          encoding="utf-8")
+    templates = override_template(two_campaigns, "results.md", "Overridden.").parent
     second = render(options)
     assert sorted(second.rendered_pages) == models  # only the pages of that template
     assert "Overridden." in (first.docs_dir / models[0]).read_text(encoding="utf-8")
@@ -600,18 +605,13 @@ def test_the_downloads_written_ahead_are_dropped_when_their_page_is_kept(two_cam
     (DownloadsAhead, beside the staging folder). When the page is kept (another page's template
     changed), what that process wrote is removed, and the kept files are left as they were; a
     render that fails leaves nothing of it either."""
-    from sparkreport.render.markdown import PACKAGE_TEMPLATES
 
     options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
     first = render(options)
     downloads = first.docs_dir / "downloads"
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in downloads.iterdir()}
     assert {"dataset.csv", "dataset.parquet", "dataset.json"} <= set(before)
-    templates = two_campaigns / "templates"
-    templates.mkdir()
-    text = (PACKAGE_TEMPLATES / "results.md").read_text(encoding="utf-8")
-    (templates / "results.md").write_text(text.replace("{% block body %}\n", "{% block body %}\nOverridden.\n", 1),
-                                          encoding="utf-8")
+    templates = override_template(two_campaigns, "results.md", "Overridden.").parent
     second = render(options)
     assert "downloads/index.md" in second.skipped_pages
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in downloads.iterdir()} == before
