@@ -64,7 +64,10 @@ JOURNAL_LINES = 4096
 
 
 class HashMemo:
-    """File sha256s remembered by (size, mtime_ns, inode).
+    """File sha256s remembered by (size, mtime_ns, inode) — and, for a file git tracks, by its
+    blob id: a fresh checkout (a CI job's) gives every file a new mtime and inode, and git's own
+    index then says which files are the bytes of which blob without reading them
+    (:func:`git_clean_blobs`, :meth:`use_git`).
 
     Persisted as one pickle (:data:`HASHES_FILE`, every entry) and a journal beside it
     (``.log``: one JSON line per entry learnt since), so a save after a few files changed
@@ -84,6 +87,10 @@ class HashMemo:
         self.unsaved: dict[str, list[Any]] = {}
         #: Lines in the journal (read or appended); None when no whole memo was read from the file.
         self.journaled: int | None = None
+        #: (folder, its clean files' blob ids by relative path) given by :meth:`use_git`.
+        self.git: list[tuple[str, dict[str, str]]] = []
+        #: blob id → (size, sha256) of the entries that name one; made when first needed.
+        self._by_blob: dict[str, tuple[int, str]] | None = None
         if path is not None:
             self._load(path)
 
@@ -107,34 +114,63 @@ class HashMemo:
             return
         for line in lines:
             try:
-                entry = json.loads(line)
-                path_text, size, mtime_ns, inode, digest = entry
-            except ValueError:
+                path_text, *entry = parsed = json.loads(line)
+            except (ValueError, TypeError):
                 continue  # a line cut short by a kill, or two appends interleaved
-            if isinstance(path_text, str) and isinstance(digest, str):
-                self.entries[path_text] = [size, mtime_ns, inode, digest]
+            if isinstance(parsed, list) and isinstance(path_text, str) and len(entry) in (4, 5) \
+                    and isinstance(entry[3], str):
+                self.entries[path_text] = entry
         self.journaled = len(lines)
 
     def digest(self, path: Path | str, stat: os.stat_result | None = None) -> str:
-        """The file's sha256, read only when its size, mtime or inode changed."""
+        """The file's sha256, read only when its size, mtime or inode changed and git does not
+        say it holds the bytes of a blob already hashed (of the same size)."""
         stat = stat or os.stat(path)
         known = self.known(path, stat)
         if known is not None:
             return known
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-        value = digest.hexdigest()
-        entry = [stat.st_size, stat.st_mtime_ns, stat.st_ino, value]
+        blob = self._blob(str(path))
+        found = self._blobs().get(blob) if blob is not None else None
+        if found is not None and found[0] == stat.st_size:
+            value = found[1]
+        else:
+            digest = hashlib.sha256()
+            with open(path, "rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+            value = digest.hexdigest()
+            if blob is not None:
+                self._blobs()[blob] = (stat.st_size, value)
+        entry: list[Any] = [stat.st_size, stat.st_mtime_ns, stat.st_ino, value]
+        if blob is not None:
+            entry.append(blob)
         self.entries[str(path)] = self.added[str(path)] = self.unsaved[str(path)] = entry
         return value
+
+    def use_git(self, folder: Path | str, blobs: dict[str, str]) -> None:
+        """Take ``blobs`` (:func:`git_clean_blobs` of ``folder``: each clean tracked file's blob
+        id by its path relative to ``folder``) as the content identity of those files, for the
+        files whose size, mtime or inode the memo no longer knows."""
+        if blobs:
+            self.git.append((os.fspath(folder).rstrip(os.sep) + os.sep, blobs))
+
+    def _blob(self, path: str) -> str | None:
+        for prefix, blobs in self.git:
+            if path.startswith(prefix):
+                return blobs.get(path[len(prefix):].replace(os.sep, "/"))
+        return None
+
+    def _blobs(self) -> dict[str, tuple[int, str]]:
+        if self._by_blob is None:
+            self._by_blob = {entry[4]: (entry[0], entry[3]) for entry in self.entries.values() if len(entry) > 4}
+        return self._by_blob
 
     def merge(self, added: dict[str, list[Any]]) -> None:
         """Take the digests another memo of this file computed (its :attr:`added`)."""
         self.entries.update(added)
         self.added.update(added)
         self.unsaved.update(added)
+        self._by_blob = None
 
     def known(self, path: Path | str, stat: os.stat_result) -> str | None:
         """The file's sha256 when it is remembered for this size, mtime and inode; None (and no
@@ -203,36 +239,89 @@ class StoreWalk:
     #: a symbolic link (what is kept by this key could not tell where a link points now).
     folders: dict[str, str | None]
 
+    def by_content(self, memo: HashMemo) -> dict[str, str | None]:
+        """:attr:`folders` keyed by content instead: one sha256 over the path and sha256 of every
+        file in each folder (``memo`` knows them all once the build key is made), so that a fresh
+        checkout, which gives every file a new mtime and inode, keys each folder as before."""
+        return _folder_digests(self.files, lambda path, stat: memo.digest(path, stat), self.folders)
+
 
 def walk_store(root: Path) -> StoreWalk:
     """Walk the run store once: what the build key hashes, and a key per campaign folder that a
     cache of what is read from the folder's files can be kept by, without reading a file."""
     links: set[str] = set()
     files = list(walk_files(root, links))
+    folders = _folder_digests(files, lambda _path, stat: f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}", {})
+    for link in links:
+        folders[link.partition("/")[0]] = None
+    return StoreWalk(files, folders)
+
+
+def _folder_digests(files: list[tuple[str, str, os.stat_result]], describe: Callable[[str, os.stat_result], str],
+                    linked: Mapping[str, str | None]) -> dict[str, str | None]:
+    """One sha256 per folder directly under a walked root over the relative path and
+    ``describe(path, stat)`` of each file in it; None for a folder None in ``linked``."""
     digests: dict[str, Any] = {}
-    for relative, _path, stat in files:
+    for relative, path, stat in files:
         top, slash, rest = relative.partition("/")
         if not slash:
             continue  # a file beside the campaigns
         digest = digests.get(top)
         if digest is None:
             digest = digests[top] = hashlib.sha256()
-        digest.update(f"{rest}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}\n".encode(
-            "utf-8", "surrogateescape"))
-    folders: dict[str, str | None] = {top: digest.hexdigest() for top, digest in digests.items()}
-    for link in links:
-        folders[link.partition("/")[0]] = None
-    return StoreWalk(files, folders)
+        digest.update(f"{rest}\0{describe(path, stat)}\n".encode("utf-8", "surrogateescape"))
+    return {top: None if top in linked and linked[top] is None else digest.hexdigest()
+            for top, digest in digests.items()}
+
+
+#: Files under a folder whose stat the memo no longer knows from which :func:`tree_digest` asks
+#: git for their blob ids (two git commands, ~0.04 s at 10 000 runs) instead of reading them all.
+GIT_AFTER = 64
 
 
 def tree_digest(root: Path, memo: HashMemo, files: Sequence[tuple[str, str, os.stat_result]] | None = None) -> str:
     """One sha256 over every file under ``root`` (relative path + content hash); ``files``: the
-    root's :func:`walk_files` already walked."""
+    root's :func:`walk_files` already walked. When many files have a size, mtime or inode the
+    memo does not know (a fresh checkout), the clean ones git tracks are known by blob id."""
+    walked = sorted(walk_files(root) if files is None else files)
+    unknown = 0
+    for _relative, path, stat in walked:
+        unknown += memo.known(path, stat) is None
+        if unknown >= GIT_AFTER:
+            memo.use_git(root, git_clean_blobs(root))
+            break
     digest = hashlib.sha256()
-    for relative, path, stat in sorted(walk_files(root) if files is None else files):
+    for relative, path, stat in walked:
         # A file name need not be UTF-8 (os.fsdecode keeps other bytes as surrogates): hash its bytes.
         digest.update(f"{relative}\0{memo.digest(path, stat)}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
+
+
+def git_clean_blobs(folder: Path) -> dict[str, str]:
+    """The git blob id of each file under ``folder`` that git tracks and reports unchanged in the
+    working tree (``git ls-files --stage`` less ``git diff-files``, which compares each file's
+    stat with the index's and reads the racily clean ones), by its path relative to ``folder``;
+    {} outside a work tree, without git, or on any error from it (then files are read). Regular
+    files only: no links, submodules or conflicted paths."""
+    import subprocess
+
+    def git(*arguments: str) -> bytes:
+        return subprocess.run(["git", "-C", os.fspath(folder), *arguments, "-z", "--", "."],
+                              capture_output=True, check=True, timeout=60).stdout
+
+    try:
+        listed = git("ls-files", "--stage")
+        changed = set(git("diff-files", "--name-only", "--relative").split(b"\0"))
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    blobs: dict[str, str] = {}
+    for line in listed.split(b"\0"):
+        meta, _tab, name = line.partition(b"\t")
+        mode, _space, rest = meta.partition(b" ")
+        blob, _space, stage = rest.partition(b" ")
+        if mode in (b"100644", b"100755") and stage == b"0" and name not in changed:
+            blobs[os.fsdecode(name)] = blob.decode("ascii")
+    return blobs
 
 
 def code_signature(*modules: str | None, salt: str = "") -> str:

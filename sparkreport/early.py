@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sparkreport.cache import GIT_AFTER, git_clean_blobs
 from sparkreport.errors import DataError, SparkreportError
 from sparkreport.names import shown, shown_values
 
@@ -116,7 +117,7 @@ SUMMARY_INDEXED = ("campaign", "model", "model_name", "model_id", "environment",
                    "gpu_name")
 INDEX_FILE = "names.pickle"
 #: Bump when what an entry holds changes (the code's own hash below also drops old indexes).
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 
 @dataclass
@@ -248,11 +249,13 @@ def _shared(entry: IndexEntry, strings: dict[str, str], tuples: dict[tuple[str, 
 
 def store_index(runs_dir: Path, cache_dir: Path | None = None) -> StoreIndex:
     """The names of every run in ``runs_dir``, from ``cache_dir/names.pickle`` where each run.json
-    is unchanged (same size, mtime, ctime and inode), else read from the file; the index file is
-    then rewritten (best effort: an unwritable cache only makes the next call read again)."""
+    is unchanged (same size, mtime, ctime and inode — or, after a fresh checkout, the same git
+    blob and size, :func:`~sparkreport.cache.git_clean_blobs`), else read from the file; the
+    index file is then rewritten (best effort: an unwritable cache only makes the next call read
+    again)."""
     path = cache_dir / INDEX_FILE if cache_dir is not None else None
     salt = _salt()
-    known: dict[str, tuple[tuple[int, ...], tuple[bool, dict[str, str], tuple[str, ...]]]] = {}
+    known: dict[str, tuple[tuple[int, ...], tuple[bool, dict[str, str], tuple[str, ...]], str | None]] = {}
     if path is not None and path.is_file():
         try:
             with path.open("rb") as handle:
@@ -262,19 +265,26 @@ def store_index(runs_dir: Path, cache_dir: Path | None = None) -> StoreIndex:
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, TypeError, ValueError):
             known = {}
     index = StoreIndex()
-    files: dict[str, tuple[tuple[int, ...], tuple[bool, dict[str, str], tuple[str, ...]]]] = {}
+    files: dict[str, tuple[tuple[int, ...], tuple[bool, dict[str, str], tuple[str, ...]], str | None]] = {}
     strings: dict[str, str] = {}
     tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
     root = os.fspath(runs_dir)
     listed = _run_json_files(runs_dir)
     missing = [relative for relative, stat in listed if (cached := known.get(relative)) is None
                or cached[0] != _signature(stat)]
+    blobs: dict[str, str] = {}
+    if len(missing) >= GIT_AFTER:  # a fresh checkout: git knows which files are the same bytes
+        blobs = git_clean_blobs(runs_dir)
+        sizes = {relative: stat.st_size for relative, stat in listed}
+        missing = [relative for relative in missing
+                   if not _same_blob(known.get(relative), blobs, relative, sizes[relative])]
     contents = _read_all({relative: os.path.join(root, relative, "run.json") for relative in missing})
     for relative, stat in listed:
         signature = _signature(stat)
         cached = known.get(relative)
-        if cached is not None and cached[0] == signature:
-            files[relative] = cached
+        blob = blobs.get(f"{relative}/run.json")
+        if cached is not None and (cached[0] == signature or _same_blob(cached, blobs, relative, stat.st_size)):
+            files[relative] = (signature, cached[1], cached[2] if blob is None else blob)
             index.entries.append(IndexEntry(*cached[1]))
             continue
         file = Path(os.path.join(root, relative, "run.json"))
@@ -283,7 +293,7 @@ def store_index(runs_dir: Path, cache_dir: Path | None = None) -> StoreIndex:
         except (OSError, ValueError, UnicodeDecodeError, KeyError):
             entry = _entry_from_record(file)  # raises the store's one-line error for this file
         index.read += 1
-        files[relative] = (signature, _shared(entry, strings, tuples))
+        files[relative] = (signature, _shared(entry, strings, tuples), blob)
         index.entries.append(entry)
     if path is not None and (index.read or len(files) != len(known)):
         _save_index(path, {"salt": salt, "runs_dir": str(runs_dir), "files": files})
@@ -292,6 +302,16 @@ def store_index(runs_dir: Path, cache_dir: Path | None = None) -> StoreIndex:
 
 def _signature(stat: os.stat_result) -> tuple[int, ...]:
     return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino
+
+
+def _same_blob(cached: tuple[tuple[int, ...], Any, str | None] | None, blobs: dict[str, str], relative: str,
+               size: int) -> bool:
+    """Whether the run.json of ``relative`` (a run's folder) is a clean checkout of the git blob
+    its index entry ``cached`` was read from (the blob names the bytes; the size is checked too,
+    in case a checkout's line-ending conversion differs)."""
+    if cached is None or cached[2] is None:
+        return False
+    return blobs.get(f"{relative}/run.json") == cached[2] and cached[0][0] == size
 
 
 def _read_all(paths: dict[str, str]) -> dict[str, bytes]:

@@ -571,3 +571,139 @@ def test_what_a_paused_collector_saw_made_goes_to_the_oldest_generation() -> Non
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def _git(folder: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=folder, check=True,
+                   capture_output=True)
+
+
+def _committed_store(tmp_path: Path, phase1_store: Path) -> Path:
+    """A project in git whose runs/ (the Phase 1 store) is committed."""
+    project = tmp_path / "project"
+    shutil.copytree(phase1_store, project / "runs")
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "runs")
+    return project
+
+
+def _checked_out_afresh(project: Path) -> None:
+    """As a CI job's checkout leaves the store: the same bytes in new files (new mtimes and
+    inodes), git's index describing them."""
+    shutil.rmtree(project / "runs")
+    _git(project, "checkout", "--", "runs")
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch, module: object) -> list[str]:
+    """The files ``module`` opens from now on (its own ``open``)."""
+    opened: list[str] = []
+
+    def spy(path: object, *args: object, **kwargs: object) -> object:
+        opened.append(str(path))
+        return open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(module, "open", spy, raising=False)
+    return opened
+
+
+def test_git_clean_blobs_name_the_tracked_files_git_reports_unchanged(tmp_path: Path) -> None:
+    from sparkreport.cache import git_clean_blobs
+
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    for name in ("kept", "edited", "same-size"):
+        (tmp_path / "runs" / "a" / name).write_text(f"{name}\n", encoding="utf-8")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "x")
+    (tmp_path / "runs" / "a" / "edited").write_text("edited, longer\n", encoding="utf-8")
+    (tmp_path / "runs" / "a" / "same-size").write_text("SAME-SIZE\n", encoding="utf-8")
+    (tmp_path / "runs" / "a" / "untracked").write_text("new\n", encoding="utf-8")
+
+    assert sorted(git_clean_blobs(tmp_path / "runs")) == ["a/kept"]
+    assert sorted(git_clean_blobs(tmp_path / "runs" / "a")) == ["kept"]
+    assert git_clean_blobs(tmp_path / "missing") == {}
+    shutil.rmtree(tmp_path / ".git")
+    assert git_clean_blobs(tmp_path / "runs") == {}  # no work tree (and none above tmp_path)
+
+
+def test_after_a_fresh_checkout_the_hash_memo_knows_the_files_by_their_git_blobs(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI job's checkout gives every file a new mtime and inode: the memo (and the walk's
+    per-campaign keys by content) then learn from git which files are the bytes they hashed
+    before, and read only the files git does not vouch for — a run.json edited after the
+    checkout, even to the same size, is read."""
+    from sparkreport import cache
+    from sparkreport.cache import GIT_AFTER, HASHES_FILE, tree_digest, walk_store
+
+    project = _committed_store(tmp_path, phase1_store)
+    runs, memo_file = project / "runs", tmp_path / "cache" / HASHES_FILE
+    files = [path for path in runs.rglob("*") if path.is_file()]
+    assert len(files) >= GIT_AFTER
+    memo = HashMemo(memo_file)
+    walk = walk_store(runs)
+    before, by_content = tree_digest(runs, memo, walk.files), walk.by_content(memo)
+    memo.save()
+
+    _checked_out_afresh(project)
+    opened = _reads(monkeypatch, cache)
+    memo = HashMemo(memo_file)
+    walk = walk_store(runs)
+    assert tree_digest(runs, memo, walk.files) == before and walk.by_content(memo) == by_content
+    assert opened == []
+    memo.save()
+
+    _checked_out_afresh(project)
+    edited = min(runs.glob("*/*/run.json"))
+    text = edited.read_text(encoding="utf-8")
+    edited.write_text(text.swapcase(), encoding="utf-8")  # the same size, other bytes
+    assert edited.stat().st_size == len(text.encode())
+    memo = HashMemo(memo_file)
+    walk = walk_store(runs)
+    assert tree_digest(runs, memo, walk.files) != before
+    assert opened == [str(edited)]
+    changed = [campaign for campaign, digest in walk.by_content(memo).items() if by_content[campaign] != digest]
+    assert changed == [edited.parent.parent.name]
+
+
+def test_the_hash_memo_keeps_blob_ids_through_its_journal(tmp_path: Path, phase1_store: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkreport import cache
+    from sparkreport.cache import HASHES_FILE, tree_digest
+
+    project = _committed_store(tmp_path, phase1_store)
+    runs, memo_file = project / "runs", tmp_path / "cache" / HASHES_FILE
+    HashMemo(memo_file).save()  # an empty whole memo: what is learnt next goes to the journal
+    (memo_file.parent).mkdir(parents=True, exist_ok=True)
+    cache.write_cache_pickle(memo_file, "", "files", {"elsewhere": [1, 2, 3, "0" * 64]})
+    memo = HashMemo(memo_file)
+    before = tree_digest(runs, memo)  # no stat known: git asked, every file read once
+    memo.save()
+    assert memo_file.with_name(memo_file.name + ".log").is_file()
+    _checked_out_afresh(project)
+    opened = _reads(monkeypatch, cache)
+    assert tree_digest(runs, HashMemo(memo_file)) == before and opened == []
+
+
+def test_after_a_fresh_checkout_the_name_index_reads_only_what_git_does_not_vouch_for(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkreport import early
+    from sparkreport.early import store_index
+
+    monkeypatch.setattr(early, "GIT_AFTER", 8)  # the store has 63 runs: fewer than git is asked for
+    project = _committed_store(tmp_path, phase1_store)
+    runs, index_cache = project / "runs", tmp_path / "cache"
+    first = store_index(runs, index_cache)
+    assert first.read == len(list(runs.glob("*/*/run.json")))
+    _checked_out_afresh(project)
+    again = store_index(runs, index_cache)
+    assert again.read == 0 and again.entries == first.entries
+    _checked_out_afresh(project)
+    edited = min(runs.glob("*/*/run.json"))
+    data = json.loads(edited.read_text(encoding="utf-8"))
+    data["labels"]["note"] = "after the checkout"
+    edited.write_text(json.dumps(data), encoding="utf-8")
+    third = store_index(runs, index_cache)
+    assert third.read == 1 and "after the checkout" in {e.values.get("label.note") for e in third.entries}

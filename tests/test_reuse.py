@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from blog_project import blog_project
@@ -324,3 +325,45 @@ def test_a_ci_runner_with_the_caches_restored_rebuilds_only_what_changed(project
     assert (second.published["copied"], second.published["kept"]) == (1, len(run_files) - 1)
     assert second.reused > 0 and second.converted > 0  # as many as the same change converts in place
     assert_equals_a_full_build(project, second, tmp_path)
+
+
+def test_in_git_a_fresh_checkout_of_the_same_commit_reads_no_run_file(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI job after a push that changed nothing the site reads: the checkout gives every file a
+    new mtime and inode, build/ and site/ come back from the Actions cache. Git's index says
+    which files are the bytes the last build hashed, so the build is kept without reading a run
+    file (no content hash, no name index entry read again)."""
+    import subprocess
+
+    from sparkreport import cache, early
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=project,
+                       check=True, capture_output=True)
+
+    for module in (cache, early):
+        monkeypatch.setattr(module, "GIT_AFTER", 4)  # a small store: git is asked from 64 files on
+    (project / ".gitignore").write_text("build/\nsite/\n", encoding="utf-8")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    build(options(project), project / "site")
+    for folder in ("runs", "docs"):
+        shutil.rmtree(project / folder)
+        git("checkout", "--", folder)
+    for folder in ("build", "site"):
+        _restored_from_cache(project / folder)
+    monkeypatch.setenv("SPARKREPORT_JOBS", "1")  # one process: its reads are seen here
+    opened: list[str] = []
+
+    def spy(path: str, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(path))
+        return open(path, *args, **kwargs)  # noqa: SIM115 (the caller's own with-block closes it)
+
+    for module in (cache, early):
+        monkeypatch.setattr(module, "open", spy, raising=False)
+
+    second = build(options(project), project / "site")
+
+    assert second.cached
+    assert [path for path in opened if str(project / "runs") in path] == []

@@ -255,8 +255,8 @@ class RunsPage(Page):
 
         A row's files are each listed file's lstat (one per file, a third of a second at 10 000
         runs, with the rest of a row): in a build, the rows of a campaign folder are kept
-        (``build/cache/runs-listing/``) by the path, size, mtime and inode of every file in it
-        (from the walk the build key made, :func:`~sparkreport.cache.walk_store`) and the
+        (``build/cache/runs-listing/``) by the path and sha256 of every file in it
+        (from the walk the build key made, :meth:`~sparkreport.cache.StoreWalk.by_content`) and the
         package's digest, and only a folder that changed, or holds a symbolic link, is listed
         again. Whether each run is included (the analysis) is set on every row afterwards,
         cached or not. ``listed_by``, if given, gets the run id of each row that was kept → its
@@ -427,11 +427,12 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
                     describe: Callable[[G], Any], kept_by: dict[str, str] | None = None) -> dict[str, list[Any]]:
     """What ``compute(folder, members)`` gives for each campaign folder of ``groups``, kept in
     ``cache`` (one shard a folder) by the cache's salt, the folder's digest from the build's walk
-    of the store (``digests``, :func:`~sparkreport.cache.walk_store`: the path, size, mtime and
-    inode of every file in it), ``parts`` and ``describe(members)``; only a folder whose files
-    changed is computed again. Never kept: a folder without a digest (it holds a symbolic link,
-    or there was no walk) or one whose ``compute`` says its result is not to be kept (a run
-    naming a file outside its folder, whose changes the folder's digest would not see).
+    of the store (``digests``, :meth:`~sparkreport.cache.StoreWalk.by_content`: the path and
+    sha256 of every file in it; in a cold build, their stat), ``parts`` and
+    ``describe(members)``; only a folder whose files changed is computed again. Never kept: a
+    folder without a digest (it holds a symbolic link, or there was no walk) or one whose
+    ``compute`` says its result is not to be kept (a run naming a file outside its folder, whose
+    changes the folder's digest would not see).
     Folders no longer in ``groups`` are forgotten; the cache is saved. ``kept_by``, if given,
     gets each kept folder's key: a digest of everything its result was computed from."""
     out: dict[str, list[Any]] = {}

@@ -144,6 +144,9 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             started_early = start()
             key = incremental.build_key(project, target, strict, memo, name, walk)
             memo.save()
+            # The publisher went on the stat keys (a cold build's caches have nothing to match);
+            # the render keys what it keeps by content, as every later build does.
+            folders = walk.by_content(memo)
         else:
             folders, key, computed = _walked_and_keyed(project, target, strict, name)
             memo = HashMemo(cache_dir / HASHES_FILE)
@@ -245,7 +248,7 @@ def _walk_and_key(project: Project, target: Path, strict: bool,
     memo = HashMemo(project.cache_dir / HASHES_FILE)
     walk = walk_store(project.runs_path)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
-    return walk.folders, key, memo.added
+    return walk.by_content(memo), key, memo.added
 
 
 def run_files_folder() -> str:

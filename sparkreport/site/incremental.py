@@ -4,8 +4,10 @@ The key is one sha256 over the content hashes of everything a build reads — th
 (every file), ``sparkreport.yml``, the project's ``mkdocs.yml``, ``docs/``, ``templates/`` and
 ``overrides/``, the sparkreport package itself (code, templates, assets), the builder and the
 MkDocs, Material (and Zensical) versions, the project's git commit (printed in every footer)
-and the build's own options. File hashes are remembered by (size, mtime, inode) in ``build/cache/hashes.pickle``, so
-an unchanged file is not read again. After a successful build the key and what the build wrote
+and the build's own options. File hashes are remembered by (size, mtime, inode) in
+``build/cache/hashes.pickle``, so an unchanged file is not read again — and, in a git work tree,
+by blob id, so that a fresh checkout (a CI job's: every file with a new mtime and inode) reads
+only the files git does not vouch for. After a successful build the key and what the build wrote
 are kept in ``build/cache/build.json``; the next build with the same key and an intact site
 returns that at once. The state also keeps the data key, the same without the hand-written
 ``docs/``: when only those changed, the render keeps every generated page and fills the posts from
