@@ -162,6 +162,29 @@ def test_each_source_gives_a_title_and_sparkreport_yml_wins(tmp_path: Path) -> N
         ("Gamma from its campaign file", "campaigns/gamma/index.md")]
 
 
+def test_a_store_titles_its_campaigns_without_a_site_as_the_site_does(tmp_path: Path) -> None:
+    """`sparkreport diff --markdown` names campaigns without building a site
+    (:func:`store_campaign_titles`): by the site's titles, every source and the twins' names
+    included."""
+    from sparkreport.dataset import load_dataset
+    from sparkreport.render.context import build_site_data
+    from sparkreport.render.report import campaign_titles, store_campaign_titles
+
+    runs = summary_store(tmp_path, {"alpha": "Alpha from its summary", "beta": "Beta from its summary",
+                                    "gamma": None, "delta": None, "eps": "Twin", "zeta": "Twin"})
+    campaign_file(runs, "beta", "Beta from its campaign file")
+    campaign_file(runs, "gamma", "Gamma from its campaign file")
+    (tmp_path / "sparkreport.yml").write_text("campaigns:\n  alpha:\n    title: Alpha from sparkreport.yml\n",
+                                              encoding="utf-8")
+    config = load_config(tmp_path / "sparkreport.yml")
+    dataset = load_dataset(runs)
+    titles = store_campaign_titles(dataset, runs, config)
+    assert titles == {"alpha": "Alpha from sparkreport.yml", "beta": "Beta from its campaign file",
+                      "delta": "delta", "eps": "Twin (eps)", "gamma": "Gamma from its campaign file",
+                      "zeta": "Twin (zeta)"}
+    assert titles == campaign_titles(build_site_data(dataset, config, runs, "test", tmp_path))
+
+
 def test_a_campaign_page_is_headed_by_its_title_and_names_its_folder_once(tmp_path: Path) -> None:
     runs = summary_store(tmp_path, {"alpha": "Alpha: a title", "delta": None})
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path / "project"))

@@ -285,10 +285,12 @@ def fold_of(text: str, title: str) -> str:
     return "\n".join(line[4:] for line in inside)
 
 
-def write_versions_store(root: Path, regressed: tuple[str, str], improved: tuple[str, str] | None = None) -> Path:
+def write_versions_store(root: Path, regressed: tuple[str, str], improved: tuple[str, str] | None = None,
+                         campaign: str = "nightly") -> Path:
     """Five models in two environments, five runs each of versions 1.0 and 1.1 (seeded): the
     ``regressed`` (model, environment) loses 10% output throughput in 1.1, the ``improved`` one
-    gains 10%; every other cell's metrics move by noise of 0.3%, well within the 2% minimum effect."""
+    gains 10%; every other cell's metrics move by noise of 0.3%, well within the 2% minimum effect.
+    ``campaign``: the runs' campaign (``{version}`` in it: the run's version)."""
     from sparkreport.schema import Environment, Model, RunRecord, Software, Workload
     from sparkreport.store import RunStore
 
@@ -300,7 +302,8 @@ def write_versions_store(root: Path, regressed: tuple[str, str], improved: tuple
                 level = {regressed: 0.9, improved: 1.1}.get((model, env), 1.0) if version == "1.1" else 1.0
                 for i in range(5):
                     store.write(RunRecord(
-                        run_id=f"{model}-{env}-{version}-{i}", iteration=i + 1, campaign="nightly",
+                        run_id=f"{model}-{env}-{version}-{i}", iteration=i + 1,
+                        campaign=campaign.format(version=version),
                         started_at=f"2026-01-0{day + 1}T0{i}:00:00Z", model=Model(id=model, name=model),
                         environment=Environment(name=env, kind="container" if env == "docker" else "native"),
                         workload=Workload(num_requests=100, input_len=128, output_len=128, concurrency=8),
@@ -449,7 +452,9 @@ def test_a_pr_comment_of_nothing_but_unchanged_says_so_and_folds_every_row(tmp_p
     args = comment_args("shipped-cold-vs-warm", tmp_path)
     comment = runner.invoke(main, [*args, "--markdown"]).output
     lines = comment.split("\n")
-    assert lines[2] == "**All 28 comparisons (model × environment × metric) are unchanged.**"
+    assert lines[2] == ("Both sides: campaign “H100 control: native vs cgroup”. Side **a**: cache cold (40 runs); "
+                        "side **b**: cache warm (40 runs).")  # the campaign by its title, as the diff page names it
+    assert lines[4] == "**All 28 comparisons (model × environment × metric) are unchanged.**"
     # what changed, worded as the page's table words it (it printed the field, `label.cache`)
     assert "\n| Field | a | b |\n|---|---|---|\n| cache (label) | cold | warm |\n\n" in comment
     assert "label.cache" not in comment.split("#### Results")[0]
@@ -489,8 +494,9 @@ def test_a_pr_comment_puts_the_regression_first_and_folds_the_unchanged(tmp_path
     runner = CliRunner()
     args = comment_args("release-regressed-and-improved", tmp_path)
     comment = runner.invoke(main, [*args, "--markdown"]).output
-    assert comment.split("\n")[:3] == [
+    assert comment.split("\n")[:5] == [
         "### sparkreport diff: `label.version=1.0` → `label.version=1.1`", "",
+        "Side **a**: version 1.0 (50 runs); side **b**: version 1.1 (50 runs).", "",
         "**⚠\u00a01 regressed**, **1 improved**, 18 unchanged — of 20 comparisons (model × environment × metric)."]
     results = comment[comment.index("#### Results\n"):comment.index("<details>")]
     blocks = results.split("\n\n")
@@ -514,6 +520,76 @@ def test_a_pr_comment_puts_the_regression_first_and_folds_the_unchanged(tmp_path
     cells = json.loads(runner.invoke(main, [*args, "--json"]).output)["cells"]
     assert_every_cell_has_its_row(cells, comment)
     assert runner.invoke(main, [*args, "--markdown", "--fail-on", "regression"]).exit_code == 1
+
+
+def titled_campaign_file(runs: Path, campaign: str, title: str) -> None:
+    """The campaign file an executed campaign keeps beside its runs (what the site reads its title from)."""
+    path = runs / campaign / "_campaign" / "campaign.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"campaign: {campaign}\ntitle: {json.dumps(title)}\n", encoding="utf-8")
+
+
+def test_a_pr_comment_names_campaigns_by_their_titles_as_the_diff_page_does(tmp_path: Path) -> None:
+    """The comment named campaigns by their folder names (`synth-1.0`) where the site names them
+    by their titles (sparkreport.yml's, else the campaign file's or a published summary's, else
+    the name): its sides and its What changed table now say what the diff page of the same sides
+    says; the selectors in its heading keep the names, as the page's command does."""
+    from sparkreport.render import RenderOptions, render
+
+    runs = write_versions_store(tmp_path / "runs", regressed=("model-c", "native"), campaign="synth-{version}")
+    titled_campaign_file(runs, "synth-1.0", "Release candidate: 1.0")
+    config = tmp_path / "sparkreport.yml"
+    config.write_text("static_charts: posts\ncampaigns:\n  synth-1.1:\n    title: Release 1.1\n"
+                      "diffs:\n  - name: release\n    a: campaign=synth-1.0\n    b: campaign=synth-1.1\n",
+                      encoding="utf-8")
+    args = ["diff", "--runs-dir", str(runs), "--config", str(config), "--a", "campaign=synth-1.0",
+            "--b", "campaign=synth-1.1", "--markdown"]
+    lines = CliRunner().invoke(main, args).output.split("\n")
+    sides = ("Side **a**: campaign “Release candidate: 1.0” (50 runs); side **b**: campaign “Release 1.1” "
+             "(50 runs).")
+    assert lines[:3] == ["### sparkreport diff: `campaign=synth-1.0` → `campaign=synth-1.1`", "", sides]
+    assert "| campaign | Release candidate: 1.0 | Release 1.1 |" in lines
+    page = (render(RenderOptions(runs_dir=runs, project_root=tmp_path)).docs_dir / "diffs" / "release"
+            / "index.md").read_text(encoding="utf-8").split("\n")
+    assert sides in page and "| campaign | Release candidate: 1.0 | Release 1.1 |" in page
+    config.write_text("static_charts: posts\n", encoding="utf-8")  # synth-1.1 has no title: its name
+    lines = CliRunner().invoke(main, args).output.split("\n")
+    assert lines[2] == ("Side **a**: campaign “Release candidate: 1.0” (50 runs); side **b**: campaign “synth-1.1” "
+                        "(50 runs).")
+    assert "| campaign | Release candidate: 1.0 | synth-1.1 |" in lines
+
+
+def test_a_pr_comment_of_two_run_stores_names_each_sides_campaigns_as_its_store_titles_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workflow's diff, the base branch's run store against the pull request's: each side's
+    campaigns by the titles of its own store (a campaign file is in one of them). The heading
+    names the stores, and no sentence says the sides in words."""
+    store = write_versions_store(tmp_path / "both", regressed=("model-c", "native"), campaign="synth-{version}")
+    for side, version in (("base", "1.0"), ("pr", "1.1")):
+        shutil.copytree(store / f"synth-{version}", tmp_path / side / f"synth-{version}")
+        titled_campaign_file(tmp_path / side, f"synth-{version}", f"Synth {version}: nightly")
+    monkeypatch.chdir(tmp_path)  # no sparkreport.yml
+    lines = CliRunner().invoke(main, ["diff", "--a-runs", "base", "--b-runs", "pr", "--markdown"]).output.split("\n")
+    assert lines[:3] == ["### sparkreport diff: `base` → `pr`", "",
+                         "**⚠\u00a01 regressed**, 19 unchanged — of 20 comparisons (model × environment × metric)."]
+    assert "| campaign | Synth 1.0: nightly | Synth 1.1: nightly |" in lines
+
+
+def test_a_cut_comment_keeps_its_sides_and_campaign_titles_within_the_limit() -> None:
+    """The sides in words and the campaigns' titles are in every comment the cut weighs: a large
+    diff still keeps within the limit, with as many folded tables as fit beside them."""
+    from sparkreport.render.diff_comment import COMMENT_LIMIT
+
+    result = wide_diff(1200, regressed=20)
+    result.changed = [{"field": "campaign", "a": "synth-1.0", "b": "synth-1.1"}]
+    titles = ({"synth-1.0": "Release candidate: 1.0"}, {"synth-1.1": "Release 1.1"})
+    sides = "Side **a**: campaign “Release candidate: 1.0” (80 runs); side **b**: campaign “Release 1.1” (80 runs)."
+    comment = comment_of(result, titles=titles, sides=sides)
+    assert len(comment) <= COMMENT_LIMIT and comment.split("\n")[2] == sides
+    assert "\n| campaign | Release candidate: 1.0 | Release 1.1 |\n" in comment
+    kept = details_of(comment)[1].count("| Metric |")
+    assert 100 < kept < 1180 and details_of(comment_of(result, titles=titles, sides=sides, limit=len(comment) + 500))[
+        1].count("| Metric |") > kept  # as many as fit
 
 
 def test_the_comment_headline_counts_every_verdict_regressions_first() -> None:

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 @click.option("--markdown", is_flag=True,
               help="Print a pull-request comment (GitHub Markdown): the counts per verdict and the tables "
                    "with a verdict other than unchanged, regressions first; the pairs unchanged in every metric "
-                   "named once, their rows folded. Kept within 60,000 characters (GitHub takes at most 65,536): a "
-                   "larger diff leaves out the unchanged tables first, saying how many and where the whole diff is.")
+                   "named once, their rows folded; campaigns named by the site's titles. Kept within 60,000 "
+                   "characters (GitHub takes at most 65,536): a larger diff leaves out the unchanged tables first, "
+                   "saying how many and where the whole diff is.")
 @click.option("--fail-on", type=click.Choice(["regression", "inconclusive"]), default=None,
               help="Exit 1 when any cell is regressed (or, with 'inconclusive', regressed or inconclusive).")
 def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: Path | None, b_runs: Path | None,
@@ -80,11 +81,19 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     if as_json:
         click.echo(json.dumps(payload, indent=2))
     elif markdown:
-        from sparkreport.render.diff_comment import diff_comment
+        from sparkreport.render.diff_comment import diff_comment, sides_sentence
         from sparkreport.render.diffs import side_model_names
+        from sparkreport.render.report import store_campaign_titles
 
-        click.echo(diff_comment(result, payload["a"], payload["b"], side_model_names(a, b), config,
-                                whole_diff=whole_diff(click.get_current_context(), config)))
+        names = side_model_names(a, b)
+        # each side's campaigns by the titles the site of its run store gives them
+        titles_a = store_campaign_titles(ds_a, a_runs or runs_dir, config)
+        titles_b = titles_a if ds_b is ds_a else store_campaign_titles(ds_b, b_runs or runs_dir, config)
+        sides = None  # the sides in words, as the diff page says them, for two selections of one store
+        if sel_a and sel_b and ds_b is ds_a:
+            sides = sides_sentence(sel_a, sel_b, titles_a, names, len(a), len(b))
+        click.echo(diff_comment(result, payload["a"], payload["b"], names, config, titles=(titles_a, titles_b),
+                                sides=sides, whole_diff=whole_diff(click.get_current_context(), config)))
     else:
         _print(payload)
     gated = {"regression": {"regressed"}, "inconclusive": {"regressed", "inconclusive"}}.get(fail_on or "", set())

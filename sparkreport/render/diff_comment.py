@@ -1,13 +1,16 @@
 """The pull-request comment of a diff: what `sparkreport diff --markdown` prints and the scaffold's
 `diff-comment.yml` workflow posts on a pull request that changes `runs/` (GitHub-flavoured Markdown).
 
-It reads as the diff page does, for a reviewer who reads it once, for its verdict: a headline of
-the verdict counts, regressions first and marked ⚠; the model × environment pairs with any verdict
-other than `unchanged` in full — those with a regression first, then improved, inconclusive, not
+It reads as the diff page does, for a reviewer who reads it once, for its verdict: the sides in
+words (of two selections of one run store); a headline of the verdict counts, regressions first
+and marked ⚠; what changed between the sides; the model × environment pairs with any verdict other
+than `unchanged` in full — those with a regression first, then improved, inconclusive, not
 comparable and missing (the page keeps the model order every page uses) — with the page's table
 per pair; the pairs unchanged in every metric named once, their tables folded in a `<details>`
-block. Every number of the diff is in it, written as the page writes it. The grouping is the
-page's (:func:`sparkreport.render.diffs.diff_groups`, :func:`~sparkreport.render.diffs.unchanged_groups`).
+block. Every number of the diff is in it, written as the page writes it, and every campaign is
+named by the title the site gives it (its name in the selectors, as in the page's command). The
+grouping is the page's (:func:`sparkreport.render.diffs.diff_groups`,
+:func:`~sparkreport.render.diffs.unchanged_groups`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.metrics import with_unit
-from sparkreport.render.diffs import changed_rows, diff_groups, min_effect_words, table_cells, unchanged_groups
+from sparkreport.render.diffs import (
+    changed_rows,
+    diff_groups,
+    min_effect_words,
+    sides_words,
+    table_cells,
+    unchanged_groups,
+)
 from sparkreport.render.markdown import MISSING, counted, md_escape, num, pvalue, ratio_interval, signed
 
 if TYPE_CHECKING:
@@ -40,12 +50,17 @@ WHOLE_DIFF = "in the output of `sparkreport diff --json`"
 
 
 def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], config: ProjectConfig, *,
+                 titles: tuple[dict[str, str], dict[str, str]] | None = None, sides: str | None = None,
                  whole_diff: str = WHOLE_DIFF, limit: int | None = None) -> str:
     """The comment on ``result``, the diff of side ``a`` against side ``b`` (their selectors or
     run stores, as given); ``names``: model → the name the pages show (``side_model_names``).
+    ``titles``: side a's and side b's campaign → title, what the site names each campaign by
+    (:func:`~sparkreport.render.report.store_campaign_titles` of each side's run store); a
+    campaign not in them keeps its name. ``sides``: the sides in words, under the heading
+    (:func:`sides_sentence`).
 
     It keeps within ``limit`` characters (:data:`COMMENT_LIMIT`), so that GitHub takes it however
-    large the diff: the headline's counts and what changed always stay; past the limit the
+    large the diff: the sides, the headline's counts and what changed always stay; past the limit the
     folded tables of the unchanged pairs are left out first, from the last; then, only if that
     is not enough, the pairs not comparable, from the last; then the other tables, least pressing
     first. Each cut is said in a line that names ``whole_diff``, where the whole diff is (the end
@@ -59,15 +74,19 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
     not_comparable = [f"- {md_escape(r['model'])} / {md_escape(r['environment'])}: {md_escape(r['reason'])}"
                       for r in result.not_comparable]
     folded = unchanged_groups(groups)
+    titles_a, titles_b = titles or ({}, {})
+    changed = [{**row_a, "b": row_b["b"]}  # the campaigns of each side by the titles of its own store
+               for row_a, row_b in zip(changed_rows(result.changed, titles_a), changed_rows(result.changed, titles_b),
+                                       strict=True)]
 
     def written(kept_tables: int, kept_not_comparable: int) -> str:
         """The comment with the first ``kept_tables`` tables (those shown in full, then the folded
         ones) and the first ``kept_not_comparable`` pairs not comparable."""
-        lines = [f"### sparkreport diff: `{a}` → `{b}`", "", headline(result.counts()), "", "#### What changed", ""]
-        if result.changed:  # worded as the page's table (a label as "cache (label)")
+        lines = [f"### sparkreport diff: `{a}` → `{b}`", "", *([sides, ""] if sides else []),
+                 headline(result.counts()), "", "#### What changed", ""]
+        if changed:  # worded as the page's table (a label as "cache (label)", a campaign by its title)
             lines += ["| Field | a | b |", "|---|---|---|"]
-            lines += [f"| {md_escape(r['field'])} | {md_escape(r['a'])} | {md_escape(r['b'])} |"
-                      for r in changed_rows(result.changed, {})]
+            lines += [f"| {md_escape(r['field'])} | {md_escape(r['a'])} | {md_escape(r['b'])} |" for r in changed]
         else:
             lines.append("Nothing recorded differs between the sides.")
         if not_comparable:
@@ -112,6 +131,18 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
         if len(text) <= limit:
             break
     return text
+
+
+def sides_sentence(a: str, b: str, titles: dict[str, str], names: dict[str, str], n_a: int, n_b: int) -> str:
+    """The sides of a diff of two selections of one run store (selectors ``a`` and ``b``) in words,
+    as the diff page says them: "Both sides: campaign “H100 control”. Side **a**: cache cold (40
+    runs); side **b**: cache warm (40 runs)." — a campaign by its title (``titles``: campaign →
+    title), a model by its name (``names``), a label without its prefix; ``n_a``, ``n_b``: the runs
+    each side selects."""
+    words = sides_words(a, b, titles, names)
+    both = f"Both sides: {md_escape(words['shared'])}. " if words["shared"] else ""
+    return (f"{both}Side **a**: {md_escape(words['a'])} ({counted(n_a, 'run')}); "
+            f"side **b**: {md_escape(words['b'])} ({counted(n_b, 'run')}).")
 
 
 def longest_within(written: Callable[[int], str], sizes: list[int], limit: int) -> str:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from sparkreport.analysis import Finding
     from sparkreport.charts import ChartSpec
     from sparkreport.config import ProjectConfig
+    from sparkreport.dataset import Dataset
     from sparkreport.render.context import SiteData
     from sparkreport.schema import RunRecord
 
@@ -113,8 +114,6 @@ def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "models": {}, "levels": [], "gpus": [], "unified": set(), "pools": set(), "notes": [], "titles": [],
         "runs": 0, "published": 0, "arms": set()}
-    from sparkreport.schema import TITLE_NOTE
-
     for record in records:
         entry["models"].setdefault(record.model.name, record.model.display_name or record.model.name)
         level = record.environment.name
@@ -134,11 +133,24 @@ def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
         for note in record.provenance.notes:
             if note.startswith("published in:") and note not in entry["notes"]:
                 entry["notes"].append(note)
-            elif note.startswith(TITLE_NOTE) and record.record_type == "arm_summary":
-                title = note.removeprefix(TITLE_NOTE).strip()
-                if title and title not in entry["titles"]:
-                    entry["titles"].append(title)
+    entry["titles"] = published_titles(records)
     return entry
+
+
+def published_titles(records: Iterable[RunRecord]) -> list[str]:
+    """The ``title:`` s of the published summaries among ``records`` (each summary's records carry
+    it as a note, ``TITLE_NOTE``), each once, in record order."""
+    from sparkreport.schema import TITLE_NOTE
+
+    titles: list[str] = []
+    for record in records:
+        if record.record_type != "arm_summary":
+            continue
+        for note in record.provenance.notes:
+            title = note.removeprefix(TITLE_NOTE).strip() if note.startswith(TITLE_NOTE) else ""
+            if title and title not in titles:
+                titles.append(title)
+    return titles
 
 
 def campaigns(site: SiteData) -> list[Campaign]:
@@ -224,6 +236,20 @@ def campaign_titles(site: SiteData) -> dict[str, str]:
     if cached is None:
         cached = site.extra["_campaign_titles"] = {c.name: c.title for c in campaigns(site)}
     return cached  # shared: do not modify
+
+
+def store_campaign_titles(dataset: Dataset, runs_dir: Path, config: ProjectConfig) -> dict[str, str]:
+    """Campaign name → its title, for every campaign of ``dataset`` (the run store ``runs_dir``):
+    what the site built from that store calls each (:func:`campaign_titles`, by the same rule:
+    :func:`campaign_title_of`, then :func:`unique_titles`), without building it — what `sparkreport
+    diff --markdown` names campaigns by. Of the records, only the published summaries are read."""
+    summaries: dict[str, list[RunRecord]] = {}
+    for index, key in enumerate(dataset.record_keys()):
+        if key.record_type == "arm_summary":
+            summaries.setdefault(key.campaign, []).append(dataset.records[index])
+    return unique_titles({name: campaign_title_of(config, name, _campaign_file(runs_dir, name),
+                                                  published_titles(summaries.get(name, [])))
+                          for name in dataset.campaigns()})
 
 
 def campaign_title(site: SiteData, name: str) -> str:
