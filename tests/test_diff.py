@@ -149,7 +149,12 @@ def test_cli_three_outputs_and_gate(two_stores: tuple[Path, Path]) -> None:
     results = markdown[markdown.index("#### Results"):markdown.index("<details>")]  # the regression, outside the fold
     assert "**gpt-oss-120b · container**" in results and "| Output throughput (tok/s) | 120.41 | 102.35 | -15.00% |" in results
     assert results.count("**⚠\u00a0regressed**") == 1 and len(table_rows(results)) == 1
-    assert runner.invoke(main, [*args, "--fail-on", "regression"]).exit_code == 1
+    gated = runner.invoke(main, [*args, "--fail-on", "regression"])  # the diff printed, then the gate said
+    assert (gated.exit_code, gated.stdout, gated.stderr) == (1, table.output,
+                                                             "--fail-on regression: 1 regressed of 6 comparisons\n")
+    gated = runner.invoke(main, [*args, "--json", "--fail-on", "inconclusive"])
+    assert gated.exit_code == 1 and json.loads(gated.stdout)["counts"]["regressed"] == 1
+    assert gated.stderr == "--fail-on inconclusive: 1 regressed of 6 comparisons\n"
     copies = runner.invoke(main, ["diff", "--a-runs", str(a), "--b-runs", str(b), "--metric", "kv_cache_gib",
                                   "--fail-on", "regression"])
     assert copies.exit_code == 0 and copies.output.endswith("\n2 unchanged, 4 inconclusive\n")  # two stores: the same run ids
@@ -613,12 +618,13 @@ def test_the_comment_headline_counts_every_verdict_regressions_first() -> None:
     assert ranked == [pair("improved", "regressed"), pair("improved"), pair("unchanged", "inconclusive")]
 
 
-def run_diff_workflow(tmp_path: Path, base_schema: int | None = None) -> dict[str, Any]:
+def run_diff_workflow(tmp_path: Path, base_schema: int | None = None, fail_on: str | None = None) -> dict[str, Any]:
     """The `diff-comment.yml` steps of a new project that diff and comment, run as GitHub runs
     them (``bash --noprofile --norc -eo pipefail``; the base branch's runs in ../base; a pull
     request of version 1.0 → 1.1, one pair regressed). ``base_schema``: a run.json of the base
-    written in that schema version (one this sparkreport refuses). What each step did, the comment
-    `gh` posted and the step summary."""
+    written in that schema version (one this sparkreport refuses). ``fail_on``: ``--fail-on
+    FAIL_ON`` added to the diff step's command, as a project that gates its pull requests adds it.
+    What each step did, the comment `gh` posted and the step summary."""
     import os
     import subprocess
     import sys
@@ -641,6 +647,8 @@ def run_diff_workflow(tmp_path: Path, base_schema: int | None = None) -> dict[st
     workflow = yaml.safe_load((project / ".github" / "workflows" / "diff-comment.yml").read_text(encoding="utf-8"))
     steps = workflow["jobs"]["diff"]["steps"]
     (diff_step,) = [s for s in steps if "--markdown" in s.get("run", "")]
+    if fail_on is not None:
+        diff_step = {**diff_step, "run": diff_step["run"].replace("--markdown", f"--markdown --fail-on {fail_on}", 1)}
     (comment_step,) = [s for s in steps if "gh pr comment" in s.get("run", "")]
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -661,7 +669,7 @@ def run_diff_workflow(tmp_path: Path, base_schema: int | None = None) -> dict[st
     # The comment step runs after the diff step whether it passed or failed (not when it was skipped).
     assert comment_step["if"] == ("${{ !cancelled() && (steps.diff.outcome == 'success' || "
                                   "steps.diff.outcome == 'failure') }}") and diff_step["id"] == "diff"
-    assert steps.index(comment_step) == steps.index(diff_step) + 1
+    assert steps.index(comment_step) == [s.get("id") for s in steps].index("diff") + 1
     commented = run(comment_step)
     assert commented.returncode == 0, commented.stderr
     assert (tmp_path / "gh-args").read_text(encoding="utf-8") == "pr comment 7 --body-file diff.md\n"
@@ -680,14 +688,16 @@ def test_the_scaffolds_workflow_step_posts_the_comment(tmp_path: Path) -> None:
     assert comment.count("<details>") == comment.count("</details>") == 1
 
 
-def test_a_failed_diff_is_said_on_the_pull_request_and_fails_the_job(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fail_on", [None, "regression"])
+def test_a_failed_diff_is_said_on_the_pull_request_and_fails_the_job(tmp_path: Path, fail_on: str | None) -> None:
     """The step ran `sparkreport diff … > diff.md || true`: a diff that failed posted an empty
     comment (which `gh` refuses) and the error stayed in the log. Now the comment and the step
     summary say the diff failed, with sparkreport's one-line error, and the step fails — after
-    which the comment is still posted, and the job fails."""
+    which the comment is still posted, and the job fails. An error is no gate's exit, though both
+    exit 1: with `--fail-on regression` too."""
     from sparkreport.schema import SCHEMA_VERSION
 
-    done = run_diff_workflow(tmp_path, base_schema=SCHEMA_VERSION + 1)
+    done = run_diff_workflow(tmp_path, base_schema=SCHEMA_VERSION + 1, fail_on=fail_on)
     error = (f"Error: ../base/runs/nightly/model-a-docker-1.0-0/run.json: written by a newer sparkreport (schema_version "
              f"{SCHEMA_VERSION + 1}; this one reads up to {SCHEMA_VERSION}) — upgrade sparkreport (`pip install -U "
              "sparkreport`)")
@@ -699,6 +709,22 @@ def test_a_failed_diff_is_said_on_the_pull_request_and_fails_the_job(tmp_path: P
         "No comparison is shown. This job fails once the comment is posted; its log has the whole output.\n")
     assert done["diff"].stderr.strip() == error  # the log keeps what sparkreport wrote
     assert f"::error title=sparkreport diff failed::{error}" in done["diff"].stdout.splitlines()
+
+
+def test_a_gated_diff_posts_the_comment_with_a_line_saying_the_gate_failed_the_check(tmp_path: Path) -> None:
+    """`--fail-on regression` added to the diff step: a regression exits 1, as an error does, and
+    the step took it for one — the pull request read "sparkreport diff failed" with no message and
+    no comparison. sparkreport's gate exits after the comment is printed, with a line on stderr
+    saying what it found (an error prints nothing on stdout): the comment is posted as usual, a
+    line saying the gate failed the check added under it, and the step fails, so the job does."""
+    plain = run_diff_workflow(tmp_path / "plain")
+    assert plain["diff"].returncode == 0 and plain["diff"].stderr == ""
+    done = run_diff_workflow(tmp_path / "gated", fail_on="regression")
+    gate = "--fail-on regression: 1 regressed of 20 comparisons"
+    assert done["diff"].returncode == 1 and done["diff"].stderr == f"{gate}\n"
+    assert done["posted"] == done["summary"] == (
+        f"{plain['posted']}\n**This check fails on the diff's gate:** `{gate}`.\n")
+    assert f"::error title=sparkreport diff gate::{gate}" in done["diff"].stdout.splitlines()
 
 
 def wide_diff(pairs: int, regressed: int = 0, improved: int = 0, inconclusive: int = 0,

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
                    "characters (GitHub takes at most 65,536): a larger diff leaves out the unchanged tables first, "
                    "saying how many and where the whole diff is.")
 @click.option("--fail-on", type=click.Choice(["regression", "inconclusive"]), default=None,
-              help="Exit 1 when any cell is regressed (or, with 'inconclusive', regressed or inconclusive).")
+              help="Exit 1 when any cell is regressed (or, with 'inconclusive', regressed or inconclusive): "
+                   "after the diff is printed, with a line on stderr saying what the gate found.")
 def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: Path | None, b_runs: Path | None,
                  config_path: Path | None, allow_mismatch: tuple[str, ...], min_effect: float | None,
                  metrics: tuple[str, ...], as_json: bool, markdown: bool, fail_on: str | None) -> None:
@@ -44,7 +45,9 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     Cells are model × environment. A cell whose workload differs between the sides is not
     comparable and is not diffed; a diff where nothing is comparable is an error, and two
     selections of one store that pick the same runs are refused. Exit codes: 0 = no gated
-    verdict, 1 = --fail-on hit, nothing compared (or another error), 2 = bad invocation.
+    verdict, 1 = --fail-on hit, nothing compared (or another error), 2 = bad invocation. A
+    --fail-on hit exits after the diff is printed, with one line on stderr naming the gate and
+    what it found; an error prints nothing on stdout, only its one line on stderr.
     """
     from sparkreport.early import check_selector_campaigns
 
@@ -97,7 +100,12 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     else:
         _print(payload)
     gated = {"regression": {"regressed"}, "inconclusive": {"regressed", "inconclusive"}}.get(fail_on or "", set())
-    if any(cell["verdict"] in gated for cell in payload["cells"]):
+    hits = [f"{n:,} {verdict}" for verdict, n in payload["counts"].items() if verdict in gated and n]
+    if hits:  # said after the diff is printed: an error prints nothing on stdout, so a script tells them apart
+        from sparkreport.render.markdown import counted
+
+        click.echo(f"--fail-on {fail_on}: {' and '.join(hits)} of "
+                   f"{counted(sum(payload['counts'].values()), 'comparison')}", err=True)
         raise SystemExit(1)
 
 
