@@ -618,13 +618,16 @@ def test_the_comment_headline_counts_every_verdict_regressions_first() -> None:
     assert ranked == [pair("improved", "regressed"), pair("improved"), pair("unchanged", "inconclusive")]
 
 
-def run_diff_workflow(tmp_path: Path, base_schema: int | None = None, fail_on: str | None = None) -> dict[str, Any]:
+def run_diff_workflow(tmp_path: Path, base_schema: int | None = None, fail_on: str | None = None,
+                      base_runs: str = "runs") -> dict[str, Any]:
     """The `diff-comment.yml` steps of a new project that diff and comment, run as GitHub runs
-    them (``bash --noprofile --norc -eo pipefail``; the base branch's runs in ../base; a pull
-    request of version 1.0 → 1.1, one pair regressed). ``base_schema``: a run.json of the base
-    written in that schema version (one this sparkreport refuses). ``fail_on``: ``--fail-on
-    FAIL_ON`` added to the diff step's command, as a project that gates its pull requests adds it.
-    What each step did, the comment `gh` posted and the step summary."""
+    them (``bash --noprofile --norc -eo pipefail``; the base branch, ``main``, checked out in
+    ../base; a pull request of version 1.0 → 1.1, one pair regressed). ``base_schema``: a run.json
+    of the base written in that schema version (one this sparkreport refuses). ``fail_on``:
+    ``--fail-on FAIL_ON`` added to the diff step's command, as a project that gates its pull
+    requests adds it. ``base_runs``: what the base has of its runs: ``runs`` (version 1.0's),
+    ``none`` (no runs/ folder) or ``empty`` (a runs/ folder without a run). What each step did,
+    the comment `gh` posted and the step summary."""
     import os
     import subprocess
     import sys
@@ -641,6 +644,11 @@ def run_diff_workflow(tmp_path: Path, base_schema: int | None = None, fail_on: s
         shutil.copytree(store, side)
         for run in side.glob(f"nightly/*-{dropped}-*"):
             shutil.rmtree(run)
+    if base_runs != "runs":
+        shutil.rmtree(base / "runs")
+    if base_runs == "empty":
+        (base / "runs").mkdir()
+        (base / "runs" / "README.md").write_text("Runs go here.\n", encoding="utf-8")
     if base_schema is not None:
         run_json = base / "runs" / "nightly" / "model-a-docker-1.0-0" / "run.json"
         run_json.write_text(json.dumps({**json.loads(run_json.read_text()), "schema_version": base_schema}))
@@ -659,7 +667,8 @@ def run_diff_workflow(tmp_path: Path, base_schema: int | None = None, fail_on: s
         (bin_dir / name).chmod(0o755)
     summary = tmp_path / "summary.md"
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "GITHUB_STEP_SUMMARY": str(summary),
-           "PR": "7"}
+           "PR": "7", "BASE_REF": "main"}
+    assert diff_step["env"] == {"BASE_REF": "${{ github.base_ref }}"}
 
     def run(step: dict[str, Any]) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=project,
@@ -725,6 +734,23 @@ def test_a_gated_diff_posts_the_comment_with_a_line_saying_the_gate_failed_the_c
     assert done["posted"] == done["summary"] == (
         f"{plain['posted']}\n**This check fails on the diff's gate:** `{gate}`.\n")
     assert f"::error title=sparkreport diff gate::{gate}" in done["diff"].stdout.splitlines()
+
+
+@pytest.mark.parametrize("base_runs", ["none", "empty"])
+def test_a_base_branch_without_runs_has_nothing_to_diff_and_passes(tmp_path: Path, base_runs: str) -> None:
+    """The pull request that adds a project's first runs: the base branch has no runs/ (or one
+    without a run), and the step failed — "no such run store — ingest results first", or "side a
+    selects no runs — check the selector" — a red check on a pull request that did nothing wrong.
+    Now the comment says there is nothing to diff against yet, and the step passes."""
+    done = run_diff_workflow(tmp_path, base_runs=base_runs)
+    assert done["diff"].returncode == 0, done["diff"].stderr
+    assert done["posted"] == done["summary"] == (
+        "### sparkreport diff: no runs on `main` yet\n\n"
+        "The base branch, `main`, has no runs (no `run.json` under `runs/`), so there is nothing to diff this pull "
+        "request's runs against. Once this pull request is merged, the next ones that change `runs/` are diffed "
+        "against the runs it adds.\n")
+    assert done["diff"].stdout.splitlines() == [
+        "::notice title=sparkreport diff::main has no runs yet: nothing to diff against"]
 
 
 def wide_diff(pairs: int, regressed: int = 0, improved: int = 0, inconclusive: int = 0,
