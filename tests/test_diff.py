@@ -232,14 +232,18 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
         'The same diff on the command line: `sparkreport diff --a "campaign=gpu-torch-native-vs-cgroup,cache=cold" '
         '--b "campaign=gpu-torch-native-vs-cgroup,cache=warm"`.']
     assert "plan" not in changed  # per-run identifiers are not "changes"
-    # every comparison unchanged: Results opens on one sentence that says so, with the minimum
-    # effect, and the tables wait folded below it (28 rows of "unchanged" were ~5000 px)
+    # every comparison unchanged: the page opens on one sentence that says so, with the span of the
+    # changes, the minimum effect and the pairs, and the tables wait folded below it (28 rows of
+    # "unchanged" were ~5000 px). It says so once: the headline said "Of 28 comparisons (…): 28
+    # unchanged." and the Results section opened on "All 28 comparisons are unchanged".
+    assert page.split("\n")[5] == (
+        "**All 28 comparisons (model × environment × metric) are unchanged** — changes from -0.07% to +0.05%, "
+        "each within ± the minimum effect (2%) — in the 4 model × environment pairs: Llama-3-8B shape (random "
+        "weights) · cgroup-16g, Llama-3-8B shape (random weights) · native, Qwen2-0.5B shape (random weights) · "
+        "cgroup-16g and Qwen2-0.5B shape (random weights) · native.")
+    assert page.count("are unchanged") == 1 and "28 unchanged" not in page
     results = page[page.index("## Results"):]
-    assert results.split("\n")[2] == (
-        "**All 28 comparisons are unchanged** — changes from -0.07% to +0.05%, each within ± the minimum effect "
-        "(2%) — in the 4 model × environment pairs: Llama-3-8B shape (random weights) · cgroup-16g, Llama-3-8B "
-        "shape (random weights) · native, Qwen2-0.5B shape (random weights) · cgroup-16g and Qwen2-0.5B shape "
-        "(random weights) · native.")
+    assert results.split("\n")[2].startswith("A cell is `improved` or `regressed` only when")
     assert not [line for line in results.splitlines() if line.startswith("|")]  # no table outside the fold
     folded = fold_of(results, "4 tables of unchanged comparisons")
     # one table per model and environment, named above it (a nine-column table was cut at 1280 px)
