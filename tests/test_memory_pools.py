@@ -1,9 +1,10 @@
 """How the Memory page names a campaign's memory pool: the recorded one, and the CUDA runtime's
-measured total beside it when the Budget starts from a different figure."""
+measured total beside it when the Budget starts from a different figure; and how it names the
+campaigns of each kind of memory."""
 
 from types import SimpleNamespace
 
-from sparkreport.render.memory import pool_phrase
+from sparkreport.render.memory import pool_phrase, titles_phrase
 
 
 def _campaign(name: str, pools: list[float]) -> SimpleNamespace:
@@ -29,3 +30,16 @@ def test_no_recorded_pool_names_the_measured_one() -> None:
 
 def test_no_pool_at_all_says_nothing() -> None:
     assert pool_phrase([_campaign("h100", [])], [{"campaign": "h100", "pool": None}]) == ""
+
+
+def test_the_campaigns_of_a_kind_of_memory_read_as_a_list_in_english() -> None:
+    """The Unified memory line joined titles with '; ' ("…container vs native; The unified-memory
+    post, as published"): each title now quoted, as the diff pages quote one, and joined with
+    commas and "and"."""
+    titled = [SimpleNamespace(title=t) for t in ("Phase 1 as published: container vs native",
+                                                 "The unified-memory post, as published", "H100 control")]
+    assert titles_phrase(titled[:1]) == "“Phase 1 as published: container vs native”"
+    assert titles_phrase(titled[:2]) == ("“Phase 1 as published: container vs native” and "
+                                         "“The unified-memory post, as published”")
+    assert titles_phrase(titled) == ("“Phase 1 as published: container vs native”, “The unified-memory post, "
+                                     "as published” and “H100 control”")

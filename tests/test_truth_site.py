@@ -60,7 +60,7 @@ def test_memory_page_shows_the_identity_and_the_explanations(pages: Path) -> Non
     assert "## One finding, not two" in memory and re.search(r"fits all \d+ arms \(R²", memory)
     assert "## Why would a container hold more memory?" in memory
     assert "cgroup accounting of unified memory" in memory and "page cache" in memory
-    assert "**Unified memory** — phase1. On a unified-memory" in memory and "**Discrete GPU**" not in memory
+    assert "**Unified memory** — “phase1”. On a unified-memory" in memory and "**Discrete GPU**" not in memory
     assert (pages / "memory" / "charts" / "memory-budget.vl.json").exists()
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
+    from sparkreport.render.report import Campaign
     from sparkreport.schema import RunRecord
 
 BUDGET_METRICS = ("memory_total_gib", "pre_kv_memory_gib", "peak_memory_gib", "memory_available_gib",
@@ -211,6 +212,7 @@ class MemoryPage(Page):
         discrete = [c for c in known if c.unified is False]
         observations = [text for text in (cgroup_observation(site, c.name) for c in discrete) if text]
         pool_text = {"unified": pool_phrase(unified, budget), "discrete": pool_phrase(discrete, budget)}
+        titles = {"unified": titles_phrase(unified), "discrete": titles_phrase(discrete)}
         if earlier:  # every arm's budget, the older campaigns' too, beside the page
             folder = out / self.folder
             folder.mkdir(parents=True, exist_ok=True)
@@ -225,7 +227,7 @@ class MemoryPage(Page):
                    for name in sorted({str(e["campaign"]) for e in effects} | set(constant))]
         return {"answers": answers, "bracketed": bracketed(*(a["lines"] for a in answers)),
                 "arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
-                "observations": observations, "pool_text": pool_text,
+                "observations": observations, "pool_text": pool_text, "titles": titles,
                 "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
                 "identity": [f for f in identity_fits(site) if f["campaign"] in shown], "ledger": ledger_summary(site),
                 "shown": sorted(shown), "earlier": sorted(earlier), "budget_file": BUDGET_FILE,
@@ -270,6 +272,15 @@ def identity_fits(site: SiteData) -> list[dict[str, Any]]:
         {"campaign": f.message.split(":")[0], "message": f.message, "body": message_body(f.message), **f.numbers}
         for f in site.findings if f.code == "derived-identity"
     ]
+
+
+def titles_phrase(campaigns: list[Campaign]) -> str:
+    """The titles of ``campaigns`` as a sentence names them, each quoted (a title may hold a comma
+    or a capital of its own): '“Phase 1 as published: container vs native” and “The
+    unified-memory post, as published”'."""
+    from sparkreport.render.report import join_and
+
+    return join_and([f"“{c.title}”" for c in campaigns])
 
 
 def pool_phrase(campaigns: list[Any], budget: list[dict[str, Any]]) -> str:
