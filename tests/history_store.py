@@ -15,11 +15,13 @@ VERSIONS = ["0.18.0", "0.19.0", "0.20.0rc1", "0.20.0", "0.21.0", "0.22.0"]
 def write_history_store(root: Path, *, steps: dict[str, float] | None = None, runs: int = 5,
                         noise: float = 0.01, seed: int = 3, versions: list[str] | None = None,
                         single_run: str | None = None, campaign_per_version: bool = False,
-                        kv_cache: bool = False) -> Path:
-    """Runs of one model in two environments across ``versions`` (one day each, in that order);
-    ``steps``: version → relative change of native output throughput from that version on (docker
-    stays flat); ``campaign_per_version``: campaign ``v<version>`` each, else one ``nightly``;
-    ``kv_cache``: the runs also record their KV cache."""
+                        kv_cache: bool = False, campaign: str = "nightly", model: str = "llama-3.1-8b",
+                        run_prefix: str = "") -> Path:
+    """Runs of one model (named ``model``) in two environments across ``versions`` (one day each,
+    in that order); ``steps``: version → relative change of native output throughput from that
+    version on (docker stays flat); ``campaign_per_version``: campaign ``v<version>`` each, else
+    one, ``campaign``; ``kv_cache``: the runs also record their KV cache. A second call into the
+    same ``root`` (another campaign or model, a ``run_prefix`` for its run ids) adds its runs."""
     rng = np.random.default_rng(seed)
     store = RunStore(root)
     for day, version in enumerate(versions or VERSIONS):
@@ -31,10 +33,10 @@ def write_history_store(root: Path, *, steps: dict[str, float] | None = None, ru
             for i in range(1 if version == single_run else runs):
                 tok_s = 1000.0 * (level if env == "native" else 1.0) * (1 + rng.normal(0, noise))
                 record = RunRecord(
-                    run_id=f"{env}-{version}-{i}", iteration=i + 1,
-                    campaign=f"v{version}" if campaign_per_version else "nightly",
+                    run_id=f"{run_prefix}{env}-{version}-{i}", iteration=i + 1,
+                    campaign=f"v{version}" if campaign_per_version else campaign,
                     started_at=f"2026-01-{day + 1:02d}T0{i}:00:00Z",
-                    model=Model(id="meta-llama/Llama-3.1-8B-Instruct", name="llama-3.1-8b"),
+                    model=Model(id="meta-llama/Llama-3.1-8B-Instruct", name=model),
                     environment=Environment(name=env, kind="container" if env == "docker" else "native"),
                     workload=Workload(num_requests=100, input_len=128, output_len=128, concurrency=8),
                     software=Software(engine="trtllm", engine_version=version),

@@ -406,6 +406,43 @@ def test_no_table_is_cut_at_1280px(built: BuildResult, server: str, browser: Any
         context.close()
 
 
+@pytest.fixture(scope="module")
+def history_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A History page of two campaigns with long titles, a change point in each, served: its
+    tables carry every column they can (a campaign column too)."""
+    from history_store import write_history_store
+
+    require_browser()
+    project = tmp_path_factory.mktemp("history-project")
+    runs = write_history_store(project / "runs", steps={"0.22.0": -0.042}, model="mistral-7b-instruct-v0.3")
+    write_history_store(runs, steps={"0.21.0": 0.05}, seed=4, campaign="weekly-gb10", model="mistral-7b-instruct-v0.3",
+                        run_prefix="weekly-")
+    (project / "sparkreport.yml").write_text(
+        "static_charts: posts\ncampaigns:\n  nightly:\n    title: 'Nightly builds: TensorRT-LLM on the H100 control'\n"
+        "  weekly-gb10:\n    title: 'Weekly GB10 builds: TensorRT-LLM wheels'\n", encoding="utf-8")
+    result = build(RenderOptions(runs_dir=runs, project_root=project, config_path=project / "sparkreport.yml"),
+                   project / "site")
+    with serving(result.site_dir, free_port()) as url:
+        yield url + "history/"
+
+
+def test_the_history_tables_fit_1280px(history_site: str, chromium: Any) -> None:
+    """The History page's change points were a table of eleven columns (versions before and after,
+    campaign, model, environment, … a Diff link) that scrolled sideways at 1280 px, as did its
+    table of newest versions: both fit their column now, each change point's two versions the
+    link to its diff page."""
+    visit = PageVisit(chromium, history_site)
+    try:
+        page = visit.page
+        assert page.evaluate(WIDE_TABLES) == []
+        heads = page.eval_on_selector_all("article table", "ts => ts.map(t => t.querySelector('th').innerText)")
+        assert heads == ["Versions", "Campaign"]  # the change points, the newest versions
+        assert page.locator("article table a", has_text="0.21.0 → 0.22.0").count() >= 1
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()
+
+
 def test_hostile_model_name_shows_as_text(built: BuildResult, server: str, browser: Any) -> None:
     slug_pages = [p for p in site_pages(built.site_dir) if p.startswith("results/img")]
     assert slug_pages, site_pages(built.site_dir)

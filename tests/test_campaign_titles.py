@@ -326,7 +326,7 @@ def test_the_history_names_a_campaign_by_its_title_and_selects_it_by_name(tmp_pa
     runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042})
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
     history = page(result, "history/index.md")
-    assert "| 0.22.0 | 0.21.0 | Nightly builds | llama-3.1-8b |" in history
+    assert "of campaign “Nightly builds”, across 6 versions" in history  # one campaign: named once
     diff = page(result, "history/nightly-0.21.0-0.22.0/index.md")
     assert diff.startswith("# Nightly builds: 0.21.0 → 0.22.0\n")
     assert "Both sides: campaign “Nightly builds”." in diff  # its title in words, its name in the command

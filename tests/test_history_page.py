@@ -47,10 +47,56 @@ def test_change_links_to_the_diff_page_of_its_two_versions(site: RenderResult) -
     assert '`sparkreport diff --a "campaign=nightly,label.version=0.21.0" --b "campaign=nightly,label.version=0.22.0"`' in text
     native = text[text.index("**meta-llama/Llama-3.1-8B-Instruct · native**"):]  # the model as every page names it
     assert native.split("\n\n")[1].splitlines()[2].startswith("| Output throughput (tok/s) |") and "**regressed**" in text
-    assert "[diff](nightly-0.21.0-0.22.0/index.md)" in (site.docs_dir / "history" / "index.md").read_text()
+    # the change point's two versions are the link to their diff page
+    assert "| [0.21.0 → 0.22.0](nightly-0.21.0-0.22.0/index.md) |" in (site.docs_dir / "history" / "index.md").read_text()
     nav = dict(site.nav)
     assert nav["History"] == [("Across versions", "history/index.md"),
                               ("0.21.0 → 0.22.0", "history/nightly-0.21.0-0.22.0/index.md")]
+
+
+def test_the_tables_name_a_campaign_once_and_a_series_as_the_charts_do(site: RenderResult) -> None:
+    """The change points were a table of eleven columns (After, Before, Campaign, Model, Environment,
+    Metric, Change, CI, p, Direction, Diff) that scrolled sideways at 1280 px: the two versions are
+    one cell, the link to their diff page; the series one, named as the charts' legends name it;
+    the CI beside the change, as Home writes it; the one campaign named once, above the tables,
+    not in a column of each (tests/test_browser.py measures the widths)."""
+    page = (site.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
+    assert "Each metric of each model and environment of campaign “nightly”, across 6 versions:" in page
+    tables = [line for line in page.splitlines() if line.startswith("| ")]
+    assert tables[0] == "| Versions | Series | Metric | Change (95% CI) | p (Holm) | Direction |"
+    assert tables[1] == ("| [0.21.0 → 0.22.0](nightly-0.21.0-0.22.0/index.md) | llama-3.1-8b · native | "
+                         "Output throughput | -3.8% (-5.8 to -1.8) | <\u00a00.001 | **regression** |")
+    assert tables[2] == "| Series | Metric | Version | n | Mean (95% CI) | Versions | Change points |"
+    assert "| nightly |" not in page
+
+
+def test_a_change_point_past_the_diff_pages_budget_gives_its_command_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the budget of diff pages a change point's pair of versions has none: its row says so
+    (†), and the `sparkreport diff` command for the pair is listed once below the table, folded
+    (it was a code span in a column of every row), naming the campaign where the page has
+    several."""
+    from sparkreport.render import history
+
+    monkeypatch.setattr(history, "DIFF_PAGE_BUDGET", 0)
+    (tmp_path / "sparkreport.yml").write_text(CONFIG, encoding="utf-8")
+    runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042})
+    write_history_store(runs, steps={"0.22.0": -0.042}, seed=4, campaign="weekly", run_prefix="weekly-")
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path, command="sparkreport render"))
+    page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
+    assert not list((result.docs_dir / "history").glob("*/index.md"))  # no diff page
+    assert "| Versions | Campaign | Series | Metric | Change (95% CI) | p (Holm) | Direction |" in page
+    rows = [line for line in page.splitlines() if line.startswith("| 0.21.0 → 0.22.0 † |")]
+    assert {row.split(" | ")[1] for row in rows} == {"nightly", "weekly"}
+    said = page[page.index("† No diff page"):]
+    assert said.startswith("† No diff page: the site writes one for its 0 newest pairs of versions only. The 2 other "
+                           "pairs compare on the command line:\n\n??? note \"2 commands\"\n\n")
+    commands = [line for line in said.splitlines() if line.startswith("    - ")]
+    assert commands == [
+        '    - 0.21.0 → 0.22.0 (nightly): `sparkreport diff --a "campaign=nightly,label.version=0.21.0" '
+        '--b "campaign=nightly,label.version=0.22.0"`',
+        '    - 0.21.0 → 0.22.0 (weekly): `sparkreport diff --a "campaign=weekly,label.version=0.21.0" '
+        '--b "campaign=weekly,label.version=0.22.0"`']
 
 
 def test_one_chart_per_charted_metric_with_change_marks(site: RenderResult) -> None:

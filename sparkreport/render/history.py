@@ -154,13 +154,19 @@ class HistoryPage(Page):
 
         rank = {v: i for i, v in enumerate(result.versions)}
         rows = []
+        # The pairs of versions past the diff pages' budget: their `sparkreport diff` command once
+        # each, below the table (a command in a cell made the table scroll).
+        commands: dict[tuple[str, str, str], dict[str, str]] = {}
         for change in changes:
             key = (change.campaign, change.before, change.after)
             row = change_row(change) | {"label": metric_label(change.metric),
-                                        "sentence": change_sentence(change, site.confidence_label)}
+                                        "sentence": change_sentence(change, site.confidence_label),
+                                        "versions": f"{change.before} → {change.after}"}
             row["diff"] = main.href(diff_docs[key].path) if key in diff_docs else None
-            row["command"] = (f"sparkreport diff --a \"{_selector(result, change.campaign, change.before)}\" "
-                              f"--b \"{_selector(result, change.campaign, change.after)}\"")
+            if row["diff"] is None and key not in commands:
+                commands[key] = {"campaign": change.campaign, "versions": row["versions"], "command": (
+                    f"sparkreport diff --a \"{_selector(result, change.campaign, change.before)}\" "
+                    f"--b \"{_selector(result, change.campaign, change.after)}\"")}
             rows.append(row)
         folder = out / self.folder
         folder.mkdir(parents=True, exist_ok=True)
@@ -173,7 +179,11 @@ class HistoryPage(Page):
                    "versions": len(s.points), "changes": len(s.changes)} for s in result.series if len(s.points) > 1]
         single = sorted({p.version for s in result.series for p in s.points if p.single_run}, key=rank.__getitem__)
         cells = {(s.campaign, s.model) for s in result.series}
+        # A campaign the same in every row is named once, above the tables, not in a column of each.
+        campaigns = {s.campaign for s in result.series}
         main.context = {"history": result, "changes": rows, "sentences": rows[:SENTENCE_BUDGET],
+                        "commands": list(commands.values()), "diff_page_budget": DIFF_PAGE_BUDGET,
+                        "campaign": next(iter(campaigns)) if len(campaigns) == 1 else None,
                         "order_text": ORDER_TEXT[result.order], "qualify": len(cells) > 1,
                         "reference": (out / REFERENCE).exists() and main.href(REFERENCE),
                         "more": max(0, len(rows) - SENTENCE_BUDGET), "latest": latest, "single_run": single,
