@@ -49,6 +49,20 @@ MEASURED = "per-run data"
 #: regression's or an improvement's colour.
 VERDICT_COLOURS = {"regressed": "#D55E00", "improved": "#009E73", "unchanged": "#0072B2", "inconclusive": "#BBBBBB",
                    "equivalent": "#0072B2", "higher": "#CC79A7", "lower": "#E69F00"}
+#: What a chart tells apart by name, not by verdict — a History chart's series — in colours
+#: apart from the diff verdicts' (Vega's own drew an orange series beside the vermillion rule of
+#: a regression, and its blue was `unchanged`'s): Okabe and Ito's sky blue, orange and yellow
+#: (those the diff verdicts leave, less black, lost on the dark scheme's background, and reddish
+#: purple, too close to `inconclusive`'s grey for a deuteranope), a violet and Paul Tol's purple.
+#: Orange, a comparison's `lower` on the Results charts (which no History chart draws), comes
+#: fourth, so that a chart of three series shows none beside a regression's vermillion. Each stays
+#: as far from every diff verdict's colour, and from the others, with any colour vision, as the
+#: verdicts are from each other (``tests/test_charts.py``); past five series the colours repeat,
+#: the legend and the tooltips naming each.
+SERIES_COLOURS = ("#56B4E9", "#9933FF", "#AA3377", "#E69F00", "#F0E442")
+#: A diff's two sides on its chart of both sides' runs: the first two series colours, side a sky
+#: blue and side b violet, a light and a strong one (Vega's blue for side a was `unchanged`'s).
+SIDE_COLOURS = SERIES_COLOURS[:2]
 #: The shaded band of ± the equivalence margin (the forest and means charts).
 EQUIVALENCE_BAND = VERDICT_COLOURS["equivalent"]
 #: The verdicts a cell with a ratio can have on a diff (``sparkreport.analysis.diff``): the whole

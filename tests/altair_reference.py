@@ -22,6 +22,10 @@ from sparkreport.render.tables import metric_label
 #: The verdicts' colours on every chart (Okabe and Ito's palette), written out: the reference
 #: for ``sparkreport.charts.VERDICT_COLOURS``.
 REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "#D55E00", "#009E73", "#0072B2", "#BBBBBB"
+#: A History chart's series and a diff's sides, in colours no verdict has: the reference for
+#: ``sparkreport.charts.SERIES_COLOURS`` and ``SIDE_COLOURS``.
+SERIES = ["#56B4E9", "#9933FF", "#AA3377", "#E69F00", "#F0E442"]
+SIDES = ["#56B4E9", "#9933FF"]
 
 _PENDING: dict[str, list[dict[str, Any]]] = {}
 _MARK = "__sparkreport_rows__"
@@ -176,7 +180,8 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
     x = alt.X("version:O", scale=domain, title=f"version ({column})",
               axis=alt.Axis(labelOverlap=True, labelAngle=-45))
     base = alt.Chart(inline(points))
-    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400, columns=2))
+    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400, columns=2),
+                      scale=alt.Scale(range=SERIES))
     lines = base.mark_line(point=True).encode(
         x=x, y=alt.Y("mean:Q", title=axis, scale=alt.Scale(zero=False)), color=color,
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("version:O"), alt.Tooltip("mean:Q", format=".4g"),
@@ -201,7 +206,8 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[s
         x=alt.X("percent:Q", title=f"{metric_label(metric)}, % of side a's mean", scale=alt.Scale(zero=False)),
         y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=400)),
         yOffset=alt.YOffset("side:N"),
-        color=alt.Color("side:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
+        color=alt.Color("side:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400),
+                        scale=alt.Scale(range=SIDES)),
         tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("side:N"), alt.Tooltip(f"{metric}:Q", format=",.4g"),
                  alt.Tooltip("percent:Q", format=".2f", title="% of a's mean")],
     ).properties(width=PANEL_WIDTH)

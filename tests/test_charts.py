@@ -494,24 +494,57 @@ def _cvd_lab(colour: str, matrix: list[list[float]]) -> tuple[float, float, floa
     return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
 
 
+#: Colour vision as the simulation matrices of Machado, Oliveira and Fernandes (2009, severity 1)
+#: give it, for :func:`_cvd_lab`.
+VISIONS = {"normal": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+           "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                          [-0.003882, -0.048116, 1.051998]],
+           "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                            [-0.011820, 0.042940, 0.968881]],
+           "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                          [0.004733, 0.691367, 0.303900]]}
+
+
 def test_the_diff_verdicts_colours_are_told_apart_with_any_colour_vision() -> None:
     """Each pair of the four verdicts' colours stays at least 15 CIELAB units apart (a difference
     seen at a glance) with normal vision and as protanopes, deuteranopes and tritanopes see them
     (the grey of `inconclusive` is light: #999999 was 12 from the green to a deuteranope)."""
     import itertools
 
-    visions = {"normal": [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
-               "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
-                              [-0.003882, -0.048116, 1.051998]],
-               "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
-                                [-0.011820, 0.042940, 0.968881]],
-               "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
-                              [0.004733, 0.691367, 0.303900]]}
-    for vision, matrix in visions.items():
+    for vision, matrix in VISIONS.items():
         for a, b in itertools.combinations(charts.RATIO_VERDICTS, 2):
             colours = charts.VERDICT_COLOURS
             distance = math.dist(_cvd_lab(colours[a], matrix), _cvd_lab(colours[b], matrix))
             assert distance >= 15, (vision, a, b, round(distance, 1))
+
+
+def test_series_and_sides_are_never_in_a_verdicts_colour() -> None:
+    """A History chart's series drew in Vega's own colours, an orange beside the vermillion rule of
+    a regression and a blue that was `unchanged`'s (1 CIELAB unit from it), as did a diff's side a:
+    each series and side colour now stays at least as far from every diff verdict's colour (15
+    units) as the verdicts are from each other, with any colour vision; the series (and the sides)
+    as far from each other; and the specs draw in them."""
+    import itertools
+
+    from sparkreport.render.diffs import sides_spec
+    from sparkreport.render.history import history_spec
+
+    named = {f"series {i + 1}": colour for i, colour in enumerate(charts.SERIES_COLOURS)}
+    named |= {f"side {side}": colour for side, colour in zip("ab", charts.SIDE_COLOURS, strict=True)}
+    assert len(set(charts.SERIES_COLOURS)) == len(charts.SERIES_COLOURS) >= 5 and len(set(charts.SIDE_COLOURS)) == 2
+    for vision, matrix in VISIONS.items():
+        for (name, colour), verdict in itertools.product(named.items(), charts.RATIO_VERDICTS):
+            distance = math.dist(_cvd_lab(colour, matrix), _cvd_lab(charts.VERDICT_COLOURS[verdict], matrix))
+            assert distance >= 15, (vision, name, verdict, round(distance, 1))
+        for a, b in [*itertools.combinations(charts.SERIES_COLOURS, 2), charts.SIDE_COLOURS]:
+            distance = math.dist(_cvd_lab(a, matrix), _cvd_lab(b, matrix))
+            assert distance >= 15, (vision, a, b, round(distance, 1))
+    points = [{"series": "m · native", "version": "1.0", "mean": 10.0, "ci_low": None, "ci_high": None, "n": 1}]
+    spec = history_spec(points, [], versions=["1.0"], column="label.version", axis="x", title="t")
+    assert [layer["encoding"]["color"]["scale"] for layer in spec["layer"]] == [
+        {"range": list(charts.SERIES_COLOURS)}] * 2
+    sides = sides_spec([{"cell": "c", "side": "a: v=1", "percent": 100.0, "m": 1.0}], metric="m", title="t")
+    assert sides["encoding"]["color"]["scale"] == {"range": list(charts.SIDE_COLOURS)}
 
 
 def test_budget_spec_is_what_altair_builds() -> None:

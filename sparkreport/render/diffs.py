@@ -324,11 +324,13 @@ def side_names(a: str, b: str) -> tuple[str, str]:
 
 def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[str, Any]:
     """The sides chart's spec: a tick per row of ``data`` at its ``percent`` of side a's mean, a
-    row per cell, the two sides offset within it and coloured."""
-    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+    row per cell, the two sides offset within it and coloured in
+    :data:`~sparkreport.charts.SIDE_COLOURS` (side a's label sorts first: "a: …", "b: …")."""
+    from sparkreport.charts import PANEL_WIDTH, SIDE_COLOURS, mark, nominal, quantitative, top_level
 
     return top_level({"data": {"values": data}, "mark": mark("tick", thickness=2), "encoding": {
-        "color": nominal("side", legend={"labelLimit": 400, "orient": "bottom"}, title=None),
+        "color": nominal("side", legend={"labelLimit": 400, "orient": "bottom"}, scale={"range": list(SIDE_COLOURS)},
+                         title=None),
         "tooltip": [nominal("cell"), nominal("side"), quantitative(metric, format=",.4g"),
                     quantitative("percent", format=".2f", title="% of a's mean")],
         "x": quantitative("percent", scale={"zero": False}, title=f"{metric_label(metric)}, % of side a's mean"),

@@ -232,10 +232,20 @@ def _metric_chart(result: History, metric: str) -> ChartSpec | None:
 def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *, versions: list[str], column: str,
                  axis: str, title: str) -> dict[str, Any]:
     """The history chart's spec: each series' CI as a rule and its means as a line over the
-    versions, and the change points (if any) as dashed rules at the version after the change, a
-    regression's in the `regressed` colour of every chart, an improvement's in `improved`'s (a
-    colour by value, not a scale: the series' colours are one)."""
-    from sparkreport.charts import PANEL_WIDTH, VERDICT_COLOURS, mark, nominal, ordinal, quantitative, top_level
+    versions, in :data:`~sparkreport.charts.SERIES_COLOURS` (apart from the verdicts'), and the change
+    points (if any) as dashed rules at the version after the change, a regression's in the
+    `regressed` colour of every chart, an improvement's in `improved`'s (a colour by value, not a
+    scale: the series' colours are one)."""
+    from sparkreport.charts import (
+        PANEL_WIDTH,
+        SERIES_COLOURS,
+        VERDICT_COLOURS,
+        mark,
+        nominal,
+        ordinal,
+        quantitative,
+        top_level,
+    )
 
     # An explicit domain: layers with different fields drop a sort array, and versions must
     # never fall back to alphabetical order (0.20.0 before 0.20.0rc1).
@@ -244,7 +254,8 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
                        title=f"version ({column})")
 
     def color() -> dict[str, Any]:
-        return nominal("series", legend={"columns": 2, "labelLimit": 400, "orient": "bottom"}, title=None)
+        return nominal("series", legend={"columns": 2, "labelLimit": 400, "orient": "bottom"},
+                       scale={"range": list(SERIES_COLOURS)}, title=None)
 
     layers = [
         {"mark": mark("rule"), "encoding": {"color": color(), "x": x(), "y": quantitative("ci_low"),
