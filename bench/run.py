@@ -56,7 +56,7 @@ PAGE_LIMIT = 1.5 * 2**20
 
 
 STAGES = ("ingest", "dataset", "dataset_cached", "analysis", "render", "build", "rebuild", "scan", "rebuild1", "newrun",
-          "post", "refuse", "gates", "mkdocs")
+          "post", "refuse", "gates", "ci", "mkdocs")
 #: Stages that need a site built before them (``--only`` builds one, untimed, when there is none).
 NEEDS_SITE = {"rebuild", "scan", "rebuild1", "newrun", "post", "refuse", "gates"}
 #: The CI gates timed by the ``gates`` stage.
@@ -327,6 +327,8 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         refuse(n, project, row, set_aside)
     if "gates" in wanted:
         gates(n, project, row)
+    if "ci" in wanted:
+        ci_jobs(n, project, source, work, row, post)
     shutil.rmtree(work / ".trash", ignore_errors=True)
     site = project / "site"
     if site.exists():
@@ -348,7 +350,62 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
     for key in ("rebuild1_s", "newrun_s", "post_s"):
         if key in row and "build_s" in row:
             row[key.replace("_s", "_pct")] = round(100 * float(row[key]) / float(row["build_s"]), 1)  # type: ignore[arg-type]
+    for key in ("ci_same_s", "ci_newrun_s", "ci_post_s"):
+        if key in row and "ci_cold_s" in row:
+            row[key.replace("_s", "_pct")] = round(100 * float(row[key]) / float(row["ci_cold_s"]), 1)  # type: ignore[arg-type]
     return row
+
+
+#: What a CI job commits before its build (``ci`` stage), after the cold job.
+CI_JOBS = ("same", "newrun", "post")
+
+
+def ci_jobs(n: int, project: Path, source: Path, work: Path, row: dict[str, object], post: Path) -> None:
+    """Time `sparkreport build` as the publishing workflow runs it: in a fresh shallow clone of
+    the project (every file with a new mtime and inode), with build/ and site/ restored as
+    actions/cache restores them (`tar --posix`: nanosecond mtimes, new inodes) and saved again
+    after it. The project (runs/, docs/, sparkreport.yml) is committed to a repository of its
+    own first (untimed; about a minute at 10 000 runs). Jobs: ``cold`` (no cache), then
+    ``same`` (nothing committed since), ``newrun`` (one run ingested and committed, as
+    :func:`add_one_run`), ``post`` (the bench post edited and committed). The clone and the
+    restore are not timed (GitHub's steps, not sparkreport's)."""
+    base = work / f"n{n}"
+    origin, job, archive = base / "ci-origin", base / "ci-job", base / "ci-cache.tar"
+    for folder in (origin, job):
+        shutil.rmtree(folder, ignore_errors=True)
+    archive.unlink(missing_ok=True)
+    origin.mkdir()
+    for name in ("runs", "docs"):
+        shutil.copytree(project / name, origin / name)
+    shutil.copyfile(project / "sparkreport.yml", origin / "sparkreport.yml")
+    (origin / ".gitignore").write_text("build/\nsite/\n")
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.org"]
+
+    def commit(message: str) -> None:
+        subprocess.run([*git, "add", "-A"], cwd=origin, check=True)
+        subprocess.run([*git, "commit", "-qm", message], cwd=origin, check=True)
+
+    subprocess.run([*git, "init", "-q"], cwd=origin, check=True)
+    commit("the bench project")
+    origin_post = origin / post.relative_to(project)
+    changes: dict[str, Callable[[], object]] = {
+        "cold": lambda: None, "same": lambda: None,
+        "newrun": lambda: add_one_run(source, origin, work),
+        "post": lambda: origin_post.write_text(origin_post.read_text() + f"\nEdited at {time.time_ns()}.\n"),
+    }
+    for name in ("cold", *CI_JOBS):
+        changes[name]()
+        if name in ("newrun", "post"):
+            commit(name)
+        if job.exists():
+            shutil.rmtree(job)
+        subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(job)], check=True)
+        if name != "cold":
+            subprocess.run(["tar", "-xf", str(archive), "-C", str(job)], check=True)
+        wall, rss, cpu = run_child([sys.executable, "-m", "sparkreport", "build"], job)
+        subprocess.run(["tar", "--posix", "-cf", str(archive), "build", "site"], cwd=job, check=True)
+        row[f"ci_{name}_s"], row[f"ci_{name}_cpu_s"], row[f"ci_{name}_mib"] = round(wall, 2), round(cpu, 2), round(rss)
+        print(f"  n={n:>6} ci {name:<6} {wall:8.2f} s ({cpu:7.2f} s CPU) {rss:7.0f} MiB", file=sys.stderr)
 
 
 def gates(n: int, project: Path, row: dict[str, object]) -> None:
@@ -440,6 +497,15 @@ def table(rows: list[dict[str, object]]) -> str:
                      if f"refuse_{case}_{warmth}_s" in row else "—" for warmth in ("warm", "cold") for case in REFUSALS]
             peaks = [int(v) for k, v in row.items() if k.startswith("refuse_") and k.endswith("_mib")]  # type: ignore[call-overload]
             lines.append(f"| {row['runs']} | " + " | ".join(cells) + f" | {max(peaks) if peaks else '—'} |")
+    if any(key.startswith("ci_") for row in rows for key in row):
+        lines += ["", "`sparkreport build` in a CI job (a fresh clone, build/ and site/ restored through "
+                  "`tar --posix`): wall seconds (CPU seconds), and % of the cold job:", "",
+                  "| runs | cold | nothing new | 1 new run | % | post edit | % |", "|---|---|---|---|---|---|---|"]
+        for row in ordered:
+            cells = [f"{row[f'ci_{name}_s']} ({row[f'ci_{name}_cpu_s']})" + (
+                f" | {row.get(f'ci_{name}_pct', '—')}" if name in ("newrun", "post") else "")
+                if f"ci_{name}_s" in row else "—" for name in ("cold", *CI_JOBS)]
+            lines.append(f"| {row['runs']} | " + " | ".join(cells) + " |")
     if any(key.startswith("gate_") for row in rows for key in row):
         lines += ["", "CI gates after the last build: wall seconds (CPU seconds), through the build's cache "
                   "and reading the store as it is:", "",
