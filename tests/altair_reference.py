@@ -180,7 +180,9 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
     x = alt.X("version:O", scale=domain, title=f"version ({column})",
               axis=alt.Axis(labelOverlap=True, labelAngle=-45))
     base = alt.Chart(inline(points))
-    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400, columns=2),
+    two = max(len(str(p["series"])) for p in points) <= 45  # one column for longer names (several campaigns)
+    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400 if two else
+                                                                PANEL_WIDTH + 180, columns=2 if two else 1),
                       scale=alt.Scale(range=SERIES))
     lines = base.mark_line(point=True).encode(
         x=x, y=alt.Y("mean:Q", title=axis, scale=alt.Scale(zero=False)), color=color,

@@ -443,6 +443,32 @@ def test_the_history_tables_fit_1280px(history_site: str, chromium: Any) -> None
         visit.close()
 
 
+def test_the_history_charts_draw_a_line_per_campaign(history_site: str, chromium: Any) -> None:
+    """Both campaigns measure the same model in the same environments: a series named without its
+    campaign drew one line per environment, zigzagging between the campaigns at every version.
+    Each chart draws four lines, its legend names each with its campaign's title in full (one
+    column: two of these names did not fit beside each other, and the drawing was scaled down
+    to 74%)."""
+    visit = PageVisit(chromium, history_site)
+    try:
+        charts = visit.page.eval_on_selector_all(".sparkreport-chart", """els => els.map(e => {
+            const svg = e.querySelector('.sparkreport-chart-view svg.marks');
+            return {lines: e.querySelectorAll('.sparkreport-chart-view svg .mark-line path').length,
+                    scale: svg.getBoundingClientRect().width / Number(svg.getAttribute('width')),
+                    legend: [...e.querySelectorAll('svg .role-legend-label text')].map(t => t.textContent)};
+        })""")
+        assert len(charts) == 2
+        nightly, weekly = "Nightly builds: TensorRT-LLM on the H100 control", "Weekly GB10 builds: TensorRT-LLM wheels"
+        for chart in charts:
+            assert chart["lines"] == 4
+            assert chart["legend"] == [f"mistral-7b-instruct-v0.3 · {env} · {title}"
+                                       for env in ("docker", "native") for title in (nightly, weekly)]
+            assert chart["scale"] > 0.95, chart
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()
+
+
 def test_hostile_model_name_shows_as_text(built: BuildResult, server: str, browser: Any) -> None:
     slug_pages = [p for p in site_pages(built.site_dir) if p.startswith("results/img")]
     assert slug_pages, site_pages(built.site_dir)

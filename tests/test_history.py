@@ -106,6 +106,23 @@ def test_history_of_a_store(tmp_path: Path) -> None:
     assert by_engine.column == "engine_version" and len(by_engine.changes) == 1
 
 
+def test_two_campaigns_of_one_model_and_environment_are_two_series(tmp_path: Path) -> None:
+    """Two campaigns measure the same model in the same environments over the same versions,
+    nightly with a drop at 0.22.0 and weekly with a rise at 0.21.0: each campaign's native
+    series holds its own five runs per version (never ten), and each change is found in its own
+    campaign at its own version, not in a series of both (which would show neither step cleanly)."""
+    runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042})
+    write_history_store(runs, steps={"0.21.0": 0.05}, seed=4, campaign="weekly", run_prefix="weekly-")
+    result = history(load_dataset(runs), FAST, metrics=["output_throughput_tok_s"])
+    assert [(s.campaign, s.model, s.environment) for s in result.series] == [
+        ("nightly", "llama-3.1-8b", "docker"), ("nightly", "llama-3.1-8b", "native"),
+        ("weekly", "llama-3.1-8b", "docker"), ("weekly", "llama-3.1-8b", "native")]
+    assert {p.n for s in result.series for p in s.points} == {5}
+    assert [(c.campaign, c.environment, c.before, c.after, c.direction) for c in result.changes] == [
+        ("nightly", "native", "0.21.0", "0.22.0", "regression"), ("weekly", "native", "0.20.0", "0.21.0", "improvement")]
+    assert [c.change_pct for c in result.changes] == [pytest.approx(-4.2, abs=1.5), pytest.approx(5, abs=1.5)]
+
+
 def test_direction_follows_the_metric(tmp_path: Path) -> None:
     ds = load_dataset(write_history_store(tmp_path / "runs"))
     runs = ds.runs

@@ -117,6 +117,37 @@ def test_one_chart_per_charted_metric_with_change_marks(site: RenderResult) -> N
     assert all(d == ["0.18.0", "0.19.0", "0.20.0rc1", "0.20.0", "0.21.0", "0.22.0"] for d in domains)
 
 
+def test_two_campaigns_of_one_model_and_environment_draw_two_lines(tmp_path: Path,
+                                                                   site: RenderResult) -> None:
+    """A series was named "model · environment" without its campaign, so two campaigns of the same
+    model and environment drew one line zigzagging between them at every version (the analysis and
+    the tables kept them apart). Where the page holds several campaigns a series is named
+    "model · environment · campaign title" — in the legend, the tooltip and a change point's
+    mark — and a legend of names too long for two columns under the plot is set in one; a page
+    of one campaign names its series as before, the campaign named once in the lead."""
+    (tmp_path / "sparkreport.yml").write_text(
+        CONFIG + "campaigns:\n  weekly:\n    title: 'Weekly GB10 builds: TensorRT-LLM wheels'\n", encoding="utf-8")
+    runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042})
+    write_history_store(runs, steps={"0.21.0": 0.05}, seed=4, campaign="weekly", run_prefix="weekly-")
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path, config_path=tmp_path / "sparkreport.yml"))
+    spec = json.loads((result.docs_dir / "history" / "charts" / "output_throughput_tok_s-history.vl.json").read_text())
+    points = spec["data"]["values"]
+    weekly = "Weekly GB10 builds: TensorRT-LLM wheels"
+    assert {p["series"] for p in points} == {
+        "llama-3.1-8b · docker · nightly", f"llama-3.1-8b · docker · {weekly}",
+        "llama-3.1-8b · native · nightly", f"llama-3.1-8b · native · {weekly}"}
+    assert len(points) == len({(p["series"], p["version"]) for p in points}) == 4 * 6  # one point per line and version
+    assert [c["text"] for c in spec["layer"][2]["data"]["values"]] == [
+        "llama-3.1-8b · native · nightly: -5.1% (0.21.0 → 0.22.0, regression)",
+        f"llama-3.1-8b · native · {weekly}: +4.3% (0.20.0 → 0.21.0, improvement)"]
+    assert spec["layer"][1]["encoding"]["color"]["legend"]["columns"] == 1
+    page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
+    assert "per campaign, model and environment; dashed lines" in page
+    one = json.loads((site.docs_dir / "history" / "charts" / "output_throughput_tok_s-history.vl.json").read_text())
+    assert sorted({p["series"] for p in one["data"]["values"]}) == ["llama-3.1-8b · docker", "llama-3.1-8b · native"]
+    assert one["layer"][1]["encoding"]["color"]["legend"]["columns"] == 2
+
+
 def test_history_json_beside_the_page_is_the_cli_contract(site: RenderResult) -> None:
     payload = json.loads((site.docs_dir / "history" / "history.json").read_text())
     assert payload["schema_version"] == 1 and len(payload["versions"]) == 6

@@ -33,6 +33,9 @@ ORDER_TEXT = {"pep440": "PEP 440 version", "natural": "natural (numeric parts as
               "date": "first-run date"}
 #: Diff pages written for change points (newest first); older ones link to the CLI command.
 DIFF_PAGE_BUDGET = 40
+#: The longest series name the History chart's legend sets in two columns (at Vega's 10 px
+#: labels two such columns fit the plot's 600 px); a longer one puts the legend in one column.
+LEGEND_TWO_COLUMNS_CHARS = 45
 
 
 def site_history(site: SiteData) -> History | None:
@@ -199,31 +202,48 @@ class HistoryPage(Page):
 
 def history_charts(site: SiteData, result: History) -> list[ChartSpec]:
     """One chart per primary metric: each series' mean per version with its CI, change points as rules."""
+    from sparkreport.render.report import campaign_titles
+
     metrics = [m for m in dict.fromkeys(s.metric for s in result.series) if site.config.charted(m)]
+    campaigns = {s.campaign for s in result.series}
+    titles = campaign_titles(site) if len(campaigns) > 1 else None
     charts = []
     for metric in metrics:
-        chart = _metric_chart(result, metric)
+        chart = _metric_chart(result, metric, titles)
         if chart is not None:
             charts.append(chart)
     return charts
 
 
-def _metric_chart(result: History, metric: str) -> ChartSpec | None:
+def series_name(campaign: str, model: str, environment: str, titles: dict[str, str] | None = None) -> str:
+    """What the History chart calls a series: "model · environment", and where the page holds
+    several campaigns (``titles``: campaign name → title) "model · environment · campaign title" —
+    the same model and environment in two campaigns are two series, and a name shared by two
+    would draw them as one line, zigzagging between them at every version."""
+    name = f"{model} · {environment}"
+    return name if titles is None else f"{name} · {titles.get(campaign, campaign)}"
+
+
+def _metric_chart(result: History, metric: str, titles: dict[str, str] | None = None) -> ChartSpec | None:
+    """The chart of ``metric``; ``titles`` (campaign name → title) where the page holds several
+    campaigns, None where it holds one (see :func:`series_name`)."""
     from sparkreport.charts import ChartSpec, metric_title
 
     # a series of one version is a point, not a course (the page counts them, history.json has them)
     series = [s for s in result.series if s.metric == metric and len(s.points) > 1]
-    points = [{"series": f"{s.model} · {s.environment}", "version": p.version, "mean": _short(p.mean),
-               "ci_low": _short(p.ci_low) if p.n > 1 else None, "ci_high": _short(p.ci_high) if p.n > 1 else None,
-               "n": p.n}
+    points = [{"series": series_name(s.campaign, s.model, s.environment, titles), "version": p.version,
+               "mean": _short(p.mean), "ci_low": _short(p.ci_low) if p.n > 1 else None,
+               "ci_high": _short(p.ci_high) if p.n > 1 else None, "n": p.n}
               for s in series for p in s.points]
     if not points:
         return None
-    changes = [_change_mark(c, s.model) for s in series for c in s.changes]
+    changes = [_change_mark(c, series_name(s.campaign, s.model, s.environment, titles))
+               for s in series for c in s.changes]
     title = f"{metric_label(metric)} across versions"
     spec = history_spec(points, changes, versions=result.versions, column=result.column, axis=metric_title(metric),
                         title=title)
-    description = (f"Mean {metric_label(metric)} per version with its CI, per model and environment; dashed lines "
+    per = "per model and environment" if titles is None else "per campaign, model and environment"
+    description = (f"Mean {metric_label(metric)} per version with its CI, {per}; dashed lines "
                    "mark change points (at the first version after the change): vermillion a regression, green "
                    "an improvement.")
     return ChartSpec(name=f"{metric}-history", title=title, description=description, spec=spec, rows=len(points))
@@ -253,8 +273,14 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
         return ordinal("version", axis={"labelAngle": -45, "labelOverlap": True}, scale={"domain": list(versions)},
                        title=f"version ({column})")
 
+    # Two columns of names under the plot while two fit its width; a name with its campaign's
+    # title (several campaigns) is longer: one column, or the drawing outgrew the page's column
+    # and was scaled down whole.
+    columns = 2 if max((len(str(p["series"])) for p in points), default=0) <= LEGEND_TWO_COLUMNS_CHARS else 1
+
     def color() -> dict[str, Any]:
-        return nominal("series", legend={"columns": 2, "labelLimit": 400, "orient": "bottom"},
+        return nominal("series", legend={"columns": columns, "labelLimit": 400 if columns == 2 else PANEL_WIDTH + 180,
+                                         "orient": "bottom"},
                        scale={"range": list(SERIES_COLOURS)}, title=None)
 
     layers = [
@@ -279,6 +305,6 @@ def _short(value: float) -> float | None:
     return float(f"{value:.6g}") if math.isfinite(value) else None
 
 
-def _change_mark(c: ChangePoint, model_name: str) -> dict[str, Any]:
+def _change_mark(c: ChangePoint, series: str) -> dict[str, Any]:
     return {"after": c.after, "direction": c.direction,
-            "text": f"{model_name} · {c.environment}: {c.change_pct:+.1f}% ({c.before} → {c.after}, {c.direction})"}
+            "text": f"{series}: {c.change_pct:+.1f}% ({c.before} → {c.after}, {c.direction})"}
