@@ -39,6 +39,28 @@ def test_summary_names_the_change_and_nothing_else(site: RenderResult) -> None:
     assert "Versions with a single run" in page and "0.19.0" in page
 
 
+@pytest.mark.parametrize(("campaign", "model", "named"), [
+    ("nightly", "qwen-2.5-7b", ("llama-3.1-8b", "qwen-2.5-7b")),
+    ("weekly", "llama-3.1-8b", ("nightly", "weekly")),
+    ("weekly", "qwen-2.5-7b", ("llama-3.1-8b, nightly", "qwen-2.5-7b, weekly")),
+])
+def test_summary_names_only_what_the_page_holds_several_of(tmp_path: Path, campaign: str, model: str,
+                                                            named: tuple[str, str]) -> None:
+    """After each change the summary named its model and campaign ("— Llama…, nightly;") as soon
+    as the page held two models or two campaigns, so a page of one campaign repeated it after
+    every change: it names the model where the page holds several models, the campaign where it
+    holds several campaigns (one campaign is named once, in the lead)."""
+    (tmp_path / "sparkreport.yml").write_text(CONFIG, encoding="utf-8")
+    runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042})
+    write_history_store(runs, steps={"0.21.0": 0.05}, seed=4, campaign=campaign, model=model, run_prefix="second-")
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
+    page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
+    summary = next(line for line in page.splitlines() if line.startswith("**"))
+    first, second = summary.removeprefix("**").removesuffix("; no other change.**").split("; ")
+    assert first.startswith("output throughput fell ") and first.endswith(f" in native (regression) — {named[0]}")
+    assert second.startswith("output throughput rose ") and second.endswith(f" in native (improvement) — {named[1]}")
+
+
 def test_change_links_to_the_diff_page_of_its_two_versions(site: RenderResult) -> None:
     diff = site.docs_dir / "history" / "nightly-0.21.0-0.22.0" / "index.md"
     text = diff.read_text(encoding="utf-8")

@@ -154,8 +154,13 @@ class HistoryPage(Page):
                   diff_docs: dict[tuple[str, str, str], PageDoc], out: Path) -> None:
         """The History page itself: its table of change points, charts and ``history.json``."""
         from sparkreport.analysis.history import change_row, change_sentence, history_payload
+        from sparkreport.render.report import campaign_title
 
         rank = {v: i for i, v in enumerate(result.versions)}
+        # A campaign the same in every row is named once, above the tables, not in a column of each
+        # nor after each change of the summary; a model the same in every row, by no change.
+        campaigns = {s.campaign for s in result.series}
+        several_models = len({s.model for s in result.series}) > 1
         rows = []
         # The pairs of versions past the diff pages' budget: their `sparkreport diff` command once
         # each, below the table (a command in a cell made the table scroll).
@@ -165,6 +170,11 @@ class HistoryPage(Page):
             row = change_row(change) | {"label": metric_label(change.metric),
                                         "sentence": change_sentence(change, site.confidence_label),
                                         "versions": f"{change.before} → {change.after}"}
+            # what the summary names after the change: what the page holds several of
+            where = [change.model] if several_models else []
+            if len(campaigns) > 1:
+                where.append(campaign_title(site, change.campaign))
+            row["where"] = ", ".join(where)
             row["diff"] = main.href(diff_docs[key].path) if key in diff_docs else None
             if row["diff"] is None and key not in commands:
                 commands[key] = {"campaign": change.campaign, "versions": row["versions"], "command": (
@@ -181,13 +191,10 @@ class HistoryPage(Page):
                    "label": metric_label(s.metric), "metric": s.metric, "point": s.points[-1],
                    "versions": len(s.points), "changes": len(s.changes)} for s in result.series if len(s.points) > 1]
         single = sorted({p.version for s in result.series for p in s.points if p.single_run}, key=rank.__getitem__)
-        cells = {(s.campaign, s.model) for s in result.series}
-        # A campaign the same in every row is named once, above the tables, not in a column of each.
-        campaigns = {s.campaign for s in result.series}
         main.context = {"history": result, "changes": rows, "sentences": rows[:SENTENCE_BUDGET],
                         "commands": list(commands.values()), "diff_page_budget": DIFF_PAGE_BUDGET,
                         "campaign": next(iter(campaigns)) if len(campaigns) == 1 else None,
-                        "order_text": ORDER_TEXT[result.order], "qualify": len(cells) > 1,
+                        "order_text": ORDER_TEXT[result.order],
                         "reference": (out / REFERENCE).exists() and main.href(REFERENCE),
                         "more": max(0, len(rows) - SENTENCE_BUDGET), "latest": latest, "single_run": single,
                         "unlisted": len(result.series) - len(latest),
