@@ -133,12 +133,15 @@ def test_direction_follows_the_metric(tmp_path: Path) -> None:
 
 
 def test_cli_json_golden_and_fail_on(tmp_path: Path) -> None:
+    """The gate exits 1 after the history is printed, with one line on stderr saying what it found
+    (it exited 1 silently: a CI log showed the JSON and a failed step, nothing on why)."""
     runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042})
     runner = CliRunner()
     result = runner.invoke(main, ["history", "--runs-dir", str(runs), "--json", "--metric", "output_throughput_tok_s",
                                   "--fail-on", "regression"])
     assert result.exit_code == 1, result.output
-    payload = json.loads(result.output)
+    assert result.stderr == "--fail-on regression: 1 of 2 series regressed at the newest version (0.22.0)\n"
+    payload = json.loads(result.stdout)
     expected = json.loads((GOLDEN / "history.json").read_text())
     assert payload == expected
     [change] = payload["change_points"]
@@ -151,7 +154,22 @@ def test_cli_table_exact(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["history", "--runs-dir", str(runs), "--metric", "output_throughput_tok_s",
                                        "--fail-on", "regression"])
     assert result.exit_code == 0, result.output
-    assert result.output == (GOLDEN / "history.txt").read_text()
+    assert result.output == (GOLDEN / "history.txt").read_text() and result.stderr == ""  # an older change: no gate
+
+
+def test_cli_fail_on_says_what_it_found_after_the_table(tmp_path: Path) -> None:
+    """Two campaigns whose native throughput both fall at the newest version: the table printed
+    as without the gate, then one line on stderr counting the regressions among the series the
+    gate tested (those measured in the newest version and an earlier one)."""
+    runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.05})
+    write_history_store(runs, steps={"0.22.0": -0.05}, seed=4, campaign="weekly", run_prefix="weekly-")
+    write_history_store(runs, seed=5, campaign="once", run_prefix="once-", versions=["0.22.0"])  # nothing to test
+    runner = CliRunner()
+    plain = runner.invoke(main, ["history", "--runs-dir", str(runs)])
+    gated = runner.invoke(main, ["history", "--runs-dir", str(runs), "--fail-on", "regression"])
+    assert (plain.exit_code, plain.stderr) == (0, "")
+    assert (gated.exit_code, gated.stdout) == (1, plain.stdout)
+    assert gated.stderr == "--fail-on regression: 2 of 8 series regressed at the newest version (0.22.0)\n"
 
 
 @pytest.mark.parametrize(("args", "message"), [

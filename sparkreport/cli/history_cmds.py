@@ -30,7 +30,8 @@ if TYPE_CHECKING:
                    "history.across_campaigns, else per campaign).")
 @json_option
 @click.option("--fail-on", type=click.Choice(["regression"]), default=None,
-              help="Exit 1 when the newest version opens a regression (for CI).")
+              help="Exit 1 when the newest version opens a regression (for CI): after the history is printed, "
+                   "with a line on stderr saying what the gate found.")
 def history_command(runs_dir: Path, config_path: Path | None, by: str | None, metrics: tuple[str, ...],
                     campaigns: tuple[str, ...], min_effect: float | None, across_campaigns: bool | None,
                     as_json: bool, fail_on: str | None) -> None:
@@ -41,7 +42,9 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
     shifts by at least the minimum effect and the shift is significant at analysis.alpha across
     the series (binary segmentation with Welch tests, Holm-adjusted, and the newest version
     tested on its own; see docs/reference/history.md).
-    Exit codes: 0 = done, 1 = --fail-on hit (or an error), 2 = bad invocation.
+    Exit codes: 0 = done, 1 = --fail-on hit (or an error), 2 = bad invocation. A --fail-on
+    hit exits after the history is printed, with one line on stderr naming the gate and what it
+    found; an error prints nothing on stdout, only its one line on stderr.
     """
     from sparkreport.analysis.history import UnknownKey, history, history_payload, newest_regressions
     from sparkreport.config import load_config
@@ -68,8 +71,19 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
         click.echo(json.dumps(history_payload(result), indent=2))
     else:
         _print(result)
-    if fail_on == "regression" and newest_regressions(result):
+    regressions = newest_regressions(result) if fail_on == "regression" else []
+    if regressions:  # said after the history is printed: an error prints nothing on stdout
+        click.echo(f"--fail-on {fail_on}: {gate_finding(result, len(regressions))}", err=True)
         raise SystemExit(1)
+
+
+def gate_finding(result: History, regressions: int) -> str:
+    """What ``--fail-on regression`` found, after the flag on its stderr line: "1 of 4 series
+    regressed at the newest version (0.22.0)", counting the series the gate tested (measured in
+    the newest version and an earlier one; a series has one change at a version at most)."""
+    newest = result.versions[-1]
+    tested = sum(1 for s in result.series if len(s.points) > 1 and s.points[-1].version == newest)
+    return f"{regressions:,} of {tested:,} series regressed at the newest version ({newest})"
 
 
 def _print(result: History) -> None:
