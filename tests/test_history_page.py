@@ -92,6 +92,21 @@ def test_the_tables_name_a_campaign_once_and_a_series_as_the_charts_do(site: Ren
     assert "| nightly |" not in page
 
 
+def test_a_pair_of_versions_changed_in_two_campaigns_is_two_nav_entries_named_apart(tmp_path: Path) -> None:
+    """Both campaigns change between 0.21.0 and 0.22.0: two diff pages, which the nav listed as
+    "0.21.0 → 0.22.0" twice; where the page holds several campaigns each entry names its own (a
+    page of one campaign keeps the bare pair: test_change_links_to_the_diff_page_of_its_two_versions)."""
+    (tmp_path / "sparkreport.yml").write_text(
+        CONFIG + "campaigns:\n  weekly:\n    title: Weekly GB10 builds\n", encoding="utf-8")
+    runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042})
+    write_history_store(runs, steps={"0.22.0": -0.042}, seed=4, campaign="weekly", run_prefix="weekly-")
+    result = render(RenderOptions(runs_dir=runs, project_root=tmp_path, config_path=tmp_path / "sparkreport.yml"))
+    entries = dict(dict(result.nav)["History"])
+    assert {title: path for title, path in entries.items() if title != "Across versions"} == {
+        "0.21.0 → 0.22.0 (nightly)": "history/nightly-0.21.0-0.22.0/index.md",
+        "0.21.0 → 0.22.0 (Weekly GB10 builds)": "history/weekly-0.21.0-0.22.0/index.md"}
+
+
 def test_a_change_point_past_the_diff_pages_budget_gives_its_command_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the budget of diff pages a change point's pair of versions has none: its row says so

@@ -133,6 +133,7 @@ class HistoryPage(Page):
         rank = {v: i for i, v in enumerate(result.versions)}
         changes = sorted(result.changes, key=lambda c: (-rank[c.after], -abs(c.change_pct)))
         main = PageDoc(self.path, self.title, self.template)
+        several = len({s.campaign for s in result.series}) > 1
         diff_docs: dict[tuple[str, str, str], PageDoc] = {}
         for change in changes:
             key = (change.campaign, change.before, change.after)
@@ -140,8 +141,12 @@ class HistoryPage(Page):
                 name = f"{campaign_title(site, change.campaign)}: {change.before} → {change.after}"
                 named = NamedDiff(name=name, a=_selector(result, change.campaign, change.before),
                                   b=_selector(result, change.campaign, change.after), title=name)
+                # in the nav, a pair of versions changed in two campaigns is two entries: each names its own
+                nav_title = f"{change.before} → {change.after}"
+                if several:
+                    nav_title += f" ({campaign_title(site, change.campaign)})"
                 doc = PageDoc(f"{self.folder}/{slug(f'{change.campaign}-{change.before}-{change.after}')}/index.md",
-                              f"{change.before} → {change.after}", "diff.md")
+                              nav_title, "diff.md")
                 doc.inputs = None if change.campaign == ACROSS else campaign_runs(site, {change.campaign})
                 doc.also_reads = [repr(named)]
                 doc.fill = functools.partial(fill_diff, site, doc, named)
