@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from blog_project import blog_project
 from click.testing import CliRunner
+from test_incremental import override_template
 
 from sparkreport.cli import main
 from sparkreport.render import RenderOptions
@@ -124,31 +125,79 @@ def test_a_post_edit_outside_its_bindings_keeps_their_results_and_loads_no_datas
     assert_equals_a_full_build(project, third, tmp_path / "again")
 
 
-def test_in_git_the_commit_printed_on_the_pages_is_part_of_the_data(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Home, Methodology, Downloads and the posts print the project's commit: the first edit of
-    a committed tree (its commit becomes ``…+dirty``) and a new commit are built in full; a
-    second edit of the same uncommitted tree keeps the data."""
+def test_in_git_a_post_edit_keeps_the_data_and_the_footers_print_the_new_commit(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Home, Methodology, Downloads and the posts print the project's commit, which is not part
+    of the data: the first edit of a committed tree (its commit becomes ``…+dirty``), a second
+    edit, and a new commit of the post keep the data, and each time those footers print the
+    commit of the build — the site equals a full build's. A new run is built in full."""
     import subprocess
 
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=project,
-                       check=True, capture_output=True)
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=project,
+                              check=True, capture_output=True, text=True).stdout.strip()
 
+    (project / ".gitignore").write_text("build/\nsite/\n", encoding="utf-8")
     git("init", "-q")
     git("add", "-A")
     git("commit", "-qm", "first")
     post = project / "docs" / "blog" / "posts" / "fish.md"
     build(options(project), project / "site")
     loaded = loads_counted(monkeypatch)
-    for text, full in ((POST + "\nEdited.\n", True), (POST + "\nEdited again.\n", False)):
+    for text, commit in ((POST + "\nEdited.\n", False), (POST + "\nEdited again.\n", False),
+                         (POST + "\nCommitted.\n", True)):
         loaded.clear()
         post.write_text(text, encoding="utf-8")
+        if commit:
+            git("commit", "-qam", "the post")
         result = build(options(project), project / "site")
-        assert (loaded == [project / "runs"], result.render.data_kept) == (full, not full)
-    git("commit", "-qam", "second")
+        assert loaded == [] and result.render.data_kept
+        shown = git("rev-parse", "--short=12", "HEAD") + ("" if commit else "+dirty")
+        for page in ("index.md", "methodology/index.md", "downloads/index.md", "blog/posts/fish.md"):
+            footer = (project / "build" / "docs" / page).read_text(encoding="utf-8").rsplit("\n", 2)[-2]
+            assert f"project commit <code>{shown}</code>" in footer, page
+    assert_equals_a_full_build(project, result, tmp_path)  # (which leaves the build's state for its own site)
+    runs = min((project / "runs").glob("*/*/run.json"))
+    data = json.loads(runs.read_text(encoding="utf-8"))
+    data["labels"]["note"] = "rerun"
+    runs.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    git("commit", "-qam", "a run")
     loaded.clear()
     assert not build(options(project), project / "site").render.data_kept and loaded == [project / "runs"]
+
+
+def test_a_commit_printed_outside_the_footer_renders_the_pages_in_full(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A template override that prints the commit its own way: a new commit cannot be put in
+    by replacing the footer's, so the data is loaded and the pages rendered again."""
+    import subprocess
+
+    from sparkreport.render.core import restamped
+
+    assert restamped("a <code>abc</code> b", "abc", "def") == "a <code>def</code> b"
+    assert restamped("commit abc, <code>abc</code>", "abc", "def") is None
+    assert restamped("no commit here", "abc", "abc+dirty") == "no commit here"
+    assert restamped("<code>abc</code>", None, "abc") is None and restamped("x", "abc", None) is None
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=project,
+                       check=True, capture_output=True)
+
+    override_template(project, "home.md", "Built at commit {{ provenance.git_commit }}.")
+    (project / ".gitignore").write_text("build/\nsite/\n", encoding="utf-8")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    build(options(project), project / "site")
+    loaded = loads_counted(monkeypatch)
+    post = project / "docs" / "blog" / "posts" / "fish.md"
+    post.write_text(POST + "\nEdited.\n", encoding="utf-8")
+    git("commit", "-qam", "the post")
+    result = build(options(project), project / "site")
+    assert loaded == [project / "runs"] and not result.render.data_kept
+    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=project, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    assert f"Built at commit {commit}." in (project / "build" / "docs" / "index.md").read_text(encoding="utf-8")
 
 
 def test_a_post_edit_that_breaks_a_binding_is_refused_as_in_a_full_render(

@@ -82,9 +82,11 @@ def build_command(runs_dir: Path, docs_dir: Path | None, config_path: Path | Non
 
     A rebuild costs what changed: only pages whose inputs changed are rendered, and (MkDocs)
     only pages whose Markdown changed are converted; the rest of the previous site is reused.
-    After an edit of hand-written docs alone (a post's prose, a page under docs/) at the same
-    git commit (the pages print it), the data is kept from the last build: the generated pages,
-    the posts' results and the runs' files, with no dataset loaded.
+    After an edit of hand-written docs alone (a post's prose, a page under docs/), committed or
+    not, the data is kept from the last build: the generated pages (the footers that print the
+    project's commit print the new one), the posts' results and the runs' files, with no
+    dataset loaded. In a git work tree, a fresh checkout (a CI job's) reads only the run files
+    git does not report unchanged.
     The runs' files, the blog feed and the credential scan are sparkreport's own steps after
     the builder, so both builders publish the same site; it replaces the old one only whole.
 

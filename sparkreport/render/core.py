@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import html
 import json
 import os
 import posixpath
@@ -145,7 +146,8 @@ class RenderSession:
 
 def render(options: RenderOptions | Project, *, session: RenderSession | None = None, checked: bool = False,
            store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
-           build_data_key: str | None = None, same_data: dict[str, Any] | None = None) -> RenderResult:
+           build_data_key: str | None = None, same_data: dict[str, Any] | None = None,
+           commit: str | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     ``options`` are resolved once into a :class:`~sparkreport.project.Project` (paths, the
@@ -168,9 +170,11 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     ``build_data_key``: what ``build`` computed of everything it reads but the hand-written docs
     (:func:`~sparkreport.site.incremental.build_key`); the posts' bindings and results are kept
     under it (:class:`~sparkreport.render.posts.KeptPosts`). ``same_data``: the state of the last
-    build, whose data key it equals — only hand-written docs changed since —, from which the
-    render keeps every generated page as it is and fills the posts from what they gave then,
-    without loading the dataset; or, when a post's bindings changed, renders in full.
+    build, whose data key it equals — only hand-written docs, or the commit, changed since —, from
+    which the render keeps every generated page as it is and fills the posts from what they gave
+    then, without loading the dataset; or, when a post's bindings changed, renders in full.
+    ``commit``: the project's commit the build key was made with; a kept page or post footer that
+    printed another one prints it instead (:func:`restamped`).
     """
     from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock
@@ -185,7 +189,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     try:
         with output_lock(project.docs_dir.parent), contextlib.ExitStack() as held_until_done:
             if same_data is not None and build_data_key is not None:
-                kept = _render_kept(project, same_data, build_data_key)
+                kept = _render_kept(project, same_data, build_data_key, commit)
                 if kept is not None:
                     return kept
             return _render(project, held_until_done, session, store_folders, hashes, build_data_key)
@@ -549,12 +553,15 @@ def _fresh_staging(final_docs_dir: Path, source_docs: Path) -> tuple[Path, list[
 
 
 def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_dir: Path, site: SiteData | None,
-                 generated: _Generated, kept: KeptPosts | None = None) -> RenderResult:
+                 generated: _Generated, kept: KeptPosts | None = None,
+                 commits: tuple[str | None, str | None] | None = None) -> RenderResult:
     """A render after only hand-written docs changed: copy them, fill in the posts' bindings and
     keep every generated file as the last render wrote it. The posts are filled with the data
     loaded (``site``: a session's), or without it, from what their bindings gave in the last
     build (``kept``; :class:`~sparkreport.render.posts.NotKept` when they are not those bindings,
-    or a hand-written page now stands where a generated one is: a full render says which)."""
+    or a hand-written page now stands where a generated one is: a full render says which).
+    ``commits``: (the commit the kept pages print, the project's now), when they differ — each
+    generated page that prints the first is written again with the second (:func:`restamped`)."""
     from sparkreport.render.posts import NotKept
 
     docs_dir, handwritten = _fresh_staging(final_docs_dir, root / "docs")
@@ -563,6 +570,17 @@ def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_
             if site is None:
                 raise NotKept(path)
             raise BuildError(f"{root / 'docs' / path}: collides with a generated page — rename it")
+    keep = set(generated.files)
+    if commits is not None:
+        for name in sorted(name for name in generated.files if name.endswith(".md")):
+            text = (final_docs_dir / name).read_text(encoding="utf-8")
+            stamped = restamped(text, *commits)
+            if stamped is None:
+                raise NotKept(name)
+            if stamped != text:
+                (docs_dir / name).parent.mkdir(parents=True, exist_ok=True)
+                (docs_dir / name).write_text(stamped, encoding="utf-8")
+                keep.discard(name)
     env = None
     if site is not None:
         from sparkreport.cache import HashMemo, package_digest
@@ -576,7 +594,7 @@ def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_
     notices: list[str] = []
     posts, svg_count = _posts_and_svgs(env, site, root, docs_dir, final_docs_dir, generated.pages,
                                        generated.static, [], cache_dir, notices, kept=kept)
-    changed = sync_tree(docs_dir, final_docs_dir, keep=generated.files)
+    changed = sync_tree(docs_dir, final_docs_dir, keep=keep)
     shutil.rmtree(docs_dir)
     return RenderResult(project_root=root, docs_dir=final_docs_dir, config=config, pages=generated.pages,
                         nav=generated.nav, handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
@@ -585,14 +603,15 @@ def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_
                         data_kept=site is None)
 
 
-def _render_kept(project: Project, state: dict[str, Any], data_key: str) -> RenderResult | None:
-    """A build's render after only hand-written docs changed (``state``: the last build's, whose
-    data key — the store, the configuration, the templates, the package, the commit — is this
-    one's): :func:`_render_docs` without the dataset, the generated pages as the page cache and
-    ``state`` list them, the posts from what their bindings gave then
-    (:class:`~sparkreport.render.posts.KeptPosts`). None (then the render is made in full) when
-    nothing was kept for this data, a generated file is missing, or :func:`_render_docs` finds a
-    post's bindings are not those kept (new, edited, or a new post)."""
+def _render_kept(project: Project, state: dict[str, Any], data_key: str, commit: str | None) -> RenderResult | None:
+    """A build's render after only hand-written docs or the project's commit changed (``state``:
+    the last build's, whose data key — the store, the configuration, the templates, the package
+    — is this one's): :func:`_render_docs` without the dataset, the generated pages as the page
+    cache and ``state`` list them, the posts from what their bindings gave then
+    (:class:`~sparkreport.render.posts.KeptPosts`), the footers that print the commit printing
+    ``commit`` (:func:`restamped`). None (then the render is made in full) when nothing was kept
+    for this data, a generated file is missing, a footer cannot be restamped, or
+    :func:`_render_docs` finds a post's bindings are not those kept (new, edited, or a new post)."""
     from sparkreport.render.pagecache import PageCache
     from sparkreport.render.posts import KeptPosts, NotKept
     from sparkreport.site.incremental import result_from_state
@@ -600,18 +619,44 @@ def _render_kept(project: Project, state: dict[str, Any], data_key: str) -> Rend
     root, final_docs_dir, cache_dir = project.root, project.docs_dir, project.cache_dir
     kept_posts = KeptPosts.load(cache_dir, data_key)
     pages = PageCache(cache_dir)
-    if kept_posts is None or pages.static is None:
+    if kept_posts is None or pages.static is None or "commit" not in state:
         return None
     files = {name for entry in pages.pages.values() for name in entry.files}
     if not all((final_docs_dir / name).is_file() for name in files):
         return None
+    commits = (state["commit"], commit) if state["commit"] != commit else None
+    if commits is not None:
+        for post in kept_posts.posts.values():
+            footer = restamped(post.footer, *commits) if post.footer is not None else None
+            if post.footer is not None and footer is None:
+                return None
+            post.footer = footer
     kept = result_from_state(state, project)
     prepare_docs_dir(final_docs_dir, root / "docs")
     generated = _Generated(pages=kept.pages, nav=kept.nav, files=files, static=pages.static, git_commit=None)
     try:
-        return _render_docs(root, project.config, final_docs_dir, cache_dir, None, generated, kept_posts)
+        result = _render_docs(root, project.config, final_docs_dir, cache_dir, None, generated, kept_posts, commits)
     except NotKept:
         return None  # the full render starts from a fresh staging folder
+    if commits is not None:
+        kept_posts.save(cache_dir, data_key)  # the footers as the posts now print them
+    return result
+
+
+def restamped(text: str, old: str | None, new: str | None) -> str | None:
+    """``text`` (a kept page, a post's footer) printing the project commit ``new`` where it
+    printed ``old`` — the footer's ``<code>`` span (``templates/_footer.md``), the only place a
+    page prints the commit —; None when that cannot be told from the text: the commit printed
+    on one side only, or ``old`` found anywhere else in it (a template override printing it its
+    own way). Then the page is rendered in full."""
+    if old == new:
+        return text
+    if old is None or new is None:  # the footer gains or loses its commit: rendered in full
+        return None
+    shown = f"<code>{html.escape(old)}</code>"
+    if text.count(old) != text.count(shown):
+        return None
+    return text.replace(shown, f"<code>{html.escape(new)}</code>")
 
 
 def svg_path(chart_key: str) -> str:

@@ -170,7 +170,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             staging, run_files = stack.enter_context(publish.staged(target)), None
         started = time.perf_counter()
         result = render(project, checked=True, store_folders=folders, hashes=memo,  # the checks ran above
-                        build_data_key=key.data, same_data=same_data)
+                        build_data_key=key.data, same_data=same_data, commit=key.commit)
         if run_files is None:
             carried = kept_run_files(target, cache_dir, result) if result.data_kept else None
             run_files = publisher() if carried is None else _given(carried)

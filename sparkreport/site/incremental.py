@@ -37,10 +37,10 @@ PROJECT_FILES = ("sparkreport.yml", "mkdocs.yml")
 def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashMemo,
               builder: str = "mkdocs", runs_walk: StoreWalk | None = None) -> BuildKeys:
     """The content key of a build (equal keys build identical sites) and its data key: the same
-    without the hand-written ``docs/`` — equal data keys give the same generated pages and the
-    same results for the same post bindings (:func:`~sparkreport.render.core.render`'s kept
-    path). ``runs_walk``: the run store's :func:`~sparkreport.cache.walk_store` at
-    ``project.runs_path``, if already walked."""
+    without the hand-written ``docs/`` and the project's commit — equal data keys give the same
+    generated pages but for the commit their footers print, and the same results for the same
+    post bindings (:func:`~sparkreport.render.core.render`'s kept path). ``runs_walk``: the run
+    store's :func:`~sparkreport.cache.walk_store` at ``project.runs_path``, if already walked."""
     import mkdocs
 
     from sparkreport import __version__
@@ -50,12 +50,13 @@ def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashM
     root = project.root
     runs = project.runs_path
     options = project.options
+    commit = git_commit(root)
     parts: list[tuple[str, str]] = [
         ("version", __version__), ("package", package_digest(memo)),
         ("runs", tree_digest(runs, memo, runs_walk.files if runs_walk is not None else None)),
         ("mkdocs", mkdocs.__version__), ("material", _material_version("mkdocs-material")),
         ("builder", builder), ("zensical", _material_version("zensical") if builder == "zensical" else ""),
-        ("commit", git_commit(root) or ""), ("strict", str(strict)), ("site_dir", str(site_dir)),
+        ("commit", commit or ""), ("strict", str(strict)), ("site_dir", str(site_dir)),
         ("docs_dir", str(options.docs_dir)), ("command", str(options.command)),
         ("config_path", str(options.config_path)),
         ("site_url", os.environ.get(SITE_URL_ENV, "")),
@@ -67,14 +68,23 @@ def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashM
         files.append(options.config_path)
     for path in files:
         parts.append((str(path), memo.digest(path) if path.is_file() else "absent"))
-    return BuildKeys(inputs_digest(parts), inputs_digest(part for part in parts if part[0] != "docs"))
+    return BuildKeys(inputs_digest(parts), inputs_digest(part for part in parts if part[0] not in DOCS_AND_COMMIT),
+                     commit)
+
+
+#: What the data key leaves out of the build key: the hand-written docs, and the project's commit
+#: (printed only in the footers of Home, Methodology, Downloads and the posts, which a render that
+#: keeps the data prints again: :func:`~sparkreport.render.core.restamped`).
+DOCS_AND_COMMIT = ("docs", "commit")
 
 
 class BuildKeys(NamedTuple):
-    """A build's key, and its data key (the key without the hand-written docs)."""
+    """A build's key, its data key (the key without the hand-written docs and the commit), and
+    the project's commit it was made with (:func:`~sparkreport.render.context.git_commit`)."""
 
     key: str
     data: str
+    commit: str | None = None
 
 
 def shell_key(config_file: Path, project_root: Path, strict: bool, builder: str, memo: HashMemo) -> str:
@@ -116,10 +126,12 @@ def kept_key(cache_dir: Path) -> BuildKeys | None:
     """The keys of the last build that completed (its state), if any."""
     try:
         state = json.loads((cache_dir / STATE_FILE).read_text(encoding="utf-8"))
-        key, data = state.get("key"), state.get("data_key")
+        key, data, commit = state.get("key"), state.get("data_key"), state.get("commit")
     except (OSError, ValueError, AttributeError):
         return None
-    return BuildKeys(key, data) if isinstance(key, str) and isinstance(data, str) else None
+    if not isinstance(key, str) or not isinstance(data, str):
+        return None
+    return BuildKeys(key, data, commit if isinstance(commit, str) else None)
 
 
 def load_state(cache_dir: Path, key: str, site_dir: Path, *, data: bool = False) -> dict[str, Any] | None:
@@ -174,9 +186,10 @@ def save_state(cache_dir: Path, key: BuildKeys, site_dir: Path, config_file: Pat
     run files' folder in it), for the next build with the same key."""
     from sparkreport.cache import _atomic_bytes
 
-    state = {
+    state: dict[str, Any] = {
         "site": {"bulk": bulk, "listing": site_listing(site_dir, bulk)},
-        "key": key.key, "data_key": key.data, "site_dir": str(site_dir), "config_file": str(config_file),
+        "key": key.key, "data_key": key.data, "commit": key.commit, "site_dir": str(site_dir),
+        "config_file": str(config_file),
         "project_root": str(result.project_root), "docs_dir": str(result.docs_dir),
         "pages": [{"path": p.path, "title": p.title, "template": p.template,
                    "charts": [[c.name, c.title, c.description, c.rows] for c in p.charts]} for p in result.pages],
