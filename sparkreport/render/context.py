@@ -233,7 +233,7 @@ def analysis_cache(cache_dir: Path | None, held: Held | None = None) -> Analysis
 
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,
                     project_root: Path, cache_dir: Path | None = None, *, save: bool = True,
-                    held: Held | None = None) -> SiteData:
+                    held: Held | None = None, commit: str | None = None) -> SiteData:
     """Run the analysis over ``dataset`` once and bundle what the pages need.
 
     With ``cache_dir`` (a build's ``build/cache``), arm statistics are kept per arm and the
@@ -243,7 +243,9 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     ``save`` the cache is left for the caller to save (``site.analysis_cache.save()``) once what
     else goes into it is in: the render saves it after planning its pages, which computes the
     history (one 5 MB pickle a build at 10 000 runs instead of two). ``held``: see
-    :func:`analysis_cache`.
+    :func:`analysis_cache`. ``commit``: the project's commit as the caller found it (a build:
+    the one its key was made with, which saves asking git again — a status of every tracked
+    file); None asks git.
     """
     import pandas as pd
 
@@ -266,7 +268,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
         summary_count=int(dataset.summaries["run_id"].nunique()) if not dataset.summaries.empty else 0,
         version=__version__,
         command=command,
-        git_commit=git_commit(project_root),
+        git_commit=commit if commit is not None else git_commit(project_root),
     )
     site = SiteData(
         dataset=dataset, config=config, runs_dir=runs_dir, stats=stats, comparisons=comparisons,

@@ -173,8 +173,9 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     build, whose data key it equals — only hand-written docs, or the commit, changed since —, from
     which the render keeps every generated page as it is and fills the posts from what they gave
     then, without loading the dataset; or, when a post's bindings changed, renders in full.
-    ``commit``: the project's commit the build key was made with; a kept page or post footer that
-    printed another one prints it instead (:func:`restamped`).
+    ``commit``: the project's commit the build key was made with, which the pages print (git is
+    not asked again); a kept page or post footer that printed another one prints it instead
+    (:func:`restamped`).
     """
     from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock
@@ -192,7 +193,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
                 kept = _render_kept(project, same_data, build_data_key, commit)
                 if kept is not None:
                     return kept
-            return _render(project, held_until_done, session, store_folders, hashes, build_data_key)
+            return _render(project, held_until_done, session, store_folders, hashes, build_data_key, commit)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
@@ -217,7 +218,7 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
 
 def _render(project: Project, held_until_done: contextlib.ExitStack, session: RenderSession | None = None,
             store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
-            build_data_key: str | None = None) -> RenderResult:
+            build_data_key: str | None = None, commit: str | None = None) -> RenderResult:
     """The render under the lock; what it starts beside itself (:class:`~sparkreport.render.builtin.DownloadsAhead`)
     is stopped on ``held_until_done``'s exit, when the render ends or fails."""
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
@@ -276,7 +277,8 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
         site = loaded.site
         site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
     else:
-        site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir, save=False, held=held)
+        site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir, save=False, held=held,
+                               commit=commit)
     if session is not None:
         session.loaded = _Loaded(key, dataset, site)
     site.hash_memo = memo
