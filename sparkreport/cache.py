@@ -147,6 +147,17 @@ class HashMemo:
         self.entries[str(path)] = self.added[str(path)] = self.unsaved[str(path)] = entry
         return value
 
+    def ask_git(self, folder: Path, files: Iterable[tuple[str, os.stat_result]]) -> None:
+        """Ask git for the blob ids under ``folder`` (:meth:`use_git`) once :data:`GIT_AFTER` of
+        ``files`` (path, stat: the files about to be digested) have a stat the memo does not
+        know: a fresh checkout's, which would otherwise all be read."""
+        unknown = 0
+        for path, stat in files:
+            unknown += self.known(path, stat) is None
+            if unknown >= GIT_AFTER:
+                self.use_git(folder, git_clean_blobs(folder))
+                return
+
     def use_git(self, folder: Path | str, blobs: dict[str, str]) -> None:
         """Take ``blobs`` (:func:`git_clean_blobs` of ``folder``: each clean tracked file's blob
         id by its path relative to ``folder``) as the content identity of those files, for the
@@ -284,12 +295,7 @@ def tree_digest(root: Path, memo: HashMemo, files: Sequence[tuple[str, str, os.s
     root's :func:`walk_files` already walked. When many files have a size, mtime or inode the
     memo does not know (a fresh checkout), the clean ones git tracks are known by blob id."""
     walked = sorted(walk_files(root) if files is None else files)
-    unknown = 0
-    for _relative, path, stat in walked:
-        unknown += memo.known(path, stat) is None
-        if unknown >= GIT_AFTER:
-            memo.use_git(root, git_clean_blobs(root))
-            break
+    memo.ask_git(root, ((path, stat) for _relative, path, stat in walked))
     digest = hashlib.sha256()
     for relative, path, stat in walked:
         # A file name need not be UTF-8 (os.fsdecode keeps other bytes as surrogates): hash its bytes.

@@ -794,6 +794,7 @@ def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], pa
     memo = memo if memo is not None else HashMemo(cache_dir / HASHES_FILE)
     folder, salt = cache_dir / "records", f"flat-{FLAT_LAYOUT}:{package_digest(memo)}"
     cache = cache_of(held, RecordCache, folder, salt)
+    memo.ask_git(store.root, files)  # a fresh checkout (a command before any build): git knows them
     records: list[tuple[FlatRecord, str]] = []
     digests: dict[str, set[str]] = {}
     members: dict[str, list[int]] = {}  # shard → its records' positions, in store order

@@ -707,3 +707,18 @@ def test_after_a_fresh_checkout_the_name_index_reads_only_what_git_does_not_vouc
     edited.write_text(json.dumps(data), encoding="utf-8")
     third = store_index(runs, index_cache)
     assert third.read == 1 and "after the checkout" in {e.values.get("label.note") for e in third.entries}
+
+
+def test_after_a_fresh_checkout_a_cached_load_of_the_dataset_reads_no_run_file(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `sparkreport check` (or stats, diff, history) does in a CI job before any build: the
+    dataset through the restored build cache, every run.json with a new mtime and inode."""
+    from sparkreport import cache
+
+    monkeypatch.setattr(cache, "GIT_AFTER", 8)  # 63 runs: fewer than git is asked for
+    project = _committed_store(tmp_path, phase1_store)
+    first = load_dataset(project / "runs", cache_dir=tmp_path / "cache")
+    _checked_out_afresh(project)
+    opened = _reads(monkeypatch, cache)
+    again = load_dataset(project / "runs", cache_dir=tmp_path / "cache")
+    assert opened == [] and again.digest == first.digest
