@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport import metrics as metric_catalog
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     import pandas as pd
 
@@ -63,6 +63,20 @@ SERIES_COLOURS = ("#56B4E9", "#9933FF", "#AA3377", "#E69F00", "#F0E442")
 #: A diff's two sides on its chart of both sides' runs: the first two series colours, side a sky
 #: blue and side b violet, a light and a strong one (Vega's blue for side a was `unchanged`'s).
 SIDE_COLOURS = SERIES_COLOURS[:2]
+#: An environment's colour on the per-run, means and memory-scatter charts (or a level of the
+#: factor a comparison contrasts, e.g. the page-cache state, where the Results charts draw those):
+#: Vega's own drew the first of them in a blue 1 CIELAB unit from `unchanged`'s to a tritanope,
+#: the colour of the equivalence band behind the means, and the second in an orange 4 units from
+#: `lower`'s. A violet, a brown, Okabe and Ito's sky blue, Paul Tol's
+#: purple and sand: each stays as far from every verdict's colour — the diff verdicts, the band,
+#: and a comparison's `higher` and `lower`, which a page draws beside them — and from the others,
+#: with any colour vision, as the verdicts are from each other (``tests/test_charts.py``); the
+#: first two read on the light scheme's background and on the dark one's, the sky blue (beside the
+#: band) comes third and the sand, faint on white, last. A site gives its environments their
+#: colours once (:func:`environment_colours`, the baseline first), so that an environment has the
+#: same colour on every chart given them; past five the colours repeat, the axis, legend and
+#: tooltips naming each.
+ENVIRONMENT_COLOURS = ("#9933FF", "#996633", "#56B4E9", "#AA3377", "#DDCC77")
 #: The shaded band of ± the equivalence margin (the forest and means charts).
 EQUIVALENCE_BAND = VERDICT_COLOURS["equivalent"]
 #: The verdicts a cell with a ratio can have on a diff (``sparkreport.analysis.diff``): the whole
@@ -265,9 +279,32 @@ def ordinal(name: str, **options: Any) -> dict[str, Any]:
     return _field(name, "ordinal", options)
 
 
-def _environment_color() -> dict[str, Any]:
-    """The colour channel of the per-arm charts: one colour per environment, no legend."""
-    return nominal("environment", legend=None)
+def environment_colours(environments: Iterable[str], baseline: str | None = None) -> dict[str, str]:
+    """Each of ``environments`` → its colour: ``baseline`` (where among them) first, then the
+    others in alphabetical order, each the next of :data:`ENVIRONMENT_COLOURS` (repeating past
+    five). A site's, given to every chart that colours by environment, keeps an environment's
+    colour whatever else a chart shows: Vega gave each chart's environments its palette's colours
+    in the order of their names, so that `native` was the first colour on a chart of it alone and
+    the second beside `container`."""
+    names = sorted({str(name) for name in environments} - {baseline}, key=lambda name: (name.lower(), name))
+    if baseline is not None and baseline in {str(name) for name in environments}:
+        names.insert(0, baseline)
+    return {name: ENVIRONMENT_COLOURS[i % len(ENVIRONMENT_COLOURS)] for i, name in enumerate(names)}
+
+
+def environment_colour(present: Iterable[Any], colours: Mapping[str, str] | None = None,
+                       **options: Any) -> dict[str, Any]:
+    """The colour channel of a chart coloured by environment (its ``environment`` field): each
+    environment ``present`` in the chart in its colour in ``colours`` (a site's
+    :func:`environment_colours`), one missing from it (every one, without ``colours``) in the
+    colours after them, in alphabetical order; the scale's domain is those present, in that order
+    (what a legend lists). ``options``: the channel's others (``legend``, ``title``)."""
+    shown = {str(value) for value in present}
+    known = {name: colour for name, colour in (colours or {}).items() if name in shown}
+    start = len(colours or {})
+    for i, name in enumerate(sorted(shown - set(known), key=lambda name: (name.lower(), name))):
+        known[name] = ENVIRONMENT_COLOURS[(start + i) % len(ENVIRONMENT_COLOURS)]
+    return nominal("environment", **options, scale={"domain": list(known), "range": list(known.values())})
 
 
 def verdict_colour(verdicts: Sequence[str], present: Iterable[str], *, field: str = "verdict",
@@ -291,13 +328,16 @@ def _rows_panel(layers: list[dict[str, Any]], title: str, data: list[dict[str, A
     return top_level(body, height={"step": 46}, title=title, width=PANEL_WIDTH)
 
 
-def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> ChartSpec | None:
-    """Per-run values per arm: a box per environment with every run drawn as a point.
+def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
+                  colours: Mapping[str, str] | None = None) -> ChartSpec | None:
+    """Per-run values per arm: a box per arm with every run drawn as a point, in its
+    environment's colour (``colours``: a site's :func:`environment_colours`).
 
     ``runs`` holds one row per run with ``environment``, ``run_id``, ``iteration`` and the
-    metric column, plus optionally ``included`` (excluded runs are drawn hollow). Returns None
-    when no run reports the metric. Above :data:`MAX_ROWS` runs the chart shows per-arm
-    quantiles instead of points.
+    metric column, plus optionally ``arm`` (the row's label, "campaign · environment" where a page
+    spans campaigns; else the environment) and ``included`` (excluded runs are drawn hollow).
+    Returns None when no run reports the metric. Above :data:`MAX_ROWS` runs the chart shows
+    per-arm quantiles instead of points.
     """
     if metric not in runs.columns:
         return None
@@ -305,18 +345,19 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str) -> 
     if frame.empty:
         return None
     frame["included"] = frame["included"].astype(bool) if "included" in frame else True
+    frame["arm"] = frame["arm"].astype(str) if "arm" in frame else frame["environment"].astype(str)
     frame["status"] = frame["included"].map({True: "included", False: "excluded"})
     axis = metric_title(metric) + (" — axis does not start at 0" if float(frame[metric].min()) > 0 else "")
     description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
                    "the included runs.")
     if len(frame) > MAX_ROWS:
-        return _quantile_chart(frame, metric, name=name, title=title, axis=axis)
+        return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours)
     # Deterministic jitter (same output on every render): spread each arm's runs in order.
-    frame["jitter"] = frame.groupby("environment", sort=False).cumcount() % 7 / 6
-    data = _records(frame[["environment", "run_id", "iteration", "status", "jitter", metric]].rename(
+    frame["jitter"] = frame.groupby("arm", sort=False).cumcount() % 7 / 6
+    data = _records(frame[["arm", "environment", "run_id", "iteration", "status", "jitter", metric]].rename(
         columns={metric: "value"}))
-    return ChartSpec(name=name, title=title, description=description, spec=per_run_spec(data, axis=axis, title=title),
-                     rows=len(data))
+    return ChartSpec(name=name, title=title, description=description, rows=len(data),
+                     spec=per_run_spec(data, axis=axis, title=title, colours=colours))
 
 
 def _one_kind_unlisted(data: list[dict[str, Any]], field: str) -> dict[str, Any]:
@@ -325,22 +366,29 @@ def _one_kind_unlisted(data: list[dict[str, Any]], field: str) -> dict[str, Any]
     return {"legend": None} if len({row.get(field) for row in data}) <= 1 else {}
 
 
-def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[str, Any]:
+def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str,
+                 colours: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The per-run chart's Vega-Lite spec, written directly as :func:`means_spec` is (the second
-    most frequent chart); ``tests/test_charts.py`` checks it equals Altair's: a box per environment
-    over the included runs, and every run as a point, excluded ones as crosses."""
+    most frequent chart); ``tests/test_charts.py`` checks it equals Altair's: a box per arm over
+    the included runs, and every run as a point, excluded ones as crosses, each arm in its
+    environment's colour (:func:`environment_colour`)."""
     def y() -> dict[str, Any]:
-        return {"field": "environment", "title": None, "type": "nominal"}
+        return {"field": "arm", "title": None, "type": "nominal"}
+
+    present = {row["environment"] for row in data}
+
+    def colour() -> dict[str, Any]:
+        return environment_colour(present, colours, legend=None)
 
     box = {"mark": {"type": "boxplot", "extent": "min-max", "median": {"color": "#333"}, "opacity": 0.35, "size": 22},
-           "encoding": {"color": _environment_color(),
+           "encoding": {"color": colour(),
                         "x": {"field": "value", "scale": {"zero": False}, "title": axis, "type": "quantitative"},
                         "y": y()},
            "transform": [{"filter": "(datum.status === 'included')"}]}
     points = {
         "mark": {"type": "point", "filled": True, "opacity": 0.9, "size": 45},
         "encoding": {
-            "color": _environment_color(),
+            "color": colour(),
             "shape": {"field": "status", **_one_kind_unlisted(data, "status"),
                       "scale": {"domain": ["included", "excluded"], "range": ["circle", "cross"]},
                       "title": "run", "type": "nominal"},
@@ -353,12 +401,13 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[s
     return _rows_panel([box, points], title, data)
 
 
-def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str) -> ChartSpec:
+def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str,
+                    colours: Mapping[str, str] | None) -> ChartSpec:
     """The per-run chart for arms too large to embed: min–max rule and quartile bar per arm."""
     import pandas as pd
 
     included = frame[frame["included"]]
-    grouped = included.groupby("environment")[metric]
+    grouped = included.groupby(["arm", "environment"])[metric]
     summary = pd.DataFrame({
         name: grouped.quantile(q) for name, q in
         (("min", 0.0), ("q1", 0.25), ("median", 0.5), ("q3", 0.75), ("max", 1.0))
@@ -366,16 +415,21 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
     summary["n"] = grouped.size()
     data = _records(summary.reset_index())
     description = f"{axis} per environment: range, quartiles and median of {len(included)} runs."
-    return ChartSpec(name=name, title=title, description=description, spec=quantile_spec(data, axis=axis, title=title),
-                     rows=len(data))
+    return ChartSpec(name=name, title=title, description=description, rows=len(data),
+                     spec=quantile_spec(data, axis=axis, title=title, colours=colours))
 
 
-def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[str, Any]:
-    """The quantile chart's spec: per arm in ``data`` (``environment, min, q1, median, q3, max,
-    n``) a rule from min to max, a bar over the quartiles and a tick at the median."""
+def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str,
+                  colours: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The quantile chart's spec: per arm in ``data`` (``arm, environment, min, q1, median, q3,
+    max, n``) a rule from min to max, a bar over the quartiles and a tick at the median, in its
+    environment's colour."""
+    present = {row["environment"] for row in data}
+
     def layer(kind: str, encoding: dict[str, Any], **options: Any) -> dict[str, Any]:
         return {"mark": mark(kind, **options),
-                "encoding": {"color": _environment_color(), **encoding, "y": nominal("environment", title=None)}}
+                "encoding": {"color": environment_colour(present, colours, legend=None), **encoding,
+                             "y": nominal("arm", title=None)}}
 
     return _rows_panel([
         layer("rule", {"x": quantitative("min", scale={"zero": False}, title=axis), "x2": {"field": "max"}}),
@@ -390,11 +444,14 @@ LABEL_LIMIT_PX = 340
 
 
 def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
-                confidence: float = 0.95, band: tuple[float, float] | None = None) -> ChartSpec | None:
-    """Arm means with their confidence intervals as error bars, one row per environment.
+                confidence: float = 0.95, band: tuple[float, float] | None = None,
+                colours: Mapping[str, str] | None = None) -> ChartSpec | None:
+    """Arm means with their confidence intervals as error bars, one row per arm, in its
+    environment's colour (``colours``: a site's :func:`environment_colours`).
 
     ``stats`` is shaped like ``arm_stats`` (``environment, metric, n, mean, ci_low, ci_high,
-    source``); published-summary arms are marked as published figures. None when empty.
+    source``), with optionally ``arm``, the row's label (else its environment);
+    published-summary arms are marked as published figures. None when empty.
     ``band`` (low, high) draws the baseline's equivalence band. The axis does not start at zero
     (the intervals would vanish), and its title says so.
 
@@ -407,7 +464,7 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     if frame.empty:
         return None
     frame["origin"] = frame["source"].map(lambda s: PUBLISHED if s == "published" else MEASURED)
-    frame["arm"] = frame["environment"].astype(str) + frame["source"].map(
+    frame["arm"] = (frame["arm"] if "arm" in frame else frame["environment"]).astype(str) + frame["source"].map(
         lambda s: " (published)" if s == "published" else "")
     data = _records(frame[["arm", "environment", "origin", "n", "mean", "ci_low", "ci_high"]])
     from sparkreport.config import confidence_label
@@ -417,7 +474,7 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     lows = [row["ci_low"] if row["ci_low"] is not None else row["mean"] for row in data]
     lows += [band[0]] if band else []
     axis = metric_title(metric) + (" — axis does not start at 0" if lows and min(lows) > 0 else "")
-    spec = means_spec(data, with_ci, axis=axis, level=level, band=band, title=title)
+    spec = means_spec(data, with_ci, axis=axis, level=level, band=band, title=title, colours=colours)
     description = f"{axis}: mean per environment with its {level} confidence interval where known."
     if band is not None:
         description += " The shaded band is the baseline mean ± the equivalence margin."
@@ -425,9 +482,13 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
 
 
 def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axis: str, level: str,
-               band: tuple[float, float] | None, title: str) -> dict[str, Any]:
+               band: tuple[float, float] | None, title: str,
+               colours: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The means chart's Vega-Lite spec: the band (if any), the error bars of the arms with an
-    interval (if any), then the points, one row per arm in ``data``'s order."""
+    interval (if any), then the points, one row per arm in ``data``'s order, each in its
+    environment's colour (:func:`environment_colour`; the error bars' scale is the points')."""
+    present = {row["environment"] for row in data}
+
     def y() -> dict[str, Any]:
         return {"axis": {"labelLimit": LABEL_LIMIT_PX}, "field": "arm", "sort": [row["arm"] for row in data],
                 "title": None, "type": "nominal"}
@@ -439,12 +500,13 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                        "encoding": {"x": quantitative("lo", title=axis), "x2": {"field": "hi"}}})
     if with_ci:  # an arm published without a spread has no interval: draw its mean alone
         layers.append({"data": {"values": with_ci}, "mark": {"type": "errorbar", "ticks": True},
-                       "encoding": {"color": _environment_color(), "x": quantitative("ci_low", title=axis),
+                       "encoding": {"color": environment_colour(present, colours, legend=None),
+                                    "x": quantitative("ci_low", title=axis),
                                     "x2": {"field": "ci_high"}, "y": y()}})
     layers.append({
         "data": {"values": data}, "mark": {"type": "point", "filled": True, "size": 70},
         "encoding": {
-            "color": _environment_color(),
+            "color": environment_colour(present, colours, legend=None),
             "shape": {"field": "origin", **_one_kind_unlisted(data, "origin"),
                       "scale": {"domain": [MEASURED, PUBLISHED], "range": ["circle", "diamond"]},
                       "title": "source", "type": "nominal"},
@@ -459,7 +521,8 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
 
 
 def memory_scatter(points: pd.DataFrame, *, name: str, title: str, x_metric: str = "pre_kv_memory_gib",
-                   fits: Sequence[dict[str, Any]] = (), titles: dict[str, str] | None = None) -> ChartSpec | None:
+                   fits: Sequence[dict[str, Any]] = (), titles: dict[str, str] | None = None,
+                   colours: Mapping[str, str] | None = None) -> ChartSpec | None:
     """KV cache against memory in use before it was allocated (``x_metric``; or against the peak,
     ``peak_memory_gib``): one point per run (or per published arm mean).
 
@@ -469,7 +532,8 @@ def memory_scatter(points: pd.DataFrame, *, name: str, title: str, x_metric: str
     fits (``campaign``, ``fraction``, ``intercept_gib``, ``pool_gib``), each drawn as its line
     across its campaign's points (against memory before the KV cache only: a fit on peak memory is
     not a line in it). None when no point has both figures. Above :data:`MAX_ROWS` points, each arm
-    is reduced to its mean.
+    is reduced to its mean. Each environment is in its colour in ``colours`` (a site's
+    :func:`environment_colours`).
     """
     if x_metric not in points or "kv_cache_gib" not in points:
         return None
@@ -507,38 +571,47 @@ def memory_scatter(points: pd.DataFrame, *, name: str, title: str, x_metric: str
                       if lines else "")
                    + ("; a panel per campaign." if len(campaigns) > 1 else "."))
     return ChartSpec(name=name, title=title, description=description,
-                     spec=scatter_spec(data, x_metric=x_metric, title=title, panels=len(campaigns) > 1),
+                     spec=scatter_spec(data, x_metric=x_metric, title=title, panels=len(campaigns) > 1,
+                                       colours=colours),
                      rows=len(data))
 
 
-def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panels: bool = False) -> dict[str, Any]:
+def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panels: bool = False,
+                 colours: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The memory scatter's spec: a point per ``kind: arm`` row of ``data`` at (``x_metric``,
     ``kv_cache_gib``), coloured by environment, shaped by model; a dashed line through the two
     ``kind: fit`` rows of a campaign; with ``panels``, a panel per campaign (its own scales), one
     under the other, headed by its title. Panels, not a facet: in a facet, a campaign without a
-    fitted line leaves the line's layer empty in its panel, and Vega warns of an infinite extent."""
+    fitted line leaves the line's layer empty in its panel, and Vega warns of an infinite extent.
+    Each environment in its colour (:func:`environment_colour`), the same in every panel (the
+    panels share the scale and its legend)."""
     size = {"height": PANEL_HEIGHT + 80, "width": PANEL_WIDTH + 80}
+    present = {row["environment"] for row in data if row["kind"] == "arm"}
+
+    def layers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return _scatter_layers(rows, x_metric, environment_colour(present, colours, title="environment"))
+
     if not panels:
-        return top_level({"layer": _scatter_layers(data, x_metric), "data": {"values": data}},  # Altair's order
+        return top_level({"layer": layers(data), "data": {"values": data}},  # Altair's order
                          title=title, **size)
     shown = []
     for campaign in dict.fromkeys(row["campaign"] for row in data):
         rows = [row for row in data if row["campaign"] == campaign]
-        shown.append({"layer": _scatter_layers(rows, x_metric), "data": {"values": rows},  # Altair's order
+        shown.append({"layer": layers(rows), "data": {"values": rows},  # Altair's order
                       "height": size["height"], "title": {"text": campaign, "anchor": "start", "fontSize": 12,
                                                           "frame": "group"}, "width": size["width"]})
     return top_level({"vconcat": shown}, spacing=36, title=title)
 
 
-def _scatter_layers(data: list[dict[str, Any]], x_metric: str) -> list[dict[str, Any]]:
-    """The scatter's points, and its fitted line where ``data`` has one."""
+def _scatter_layers(data: list[dict[str, Any]], x_metric: str, colour: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scatter's points, coloured by ``colour``, and its fitted line where ``data`` has one."""
     x_title, kv_title = metric_title(x_metric), metric_title("kv_cache_gib")
     x = quantitative(x_metric, scale={"zero": False}, title=x_title)
     y = quantitative("kv_cache_gib", scale={"zero": False}, title=kv_title)
     layers: list[dict[str, Any]] = [{
         "mark": mark("point", filled=True, opacity=0.8, size=60),
         "encoding": {
-            "color": nominal("environment", title="environment"), "shape": nominal("model_name", title="model"),
+            "color": colour, "shape": nominal("model_name", title="model"),
             "tooltip": [nominal("model_name", title="model"), nominal("environment"), nominal("origin", title="source"),
                         quantitative(x_metric, format=".2f", title=x_title),
                         quantitative("kv_cache_gib", format=".2f", title="KV cache (GiB)")],

@@ -26,6 +26,14 @@ REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "#D55E00", "#009E73", "#0072B2", 
 #: ``sparkreport.charts.SERIES_COLOURS`` and ``SIDE_COLOURS``.
 SERIES = ["#56B4E9", "#9933FF", "#AA3377", "#E69F00", "#F0E442"]
 SIDES = ["#56B4E9", "#9933FF"]
+#: The environments' colours, in the order a site gives them (its baseline first), apart from
+#: every verdict's: the reference for ``sparkreport.charts.ENVIRONMENT_COLOURS``.
+ENVIRONMENTS = ["#9933FF", "#996633", "#56B4E9", "#AA3377", "#DDCC77"]
+
+
+def environment_scale(colours: dict[str, str]) -> alt.Scale:
+    """A colour scale of the environments ``colours`` names, each in its colour, in that order."""
+    return alt.Scale(domain=list(colours), range=list(colours.values()))
 
 _PENDING: dict[str, list[dict[str, Any]]] = {}
 _MARK = "__sparkreport_rows__"
@@ -60,16 +68,16 @@ def finish(chart: Any, title: str) -> dict[str, Any]:
 # sparkreport/charts.py
 
 
-def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[str, Any]:
-    y = alt.Y("environment:N", title=None)
+def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str]) -> dict[str, Any]:
+    y = alt.Y("arm:N", title=None)
     base = alt.Chart(alt.Data(values=data))
     box = base.transform_filter(alt.datum.status == "included").mark_boxplot(
         extent="min-max", opacity=0.35, size=22, median={"color": "#333"}
     ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
-             color=alt.Color("environment:N", legend=None))
+             color=alt.Color("environment:N", legend=None, scale=environment_scale(colours)))
     points = base.mark_point(size=45, filled=True, opacity=0.9).encode(
         x=alt.X("value:Q"), y=y, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
-        color=alt.Color("environment:N", legend=None),
+        color=alt.Color("environment:N", legend=None, scale=environment_scale(colours)),
         shape=alt.Shape("status:N", title="run", scale=alt.Scale(domain=["included", "excluded"],
                                                                   range=["circle", "cross"]),
                         **({"legend": None} if len({d["status"] for d in data}) <= 1 else {})),
@@ -79,11 +87,11 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[s
 
 
 def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axis: str, level: str,
-               band: tuple[float, float] | None, title: str) -> dict[str, Any]:
+               band: tuple[float, float] | None, title: str, colours: dict[str, str]) -> dict[str, Any]:
     y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data], axis=alt.Axis(labelLimit=LABEL_LIMIT_PX))
     points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=70).encode(
         x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
-        color=alt.Color("environment:N", legend=None),
+        color=alt.Color("environment:N", legend=None, scale=environment_scale(colours)),
         shape=alt.Shape("origin:N", title="source", scale=alt.Scale(domain=[MEASURED, PUBLISHED],
                                                                      range=["circle", "diamond"]),
                         **({"legend": None} if len({d["origin"] for d in data}) <= 1 else {})),
@@ -96,7 +104,7 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
     if with_ci:
         layers.insert(0, alt.Chart(alt.Data(values=with_ci)).mark_errorbar(ticks=True).encode(
             x=alt.X("ci_low:Q", title=axis), x2=alt.X2("ci_high:Q"), y=y,
-            color=alt.Color("environment:N", legend=None)))
+            color=alt.Color("environment:N", legend=None, scale=environment_scale(colours))))
     if band is not None:
         layers.insert(0, alt.Chart(alt.Data(values=[{"lo": band[0], "hi": band[1]}])).mark_rect(
             opacity=0.15, color=UNCHANGED).encode(x=alt.X("lo:Q", title=axis), x2=alt.X2("hi:Q")))
@@ -104,9 +112,10 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
 
 
 
-def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[str, Any]:
-    base = alt.Chart(inline(data)).encode(y=alt.Y("environment:N", title=None),
-                                          color=alt.Color("environment:N", legend=None))
+def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str]) -> dict[str, Any]:
+    base = alt.Chart(inline(data)).encode(y=alt.Y("arm:N", title=None),
+                                          color=alt.Color("environment:N", legend=None,
+                                                          scale=environment_scale(colours)))
     chart = alt.layer(
         base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=False)), x2=alt.X2("max:Q")),
         base.mark_bar(size=18, opacity=0.5).encode(x=alt.X("q1:Q"), x2=alt.X2("q3:Q")),
@@ -116,13 +125,14 @@ def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str) -> dict[
     return finish(chart, title)
 
 
-def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panels: bool = False) -> dict[str, Any]:
+def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, colours: dict[str, str],
+                 panels: bool = False) -> dict[str, Any]:
     def layered(rows: list[dict[str, Any]]) -> Any:
         x = alt.X(f"{x_metric}:Q", title=metric_title(x_metric), scale=alt.Scale(zero=False))
         y = alt.Y("kv_cache_gib:Q", title=metric_title("kv_cache_gib"), scale=alt.Scale(zero=False))
         layers = [alt.Chart().mark_point(filled=True, size=60, opacity=0.8).encode(
             x=x, y=y,
-            color=alt.Color("environment:N", title="environment"),
+            color=alt.Color("environment:N", title="environment", scale=environment_scale(colours)),
             shape=alt.Shape("model_name:N", title="model"),
             tooltip=[alt.Tooltip("model_name:N", title="model"), alt.Tooltip("environment:N"),
                      alt.Tooltip("origin:N", title="source"),

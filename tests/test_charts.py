@@ -149,14 +149,17 @@ def test_means_spec_is_what_altair_builds(band: tuple[float, float] | None, inte
         "source": ["runs", "runs", "published"]})
     if intervals != "all":
         stats.loc[2 if intervals == "some" else slice(None), ["ci_low", "ci_high"]] = float("nan")
-    chart = charts.means_chart(stats, "output_throughput_tok_s", name="m", title="Means", confidence=0.9, band=band)
+    colours = charts.environment_colours(["native", "docker", "paper"], baseline="native")
+    chart = charts.means_chart(stats, "output_throughput_tok_s", name="m", title="Means", confidence=0.9, band=band,
+                               colours=colours)
     assert chart is not None
     data = (chart.spec.get("data") or chart.spec["layer"][-1]["data"])["values"]
     with_ci = [row for row in data if row["ci_low"] is not None]
     assert len(chart.spec["layer"]) == 1 + (band is not None) + bool(with_ci)
     axis = chart.spec["layer"][-1]["encoding"]["x"]["title"]
+    expected = dict(zip(["native", "docker", "paper"], altair_reference.ENVIRONMENTS, strict=False))
     assert_altairs(chart.spec, altair_reference.means_spec(data, with_ci, axis=axis, level="90%", band=band,
-                                                           title="Means"))
+                                                           title="Means", colours=expected))
 
 
 def test_per_run_spec_is_what_altair_builds() -> None:
@@ -166,13 +169,16 @@ def test_per_run_spec_is_what_altair_builds() -> None:
     chart = charts.per_run_chart(runs, "output_throughput_tok_s", name="r", title="Runs")
     assert chart is not None
     data, axis = chart.spec["data"]["values"], chart.spec["layer"][0]["encoding"]["x"]["title"]
-    assert_altairs(chart.spec, altair_reference.per_run_spec(data, axis=axis, title="Runs"))
+    # no site colours given: the chart's own environments take the palette in the order of their names
+    colours = dict(zip(["docker", "native"], altair_reference.ENVIRONMENTS, strict=False))
+    assert_altairs(chart.spec, altair_reference.per_run_spec(data, axis=axis, title="Runs", colours=colours))
     assert [row["status"] for row in data] == ["included", "excluded", "included", "included"]
     assert "legend" not in chart.spec["layer"][1]["encoding"]["shape"]  # included and excluded: listed
     every = charts.per_run_chart(runs.assign(included=True), "output_throughput_tok_s", name="r", title="Runs")
     assert every is not None
     assert every.spec["layer"][1]["encoding"]["shape"]["legend"] is None  # no "excluded" listed where none was
-    assert_altairs(every.spec, altair_reference.per_run_spec(every.spec["data"]["values"], axis=axis, title="Runs"))
+    assert_altairs(every.spec, altair_reference.per_run_spec(every.spec["data"]["values"], axis=axis, title="Runs",
+                                                             colours=colours))
 
 
 @pytest.mark.parametrize("arms", [1, 3])
@@ -184,11 +190,16 @@ def test_quantile_spec_is_what_altair_builds(arms: int, low: float) -> None:
     runs = pd.DataFrame({"environment": [environments[i % arms] for i in range(n)], "run_id": [f"r{i}" for i in range(n)],
                          "iteration": range(n), "kv_cache_gib": [low + i % 97 for i in range(n)],
                          "included": [i % 50 != 0 for i in range(n)]})
-    chart = charts.per_run_chart(runs, "kv_cache_gib", name="q", title="KV cache: every run")
+    site = charts.environment_colours(["native", "docker", "podman", "chroot"], baseline="native")
+    chart = charts.per_run_chart(runs, "kv_cache_gib", name="q", title="KV cache: every run", colours=site)
     assert chart is not None and chart.rows == arms
     data, axis = chart.spec["data"]["values"], chart.spec["layer"][0]["encoding"]["x"]["title"]
     assert axis.endswith("does not start at 0") == (low > 0)
-    assert_altairs(chart.spec, altair_reference.quantile_spec(data, axis=axis, title="KV cache: every run"))
+    # the site's colours of the environments drawn (chroot, second of the site's, is not)
+    expected = {name: altair_reference.ENVIRONMENTS[i] for name, i in (("native", 0), ("docker", 2), ("podman", 3))
+                if name in environments}
+    assert_altairs(chart.spec, altair_reference.quantile_spec(data, axis=axis, title="KV cache: every run",
+                                                              colours=expected))
 
 
 @pytest.mark.parametrize("x_metric", ["pre_kv_memory_gib", "peak_memory_gib"])
@@ -198,8 +209,9 @@ def test_scatter_spec_is_what_altair_builds(phase1_dataset: Dataset, x_metric: s
         points = points.assign(peak_memory_gib=points["pre_kv_memory_gib"] + points["kv_cache_gib"])
     chart = charts.memory_scatter(points, name="mem", title="KV cache against memory", x_metric=x_metric)
     assert chart is not None and chart.rows == 63
+    colours = dict(zip(["container", "native"], altair_reference.ENVIRONMENTS, strict=False))
     assert_altairs(chart.spec, altair_reference.scatter_spec(chart.spec["data"]["values"], x_metric=x_metric,
-                                                             title="KV cache against memory"))
+                                                             title="KV cache against memory", colours=colours))
 
 
 def test_scatter_of_several_campaigns_has_a_panel_each_and_each_fit_its_line() -> None:
@@ -224,8 +236,10 @@ def test_scatter_of_several_campaigns_has_a_panel_each_and_each_fit_its_line() -
     assert [len(panel["layer"]) for panel in panels] == [2, 1]
     assert chart.description.endswith("the dashed line is the fitted KV cache = fraction × (pool − memory before it) + c"
                                       "; a panel per campaign.")
+    # one scale for both panels, listing every environment (panel b has no docker)
+    colours = dict(zip(["docker", "native"], altair_reference.ENVIRONMENTS, strict=False))
     assert_altairs(chart.spec, altair_reference.scatter_spec(values, x_metric="pre_kv_memory_gib", title="t",
-                                                             panels=True))
+                                                             colours=colours, panels=True))
     assert charts.drawn_size(chart.spec)[1] > 2 * (charts.PANEL_HEIGHT + 80)  # its placeholder: both panels
     peak = points.assign(peak_memory_gib=points["pre_kv_memory_gib"] + points["kv_cache_gib"])
     against_peak = charts.memory_scatter(peak[peak["campaign"] == "a"], name="mem", title="t", fits=fits,
@@ -245,7 +259,8 @@ def test_scatter_spec_of_arm_means_and_of_one_point() -> None:
         chart = charts.memory_scatter(points, name="mem", title="t")
         assert chart is not None and chart.rows == rows
         assert_altairs(chart.spec, altair_reference.scatter_spec(chart.spec["data"]["values"],
-                                                                 x_metric="pre_kv_memory_gib", title="t"))
+                                                                 x_metric="pre_kv_memory_gib", title="t",
+                                                                 colours={"native": altair_reference.ENVIRONMENTS[0]}))
 
 
 def _effect(model: str, label: str, delta: float | None, ci: float | None, verdict: str = "equivalent",
@@ -518,12 +533,18 @@ def test_the_diff_verdicts_colours_are_told_apart_with_any_colour_vision() -> No
             assert distance >= 15, (vision, a, b, round(distance, 1))
 
 
-def test_series_and_sides_are_never_in_a_verdicts_colour() -> None:
+def test_series_sides_and_environments_are_never_in_a_verdicts_colour() -> None:
     """A History chart's series drew in Vega's own colours, an orange beside the vermillion rule of
     a regression and a blue that was `unchanged`'s (1 CIELAB unit from it), as did a diff's side a:
     each series and side colour now stays at least as far from every diff verdict's colour (15
     units) as the verdicts are from each other, with any colour vision; the series (and the sides)
-    as far from each other; and the specs draw in them."""
+    as far from each other; and the specs draw in them.
+
+    The per-run, means and memory-scatter charts drew their environments in Vega's colours too:
+    the first in that blue, beside the equivalence band drawn in `unchanged`'s; the second in an
+    orange 4 units from `lower`'s, which the effects chart above them draws. Each environment's
+    colour keeps the same distance from every verdict's, `higher` and `lower` included, and from
+    the other environments'; and the specs draw in them."""
     import itertools
 
     from sparkreport.render.diffs import sides_spec
@@ -531,12 +552,19 @@ def test_series_and_sides_are_never_in_a_verdicts_colour() -> None:
 
     named = {f"series {i + 1}": colour for i, colour in enumerate(charts.SERIES_COLOURS)}
     named |= {f"side {side}": colour for side, colour in zip("ab", charts.SIDE_COLOURS, strict=True)}
+    environments = {f"environment {i + 1}": colour for i, colour in enumerate(charts.ENVIRONMENT_COLOURS)}
     assert len(set(charts.SERIES_COLOURS)) == len(charts.SERIES_COLOURS) >= 5 and len(set(charts.SIDE_COLOURS)) == 2
+    assert len(set(charts.ENVIRONMENT_COLOURS)) == len(charts.ENVIRONMENT_COLOURS) >= 5
+    assert charts.EQUIVALENCE_BAND in charts.VERDICT_COLOURS.values()
     for vision, matrix in VISIONS.items():
         for (name, colour), verdict in itertools.product(named.items(), charts.RATIO_VERDICTS):
             distance = math.dist(_cvd_lab(colour, matrix), _cvd_lab(charts.VERDICT_COLOURS[verdict], matrix))
             assert distance >= 15, (vision, name, verdict, round(distance, 1))
-        for a, b in [*itertools.combinations(charts.SERIES_COLOURS, 2), charts.SIDE_COLOURS]:
+        for (name, colour), verdict in itertools.product(environments.items(), charts.VERDICT_COLOURS):
+            distance = math.dist(_cvd_lab(colour, matrix), _cvd_lab(charts.VERDICT_COLOURS[verdict], matrix))
+            assert distance >= 15, (vision, name, verdict, round(distance, 1))
+        for a, b in [*itertools.combinations(charts.SERIES_COLOURS, 2), charts.SIDE_COLOURS,
+                     *itertools.combinations(charts.ENVIRONMENT_COLOURS, 2)]:
             distance = math.dist(_cvd_lab(a, matrix), _cvd_lab(b, matrix))
             assert distance >= 15, (vision, a, b, round(distance, 1))
     points = [{"series": "m · native", "version": "1.0", "mean": 10.0, "ci_low": None, "ci_high": None, "n": 1}]
@@ -545,6 +573,65 @@ def test_series_and_sides_are_never_in_a_verdicts_colour() -> None:
         {"range": list(charts.SERIES_COLOURS)}] * 2
     sides = sides_spec([{"cell": "c", "side": "a: v=1", "percent": 100.0, "m": 1.0}], metric="m", title="t")
     assert sides["encoding"]["color"]["scale"] == {"range": list(charts.SIDE_COLOURS)}
+    for spec in (charts.per_run_spec([{"arm": "native", "environment": "native"}], axis="x", title="t"),
+                 charts.means_spec([{"arm": "native", "environment": "native"}], [], axis="x", level="95%",
+                                   band=(1.0, 2.0), title="t"),
+                 charts.scatter_spec([{"kind": "arm", "environment": "native"}], x_metric="x", title="t")):
+        drawn = [unit["encoding"]["color"]["scale"] for unit in spec["layer"] if "color" in unit["encoding"]]
+        assert drawn and all(scale == {"domain": ["native"], "range": [charts.ENVIRONMENT_COLOURS[0]]}
+                             for scale in drawn)
+
+
+def test_a_site_gives_each_environment_one_colour_on_every_chart() -> None:
+    """Vega coloured each chart's environments in the order of their names, so an environment's
+    colour hung on what else the chart showed: `native` was Vega's second colour beside
+    `cgroup-16g` or `container` and its first alone. A site's colours (the baseline first, then the
+    others by name) give an environment one colour on every chart, whatever the chart shows and in
+    whatever order its rows come; an environment the site's colours miss takes a colour after
+    theirs; past five the colours repeat."""
+    site = charts.environment_colours(["container", "native", "cgroup-16g", "native"], baseline="native")
+    assert site == dict(zip(["native", "cgroup-16g", "container"], charts.ENVIRONMENT_COLOURS, strict=False))
+    assert charts.environment_colours(["b", "A", "c"]) == dict(zip(["A", "b", "c"], charts.ENVIRONMENT_COLOURS,
+                                                                    strict=False))
+    many = charts.environment_colours([f"e{i}" for i in range(7)])
+    assert list(many.values()) == [*charts.ENVIRONMENT_COLOURS, *charts.ENVIRONMENT_COLOURS[:2]]
+
+    def colours(spec: dict) -> dict[str, str]:
+        """Environment → colour, as every layer (and panel) of ``spec`` draws it; one per environment."""
+        found: dict[str, str] = {}
+        for unit in spec.get("vconcat", [spec]):
+            for layer in unit["layer"]:
+                scale = layer["encoding"].get("color", {}).get("scale")
+                if layer["encoding"].get("color", {}).get("field") != "environment":
+                    continue
+                for name, colour in zip(scale["domain"], scale["range"], strict=True):
+                    assert found.setdefault(name, colour) == colour
+        return found
+
+    runs = pd.DataFrame({"environment": ["native", "cgroup-16g"] * 3, "arm": ["native", "cgroup-16g"] * 3,
+                         "run_id": [f"r{i}" for i in range(6)], "iteration": 1, "kv_cache_gib": range(6)})
+    stats = pd.DataFrame({"environment": ["container", "native"], "arm": ["p1 · container", "p1 · native"],
+                          "metric": "kv_cache_gib", "n": 5, "mean": [40.0, 44.0], "ci_low": [39.0, 43.0],
+                          "ci_high": [41.0, 45.0], "source": ["published", "runs"]})
+    points = pd.DataFrame({"campaign": ["a", "b", "b"], "model_name": "m", "environment": ["container", "native", "cgroup-16g"],
+                           "pre_kv_memory_gib": [70.0, 72.0, 90.0], "kv_cache_gib": [44.0, 42.0, 26.0]})
+    drawn = [charts.per_run_chart(runs, "kv_cache_gib", name="r", title="t", colours=site),
+             charts.per_run_chart(runs.iloc[::-1], "kv_cache_gib", name="r", title="t", colours=site),
+             charts.per_run_chart(runs[runs["environment"] == "native"], "kv_cache_gib", name="r", title="t",
+                                  colours=site),
+             charts.means_chart(stats, "kv_cache_gib", name="m", title="t", colours=site, band=(42.0, 46.0)),
+             charts.memory_scatter(points, name="s", title="t", colours=site),
+             charts.memory_scatter(points[points["campaign"] == "a"], name="s", title="t", colours=site)]
+    for chart in drawn:
+        assert chart is not None
+        shown = colours(chart.spec)
+        assert shown == {name: site[name] for name in shown}, chart.name
+    assert [len(colours(chart.spec)) for chart in drawn] == [2, 2, 1, 2, 3, 1]
+    # an environment the site's colours do not name: the colour after theirs
+    other = charts.per_run_chart(runs.assign(environment=["native", "chroot"] * 3), "kv_cache_gib", name="r",
+                                 title="t", colours=site)
+    assert other is not None
+    assert colours(other.spec) == {"native": site["native"], "chroot": charts.ENVIRONMENT_COLOURS[3]}
 
 
 def test_budget_spec_is_what_altair_builds() -> None:

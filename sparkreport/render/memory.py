@@ -247,7 +247,7 @@ class MemoryPage(Page):
 
         shown, _earlier = self.campaign_split(site)
         out = []
-        from sparkreport.render.report import campaign_titles
+        from sparkreport.render.report import campaign_titles, environment_colours
 
         waterfall = budget_chart([b for b in budget_rows(site) if b["campaign"] in shown], campaign_titles(site))
         if waterfall is not None:
@@ -256,7 +256,7 @@ class MemoryPage(Page):
         chart = memory_scatter(points[points["campaign"].astype(str).isin(shown)], name="kv-vs-peak",
                                title="KV cache against memory in use before it was allocated",
                                fits=[f for f in identity_fits(site) if f["campaign"] in shown],
-                               titles=campaign_titles(site))
+                               titles=campaign_titles(site), colours=environment_colours(site))
         if chart is not None:
             out.append(chart)
         return out

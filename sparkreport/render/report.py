@@ -300,6 +300,23 @@ def grouped(site: SiteData, table: str, column: str) -> dict[str, pd.DataFrame]:
     return cached
 
 
+def environment_colours(site: SiteData) -> dict[str, str]:
+    """Each environment of the site's records, and each level of its factor (what the Results
+    charts draw where the factor is a label), → its colour on every chart that colours by
+    environment (:func:`sparkreport.charts.environment_colours`: the baseline first, then the
+    others by name), once per render: an environment has one colour on every page that draws
+    with them, whatever else a chart shows. A page drawing them reads them (its ``also_reads``):
+    an environment new to the site can move another's colour."""
+    cached = site.extra.get("_environment_colours")
+    if cached is None:
+        from sparkreport.charts import environment_colours as colours
+
+        names = {environment for _campaign, _model, environment in site.arm_runs()}
+        names |= {level for _campaign, _model, level in site.level_runs()}
+        cached = site.extra["_environment_colours"] = colours(names, baseline=site.config.baseline)
+    return dict(cached)
+
+
 def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], value: str | tuple[str, ...]) -> str:
     """The sha256 of the rows of ``site.<table>`` whose ``column`` is ``value`` (what a page
     reads of an analysis result, for its cache key); 'none' when there are none. ``column``
@@ -774,8 +791,10 @@ def _round(value: float | None) -> float | None:
 
 
 def means_with_band(site: SiteData, arms: pd.DataFrame, metric: str, *, name: str, title: str) -> ChartSpec | None:
-    """Arm means with their CIs on an axis that starts at zero, or says that it does not; the
-    baseline's equivalence band (± margin) is drawn when the metric is compared."""
+    """Arm means with their CIs on an axis that starts at zero, or says that it does not, each row
+    labelled by ``arms``' ``arm`` where it has one and in its environment's colour on the site
+    (:func:`environment_colours`); the baseline's equivalence band (± margin) is drawn when the
+    metric is compared."""
     from sparkreport.charts import means_chart
 
     margin = site.config.analysis.margins.get(metric, site.config.analysis.equivalence_margin)
@@ -784,8 +803,8 @@ def means_with_band(site: SiteData, arms: pd.DataFrame, metric: str, *, name: st
     if len(base) == 1 and metric in site.config.analysis.tested_metrics:
         mean = float(base["mean"].iloc[0])
         band = (mean * (1 - margin), mean * (1 + margin))
-    return means_chart(arms.assign(environment=arms["arm"]), metric, name=name, title=title,
-                       confidence=site.config.analysis.confidence, band=band)
+    return means_chart(arms, metric, name=name, title=title, confidence=site.config.analysis.confidence, band=band,
+                       colours=environment_colours(site))
 
 
 def cgroup_peaks(records: list[RunRecord]) -> tuple[list[float], set[float], int]:

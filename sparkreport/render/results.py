@@ -93,7 +93,7 @@ class ResultsPage(Page):
              earlier: list[str] | None = None, earlier_page: PageDoc | None = None,
              earlier_of: PageDoc | None = None) -> None:
         """Plan one model's page over ``campaigns``: what it reads and how it is filled."""
-        from sparkreport.render.report import slice_digest
+        from sparkreport.render.report import environment_colours, slice_digest
 
         doc.scope = [(campaign, model) for campaign in campaigns]
         doc.reads_findings = "errors"  # its claims and its banner name error-level findings only
@@ -102,7 +102,8 @@ class ResultsPage(Page):
         # models of its campaign, not on other campaigns
         doc.also_reads = [model, ",".join(campaigns), ",".join(earlier or shown or []),
                           *(slice_digest(site, table, ("model", "campaign"), (model, campaign))
-                            for table in (*model_tables(site, model)[:2], "comparisons") for campaign in campaigns)]
+                            for table in (*model_tables(site, model)[:2], "comparisons") for campaign in campaigns),
+                          repr(environment_colours(site))]  # its charts' colours
         links = {"earlier_page": doc.href(earlier_page.path) if earlier_page else None,
                  "model_page": doc.href(earlier_of.path) if earlier_of else None,
                  "earlier": earlier or [], "shown": shown or []}
@@ -178,8 +179,8 @@ class ResultsPage(Page):
         sections: list[dict[str, Any]] = []
         if not stats.empty:
             stats["arm"] = arm_labels(stats)
-        if not runs.empty:
-            runs["environment"] = arm_labels(runs)
+        if not runs.empty:  # a row per arm, in its environment's colour
+            runs["arm"] = arm_labels(runs)
         from sparkreport.render.report import answer, bracketed, effect_rows, verdict_key
 
         primary, in_page_order = page_order(site, stats["metric"])
@@ -234,13 +235,15 @@ class ResultsPage(Page):
     @staticmethod
     def metric_charts(site: SiteData, runs: pd.DataFrame, arms: pd.DataFrame, metric: str,
                       label: str) -> list[ChartSpec]:
-        """Every run per arm, and the arm means with their CIs."""
+        """Every run per arm, and the arm means with their CIs, each arm in its environment's
+        colour on the site."""
         from sparkreport.charts import per_run_chart
+        from sparkreport.render.report import environment_colours, means_with_band
 
         charts = []
         if not runs.empty:
-            charts.append(per_run_chart(runs, metric, name=f"{slug(metric)}-runs", title=f"{label}: every run"))
-        from sparkreport.render.report import means_with_band
+            charts.append(per_run_chart(runs, metric, name=f"{slug(metric)}-runs", title=f"{label}: every run",
+                                        colours=environment_colours(site)))
 
         if not runs.empty or arms["ci_low"].notna().any():  # bare means without an interval: the table says it
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
