@@ -46,7 +46,7 @@ def table_campaigns(markdown: str) -> set[str]:
 def test_the_model_page_shows_the_newest_campaigns_by_run_time(site: RenderResult) -> None:
     assert len(NEWEST) == CAMPAIGNS_IN_FULL
     page = text(site, MODEL)
-    assert ("The 5 newest campaigns of this model, by their last run; the\n2 older ones (v0.10.0, v0.9.0) "
+    assert ("The 5 newest campaigns of this model, by their last run; the\n2 older ones (“v0.10.0” and “v0.9.0”) "
             "are on [a page of their own](earlier/index.md).") in page
     assert table_campaigns(page) == set(NEWEST)
     assert "The statistics use all 30 runs of this model in these campaigns" in page
@@ -61,8 +61,8 @@ def test_the_older_campaigns_have_a_page_of_tables(site: RenderResult) -> None:
     page = text(site, EARLIER)
     assert page.startswith("---\nsearch:\n  exclude: true\n---\n# meta-llama/Llama-3.1-8B-Instruct: earlier campaigns")
     assert ("The tables of the 2 older campaigns of meta-llama/Llama-3.1-8B-Instruct, for the record; its\n"
-            "[page](../index.md) has the 5 newest (v0.11.0, v0.12.0, v0.13.0, v0.14.0, v0.15.0) in full, "
-            "with their charts.") in page
+            "[page](../index.md) has the 5 newest (“v0.11.0”, “v0.12.0”, “v0.13.0”, “v0.14.0” and “v0.15.0”) "
+            "in full, with their charts.") in page
     assert table_campaigns(page) == set(OLDER)
     assert "The statistics use all 12 runs of this model in these campaigns" in page
     doc = next(d for d in site.pages if d.path == EARLIER)
@@ -161,7 +161,7 @@ def test_five_campaigns_or_fewer_are_all_shown(tmp_path: Path) -> None:
 
 def test_memory_shows_the_newest_and_ships_every_budget(site: RenderResult) -> None:
     page = text(site, "memory/index.md")
-    assert ("This page shows the 5 newest campaigns (by their last run). The\n2 older ones (v0.10.0, v0.9.0) have "
+    assert ("This page shows the 5 newest campaigns (by their last run). The\n2 older ones (“v0.10.0” and “v0.9.0”) have "
             "their memory figures per arm on\ntheir models' [Results](../results/index.md) pages, and every arm's "
             "budget is in\n[budget.csv](budget.csv).") in page
     # one table per campaign, named above it: the five newest, the older ones not at all

@@ -4,7 +4,8 @@ campaigns of each kind of memory."""
 
 from types import SimpleNamespace
 
-from sparkreport.render.memory import pool_phrase, titles_phrase
+from sparkreport.render.memory import pool_phrase
+from sparkreport.render.report import titles_phrase
 
 
 def _campaign(name: str, pools: list[float]) -> SimpleNamespace:
@@ -35,9 +36,8 @@ def test_no_pool_at_all_says_nothing() -> None:
 def test_the_campaigns_of_a_kind_of_memory_read_as_a_list_in_english() -> None:
     """The Unified memory line joined titles with '; ' ("…container vs native; The unified-memory
     post, as published"): each title now quoted, as the diff pages quote one, and joined with
-    commas and "and"."""
-    titled = [SimpleNamespace(title=t) for t in ("Phase 1 as published: container vs native",
-                                                 "The unified-memory post, as published", "H100 control")]
+    commas and "and" (the one helper the "older ones (…)" lists use too)."""
+    titled = ["Phase 1 as published: container vs native", "The unified-memory post, as published", "H100 control"]
     assert titles_phrase(titled[:1]) == "“Phase 1 as published: container vs native”"
     assert titles_phrase(titled[:2]) == ("“Phase 1 as published: container vs native” and "
                                          "“The unified-memory post, as published”")

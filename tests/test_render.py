@@ -885,12 +885,18 @@ def test_other_metrics_with_several_candidates_take_a_row_per_level(three_levels
 
 
 def test_a_list_of_campaigns_keeps_titles_with_commas_apart() -> None:
+    """The "older ones (…)" lists of Memory and Results joined titles with '; ' where one held a
+    comma ("…native; The unified-memory post, as published"): a list in English now, as the Memory
+    page's lines name campaigns — each title quoted, commas and "and" — cut short past eight."""
     from sparkreport.render.markdown import make_environment
 
     env = make_environment(None)
     listed = env.from_string("{{ campaign_list(names) }}")
-    assert listed.render(names=["v0.9.0", "v0.10.0"]) == "v0.9.0, v0.10.0"
-    assert listed.render(names=["H100, cold", "H100, warm"]) == "H100, cold; H100, warm"
+    assert listed.render(names=["v0.9.0"]) == "“v0.9.0”"
+    assert listed.render(names=["v0.9.0", "v0.10.0"]) == "“v0.9.0” and “v0.10.0”"
+    assert listed.render(names=["H100, cold", "H100, warm", "The post"]) == "“H100, cold”, “H100, warm” and “The post”"
+    many = listed.render(names=[f"v0.{i}.0" for i in range(12)])
+    assert many == "“v0.0.0”, “v0.1.0”, “v0.2.0”, “v0.3.0”, “v0.4.0”, “v0.5.0”, “v0.6.0”, “v0.7.0” and 4 more"
 
 
 @pytest.mark.parametrize(("cache", "method", "design"), [

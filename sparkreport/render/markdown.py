@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.metrics import with_unit
-from sparkreport.names import shown_values
+from sparkreport.names import SHOWN_VALUES, shown_values
 
 if TYPE_CHECKING:
     import jinja2
@@ -352,10 +352,12 @@ def margin_text(fraction: float) -> str:
 
 
 def _campaign_list(context: Any, names: Any) -> str:
-    """``{{ campaign_list(names) }}``: the campaigns by their titles, cut short as ``cut`` cuts,
-    with '; ' between them where a title holds a comma of its own (else ', ')."""
-    titles = [_campaign_title(context, name) for name in names]
-    return shown_values(titles, sep="; " if any("," in title for title in titles) else ", ")
+    """``{{ campaign_list(names) }}``: the campaigns by their titles, as a sentence lists them
+    (:func:`~sparkreport.render.report.titles_phrase`: each quoted, joined with commas and "and",
+    cut short past as many as ``cut`` shows)."""
+    from sparkreport.render.report import titles_phrase
+
+    return titles_phrase([_campaign_title(context, name) for name in names], limit=SHOWN_VALUES)
 
 
 def _campaign_title(context: Any, name: Any) -> str:

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
-    from sparkreport.render.report import Campaign
     from sparkreport.schema import RunRecord
 
 BUDGET_METRICS = ("memory_total_gib", "pre_kv_memory_gib", "peak_memory_gib", "memory_available_gib",
@@ -203,7 +202,14 @@ class MemoryPage(Page):
                          "model_name": group[0]["model_name"], "source": group[0]["source"],
                          "pre_kv": by_metric.get("pre_kv_memory_gib"),
                          "peak": by_metric.get("peak_memory_gib"), "kv": by_metric.get("kv_cache_gib")})
-        from sparkreport.render.report import answer, bracketed, campaigns, cgroup_observation, effect_rows
+        from sparkreport.render.report import (
+            answer,
+            bracketed,
+            campaigns,
+            cgroup_observation,
+            effect_rows,
+            titles_phrase,
+        )
 
         every_arm = budget_rows(site)
         budget = [b for b in every_arm if b["campaign"] in shown]
@@ -212,7 +218,8 @@ class MemoryPage(Page):
         discrete = [c for c in known if c.unified is False]
         observations = [text for text in (cgroup_observation(site, c.name) for c in discrete) if text]
         pool_text = {"unified": pool_phrase(unified, budget), "discrete": pool_phrase(discrete, budget)}
-        titles = {"unified": titles_phrase(unified), "discrete": titles_phrase(discrete)}
+        titles = {"unified": titles_phrase([c.title for c in unified]),
+                  "discrete": titles_phrase([c.title for c in discrete])}
         if earlier:  # every arm's budget, the older campaigns' too, beside the page
             folder = out / self.folder
             folder.mkdir(parents=True, exist_ok=True)
@@ -272,15 +279,6 @@ def identity_fits(site: SiteData) -> list[dict[str, Any]]:
         {"campaign": f.message.split(":")[0], "message": f.message, "body": message_body(f.message), **f.numbers}
         for f in site.findings if f.code == "derived-identity"
     ]
-
-
-def titles_phrase(campaigns: list[Campaign]) -> str:
-    """The titles of ``campaigns`` as a sentence names them, each quoted (a title may hold a comma
-    or a capital of its own): '“Phase 1 as published: container vs native” and “The
-    unified-memory post, as published”'."""
-    from sparkreport.render.report import join_and
-
-    return join_and([f"“{c.title}”" for c in campaigns])
 
 
 def pool_phrase(campaigns: list[Any], budget: list[dict[str, Any]]) -> str:

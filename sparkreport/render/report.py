@@ -997,6 +997,17 @@ def join_and(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def titles_phrase(titles: Iterable[str], limit: int | None = None) -> str:
+    """Campaign titles as a sentence names them, each quoted (a title may hold a comma or a capital
+    of its own) and joined by :func:`join_and`: '“Phase 1 as published: container vs native” and
+    “The unified-memory post, as published”'; past ``limit`` titles, cut short ('“a”, “b” and 12
+    more')."""
+    quoted = [f"“{title}”" for title in titles]
+    if limit is not None and len(quoted) > limit:
+        return join_and([*quoted[:limit], f"{len(quoted) - limit} more"])
+    return join_and(quoted)
+
+
 def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int) -> dict[str, Any]:
     """Model × primary metric: Δ% with its CI and a verdict mark (at most ``budget`` models).
     Against one baseline with several candidates (native vs cgroup vs chroot), a row per model
