@@ -236,11 +236,7 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     # changes, the minimum effect and the pairs, and the tables wait folded below it (28 rows of
     # "unchanged" were ~5000 px). It says so once: the headline said "Of 28 comparisons (…): 28
     # unchanged." and the Results section opened on "All 28 comparisons are unchanged".
-    assert page.split("\n")[5] == (
-        "**All 28 comparisons (model × environment × metric) are unchanged** — changes from -0.07% to +0.05%, "
-        "each within ± the minimum effect (2%) — in the 4 model × environment pairs: Llama-3-8B shape (random "
-        "weights) · cgroup-16g, Llama-3-8B shape (random weights) · native, Qwen2-0.5B shape (random weights) · "
-        "cgroup-16g and Qwen2-0.5B shape (random weights) · native.")
+    assert page.split("\n")[5] == SHIPPED_ALL_UNCHANGED
     assert page.count("are unchanged") == 1 and "28 unchanged" not in page
     results = page[page.index("## Results"):]
     assert results.split("\n")[2].startswith("A cell is `improved` or `regressed` only when")
@@ -407,6 +403,14 @@ def test_unchanged_groups_in_words() -> None:
     assert unchanged_groups(diff_groups([cell("a", "native", 3.0, "regressed")])) is None
 
 
+#: The one sentence the shipped cold-vs-warm diff opens on, its page and its pull-request comment alike.
+SHIPPED_ALL_UNCHANGED = (
+    "**All 28 comparisons (model × environment × metric) are unchanged** — changes from -0.07% to +0.05%, "
+    "each within ± the minimum effect (2%) — in the 4 model × environment pairs: Llama-3-8B shape (random "
+    "weights) · cgroup-16g, Llama-3-8B shape (random weights) · native, Qwen2-0.5B shape (random weights) · "
+    "cgroup-16g and Qwen2-0.5B shape (random weights) · native.")
+
+
 #: `sparkreport diff --markdown` of the shipped store and of a store of two versions, kept as golden
 #: files: regenerate after an intended change with ``SPARKREPORT_UPDATE_GOLDEN=1 pytest
 #: tests/test_diff.py`` and read the diff.
@@ -455,23 +459,25 @@ def test_pr_comment_golden(tmp_path: Path, case: str) -> None:
 
 
 def test_a_pr_comment_of_nothing_but_unchanged_says_so_and_folds_every_row(tmp_path: Path) -> None:
-    """28 of 28 comparisons unchanged was a wall of 28 identical rows: now one headline, the four
-    pairs named once, and their rows inside a <details> block, every number still there."""
+    """28 of 28 comparisons unchanged was a wall of 28 identical rows: now one sentence that says
+    so, the four pairs named once, and their rows inside a <details> block, every number still
+    there. It says so once, as the diff page does (the headline said "All 28 comparisons (…) are
+    unchanged." and Results opened on "The 4 model × environment pairs are unchanged in every
+    metric"): the page's sentence, with the span of the changes, the minimum effect and the pairs,
+    takes the headline's place, and Results opens on the fold."""
     runner = CliRunner()
     args = comment_args("shipped-cold-vs-warm", tmp_path)
     comment = runner.invoke(main, [*args, "--markdown"]).output
     lines = comment.split("\n")
     assert lines[2] == ("Both sides: campaign “H100 control: native vs cgroup”. Side **a**: cache cold (40 runs); "
                         "side **b**: cache warm (40 runs).")  # the campaign by its title, as the diff page names it
-    assert lines[4] == "**All 28 comparisons (model × environment × metric) are unchanged.**"
+    assert lines[4] == SHIPPED_ALL_UNCHANGED  # the page's own (test_named_diff_page_on_the_default_site)
+    assert comment.count("unchanged in every metric") == 0 and comment.count(" are unchanged") == 1
     # what changed, worded as the page's table words it (it printed the field, `label.cache`)
     assert "\n| Field | a | b |\n|---|---|---|\n| cache (label) | cold | warm |\n\n" in comment
     assert "label.cache" not in comment.split("#### Results")[0]
     results = comment[comment.index("#### Results\n"):]
-    assert results.split("\n")[2] == (
-        "The 4 model × environment pairs are unchanged in every metric (28 comparisons, changes from -0.07% to "
-        "+0.05%): Llama-3-8B shape (random weights) · cgroup-16g, Llama-3-8B shape (random weights) · native, "
-        "Qwen2-0.5B shape (random weights) · cgroup-16g and Qwen2-0.5B shape (random weights) · native.")
+    assert results.split("\n")[2] == "<details><summary>4 tables of unchanged comparisons</summary>"
     summary, inside = details_of(comment)
     assert summary == "4 tables of unchanged comparisons"
     assert not table_rows(results.replace(inside, ""))  # no row outside the fold
@@ -603,7 +609,7 @@ def test_a_cut_comment_keeps_its_sides_and_campaign_titles_within_the_limit() ->
 
 def test_the_comment_headline_counts_every_verdict_regressions_first() -> None:
     """The verdicts a reviewer must act on first, bold; `unchanged` last and plain."""
-    from sparkreport.render.diff_comment import attention, headline
+    from sparkreport.render.diff_comment import all_unchanged, attention, headline
 
     counts = {"improved": 2, "regressed": 3, "unchanged": 40, "inconclusive": 1, "not comparable": 0,
               "missing in a": 0, "missing in b": 4}
@@ -611,8 +617,15 @@ def test_the_comment_headline_counts_every_verdict_regressions_first() -> None:
                                 "40 unchanged — of 50 comparisons (model × environment × metric).")
     assert headline({"improved": 1, "regressed": 0, "unchanged": 0}) == (
         "**1 improved** — of 1 comparison (model × environment × metric).")
-    assert headline({"unchanged": 1}) == "**The one comparison (model × environment × metric) is unchanged.**"
-    assert headline({"unchanged": 1200}) == "**All 1,200 comparisons (model × environment × metric) are unchanged.**"
+    assert headline({}) == "**Nothing to compare.**"
+    one = {"groups": 1, "comparisons": 1, "every": True, "changes": "a change of +0.50%", "names": "A · native"}
+    assert all_unchanged(one, "2%") == ("**The one comparison (model × environment × metric) is unchanged** — a "
+                                        "change of +0.50%, within ± the minimum effect (2%) — in the model × "
+                                        "environment pair: A · native.")
+    many = {"groups": 2, "comparisons": 1200, "every": True, "changes": None, "names": "A · native and B_1 · native"}
+    assert all_unchanged(many, "2%, 5% for KV cache") == (
+        "**All 1,200 comparisons (model × environment × metric) are unchanged** — each within ± the minimum effect "
+        "(2%, 5% for KV cache) — in the 2 model × environment pairs: A · native and B\\_1 · native.")
 
     def pair(*verdicts: str) -> dict[str, object]:
         return {"cells": [{"verdict": v} for v in verdicts]}
@@ -843,6 +856,34 @@ def test_a_comment_still_too_long_leaves_out_the_least_pressing_pairs_next() -> 
         f"{CUT.replace(' (', '** (', 1)}in the output of `sparkreport diff --json`.")
     assert "<details>" not in comment and "\nTheir tables are left out too.\n" in results
     assert results.index(f"**{left} more") < results.index("The other 310 model × environment pairs are unchanged")
+
+
+def test_a_cut_comment_of_nothing_but_unchanged_says_so_once() -> None:
+    """1,200 pairs all unchanged: the lead sentence names them (cut short) and says they are
+    unchanged, once; Results holds as many of their tables as fit, folded, and says how many are
+    left out — "the 2,400 tables", or with none kept "The pairs' tables" (the pairs are named in
+    the lead, not just above the note)."""
+    from sparkreport.render.diff_comment import COMMENT_LIMIT
+
+    result = wide_diff(1200)
+    comment = comment_of(result)
+    assert len(comment) <= COMMENT_LIMIT
+    lead = comment.split("\n")[2]
+    assert lead.startswith("**All 2,400 comparisons (model × environment × metric) are unchanged** — changes from ")
+    assert lead.endswith(", each within ± the minimum effect (2%) — in the 1,200 model × environment pairs: "
+                         "model-0000 · docker, model-0000 · native, model-0001 · docker, model-0001 · native, "
+                         "model-0002 · docker, model-0002 · native, model-0003 · docker, model-0003 · native, "
+                         "… and 1192 more.")
+    assert comment.count("are unchanged") == 1 and "unchanged in every metric" not in comment
+    results = comment[comment.index("#### Results\n"):]
+    kept = details_of(comment)[1].count("| Metric |")
+    assert 100 < kept < 1200 and results.split("\n")[2].startswith(f"<details><summary>{kept:,} of 1,200 tables")
+    assert note_of(results, f"{1200 - kept:,} of the") == (
+        f"{1200 - kept:,} of the 1,200 tables are {CUT}in the output of `sparkreport diff --json`.")
+    bare = comment_of(result, limit=len(comment_of(result, limit=0)))  # room for no table
+    assert "<details>" not in bare and bare.count("are unchanged") == 1
+    assert note_of(bare, "The pairs' tables") == (
+        f"The pairs' tables are {CUT}in the output of `sparkreport diff --json`.")
 
 
 def test_a_comment_leaves_out_pairs_not_comparable_before_a_regression() -> None:

@@ -3,14 +3,15 @@
 
 It reads as the diff page does, for a reviewer who reads it once, for its verdict: the sides in
 words (of two selections of one run store); a headline of the verdict counts, regressions first
-and marked ⚠; what changed between the sides; the model × environment pairs with any verdict other
-than `unchanged` in full — those with a regression first, then improved, inconclusive, not
-comparable and missing (the page keeps the model order every page uses) — with the page's table
-per pair; the pairs unchanged in every metric named once, their tables folded in a `<details>`
-block. Every number of the diff is in it, written as the page writes it, and every campaign is
-named by the title the site gives it (its name in the selectors, as in the page's command). The
-grouping is the page's (:func:`sparkreport.render.diffs.diff_groups`,
-:func:`~sparkreport.render.diffs.unchanged_groups`).
+and marked ⚠ — or, where every comparison is unchanged, the page's one sentence that says so, with
+the span of the changes, the minimum effect and the pairs, said nowhere else; what changed between
+the sides; the model × environment pairs with any verdict other than `unchanged` in full — those
+with a regression first, then improved, inconclusive, not comparable and missing (the page keeps
+the model order every page uses) — with the page's table per pair; the pairs unchanged in every
+metric named once, their tables folded in a `<details>` block. Every number of the diff is in it,
+written as the page writes it, and every campaign is named by the title the site gives it (its
+name in the selectors, as in the page's command). The grouping is the page's
+(:func:`sparkreport.render.diffs.diff_groups`, :func:`~sparkreport.render.diffs.unchanged_groups`).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
     not_comparable = [f"- {md_escape(r['model'])} / {md_escape(r['environment'])}: {md_escape(r['reason'])}"
                       for r in result.not_comparable]
     folded = unchanged_groups(groups)
+    every = folded is not None and folded["every"]  # said once, in place of the headline (as the page does)
+    lead = all_unchanged(folded, min_effect_words(cells)) if folded and every else headline(result.counts())
     titles_a, titles_b = titles or ({}, {})
     changed = [{**row_a, "b": row_b["b"]}  # the campaigns of each side by the titles of its own store
                for row_a, row_b in zip(changed_rows(result.changed, titles_a), changed_rows(result.changed, titles_b),
@@ -83,7 +86,7 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
         """The comment with the first ``kept_tables`` tables (those shown in full, then the folded
         ones) and the first ``kept_not_comparable`` pairs not comparable."""
         lines = [f"### sparkreport diff: `{a}` → `{b}`", "", *([sides, ""] if sides else []),
-                 headline(result.counts()), "", "#### What changed", ""]
+                 lead, "", "#### What changed", ""]
         if changed:  # worded as the page's table (a label as "cache (label)", a campaign by its title)
             lines += ["| Field | a | b |", "|---|---|---|"]
             lines += [f"| {md_escape(r['field'])} | {md_escape(r['a'])} | {md_escape(r['b'])} |" for r in changed]
@@ -101,7 +104,8 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
         if kept_tables < len(shown):
             lines += [left_out(f"**{shown_words(shown[kept_tables:])} left out of this comment**", whole_diff), ""]
         if folded:
-            lines += [unchanged_sentence(folded), ""]
+            if not every:
+                lines += [unchanged_sentence(folded), ""]
             kept = max(0, kept_tables - len(shown))
             if kept:
                 of = "" if kept == folded["groups"] else f"{kept:,} of "
@@ -112,8 +116,13 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
                 lines += ["</details>", ""]
             if kept < folded["groups"]:
                 more = folded["groups"] - kept
-                what = (f"{more:,} of these {counted(folded['groups'], 'table')} {'is' if more == 1 else 'are'}"
-                        if kept else "Its table is" if more == 1 else "Their tables are")
+                if kept:
+                    what = (f"{more:,} of {'the' if every else 'these'} {counted(folded['groups'], 'table')} "
+                            f"{'is' if more == 1 else 'are'}")
+                elif every:  # the pairs were named in the lead, not just above
+                    what = "The pair's table is" if more == 1 else "The pairs' tables are"
+                else:
+                    what = "Its table is" if more == 1 else "Their tables are"
                 # said once: after the note on the other tables, where the whole diff is goes without saying
                 lines += [f"{what} left out too." if kept_tables < len(shown) else
                           left_out(f"{what} left out of this comment", whole_diff), ""]
@@ -188,16 +197,29 @@ def shown_words(groups: list[dict[str, Any]]) -> str:
 
 def headline(counts: dict[str, int]) -> str:
     """The counts per verdict on one line, regressions first and marked: "**⚠ 1 regressed**,
-    **2 improved**, 17 unchanged — of 20 comparisons (model × environment × metric).", or
-    "**All 28 comparisons (model × environment × metric) are unchanged.**"."""
+    **2 improved**, 17 unchanged — of 20 comparisons (model × environment × metric)." (a diff of
+    nothing but unchanged comparisons opens on :func:`all_unchanged` instead)."""
     total = sum(counts.values())
     if not total:
         return "**Nothing to compare.**"
-    if counts.get("unchanged") == total:
-        return ("**The one comparison (model × environment × metric) is unchanged.**" if total == 1 else
-                f"**All {total:,} comparisons (model × environment × metric) are unchanged.**")
     said = [marked(f"{counts[verdict]:,} {verdict}", verdict) for verdict in ATTENTION if counts.get(verdict)]
     return f"{', '.join(said)} — of {counted(total, 'comparison')} (model × environment × metric)."
+
+
+def all_unchanged(folded: dict[str, Any], min_effects: str) -> str:
+    """The lead of a comment whose every comparison is unchanged (``folded``: :func:`unchanged_groups`
+    of all its pairs), the diff page's sentence: "**All 28 comparisons (model × environment ×
+    metric) are unchanged** — changes from -0.07% to +0.05%, each within ± the minimum effect (2%) —
+    in the 4 model × environment pairs: A · native, …". It takes the place of the headline's
+    counts and of the Results section's sentence on the unchanged pairs: said once."""
+    many = folded["comparisons"] > 1
+    what = (f"All {counted(folded['comparisons'], 'comparison')} (model × environment × metric) are" if many else
+            "The one comparison (model × environment × metric) is")
+    span = f" {folded['changes']}," if folded["changes"] else ""
+    pairs = ("the model × environment pair" if folded["groups"] == 1 else
+             f"the {counted(folded['groups'], 'model × environment pair')}")
+    return (f"**{what} unchanged** —{span} {'each ' if many else ''}within ± the minimum effect ({min_effects}) — "
+            f"in {pairs}: {md_escape(folded['names'])}.")
 
 
 def attention(group: dict[str, Any]) -> int:
