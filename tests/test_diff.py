@@ -590,6 +590,22 @@ def test_a_pr_comment_of_two_run_stores_names_each_sides_campaigns_as_its_store_
     assert "| campaign | Synth 1.0: nightly | Synth 1.1: nightly |" in lines
 
 
+def test_what_changed_names_each_sides_campaigns_by_that_sides_titles() -> None:
+    """changed_rows took one titles dict for both sides, so the comment on two run stores built the
+    rows twice, once per store's titles, and merged them: it takes each side's titles now. A
+    campaign a side's titles miss keeps its name there; a field other than the campaign is as
+    recorded, in field_words."""
+    from sparkreport.render.diffs import changed_rows
+
+    changed = [{"field": "campaign", "a": "synth-1.0, shared", "b": "synth-1.1, shared"},
+               {"field": "label.cache", "a": "cold", "b": "warm"}]
+    titles_a = {"synth-1.0": "Synth 1.0: nightly", "shared": "Shared (base)"}
+    titles_b = {"synth-1.1": "Synth 1.1: nightly", "synth-1.0": "not side b's"}
+    assert changed_rows(changed, titles_a, titles_b) == [
+        {"field": "campaign", "a": "Synth 1.0: nightly, Shared (base)", "b": "Synth 1.1: nightly, shared"},
+        {"field": "cache (label)", "a": "cold", "b": "warm"}]
+
+
 def test_a_cut_comment_keeps_its_sides_and_campaign_titles_within_the_limit() -> None:
     """The sides in words and the campaigns' titles are in every comment the cut weighs: a large
     diff still keeps within the limit, with as many folded tables as fit beside them."""

@@ -77,10 +77,7 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
     folded = unchanged_groups(groups)
     every = folded is not None and folded["every"]  # said once, in place of the headline (as the page does)
     lead = all_unchanged(folded, min_effect_words(cells)) if folded and every else headline(result.counts())
-    titles_a, titles_b = titles or ({}, {})
-    changed = [{**row_a, "b": row_b["b"]}  # the campaigns of each side by the titles of its own store
-               for row_a, row_b in zip(changed_rows(result.changed, titles_a), changed_rows(result.changed, titles_b),
-                                       strict=True)]
+    changed = changed_rows(result.changed, *(titles or ({}, {})))  # each side's campaigns by its store's titles
 
     def written(kept_tables: int, kept_not_comparable: int) -> str:
         """The comment with the first ``kept_tables`` tables (those shown in full, then the folded

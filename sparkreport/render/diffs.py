@@ -162,7 +162,7 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
 
     titles = campaign_titles(site)
     context = {"named": named, "sides": sides_words(named.a, named.b, titles, names),
-               "changed": changed_rows(result.changed, titles),
+               "changed": changed_rows(result.changed, titles, titles),
                "not_comparable": result.not_comparable,
                "cells": cells, "groups": groups, "folded": unchanged_groups(groups), "folded_charts": folded_charts,
                "counts": {k: v for k, v in result.counts().items() if v},
@@ -303,13 +303,16 @@ def field_words(field: str) -> str:
     return f"{field.removeprefix('label.')} (label)" if field.startswith("label.") else field
 
 
-def changed_rows(changed: list[dict[str, str]], titles: dict[str, str]) -> list[dict[str, str]]:
+def changed_rows(changed: list[dict[str, str]], titles_a: dict[str, str],
+                 titles_b: dict[str, str]) -> list[dict[str, str]]:
     """What changed between the sides (``DiffResult.changed``) as the diff page's "How the sides
     differ" table and the pull-request comment's "What changed" list it: each field in
-    :func:`field_words`, the campaigns by their ``titles`` (campaign → title; one without a title
-    by its name)."""
+    :func:`field_words`, each side's campaigns by its own titles (campaign → title; one without a
+    title by its name): ``titles_a`` and ``titles_b``, one store's twice on the page (two selections
+    of it), each run store's in a comment on two (``--a-runs``/``--b-runs``)."""
+    titles = {"a": titles_a, "b": titles_b}
     return [{"field": field_words(r["field"]), **{
-        side: ", ".join(titles.get(v, v) for v in r[side].split(", ")) if r["field"] == "campaign" else r[side]
+        side: ", ".join(titles[side].get(v, v) for v in r[side].split(", ")) if r["field"] == "campaign" else r[side]
         for side in ("a", "b")}} for r in changed]
 
 
