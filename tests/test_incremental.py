@@ -674,11 +674,12 @@ def test_a_label_key_new_to_the_store_renders_only_the_pages_of_its_run(two_camp
     assert tree(second.docs_dir) == tree(cold.docs_dir)
 
 
-def test_an_environment_new_to_the_store_recolours_the_results_pages(two_campaigns: Path, tmp_path: Path) -> None:
+def test_an_environment_new_to_the_store_recolours_the_pages_that_draw_it(two_campaigns: Path,
+                                                                         tmp_path: Path) -> None:
     """The charts draw an environment in its colour on the site (the baseline first, then the
     others by name): an environment new to the store, named before `container`, moves
-    `container`'s colour on Results pages whose runs did not change — they are rendered again,
-    and the docs are byte for byte those of a cold render."""
+    `container`'s colour on Results and campaign pages whose runs did not change — they are
+    rendered again, and the docs are byte for byte those of a cold render."""
     options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
     first = render(options)
     means = "results/deepseek/charts/output_throughput_tok_s-means.vl.json"
@@ -688,7 +689,7 @@ def test_an_environment_new_to_the_store_recolours_the_results_pages(two_campaig
         data["environment"]["name"] = "chroot"
         path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     second = render(options)
-    assert "results/deepseek/index.md" in second.rendered_pages
+    assert {"results/deepseek/index.md", "campaigns/phase1/index.md"} <= set(second.rendered_pages)
     assert (second.docs_dir / means).read_text(encoding="utf-8") != before
     cold = render(RenderOptions(runs_dir=two_campaigns / "runs", project_root=two_campaigns,
                                 docs_dir=tmp_path / "cold" / "docs"))

@@ -763,7 +763,7 @@ class CampaignPage(Page):
     order = 5
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        from sparkreport.render.report import campaigns, grouped, slice_digest
+        from sparkreport.render.report import campaigns, environment_colours, grouped, slice_digest
 
         runs_of: dict[str, list[str]] = {}
         models_of: dict[str, set[str]] = {}
@@ -777,10 +777,11 @@ class CampaignPage(Page):
             doc.scope = [(campaign.name, m) for m in sorted(models_of.get(campaign.name, ()))]
             doc.inputs = runs_of.get(campaign.name, [])
             # the campaign as described (its campaign file too), its analysis rows (Holm runs per
-            # campaign) and whether it carries its own Methodology section (an older campaign)
+            # campaign), whether it carries its own Methodology section (an older campaign) and its
+            # charts' environment colours (the site's)
             doc.also_reads = [repr(campaign), *(slice_digest(site, table, "campaign", campaign.name)
                                                 for table in ("stats", "comparisons", "runs")),
-                              f"method here: {campaign.name in earlier}"]
+                              f"method here: {campaign.name in earlier}", repr(environment_colours(site))]
             doc.fill = functools.partial(self.fill_campaign, site, doc, campaign, campaign.name in earlier)
             docs.append(doc)
         grouped(site, "comparisons", "campaign")  # grouped once, before the pages are filled
@@ -868,7 +869,7 @@ class CampaignPage(Page):
         The arms are those of the comparisons: with a label as the factor, its levels (where the
         campaign's runs carry it), as the page's answer and its Results rows have them."""
         from sparkreport.charts import means_chart
-        from sparkreport.render.report import primary_metrics
+        from sparkreport.render.report import environment_colours, primary_metrics
         from sparkreport.schema import slug
 
         stats = None
@@ -881,11 +882,11 @@ class CampaignPage(Page):
         out = []
         for metric in primary_metrics(site, stats["metric"]):
             arms = stats[stats["metric"] == metric]
-            # environment first: a label cut short still says which arm it is
-            arms = arms.assign(environment=arms["environment"].astype(str) + " · " + arms["model_name"].astype(str))
+            # environment first: a label cut short still says which arm it is; each in its colour
+            arms = arms.assign(arm=arms["environment"].astype(str) + " · " + arms["model_name"].astype(str))
             chart = means_chart(arms, metric, name=f"{slug(metric)}-by-model",
                                 title=f"{metric_label(metric)} across models",
-                                confidence=site.config.analysis.confidence)
+                                confidence=site.config.analysis.confidence, colours=environment_colours(site))
             if chart is not None:
                 out.append(chart)
         scatter = campaign_scatter(site, campaign)
@@ -899,7 +900,9 @@ def campaign_scatter(site: SiteData, campaign: str) -> ChartSpec | None:
     derived-identity check found one (a post about one study binds this one)."""
     from sparkreport.charts import memory_scatter
     from sparkreport.render.memory import identity_fits, scatter_points
+    from sparkreport.render.report import environment_colours
 
     return memory_scatter(scatter_points(site, campaign), name="kv-vs-peak",
                           title="KV cache against memory in use before it was allocated",
-                          fits=[f for f in identity_fits(site) if f["campaign"] == campaign])
+                          fits=[f for f in identity_fits(site) if f["campaign"] == campaign],
+                          colours=environment_colours(site))
