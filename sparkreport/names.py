@@ -106,7 +106,7 @@ def shown_values(values: Iterable[object], limit: int = SHOWN_VALUES, empty: str
         return empty
     if len(items) <= limit:
         return sep.join(items)
-    return sep.join(items[:limit]) + f"{sep}… and {len(items) - limit} more"
+    return sep.join(items[:limit]) + f"{sep}… and {len(items) - limit:,} more"
 
 
 def clean_names(record: RunRecord) -> int:

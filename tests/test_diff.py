@@ -889,7 +889,7 @@ def test_a_cut_comment_of_nothing_but_unchanged_says_so_once() -> None:
     assert lead.endswith(", each within ± the minimum effect (2%) — in the 1,200 model × environment pairs: "
                          "model-0000 · docker, model-0000 · native, model-0001 · docker, model-0001 · native, "
                          "model-0002 · docker, model-0002 · native, model-0003 · docker, model-0003 · native, "
-                         "… and 1192 more.")
+                         "… and 1,192 more.")
     assert comment.count("are unchanged") == 1 and "unchanged in every metric" not in comment
     results = comment[comment.index("#### Results\n"):]
     kept = details_of(comment)[1].count("| Metric |")
