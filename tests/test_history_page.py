@@ -148,7 +148,7 @@ def test_one_chart_per_charted_metric_with_change_marks(site: RenderResult) -> N
                             schema, rootschema=schema)
     spec = json.loads((site.docs_dir / "history" / "charts" / charts[0]).read_text())
     text = json.dumps(spec)
-    assert "native: -3.8% (0.21.0 \\u2192 0.22.0, regression)" in text
+    assert "native \\u2014 -3.8% (0.21.0 \\u2192 0.22.0, regression)" in text
     # Versions keep their order on the axis in every layer (never alphabetical: rc1 first).
     domains = [layer["encoding"]["x"]["scale"]["domain"] for layer in spec["layer"]]
     assert all(d == ["0.18.0", "0.19.0", "0.20.0rc1", "0.20.0", "0.21.0", "0.22.0"] for d in domains)
@@ -175,8 +175,8 @@ def test_two_campaigns_of_one_model_and_environment_draw_two_lines(tmp_path: Pat
         "llama-3.1-8b · native · nightly", f"llama-3.1-8b · native · {weekly}"}
     assert len(points) == len({(p["series"], p["version"]) for p in points}) == 4 * 6  # one point per line and version
     assert [c["text"] for c in spec["layer"][2]["data"]["values"]] == [
-        "llama-3.1-8b · native · nightly: -5.1% (0.21.0 → 0.22.0, regression)",
-        f"llama-3.1-8b · native · {weekly}: +4.3% (0.20.0 → 0.21.0, improvement)"]
+        "llama-3.1-8b · native · nightly — -5.1% (0.21.0 → 0.22.0, regression)",
+        f"llama-3.1-8b · native · {weekly} — +4.3% (0.20.0 → 0.21.0, improvement)"]
     assert spec["layer"][1]["encoding"]["color"]["legend"]["columns"] == 1
     page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
     assert "per campaign, model and environment; dashed lines" in page

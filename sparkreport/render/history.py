@@ -319,4 +319,4 @@ def _short(value: float) -> float | None:
 
 def _change_mark(c: ChangePoint, series: str) -> dict[str, Any]:
     return {"after": c.after, "direction": c.direction,
-            "text": f"{series}: {c.change_pct:+.1f}% ({c.before} → {c.after}, {c.direction})"}
+            "text": f"{series} — {c.change_pct:+.1f}% ({c.before} → {c.after}, {c.direction})"}
