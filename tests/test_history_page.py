@@ -105,6 +105,9 @@ def test_a_pair_of_versions_changed_in_two_campaigns_is_two_nav_entries_named_ap
     assert {title: path for title, path in entries.items() if title != "Across versions"} == {
         "0.21.0 → 0.22.0 (nightly)": "history/nightly-0.21.0-0.22.0/index.md",
         "0.21.0 → 0.22.0 (Weekly GB10 builds)": "history/weekly-0.21.0-0.22.0/index.md"}
+    home = (result.docs_dir / "index.md").read_text(encoding="utf-8")
+    [line] = [x for x in home.splitlines() if x.startswith("**Across versions:**")]
+    assert ", nightly) — see" in line or ", Weekly GB10 builds) — see" in line  # several: the campaign named
 
 
 def test_a_change_point_past_the_diff_pages_budget_gives_its_command_once(
@@ -196,6 +199,7 @@ def test_home_and_methodology_mention_it(site: RenderResult) -> None:
     home = (site.docs_dir / "index.md").read_text(encoding="utf-8")
     [line] = [x for x in home.splitlines() if x.startswith("**Across versions:**")]
     assert "output throughput fell 3.8%" in line and "[History](history/index.md)" in line
+    assert "(llama-3.1-8b) — see" in line  # one campaign in the store: not named
     methodology = (site.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8")
     assert "a change point is reported only where the level shifts by at least 2%" in methodology
 

@@ -85,9 +85,12 @@ def latest_change(site: SiteData) -> str | None:
         return None
     rank = {v: i for i, v in enumerate(result.versions)}
     newest = max(result.changes, key=lambda c: (rank[c.after], abs(c.change_pct)))
-    from sparkreport.render.report import campaign_title
+    from sparkreport.render.report import campaign_title, campaigns
 
-    return f"{change_sentence(newest, site.confidence_label)} ({newest.model}, {campaign_title(site, newest.campaign)})"
+    where = [newest.model]
+    if len(campaigns(site)) > 1:  # the campaign, where the store holds several
+        where.append(campaign_title(site, newest.campaign))
+    return f"{change_sentence(newest, site.confidence_label)} ({', '.join(where)})"
 
 
 def history_method(site: SiteData) -> str | None:
