@@ -331,7 +331,9 @@ def test_the_history_names_a_campaign_by_its_title_and_selects_it_by_name(tmp_pa
     assert diff.startswith("# Nightly builds: 0.21.0 → 0.22.0\n")
     assert "Both sides: campaign “Nightly builds”." in diff  # its title in words, its name in the command
     assert '`sparkreport diff --a "campaign=nightly,label.version=0.21.0"' in diff
-    assert "(llama-3.1-8b, Nightly builds) — see [History]" in page(result, "index.md")
+    home = page(result, "index.md")
+    assert "## [Nightly builds](campaigns/nightly/index.md)" in home  # by its title, where Home lists it
+    assert "(llama-3.1-8b) — see [History]" in home  # its latest change: one campaign, not named again
 
 
 def test_a_campaigns_question_opens_home_and_its_page_and_a_published_source_is_no_question(
