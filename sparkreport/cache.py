@@ -254,7 +254,8 @@ class StoreWalk:
         """:attr:`folders` keyed by content instead: one sha256 over the path and sha256 of every
         file in each folder (``memo`` knows them all once the build key is made), so that a fresh
         checkout, which gives every file a new mtime and inode, keys each folder as before."""
-        return _folder_digests(self.files, lambda path, stat: memo.digest(path, stat), self.folders)
+        content = _folder_digests(self.files, lambda path, stat: memo.digest(path, stat))
+        return {top: None if digest is None else content[top] for top, digest in self.folders.items()}
 
 
 def walk_store(root: Path) -> StoreWalk:
@@ -262,16 +263,16 @@ def walk_store(root: Path) -> StoreWalk:
     cache of what is read from the folder's files can be kept by, without reading a file."""
     links: set[str] = set()
     files = list(walk_files(root, links))
-    folders = _folder_digests(files, lambda _path, stat: f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}", {})
+    folders = _folder_digests(files, lambda _path, stat: f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}")
     for link in links:
         folders[link.partition("/")[0]] = None
     return StoreWalk(files, folders)
 
 
-def _folder_digests(files: list[tuple[str, str, os.stat_result]], describe: Callable[[str, os.stat_result], str],
-                    linked: Mapping[str, str | None]) -> dict[str, str | None]:
+def _folder_digests(files: list[tuple[str, str, os.stat_result]],
+                    describe: Callable[[str, os.stat_result], str]) -> dict[str, str | None]:
     """One sha256 per folder directly under a walked root over the relative path and
-    ``describe(path, stat)`` of each file in it; None for a folder None in ``linked``."""
+    ``describe(path, stat)`` of each file in it."""
     digests: dict[str, Any] = {}
     for relative, path, stat in files:
         top, slash, rest = relative.partition("/")
@@ -281,12 +282,12 @@ def _folder_digests(files: list[tuple[str, str, os.stat_result]], describe: Call
         if digest is None:
             digest = digests[top] = hashlib.sha256()
         digest.update(f"{rest}\0{describe(path, stat)}\n".encode("utf-8", "surrogateescape"))
-    return {top: None if top in linked and linked[top] is None else digest.hexdigest()
-            for top, digest in digests.items()}
+    return {top: digest.hexdigest() for top, digest in digests.items()}
 
 
-#: Files under a folder whose stat the memo no longer knows from which :func:`tree_digest` asks
-#: git for their blob ids (two git commands, ~0.04 s at 10 000 runs) instead of reading them all.
+#: Files under a folder whose stat the memo no longer knows from which :meth:`HashMemo.ask_git`
+#: (and the name index) asks git for their blob ids (two git commands, ~0.1 s at 10 000 runs)
+#: instead of reading them all.
 GIT_AFTER = 64
 
 

@@ -545,8 +545,12 @@ def test_walk_store_keys_each_campaign_by_its_files_stats(tmp_path: Path) -> Non
     assert third not in (first["a"], second["a"])
     (tmp_path / "b" / "run-1" / "link.log").symlink_to(tmp_path / "a" / "run-1" / "raw.log")
     (tmp_path / "c").symlink_to(tmp_path / "a")
-    linked = walk_store(tmp_path).folders
+    walk = walk_store(tmp_path)
+    linked = walk.folders
     assert linked["b"] is None and linked["c"] is None and linked["a"] == third
+    by_content = walk.by_content(HashMemo(None))  # a folder holding a link is never keyed, by content either
+    assert sorted(by_content) == ["a", "b", "c"] and by_content["b"] is None and by_content["c"] is None
+    assert by_content["a"] is not None
 
 
 def test_what_a_paused_collector_saw_made_goes_to_the_oldest_generation() -> None:
