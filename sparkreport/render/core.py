@@ -556,7 +556,7 @@ def _fresh_staging(final_docs_dir: Path, source_docs: Path) -> tuple[Path, list[
 
 def _render_docs(root: Path, config: ProjectConfig, final_docs_dir: Path, cache_dir: Path, site: SiteData | None,
                  generated: _Generated, kept: KeptPosts | None = None,
-                 commits: tuple[str | None, str | None] | None = None) -> RenderResult:
+                 commits: tuple[str, str] | None = None) -> RenderResult:
     """A render after only hand-written docs changed: copy them, fill in the posts' bindings and
     keep every generated file as the last render wrote it. The posts are filled with the data
     loaded (``site``: a session's), or without it, from what their bindings gave in the last
@@ -626,7 +626,12 @@ def _render_kept(project: Project, state: dict[str, Any], data_key: str, commit:
     files = {name for entry in pages.pages.values() for name in entry.files}
     if not all((final_docs_dir / name).is_file() for name in files):
         return None
-    commits = (state["commit"], commit) if state["commit"] != commit else None
+    old = state["commit"]
+    commits: tuple[str, str] | None = None
+    if old != commit:
+        if old is None or commit is None:
+            return None  # the footers gain or lose their commit: rendered in full
+        commits = (old, commit)
     if commits is not None:
         for post in kept_posts.posts.values():
             footer = restamped(post.footer, *commits) if post.footer is not None else None
@@ -645,16 +650,11 @@ def _render_kept(project: Project, state: dict[str, Any], data_key: str, commit:
     return result
 
 
-def restamped(text: str, old: str | None, new: str | None) -> str | None:
+def restamped(text: str, old: str, new: str) -> str | None:
     """``text`` (a kept page, a post's footer) printing the project commit ``new`` where it
     printed ``old`` — the footer's ``<code>`` span (``templates/_footer.md``), the only place a
-    page prints the commit —; None when that cannot be told from the text: the commit printed
-    on one side only, or ``old`` found anywhere else in it (a template override printing it its
-    own way). Then the page is rendered in full."""
-    if old == new:
-        return text
-    if old is None or new is None:  # the footer gains or loses its commit: rendered in full
-        return None
+    page prints the commit —; None when ``old`` is found anywhere else in it (a template
+    override printing it its own way): then the page is rendered in full."""
     shown = f"<code>{html.escape(old)}</code>"
     if text.count(old) != text.count(shown):
         return None
