@@ -415,3 +415,19 @@ def test_in_git_a_fresh_checkout_of_the_same_commit_reads_no_run_file(
 
     assert second.cached
     assert [path for path in opened if str(project / "runs") in path] == []
+
+
+def test_a_project_put_in_git_after_its_last_build_renders_in_full(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The footers printed no commit: they cannot be restamped with one, so the first build in
+    git loads the data and prints it."""
+    import subprocess
+
+    build(options(project), project / "site")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=project,
+                       check=True, capture_output=True)
+    loaded = loads_counted(monkeypatch)
+    result = build(options(project), project / "site")
+    assert loaded == [project / "runs"] and not result.render.data_kept
+    assert "project commit <code>" in (project / "build" / "docs" / "index.md").read_text(encoding="utf-8")
