@@ -11,23 +11,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from template_override import override_template
 
 from sparkreport.cli import main
 from sparkreport.errors import BuildError, ConfigError
 from sparkreport.names import shown_values
 from sparkreport.render import RenderOptions, RenderResult, render
-
-
-def override_template(project: Path, name: str, first_line: str) -> Path:
-    """The project's ``templates/<name>``: the packaged template with ``first_line`` at the start of
-    its body (the project's templates folder made if missing)."""
-    from sparkreport.render.markdown import PACKAGE_TEMPLATES
-
-    text = (PACKAGE_TEMPLATES / name).read_text(encoding="utf-8")
-    path = project / "templates" / name
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text.replace("{% block body %}\n", f"{{% block body %}}\n{first_line}\n", 1), encoding="utf-8")
-    return path
 
 
 def test_shown_values_cuts_long_lists_short() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from blog_project import blog_project
 from click.testing import CliRunner
-from test_incremental import override_template
+from template_override import override_template
 
 from sparkreport.cli import main
 from sparkreport.render import RenderOptions
