@@ -286,8 +286,9 @@ def environment_colours(environments: Iterable[str], baseline: str | None = None
     colour whatever else a chart shows: Vega gave each chart's environments its palette's colours
     in the order of their names, so that `native` was the first colour on a chart of it alone and
     the second beside `container`."""
-    names = sorted({str(name) for name in environments} - {baseline}, key=lambda name: (name.lower(), name))
-    if baseline is not None and baseline in {str(name) for name in environments}:
+    given = {str(name) for name in environments}  # once: ``environments`` may be a generator
+    names = sorted(given - {baseline}, key=lambda name: (name.lower(), name))
+    if baseline is not None and baseline in given:
         names.insert(0, baseline)
     return {name: ENVIRONMENT_COLOURS[i % len(ENVIRONMENT_COLOURS)] for i, name in enumerate(names)}
 
