@@ -308,7 +308,7 @@ def environment_colour(present: Iterable[Any], colours: Mapping[str, str] | None
     return nominal("environment", **options, scale={"domain": list(known), "range": list(known.values())})
 
 
-def verdict_colour(verdicts: Sequence[str], present: Iterable[str], *, field: str = "verdict",
+def verdict_colour(verdicts: Sequence[str], present: Iterable[str], *,
                    names: dict[str, str] | None = None, **legend: Any) -> dict[str, Any]:
     """The colour channel of a chart coloured by verdict: the scale's domain is every one of
     ``verdicts`` (as ``names`` writes them in the data, where given), each in its
@@ -317,7 +317,7 @@ def verdict_colour(verdicts: Sequence[str], present: Iterable[str], *, field: st
     (``legend``: its other properties)."""
     shown = set(present)
     domain = [(names or {}).get(v, v) for v in verdicts]
-    return nominal(field, legend=dict(sorted({**legend, "values": [v for v in domain if v in shown]}.items())),
+    return nominal("verdict", legend=dict(sorted({**legend, "values": [v for v in domain if v in shown]}.items())),
                    scale={"domain": domain, "range": [VERDICT_COLOURS[v] for v in verdicts]}, title="verdict")
 
 
