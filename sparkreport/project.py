@@ -108,11 +108,22 @@ def kept_build_cache(runs_dir: Path, config_path: Path | None = None) -> Path | 
 
     from sparkreport.cache import CACHE_DIR
 
-    root = config_path.resolve().parent if config_path is not None else Path.cwd().resolve()
+    root = store_root(config_path)
     cache = root / DEFAULT_DOCS_DIR.parent / CACHE_DIR
     if not cache.is_dir() or not os.access(cache, os.W_OK | os.X_OK):
         return None
-    return cache if runs_dir.resolve() == (root / "runs").resolve() else None
+    return cache if is_project_store(runs_dir, root) else None
+
+
+def store_root(config_path: Path | None) -> Path:
+    """The project a command reading the run store works in: ``config_path``'s folder, else the
+    current directory (as ``build`` finds it without ``--project-root``)."""
+    return config_path.resolve().parent if config_path is not None else Path.cwd().resolve()
+
+
+def is_project_store(runs_dir: Path, root: Path) -> bool:
+    """Whether ``runs_dir`` is the project's own run store, ``runs/`` under ``root``."""
+    return runs_dir.resolve() == (root / "runs").resolve()
 
 
 def read_store(runs_dir: Path, config_path: Path | None = None) -> Dataset:

@@ -130,14 +130,15 @@ def whole_diff(ctx: click.Context, config: ProjectConfig) -> str:
     when the site has an address (``site_url`` in mkdocs.yml, or SPARKREPORT_SITE_URL); else
     the output of this command with ``--json``."""
     from sparkreport.errors import BuildError
+    from sparkreport.project import is_project_store, store_root
     from sparkreport.render.diffs import named_diff_page
     from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config, site_url
 
     given = ctx.params
-    root = config.path.parent if config.path is not None else Path()
+    root = store_root(config.path)
     page = None
     if given["sel_a"] and given["sel_b"] and not (given["a_runs"] or given["b_runs"]) \
-            and Path(given["runs_dir"]).resolve() == (root / "runs").resolve():
+            and is_project_store(Path(given["runs_dir"]), root):
         page = named_diff_page(config.diffs, given["sel_a"], given["sel_b"])
     if page is not None:
         try:
