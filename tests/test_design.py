@@ -427,6 +427,18 @@ def test_a_sensor_that_never_varies_is_probably_not_measured(phase1_store: Path)
                        "phase1/qwen72b/native"]
 
 
+def test_a_constant_reading_names_only_the_runs_that_report_it() -> None:
+    """Three of a campaign's eight runs report the same start temperature and five none: the
+    finding is about those three (its sentence and its runs), not about the campaign's eight."""
+    runs = interleaved({"native": noisy(1000, 4, 1), "cgroup": noisy(1000, 4, 2)})
+    reporting = [runs[0], runs[3], runs[6]]
+    for r in reporting:
+        r.metrics["start_temp_c"] = 40.0
+    found = [f for f in check(ds_of(runs)) if f.code == "sensor-constant"]
+    assert [f.message.split(" — ")[0] for f in found] == ["c: start_temp_c is 40 °C in the 3 runs that report it (SD 0)"]
+    assert found[0].runs == sorted(r.run_id for r in reporting)
+
+
 def test_a_constant_reading_sparkreport_took_itself_is_a_reading() -> None:
     """An H100 smoke campaign's short runs: the SM clock pinned at its 1,980 MHz cap and the end
     temperature at 40 °C in every run, read by the executor (NVML, its sampler) — not flagged; the

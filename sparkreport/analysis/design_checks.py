@@ -281,11 +281,14 @@ def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
     run_ids = used["run_id"].to_numpy(dtype=object)
     keys = used[ARM_KEYS]  # an arm's rows are taken from these columns only, not the runs' 80
 
-    def flag(where: str, metric: str, sample: np.ndarray, positions: np.ndarray) -> None:
+    def flag(where: str, metric: str, sample: np.ndarray, positions: np.ndarray, column: int) -> None:
+        # the runs that report the reading: the finding is about them, not about the runs without one
+        positions = positions[~np.isnan(values[positions, column])]
         unit = metric_catalog.unit_of(metric)
+        of = f"the {sample.size} runs that report it" if sample.size < total[where] else f"all {sample.size} runs"
         findings.append(Finding(
             "warning", "sensor-constant",
-            f"{where}: {metric} is {sample[0]:g}{' ' + unit if unit else ''} in all {sample.size} runs (SD 0) — "
+            f"{where}: {metric} is {sample[0]:g}{' ' + unit if unit else ''} in {of} (SD 0) — "
             "probably not measured (a default, a placeholder, or the threshold a gate waited for), not a reading",
             sorted(run_ids[positions].tolist()), {"value": float(sample[0]), "n": int(sample.size)},
         ))
@@ -293,16 +296,19 @@ def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
     def constant(sample: np.ndarray, minimum: int) -> bool:
         return sample.size >= minimum and float(sample.max()) == float(sample.min())
 
+    total: dict[str, int] = {}  # the runs each place has, reporting the reading or not
     for (campaign,), positions in arm_rows(used, ["campaign"]):
+        total[str(campaign)] = len(positions)
         for j, metric in enumerate(metrics):
             sample = reported(values[positions, j])
             if constant(sample, 3):
-                flag(str(campaign), metric, sample, positions)
+                flag(str(campaign), metric, sample, positions, j)
                 continue
             for arm, arm_positions in arm_rows(keys.iloc[positions], ARM_KEYS):
                 arm_sample = reported(values[positions[arm_positions], j])
                 if constant(arm_sample, 5):
-                    flag(arm_name(arm), metric, arm_sample, positions[arm_positions])
+                    total[arm_name(arm)] = len(arm_positions)
+                    flag(arm_name(arm), metric, arm_sample, positions[arm_positions], j)
     return findings
 
 
