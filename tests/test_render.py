@@ -228,7 +228,8 @@ def quality_sections(text: str) -> dict[str, tuple[str, list[list[str]]]]:
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("### "):
-            table = list(itertools.takewhile(lambda row: row.startswith("|"), lines[i + 4:]))
+            start = next(j for j in range(i + 1, len(lines)) if lines[j].startswith(("|", "#")))
+            table = list(itertools.takewhile(lambda row: row.startswith("|"), lines[start:]))
             sections[line[4:]] = (lines[i + 2], [row.strip("| ").split(" | ") for row in table[2:]])
     return sections
 
@@ -241,6 +242,33 @@ def test_quality_page_names_the_duplicate_runs(rendered: RenderResult) -> None:
     assert line == f"1 error · check {word_code('duplicate-iteration')}"
     assert len(rows) == 1 and rows[0][0] == "phase1: gpt-oss-120b (native)" and rows[0][1].startswith("13 runs")
     assert "`gpt120b-native-iter01-20251108_195154`" in rows[0][2]
+
+
+def test_a_clause_every_row_ends_with_is_said_once() -> None:
+    """Rows that differ only before a shared ending (a consequence, an explanation) keep what is
+    their own; the ending is said once above the table. A short shared ending (a unit), a
+    shared ending that would leave a row empty, or one row, keep every row whole."""
+    from sparkreport.render.builtin import common_clause, said_once
+
+    blocks = [f"Environments ran in separate time blocks (native 0{i}:00–0{i}:15; docker 0{i}:16–0{i}:30), so drift "
+              "over time is confounded with the environment — interleave them (randomized blocks)." for i in range(3)]
+    clause, heads = common_clause(blocks) or ("", [])
+    assert clause == "drift over time is confounded with the environment — interleave them (randomized blocks)."
+    assert heads[1] == "Environments ran in separate time blocks (native 01:00–01:15; docker 01:16–01:30)."
+    identity = [f"KV cache = 0.900 × (pool − memory) {offset} GiB fits all 14 arms (R² 1.0000): the KV cache is sized "
+                "as a fixed fraction of the memory left free, so both are one measurement." for offset in ("-0.01", "+0.00")]
+    assert common_clause(identity) == (
+        "the KV cache is sized as a fixed fraction of the memory left free, so both are one measurement.",
+        ["KV cache = 0.900 × (pool − memory) -0.01 GiB fits all 14 arms (R² 1.0000).",
+         "KV cache = 0.900 × (pool − memory) +0.00 GiB fits all 14 arms (R² 1.0000)."])
+    assert common_clause(["CV above 5% — ttft 5.1 ms.", "CV above 5% — ttft 6.1 ms."]) is None  # " ms." is no clause
+    assert common_clause(blocks[:1]) is None
+    check = {"rows": [{"finding": "A: one two three four five six."}, {"finding": "B: one two three four five six."}]}
+    said_once(check)
+    assert check["common"] == "one two three four five six." and [r["finding"] for r in check["rows"]] == ["A.", "B."]
+    whole = {"rows": [{"finding": "Same: x."}, {"finding": "Other: y."}]}
+    said_once(whole)
+    assert whole["common"] is None and [r["finding"] for r in whole["rows"]] == ["Same: x.", "Other: y."]
 
 
 def test_quality_page_says_a_finding_about_several_arms_once(published_store: Path, tmp_path: Path) -> None:

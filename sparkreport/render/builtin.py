@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -495,6 +496,8 @@ class QualityPage(Page):
         from sparkreport.render.report import campaign_titles, model_names
 
         checks = checks_of(shown, more, model_names(site), campaign_titles(site))
+        for check in checks:
+            said_once(check)
         if more:  # every finding, for the reader who wants them all (and `sparkreport check --json`)
             import pandas as pd
 
@@ -583,6 +586,45 @@ def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
         # fewer rows than listed findings: some sentence was said of several arms at once
         group["merged"] = len(group["rows"]) < group["count"] - group["more"]
     return list(out.values())
+
+
+#: Where a clause may start that every row of a check's table ends with: a consequence
+#: (", so …"), an explanation (": …") or an aside (" — …").
+_CLAUSE = re.compile(r", so |: | — ")
+#: The fewest words such a clause has to be said once above the table (a shorter common ending —
+#: a unit, a closing parenthesis — stays in its rows).
+CLAUSE_WORDS = 5
+
+
+def common_clause(sentences: list[str]) -> tuple[str, list[str]] | None:
+    """The longest clause all of ``sentences`` (two or more) end with, from a clause boundary
+    (:data:`_CLAUSE`) and at least :data:`CLAUSE_WORDS` words long, and each sentence without it
+    (ending with a full stop); None when they share none. 'Environments ran in separate time
+    blocks (native …; docker …), so drift over time is confounded with the environment —
+    interleave them.' said of 150 arms leaves each row its own time blocks, and the clause for
+    the table's lead."""
+    if len(sentences) < 2:
+        return None
+    for boundary in _CLAUSE.finditer(sentences[0]):
+        ending = sentences[0][boundary.start():]
+        clause = sentences[0][boundary.end():]
+        if len(clause.split()) < CLAUSE_WORDS or not all(s.endswith(ending) for s in sentences):
+            continue
+        heads = [s[:-len(ending)].rstrip() for s in sentences]
+        if all(heads):
+            return clause, [head + ("" if head.endswith(".") else ".") for head in heads]
+    return None
+
+
+def said_once(check: dict[str, Any]) -> None:
+    """A check's table whose rows all end with the same clause (:func:`common_clause`) says it
+    once, as ``check["common"]``, and each row only what is its own; else ``common`` is None."""
+    found = common_clause([row["finding"] for row in check["rows"]])
+    check["common"] = None
+    if found is not None:
+        check["common"], heads = found
+        for row, head in zip(check["rows"], heads, strict=True):
+            row["finding"] = head
 
 
 def compact_wheres(wheres: list[str], limit: int = 4, names: dict[tuple[str, str], str] | None = None,
