@@ -57,6 +57,21 @@ def test_the_model_page_shows_the_newest_campaigns_by_run_time(site: RenderResul
     assert doc.charts and all(c.name.rsplit("-", 1)[-1] in ("runs", "means") for c in doc.charts)
 
 
+def test_a_model_answer_in_several_campaigns_is_one_table(site: RenderResult) -> None:
+    """Five campaigns (releases) of one model: their answers are one table, a row per campaign and
+    a column per primary metric, with what each answer would add said once under it — not five
+    blocks of the same sentences."""
+    page = text(site, MODEL)
+    assert ("| Campaign (docker vs native) | Output throughput | Peak memory |\n|---|---|---|\n"
+            "| v0.11.0 | ? -0.47% (-2.96 to +2.10) | ≈ -0.10% (-1.44 to +1.26) |\n") in page
+    rows = re.findall(r"^\| (v[\d.]+) \| [?≈▲▼○—]", page, flags=re.M)
+    assert rows == NEWEST
+    assert page.count("could not have been detected") == 1
+    assert "Where a cell is ?, differences smaller than about 3% could not have been detected with these runs." in page
+    assert "**v0.11.0**" not in page and "- **No difference detected" not in page
+    assert "\nCells and Δ %: difference from the baseline in percent" in page
+
+
 def test_the_older_campaigns_have_a_page_of_tables(site: RenderResult) -> None:
     page = text(site, EARLIER)
     assert page.startswith("---\nsearch:\n  exclude: true\n---\n# meta-llama/Llama-3.1-8B-Instruct: earlier campaigns")

@@ -912,10 +912,9 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
                          for label, items in grouped_by(rs, "label")]
                 out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind == "inconclusive":
-            mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
-                   if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
-            detect = (f" With these runs, differences smaller than about {min(mde):.0f}% could not have been "
-                      "detected.") if mde else ""
+            smallest = detectable(rows)
+            detect = (f" With these runs, differences smaller than about {smallest:.0f}% could not have been "
+                      "detected.") if smallest is not None else ""
             named = metrics_of if margin else with_margins
             said = (f"{named(rows)} ({span(rows)})" if len(pairs) == 1 else
                     "; ".join(f"{cand} against {base}, {named(rs)} ({span(rs)})" for (cand, base), rs in pairs))
@@ -1008,10 +1007,12 @@ def titles_phrase(titles: Iterable[str], limit: int | None = None) -> str:
     return join_and(quoted)
 
 
-def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int, *, by: str = "model") -> dict[str, Any]:
     """Model × primary metric: Δ% with its CI and a verdict mark (at most ``budget`` models).
     Against one baseline with several candidates (native vs cgroup vs chroot), a row per model
-    and candidate, named "model · candidate"."""
+    and candidate, named "model · candidate". ``by="campaign"``: a row per campaign instead (one
+    model's answer in several campaigns, on its page), named by the campaign's title, in name
+    order."""
     metrics = [m for m in site.config.primary_metrics if any(e["metric"] == m for e in effects)]
     pairs = [pair for pair, _rows in by_comparison(effects)]
     several = len(pairs) > 1
@@ -1019,13 +1020,42 @@ def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int) ->
     names: dict[str, str] = {}
     for e in effects:
         if e["metric"] in metrics:
-            cells.setdefault((str(e["model"]), (str(e["candidate"]), str(e["baseline"]))), {})[str(e["metric"])] = e
-            names[str(e["model"])] = str(e["model_name"])
-    models = sorted(names, key=lambda m: names[m].lower())
+            row = str(e[by])
+            cells.setdefault((row, (str(e["candidate"]), str(e["baseline"]))), {})[str(e["metric"])] = e
+            names[row] = str(e["model_name"]) if by == "model" else campaign_title(site, row)
+    order = sorted(names, key=lambda m: names[m].lower()) if by == "model" else sorted(names)
     rows = [{"model_name": f"{names[m]} · {pair[0]}" if several else names[m], "cells": cells[(m, pair)]}
-            for m in models[:budget] for pair in pairs if (m, pair) in cells]
+            for m in order[:budget] for pair in pairs if (m, pair) in cells]
     # A campaign's comparisons share its one baseline.
-    head = (f"Model · {site.config.factor} (vs {pairs[0][1]})" if several else
-            f"Model ({pairs[0][0]} vs {pairs[0][1]})" if pairs else "Model")
+    what = "Model" if by == "model" else "Campaign"
+    head = (f"{what} · {site.config.factor} (vs {pairs[0][1]})" if several else
+            f"{what} ({pairs[0][0]} vs {pairs[0][1]})" if pairs else what)
     return {"metrics": [{"metric": m, "label": metric_label(m)} for m in metrics], "rows": rows,
-            "more": max(0, len(models) - budget), "head": head}
+            "more": max(0, len(order) - budget), "head": head}
+
+
+def across_campaigns_notes(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
+    """What a model's answers in several campaigns would each say beside their verdicts, said
+    once under the table of them (:func:`summary_table` ``by="campaign"``): how small a
+    difference the ? cells could have detected, and which models' runs the checks found errors
+    in."""
+    primary = [e for e in effects if e["primary"]] or effects
+    out = []
+    detect = detectable(e for e in primary if not e["untested"] and e["verdict"] == "inconclusive")
+    if detect is not None:
+        out.append(f"Where a cell is ?, differences smaller than about {detect:.0f}% could not have been detected "
+                   "with these runs.")
+    flagged = flagged_models(site, primary)
+    if flagged:
+        out.append(f"**Read with care**: the checks found errors in the runs of {join_and(list(flagged))} "
+                   "(see Data quality).")
+    return out
+
+
+def detectable(rows: Iterable[dict[str, Any]]) -> float | None:
+    """How small a difference inconclusive effects could not have detected, in percent of the
+    baseline: the smallest of their minimum detectable effects (so true of each); None when
+    none says."""
+    mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
+           if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
+    return min(mde) if mde else None

@@ -211,6 +211,14 @@ class ResultsPage(Page):
         for campaign in sorted({str(e["campaign"]) for e in effects}):
             rows_ = [e for e in effects if e["campaign"] == campaign]
             answers.append({"campaign": campaign, "lines": answer(site, [], rows_, count_models=False)})
+        # Several campaigns (releases, say): one table of their answers, what each would say
+        # beside its verdicts said once under it, instead of the same sentences per campaign.
+        glance = None
+        if sum(1 for a in answers if a["lines"]) > 1:
+            from sparkreport.render.report import across_campaigns_notes, summary_table
+
+            glance = {**summary_table(site, [e for e in effects if e["primary"]] or effects, len(answers),
+                                      by="campaign"), "notes": across_campaigns_notes(site, effects)}
         from sparkreport.analysis.design import family_representatives
         from sparkreport.render.report import join_and
 
@@ -224,8 +232,9 @@ class ResultsPage(Page):
             "charted": [metric_label(m) for m in page_order(site, stats["metric"])[1] if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
             "level_name": level_name,
-            "key": verdict_key(site, effects, brackets=bracketed(*(a["lines"] for a in answers)),
-                               what="Δ %")
+            "glance": glance,
+            "key": verdict_key(site, effects, brackets=glance is None and bracketed(*(a["lines"] for a in answers)),
+                               what="Δ %" if glance is None else "Cells and Δ %")
             if effects else "",
             "campaigns": sorted(set(stats["campaign"].astype(str))) if not stats.empty else [],
             "n_runs": len(runs), "n_included": int(runs["included"].astype(bool).sum()) if len(runs) else 0,
