@@ -77,6 +77,18 @@ SIDE_COLOURS = SERIES_COLOURS[:2]
 #: same colour on every chart given them; past five the colours repeat, the axis, legend and
 #: tooltips naming each.
 ENVIRONMENT_COLOURS = ("#9933FF", "#996633", "#56B4E9", "#AA3377", "#DDCC77")
+#: The parts of a memory pool on the Memory page's budget chart, drawn as parts of one whole: the
+#: memory in use before the KV cache (weights, activations, the runtime) a dark green, the KV cache
+#: the same green lighter, and what is left free a light grey, the track the two fill. Vega's own
+#: drew them blue, orange and red: the first the blue of `unchanged` to a tritanope (1 CIELAB
+#: unit), the second 4 units from `lower`'s orange to a deuteranope, and the free memory red, an
+#: alarm. Green is the hue the environments on the scatter beside it leave, and the grey is lighter
+#: than `inconclusive`'s: each stays as far from the others, from every verdict's colour and from
+#: every environment's, with any colour vision, as the verdicts are from each other
+#: (``tests/test_charts.py``). The greens read on the light scheme's background and on the dark
+#: one's, and so does the grey, which ends each bar at the pool. The spec's scale fixes the whole
+#: domain in this order (the stack's and the legend's), so a part has its colour on any page.
+BUDGET_COLOURS = {"before the KV cache": "#426746", "KV cache": "#84C58B", "left free": "#E6E6E6"}
 #: The shaded band of ± the equivalence margin (the forest and means charts).
 EQUIVALENCE_BAND = VERDICT_COLOURS["equivalent"]
 #: The verdicts a cell with a ratio can have on a diff (``sparkreport.analysis.diff``): the whole

@@ -29,6 +29,9 @@ SIDES = ["#56B4E9", "#9933FF"]
 #: The environments' colours, in the order a site gives them (its baseline first), apart from
 #: every verdict's: the reference for ``sparkreport.charts.ENVIRONMENT_COLOURS``.
 ENVIRONMENTS = ["#9933FF", "#996633", "#56B4E9", "#AA3377", "#DDCC77"]
+#: The parts of a memory pool on the budget chart, in the order they stack: the reference for
+#: ``sparkreport.charts.BUDGET_COLOURS``.
+BUDGET = {"before the KV cache": "#426746", "KV cache": "#84C58B", "left free": "#E6E6E6"}
 
 
 def environment_scale(colours: dict[str, str]) -> alt.Scale:
@@ -250,7 +253,8 @@ def budget_spec(data: list[dict[str, Any]], parts: tuple[str, ...], *, title: st
     chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
         y=alt.Y("arm:N", title=None, sort=None, axis=alt.Axis(labelLimit=360)),
         x=alt.X("sum(gib):Q", title="GiB of the memory pool (the whole bar)", stack="zero"),
-        color=alt.Color("part:N", title="budget", sort=list(parts), legend=alt.Legend(orient="bottom")),
+        color=alt.Color("part:N", title="budget", legend=alt.Legend(orient="bottom"),
+                        scale=alt.Scale(domain=list(parts), range=[BUDGET[part] for part in parts])),
         order=alt.Order("order:Q"),
         row=alt.Row("campaign:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left", labelAnchor="start",
                                                                 labelFontWeight="bold", labelLimit=600,

@@ -582,6 +582,42 @@ def test_series_sides_and_environments_are_never_in_a_verdicts_colour() -> None:
                              for scale in drawn)
 
 
+def test_the_budget_parts_have_their_colours_apart_from_the_verdicts_and_environments() -> None:
+    """The Memory page's budget chart drew its parts in Vega's colours, in the order of their names:
+    the memory before the KV cache in a blue 1 CIELAB unit from `unchanged`'s to a tritanope, the
+    KV cache in an orange 4 from `lower`'s to a deuteranope, the free memory red. Each part now has
+    its colour, the whole domain fixed in the spec whatever the bars hold: kept at least 15 units
+    from the other parts, from every verdict's colour and from every environment's (the scatter
+    beside it draws environments), with any colour vision; the free memory a grey lighter than
+    every part in use, as the track they fill."""
+    import itertools
+
+    from sparkreport.render.memory import budget_chart
+
+    parts = charts.BUDGET_COLOURS
+    assert list(parts) == ["before the KV cache", "KV cache", "left free"] and len(set(parts.values())) == 3
+    others = {**{f"verdict {v}": c for v, c in charts.VERDICT_COLOURS.items()},
+              **{f"environment {i + 1}": c for i, c in enumerate(charts.ENVIRONMENT_COLOURS)}}
+    for vision, matrix in VISIONS.items():
+        for (part, colour), (name, other) in itertools.product(parts.items(), others.items()):
+            distance = math.dist(_cvd_lab(colour, matrix), _cvd_lab(other, matrix))
+            assert distance >= 15, (vision, part, name, round(distance, 1))
+        for a, b in itertools.combinations(parts, 2):
+            distance = math.dist(_cvd_lab(parts[a], matrix), _cvd_lab(parts[b], matrix))
+            assert distance >= 15, (vision, a, b, round(distance, 1))
+    lightness = {part: _cvd_lab(colour, VISIONS["normal"])[0] for part, colour in parts.items()}
+    assert lightness["left free"] > max(lightness["before the KV cache"], lightness["KV cache"])
+    assert _cvd_lab(parts["left free"], VISIONS["normal"])[1:] == pytest.approx((0, 0), abs=0.5)  # a grey
+    for budget in ([{"campaign": "c", "model_name": "m", "environment": "native", "pool": 80.0, "pre_kv": 80.0,
+                     "kv": None}],  # every part but the first 0 GiB
+                   [{"campaign": "c", "model_name": "m", "environment": "native", "pool": 80.0, "pre_kv": 20.0,
+                     "kv": 50.0}]):
+        chart = budget_chart(budget)
+        assert chart is not None
+        colour = chart.spec["encoding"]["color"]
+        assert colour["scale"] == {"domain": list(parts), "range": list(parts.values())}
+        assert {row["part"]: colour_of(colour, row["part"]) for row in chart.spec["data"]["values"]} == parts
+
 def test_a_site_gives_each_environment_one_colour_on_every_chart() -> None:
     """Vega coloured each chart's environments in the order of their names, so an environment's
     colour hung on what else the chart showed: `native` was Vega's second colour beside

@@ -354,9 +354,9 @@ def budget_chart(budget: list[dict[str, Any]], titles: dict[str, str] | None = N
     """The memory budget as stacked bars per arm: memory before the KV cache → KV cache → left
     free. The bar is the pool: a KV cache that would pass it is cut at the pool (and said so).
     A row of bars per campaign, headed by its title (``titles``: campaign → title)."""
-    from sparkreport.charts import ChartSpec
+    from sparkreport.charts import BUDGET_COLOURS, ChartSpec
 
-    parts = ("before the KV cache", "KV cache", "left free")
+    parts = tuple(BUDGET_COLOURS)
     data = []
     for b in budget:
         if b["pool"] is None or b["pre_kv"] is None:
@@ -380,11 +380,14 @@ def budget_chart(budget: list[dict[str, Any]], titles: dict[str, str] | None = N
 
 def budget_spec(data: list[dict[str, Any]], parts: tuple[str, ...], *, title: str) -> dict[str, Any]:
     """The budget chart's spec: per arm a bar of the ``parts`` stacked in order (the sum of
-    ``gib``), a row of arms per campaign, each row with its own arms."""
-    from sparkreport.charts import PANEL_WIDTH, mark, nominal, quantitative, top_level
+    ``gib``), each in its :data:`~sparkreport.charts.BUDGET_COLOURS` colour, a row of arms per
+    campaign, each row with its own arms."""
+    from sparkreport.charts import BUDGET_COLOURS, PANEL_WIDTH, mark, nominal, quantitative, top_level
 
     return top_level({"data": {"values": data}, "mark": mark("bar"), "encoding": {
-        "color": nominal("part", legend={"orient": "bottom"}, sort=list(parts), title="budget"),
+        "color": nominal("part", legend={"orient": "bottom"},
+                         scale={"domain": list(parts), "range": [BUDGET_COLOURS[part] for part in parts]},
+                         title="budget"),
         "order": quantitative("order"),
         # each campaign's name above its panel, not beside it: beside, it took ~200 px of the
         # column and the chart was drawn at 77% of its size on a desktop
