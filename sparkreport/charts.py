@@ -57,9 +57,16 @@ VERDICT_COLOURS = {"regressed": "#D55E00", "improved": "#009E73", "unchanged": "
 #: Orange, a comparison's `lower` on the Results charts (which no History chart draws), comes
 #: fourth, so that a chart of three series shows none beside a regression's vermillion. Each stays
 #: as far from every diff verdict's colour, and from the others, with any colour vision, as the
-#: verdicts are from each other (``tests/test_charts.py``); past five series the colours repeat,
-#: the legend and the tooltips naming each.
+#: verdicts are from each other (``tests/test_charts.py``); past five series the colours come
+#: again, each round of five in a line of its own (:data:`SERIES_DASHES`).
 SERIES_COLOURS = ("#56B4E9", "#9933FF", "#AA3377", "#E69F00", "#F0E442")
+#: The lines of a History chart's series by name (each its Vega-Lite ``strokeDash``), a round of
+#: the five :data:`SERIES_COLOURS` in each, in this order. Past five series the sixth was drawn as
+#: the first, a line no legend could tell apart; now no two of up to twenty series are drawn
+#: alike, and the legend draws each series' line, not a dot. A chart of five or fewer draws solid
+#: lines and dots, as before; past twenty the lines repeat, the legend and the tooltips naming
+#: each. None is the change points' dash (4, 4), and those are upright, in a verdict's colour.
+SERIES_DASHES = {"solid": (1, 0), "dashed": (6, 3), "dotted": (2, 2), "dash-dot": (10, 3, 2, 3)}
 #: A diff's two sides on its chart of both sides' runs: the first two series colours, side a sky
 #: blue and side b violet, a light and a strong one (Vega's blue for side a was `unchanged`'s).
 SIDE_COLOURS = SERIES_COLOURS[:2]
@@ -318,6 +325,14 @@ def environment_colour(present: Iterable[Any], colours: Mapping[str, str] | None
     for i, name in enumerate(sorted(shown - set(known), key=lambda name: (name.lower(), name))):
         known[name] = ENVIRONMENT_COLOURS[(start + i) % len(ENVIRONMENT_COLOURS)]
     return nominal("environment", **options, scale={"domain": list(known), "range": list(known.values())})
+
+
+def series_styles(count: int) -> list[tuple[str, tuple[int, ...]]]:
+    """The colour and the dash of each of ``count`` series of a History chart, in the order of
+    its legend: the five :data:`SERIES_COLOURS` in turn, a round of them in each of the
+    :data:`SERIES_DASHES` (past twenty, from the first again)."""
+    colours, dashes = len(SERIES_COLOURS), list(SERIES_DASHES.values())
+    return [(SERIES_COLOURS[i % colours], dashes[i // colours % len(dashes)]) for i in range(count)]
 
 
 def verdict_colour(verdicts: Sequence[str], present: Iterable[str], *,
@@ -821,16 +836,17 @@ def _legend_values(channel: dict[str, Any]) -> list[Any] | None:
 
 def _legend_entries(spec: dict[str, Any], data: list[dict[str, Any]]) -> list[int]:
     """Each legend's entries: those the spec names (:func:`_legend_values`), else the values in
-    the data."""
+    the data. Channels of one field (a History chart's colour and dash) are one legend: Vega-Lite
+    merges legends of one domain."""
     rows = _rows(spec, data)
-    found: dict[tuple[str, str], int] = {}
+    found: dict[str, int] = {}
     for unit in _units(spec):
         for name in _LEGEND_CHANNELS:
             channel = (unit.get("encoding") or {}).get(name) or {}
-            if "field" not in channel or channel.get("legend", {}) is None or (name, channel["field"]) in found:
+            if "field" not in channel or channel.get("legend", {}) is None or channel["field"] in found:
                 continue
             shown = _legend_values(channel)
-            found[(name, channel["field"])] = len(shown) if shown is not None else \
+            found[channel["field"]] = len(shown) if shown is not None else \
                 len({str(r.get(channel["field"])) for r in rows if channel["field"] in r})
     return list(found.values())
 

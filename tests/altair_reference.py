@@ -25,6 +25,9 @@ REGRESSED, IMPROVED, UNCHANGED, INCONCLUSIVE = "#D55E00", "#009E73", "#0072B2", 
 #: A History chart's series and a diff's sides, in colours no verdict has: the reference for
 #: ``sparkreport.charts.SERIES_COLOURS`` and ``SIDE_COLOURS``.
 SERIES = ["#56B4E9", "#9933FF", "#AA3377", "#E69F00", "#F0E442"]
+#: Past five series, a round of the five colours in each line, solid, dashed, dotted, dash-dot:
+#: the reference for ``sparkreport.charts.SERIES_DASHES``.
+DASHES = [[1, 0], [6, 3], [2, 2], [10, 3, 2, 3]]
 SIDES = ["#56B4E9", "#9933FF"]
 #: The environments' colours, in the order a site gives them (its baseline first), apart from
 #: every verdict's: the reference for ``sparkreport.charts.ENVIRONMENT_COLOURS``.
@@ -194,13 +197,18 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
               axis=alt.Axis(labelOverlap=True, labelAngle=-45))
     base = alt.Chart(inline(points))
     two = max(len(str(p["series"])) for p in points) <= 45  # one column for longer names (several campaigns)
-    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400 if two else
-                                                                PANEL_WIDTH + 180, columns=2 if two else 1),
-                      scale=alt.Scale(range=SERIES))
+    names = sorted({p["series"] for p in points})
+    dashed = len(names) > len(SERIES)
+    legend = alt.Legend(orient="bottom", labelLimit=400 if two else PANEL_WIDTH + 180, columns=2 if two else 1,
+                        **({"symbolType": "stroke", "symbolSize": 400, "symbolStrokeWidth": 2} if dashed else {}))
+    color = alt.Color("series:N", title=None, legend=legend,
+                      scale=alt.Scale(domain=names, range=[SERIES[i % 5] for i in range(len(names))]))
+    dash = {"strokeDash": alt.StrokeDash("series:N", title=None, legend=legend, scale=alt.Scale(
+        domain=names, range=[DASHES[i // 5 % 4] for i in range(len(names))]))} if dashed else {}
     lines = base.mark_line(point=True).encode(
         x=x, y=alt.Y("mean:Q", title=axis, scale=alt.Scale(zero=False)), color=color,
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("version:O"), alt.Tooltip("mean:Q", format=".4g"),
-                 alt.Tooltip("n:Q")])
+                 alt.Tooltip("n:Q")], **dash)
     bars = base.mark_rule().encode(x=x, y=alt.Y("ci_low:Q"), y2=alt.Y2("ci_high:Q"), color=color)
     layers = bars + lines
     if changes:

@@ -391,6 +391,81 @@ def test_history_spec_of_one_series_and_none_values() -> None:
                                                      title="t"))
 
 
+def _series_points(count: int) -> list[dict[str, object]]:
+    """Two versions of ``count`` series, named out of order ("m10 · native" before "m2 · native")."""
+    return [{"series": f"m{k} · native", "version": v, "mean": 10.0 + k, "ci_low": None, "ci_high": None, "n": 1}
+            for k in range(count) for v in ("1.0", "1.1")]
+
+
+@pytest.mark.parametrize("count", [8, 21])
+def test_history_series_past_five_are_told_apart_by_their_line(count: int) -> None:
+    """Five colours for the series: the sixth was drawn as the first, the same colour and the same
+    solid line, and the legend could not say which was which. Past five, a round of five colours
+    is drawn in each line (solid, dashed, dotted, dash-dot), fixed in the scales: no two of up to
+    twenty series are drawn alike, each entry of the one legend drawn as its series' line; past
+    twenty they repeat. Altair builds the same spec."""
+    import itertools
+
+    from sparkreport.render.history import history_spec
+
+    points = _series_points(count)
+    spec = history_spec(points, [], versions=["1.0", "1.1"], column="label.version", axis="x", title="t")
+    assert_altairs(spec, altair_reference.history_spec(points, [], versions=["1.0", "1.1"], column="label.version",
+                                                       axis="x", title="t"))
+    rule, line = (layer["encoding"] for layer in spec["layer"])
+    names = sorted({str(p["series"]) for p in points})
+    assert line["color"] == rule["color"] and line["color"]["scale"]["domain"] == line["strokeDash"]["scale"]["domain"]
+    drawn = {name: (colour_of(line["color"], name), tuple(line["strokeDash"]["scale"]["range"][i]))
+             for i, name in enumerate(names)}
+    assert len(set(drawn.values())) == min(count, 20)
+    assert set(drawn.values()) <= set(itertools.product(charts.SERIES_COLOURS, charts.SERIES_DASHES.values()))
+    assert drawn[names[0]] == (charts.SERIES_COLOURS[0], (1, 0))  # the first round solid, as five are drawn
+    # one legend (Vega-Lite merges channels of one domain), each entry a line in its dash
+    assert line["strokeDash"]["legend"] == line["color"]["legend"]
+    assert line["color"]["legend"]["symbolType"] == "stroke"
+    assert charts._legend_entries(spec, points) == [count]
+
+
+def test_five_history_series_or_fewer_are_drawn_as_before() -> None:
+    """Five series or fewer: solid lines in the five colours, dots in the legend, no dash channel."""
+    from sparkreport.render.history import history_spec
+
+    for count in (1, 5):
+        points = _series_points(count)
+        spec = history_spec(points, [], versions=["1.0", "1.1"], column="label.version", axis="x", title="t")
+        line = spec["layer"][1]["encoding"]
+        assert "strokeDash" not in line and "symbolType" not in line["color"]["legend"]
+        assert line["color"]["scale"]["range"] == list(charts.SERIES_COLOURS[:count])
+
+
+def test_a_history_chart_says_which_lines_are_change_points(tmp_path: Path) -> None:
+    """Eight series of a store (four models in two environments): dashed series beside dashed
+    change points, so the chart's description says the series' lines and that the change points'
+    are upright; two series, none dashed, keep the description they had."""
+    from history_store import write_history_store
+
+    from sparkreport.analysis import AnalysisOptions
+    from sparkreport.analysis.history import history
+    from sparkreport.dataset import load_dataset
+    from sparkreport.render.history import _metric_chart
+
+    descriptions = []
+    for models in (["llama"], ["llama", "qwen", "mistral", "phi"]):
+        root = tmp_path / f"runs-{len(models)}"
+        for model in models:
+            write_history_store(root, runs=2, versions=["1.0", "1.1"], model=model, run_prefix=f"{model}-")
+        result = history(load_dataset(root), AnalysisOptions(bootstrap_resamples=50))
+        chart = _metric_chart(result, "output_throughput_tok_s")
+        assert chart is not None
+        assert len(chart.spec["layer"][1]["encoding"]["color"]["scale"]["domain"]) == 2 * len(models)
+        descriptions.append(chart.description)
+    assert descriptions[0].startswith("Mean Output throughput per version with its CI, per model and environment; "
+                                      "dashed lines mark change points")
+    assert descriptions[1].startswith("Mean Output throughput per version with its CI, per model and environment, "
+                                      "each in its colour and line (solid or dashed); upright "
+                                      "dashed lines mark change points")
+
+
 def _sides(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     side = pd.DataFrame({"model_name": ["llama", "qwen"] * (n // 2), "environment": "native",
                          "output_throughput_tok_s": [100.0 + i % 7 for i in range(n // 2 * 2)]})
@@ -570,7 +645,7 @@ def test_series_sides_and_environments_are_never_in_a_verdicts_colour() -> None:
     points = [{"series": "m · native", "version": "1.0", "mean": 10.0, "ci_low": None, "ci_high": None, "n": 1}]
     spec = history_spec(points, [], versions=["1.0"], column="label.version", axis="x", title="t")
     assert [layer["encoding"]["color"]["scale"] for layer in spec["layer"]] == [
-        {"range": list(charts.SERIES_COLOURS)}] * 2
+        {"domain": ["m · native"], "range": [charts.SERIES_COLOURS[0]]}] * 2
     sides = sides_spec([{"cell": "c", "side": "a: v=1", "percent": 100.0, "m": 1.0}], metric="m", title="t")
     assert sides["encoding"]["color"]["scale"] == {"range": list(charts.SIDE_COLOURS)}
     for spec in (charts.per_run_spec([{"arm": "native", "environment": "native"}], axis="x", title="t"),

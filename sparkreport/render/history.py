@@ -242,7 +242,7 @@ def series_name(campaign: str, model: str, environment: str, titles: dict[str, s
 def _metric_chart(result: History, metric: str, titles: dict[str, str] | None = None) -> ChartSpec | None:
     """The chart of ``metric``; ``titles`` (campaign name → title) where the page holds several
     campaigns, None where it holds one (see :func:`series_name`)."""
-    from sparkreport.charts import ChartSpec, metric_title
+    from sparkreport.charts import SERIES_COLOURS, SERIES_DASHES, ChartSpec, metric_title
 
     # a series of one version is a point, not a course (the page counts them, history.json has them)
     series = [s for s in result.series if s.metric == metric and len(s.points) > 1]
@@ -258,7 +258,11 @@ def _metric_chart(result: History, metric: str, titles: dict[str, str] | None = 
     spec = history_spec(points, changes, versions=result.versions, column=result.column, axis=metric_title(metric),
                         title=title)
     per = "per model and environment" if titles is None else "per campaign, model and environment"
-    description = (f"Mean {metric_label(metric)} per version with its CI, {per}; dashed lines "
+    # past five series some series' lines are dashed too (history_spec): the change points' are upright
+    rounds = -(-len({p["series"] for p in points}) // len(SERIES_COLOURS))
+    kinds = list(SERIES_DASHES)[:rounds]
+    lines = f", each in its colour and line ({', '.join(kinds[:-1])} or {kinds[-1]}); upright" if rounds > 1 else ";"
+    description = (f"Mean {metric_label(metric)} per version with its CI, {per}{lines} dashed lines "
                    "mark change points (at the first version after the change): vermillion a regression, green "
                    "an improvement.")
     return ChartSpec(name=f"{metric}-history", title=title, description=description, spec=spec, rows=len(points))
@@ -267,10 +271,11 @@ def _metric_chart(result: History, metric: str, titles: dict[str, str] | None = 
 def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *, versions: list[str], column: str,
                  axis: str, title: str) -> dict[str, Any]:
     """The history chart's spec: each series' CI as a rule and its means as a line over the
-    versions, in :data:`~sparkreport.charts.SERIES_COLOURS` (apart from the verdicts'), and the change
-    points (if any) as dashed rules at the version after the change, a regression's in the
-    `regressed` colour of every chart, an improvement's in `improved`'s (a colour by value, not a
-    scale: the series' colours are one)."""
+    versions, in :data:`~sparkreport.charts.SERIES_COLOURS` (apart from the verdicts'), past five
+    series each round of five colours in a line of its own (:func:`~sparkreport.charts.series_styles`),
+    and the change points (if any) as dashed rules at the version after the change, a regression's
+    in the `regressed` colour of every chart, an improvement's in `improved`'s (a colour by value,
+    not a scale: the series' colours are one)."""
     from sparkreport.charts import (
         PANEL_WIDTH,
         SERIES_COLOURS,
@@ -279,6 +284,7 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
         nominal,
         ordinal,
         quantitative,
+        series_styles,
         top_level,
     )
 
@@ -292,19 +298,31 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
     # title (several campaigns) is longer: one column, or the drawing outgrew the page's column
     # and was scaled down whole.
     columns = 2 if max((len(str(p["series"])) for p in points), default=0) <= LEGEND_TWO_COLUMNS_CHARS else 1
+    # Each series' colour (and past five its dash) fixed in the scales, the series in the order of
+    # their names, as Vega ordered them; the colour and the dash legends, over one field and
+    # domain, are drawn as one, each entry the series' line.
+    names = sorted({str(p["series"]) for p in points})
+    styles = series_styles(len(names))
+    dashed = len(names) > len(SERIES_COLOURS)
+    legend = {"columns": columns, "labelLimit": 400 if columns == 2 else PANEL_WIDTH + 180, "orient": "bottom",
+              **({"symbolSize": 400, "symbolStrokeWidth": 2, "symbolType": "stroke"} if dashed else {})}
+
+    def series(scale_range: list[Any]) -> dict[str, Any]:
+        return nominal("series", legend=dict(sorted(legend.items())), scale={"domain": names, "range": scale_range},
+                       title=None)
 
     def color() -> dict[str, Any]:
-        return nominal("series", legend={"columns": columns, "labelLimit": 400 if columns == 2 else PANEL_WIDTH + 180,
-                                         "orient": "bottom"},
-                       scale={"range": list(SERIES_COLOURS)}, title=None)
+        return series([colour for colour, _dash in styles])
 
+    line = {"color": color(),
+            "tooltip": [nominal("series"), ordinal("version"), quantitative("mean", format=".4g"), quantitative("n")],
+            "x": x(), "y": quantitative("mean", scale={"zero": False}, title=axis)}
+    if dashed:
+        line["strokeDash"] = series([list(dash) for _colour, dash in styles])
     layers = [
         {"mark": mark("rule"), "encoding": {"color": color(), "x": x(), "y": quantitative("ci_low"),
                                             "y2": {"field": "ci_high"}}},
-        {"mark": mark("line", point=True), "encoding": {
-            "color": color(),
-            "tooltip": [nominal("series"), ordinal("version"), quantitative("mean", format=".4g"), quantitative("n")],
-            "x": x(), "y": quantitative("mean", scale={"zero": False}, title=axis)}},
+        {"mark": mark("line", point=True), "encoding": dict(sorted(line.items()))},
     ]
     if changes:
         regression = {"test": "(datum.direction === 'regression')", "value": VERDICT_COLOURS["regressed"]}
