@@ -25,7 +25,7 @@ UPDATE = os.environ.get("SPARKREPORT_UPDATE_GOLDEN") == "1"
 #: The pages kept as golden files (the shipped store, this repository's configuration).
 GOLDEN_PAGES = ("index.md", "methodology/index.md", "memory/index.md", "results/index.md",
                 "results/deepseek/index.md", "results/llama-3-8b/index.md", "campaigns/phase1-published/index.md",
-                "campaigns/gpu-torch-native-vs-cgroup/index.md")
+                "campaigns/gpu-torch-native-vs-cgroup/index.md", "diffs/index.md", "diffs/cold-vs-warm-cache/index.md")
 MAX_CELL = 300
 MAX_REPEATS = 3
 SHINGLE = 8
