@@ -239,17 +239,18 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert page.split("\n")[5] == SHIPPED_ALL_UNCHANGED
     assert page.count("are unchanged") == 1 and "28 unchanged" not in page
     results = page[page.index("## Results"):]
-    assert results.split("\n")[2].startswith("A cell is `improved` or `regressed` only when")
+    assert results.split("\n")[2].startswith("A comparison is `improved` or `regressed` only when")
     assert not [line for line in results.splitlines() if line.startswith("|")]  # no table outside the fold
     folded = fold_of(results, "4 tables of unchanged comparisons")
     # one table per model and environment, named above it (a nine-column table was cut at 1280 px)
-    assert folded.count("| Metric |") == 4 and folded.count("**unchanged**") == 28
+    assert folded.count("| Metric |") == 4 and len(table_rows(folded)) == 28
+    assert all(row.endswith((" | unchanged |", " | unchanged † |")) for row in table_rows(folded))  # not bold
     native = folded[folded.index("**Llama-3-8B shape (random weights) · native**"):]  # the name the charts show
     assert native.split("\n")[2] == "| Metric | a | b | Change | 95% CI of b/a | p (Holm) | Verdict |"
     assert native.split("\n")[4].startswith("| Output throughput (tok/s) |")  # primary metrics first, as elsewhere
     table = native[:native.index("\n\n**") if "\n\n**" in native else None]
     # a constant on both sides is stated, not tested: no interval, no p-value, marked †
-    assert "| KV cache (GiB) | 57.19 | 57.19 | 0.00% | — | — | **unchanged** † |" in table
+    assert "| KV cache (GiB) | 57.19 | 57.19 | 0.00% | — | — | unchanged † |" in table
     # changes to two decimals, as Home's cells (a -0.07% change was "-0.1%" beside "+0.03%")
     assert "| Time to first token (mean, ms) | 1,219.09 | 1,218.24 | -0.07% |" in table
     assert "the minimum effect (2%)" in page and "(marked †) is not tested" in page
@@ -331,13 +332,13 @@ def test_a_diff_page_puts_what_changed_first_and_names_the_unchanged_once(tmp_pa
         "    b: campaign=nightly,label.version=1.1\n", encoding="utf-8")
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
     page = (result.docs_dir / "diffs" / "release" / "index.md").read_text(encoding="utf-8")
-    assert "**Of 20 comparisons (model × environment × metric): 1 regressed, 19 unchanged.**" in page
+    assert "**⚠\u00a01 regressed**, 19 unchanged — of 20 comparisons (model × environment × metric)." in page
     results = page[page.index("## Results"):page.index('<div class="sparkreport-chart"')]
     assert "comparisons are unchanged**" not in results  # the lead sentence is for a page of nothing else
     # the changed cell in full, first, at the left margin
     first = results.index("**model-c · native**")
     assert results[first:].split("\n")[4].startswith("| Output throughput (tok/s) | 1,0")
-    assert "**regressed**" in results[first:].split("\n\n")[1]
+    assert "**⚠\u00a0regressed**" in results[first:].split("\n\n")[1]
     shown = [line for line in results.splitlines() if line.startswith("| ") and not line.startswith("| Metric")]
     assert len(shown) == 2  # its two metrics: the only table outside the fold
     # the others, said once — no sentence per metric — and cut short as the pages cut lists
@@ -348,7 +349,7 @@ def test_a_diff_page_puts_what_changed_first_and_names_the_unchanged_once(tmp_pa
     assert said[0].endswith("): model-a · docker, model-a · native, model-b · docker, model-b · native, "
                             "model-c · docker, model-d · docker, model-d · native, model-e · docker, … and 1 more.")
     folded = fold_of(results, "9 tables of unchanged comparisons")
-    assert folded.count("| Metric |") == 9 and folded.count("**unchanged**") == 18
+    assert folded.count("| Metric |") == 9 and len(table_rows(folded)) == 18 and "**" not in "".join(table_rows(folded))
     assert "**model-e · native**" in folded and "model-c · native" not in folded
     # every comparison keeps its row, with both means
     cells = [line for text in (results, folded) for line in text.splitlines()
@@ -387,7 +388,7 @@ def assert_p_values_as_the_site_writes_them(rows: list[str]) -> None:
 
 def test_unchanged_groups_in_words() -> None:
     """The sentence's parts: one pair or many, a change span or a single change."""
-    from sparkreport.render.diffs import diff_groups, unchanged_groups
+    from sparkreport.render.diff_text import diff_groups, unchanged_groups
 
     def cell(model: str, environment: str, change: float | None, verdict: str = "unchanged") -> dict[str, object]:
         return {"model": model, "model_name": model.upper(), "environment": environment, "change_pct": change,
@@ -456,6 +457,67 @@ def test_pr_comment_golden(tmp_path: Path, case: str) -> None:
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(result.output, encoding="utf-8")
     assert result.output == golden.read_text(encoding="utf-8")
+
+
+def page_and_comment(case: str, tmp_path: Path) -> tuple[str, str]:
+    """The diff page and the pull-request comment of one diff: the shipped cold-vs-warm diff
+    (every comparison unchanged, constants among them), or a release of ten pairs, one regressed,
+    one improved and one not comparable (side b ran it with longer outputs)."""
+    from sparkreport.render import RenderOptions, render
+
+    repo = Path(__file__).resolve().parents[1]
+    if case == "shipped-cold-vs-warm":
+        runs, config = repo / "runs", tmp_path / "sparkreport.yml"
+        shutil.copy(repo / "sparkreport.yml", config)
+        page_path, sides = "diffs/cold-vs-warm-cache/index.md", SHIPPED_SIDES
+    else:
+        runs = write_versions_store(tmp_path / "runs", regressed=("model-c", "native"), improved=("model-a", "docker"))
+        for run_json in runs.glob("nightly/model-e-docker-1.1-*/run.json"):
+            data = json.loads(run_json.read_text())
+            data["workload"]["output_len"] = 256
+            run_json.write_text(json.dumps(data))
+        config = tmp_path / "sparkreport.yml"
+        config.write_text("static_charts: posts\ndiffs:\n  - name: release\n    a: label.version=1.0\n"
+                          "    b: label.version=1.1\n", encoding="utf-8")
+        page_path, sides = "diffs/release/index.md", RELEASE_SIDES
+    page = (render(RenderOptions(runs_dir=runs, project_root=tmp_path, config_path=config)).docs_dir
+            / page_path).read_text(encoding="utf-8")
+    comment = CliRunner().invoke(main, ["diff", "--runs-dir", str(runs), "--config", str(config), *sides,
+                                        "--markdown"])
+    assert comment.exit_code == 0, comment.output
+    return page, comment.output
+
+
+@pytest.mark.parametrize("case", ["shipped-cold-vs-warm", "release-regressed-and-improved"])
+def test_the_diff_page_and_the_comment_say_the_same_in_the_same_words(tmp_path: Path, case: str) -> None:
+    """The page (a Jinja template) and the comment (Python) each wrote the same sentences and
+    tables, and drifted apart: the lead, what the verdicts mean, the verdict column and the
+    heading of the sides' differences were worded two ways. Both are written by
+    sparkreport.render.diff_text now: every line of the comment is a line of the page — the sides
+    in words, the lead, the headings, How the sides differ, the pairs not comparable, every table
+    row, the sentence on the unchanged pairs, the fold's title and what the verdicts mean — but
+    for its own heading of selectors and its fold's HTML; and every table row of the page is in
+    the comment."""
+    page, comment = page_and_comment(case, tmp_path)
+    page_lines = [line.removeprefix("    ") for line in page.splitlines()]  # the fold's tables, unindented
+    own = []  # the comment's own lines: its heading, its fold
+    for line in comment.splitlines():
+        if line.startswith("#### "):
+            assert f"## {line.removeprefix('#### ')}" in page_lines  # a section, one level down
+        elif line.startswith("<details><summary>"):
+            title = line.removeprefix("<details><summary>").removesuffix("</summary>")
+            assert f'??? note "{title}"' in page_lines  # the fold's title
+        elif line.startswith("### sparkreport diff: ") or line == "</details>":
+            own.append(line)
+        else:
+            assert line in page_lines, line
+    assert own == [comment.splitlines()[0], *(["</details>"] if "<details>" in comment else [])]
+    assert table_rows(comment) and sorted(table_rows(comment)) == sorted(table_rows("\n".join(page_lines)))
+    lead = comment.splitlines()[4]
+    assert lead.startswith("**All 28 comparisons" if case == "shipped-cold-vs-warm" else "**⚠\u00a01 regressed**, ")
+    assert page.count(lead) == 1  # the page opens on it too
+    if case != "shipped-cold-vs-warm":
+        assert "- model-e / docker: " in comment and "#### Not comparable" in comment
 
 
 def test_a_pr_comment_of_nothing_but_unchanged_says_so_and_folds_every_row(tmp_path: Path) -> None:
@@ -530,8 +592,9 @@ def test_a_pr_comment_puts_the_regression_first_and_folds_the_unchanged(tmp_path
     summary, inside = details_of(comment)
     assert summary == "8 tables of unchanged comparisons" and len(table_rows(inside)) == 16
     assert "model-c · native" not in inside and "model-a · docker" not in inside
-    assert comment.rstrip("\n").split("\n")[-1].startswith("`improved` / `regressed`: Holm-adjusted Welch p < 0.05 "
-                                                            "and a change of at least the minimum effect (2%)")
+    assert comment.rstrip("\n").split("\n")[-1].startswith("A comparison is `improved` or `regressed` only when the "
+                                                            "Holm-adjusted Welch p-value is below 0.05 **and** the "
+                                                            "change is at least the minimum effect (2%)")
     cells = json.loads(runner.invoke(main, [*args, "--json"]).output)["cells"]
     assert_every_cell_has_its_row(cells, comment)
     assert runner.invoke(main, [*args, "--markdown", "--fail-on", "regression"]).exit_code == 1
@@ -547,7 +610,7 @@ def titled_campaign_file(runs: Path, campaign: str, title: str) -> None:
 def test_a_pr_comment_names_campaigns_by_their_titles_as_the_diff_page_does(tmp_path: Path) -> None:
     """The comment named campaigns by their folder names (`synth-1.0`) where the site names them
     by their titles (sparkreport.yml's, else the campaign file's or a published summary's, else
-    the name): its sides and its What changed table now say what the diff page of the same sides
+    the name): its sides and its How the sides differ table now say what the diff page of the same sides
     says; the selectors in its heading keep the names, as the page's command does."""
     from sparkreport.render import RenderOptions, render
 
@@ -595,7 +658,7 @@ def test_what_changed_names_each_sides_campaigns_by_that_sides_titles() -> None:
     rows twice, once per store's titles, and merged them: it takes each side's titles now. A
     campaign a side's titles miss keeps its name there; a field other than the campaign is as
     recorded, in field_words."""
-    from sparkreport.render.diffs import changed_rows
+    from sparkreport.render.diff_text import changed_rows
 
     changed = [{"field": "campaign", "a": "synth-1.0, shared", "b": "synth-1.1, shared"},
                {"field": "label.cache", "a": "cold", "b": "warm"}]
@@ -625,7 +688,8 @@ def test_a_cut_comment_keeps_its_sides_and_campaign_titles_within_the_limit() ->
 
 def test_the_comment_headline_counts_every_verdict_regressions_first() -> None:
     """The verdicts a reviewer must act on first, bold; `unchanged` last and plain."""
-    from sparkreport.render.diff_comment import all_unchanged, attention, headline
+    from sparkreport.render.diff_comment import attention
+    from sparkreport.render.diff_text import all_unchanged, headline
 
     counts = {"improved": 2, "regressed": 3, "unchanged": 40, "inconclusive": 1, "not comparable": 0,
               "missing in a": 0, "missing in b": 4}
@@ -1036,7 +1100,7 @@ def test_a_metric_neither_side_reports_is_no_cell(phase1_dataset: Dataset) -> No
 def test_a_diffs_sides_in_words() -> None:
     """What both sides select, once; each side's own terms; a campaign by its title, a model by its
     name, a label without its prefix; a side with no terms of its own is "all of them"."""
-    from sparkreport.render.diffs import sides_words
+    from sparkreport.render.diff_text import sides_words
 
     titles, models = {"c1": "H100 control"}, {"m1": "Llama 3"}
     assert sides_words("campaign=c1,label.cache=cold", "campaign=c1,cache=warm", titles, models) == {

@@ -68,7 +68,7 @@ def test_change_links_to_the_diff_page_of_its_two_versions(site: RenderResult) -
             in text)
     assert '`sparkreport diff --a "campaign=nightly,label.version=0.21.0" --b "campaign=nightly,label.version=0.22.0"`' in text
     native = text[text.index("**meta-llama/Llama-3.1-8B-Instruct · native**"):]  # the model as every page names it
-    assert native.split("\n\n")[1].splitlines()[2].startswith("| Output throughput (tok/s) |") and "**regressed**" in text
+    assert native.split("\n\n")[1].splitlines()[2].startswith("| Output throughput (tok/s) |") and "**⚠\u00a0regressed**" in text
     # the change point's two versions are the link to their diff page
     assert "| [0.21.0 → 0.22.0](nightly-0.21.0-0.22.0/index.md) |" in (site.docs_dir / "history" / "index.md").read_text()
     nav = dict(site.nav)

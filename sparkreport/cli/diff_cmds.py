@@ -84,7 +84,8 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     if as_json:
         click.echo(json.dumps(payload, indent=2))
     elif markdown:
-        from sparkreport.render.diff_comment import diff_comment, sides_sentence
+        from sparkreport.render.diff_comment import diff_comment
+        from sparkreport.render.diff_text import sides_sentence
         from sparkreport.render.diffs import side_model_names
         from sparkreport.render.report import store_campaign_titles
 
@@ -99,8 +100,10 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
                                 sides=sides, whole_diff=whole_diff(click.get_current_context(), config)))
     else:
         _print(payload)
-    gated = {"regression": {"regressed"}, "inconclusive": {"regressed", "inconclusive"}}.get(fail_on or "", set())
-    hits = [f"{n:,} {verdict}" for verdict, n in payload["counts"].items() if verdict in gated and n]
+    gated = {"regression": ("regressed",), "inconclusive": ("regressed", "inconclusive")}.get(fail_on or "", ())
+    from sparkreport.render.diff_text import verdict_counts
+
+    hits = [said for _verdict, said in verdict_counts(payload["counts"], gated)]
     if hits:  # said after the diff is printed: an error prints nothing on stdout, so a script tells them apart
         from sparkreport.render.markdown import counted
 

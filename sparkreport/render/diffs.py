@@ -6,8 +6,10 @@ of both sides' runs and one of the ratios with their CIs. A table per model × e
 with a verdict other than `unchanged` in full, first; those unchanged in every metric named once
 in a sentence, their tables folded below it (a page of nothing but unchanged cells opens on one
 sentence that says so, not on a wall of identical tables); the charts of a metric unchanged in
-every cell are folded too, after the others. `sparkreport diff --markdown`
-(:mod:`sparkreport.render.diff_comment`) groups its tables the same way.
+every cell are folded too, after the others. Its sentences and tables are written by
+:mod:`sparkreport.render.diff_text`, which writes those of `sparkreport diff --markdown`
+(:mod:`sparkreport.render.diff_comment`) too; this module runs the diff, draws the charts and
+fills the template (``diff.md``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.dataset import frame_rows as rows
 from sparkreport.names import unique_slugs
+from sparkreport.render.diff_text import HEADINGS, DiffText, counts_words, sides_sentence, sides_words
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import metric_label, metric_order
+from sparkreport.render.tables import metric_label
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,8 +106,8 @@ def fill_overview(site: SiteData, doc: PageDoc, diffs: list[tuple[NamedDiff, Pag
         a, b, result = run_diff(site, named)
         sides = sides_words(named.a, named.b, campaign_titles(site), side_model_names(a, b))
         listed.append({"title": page.title, "href": doc.href(page.path), "a": sides["a"], "b": sides["b"],
-                       "shared": sides["shared"],
-                       "n_a": len(a), "n_b": len(b), "counts": {k: v for k, v in result.counts().items() if v}})
+                       "shared": sides["shared"], "n_a": len(a), "n_b": len(b),
+                       "counts": counts_words(result.counts())})
     doc.context = {"diffs": listed}
 
 
@@ -139,12 +141,15 @@ def run_diff(site: SiteData, named: NamedDiff) -> tuple[pd.DataFrame, pd.DataFra
 
 
 def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list[ChartSpec]]:
-    """Run one named diff over the site's dataset; its tables and charts."""
+    """Run one named diff over the site's dataset; its words (:class:`DiffText`, which the
+    pull-request comment's are too) and its charts."""
+    from sparkreport.render.report import campaign_titles
+
     a, b, result = run_diff(site, named)
     names = side_model_names(a, b)
-    cells = table_cells(result.cells, names, site.config.primary_metrics)
-    groups = diff_groups(cells)
-    min_effects = min_effect_words(cells)
+    titles = campaign_titles(site)
+    text = DiffText.of(result, names, site.config, (titles, titles))
+    cells = text.cells
     charts: list[ChartSpec] = []
     folded_charts: list[str] = []  # those of a metric unchanged in every cell: folded, as the tables are
     for metric in dict.fromkeys(str(cell["metric"]) for cell in cells):  # as the tables order them
@@ -158,87 +163,10 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
         charts += made
         if all(c["verdict"] == "unchanged" for c in of_metric):
             folded_charts += [chart.name for chart in made]
-    from sparkreport.render.report import campaign_titles
-
-    titles = campaign_titles(site)
-    context = {"named": named, "sides": sides_words(named.a, named.b, titles, names),
-               "changed": changed_rows(result.changed, titles, titles),
-               "not_comparable": result.not_comparable,
-               "cells": cells, "groups": groups, "folded": unchanged_groups(groups), "folded_charts": folded_charts,
-               "counts": {k: v for k, v in result.counts().items() if v},
-               "n_a": len(a), "n_b": len(b), "min_effects": min_effects,
-               "constants": any(cell["constant"] for cell in cells)}
+    context = {"named": named, "text": text, "headings": HEADINGS,
+               "sides": sides_sentence(named.a, named.b, titles, names, len(a), len(b)),
+               "groups": text.groups, "folded": text.folded, "folded_charts": folded_charts}
     return context, charts
-
-
-def table_cells(cells: pd.DataFrame, names: dict[str, str], primary_metrics: list[str]) -> list[dict[str, Any]]:
-    """A diff's cells (``DiffResult.cells``) as its tables list them: in the order every page lists
-    metrics (``primary_metrics`` first), not by key, each with its metric's ``label``, its model's
-    ``model_name`` (from ``names``, else the model) and ``constant`` (stated, not tested). The diff
-    page and `sparkreport diff --markdown` both read these."""
-    from sparkreport.analysis.diff import CONSTANT
-
-    order = {m: i for i, m in enumerate(metric_order(cells["metric"].astype(str), primary_metrics))}
-    listed = sorted(rows(cells), key=lambda cell: order[str(cell["metric"])])
-    for cell in listed:
-        cell["label"] = metric_label(str(cell["metric"]))
-        cell["model_name"] = names.get(str(cell["model"]), str(cell["model"]))
-        cell["constant"] = cell["reason"] == CONSTANT
-    return listed
-
-
-def min_effect_words(cells: list[dict[str, Any]]) -> str:
-    """The minimum effects the cells were tested against: "2%", or "2%, 5% for KV cache" — the
-    most common first, unnamed; "—" when no cell has one."""
-    from sparkreport.render.markdown import percent
-    from sparkreport.render.report import join_and
-
-    effects: dict[float, list[str]] = {}
-    for cell in cells:
-        if cell["min_effect"] is not None and cell["label"] not in effects.setdefault(float(cell["min_effect"]), []):
-            effects[float(cell["min_effect"])].append(str(cell["label"]))
-    ordered = sorted(effects, key=lambda e: -len(effects[e]))
-    return ", ".join([percent(ordered[0], 0)] + [f"{percent(e, 0)} for {join_and(effects[e])}"
-                                                 for e in ordered[1:]]) if ordered else "—"
-
-
-def diff_groups(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``cells`` per model × environment, a table each on the page, in the order of their model and
-    environment keys (a table's cells keep theirs: primary metrics first). Each has ``name`` (the
-    model's name · the environment), ``cells`` and ``unchanged``: every verdict is `unchanged`."""
-    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for cell in sorted(cells, key=lambda c: (str(c["model"]).lower(), str(c["environment"]).lower())):
-        grouped.setdefault((str(cell["model"]), str(cell["environment"])), []).append(cell)
-    return [{"name": f"{rows[0]['model_name']} · {environment}", "cells": rows,
-             "unchanged": all(cell["verdict"] == "unchanged" for cell in rows)}
-            for (_model, environment), rows in grouped.items()]
-
-
-def unchanged_groups(groups: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """What the page says once of the groups unchanged in every metric (None when there are
-    none): how many (``groups``, ``comparisons``), their names cut short (``names``: "a, b and
-    c", "a, b, … and 12 more"), the span of their changes in words (``changes``: "changes from
-    -0.07% to +0.05%"; None when no cell has one) and whether they are all of the page's groups
-    (``every``)."""
-    from sparkreport.names import SHOWN_VALUES, shown_values
-    from sparkreport.render.markdown import is_missing, signed
-    from sparkreport.render.report import join_and
-
-    folded = [group for group in groups if group["unchanged"]]
-    if not folded:
-        return None
-    names = [str(group["name"]) for group in folded]
-    changes = [float(cell["change_pct"]) for group in folded for cell in group["cells"]
-               if not is_missing(cell["change_pct"])]
-    span = None
-    if changes:
-        low, high = f"{signed(min(changes), 2)}%", f"{signed(max(changes), 2)}%"  # as the tables write them
-        span = (f"changes from {low} to {high}" if low != high else
-                f"{'a change' if len(changes) == 1 else 'every change'} of {low}")
-    return {"groups": len(folded), "comparisons": sum(len(group["cells"]) for group in folded),
-            "every": len(folded) == len(groups), "changes": span,
-            "names": join_and(names) if len(names) <= SHOWN_VALUES else
-            shown_values(names, sep="; " if any("," in name for name in names) else ", ")}
 
 
 def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff) -> ChartSpec | None:
@@ -274,46 +202,12 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
                      spec=sides_spec(data, metric=metric, title=title), rows=len(data))
 
 
-def selector_words(terms: list[str], titles: dict[str, str], models: dict[str, str]) -> str:
-    """Selector terms as a reader says them: ``campaign=x`` by the campaign's title, ``model=m`` by
-    the model's name, any other ``key=value`` as "key value" (a label without its ``label.``
-    prefix): 'campaign=x', 'cache=cold' → 'campaign “H100 control”, cache cold'."""
-    from sparkreport.early import selector_conditions
-
-    words = []
-    for key, value in selector_conditions(",".join(terms)) if terms else ():
-        name = key.removeprefix("label.")
-        words.append(f"campaign “{titles.get(value, value)}”" if name == "campaign" else
-                     models.get(value, value) if name == "model" else f"{name} {value}")
-    return ", ".join(words)
 
 
-def sides_words(a: str, b: str, titles: dict[str, str], models: dict[str, str]) -> dict[str, str]:
-    """A diff's sides in words: ``shared`` (the terms both selectors have; empty when none), and
-    ``a`` and ``b``, each side's own terms ("all of them" for a side that has none of its own)."""
-    terms_a, terms_b = a.split(","), b.split(",")
-    shared = [t for t in terms_a if t in terms_b]
-    return {"shared": selector_words(shared, titles, models),
-            **{side: selector_words([t for t in own if t not in shared], titles, models) or "all of them"
-               for side, own in (("a", terms_a), ("b", terms_b))}}
 
 
-def field_words(field: str) -> str:
-    """A "How the sides differ" field as the table names it: a label as "cache (label)"."""
-    return f"{field.removeprefix('label.')} (label)" if field.startswith("label.") else field
 
 
-def changed_rows(changed: list[dict[str, str]], titles_a: dict[str, str],
-                 titles_b: dict[str, str]) -> list[dict[str, str]]:
-    """What changed between the sides (``DiffResult.changed``) as the diff page's "How the sides
-    differ" table and the pull-request comment's "What changed" list it: each field in
-    :func:`field_words`, each side's campaigns by its own titles (campaign → title; one without a
-    title by its name): ``titles_a`` and ``titles_b``, one store's twice on the page (two selections
-    of it), each run store's in a comment on two (``--a-runs``/``--b-runs``)."""
-    titles = {"a": titles_a, "b": titles_b}
-    return [{"field": field_words(r["field"]), **{
-        side: ", ".join(titles[side].get(v, v) for v in r[side].split(", ")) if r["field"] == "campaign" else r[side]
-        for side in ("a", "b")}} for r in changed]
 
 
 def side_names(a: str, b: str) -> tuple[str, str]:
