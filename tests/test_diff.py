@@ -229,8 +229,8 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert page.split("\n")[2:4] == [
         "Both sides: campaign “H100 control: native vs cgroup”. Side **a**: cache cold (40 runs); side **b**: "
         "cache warm (40 runs).",
-        'The same diff on the command line: `sparkreport diff --a "campaign=gpu-torch-native-vs-cgroup,cache=cold" '
-        '--b "campaign=gpu-torch-native-vs-cgroup,cache=warm"`.']
+        "The same diff on the command line: `sparkreport diff --a campaign=gpu-torch-native-vs-cgroup,cache=cold "
+        "--b campaign=gpu-torch-native-vs-cgroup,cache=warm`."]
     assert "plan" not in changed  # per-run identifiers are not "changes"
     # every comparison unchanged: the page opens on one sentence that says so, with the span of the
     # changes, the minimum effect and the pairs, and the tables wait folded below it (28 rows of
@@ -268,6 +268,33 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert overview.startswith("# Diffs\n") and row in overview.splitlines()
     assert ("Diffs", [("Overview", "diffs/index.md"),
                       ("H100 control: cold vs warm page cache", "diffs/cold-vs-warm-cache/index.md")]) in result.nav
+
+
+def test_a_diff_pages_command_is_the_same_diff_as_written(tmp_path: Path) -> None:
+    """"The same diff on the command line" left out the named diff's allow_mismatch and metrics
+    (its command diffed every metric and refused the pairs it allows), and escaped its selectors
+    for Markdown inside the code span, where the backslash shows (`engine\\_version=1.0`). It is
+    written as the comment's command is (diff_text.command_line), and gives the page's verdicts."""
+    from sparkreport.render import RenderOptions, render
+
+    runs = write_versions_store(tmp_path / "runs", regressed=("model-c", "native"))
+    for run_json in runs.glob("nightly/model-e-docker-1.1-*/run.json"):  # a pair the diff allows to differ
+        data = json.loads(run_json.read_text())
+        data["workload"]["output_len"] = 256
+        run_json.write_text(json.dumps(data))
+    (tmp_path / "sparkreport.yml").write_text(
+        "static_charts: posts\ndiffs:\n  - name: release\n    a: engine_version=1.0\n    b: engine_version=1.1\n"
+        "    allow_mismatch: [output_len]\n    metrics: [output_throughput_tok_s]\n", encoding="utf-8")
+    page = (render(RenderOptions(runs_dir=runs, project_root=tmp_path)).docs_dir / "diffs" / "release"
+            / "index.md").read_text(encoding="utf-8")
+    command = ("sparkreport diff --a engine_version=1.0 --b engine_version=1.1 --allow-mismatch output_len "
+               "--metric output_throughput_tok_s")
+    assert page.split("\n")[3] == f"The same diff on the command line: `{command}`."
+    lead = "**⚠\u00a01 regressed**, 9 unchanged — of 10 comparisons (model × environment × metric)."
+    assert page.split("\n")[5] == lead and "Not comparable" not in page
+    result = CliRunner().invoke(main, [*command.split()[1:], "--runs-dir", str(runs),
+                                       "--config", str(tmp_path / "sparkreport.yml"), "--markdown"])
+    assert result.exit_code == 0 and result.output.split("\n")[4] == lead  # the page's verdicts
 
 
 def charts_of(page: str) -> tuple[list[str], tuple[str, list[str]] | None]:
@@ -981,38 +1008,81 @@ def test_a_comment_leaves_out_pairs_not_comparable_before_a_regression() -> None
     assert "**model-0000 · docker**" in comment and "Their tables are left out of this comment" in comment
 
 
+def given(*args: str) -> Any:
+    """The context of ``sparkreport diff ARGS``, parsed as the command line parses it (not run)."""
+    from sparkreport.cli.diff_cmds import diff_command
+
+    return diff_command.make_context("diff", list(args))
+
+
 def test_a_cut_comment_names_the_diff_page_or_the_command_with_json(tmp_path: Path) -> None:
     """Where a cut comment sends its reader: the site's page of the named diff with the same
     sides over the project's store, when the site has an address; else the command as given,
     with --json."""
-    import click
-
-    from sparkreport.cli.diff_cmds import diff_command, whole_diff
+    from sparkreport.cli.diff_cmds import whole_diff
     from sparkreport.config import load_config
 
     (tmp_path / "sparkreport.yml").write_text(
         "diffs:\n  - name: Release 1.1\n    a: label.version=1.0\n    b: version=1.1\n", encoding="utf-8")
     config = load_config(tmp_path / "sparkreport.yml")
 
-    def where(**given: Any) -> str:
-        ctx = click.Context(diff_command)
-        ctx.params = {"sel_a": None, "sel_b": None, "runs_dir": Path("runs"), "a_runs": None, "b_runs": None,
-                      "config_path": None, "allow_mismatch": (), "min_effect": None, "metrics": (),
-                      "as_json": False, "markdown": True, "fail_on": None, **given}
-        return whole_diff(ctx, config)
+    def where(*args: str) -> str:
+        return whole_diff(given(*args, "--markdown"), config)
 
-    named = {"sel_a": "version=1.0", "sel_b": "label.version=1.1", "runs_dir": tmp_path / "runs"}
-    assert where(**named) == ("in the output of `sparkreport diff --a version=1.0 --b label.version=1.1 "
-                              f"--runs-dir {tmp_path / 'runs'} --json`")  # no address: the command
+    runs = str(tmp_path / "runs")
+    named = ("--a", "version=1.0", "--b", "label.version=1.1", "--runs-dir", runs)
+    assert where(*named) == ("in the output of `sparkreport diff --a version=1.0 --b label.version=1.1 "
+                             f"--runs-dir {runs} --json`")  # no address: the command
     (tmp_path / "mkdocs.yml").write_text("site_name: x\nsite_url: https://example.test/report\n", encoding="utf-8")
-    assert where(**named) == "on [the diff page](https://example.test/report/diffs/Release-1.1/)"
-    assert where(**named, metrics=("output_throughput_tok_s",), fail_on="regression") == \
+    assert where(*named) == "on [the diff page](https://example.test/report/diffs/Release-1.1/)"
+    assert where(*named, "--metric", "output_throughput_tok_s", "--fail-on", "regression") == \
         "on [the diff page](https://example.test/report/diffs/Release-1.1/)"  # the page of those sides
-    assert where(a_runs=Path("../base/runs"), b_runs=Path("runs"), min_effect=0.05) == (
+    assert where("--a-runs", "../base/runs", "--b-runs", "runs", "--min-effect", "0.05") == (
         "in the output of `sparkreport diff --a-runs ../base/runs --b-runs runs --min-effect 0.05 --json`")
-    assert where(**{**named, "sel_b": "version=1.2"}, metrics=("ttft_ms_mean",)) == (
-        f"in the output of `sparkreport diff --a version=1.0 --b version=1.2 --runs-dir {tmp_path / 'runs'} "
+    assert where("--a", "version=1.0", "--b", "version=1.2", "--runs-dir", runs, "--metric", "ttft_ms_mean") == (
+        f"in the output of `sparkreport diff --a version=1.0 --b version=1.2 --runs-dir {runs} "
         "--metric ttft_ms_mean --json`")
+
+
+@pytest.mark.parametrize(("args", "command"), [
+    # the workflow's diff: as given, --json for --markdown
+    (["--a-runs", "../base/runs", "--b-runs", "runs", "--markdown"],
+     "sparkreport diff --a-runs ../base/runs --b-runs runs --json"),
+    # an option given with its default value is given: it was printed only when it differed from the default
+    (["--a", "version=1.0", "--b", "version=1.1", "--runs-dir", "runs", "--markdown"],
+     "sparkreport diff --a version=1.0 --b version=1.1 --runs-dir runs --json"),
+    # no option the command line did not give: --runs-dir's default is not printed
+    (["--b", "version=1.1", "--a", "version=1.0", "--markdown"],
+     "sparkreport diff --a version=1.0 --b version=1.1 --json"),
+    # the canonical form: the options in --help's order, each by its name there with the value read
+    # (a path less its trailing slash and leading ./, a number as Python writes it); a repeated option
+    # once per value, in the order given; the gate left out, and --json last
+    (["--markdown", "--fail-on", "regression", "--metric", "ttft_ms_mean", "--min-effect=0.050",
+      "--b-runs", "./runs/", "--metric", "output_throughput_tok_s", "--a-runs=../base/runs/",
+      "--allow-mismatch", "output_len", "--config", "ci/sparkreport.yml"],
+     "sparkreport diff --a-runs ../base/runs --b-runs runs --config ci/sparkreport.yml --allow-mismatch output_len "
+     "--min-effect 0.05 --metric ttft_ms_mean --metric output_throughput_tok_s --json"),
+    # a word the shell would split or expand, quoted for it
+    (["--a", "label.note=two words", "--b", "label.note=it's $HOME", "--markdown"],
+     "sparkreport diff --a 'label.note=two words' --b 'label.note=it'\"'\"'s $HOME' --json"),
+])
+def test_the_command_of_the_whole_diff_is_the_one_given_with_json(args: list[str], command: str) -> None:
+    """json_command rebuilt the command from every parameter's value, printing an option whenever
+    its value differed from the default, whether or not it was given, and dropping one given with
+    its default value: it prints the options given on the command line, and only those."""
+    import shlex
+
+    from sparkreport.cli.diff_cmds import json_command
+
+    assert json_command(given(*args)) == f"`{command}`"
+    words = shlex.split(command)
+    assert words[:2] == ["sparkreport", "diff"] and words[-1] == "--json"
+    # what it prints runs the same diff, but for its output: the parameters it gives are those given
+    again = given(*words[2:])
+    assert {name: value for name, value in again.params.items() if name not in ("as_json", "markdown", "fail_on")} \
+        == {name: value for name, value in given(*args).params.items()
+            if name not in ("as_json", "markdown", "fail_on")}
+    assert json_command(again) == f"`{command}`"  # and it is its own canonical form
 
 
 def test_the_cli_comment_of_a_cut_diff_names_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

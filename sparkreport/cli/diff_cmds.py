@@ -150,23 +150,40 @@ def whole_diff(ctx: click.Context, config: ProjectConfig) -> str:
             address = ""
         if address:
             return f"on [the diff page]({address}{page})"
-    return f"in the output of `{json_command(ctx)}`"
+    return f"in the output of {json_command(ctx)}"
+
+
+#: What the command of the whole diff leaves out of the one given: ``--json`` takes the place of
+#: ``--markdown``, and the gate's exit status is no part of the diff.
+NOT_IN_JSON_COMMAND = ("as_json", "markdown", "fail_on")
 
 
 def json_command(ctx: click.Context) -> str:
     """This ``sparkreport diff`` as it was given, with ``--json`` for ``--markdown`` (and without
-    ``--fail-on``): the command whose output is the whole diff."""
-    import shlex
+    ``--fail-on``): the command whose output is the whole diff, as inline code.
+
+    It is written in one canonical form, which runs the same diff as the command given: the
+    options given on the command line and no other (not one that took its default value), in
+    the order ``sparkreport diff --help`` lists them, each by its name there with the value it
+    was read as — a repeated option once per value, in the order given; a path as given, less a
+    trailing slash or a leading ``./``; a number as Python writes it (``0.050`` → ``0.05``) —
+    each word quoted for a POSIX shell where it needs it (:func:`shlex.join`), then ``--json``."""
+    from click.core import ParameterSource
+
+    from sparkreport.render.diff_text import command_line
 
     words = ["sparkreport", "diff"]
     for param in ctx.command.params:
-        value = ctx.params.get(param.name or "")
-        if not isinstance(param, click.Option) or param.name in ("as_json", "markdown", "fail_on") \
-                or value in (None, False, ()) or value == param.default:
+        name = param.name or ""
+        if not isinstance(param, click.Option) or name in NOT_IN_JSON_COMMAND \
+                or ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE:
             continue
-        values = value if param.multiple else (value,)
-        words += [param.opts[0]] if param.is_flag else [word for v in values for word in (param.opts[0], str(v))]
-    return shlex.join([*words, "--json"])
+        value = ctx.params[name]
+        if param.is_flag:
+            words.append(param.opts[0] if value else param.secondary_opts[0])
+            continue
+        words += [word for v in (value if param.multiple else (value,)) for word in (param.opts[0], str(v))]
+    return command_line([*words, "--json"])
 
 
 def _print(payload: dict[str, Any]) -> None:

@@ -6,7 +6,8 @@ Every sentence and table the two share is made here — the sides in words, the 
 per verdict, or the one sentence that says every comparison is unchanged), the section headings,
 the "How the sides differ" table, the pairs not comparable, a pair's table of verdicts, the
 sentence that names the pairs unchanged in every metric, the title of their fold and what the
-verdicts mean. The page and the comment keep their own layout: the page's headings and fold
+verdicts mean — and :func:`command_line` writes a command a reader copies, the page's and the
+comment's alike. The page and the comment keep their own layout: the page's headings and fold
 (``??? note``), its charts and the command that reproduces it; the comment's heading of
 selectors, its pairs in the order of :data:`ATTENTION`, its ``<details>`` fold, its cuts to
 GitHub's limit and the verdicts' meaning last.
@@ -17,6 +18,7 @@ The pieces are Markdown with every value from the data already escaped, returned
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -24,7 +26,7 @@ from markupsafe import Markup
 
 from sparkreport.dataset import frame_rows
 from sparkreport.metrics import with_unit
-from sparkreport.render.markdown import MISSING, counted, md_escape, num, pvalue, ratio_interval, signed
+from sparkreport.render.markdown import MISSING, code, counted, md_escape, num, pvalue, ratio_interval, signed
 from sparkreport.render.tables import metric_label, metric_order
 
 if TYPE_CHECKING:
@@ -220,6 +222,12 @@ def sides_sentence(a: str, b: str, titles: dict[str, str], names: dict[str, str]
     both = f"Both sides: {md_escape(words['shared'])}. " if words["shared"] else ""
     return Markup(f"{both}Side **a**: {md_escape(words['a'])} ({counted(n_a, 'run')}); "
                   f"side **b**: {md_escape(words['b'])} ({counted(n_b, 'run')}).")
+
+
+def command_line(words: Iterable[str]) -> Markup:
+    """A command a reader copies, as inline code: its words quoted for a POSIX shell where they
+    need it (``sparkreport diff --a 'label.note=two words' --b …``)."""
+    return code(shlex.join(words))
 
 
 def table_cells(cells: pd.DataFrame, names: dict[str, str], primary_metrics: list[str]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.names import unique_slugs
-from sparkreport.render.diff_text import HEADINGS, DiffText, counts_words, sides_sentence, sides_words
+from sparkreport.render.diff_text import HEADINGS, DiffText, command_line, counts_words, sides_sentence, sides_words
 from sparkreport.render.pages import Page, PageDoc, register
 from sparkreport.render.tables import metric_label
 
@@ -165,8 +165,17 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
             folded_charts += [chart.name for chart in made]
     context = {"named": named, "text": text, "headings": HEADINGS,
                "sides": sides_sentence(named.a, named.b, titles, names, len(a), len(b)),
+               "command": command_line(named_diff_command(named)),
                "groups": text.groups, "folded": text.folded, "folded_charts": folded_charts}
     return context, charts
+
+
+def named_diff_command(named: NamedDiff) -> list[str]:
+    """The `sparkreport diff` that gives a named diff's verdicts, as words: its sides, and the
+    workload fields it allows to differ and the metrics it keeps where it names them."""
+    return ["sparkreport", "diff", "--a", named.a, "--b", named.b,
+            *(word for field in named.allow_mismatch for word in ("--allow-mismatch", field)),
+            *(word for metric in named.metrics or () for word in ("--metric", metric))]
 
 
 def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff) -> ChartSpec | None:
