@@ -133,10 +133,10 @@ def test_a_change_point_past_the_diff_pages_budget_gives_its_command_once(
                            "pairs compare on the command line:\n\n??? note \"2 commands\"\n\n")
     commands = [line for line in said.splitlines() if line.startswith("    - ")]
     assert commands == [
-        '    - 0.21.0 → 0.22.0 (nightly): `sparkreport diff --a "campaign=nightly,label.version=0.21.0" '
-        '--b "campaign=nightly,label.version=0.22.0"`',
-        '    - 0.21.0 → 0.22.0 (weekly): `sparkreport diff --a "campaign=weekly,label.version=0.21.0" '
-        '--b "campaign=weekly,label.version=0.22.0"`']
+        '    - 0.21.0 → 0.22.0 (nightly): `sparkreport diff --a campaign=nightly,label.version=0.21.0 '
+        '--b campaign=nightly,label.version=0.22.0`',
+        '    - 0.21.0 → 0.22.0 (weekly): `sparkreport diff --a campaign=weekly,label.version=0.21.0 '
+        '--b campaign=weekly,label.version=0.22.0`']
 
 
 def test_one_chart_per_charted_metric_with_change_marks(site: RenderResult) -> None:

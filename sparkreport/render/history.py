@@ -162,6 +162,7 @@ class HistoryPage(Page):
                   diff_docs: dict[tuple[str, str, str], PageDoc], out: Path) -> None:
         """The History page itself: its table of change points, charts and ``history.json``."""
         from sparkreport.analysis.history import change_row, change_sentence, history_payload
+        from sparkreport.render.diff_text import command_line
         from sparkreport.render.report import campaign_title
 
         rank = {v: i for i, v in enumerate(result.versions)}
@@ -185,9 +186,9 @@ class HistoryPage(Page):
             row["where"] = ", ".join(where)
             row["diff"] = main.href(diff_docs[key].path) if key in diff_docs else None
             if row["diff"] is None and key not in commands:
-                commands[key] = {"campaign": change.campaign, "versions": row["versions"], "command": (
-                    f"sparkreport diff --a \"{_selector(result, change.campaign, change.before)}\" "
-                    f"--b \"{_selector(result, change.campaign, change.after)}\"")}
+                commands[key] = {"campaign": change.campaign, "versions": row["versions"], "command": command_line(
+                    ["sparkreport", "diff", "--a", _selector(result, change.campaign, change.before),
+                     "--b", _selector(result, change.campaign, change.after)])}
             rows.append(row)
         folder = out / self.folder
         folder.mkdir(parents=True, exist_ok=True)
