@@ -35,15 +35,16 @@ if TYPE_CHECKING:
                    "characters (GitHub takes at most 65,536): a larger diff leaves out the unchanged tables first, "
                    "saying how many and where the whole diff is.")
 @click.option("--fail-on", type=click.Choice(["regression", "inconclusive"]), default=None,
-              help="Exit 1 when any cell is regressed (or, with 'inconclusive', regressed or inconclusive): "
+              help="Exit 1 when any comparison is regressed (or, with 'inconclusive', regressed or inconclusive): "
                    "after the diff is printed, with a line on stderr saying what the gate found.")
 def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: Path | None, b_runs: Path | None,
                  config_path: Path | None, allow_mismatch: tuple[str, ...], min_effect: float | None,
                  metrics: tuple[str, ...], as_json: bool, markdown: bool, fail_on: str | None) -> None:
-    """Diff two software versions (or any two selections of runs), cell by cell.
+    """Diff two software versions (or any two selections of runs), metric by metric.
 
-    Cells are model × environment. A cell whose workload differs between the sides is not
-    comparable and is not diffed; a diff where nothing is comparable is an error, and two
+    A cell is a model × environment pair; each of its metrics is one comparison, with one
+    verdict (improved, regressed, unchanged, inconclusive). A cell whose workload differs
+    between the sides is not comparable and is not diffed; a diff where nothing is comparable is an error, and two
     selections of one store that pick the same runs are refused. Exit codes: 0 = no gated
     verdict, 1 = --fail-on hit, nothing compared (or another error), 2 = bad invocation. A
     --fail-on hit exits after the diff is printed, with one line on stderr naming the gate and
