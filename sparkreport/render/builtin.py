@@ -166,7 +166,8 @@ class MethodologyPage(Page):
         shown, earlier = campaign_split(site)
         described = described_campaigns(site, [c for c in campaigns(site) if c.name in shown])
         return {
-            "described": described, "earlier": [c for c in campaigns(site) if c.name in earlier],
+            "described": described, "groups": design_groups(described),
+            "earlier": [c for c in campaigns(site) if c.name in earlier],
             "sources": sources,
             "arms": [a for a in arm_table(site) if a["campaign"] in shown],
             "options": site.config.analysis,
@@ -255,6 +256,53 @@ def described_campaigns(site: SiteData, shown: list[Any]) -> list[dict[str, Any]
     return described
 
 
+def _design(d: dict[str, Any]) -> str:
+    """What a campaign's description says of its design but for the values of the settings held
+    constant and its run count: campaigns with equal designs are described once."""
+    c = d["campaign"]
+    return repr((c.description, c.source, c.models, sorted(c.design.items(), key=str), d["varying"], d["levels"],
+                 d["level_columns"], d["iterations"], d["cooldown"], [label for label, _value in d["held"]]))
+
+
+def design_groups(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Methodology's sections: each run of neighbouring campaigns (in ``described``'s order) of one
+    design (:func:`_design`: the same models, workload settings, environments, iterations and
+    order; only the values of settings held constant, an engine version say, and the run counts
+    may differ) is one section, described once — ``campaigns``, ``d`` (the first one's
+    description with only what every one of them holds constant, and their runs as one count or a
+    range) and ``differs`` (each setting whose value differs, with its values in order, then the
+    run counts where they differ). Published figures are described one campaign at a time.
+    A release per campaign (a store of fifty) gave five copies of one description."""
+    groups: list[list[dict[str, Any]]] = []
+    for d in described:
+        last = groups[-1][-1] if groups else None
+        if last is not None and not d["campaign"].published and not last["campaign"].published \
+                and _design(d) == _design(last):
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    out = []
+    for members in groups:
+        if len(members) == 1:
+            out.append({"campaigns": [members[0]["campaign"]], "d": members[0], "differs": []})
+            continue
+        merged = copy.deepcopy(members[0])
+        values = [[value for _label, value in d["held"]] for d in members]
+        labels = [label for label, _value in merged["held"]]
+        same = [len({row[i] for row in values}) == 1 for i in range(len(labels))]
+        merged["constant"] = [f"{label} {value}" for (label, value), kept in zip(merged["held"], same, strict=True)
+                              if kept]
+        runs = [d["campaign"].runs for d in members]
+        merged["runs_text"] = (f"{runs[0]:,}" if len(set(runs)) == 1 else f"{min(runs):,} to {max(runs):,}")
+        merged["each"] = True
+        differs = [{"label": label, "values": [row[i] for row in values]}
+                   for i, label in enumerate(labels) if not same[i]]
+        if len(set(runs)) > 1:
+            differs.append({"label": "runs", "values": [f"{n:,}" for n in runs]})
+        out.append({"campaigns": [d["campaign"] for d in members], "d": merged, "differs": differs})
+    return out
+
+
 #: The "variables that differ" cell: at most this many variables, each value cut to this length
 #: (a chroot given three variables beside a native environment that inherits a CUDA image's ten
 #: made a 3,000-character cell of NVIDIA_REQUIRE_CUDA's driver ranges).
@@ -309,6 +357,7 @@ def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
     """What a campaign's records say about how its runs were made: the settings held constant
     (one value each), those that vary (their values), and how the levels differ (a small table)."""
     constant: list[str] = []
+    held: list[list[str]] = []
     varying: list[str] = []
     for section, settings in SETTINGS.items():
         for attribute, label, unit in settings:
@@ -316,6 +365,7 @@ def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
                                         if getattr(getattr(r, section), attribute) not in (None, "")))
             if len(values) == 1:
                 constant.append(f"{label} {values[0]}")
+                held.append([label, values[0]])
             elif 1 < len(values) <= 6:
                 varying.append(f"{label}: {' / '.join(values)}")
             elif values:
@@ -334,7 +384,7 @@ def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
     waits = [float(w) for w in cooldown if isinstance(w, int | float)]
     iterations = sorted({r.iteration for r in records if r.iteration is not None})
     return {
-        "constant": constant, "varying": varying,
+        "constant": constant, "held": held, "varying": varying,
         "levels": [{"name": name, **row} for name, row in
                    sorted(levels.items(), key=lambda item: (item[0] != baseline, item[0]))],
         "level_columns": [{"key": key, "label": key.replace("_gib", " (GiB)").replace("_", " ")} for key in columns],
