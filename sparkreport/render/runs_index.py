@@ -536,8 +536,11 @@ def _signature(path: Path, memo: HashMemo | None = None) -> str:
     return f"{path}: {stat.st_size} {stat.st_mtime_ns}"
 
 
-def _order(record: RunRecord) -> tuple[str, str, str, int, str]:
-    return (record.campaign, record.model.name, record.environment.name, record.iteration or 0, record.run_id)
+def _order(record: RunRecord) -> tuple[str, str, str, str, int, str]:
+    """A row's place on the Runs pages: by campaign, then model name as a reader sorts it (gemma
+    between gpt-oss and Llama, not after Qwen), environment, iteration and run id."""
+    return (record.campaign, record.model.name.casefold(), record.model.name, record.environment.name,
+            record.iteration or 0, record.run_id)
 
 
 def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
