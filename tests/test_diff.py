@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,8 @@ def test_cli_three_outputs_and_gate(two_stores: tuple[Path, Path]) -> None:
     assert gated.stderr == "--fail-on inconclusive: 1 regressed of 6 comparisons\n"
     copies = runner.invoke(main, ["diff", "--a-runs", str(a), "--b-runs", str(b), "--metric", "kv_cache_gib",
                                   "--fail-on", "regression"])
-    assert copies.exit_code == 0 and copies.output.endswith("\n2 unchanged, 4 inconclusive\n")  # two stores: the same run ids
+    assert copies.exit_code == 0 and copies.output.endswith(
+        "\n4 inconclusive, 2 unchanged — of 6 comparisons (model × environment × metric)\n")  # two stores: the same run ids
 
 
 def test_a_diff_of_runs_with_themselves_is_refused(phase1_store: Path) -> None:
@@ -210,7 +212,10 @@ def test_cli_selectors_and_usage_errors(phase1_store: Path) -> None:
     result = runner.invoke(main, ["diff", "--runs-dir", str(phase1_store), "--a", "iteration=1",
                                   "--b", "iteration=2", "--allow-mismatch", "num_requests_planned"])
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("a: iteration=1\nb: iteration=2\n\nWhat changed:\n")  # what changed comes first
+    assert result.output.startswith("a: iteration=1\nb: iteration=2\n\nHow the sides differ:\n")  # that first
+    # the counts last, regressions first, as the diff page and the PR comment count them
+    assert re.search(r"\n(\d+ \w+(, \d+ [\w ]+)*) — of \d+ comparisons \(model × environment × metric\)\n$",
+                     result.output), result.output[-300:]
 
 
 def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:

@@ -188,8 +188,10 @@ def json_command(ctx: click.Context) -> str:
 
 
 def _print(payload: dict[str, Any]) -> None:
+    from sparkreport.render.diff_text import verdict_counts
+
     click.echo(f"a: {payload['a']}\nb: {payload['b']}\n")
-    click.echo("What changed:")
+    click.echo("How the sides differ:")  # the diff page's and the PR comment's words
     if payload["what_changed"]:
         print_table(payload["what_changed"], ["field", "a", "b"])
     else:
@@ -200,4 +202,6 @@ def _print(payload: dict[str, Any]) -> None:
     print_table(payload["cells"], ["model", "environment", "metric", "n_a", "n_b", "mean_a", "mean_b", "change_pct",
                                    "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
     click.echo()
-    click.echo(", ".join(f"{n} {v}" for v, n in payload["counts"].items() if n))
+    counts = payload["counts"]  # regressions first, as the page and the comment count them
+    click.echo(f"{', '.join(words for _verdict, words in verdict_counts(counts))} — of "
+               f"{sum(counts.values()):,} comparisons (model × environment × metric)")
