@@ -431,6 +431,22 @@ def test_a_findings_table_over_campaigns_names_each_arm_and_severity(tmp_path: P
     assert "| warning | A single run per arm | unified-memory-post: model not named in the post (" in text
 
 
+def test_a_findings_table_says_a_clause_every_row_of_a_check_ends_with_once(tmp_path: Path,
+                                                                              published_store: Path) -> None:
+    """Four size-insensitive errors each ending 'these runs may not have run the models they name':
+    each row keeps its own numbers and its assumption's mark, the clause is said once under the
+    table, as Data quality says it above its own."""
+    post = 'Intro.\n\n{{ table("findings", code="size-insensitive") }}\n'
+    result = render(RenderOptions(runs_dir=published_store, project_root=project_with(tmp_path, post)))
+    text = (result.docs_dir / "blog" / "posts" / "post.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "report the same output throughput" in line]
+    assert len(rows) == 4 and not any("may not have run" in row for row in rows)
+    assert all(re.search(r"apart\) \(†+\)\. \|$", row) for row in rows), rows
+    assert text.count("these runs may not have run the models they name") == 1
+    assert "\n\nThroughput that does not depend on model size: in every row, these runs may not have run the models " \
+           "they name.\n\n† assumes" in text
+
+
 def test_a_repeated_warning_names_its_checks_in_words(tmp_path: Path, published_store: Path) -> None:
     """The second claim over the same flagged runs points back to the first warning by the
     checks' names, not by their codes."""

@@ -563,7 +563,7 @@ class Resolver:
         if not found:
             codes = sorted({f"{f.severity} {f.code}" for f in self.site.findings})
             raise BindingError(f"no finding matches — findings: {', '.join(codes) or 'none'}")
-        from sparkreport.render.builtin import checks_of, without_assumption
+        from sparkreport.render.builtin import checks_of, said_once, without_assumption
         from sparkreport.render.report import campaign_titles, message_body, message_where, model_names
 
         basis = {id(f): "; ".join(f.assumes) for f in found}
@@ -578,16 +578,22 @@ class Resolver:
         listed = [{"code": f.code, "severity": f.severity, "message": without_assumption(f.message), "runs": []}
                   for f in found]
         rows = []
+        common = []  # a clause every row of a check ends with: said once, under the table
         for check in checks_of(listed, [], model_names(self.site), campaign_titles(self.site),
                                campaign=not one_campaign):
             title = check["title"][:1].upper() + check["title"][1:]
-            for i, row in enumerate(check["rows"]):
-                said = md_escape(row["finding"].removesuffix(".")) + marks[(check["code"], row["finding"])] + "."
+            whole = [row["finding"] for row in check["rows"]]
+            said_once(check)
+            if check["common"]:
+                common.append(f"{md_escape(title)}: in every row, {md_escape(check['common'])}")
+            for i, (row, finding) in enumerate(zip(check["rows"], whole, strict=True)):
+                said = md_escape(row["finding"].removesuffix(".")) + marks[(check["code"], finding)] + "."
                 rows.append([*([check["severity"]] if severities else []), "" if i else md_escape(title),
                              md_escape(row["where"]) or "—", said])
         head = [*(["Severity"] if severities else []), "Check", "Where", "Finding"]
         table = _markdown_table(head, rows)
-        notes = "".join(f"\n\n{'†' * (i + 1)} assumes {md_escape(a)}" for i, a in enumerate(assumed))
+        notes = "".join(f"\n\n{line}" for line in common)
+        notes += "".join(f"\n\n{'†' * (i + 1)} assumes {md_escape(a)}" for i, a in enumerate(assumed))
         return table + notes
 
 
