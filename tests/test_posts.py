@@ -431,6 +431,17 @@ def test_a_findings_table_over_campaigns_names_each_arm_and_severity(tmp_path: P
     assert "| warning | A single run per arm | unified-memory-post: model not named in the post (" in text
 
 
+def test_a_table_right_under_a_line_of_prose_is_a_table(tmp_path: Path, published_store: Path) -> None:
+    """A table binding on the line right after a sentence (no blank line between): the table is
+    set off by blank lines, so Markdown reads a table, not one paragraph of pipes."""
+    post = 'It ran at:\n{{ table("findings", code="size-insensitive") }}\nAnd then more.\n'
+    result = render(RenderOptions(runs_dir=published_store, project_root=project_with(tmp_path, post)))
+    text = (result.docs_dir / "blog" / "posts" / "post.md").read_text(encoding="utf-8")
+    assert "It ran at:\n\n| Check | Where | Finding |\n" in text
+    assert re.search(r"\|\n\nThroughput that does not depend on model size: in every row, .*\n\nAnd then more\.\n",
+                     text, flags=re.S), text
+
+
 def test_a_findings_table_says_a_clause_every_row_of_a_check_ends_with_once(tmp_path: Path,
                                                                               published_store: Path) -> None:
     """Four size-insensitive errors each ending 'these runs may not have run the models they name':

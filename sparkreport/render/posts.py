@@ -306,6 +306,8 @@ def fill(text: str, resolve: Callable[[Binding], str], where: str) -> tuple[str,
             if binding.function == "table" and not alone:
                 raise BindingError("table() must stand on a line of its own")
             replacement = resolve(binding)
+            if binding.function == "table":  # a block of its own, even right under a line of prose
+                replacement = _blank_line_around(text, line_start, line_end, replacement)
         except BindingError as exc:
             raise BuildError(f"{where}:{line}: {shown}: {exc}") from None
         out += [text[last:start], replacement]
@@ -313,6 +315,16 @@ def fill(text: str, resolve: Callable[[Binding], str], where: str) -> tuple[str,
         count += 1
     out.append(text[last:])
     return "".join(out), count
+
+
+def _blank_line_around(text: str, line_start: int, line_end: int, table: str) -> str:
+    """``table`` (a binding's Markdown table, standing on the line from ``line_start`` to
+    ``line_end`` of ``text``) with a blank line before it when the line above is text, and after
+    it when the line below is: Markdown would read the table's rows as part of that paragraph."""
+    above = text[text.rfind("\n", 0, max(line_start - 1, 0)) + 1:max(line_start - 1, 0)] if line_start else ""
+    below_end = text.find("\n", line_end + 1) if line_end >= 0 else -1
+    below = text[line_end + 1:below_end if below_end >= 0 else None] if line_end >= 0 else ""
+    return ("\n" if above.strip() else "") + table + ("\n" if below.strip() else "")
 
 
 # --------------------------------------------------------------------------- evaluation
