@@ -427,6 +427,24 @@ def test_a_sensor_that_never_varies_is_probably_not_measured(phase1_store: Path)
                        "phase1/qwen72b/native"]
 
 
+def test_copies_of_one_run_are_flagged_not_dropped() -> None:
+    """A run ingested three times under other names reports the same value in every metric: one
+    warning naming the three, the runs still counted; measured runs, which never agree on every
+    value, and a run reporting too few values to tell, are not flagged."""
+    runs = interleaved({"native": noisy(1000, 4, 1), "cgroup": noisy(1000, 4, 2)}, kv_cache_gib=20.0)
+    copies = [rec(f"native.copy{i}", "native", runs[0].metrics["output_throughput_tok_s"], minute=30.0 + i,
+                  kv_cache_gib=20.0) for i in range(2)]
+    ds = ds_of(runs + copies)
+    found = [f for f in check(ds) if f.code == "identical-runs"]
+    assert len(found) == 1
+    assert found[0].message.startswith("c/m/native: 3 runs report the same value in every one of their 3 metrics, "
+                                       "to the last digit — copies of one run")
+    assert found[0].runs == sorted([runs[0].run_id, *(r.run_id for r in copies)])
+    assert "identical-runs" not in codes(check(ds_of(runs)))
+    few = [rec(f"native.few{i}", "native", 1000.0, minute=40.0 + i) for i in range(2)]  # two values each
+    assert "identical-runs" not in codes(check(ds_of(runs + few)))
+
+
 def test_a_constant_reading_names_only_the_runs_that_report_it() -> None:
     """Three of a campaign's eight runs report the same start temperature and five none: the
     finding is about those three (its sentence and its runs), not about the campaign's eight."""

@@ -424,8 +424,8 @@ CHECK_TITLES = {
     "size-insensitive": "throughput that does not depend on model size",
     "derived-identity": "KV cache sized from the memory left free (one measurement, not two)",
     "derived-identity-untested": "whether the KV cache is derived cannot be tested (two points)",
-    "covariate-order": "a trend with run order",
-    "covariate-temperature": "a trend with GPU temperature",
+    "covariate-order": "arms run in separate time blocks",
+    "covariate-temperature": "arms started at different GPU temperatures",
     "high-cv": "high run-to-run variation",
     "single-run-arm": "a single run per arm",
     "model-unknown": "model not identified",
@@ -444,6 +444,7 @@ CHECK_TITLES = {
     "hardware-change": "hardware that changed within a campaign",
     "sensor-constant": "sensor readings that never change",
     "interference": "runs measured under interference",
+    "identical-runs": "runs that repeat another run's every value",
 }
 
 

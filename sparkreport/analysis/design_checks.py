@@ -16,7 +16,9 @@ names the campaign/model/environment (the arm) it concerns and the numbers it us
 - ``hardware-change``: one campaign's runs on several GPUs (UUID), drivers or host kernels;
 - ``sensor-constant``: a sensor reading with SD 0 across a campaign's runs — probably not measured (only
   readings sparkreport did not take itself);
-- ``interference``: runs during which another process held the GPU, or after the cooldown gave up.
+- ``interference``: runs during which another process held the GPU, or after the cooldown gave up;
+- ``identical-runs``: runs of one arm that report the same value, to the last digit, in every
+  metric they report — copies of one run, which the statistics would count as independent.
 """
 
 from __future__ import annotations
@@ -328,4 +330,46 @@ def _interference(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> lis
             "warning", "interference",
             f"{arm_name(arm)}: {len(ids)} run(s) measured under interference — {detail}; {state}", ids,
         ))
+    return findings
+
+
+#: The fewest values a run must report for a repeat of every one of them to mark it a copy.
+COPY_MIN_VALUES = 3
+
+
+@register_check("identical-runs", per_campaign=True)
+def _identical(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """Runs of one arm that report the same value, to the last digit, in every metric they report
+    (at least :data:`COPY_MIN_VALUES`, the same ones): copies of one run — a result ingested again
+    under another name, byte for byte but for its name or a line, which the store's sha256 cannot
+    tell from a new run. Two measured runs do not agree on every throughput and latency to the
+    last digit; the statistics would count the copies as independent runs and narrow the
+    interval. Flagged, never dropped: the reader decides."""
+    findings: list[Finding] = []
+    used = runs[runs["included"].astype(bool)]
+    metrics = [m for m in ds.metric_columns if m in used.columns]
+    if len(used) < 2 or not metrics:
+        return findings
+    values = float_matrix(used, metrics)
+    run_ids = used["run_id"].to_numpy(dtype=object)
+    for arm, positions in arm_rows(used, ARM_KEYS):
+        if len(positions) < 2:
+            continue
+        same: dict[tuple[float | None, ...], list[int]] = {}
+        for position in positions:
+            row = values[position]
+            if np.count_nonzero(~np.isnan(row)) >= COPY_MIN_VALUES:
+                same.setdefault(tuple(None if math.isnan(v) else float(v) for v in row), []).append(int(position))
+        for key, members in same.items():
+            if len(members) < 2:
+                continue
+            reported_here = sum(v is not None for v in key)
+            findings.append(Finding(
+                "warning", "identical-runs",
+                f"{arm_name(arm)}: {len(members)} runs report the same value in every one of their {reported_here} "
+                f"metrics, to the last digit — copies of one run (a result ingested again under another name?); "
+                f"the statistics count them as {len(members)} independent runs, which narrows the interval: "
+                "remove the copies from the store, or keep them knowing this",
+                sorted(run_ids[members].tolist()), {"runs": float(len(members)), "metrics": float(reported_here)},
+            ))
     return findings
