@@ -244,6 +244,17 @@ def test_quality_page_names_the_duplicate_runs(rendered: RenderResult) -> None:
     assert "`gpt120b-native-iter01-20251108_195154`" in rows[0][2]
 
 
+def test_how_small_a_difference_could_not_be_detected_spans_the_comparisons() -> None:
+    """Inconclusive comparisons of 2% and 8% minimum detectable effect: the answer gives the span,
+    not the smallest alone (true of each, but read as if 3% would have shown in the noisier one)."""
+    from sparkreport.render.report import detectable
+
+    rows = [{"min_detectable_effect": 20.0, "mean_baseline": 1000.0}, {"min_detectable_effect": -8.0, "mean_baseline": 100.0}]
+    assert detectable(rows) == "about 2% to 8% (depending on the comparison)"
+    assert detectable(rows[:1]) == "about 2%"
+    assert detectable([{"min_detectable_effect": None, "mean_baseline": 1.0}]) is None
+
+
 def test_a_clause_every_row_ends_with_is_said_once() -> None:
     """Rows that differ only before a shared ending (a consequence, an explanation) keep what is
     their own; the ending is said once above the table. A short shared ending (a unit), a

@@ -913,7 +913,7 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
                 out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind == "inconclusive":
             smallest = detectable(rows)
-            detect = (f" With these runs, differences smaller than about {smallest:.0f}% could not have been "
+            detect = (f" With these runs, differences smaller than {smallest} could not have been "
                       "detected.") if smallest is not None else ""
             named = metrics_of if margin else with_margins
             said = (f"{named(rows)} ({span(rows)})" if len(pairs) == 1 else
@@ -1043,7 +1043,7 @@ def across_campaigns_notes(site: SiteData, effects: list[dict[str, Any]]) -> lis
     out = []
     detect = detectable(e for e in primary if not e["untested"] and e["verdict"] == "inconclusive")
     if detect is not None:
-        out.append(f"Where a cell is ?, differences smaller than about {detect:.0f}% could not have been detected "
+        out.append(f"Where a cell is ?, differences smaller than {detect} could not have been detected "
                    "with these runs.")
     flagged = flagged_models(site, primary)
     if flagged:
@@ -1052,10 +1052,15 @@ def across_campaigns_notes(site: SiteData, effects: list[dict[str, Any]]) -> lis
     return out
 
 
-def detectable(rows: Iterable[dict[str, Any]]) -> float | None:
+def detectable(rows: Iterable[dict[str, Any]]) -> str | None:
     """How small a difference inconclusive effects could not have detected, in percent of the
-    baseline: the smallest of their minimum detectable effects (so true of each); None when
-    none says."""
+    baseline: "about 2%", or the span of their minimum detectable effects where they differ —
+    "about 2% to 8% (depending on the comparison)": the smallest alone would be true of each but
+    read as if a 3% difference in the least precise metric would have shown. None when none
+    says."""
     mde = [abs(float(r["min_detectable_effect"]) / float(r["mean_baseline"])) * 100 for r in rows
            if r.get("min_detectable_effect") is not None and r.get("mean_baseline")]
-    return min(mde) if mde else None
+    if not mde:
+        return None
+    low, high = f"{min(mde):.0f}", f"{max(mde):.0f}"
+    return f"about {low}%" if low == high else f"about {low}% to {high}% (depending on the comparison)"
