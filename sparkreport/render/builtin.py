@@ -99,7 +99,9 @@ class HomePage(Page):
         shown_cells = [e for q in questions for e in table_effects(q["table"])]
         return {"questions": questions, "groups": groups, "severities": severities,
                 "key": verdict_key(site, shown_cells, brackets=bracketed(*(q["answer"] for q in questions))),
-                "earlier": [c for c in every if c.name in earlier], "kinds": len(every_group),
+                "earlier": [c for c in every if c.name in earlier],
+                # the checks the errors and warnings come from, as Data quality counts them
+                "kinds": len({f.code for f in site.findings if f.severity in ("error", "warning")}),
                 "limits": data_limits(site, effects),
                 "history": site_history(site) is not None, "latest_change": latest_change(site),
                 "history_spans": history_spans(site)}
