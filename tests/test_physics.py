@@ -103,3 +103,14 @@ def test_separate_blocks_are_flagged() -> None:
     for r in later:
         r.started_at_local = r.started_at_local.replace("T00", "T05")  # type: ignore[union-attr]
     assert "covariate-order" in codes(build_dataset(native + later))
+
+
+def test_an_intercept_that_rounds_to_zero_reads_plus_zero() -> None:
+    """KV cache = 0.9 × (pool − memory) − 0.003 GiB: the finding reads '+0.00 GiB', never '-0.00'
+    (Data quality once split one identity into rows of '+0.00' and '-0.00')."""
+    records = []
+    for model, pre in (("Qwen/Qwen2-1.5B", 20.0), ("meta-llama/Meta-Llama-3-8B", 30.0), ("Qwen/Qwen2-7B", 40.0)):
+        kv = 0.9 * (79.2 - pre) - 0.003
+        records += _runs(model, "native", [900, 901, 902], pre + kv, kv)
+    [identity] = codes(build_dataset(records))["derived-identity"]
+    assert identity.startswith("ok: KV cache = 0.900 × (pool − (peak − KV)) +0.00 GiB fits all 3 arms")

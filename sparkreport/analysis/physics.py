@@ -370,9 +370,10 @@ def _identity(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
     fits = fit_identity(points)
     for fit in fits:
         free = "pool − (peak − KV)" if fit.peak_includes_kv else "pool − memory before the KV cache"
+        intercept = round(fit.intercept, 2) + 0.0  # -0.001 GiB reads +0.00, not -0.00
         findings.append(Finding(
             "warning", "derived-identity",
-            f"{fit.campaign}: KV cache = {fit.fraction:.3f} × ({free}) {fit.intercept:+.2f} GiB fits all {fit.n} arms "
+            f"{fit.campaign}: KV cache = {fit.fraction:.3f} × ({free}) {intercept:+.2f} GiB fits all {fit.n} arms "
             f"(R² {fit.r2:.4f}): the KV cache is sized as a fixed fraction of the memory left free, "
             "so 'uses more memory' and 'gets less KV cache' are one measurement stated twice, not two findings",
             fit.runs, {"fraction": round(fit.fraction, 4), "intercept_gib": round(fit.intercept, 3),
