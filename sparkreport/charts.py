@@ -375,7 +375,7 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
     frame["included"] = frame["included"].astype(bool) if "included" in frame else True
     frame["arm"] = frame["arm"].astype(str) if "arm" in frame else frame["environment"].astype(str)
     frame["status"] = frame["included"].map({True: "included", False: "excluded"})
-    axis = metric_title(metric) + (" — axis does not start at 0" if float(frame[metric].min()) > 0 else "")
+    axis = metric_title(metric) + above_zero_note(float(frame[metric].min()), float(frame[metric].max()))
     description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
                    "the included runs.")
     if len(frame) > MAX_ROWS:
@@ -386,6 +386,16 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
         columns={metric: "value"}))
     return ChartSpec(name=name, title=title, description=description, rows=len(data),
                      spec=per_run_spec(data, axis=axis, title=title, colours=colours))
+
+
+def above_zero_note(low: float, high: float) -> str:
+    """" — axis does not start at 0" for an axis of values from ``low`` to ``high`` drawn without
+    zero (``scale.zero: false``), when the axis surely starts above 0: Vega rounds a domain out to
+    round ticks (``nice``, by a step that depends on the chart's width), so values from 17 to 157
+    are drawn on 0–160, and a caption saying otherwise would be wrong. A step is at most ~0.7 of
+    the span (two ticks or more), so the axis starts above 0 whenever ``low`` is at least the span
+    (``high`` ≤ 2 × ``low``); with a wider span the axis may reach 0 and nothing is said. Else ""."""
+    return " — axis does not start at 0" if low > 0 and high <= 2 * low else ""
 
 
 def _one_kind_unlisted(data: list[dict[str, Any]], field: str) -> dict[str, Any]:
@@ -501,7 +511,9 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     with_ci = [row for row in data if row["ci_low"] is not None and row["ci_high"] is not None]
     lows = [row["ci_low"] if row["ci_low"] is not None else row["mean"] for row in data]
     lows += [band[0]] if band else []
-    axis = metric_title(metric) + (" — axis does not start at 0" if lows and min(lows) > 0 else "")
+    highs = [row["ci_high"] if row["ci_high"] is not None else row["mean"] for row in data]
+    highs += [band[1]] if band else []
+    axis = metric_title(metric) + (above_zero_note(min(lows), max(highs)) if lows else "")
     spec = means_spec(data, with_ci, axis=axis, level=level, band=band, title=title, colours=colours)
     description = f"{axis}: mean per environment with its {level} confidence interval where known."
     if band is not None:

@@ -890,3 +890,14 @@ def test_a_phone_placeholder_wraps_row_labels_as_the_refit_script_does() -> None
     assert _wrapped_lines("cgroup-16g · Llama-3-8B shape (random weights)", 128) == 3
     assert _wrapped_lines("native", 128) == 1
     assert _wrapped_lines("DeepSeek-R1-Distill-Qwen-7B", 100) == 2  # a word too long: after a hyphen
+
+
+def test_the_axis_caption_says_it_does_not_start_at_0_only_when_it_surely_does_not() -> None:
+    """Values from 17 to 157 are drawn on an axis Vega rounds out to 0–160: no 'does not start at
+    0' under it (the 10 000-run store's time-per-output-token chart said so, over an axis from 0).
+    Values from 850 to 920 surely start above 0; values from 0 need no note."""
+    from sparkreport.charts import above_zero_note
+
+    assert above_zero_note(16.7, 157.4) == ""
+    assert above_zero_note(850.0, 920.0) == above_zero_note(9.41, 9.42) == " — axis does not start at 0"
+    assert above_zero_note(0.0, 5.0) == above_zero_note(-3.0, 5.0) == ""
