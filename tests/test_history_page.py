@@ -231,7 +231,7 @@ def test_series_of_one_version_are_counted_not_listed(tmp_path: Path) -> None:
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
     text = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
     assert "## Change points" not in text and "## Newest version per series" not in text and "| Campaign |" not in text
-    assert text.count("spans two") == 1
+    assert text.count("Nothing compared across the") == 1  # said once
     lines = text.splitlines()
     sentence = next(line for line in lines if line.startswith("Each of the 24 series"))
     assert sentence == "Each of the 24 series was measured in one version only."
@@ -251,11 +251,14 @@ def test_a_campaign_per_version_has_nothing_to_compare_and_says_so(tmp_path: Pat
     runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042}, runs=3, campaign_per_version=True)
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path, command="sparkreport render"))
     page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
-    assert "**Nothing to compare yet: 6 versions, but no series spans two of them.**" in page
+    assert ("**Nothing compared across the 6 versions: a series stays inside its campaign,\nand no campaign here "
+            "measured a model and environment in two versions**") in page
     assert "No change point" not in page and "## Across versions" not in page
     assert "## Change points" not in page and "Each of the 24 series was measured in one version only." in page
     home = (result.docs_dir / "index.md").read_text(encoding="utf-8")
-    assert "**Across versions:** nothing to compare yet: no campaign measured a model in two versions — see " in home
+    assert ("**Across versions:** nothing compared across the 6 versions: History follows a model within its "
+            "campaign, and no campaign measured one in two versions (`history.across_campaigns: true` follows it "
+            "across campaigns) — see ") in home
     out = CliRunner().invoke(main, ["history", "--runs-dir", str(runs)]).output
     assert out.rstrip().endswith("nothing to compare: none of the 24 series spans two versions (a series stays "
                                  "inside its campaign, and no campaign measured a model in two versions; "

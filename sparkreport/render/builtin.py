@@ -104,6 +104,8 @@ class HomePage(Page):
                 "kinds": len({f.code for f in site.findings if f.severity in ("error", "warning")}),
                 "limits": data_limits(site, effects),
                 "history": site_history(site) is not None, "latest_change": latest_change(site),
+                "history_versions": len(history.versions) if (history := site_history(site)) is not None else 0,
+                "history_across": bool(history is not None and history.across_campaigns),
                 "history_spans": history_spans(site)}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
