@@ -263,7 +263,7 @@ def test_a_campaign_per_version_has_nothing_to_compare_and_says_so(tmp_path: Pat
     assert out.rstrip().endswith("nothing to compare: none of the 24 series spans two versions (a series stays "
                                  "inside its campaign, and no campaign measured a model in two versions; "
                                  "--across-campaigns follows a model across a campaign per release)")
-    assert "set\n`history.across_campaigns: true` in `sparkreport.yml`" in page  # the way to a history
+    assert "set `history.across_campaigns: true` in\n`sparkreport.yml`" in page  # the way to a history
 
 
 def test_across_campaigns_follows_a_model_over_a_campaign_per_release(tmp_path: Path) -> None:
