@@ -154,6 +154,20 @@ def test_a_metric_missing_in_all_but_one_run_says_one_run() -> None:
                           "report it") for m in found)
 
 
+def test_metrics_missing_in_the_same_runs_are_one_finding() -> None:
+    """A run that lacks six metrics the others report: one finding naming four of them and
+    counting the rest, about that run — not six rows of Data quality."""
+    model, env = Model(id="m", name="m"), Environment(name="native", kind="native")
+    names = ["latency_ms_max", "latency_ms_mean", "latency_ms_min", "latency_ms_p50", "tpot_ms_mean", "ttft_ms_mean"]
+    records = _runs(model, env, {"output_throughput_tok_s": 100.0, **dict.fromkeys(names, 1.0)}, n=3)
+    for name in names:
+        del records[0].metrics[name]
+    found = _findings(records)["missing-metric"]
+    assert len(found) == 1, found
+    assert found[0].endswith(": latency_ms_max, latency_ms_mean, latency_ms_min, latency_ms_p50 and 2 more metrics "
+                             "missing in 1 of 3 runs; their statistics use the 2 runs that report them")
+
+
 def test_every_finding_a_check_makes_has_a_title_in_words() -> None:
     """The pages name a check by its title (CHECK_TITLES), never by its code: every code a check
     in sparkreport/analysis emits has one, and no title is left for a code nothing emits."""

@@ -150,6 +150,17 @@ def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
 _MEMORY_PAIR = ("pre_kv_memory_gib", "peak_memory_gib")
 
 
+#: The metrics a finding names before it counts the rest ("a, b, c, d and 7 more").
+METRICS_NAMED = 4
+
+
+def _metric_names(metrics: list[str]) -> str:
+    """'end_temp_c', 'a and b', 'a, b, c, d and 7 more metrics'."""
+    if len(metrics) <= METRICS_NAMED + 1:
+        return metrics[0] if len(metrics) == 1 else ", ".join(metrics[:-1]) + " and " + metrics[-1]
+    return ", ".join(metrics[:METRICS_NAMED]) + f" and {len(metrics) - METRICS_NAMED} more metrics"
+
+
 @register_check("missing-metrics", per_campaign=True)
 def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
     findings = []
@@ -161,16 +172,22 @@ def _missing(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
     for arm, positions in arm_rows(used, ARM_KEYS):
         n = len(positions)
         missing_per_metric = missing[positions].sum(axis=0)
+        # the metrics missing in the same runs are one finding: a run that lacks eleven metrics
+        # is one row of Data quality, not eleven
+        lacking: dict[tuple[str, ...], list[str]] = {}
         for j, metric in enumerate(metrics):
-            n_missing = int(missing_per_metric[j])
-            if 0 < n_missing < n:
-                findings.append(Finding(
-                    "warning", "missing-metric",
-                    f"{arm_name(arm)}: {metric} missing in {n_missing} of {n} runs; its "
-                    + ("statistics use the one run that reports it" if n - n_missing == 1 else
-                       f"statistics use the {n - n_missing} runs that report it"),
-                    sorted(run_ids[positions[missing[positions, j]]].tolist()),
-                ))
+            if 0 < int(missing_per_metric[j]) < n:
+                lacking.setdefault(tuple(sorted(run_ids[positions[missing[positions, j]]].tolist())), []).append(metric)
+        for lacked_by, named in lacking.items():
+            n_missing, it = len(lacked_by), "it" if len(named) == 1 else "them"
+            use = (f"the one run that reports {it}" if n - n_missing == 1 else
+                   f"the {n - n_missing} runs that report {it}")
+            findings.append(Finding(
+                "warning", "missing-metric",
+                f"{arm_name(arm)}: {_metric_names(named)} missing in {n_missing} of {n} runs; "
+                f"{'its' if len(named) == 1 else 'their'} statistics use {use}",
+                list(lacked_by),
+            ))
         absent = [m for k, m in enumerate(metric_catalog.EXPECTED_METRICS) if expected_missing[positions, k].all()]
         # A source reports memory before the KV cache or the peak with it: one of the two is enough.
         if not set(_MEMORY_PAIR) <= set(absent):
