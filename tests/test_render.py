@@ -186,11 +186,11 @@ def test_provenance_footer_on_every_page(rendered: RenderResult, phase1_dataset:
         elif doc.path.startswith("results/") and doc.path != "results/index.md":
             model = doc.path.split("/")[1]
             runs = by_model[model]
-            assert (f"Built from {len(runs)} runs (inputs sha256 <code>{phase1_dataset.digest_of(runs)}</code>)"
+            assert (f"Built from {len(runs)} runs (sha256 of their run.json files <code>{phase1_dataset.digest_of(runs)}</code>)"
                     in footer), doc.path
             assert len(runs) < 63
         else:  # pages that read every run
-            assert f"Built from 63 runs (inputs sha256 <code>{everything}</code>)" in footer, doc.path
+            assert f"Built from 63 runs (sha256 of their run.json files <code>{everything}</code>)" in footer, doc.path
 
 
 def test_a_page_of_published_figures_only_names_no_runs_in_its_footer(tmp_path: Path, published_store: Path) -> None:
@@ -202,7 +202,7 @@ def test_a_page_of_published_figures_only_names_no_runs_in_its_footer(tmp_path: 
     model_pages = [path for path in footers if path.startswith("results/") and path != "results/index.md"]
     assert model_pages
     for path in model_pages:
-        assert re.search(r"Built from \d+ published arm summar(y|ies) \(inputs sha256", footers[path]), footers[path]
+        assert re.search(r"Built from \d+ published arm summar(y|ies) \(sha256 of their run\.json files", footers[path]), footers[path]
     assert not any("Built from 0 runs" in footer or "· 0 runs" in footer for footer in footers.values())
     assert re.search(r"dataset sha256 <code>[0-9a-f]{64}</code> · \d+ published arm summaries ·", footers["index.md"])
 
