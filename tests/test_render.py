@@ -255,6 +255,18 @@ def test_how_small_a_difference_could_not_be_detected_spans_the_comparisons() ->
     assert detectable([{"min_detectable_effect": None, "mean_baseline": 1.0}]) is None
 
 
+def test_a_check_cut_short_lists_the_newest_campaigns_findings_first() -> None:
+    """Within each check (in check()'s order), the findings about the campaigns the site shows in
+    full come first, so the 20 a long check lists are the newest campaigns', not the first by name."""
+    from sparkreport.render.builtin import newest_first
+
+    findings = [{"code": code, "message": f"{campaign}/m/native: {code} here"}
+                for code, campaign in (("a", "v1"), ("a", "v2"), ("a", "v9"), ("b", "v1"), ("b", "v9"))]
+    ordered = newest_first(findings, {"v9"})
+    assert [(f["code"], f["message"].split("/")[0]) for f in ordered] == [
+        ("a", "v9"), ("a", "v1"), ("a", "v2"), ("b", "v9"), ("b", "v1")]
+
+
 def test_a_clause_every_row_ends_with_is_said_once() -> None:
     """Rows that differ only before a shared ending (a consequence, an explanation) keep what is
     their own; the ending is said once above the table. A short shared ending (a unit), a
@@ -724,7 +736,7 @@ def test_quality_page_cuts_a_long_check_short_and_ships_every_finding(
     sections = quality_sections(text)
     assert len(sections) == len({row["check"] for row in rows}) < len(rows)  # one section per check
     assert all(len(table) == 1 for _line, table in sections.values())  # its first finding
-    assert "A check with more than 1 findings is listed with its first 1." in text
+    assert "A check with more than 1 findings is listed with 1 of them, those about the newest campaigns first." in text
     assert f"All {len(rows):,} findings are in [findings.csv](findings.csv)" in text
 
 

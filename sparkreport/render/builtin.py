@@ -546,6 +546,7 @@ class QualityPage(Page):
         findings = [{"severity": f.severity, "code": f.code,
                      "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
                      "runs": f.runs, "assumes": f.assumes} for f in site.findings]  # check() sorted them
+        findings = newest_first(findings, campaign_split(site)[0])
         shown, more = cap_per_check(findings, FINDINGS_PER_CHECK)
         from sparkreport.render.report import campaign_titles, model_names
 
@@ -579,6 +580,20 @@ class QualityPage(Page):
 #: in check()'s order) and says how many more; all of them are in ``findings.csv`` beside it.
 FINDINGS_PER_CHECK = 20
 FINDINGS_FILE = "findings.csv"
+
+
+def newest_first(findings: list[dict[str, Any]], newest: set[str]) -> list[dict[str, Any]]:
+    """``findings`` in check()'s order (severity, check, message), but within each check those
+    about the ``newest`` campaigns (the ones the pages that span the site show in full) before
+    the rest: a check cut short (:func:`cap_per_check`) lists the newest campaigns' findings, not
+    the first campaigns' by name (a store of fifty releases listed its oldest)."""
+    from sparkreport.render.report import message_where
+
+    position: dict[str, int] = {}
+    for finding in findings:
+        position.setdefault(finding["code"], len(position))
+    return sorted(findings, key=lambda f: (position[f["code"]],
+                                           message_where(f["message"]).split("/")[0] not in newest))
 
 
 def cap_per_check(findings: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
