@@ -267,6 +267,24 @@ def test_a_check_cut_short_lists_the_newest_campaigns_findings_first() -> None:
         ("a", "v9"), ("a", "v1"), ("a", "v2"), ("b", "v9"), ("b", "v1")]
 
 
+def test_a_cell_of_dash_is_explained_under_the_table(phase1_dataset: Dataset, tmp_path: Path) -> None:
+    """A model that did not report a metric has "—" in the answers' table: the key under it says
+    what "—" means, and only when a table has one."""
+    from sparkreport.config import ProjectConfig
+    from sparkreport.render.context import build_site_data
+    from sparkreport.render.report import table_gaps, verdict_key
+
+    full = {"metrics": [{"metric": "a"}, {"metric": "b"}], "rows": [{"cells": {"a": {"delta_pct": 1.0},
+                                                                                "b": {"delta_pct": 2.0}}}]}
+    gap = {"metrics": full["metrics"], "rows": [{"cells": {"a": {"delta_pct": 1.0}}}]}
+    empty = {"metrics": full["metrics"], "rows": [{"cells": {"a": {"delta_pct": 1.0}, "b": {"delta_pct": None}}}]}
+    assert not table_gaps(full) and table_gaps(gap) and table_gaps(full, empty)
+    site = build_site_data(phase1_dataset, ProjectConfig(), tmp_path, "test", tmp_path)
+    said = "— not compared (the metric was not reported in both arms)"
+    assert said in verdict_key(site, [], brackets=False, gaps=True)
+    assert said not in verdict_key(site, [], brackets=False)
+
+
 def test_a_clause_every_row_ends_with_is_said_once() -> None:
     """Rows that differ only before a shared ending (a consequence, an explanation) keep what is
     their own; the ending is said once above the table. A short shared ending (a unit), a

@@ -19,7 +19,15 @@ from sparkreport.dataset import frame_rows as rows
 from sparkreport.render.context import SiteData
 from sparkreport.render.history import history_method, history_spans, latest_change, site_history
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
-from sparkreport.render.report import answer, campaign_split, grouped, join_and, summary_table, why_not_compared
+from sparkreport.render.report import (
+    answer,
+    campaign_split,
+    grouped,
+    join_and,
+    summary_table,
+    table_gaps,
+    why_not_compared,
+)
 from sparkreport.render.tables import metric_label
 from sparkreport.schema import RunRecord
 
@@ -98,7 +106,8 @@ class HomePage(Page):
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
         shown_cells = [e for q in questions for e in table_effects(q["table"])]
         return {"questions": questions, "groups": groups, "severities": severities,
-                "key": verdict_key(site, shown_cells, brackets=bracketed(*(q["answer"] for q in questions))),
+                "key": verdict_key(site, shown_cells, brackets=bracketed(*(q["answer"] for q in questions)),
+                                   gaps=table_gaps(*(q["table"] for q in questions))),
                 "earlier": [c for c in every if c.name in earlier],
                 # the checks the errors and warnings come from, as Data quality counts them
                 "kinds": len({f.code for f in site.findings if f.severity in ("error", "warning")}),
@@ -961,7 +970,7 @@ class CampaignPage(Page):
         doc.context = {
             "campaign": campaign, "answer": said, "table": table,
             "why_not": why_not_compared(site, campaign) if not said else "",
-            "key": verdict_key(site, table_effects(table), brackets=bracketed(said)),
+            "key": verdict_key(site, table_effects(table), brackets=bracketed(said), gaps=table_gaps(table)),
             "groups": [g for g in grouped_findings(site) if g["campaign"] == campaign.name],
             "observation": cgroup_observation(site, campaign.name),
             "method": described_campaigns(site, [campaign])[0] if method_here else None,

@@ -604,11 +604,20 @@ def bracketed(*answers: Iterable[str] | None) -> bool:
     return any("[" in line for lines in answers for line in lines or ())
 
 
-def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool, what: str = "Cells") -> Markup:
+def table_gaps(*tables: dict[str, Any]) -> bool:
+    """Whether any row of these :func:`summary_table` s lacks a cell (drawn "—")."""
+    return any(len(row["cells"]) < len(table["metrics"]) or any(cell.get("delta_pct") is None
+                                                                 for cell in row["cells"].values())
+               for table in tables for row in table["rows"])
+
+
+def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool, what: str = "Cells",
+                gaps: bool = False) -> Markup:
     """The key under a table of verdict marks, saying only what the table shows: the marks
     present, how they were tested, the margin when a mark depends on it, that the intervals are
     not Holm-adjusted when a ? interval excludes zero, brackets when the answer above has them.
-    ``what``: the name of the column or cells that hold the differences."""
+    ``what``: the name of the column or cells that hold the differences; ``gaps``: a table above
+    has cells of "—", which the key then explains."""
     from markupsafe import Markup
 
     marks = {str(e["mark"]) for e in effects}
@@ -631,6 +640,8 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
                      + ("; the intervals are not adjusted, so a ? interval may exclude zero)" if apart else ")"))
     if "○" in marks:
         said.append(f"○ {verdict_words('untested')} (published without a spread)")
+    if gaps:
+        said.append("— not compared (the metric was not reported in both arms)")
     if said:
         out.append("; ".join(said) + ".")
     out.append(design_sentence(effects))

@@ -181,7 +181,7 @@ class ResultsPage(Page):
             stats["arm"] = arm_labels(stats)
         if not runs.empty:  # a row per arm, in its environment's colour
             runs["arm"] = arm_labels(runs)
-        from sparkreport.render.report import answer, bracketed, effect_rows, verdict_key
+        from sparkreport.render.report import answer, bracketed, effect_rows, table_gaps, verdict_key
 
         primary, in_page_order = page_order(site, stats["metric"])
         facts = {(fact.campaign, fact.metric): fact for fact in facts_of(site).get(model, [])}
@@ -234,7 +234,8 @@ class ResultsPage(Page):
             "level_name": level_name,
             "glance": glance,
             "key": verdict_key(site, effects, brackets=glance is None and bracketed(*(a["lines"] for a in answers)),
-                               what="Δ %" if glance is None else "Cells and Δ %")
+                               what="Δ %" if glance is None else "Cells and Δ %",
+                               gaps=glance is not None and table_gaps(glance))
             if effects else "",
             "campaigns": sorted(set(stats["campaign"].astype(str))) if not stats.empty else [],
             "n_runs": len(runs), "n_included": int(runs["included"].astype(bool).sum()) if len(runs) else 0,
