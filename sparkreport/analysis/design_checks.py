@@ -284,10 +284,10 @@ def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
     keys = used[ARM_KEYS]  # an arm's rows are taken from these columns only, not the runs' 80
 
     def flag(where: str, metric: str, sample: np.ndarray, positions: np.ndarray, column: int) -> None:
-        # the runs that report the reading: the finding is about them, not about the runs without one
+        # the runs that report the reading: the finding is about them, not about the place's others
+        of = f"the {sample.size} runs that report it" if sample.size < len(positions) else f"all {sample.size} runs"
         positions = positions[~np.isnan(values[positions, column])]
         unit = metric_catalog.unit_of(metric)
-        of = f"the {sample.size} runs that report it" if sample.size < total[where] else f"all {sample.size} runs"
         findings.append(Finding(
             "warning", "sensor-constant",
             f"{where}: {metric} is {sample[0]:g}{' ' + unit if unit else ''} in {of} (SD 0) — "
@@ -298,9 +298,7 @@ def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
     def constant(sample: np.ndarray, minimum: int) -> bool:
         return sample.size >= minimum and float(sample.max()) == float(sample.min())
 
-    total: dict[str, int] = {}  # the runs each place has, reporting the reading or not
     for (campaign,), positions in arm_rows(used, ["campaign"]):
-        total[str(campaign)] = len(positions)
         for j, metric in enumerate(metrics):
             sample = reported(values[positions, j])
             if constant(sample, 3):
@@ -309,7 +307,6 @@ def _sensors(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fin
             for arm, arm_positions in arm_rows(keys.iloc[positions], ARM_KEYS):
                 arm_sample = reported(values[positions[arm_positions], j])
                 if constant(arm_sample, 5):
-                    total[arm_name(arm)] = len(arm_positions)
                     flag(arm_name(arm), metric, arm_sample, positions[arm_positions], j)
     return findings
 
