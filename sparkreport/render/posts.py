@@ -321,9 +321,9 @@ def _blank_line_around(text: str, line_start: int, line_end: int, table: str) ->
     """``table`` (a binding's Markdown table, standing on the line from ``line_start`` to
     ``line_end`` of ``text``) with a blank line before it when the line above is text, and after
     it when the line below is: Markdown would read the table's rows as part of that paragraph."""
-    above = text[text.rfind("\n", 0, max(line_start - 1, 0)) + 1:max(line_start - 1, 0)] if line_start else ""
-    below_end = text.find("\n", line_end + 1) if line_end >= 0 else -1
-    below = text[line_end + 1:below_end if below_end >= 0 else None] if line_end >= 0 else ""
+    before = text[:line_start].splitlines()
+    above = before[-1] if before else ""
+    below = text[line_end + 1:].split("\n", 1)[0] if line_end >= 0 else ""
     return ("\n" if above.strip() else "") + table + ("\n" if below.strip() else "")
 
 
