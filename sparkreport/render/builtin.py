@@ -303,8 +303,7 @@ def design_groups(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
         values = [[value for _label, value in d["held"]] for d in members]
         labels = [label for label, _value in merged["held"]]
         same = [len({row[i] for row in values}) == 1 for i in range(len(labels))]
-        merged["constant"] = [f"{label} {value}" for (label, value), kept in zip(merged["held"], same, strict=True)
-                              if kept]
+        merged["held"] = [pair for pair, kept in zip(merged["held"], same, strict=True) if kept]
         runs = [d["campaign"].runs for d in members]
         merged["runs_text"] = (f"{runs[0]:,}" if len(set(runs)) == 1 else f"{min(runs):,} to {max(runs):,}")
         merged["each"] = True
@@ -369,15 +368,13 @@ def _text(value: Any, unit: str = "") -> str:
 def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
     """What a campaign's records say about how its runs were made: the settings held constant
     (one value each), those that vary (their values), and how the levels differ (a small table)."""
-    constant: list[str] = []
-    held: list[list[str]] = []
+    held: list[list[str]] = []  # [label, value] of each setting with one value
     varying: list[str] = []
     for section, settings in SETTINGS.items():
         for attribute, label, unit in settings:
             values = list(dict.fromkeys(_text(getattr(getattr(r, section), attribute), unit) for r in records
                                         if getattr(getattr(r, section), attribute) not in (None, "")))
             if len(values) == 1:
-                constant.append(f"{label} {values[0]}")
                 held.append([label, values[0]])
             elif 1 < len(values) <= 6:
                 varying.append(f"{label}: {' / '.join(values)}")
@@ -397,7 +394,7 @@ def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
     waits = [float(w) for w in cooldown if isinstance(w, int | float)]
     iterations = sorted({r.iteration for r in records if r.iteration is not None})
     return {
-        "constant": constant, "held": held, "varying": varying,
+        "held": held, "varying": varying,
         "levels": [{"name": name, **row} for name, row in
                    sorted(levels.items(), key=lambda item: (item[0] != baseline, item[0]))],
         "level_columns": [{"key": key, "label": key.replace("_gib", " (GiB)").replace("_", " ")} for key in columns],
