@@ -105,16 +105,17 @@ class HomePage(Page):
         groups = [g for g in every_group if g["severity"] == "error" or g["campaign"] in shown]
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
         shown_cells = [e for q in questions for e in table_effects(q["table"])]
+        history = site_history(site)
         return {"questions": questions, "groups": groups, "severities": severities,
                 "key": verdict_key(site, shown_cells, brackets=bracketed(*(q["answer"] for q in questions)),
                                    gaps=table_gaps(*(q["table"] for q in questions))),
                 "earlier": [c for c in every if c.name in earlier],
                 # the checks the errors and warnings come from, as Data quality counts them
-                "kinds": len({f.code for f in site.findings if f.severity in ("error", "warning")}),
+                "checks": len({f.code for f in site.findings if f.severity in ("error", "warning")}),
                 "limits": data_limits(site, effects),
-                "history": site_history(site) is not None, "latest_change": latest_change(site),
-                "history_versions": len(history.versions) if (history := site_history(site)) is not None else 0,
-                "history_across": bool(history is not None and history.across_campaigns),
+                "history": history is not None, "latest_change": latest_change(site),
+                "history_versions": len(history.versions) if history is not None else 0,
+                "history_across": history is not None and history.across_campaigns,
                 "history_spans": history_spans(site)}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
