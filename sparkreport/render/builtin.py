@@ -594,13 +594,12 @@ def newest_first(findings: list[dict[str, Any]], newest: set[str]) -> list[dict[
     about the ``newest`` campaigns (the ones the pages that span the site show in full) before
     the rest: a check cut short (:func:`cap_per_check`) lists the newest campaigns' findings, not
     the first campaigns' by name (a store of fifty releases listed its oldest)."""
-    from sparkreport.render.report import message_where
+    from sparkreport.render.report import message_campaign
 
     position: dict[str, int] = {}
     for finding in findings:
         position.setdefault(finding["code"], len(position))
-    return sorted(findings, key=lambda f: (position[f["code"]],
-                                           message_where(f["message"]).split("/")[0] not in newest))
+    return sorted(findings, key=lambda f: (position[f["code"]], message_campaign(f["message"]) not in newest))
 
 
 def cap_per_check(findings: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

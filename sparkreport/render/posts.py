@@ -576,7 +576,7 @@ class Resolver:
             codes = sorted({f"{f.severity} {f.code}" for f in self.site.findings})
             raise BindingError(f"no finding matches — findings: {', '.join(codes) or 'none'}")
         from sparkreport.render.builtin import checks_of, said_once, without_assumption
-        from sparkreport.render.report import campaign_titles, message_body, message_where, model_names
+        from sparkreport.render.report import campaign_titles, message_body, message_campaign, model_names
 
         basis = {id(f): "; ".join(f.assumes) for f in found}
         assumed = list(dict.fromkeys(b for b in basis.values() if b))
@@ -585,7 +585,7 @@ class Resolver:
         # their campaign's title where the rows span several campaigns); an assumption marked †.
         marks = {(f.code, message_body(without_assumption(f.message))):
                  f" ({'†' * (assumed.index(basis[id(f)]) + 1)})" if basis[id(f)] else "" for f in found}
-        one_campaign = len({message_where(f.message).split("/")[0] for f in found}) == 1
+        one_campaign = len({message_campaign(f.message) for f in found}) == 1
         severities = len({f.severity for f in found}) > 1
         listed = [{"code": f.code, "severity": f.severity, "message": without_assumption(f.message), "runs": []}
                   for f in found]

@@ -44,6 +44,11 @@ def message_where(message: str) -> str:
     return found.group(0)[:-2] if found else ""
 
 
+def message_campaign(message: str) -> str:
+    """The campaign a finding's message is about: the first part of its prefix ('' if none)."""
+    return message_where(message).split("/")[0]
+
+
 def message_body(message: str) -> str:
     """A finding's message without its 'campaign/model/environment: ' prefix, as a sentence."""
     body = _PREFIX.sub("", message, count=1).strip()
