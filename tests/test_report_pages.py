@@ -207,6 +207,9 @@ def test_an_answer_over_flagged_runs_says_so_in_words(shipped: RenderResult) -> 
     assert "throughput above the memory-bandwidth bound" in banner
     torch = (shipped.docs_dir / "campaigns" / "gpu-torch-native-vs-cgroup" / "index.md").read_text(encoding="utf-8")
     assert "Read with care" not in torch
+    # a model's own page: its banner says its runs carry errors; the answer does not say it again
+    model = (shipped.docs_dir / "results" / "deepseek" / "index.md").read_text(encoding="utf-8")
+    assert "!!! warning" in model and "Read with care" not in model
     for page in sorted(shipped.docs_dir.rglob("*.md")):
         assert "capacity-peak, capacity-weights" not in page.read_text(encoding="utf-8"), page
 

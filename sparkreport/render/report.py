@@ -873,10 +873,13 @@ def why_not_compared(site: SiteData, campaign: Campaign) -> str:
     return md_escape(note) if note else ""
 
 
-def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, count_models: bool = True) -> list[str]:
+def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, count_models: bool = True,
+           flag_models: bool = True) -> list[str]:
     """A campaign's answer in a few sentences: one per verdict, naming the metrics and models it
-    covers, with the range of the differences and their intervals. ``count_models=False`` (a
-    model's own page): the sentences do not count models."""
+    covers, with the range of the differences and their intervals, then which models' runs the
+    checks found errors in. ``count_models=False`` (a model's own page): the sentences do not
+    count models; ``flag_models=False`` (the same page, whose banner already says its runs
+    carry errors): no sentence names the flagged models."""
     if not effects:
         return []
     primary = [e for e in effects if e["primary"]] or effects
@@ -943,7 +946,7 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
                 + join_and([f"{label} {span(items, intervals=False)}" for label, items in grouped_by(rs, "label")])
                 for (cand, base), rs in pairs)
             out.append(f"**Published without a spread, so not tested**{counted(rows)}: {said}.")
-    flagged = flagged_models(site, primary)
+    flagged = flagged_models(site, primary) if flag_models else {}
     if flagged:
         # which checks: the banner above every page with such findings names them
         out.append(f"**Read with care**: the checks found errors in the runs of {join_and(list(flagged))} "
@@ -1050,22 +1053,15 @@ def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int, *,
             "more": max(0, len(order) - budget), "head": head}
 
 
-def across_campaigns_notes(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
+def across_campaigns_notes(effects: list[dict[str, Any]]) -> list[str]:
     """What a model's answers in several campaigns would each say beside their verdicts, said
     once under the table of them (:func:`summary_table` ``by="campaign"``): how small a
-    difference the ? cells could have detected, and which models' runs the checks found errors
-    in."""
+    difference the ? cells could have detected. (That the checks found errors in its runs, the
+    page's banner says.)"""
     primary = [e for e in effects if e["primary"]] or effects
-    out = []
     detect = detectable(e for e in primary if not e["untested"] and e["verdict"] == "inconclusive")
-    if detect is not None:
-        out.append(f"Where a cell is ?, differences smaller than {detect} could not have been detected "
-                   "with these runs.")
-    flagged = flagged_models(site, primary)
-    if flagged:
-        out.append(f"**Read with care**: the checks found errors in the runs of {join_and(list(flagged))} "
-                   "(see Data quality).")
-    return out
+    return [] if detect is None else [f"Where a cell is ?, differences smaller than {detect} could not have been "
+                                      "detected with these runs."]
 
 
 def detectable(rows: Iterable[dict[str, Any]]) -> str | None:

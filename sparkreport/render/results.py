@@ -210,7 +210,8 @@ class ResultsPage(Page):
         answers = []
         for campaign in sorted({str(e["campaign"]) for e in effects}):
             rows_ = [e for e in effects if e["campaign"] == campaign]
-            answers.append({"campaign": campaign, "lines": answer(site, [], rows_, count_models=False)})
+            answers.append({"campaign": campaign, "lines": answer(site, [], rows_, count_models=False,
+                                                                  flag_models=False)})
         # Several campaigns (releases, say): one table of their answers, what each would say
         # beside its verdicts said once under it, instead of the same sentences per campaign.
         glance = None
@@ -218,7 +219,7 @@ class ResultsPage(Page):
             from sparkreport.render.report import across_campaigns_notes, summary_table
 
             glance = {**summary_table(site, [e for e in effects if e["primary"]] or effects, len(answers),
-                                      by="campaign"), "notes": across_campaigns_notes(site, effects)}
+                                      by="campaign"), "notes": across_campaigns_notes(effects)}
         from sparkreport.analysis.design import family_representatives
         from sparkreport.render.report import join_and
 
