@@ -466,6 +466,26 @@ def test_a_quality_section_with_rows_said_of_several_arms_counts_its_rows(render
         assert other.count("worded the same for several arms") == (1 if shared else 0)
 
 
+def test_a_high_cv_finding_keeps_its_own_row_when_another_arm_rounds_alike() -> None:
+    """Two arms whose run-to-run CV rounds to the same figure are two findings, each its own row;
+    a sentence said of several arms that reports no measurement of its own is one row naming them."""
+    from sparkreport.render.builtin import checks_of
+
+    def finding(code: str, where: str, body: str, run: str) -> dict[str, object]:
+        return {"severity": "warning", "code": code, "message": f"{where}: {body}", "runs": [run]}
+
+    cv = "CV above 5% over 10 runs — ttft_ms_mean 6.0%."
+    missing = "Latency_ms_max missing in 1 of 10 runs."
+    (high_cv, lacking) = checks_of([finding("high-cv", "c1/llama/native", cv, "r1"),
+                                    finding("high-cv", "c2/gpt/docker", cv, "r2"),
+                                    finding("missing-metric", "c1/llama/native", missing, "r3"),
+                                    finding("missing-metric", "c2/gpt/docker", missing, "r4")], [])
+    assert [(row["finding"], row["runs"]) for row in high_cv["rows"]] == [(cv, ["r1"]), (cv, ["r2"])]
+    assert not high_cv["merged"]
+    assert [(row["finding"], row["runs"]) for row in lacking["rows"]] == [(missing, ["r3", "r4"])]
+    assert lacking["merged"]
+
+
 def test_a_quality_section_cut_short_says_how_many_of_its_findings_its_rows_hold(
         tmp_path: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A check with more findings than the page lists, whose listed ones share rows: its count,

@@ -618,6 +618,12 @@ def cap_per_check(findings: list[dict[str, Any]], limit: int) -> tuple[list[dict
     return shown, list(more.values())
 
 
+#: Checks whose sentence reports one arm's own measurement (its run-to-run CV): two arms whose
+#: figures round alike are not one finding, so each keeps its row (a row naming Llama on native
+#: and gpt-oss on docker read as if they had something in common).
+MEASURED_PER_ARM = frozenset({"high-cv"})
+
+
 #: What a finding of each severity is called when counted ("2 errors", "3 notes").
 SEVERITY_NOUNS = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -646,7 +652,7 @@ def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
         # spread, both environments of a model too large for the pool) is said once, naming them all
         body = message_body(finding["message"])
         rows = out[code]["rows"]
-        row = next((r for r in rows if r["finding"] == body), None)
+        row = None if code in MEASURED_PER_ARM else next((r for r in rows if r["finding"] == body), None)
         if row is None:
             rows.append(row := {"finding": body, "wheres": [], "runs": []})
         where = message_where(finding["message"])
