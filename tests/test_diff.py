@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -234,8 +235,9 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert page.split("\n")[2:4] == [
         "Both sides: campaign “H100 control: native vs cgroup”. Side **a**: cache cold (40 runs); side **b**: "
         "cache warm (40 runs).",
-        "The same diff on the command line: `sparkreport diff --a campaign=gpu-torch-native-vs-cgroup,cache=cold "
-        "--b campaign=gpu-torch-native-vs-cgroup,cache=warm`."]
+        # the store is outside this project: the command names it, as the reader must
+        f"The same diff on the command line: `sparkreport diff --runs-dir {shlex.quote(str(repo / 'runs'))} "
+        "--a campaign=gpu-torch-native-vs-cgroup,cache=cold --b campaign=gpu-torch-native-vs-cgroup,cache=warm`."]
     assert "plan" not in changed  # per-run identifiers are not "changes"
     # every comparison unchanged: the page opens on one sentence that says so, with the span of the
     # changes, the minimum effect and the pairs, and the tables wait folded below it (28 rows of

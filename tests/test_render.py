@@ -1111,3 +1111,25 @@ def test_a_ratio_interval_that_rounds_to_a_point_gets_the_decimals_that_tell_its
     assert ratio_interval(0.99974, 1.00038) == "0.9997–1.0004"  # not 1.000–1.000, which reads as no spread
     assert ratio_interval(0.9987, 1.0021) == "0.999–1.002"
     assert ratio_interval(1.0, 1.0) == "1.000–1.000" and ratio_interval(None, 1.0) == "—"
+
+
+def test_the_commands_a_page_prints_name_the_store_it_was_built_from(tmp_path: Path, published_store: Path) -> None:
+    """A command a reader copies from a page (``sparkreport dataset``, ``check``, ``diff``,
+    ``history``) reads the store the site was built from: the project's ``runs/`` needs no
+    option; another store is named, relative to the project when inside it, else in full."""
+    from sparkreport.render.context import SiteData
+
+    inside = tmp_path / "project"
+    shutil.copytree(published_store, inside / "results")
+    result = render(RenderOptions(runs_dir=Path("results"), project_root=inside))
+    assert "Regenerate them with `sparkreport dataset --runs-dir results --out dataset.parquet`" in page(
+        result, "downloads/index.md")
+
+    def site(runs_dir: Path, root: Path) -> SiteData:
+        fields = {name: None for name, spec in SiteData.__dataclass_fields__.items() if spec.init}
+        return SiteData(**{**fields, "runs_dir": runs_dir, "project_root": root})
+
+    assert site(inside / "runs", inside).command("check", "--json") == ["sparkreport", "check", "--json"]
+    assert site(inside / "results", inside).command("history") == ["sparkreport", "history", "--runs-dir", "results"]
+    assert site(tmp_path / "elsewhere", inside).command("diff") == [
+        "sparkreport", "diff", "--runs-dir", str(tmp_path / "elsewhere")]

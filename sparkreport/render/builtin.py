@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.render.context import SiteData
+from sparkreport.render.diff_text import command_line
 from sparkreport.render.history import history_method, history_spans, latest_change, site_history
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.report import (
@@ -575,7 +576,7 @@ class QualityPage(Page):
             # ``findings``: the listed ones, flat (a project's own quality.md may still read them)
             "findings": shown, "checks": checks, "tally": tally(findings),
             "more": more, "findings_total": len(findings), "findings_file": FINDINGS_FILE,
-            "per_check": FINDINGS_PER_CHECK,
+            "per_check": FINDINGS_PER_CHECK, "check_command": command_line(site.command("check", "--json")),
             "assumption_groups": site.assumption_groups,
             "excluded": rows(excluded[["run_id", "model_name", "environment", "exclusion_reason"]])
             if not excluded.empty else [],
@@ -872,7 +873,7 @@ class DownloadsPage(Page):
                 if cache is not None and cache.path is not None else None
             files = write_downloads(site.dataset, out / self.folder, chunks)
         doc.files = [f"{self.folder}/{f['name']}" for f in files]  # kept with the page when it is not rewritten
-        return {"files": files}
+        return {"files": files, "dataset_command": command_line(site.command("dataset", "--out", "dataset.parquet"))}
 
 
 @register

@@ -72,6 +72,8 @@ class SiteData:
     #: Each campaign folder's stat digest from the build's walk of the store
     #: (:attr:`sparkreport.cache.StoreWalk.folders`), set by a build's render; None otherwise.
     store_folders: dict[str, str | None] | None = field(default=None, repr=False)
+    #: The project's folder, which the commands the pages print run in (None: the runs' parent).
+    project_root: Path | None = None
     _arm_runs: dict[tuple[str, str, str], list[str]] | None = field(default=None, init=False, repr=False)
     #: Every comparison as an effect (:func:`sparkreport.render.report.effect_rows`), once computed.
     effects: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
@@ -85,6 +87,18 @@ class SiteData:
     def tost_label(self) -> str:
         """'90%' — the interval an equivalence test (TOST at α) sees inside its margin: 1 − 2α."""
         return f"{1 - 2 * self.config.analysis.alpha:.0%}"
+
+    def command(self, name: str, *words: str) -> list[str]:
+        """``sparkreport NAME …`` as a reader runs it in the project's folder to get what a page
+        shows: with ``--runs-dir`` when the store is not the project's ``runs/`` (a site built
+        with ``--runs-dir``), relative to the project where it lies inside it."""
+        from sparkreport.cli.options import DEFAULT_RUNS_DIR
+
+        root = self.project_root if self.project_root is not None else self.runs_dir.parent
+        store = [] if self.runs_dir == root / DEFAULT_RUNS_DIR else [
+            "--runs-dir", self.runs_dir.relative_to(root).as_posix() if self.runs_dir.is_relative_to(root)
+            else str(self.runs_dir)]
+        return ["sparkreport", name, *store, *words]
 
     def per_campaign(self, kind: str, compute: Callable[[list[RunRecord]], T],
                      parts: tuple[tuple[str, object], ...] = ()) -> dict[str, T]:
@@ -277,7 +291,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
         # every metric's: the Results pages state any that did not vary (a configured batch size as
         # much as a KV cache); the Methodology page lists the tested ones
         facts=constant_facts(dataset, opts, config.factor, cache=cache, every=True), family_rule=family_rule_text(opts),
-        analysis_cache=cache,
+        analysis_cache=cache, project_root=project_root,
     )
     if cache is not None and save:
         cache.save()

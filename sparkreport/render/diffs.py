@@ -165,15 +165,15 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
             folded_charts += [chart.name for chart in made]
     context = {"named": named, "text": text, "headings": HEADINGS,
                "sides": sides_sentence(named.a, named.b, titles, names, len(a), len(b)),
-               "command": command_line(named_diff_command(named)),
+               "command": command_line(named_diff_command(named, site)),
                "groups": text.groups, "folded": text.folded, "folded_charts": folded_charts}
     return context, charts
 
 
-def named_diff_command(named: NamedDiff) -> list[str]:
+def named_diff_command(named: NamedDiff, site: SiteData) -> list[str]:
     """The `sparkreport diff` that gives a named diff's verdicts, as words: its sides, and the
     workload fields it allows to differ and the metrics it keeps where it names them."""
-    return ["sparkreport", "diff", "--a", named.a, "--b", named.b,
+    return [*site.command("diff"), "--a", named.a, "--b", named.b,
             *(word for field in named.allow_mismatch for word in ("--allow-mismatch", field)),
             *(word for metric in named.metrics or () for word in ("--metric", metric))]
 

@@ -187,8 +187,8 @@ class HistoryPage(Page):
             row["diff"] = main.href(diff_docs[key].path) if key in diff_docs else None
             if row["diff"] is None and key not in commands:
                 commands[key] = {"campaign": change.campaign, "versions": row["versions"], "command": command_line(
-                    ["sparkreport", "diff", "--a", _selector(result, change.campaign, change.before),
-                     "--b", _selector(result, change.campaign, change.after)])}
+                    site.command("diff", "--a", _selector(result, change.campaign, change.before),
+                                 "--b", _selector(result, change.campaign, change.after)))}
             rows.append(row)
         folder = out / self.folder
         folder.mkdir(parents=True, exist_ok=True)
@@ -200,7 +200,8 @@ class HistoryPage(Page):
                    "label": metric_label(s.metric), "metric": s.metric, "point": s.points[-1],
                    "versions": len(s.points), "changes": len(s.changes)} for s in result.series if len(s.points) > 1]
         single = sorted({p.version for s in result.series for p in s.points if p.single_run}, key=rank.__getitem__)
-        main.context = {"history": result, "changes": rows, "sentences": rows[:SENTENCE_BUDGET],
+        main.context = {"history": result, "history_command": command_line(site.command("history", "--by", result.by)),
+                        "changes": rows, "sentences": rows[:SENTENCE_BUDGET],
                         "commands": list(commands.values()), "diff_page_budget": DIFF_PAGE_BUDGET,
                         "campaign": next(iter(campaigns)) if len(campaigns) == 1 else None,
                         "order_text": ORDER_TEXT[result.order],
