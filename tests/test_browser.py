@@ -821,6 +821,38 @@ def test_charts_fit_a_phone_screen(built: BuildResult, server: str, browser: Any
             visit.close()
 
 
+#: The first table wider than its column, scrolled sideways by 200 px: where its first and second
+#: cells of the first row were before and after, and the wrapper's left edge.
+SCROLL_WIDE_TABLE = """() => {
+  const wrap = [...document.querySelectorAll(".md-typeset__scrollwrap")]
+    .find(w => w.scrollWidth > w.clientWidth + 50);
+  if (!wrap) return null;
+  const cells = () => [...wrap.querySelector("tbody tr").children].slice(0, 2)
+    .map(c => c.getBoundingClientRect().left);
+  const before = cells();
+  wrap.scrollLeft = 200;
+  return {before, after: cells(), edge: wrap.getBoundingClientRect().left, scrolled: wrap.scrollLeft};
+}"""
+
+
+def test_a_wide_table_keeps_its_first_column_in_view_on_a_phone(built: BuildResult, server: str,
+                                                                  browser: Any) -> None:
+    """At 390 px a table wider than the column scrolls sideways (the Runs index: model, runs,
+    environments, …); its first column, which says whose figures a row holds, stays at the
+    left edge while the other columns pass under it."""
+    visit = PageVisit(browser, server + "runs/", viewport=PHONE)
+    try:
+        moved = visit.page.evaluate(SCROLL_WIDE_TABLE)
+        assert moved is not None, "no table on the Runs index is wider than a phone's column"
+        (first_before, second_before), (first_after, second_after) = moved["before"], moved["after"]
+        assert moved["scrolled"] > 100, moved
+        assert second_after == pytest.approx(second_before - moved["scrolled"], abs=1), moved
+        assert first_after == pytest.approx(moved["edge"], abs=1) and first_after >= first_before - 20, moved
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()
+
+
 def test_a_chart_that_cannot_fit_scrolls_to_its_plot(built: BuildResult, server: str, browser: Any) -> None:
     """A column too narrow for a chart's labels beside its narrowest readable plot (140 px) (here
     Memory's first chart squeezed to 200 px on a phone, then the window resized): the chart is
