@@ -16,12 +16,15 @@ def write_history_store(root: Path, *, steps: dict[str, float] | None = None, ru
                         noise: float = 0.01, seed: int = 3, versions: list[str] | None = None,
                         single_run: str | None = None, campaign_per_version: bool = False,
                         kv_cache: bool = False, campaign: str = "nightly", model: str = "llama-3.1-8b",
-                        run_prefix: str = "") -> Path:
+                        run_prefix: str = "", model_id: str = "meta-llama/Llama-3.1-8B-Instruct",
+                        pool_gib: float | None = None) -> Path:
     """Runs of one model (named ``model``) in two environments across ``versions`` (one day each,
     in that order); ``steps``: version → relative change of native output throughput from that
     version on (docker stays flat); ``campaign_per_version``: campaign ``v<version>`` each, else
     one, ``campaign``; ``kv_cache``: the runs also record their KV cache. A second call into the
-    same ``root`` (another campaign or model, a ``run_prefix`` for its run ids) adds its runs."""
+    same ``root`` (another campaign or model, a ``run_prefix`` for its run ids) adds its runs;
+    ``model_id`` is the model's id (its name on the pages), ``pool_gib`` the memory pool the runs
+    record, if any."""
     rng = np.random.default_rng(seed)
     store = RunStore(root)
     for day, version in enumerate(versions or VERSIONS):
@@ -36,13 +39,14 @@ def write_history_store(root: Path, *, steps: dict[str, float] | None = None, ru
                     run_id=f"{run_prefix}{env}-{version}-{i}", iteration=i + 1,
                     campaign=f"v{version}" if campaign_per_version else campaign,
                     started_at=f"2026-01-{day + 1:02d}T0{i}:00:00Z",
-                    model=Model(id="meta-llama/Llama-3.1-8B-Instruct", name=model),
+                    model=Model(id=model_id, name=model),
                     environment=Environment(name=env, kind="container" if env == "docker" else "native"),
                     workload=Workload(num_requests=100, input_len=128, output_len=128, concurrency=8),
                     software=Software(engine="trtllm", engine_version=version),
                     metrics={"output_throughput_tok_s": round(tok_s, 3),
                              "peak_memory_gib": round(40.0 * (1 + rng.normal(0, noise)), 4),
-                             **({"kv_cache_gib": 20.0} if kv_cache else {})},
+                             **({"kv_cache_gib": 20.0} if kv_cache else {}),
+                             **({"memory_total_gib": pool_gib} if pool_gib is not None else {})},
                     labels={"version": version})
                 store.write(record, [])
     return root

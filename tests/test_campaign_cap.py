@@ -219,3 +219,26 @@ def test_a_model_page_does_not_count_models(site: RenderResult) -> None:
     page = text(site, MODEL)
     assert "model)" not in page and "models)" not in page and " for 1 model" not in page
     assert "(1 model)" in text(site, "index.md")  # a campaign's answer counts them
+
+
+def test_the_memory_budget_lists_models_by_the_name_a_reader_sees(tmp_path: Path) -> None:
+    """The budget chart's bars (and budget.csv's rows) list the models as every page lists them,
+    by name whatever its case ("alpha" before "Beta"), not in the code points' order."""
+    import json
+
+    for prefix, key, model in (("", "m1", "Beta"), ("a-", "m2", "alpha")):  # the keys in the other order
+        write_history_store(tmp_path / "runs", versions=["1.0.0"], runs=2, kv_cache=True, model=key,
+                            model_id=model, campaign="c", run_prefix=prefix, pool_gib=119.7)
+    result = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path))
+    spec = json.loads((result.docs_dir / "memory" / "charts" / "memory-budget.vl.json").read_text(encoding="utf-8"))
+    arms = list(dict.fromkeys(row["arm"] for row in spec["data"]["values"]))
+    assert arms == ["alpha · docker", "alpha · native", "Beta · docker", "Beta · native"]
+
+
+def test_without_a_memory_pool_the_budget_says_why_it_is_not_drawn(tmp_path: Path) -> None:
+    """Runs that record memory but not the pool it is part of get no budget chart, and the page
+    says so under its heading, instead of a heading over nothing."""
+    write_history_store(tmp_path / "runs", versions=["1.0.0"], runs=2, kv_cache=True, campaign="c")
+    page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "memory/index.md")
+    assert "## Budget\n\nNo budget is drawn: no run here records the size of its memory pool" in page
+    assert "memory-budget" not in page

@@ -174,6 +174,8 @@ def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
             "unified": unified.get(key, False),
             "over_pool": pool is not None and pre_kv + (kv or 0.0) > pool * 1.001,
         })
+    # by the name a reader sees, as every page lists models (the keys sorted Qwen before gemma)
+    out.sort(key=lambda b: (b["campaign"], b["model_name"].lower(), b["model_name"], b["environment"]))
     return out
 
 
