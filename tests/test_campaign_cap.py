@@ -233,6 +233,10 @@ def test_the_memory_budget_lists_models_by_the_name_a_reader_sees(tmp_path: Path
     spec = json.loads((result.docs_dir / "memory" / "charts" / "memory-budget.vl.json").read_text(encoding="utf-8"))
     arms = list(dict.fromkeys(row["arm"] for row in spec["data"]["values"]))
     assert arms == ["alpha · docker", "alpha · native", "Beta · docker", "Beta · native"]
+    # the Memory page's tables and Methodology's table of arms list them so too
+    for path in ("memory/index.md", "methodology/index.md"):
+        rows = re.findall(r"^\| (?:c \| )?(alpha|Beta) \| (docker|native) \|", text(result, path), flags=re.M)
+        assert rows[:4] == [("alpha", "docker"), ("alpha", "native"), ("Beta", "docker"), ("Beta", "native")], path
 
 
 def test_without_a_memory_pool_the_budget_says_why_it_is_not_drawn(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from sparkreport.render.report import (
     table_gaps,
     why_not_compared,
 )
-from sparkreport.render.tables import metric_label
+from sparkreport.render.tables import metric_label, name_order
 from sparkreport.schema import RunRecord
 
 if TYPE_CHECKING:
@@ -536,6 +536,8 @@ def _arm_table(site: SiteData) -> list[dict[str, Any]]:
                 "n": " / ".join(str(n) for n in ns), "iterations": None, "distinct_iterations": None,
                 "metrics": [metric_label(str(m)) for m in group["metric"]], "excluded": [],
             })
+    # each campaign's arms by the model's name as every page lists them, not by its key
+    out.sort(key=lambda a: (str(a["campaign"]), *name_order(str(a["model_name"])), str(a["environment"])))
     return out
 
 

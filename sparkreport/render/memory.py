@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import plain
 from sparkreport.render.pages import Page, PageDoc, register
+from sparkreport.render.tables import name_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -175,7 +176,7 @@ def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
             "over_pool": pool is not None and pre_kv + (kv or 0.0) > pool * 1.001,
         })
     # by the name a reader sees, as every page lists models (the keys sorted Qwen before gemma)
-    out.sort(key=lambda b: (b["campaign"], b["model_name"].lower(), b["model_name"], b["environment"]))
+    out.sort(key=lambda b: (b["campaign"], *name_order(b["model_name"]), b["environment"]))
     return out
 
 
@@ -198,7 +199,8 @@ class MemoryPage(Page):
         arms: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
         for row in rows(pairs):  # one conversion, then grouped (a frame's rows cost ~3 ms a call)
             arms.setdefault((str(row["campaign"]), str(row["model"]), str(row["environment"])), []).append(row)
-        for (campaign, model, env), group in sorted(arms.items()):
+        for (campaign, model, env), group in sorted(arms.items(), key=lambda item: (
+                item[0][0], *name_order(str(item[1][0]["model_name"])), item[0][2])):
             by_metric = {r["metric"]: r for r in group}
             wide.append({"campaign": campaign, "model": model, "environment": env,
                          "model_name": group[0]["model_name"], "source": group[0]["source"],
