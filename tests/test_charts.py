@@ -779,7 +779,11 @@ def test_samples_spec_is_what_altair_builds(tmp_path: Path, columns: str) -> Non
     chart = samples_chart(csv, name="samples-x", title="x: monitoring samples")
     assert chart is not None
     series = {row["series"] for row in chart.spec["data"]["values"]}
-    assert len(series) == (1 if columns == "one" else 3)
+    # each panel named as a reader reads it, not by the CSV's column
+    assert series == ({"Power draw (W)"} if columns == "one" else
+                      {"Power draw (W)", "GPU temperature (°C)", "GPU utilisation (%)"})
+    assert chart.description.startswith("Power draw (W)" if columns == "one" else
+                                         "Power draw (W), GPU temperature (°C) and GPU utilisation (%) over the run")
     assert_altairs(chart.spec, altair_reference.samples_spec(chart.spec["data"]["values"], title=chart.title))
 
 

@@ -54,8 +54,9 @@ STORE_FILES_CACHE = "store-files"
 SAMPLE_CHARTS_CACHE = "sample-charts"
 #: A campaign folder's members, as :func:`kept_per_folder` groups them.
 G = TypeVar("G")
-#: Sample columns drawn, when present.
-SAMPLE_SERIES = ("power_draw_w", "temperature_gpu_c", "utilization_gpu_pct")
+#: Sample columns drawn, when present, and what the chart calls each (its panel's name).
+SAMPLE_SERIES = {"power_draw_w": "Power draw (W)", "temperature_gpu_c": "GPU temperature (°C)",
+                 "utilization_gpu_pct": "GPU utilisation (%)"}
 
 
 @register
@@ -570,10 +571,12 @@ def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
         values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
         keep = np.isfinite(values)
         xs, ys = lttb(elapsed[keep], values[keep], SAMPLE_POINTS)
-        data += [{"minute": round(float(x), 4), "value": float(y), "series": column} for x, y in zip(xs, ys,
-                                                                                                       strict=True)]
-    description = (f"{', '.join(series)} over the run ({len(frame)} samples, drawn with at most "
-                   f"{SAMPLE_POINTS} points per series by LTTB; samples.csv has every sample).")
+        data += [{"minute": round(float(x), 4), "value": float(y), "series": SAMPLE_SERIES[column]}
+                 for x, y in zip(xs, ys, strict=True)]
+    from sparkreport.render.report import join_and
+
+    description = (f"{join_and([SAMPLE_SERIES[c] for c in series])} over the run ({len(frame)} samples, drawn "
+                   f"with at most {SAMPLE_POINTS} points per series by LTTB; samples.csv has every sample).")
     return ChartSpec(name=name, title=title, description=description, spec=samples_spec(data, title=title),
                      rows=len(data))
 
