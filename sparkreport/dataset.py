@@ -285,7 +285,9 @@ def _native(value: Any) -> Any:
     return value
 
 
-def _display(record: RunRecord) -> str:
+def model_name_of(record: RunRecord) -> str:
+    """A run's model as every page names it: its display name, else its id (``google/gemma-3-12b-it``),
+    else its name in the store."""
     return record.model.display_name or record.model.id or record.model.name
 
 
@@ -300,7 +302,7 @@ def _run_row(record: RunRecord, run_path: str) -> dict[str, object]:
         "run_id": record.run_id,
         "campaign": record.campaign,
         "model": record.model.name,
-        "model_name": _display(record),
+        "model_name": model_name_of(record),
         "model_id": record.model.id,
         "environment": record.environment.name,
         "environment_kind": record.environment.kind,
@@ -345,7 +347,7 @@ def _summary_rows(record: RunRecord, run_path: str) -> list[dict[str, object]]:
             "run_id": record.run_id,
             "campaign": record.campaign,
             "model": record.model.name,
-            "model_name": _display(record),
+            "model_name": model_name_of(record),
             "model_id": record.model.id,
             "environment": record.environment.name,
             "environment_kind": record.environment.kind,

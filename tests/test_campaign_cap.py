@@ -194,7 +194,7 @@ def test_methodology_describes_the_newest_and_older_campaign_pages_themselves(si
     # five releases of one design: described once, with what differs between them
     assert re.findall(r"^## (v.*)$", method, flags=re.M) == ["v0.11.0 to v0.15.0 (5 campaigns)"]
     assert ("5 campaigns of one design, described once: “v0.11.0”, “v0.12.0”, “v0.13.0”, “v0.14.0” and “v0.15.0”.\n\n"
-            "**What was run.** 6 runs of llama-3.1-8b in each, iterations 1–3 per arm.\n\n"
+            "**What was run.** 6 runs of meta-llama/Llama-3.1-8B-Instruct in each, iterations 1–3 per arm.\n\n"
             "**Held constant**: requests per run 100; input length 128 tokens; output length 128 tokens; "
             "concurrency 8; engine trtllm.\n") in method
     assert ("**Differs between the campaigns**, in the order above: engine version "
@@ -207,7 +207,7 @@ def test_methodology_describes_the_newest_and_older_campaign_pages_themselves(si
     older = text(site, "campaigns/v0.9.0/index.md")
     assert "How the runs were made, in full: [below](#how-the-runs-were-made)" in older
     section = older.split("## How the runs were made\n")[1]
-    assert section.startswith("\n**What was run.** 6 runs of llama-3.1-8b")
+    assert section.startswith("\n**What was run.** 6 runs of meta-llama/Llama-3.1-8B-Instruct")
     assert "**Held constant**:" in section and "| native |" in section
     assert table_campaigns(section) == {"v0.9.0"} and "| v0.9.0 | meta-llama/Llama-3.1-8B-Instruct | native | 3 / 3 | none |" in section
     newest = text(site, "campaigns/v0.15.0/index.md")

@@ -364,11 +364,13 @@ def test_small_runs_page_gives_each_model_and_environment_a_section(rendered: Re
 
 def test_runs_page_lists_models_as_a_reader_sorts_them(tmp_path: Path) -> None:
     """Models named Qwen3-8B and gemma-3-12b: gemma first, as every other page lists them — not
-    after Qwen, as character codes sort them."""
+    after Qwen, as character codes sort them —, and by the name the other pages give them (the
+    model's id here), not by its name in the store."""
     from history_store import write_history_store
 
-    write_history_store(tmp_path / "runs", runs=3, versions=["1.0"], model="Qwen3-8B")
-    write_history_store(tmp_path / "runs", runs=3, versions=["1.0"], model="gemma-3-12b", run_prefix="g-")
+    write_history_store(tmp_path / "runs", runs=3, versions=["1.0"], model="qwen", model_id="Qwen3-8B")
+    write_history_store(tmp_path / "runs", runs=3, versions=["1.0"], model="gemma", model_id="gemma-3-12b",
+                        run_prefix="g-")
     result = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path))
     sections = re.findall(r'^### <a id="[^"]+"></a>(.+) · (.+)$', page(result, "runs/index.md"), flags=re.M)
     assert [model for model, _environment in sections] == ["gemma-3-12b", "gemma-3-12b", "Qwen3-8B", "Qwen3-8B"]

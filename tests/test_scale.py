@@ -120,7 +120,7 @@ def test_runs_pages_are_grouped_and_paginated(campaign: tuple[Path, Path], tmp_p
     assert len(charts) == 2  # one monitoring chart per sampled run
     for chart in charts:
         series = {row["series"] for row in chart.spec["data"]["values"]}
-        assert series == {"power_draw_w", "temperature_gpu_c", "utilization_gpu_pct"}
+        assert series == {"Power draw (W)", "GPU temperature (°C)", "GPU utilisation (%)"}
         assert chart.rows <= 3 * runs_index.SAMPLE_POINTS
 
 

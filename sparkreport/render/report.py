@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.checks import check_title
-from sparkreport.dataset import frame_records, plain
+from sparkreport.dataset import frame_records, model_name_of, plain
 from sparkreport.render.markdown import margin_text
 from sparkreport.render.tables import metric_label
 
@@ -120,7 +120,7 @@ def _campaign_entry(records: list[RunRecord]) -> dict[str, Any]:
         "models": {}, "levels": [], "gpus": [], "unified": set(), "pools": set(), "notes": [], "titles": [],
         "runs": 0, "published": 0, "arms": set()}
     for record in records:
-        entry["models"].setdefault(record.model.name, record.model.display_name or record.model.name)
+        entry["models"].setdefault(record.model.name, model_name_of(record))
         level = record.environment.name
         if level not in entry["levels"]:
             entry["levels"].append(level)

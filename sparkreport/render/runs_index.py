@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from sparkreport.cache import inputs_digest
-from sparkreport.dataset import plain
+from sparkreport.dataset import model_name_of, plain
 from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
 from sparkreport.names import shown, unique_slugs
 from sparkreport.published import published_name, write_manifest
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
+from sparkreport.render.tables import name_order
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
@@ -314,7 +315,7 @@ class RunsPage(Page):
         return {
             "run_id": record.run_id, "campaign": record.campaign,
             "published": record.record_type == "arm_summary",
-            "model_name": record.model.display_name or record.model.name,
+            "model_name": model_name_of(record),
             "environment": record.environment.name, "iteration": record.iteration,
             "ok": record.status.ok, "exit_code": record.status.exit_code,
             "guard": _guard_label(record),
@@ -538,9 +539,10 @@ def _signature(path: Path, memo: HashMemo | None = None) -> str:
 
 
 def _order(record: RunRecord) -> tuple[str, str, str, str, int, str]:
-    """A row's place on the Runs pages: by campaign, then model name as a reader sorts it (gemma
-    between gpt-oss and Llama, not after Qwen), environment, iteration and run id."""
-    return (record.campaign, record.model.name.casefold(), record.model.name, record.environment.name,
+    """A row's place on the Runs pages: by campaign, then the model's name as the page shows it
+    and a reader sorts it (gemma between gpt-oss and Llama, not after Qwen), environment,
+    iteration and run id."""
+    return (record.campaign, *name_order(model_name_of(record)), record.environment.name,
             record.iteration or 0, record.run_id)
 
 
