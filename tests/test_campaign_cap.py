@@ -97,8 +97,16 @@ def test_nav_and_overview_list_the_model_page_only(site: RenderResult) -> None:
 
 
 def test_home_answers_the_newest_and_links_the_older(site: RenderResult) -> None:
+    """The five newest, releases of one design, are one block: the newest's answer in full and,
+    one model each, a row per campaign of how they answered (as the model's page has it)."""
     home = text(site, "index.md")
-    assert re.findall(r"^## \[(v[\d.]+)\]", home, flags=re.M) == NEWEST
+    assert re.findall(r"^## (v.*)$", home, flags=re.M) == ["v0.11.0 to v0.15.0 (5 campaigns)"]
+    assert "**The answer of the newest, [v0.15.0](campaigns/v0.15.0/index.md)** (by their last run).\n" in home
+    moved = home.split("**How the answers moved**, a row per campaign:\n\n", 1)[1]
+    assert moved.startswith("| Campaign (docker vs native) | Output throughput | Peak memory |\n|---|---|---|\n"
+                            "| v0.11.0 | ? -0.47% (-2.96 to +2.10) | ≈ -0.10% (-1.44 to +1.26) |\n")
+    assert re.findall(r"^\| (v[\d.]+) \| [?≈▲▼○—]", moved.split("\n\n", 1)[0], flags=re.M) == NEWEST
+    assert "\nWhere a cell is ?, differences smaller than about 3% to 4%" in moved
     assert ("## Earlier campaigns\n\nThe 5 newest campaigns (by their last run) are above; the\n2 older ones have "
             "their question and answer on their own pages, listed on\n[Campaigns](campaigns/index.md) with their "
             "design.") in home

@@ -147,6 +147,16 @@ def test_home_is_a_summary(shipped: RenderResult, combined: RenderResult) -> Non
     assert 'class="sparkreport-chart"' in home
 
 
+def test_home_gives_campaigns_of_other_designs_a_block_each(shipped: RenderResult) -> None:
+    """The shipped store's three campaigns differ in design: a block each, as a lone campaign's
+    (campaigns of one design share one: tests/test_home_groups.py)."""
+    home = (shipped.docs_dir / "index.md").read_text(encoding="utf-8")
+    assert re.findall(r"^## \[([^]]+)\]\(campaigns/", home, flags=re.M) == [
+        "H100 control: native vs cgroup", "Phase 1 as published: container vs native",
+        "The unified-memory post, as published"]
+    assert "campaigns of one design" not in home and "How the answers moved" not in home
+
+
 def _normalised(text: str) -> str:
     """A page without its provenance footer (dataset digest, the regenerate command's paths)."""
     return text.rsplit("\n---\n", 1)[0].rstrip() + "\n"

@@ -86,6 +86,7 @@ class HomePage(Page):
         return docs
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
+        from sparkreport.render.home import answers_moved, campaign_blocks
         from sparkreport.render.report import bracketed, campaigns, effect_rows, grouped_findings, verdict_key
 
         effects = effect_rows(site)
@@ -94,22 +95,35 @@ class HomePage(Page):
             by_campaign.setdefault(str(effect["campaign"]), []).append(effect)
         every = campaigns(site)
         shown, earlier = campaign_split(site)
-        questions: list[dict[str, Any]] = []
+        questions: dict[str, dict[str, Any]] = {}  # every campaign shown, as a template override may list them
         for campaign in every:
             if campaign.name in shown:
                 rows = by_campaign.get(campaign.name, [])
-                questions.append({"campaign": campaign, "answer": answer(site, campaign.levels, rows),
-                                  "table": summary_table(site, rows, self.EFFECT_BUDGET),
-                                  "why_not": why_not_compared(site, campaign) if not rows else ""})
+                questions[campaign.name] = {"campaign": campaign, "answer": answer(site, campaign.levels, rows),
+                                            "table": summary_table(site, rows, self.EFFECT_BUDGET),
+                                            "why_not": why_not_compared(site, campaign) if not rows else ""}
+        # Neighbouring campaigns of one design (a release each) are one block: the newest's answer
+        # in full, then how each one answered (see :mod:`sparkreport.render.home`).
+        blocks = campaign_blocks(site, [q["campaign"] for q in questions.values()])
+        for block in blocks:
+            block["question"] = questions[block["newest"].name]
+            names = [c.name for c in block["campaigns"]]
+            of_block = [e for name in names for e in by_campaign.get(name, [])]
+            several = len(names) > 1 and bool(of_block)
+            block["moves"] = answers_moved(site, of_block, names, self.EFFECT_BUDGET) if several else None
+        answered = [block["question"] for block in blocks]
+        moves = [block["moves"] for block in blocks if block["moves"]]
         # errors from every campaign; warnings from the campaigns shown (all of them: Data quality)
         every_group = grouped_findings(site, per_model=False)
         groups = [g for g in every_group if g["severity"] == "error" or g["campaign"] in shown]
         severities = {s: sum(f.severity == s for f in site.findings) for s in ("error", "warning", "info")}
-        shown_cells = [e for q in questions for e in table_effects(q["table"])]
+        shown_cells = [e for q in answered for e in table_effects(q["table"])]
+        shown_cells += [e for m in moves for e in m["effects"]]
         history = site_history(site)
-        return {"questions": questions, "groups": groups, "severities": severities,
-                "key": verdict_key(site, shown_cells, brackets=bracketed(*(q["answer"] for q in questions)),
-                                   gaps=table_gaps(*(q["table"] for q in questions))),
+        return {"questions": list(questions.values()), "blocks": blocks, "groups": groups,
+                "severities": severities,
+                "key": verdict_key(site, shown_cells, brackets=bracketed(*(q["answer"] for q in answered)),
+                                   gaps=table_gaps(*(q["table"] for q in answered)) or any(m["gaps"] for m in moves)),
                 "earlier": [c for c in every if c.name in earlier],
                 # the checks the errors and warnings come from, as Data quality counts them
                 "checks": len({f.code for f in site.findings if f.severity in ("error", "warning")}),

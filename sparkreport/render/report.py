@@ -1031,7 +1031,8 @@ def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int, *,
     Against one baseline with several candidates (native vs cgroup vs chroot), a row per model
     and candidate, named "model · candidate". ``by="campaign"``: a row per campaign instead (one
     model's answer in several campaigns, on its page), named by the campaign's title, in name
-    order."""
+    order. Each row's ``key`` is its (model or campaign, (candidate, baseline)): two models may
+    share a name."""
     metrics = [m for m in site.config.primary_metrics if any(e["metric"] == m for e in effects)]
     pairs = [pair for pair, _rows in by_comparison(effects)]
     several = len(pairs) > 1
@@ -1043,8 +1044,8 @@ def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int, *,
             cells.setdefault((row, (str(e["candidate"]), str(e["baseline"]))), {})[str(e["metric"])] = e
             names[row] = str(e["model_name"]) if by == "model" else campaign_title(site, row)
     order = sorted(names, key=lambda m: names[m].lower()) if by == "model" else sorted(names)
-    rows = [{"model_name": f"{names[m]} · {pair[0]}" if several else names[m], "cells": cells[(m, pair)]}
-            for m in order[:budget] for pair in pairs if (m, pair) in cells]
+    rows = [{"model_name": f"{names[m]} · {pair[0]}" if several else names[m], "cells": cells[(m, pair)],
+             "key": (m, pair)} for m in order[:budget] for pair in pairs if (m, pair) in cells]
     # A campaign's comparisons share its one baseline.
     what = "Model" if by == "model" else "Campaign"
     head = (f"{what} · {site.config.factor} (vs {pairs[0][1]})" if several else
@@ -1053,14 +1054,15 @@ def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int, *,
             "more": max(0, len(order) - budget), "head": head}
 
 
-def across_campaigns_notes(effects: list[dict[str, Any]]) -> list[str]:
+def across_campaigns_notes(effects: list[dict[str, Any]], where: str = "a cell") -> list[str]:
     """What a model's answers in several campaigns would each say beside their verdicts, said
     once under the table of them (:func:`summary_table` ``by="campaign"``): how small a
-    difference the ? cells could have detected. (That the checks found errors in its runs, the
-    page's banner says.)"""
+    difference the ? cells could have detected (``where``: what holds a mark, "a cell" or, on
+    Home's table of several campaigns' marks per cell, "a mark"). (That the checks found errors
+    in its runs, the page's banner says.)"""
     primary = [e for e in effects if e["primary"]] or effects
     detect = detectable(e for e in primary if not e["untested"] and e["verdict"] == "inconclusive")
-    return [] if detect is None else [f"Where a cell is ?, differences smaller than {detect} could not have been "
+    return [] if detect is None else [f"Where {where} is ?, differences smaller than {detect} could not have been "
                                       "detected with these runs."]
 
 
