@@ -1,15 +1,18 @@
 """Home gives neighbouring campaigns of one design (a release each) one block: which campaigns it
-covers, the newest's answer in full and one table of how each campaign answered; a campaign of
-another design keeps a block of its own."""
+covers, the newest's answer in full, one table of how each campaign answered, and what the checks
+found in all of them said once; a campaign of another design keeps a block of its own."""
 
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from history_store import write_history_store
 
 from sparkreport.render import RenderOptions, RenderResult, render
+from sparkreport.render.home import findings_sections
 
 RELEASES = ["0.1.0", "0.2.0", "0.3.0"]
 MODELS = ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B")
@@ -19,13 +22,15 @@ HEAD = "| Model (docker vs native) | Output throughput | Peak memory |\n|---|---
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
     """Three releases of one design (two models each, a campaign per release), then a campaign of
-    another design: one model only."""
+    another design: one model only. Every arm varies more than the CV threshold: a finding in
+    every campaign."""
     root = tmp_path_factory.mktemp("groups")
     write_history_store(root / "runs", versions=RELEASES, runs=3, campaign_per_version=True)
     write_history_store(root / "runs", versions=RELEASES, runs=3, campaign_per_version=True,
                         model="qwen3-8b", model_id="Qwen/Qwen3-8B", run_prefix="q-", seed=4)
     write_history_store(root / "runs", versions=["0.4.0"], runs=3, campaign="w-context", run_prefix="w-", seed=5)
-    (root / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    (root / "sparkreport.yml").write_text("factor: environment\nbaseline: native\nanalysis:\n  cv_threshold: 0.0001\n",
+                                          encoding="utf-8")
     return render(RenderOptions(runs_dir=root / "runs", project_root=root, docs_dir=root / "build" / "docs"))
 
 
@@ -77,3 +82,38 @@ def test_a_block_shows_how_each_campaign_answered_in_one_table(site: RenderResul
     assert group.count("could not have been detected") == 1
     assert "\nWhere a mark is ?, differences smaller than" in group
 
+
+def test_what_every_campaign_of_a_block_found_is_said_once(site: RenderResult) -> None:
+    checks = text(site, "index.md").split("## What the checks found\n", 1)[1].split("\n## ", 1)[0]
+    assert ("**v0.1.0 to v0.3.0 (3 campaigns)**, in every one of them:\n\n"
+            "- **warning: high run-to-run variation** — meta-llama/Llama-3.1-8B-Instruct, Qwen/Qwen3-8B "
+            "(docker and native; 4 findings)\n\n"
+            "**w-context**\n\n"
+            "- **warning: high run-to-run variation** — meta-llama/Llama-3.1-8B-Instruct (docker and native; "
+            "2 findings)\n") in checks
+    assert "**v0.2.0**" not in checks and "Nothing besides" not in checks
+
+
+def test_the_checks_of_a_block_are_said_once() -> None:
+    """What every campaign of a block found is one list; each campaign adds what differs, and
+    those that add nothing are named once. A lone campaign's findings stay under its title."""
+    def line(campaign: str, code: str, models: list[str], severity: str = "warning") -> dict[str, Any]:
+        return {"severity": severity, "code": code, "title": code, "campaign": campaign, "models": models,
+                "levels": ["docker"], "count": 1}
+
+    groups = [line("old", "crash", ["a"], "error"),
+              line("v1", "drift", ["a"]), line("v1", "noisy", ["b"]),
+              line("v2", "drift", ["a"]),
+              line("v3", "drift", ["a"]), line("v3", "noisy", ["a"])]
+    block = {"campaigns": [SimpleNamespace(name=name) for name in ("v1", "v2", "v3")]}
+    assert findings_sections(groups, [block]) == [
+        {"campaign": "old", "found": [groups[0]]},
+        {"campaigns": ["v1", "v2", "v3"], "common": [groups[1]],
+         "each": [{"campaign": "v1", "found": [groups[2]]}, {"campaign": "v3", "found": [groups[5]]}],
+         "quiet": ["v2"]}]
+    # the same check on other models is not the same finding
+    other = [line("v1", "drift", ["a"]), line("v2", "drift", ["b"])]
+    pair = {"campaigns": [SimpleNamespace(name="v1"), SimpleNamespace(name="v2")]}
+    assert findings_sections(other, [pair]) == [
+        {"campaigns": ["v1", "v2"], "common": [],
+         "each": [{"campaign": "v1", "found": [other[0]]}, {"campaign": "v2", "found": [other[1]]}], "quiet": []}]

@@ -86,7 +86,7 @@ class HomePage(Page):
         return docs
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        from sparkreport.render.home import answers_moved, campaign_blocks
+        from sparkreport.render.home import answers_moved, campaign_blocks, findings_sections
         from sparkreport.render.report import bracketed, campaigns, effect_rows, grouped_findings, verdict_key
 
         effects = effect_rows(site)
@@ -121,7 +121,7 @@ class HomePage(Page):
         shown_cells += [e for m in moves for e in m["effects"]]
         history = site_history(site)
         return {"questions": list(questions.values()), "blocks": blocks, "groups": groups,
-                "severities": severities,
+                "sections": findings_sections(groups, blocks), "severities": severities,
                 "key": verdict_key(site, shown_cells, brackets=bracketed(*(q["answer"] for q in answered)),
                                    gaps=table_gaps(*(q["table"] for q in answered)) or any(m["gaps"] for m in moves)),
                 "earlier": [c for c in every if c.name in earlier],

@@ -1,7 +1,7 @@
 """Home's blocks: each of the newest campaigns answers its question in a block of its own, but
 neighbouring campaigns of one design (a release per campaign, say: Methodology's
 :func:`~sparkreport.render.builtin.design_groups`) share one block — the newest's answer in full,
-and a table of how each campaign answered.
+a table of how each campaign answered, and what the checks found in all of them said once.
 Five copies of one table, one per release, hid what changed between the releases.
 """
 
@@ -65,3 +65,44 @@ def answers_moved(site: SiteData, effects: list[dict[str, Any]], names: list[str
             "gaps": table_gaps(*tables) or any(None in cell["marks"] for row in rows for cell in row["cells"].values()),
             "effects": shown}
 
+
+def findings_sections(groups: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Home's "What the checks found", a section per campaign (named by ``campaign``; "" for
+    findings of no campaign, first) with its lines (``found``, in ``groups``' order: errors
+    first), in the order of the names — but a block of several campaigns is one section
+    (``campaigns``), at its first campaign's place: the lines found alike in every one of them
+    (``common``, said once), then what each adds (``each``: campaign and lines) and, where some
+    add lines, the campaigns that add nothing (``quiet``)."""
+    by_campaign: dict[str, list[dict[str, Any]]] = {}
+    for g in groups:
+        by_campaign.setdefault(g["campaign"], []).append(g)
+    block_of = {c.name: block for block in blocks if len(block["campaigns"]) > 1 for c in block["campaigns"]}
+    sections: list[dict[str, Any]] = []
+    done: set[int] = set()
+    for name in sorted(set(by_campaign) | set(block_of)):
+        block = block_of.get(name)
+        if block is None:
+            sections.append({"campaign": name, "found": by_campaign[name]})
+        elif id(block) not in done:
+            done.add(id(block))
+            members = [c.name for c in block["campaigns"]]
+            if any(by_campaign.get(member) for member in members):
+                sections.append(shared_findings(members, by_campaign))
+    return sections
+
+
+def _line(g: dict[str, Any]) -> tuple[Any, ...]:
+    """What a line of findings says but for its campaign: two campaigns' lines alike."""
+    return g["severity"], g["code"], tuple(g["models"]), tuple(g["levels"]), g["count"]
+
+
+def shared_findings(members: list[str], by_campaign: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The findings of the campaigns ``members`` as :func:`findings_sections` has a block's."""
+    lines = [{_line(g) for g in by_campaign.get(member, [])} for member in members]
+    alike = set.intersection(*lines)
+    common = [g for g in by_campaign.get(members[0], []) if _line(g) in alike]
+    each = [{"campaign": member, "found": [g for g in by_campaign.get(member, []) if _line(g) not in alike]}
+            for member in members]
+    adds = [e for e in each if e["found"]]
+    return {"campaigns": members, "common": common, "each": adds,
+            "quiet": [e["campaign"] for e in each if not e["found"]] if adds else []}
