@@ -364,3 +364,34 @@ def test_a_finding_about_a_level_of_a_label_names_its_arm_like_an_environment() 
                           titles={"c": "Campaign C"}) == "Campaign C · Model M (cache=cold, cache=warm)"
     assert message_where("c/m/cache=very cold: x") == "c/m/cache=very cold"
     assert message_where("3 run folder(s) without run.json: x") == ""
+
+
+def test_a_finding_names_its_metrics_by_their_labels_on_the_pages(tmp_path: Path) -> None:
+    """The checks write a metric's name (``output_throughput_tok_s``), which findings.csv and
+    ``check --json`` keep; Data quality and a campaign's caveats say its label, as the rest of
+    the pages do."""
+    from history_store import write_history_store
+
+    from sparkreport.analysis.checks import check
+    from sparkreport.config import AnalysisOptions
+    from sparkreport.dataset import load_dataset
+    from sparkreport.render.report import message_body
+
+    assert message_body("c/m/native: start_temp_c and end_temp_c missing in 2 of 3 runs") == (
+        "GPU temperature at start and GPU temperature at end missing in 2 of 3 runs.")
+    assert message_body("c/m/native: CV above 5% over 10 runs — ttft_ms_mean 6.0%, kv_cache_gib 5.1%") == (
+        "CV above 5% over 10 runs — time to first token (mean) 6.0%, KV cache 5.1%.")
+    # a setting's path, code and a name the catalog does not know stay as written
+    assert message_body("c: set `kv_cache_gib` or metrics.kv_cache_gib; gpu_util_pct") == (
+        "Set `kv_cache_gib` or metrics.kv_cache_gib; gpu_util_pct.")
+    write_history_store(tmp_path / "runs", versions=["0.1.0", "0.2.0"], runs=3, campaign="c")
+    (tmp_path / "sparkreport.yml").write_text("analysis:\n  cv_threshold: 0.0001\n", encoding="utf-8")
+    site = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path, docs_dir=tmp_path / "docs"))
+    found = check(load_dataset(tmp_path / "runs"), AnalysisOptions(cv_threshold=0.0001))  # what --json prints
+    assert [f for f in found if f.code == "high-cv"]
+    assert all("output_throughput_tok_s" in f.message for f in found if f.code == "high-cv")
+    quality = (site.docs_dir / "quality" / "index.md").read_text(encoding="utf-8")
+    caveats = (site.docs_dir / "campaigns" / "c" / "index.md").read_text(encoding="utf-8")
+    for page in (quality, caveats):
+        assert re.search(r"CV above 0% over \d+ runs — (output throughput|peak memory) \d", page), page
+        assert "output\\_throughput\\_tok\\_s" not in page and "peak\\_memory\\_gib" not in page

@@ -49,9 +49,32 @@ def message_campaign(message: str) -> str:
     return message_where(message).split("/")[0]
 
 
+#: A metric's name as a finding's message writes it ("ttft_ms_mean 6.0%"), not a part of a
+#: dotted setting, a path, a command's argument or code.
+_METRIC_NAME = re.compile(r"(?<![\w.`/=-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w`/=-]|\.\w)")
+
+
+def labelled(text: str) -> str:
+    """``text`` with each catalogued metric name in it as the pages call the metric, written as
+    a sentence carries it: "CV above 5% over 10 runs — time to first token (mean) 6.0%", "the
+    source does not report memory before KV cache" (an acronym keeps its capitals). The checks
+    write the names (findings.csv and ``--json`` keep them); the pages say the labels."""
+    from sparkreport import metrics as metric_catalog
+
+    def label(found: re.Match[str]) -> str:
+        name = found.group(0)
+        if metric_catalog.lookup(name) is None:
+            return name
+        text = metric_label(name)
+        return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+    return _METRIC_NAME.sub(label, text)
+
+
 def message_body(message: str) -> str:
-    """A finding's message without its 'campaign/model/environment: ' prefix, as a sentence."""
-    body = _PREFIX.sub("", message, count=1).strip()
+    """A finding's message without its 'campaign/model/environment: ' prefix, as a sentence, its
+    metrics named by their labels (:func:`labelled`)."""
+    body = labelled(_PREFIX.sub("", message, count=1).strip())
     if re.match(r"[a-z]+(?=[\s,:;])", body):  # a word, not a name ("gpt-oss-120b and …" stays as is)
         body = body[:1].upper() + body[1:]
     return body + ("" if body.endswith(".") else ".")
