@@ -117,3 +117,18 @@ def test_the_checks_of_a_block_are_said_once() -> None:
     assert findings_sections(other, [pair]) == [
         {"campaigns": ["v1", "v2"], "common": [],
          "each": [{"campaign": "v1", "found": [other[0]]}, {"campaign": "v2", "found": [other[1]]}], "quiet": []}]
+
+
+def test_the_chart_draws_the_answers_given_in_full(site: RenderResult) -> None:
+    """Home's forest chart draws the campaigns whose answer the page gives in full: of a block of
+    one design its newest, and a campaign of another design; the older releases' answers are in
+    their block's table, not in panels that repeat it. Its heading says so."""
+    import json
+
+    home = text(site, "index.md")
+    spec = json.loads((site.docs_dir / "charts" / "effects.vl.json").read_text(encoding="utf-8"))
+    panels = spec.get("vconcat", [spec])  # a panel per campaign
+    assert {row["campaign"] for panel in panels for row in panel["layer"][-1]["data"]["values"]} == {
+        "v0.3.0", "w-context"}
+    assert "## The answers at a glance\n\nEach campaign whose answer is given in full above;" in home
+    assert "## Every effect at a glance" not in home

@@ -134,10 +134,15 @@ class HomePage(Page):
                 "history_spans": history_spans(site)}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
-        from sparkreport.render.report import campaign_titles, effect_rows, forest_chart
+        from sparkreport.render.home import campaign_blocks
+        from sparkreport.render.report import campaign_titles, campaigns, effect_rows, forest_chart
 
         shown, _earlier = campaign_split(site)
-        every = [e for e in effect_rows(site) if str(e["campaign"]) in shown]
+        # the campaigns whose answer Home gives in full: of campaigns of one design, the newest
+        # (how the others answered is in its block's table; five near-identical panels told no more)
+        blocks = campaign_blocks(site, [c for c in campaigns(site) if c.name in shown])
+        drawn = {block["newest"].name for block in blocks}
+        every = [e for e in effect_rows(site) if str(e["campaign"]) in drawn]
         effects = [e for e in every if e["primary"]] or every
         if len(effects) > self.EFFECT_BUDGET:  # the largest effects; the rest are on Results
             effects = sorted(effects, key=lambda e: -abs(e["delta_pct"] or 0))[:self.EFFECT_BUDGET]
