@@ -305,7 +305,7 @@ def test_a_factor_other_than_environment_is_what_the_results_pages_describe(tmp_
     assert "No comparison could be made in this campaign: no run carries a cache (`label.cache`" in phase1
     # the campaigns' overview lists the environments and, beside them, the levels compared
     overview = (result.docs_dir / "campaigns" / "index.md").read_text(encoding="utf-8")
-    assert "| Campaign | Last run | Environments | Cache (baseline first) | Models | Data | GPU |" in overview
+    assert "| Campaign | Last run | Environments | Cache (baseline first) | Models | Data | Answers | GPU |" in overview
     assert "| 2026-11-23 | cgroup-16g, native | cold, warm | 2 | 80 runs |" in overview
     assert "| — | container, native | — | 3 | published figures (6 arms) |" in overview
     # published figures carry no cache: described per environment, and said so

@@ -33,6 +33,8 @@ from sparkreport.render.tables import metric_label, name_order
 from sparkreport.schema import RunRecord
 
 if TYPE_CHECKING:
+    from markupsafe import Markup
+
     from sparkreport.charts import ChartSpec
     from sparkreport.dataset import Dataset, ExportChunks
 
@@ -149,6 +151,34 @@ class HomePage(Page):
         chart = forest_chart(effects, name="effects", title="Every effect with its confidence interval",
                              confidence=site.config.analysis.confidence, titles=campaign_titles(site))
         return [chart] if chart is not None else []
+
+
+#: The order marks are counted in (the order the key under an answer's table says them).
+TALLY_ORDER = ("≈", "▲", "▼", "?", "○")
+
+
+def mark_tally(effects: list[dict[str, Any]]) -> Markup:
+    """How many of ``effects`` got each verdict mark, in :data:`TALLY_ORDER`, each mark kept with
+    its count ("≈ 14 · ▲ 8"; marks none got left out; empty for none)."""
+    from markupsafe import Markup
+
+    counts = {mark: sum(e["mark"] == mark for e in effects) for mark in TALLY_ORDER}
+    return Markup(" · ".join(f"{mark}\u00a0{count}" for mark, count in counts.items() if count))
+
+
+def answers_key(site: SiteData, counted: list[dict[str, Any]]) -> str:
+    """What the Campaigns overview's Answers column counts (``counted``: the effects it counted),
+    naming only the marks it shows."""
+    from sparkreport.render.report import join_and, margin_of, verdict_words
+
+    metrics = join_and([metric_label(m) for m in site.config.primary_metrics])
+    margin = margin_of(site, [e for e in counted if e["mark"] == "≈"]) or "each metric's margin"
+    words = {"≈": verdict_words("equivalent", margin), "▲": "higher", "▼": "lower than the baseline",
+             "?": "no difference detected, none ruled out", "○": verdict_words("untested")}
+    marks = {e["mark"] for e in counted}
+    said = join_and([f"{mark} {words[mark]}" for mark in TALLY_ORDER if mark in marks])
+    return (f"Answers: how many of the campaign's comparisons of its primary metrics ({metrics}) got each "
+            f"mark — {said}; its page says which.")
 
 
 def table_effects(table: dict[str, Any]) -> list[dict[str, Any]]:
@@ -959,22 +989,29 @@ class CampaignPage(Page):
         picks the newest for the nav): its last run, design, runs and hardware."""
         import pandas as pd
 
-        from sparkreport.render.report import campaign_times, campaigns, recency
+        from sparkreport.render.report import campaign_times, campaigns, effect_rows, recency
 
         times = campaign_times(site)
         when = recency(site)
+        of: dict[str, list[dict[str, Any]]] = {}
+        for effect in effect_rows(site):
+            of.setdefault(str(effect["campaign"]), []).append(effect)
+        counted = {name: [e for e in effects if e["primary"]] or effects for name, effects in of.items()}
         listed = []
         for c in sorted(campaigns(site), key=lambda c: when(c.name), reverse=True):
             found = times.get(c.name)
             listed.append({
+                "answers": mark_tally(counted.get(c.name, [])),
                 "name": c.name, "title": c.title, "href": doc.href(c.path),
                 "last_run": "—" if found is None or pd.isna(found) else found.strftime("%Y-%m-%d"),
                 "levels": c.levels, "environments": c.environments, "models": len(c.models),
                 "data": f"published figures ({c.arms} arms)" if c.published else f"{c.runs} runs",
                 "gpus": ", ".join(c.gpus) or "—",
             })
+        every = [e for effects in counted.values() for e in effects]
         doc.context = {"campaigns": listed, "in_nav": in_nav if in_nav < len(listed) else None,
-                       "timed": any(c["last_run"] != "—" for c in listed)}
+                       "timed": any(c["last_run"] != "—" for c in listed),
+                       "answers_key": answers_key(site, every) if every else None}
 
     def fill_campaign(self, site: SiteData, doc: PageDoc, campaign: Any, method_here: bool = False) -> None:
         """One campaign's context and charts; ``method_here``: with its Methodology section and arms
