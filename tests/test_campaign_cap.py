@@ -147,7 +147,7 @@ def test_without_run_times_the_overview_says_its_order_is_the_names(store: Path,
     overview = text(site, "campaigns/index.md")
     assert ("Every campaign in the store, newest first (by name, as no run records when it ran); the nav "
             "lists the 5 newest.") in overview
-    assert "| Campaign | Environments (baseline first) | Models | Data | GPU |" in overview
+    assert "| Campaign | Environments (baseline first) | Models | Data | Answers | GPU |" in overview
     rows = [line for line in overview.splitlines() if line.startswith("| [")]
     assert [re.match(r"\| \[(v[\d.]+)\]", row)[1] for row in rows] == sorted(
         (f"v{v}" for v in VERSIONS), reverse=True)
@@ -262,3 +262,14 @@ def test_without_a_memory_pool_the_budget_says_why_it_is_not_drawn(tmp_path: Pat
     page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "memory/index.md")
     assert "## Budget\n\nNo budget is drawn: no run here records the size of its memory pool" in page
     assert "memory-budget" not in page
+
+
+def test_many_older_campaigns_are_counted_not_listed_in_part(tmp_path: Path) -> None:
+    """Past eight older campaigns a model's page counts them and links their page: "the 9 older
+    ones are on a page of their own", not eight names and "1 more" in running text."""
+    versions = [f"0.{k}.0" for k in range(1, 15)]
+    write_history_store(tmp_path / "runs", versions=versions, runs=2, campaign_per_version=True)
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), MODEL)
+    assert "the\n9 older ones are on [a page of their own](earlier/index.md)." in page
+    assert "more) are on" not in page and "“v0.1.0”" not in page

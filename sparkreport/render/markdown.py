@@ -313,7 +313,7 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
                        cut=shown_values, counted=counted,
                        runs_and_summaries=runs_and_summaries, design_columns=design_columns, with_unit=with_unit,
-                       campaign_list=jinja2.pass_context(_campaign_list), margin=margin_text,
+                       campaign_list=jinja2.pass_context(_campaign_list), few=few, margin=margin_text,
                        metric_label=metric_catalog.label_of)
     return env
 
@@ -358,6 +358,13 @@ def _campaign_list(context: Any, names: Any) -> str:
     from sparkreport.render.report import titles_phrase
 
     return titles_phrase([_campaign_title(context, name) for name in names], limit=SHOWN_VALUES)
+
+
+def few(names: Any) -> bool:
+    """``{% if few(names) %}``: whether a sentence may name them all (at most as many as
+    ``campaign_list`` names before it cuts the list short); past that, a count says more than
+    eight names and "37 more"."""
+    return len(names) <= SHOWN_VALUES
 
 
 def _campaign_title(context: Any, name: Any) -> str:
