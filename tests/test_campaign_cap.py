@@ -120,13 +120,13 @@ def test_the_nav_lists_the_newest_campaigns_and_an_overview_lists_them_all(site:
                                "the nav lists the 5 newest.")
     rows = [line for line in overview.splitlines() if line.startswith("| [")]
     assert [re.match(r"\| \[(v[\d.]+)\]", row)[1] for row in rows] == [*reversed(NEWEST), *OLDER]
-    # each campaign's comparisons of its primary metrics counted by mark, as its page marks them
+    # the comparisons each campaign's answer reports, counted by mark, as its page marks them
     assert rows[0] == "| [v0.15.0](v0.15.0/index.md) | 2026-01-07 | native, docker | 1 | 6 runs | ≈\u00a01 · ?\u00a01 | — |"
     table = text(site, "campaigns/v0.15.0/index.md").split("| Model (docker vs native) |", 1)[1].split("\n\n")[0]
     cells = [cell.strip() for line in table.splitlines()[2:] for cell in line.strip("|").split("|")[1:]]
     assert sorted(cell.split()[0] for cell in cells) == ["?", "≈"]
-    assert ("\n\nAnswers: how many of the campaign's comparisons of its primary metrics (Output throughput, "
-            "Time to first token (mean)") in overview
+    assert ("\n\nAnswers: how many of the comparisons its answer reports (of the metrics the pages lead with: "
+            "Output throughput, Time to first token (mean)") in overview
     assert "got each mark — ≈ the same within ±2% and ? no difference detected, none ruled out; its page says which." \
         in overview
 

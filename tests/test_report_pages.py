@@ -248,7 +248,7 @@ def test_the_results_overview_leads_with_what_was_tested(shipped: RenderResult) 
     page = (shipped.docs_dir / "results" / "index.md").read_text(encoding="utf-8")
     assert ("Each arm's mean with its 95% confidence interval (*no spread*: every run recorded the same value). "
             "First the metrics the comparisons test: Output throughput, Time to first token (mean), Time per output "
-            "token (mean) and Request latency (mean); then the report's other primary metrics: Memory before KV "
+            "token (mean) and Request latency (mean); then the other metrics the pages lead with: Memory before KV "
             "cache, Peak memory and KV cache.\n") in page
     llama = page.split("## [Llama-3-8B shape (random weights)](llama-3-8b/index.md)\n", 1)[1].split("\n## ", 1)[0]
     # one campaign, one kind of data: both said once above the table, no column for either

@@ -177,8 +177,8 @@ def answers_key(site: SiteData, counted: list[dict[str, Any]]) -> str:
              "?": "no difference detected, none ruled out", "○": verdict_words("untested")}
     marks = {e["mark"] for e in counted}
     said = join_and([f"{mark} {words[mark]}" for mark in TALLY_ORDER if mark in marks])
-    return (f"Answers: how many of the campaign's comparisons of its primary metrics ({metrics}) got each "
-            f"mark — {said}; its page says which.")
+    return (f"Answers: how many of the comparisons its answer reports (of the metrics the pages lead with: "
+            f"{metrics}) got each mark — {said}; its page says which.")
 
 
 def table_effects(table: dict[str, Any]) -> list[dict[str, Any]]:
