@@ -213,8 +213,13 @@ class MemoryPage(Page):
             cgroup_observation,
             effect_rows,
             titles_phrase,
+            verdict_key,
         )
 
+        # Neighbouring campaigns of one design (a release each) are one block, as on Home: the
+        # newest's answer in full, then how the others' moved.
+        blocks = self.blocks(site, shown)
+        several = [block for block in blocks if len(block["campaigns"]) > 1]
         every_arm = budget_rows(site)
         budget = [b for b in every_arm if b["campaign"] in shown]
         known = [c for c in campaigns(site) if c.name in shown]
@@ -233,16 +238,40 @@ class MemoryPage(Page):
         effects = [e for e in effect_rows(site) if e["metric"] in MEMORY_METRICS and str(e["campaign"]) in shown]
         compared = {(str(e["campaign"]), str(e["metric"])) for e in effects}
         constant = held_constant_lines(site, [c.name for c in known], compared)
-        answers = [{"campaign": name, "lines": answer(site, [], [e for e in effects if e["campaign"] == name])
-                    + constant.get(name, [])}
-                   for name in sorted({str(e["campaign"]) for e in effects} | set(constant))]
-        return {"answers": answers, "bracketed": bracketed(*(a["lines"] for a in answers)),
-                "arms": wide, "budget": budget, "unified_campaigns": unified, "discrete_campaigns": discrete,
+        answered = {str(e["campaign"]) for e in effects} | set(constant)
+        answers = []
+        for block in blocks:
+            newest = block["newest"].name
+            if not answered & {c.name for c in block["campaigns"]}:
+                continue
+            lines = answer(site, [], [e for e in effects if e["campaign"] == newest]) + constant.get(newest, [])
+            answers.append({"campaign": newest, "lines": lines, "block": None if len(block["campaigns"]) == 1
+                            else block_answers(site, block, effects, constant)})
+        shown_lines = [a["lines"] for a in answers]
+        shown_lines += [o["lines"] for a in answers if a["block"] for o in a["block"]["older_answers"]]
+        moves = [a["block"]["moves"] for a in answers if a["block"] and a["block"]["moves"]]
+        return {"answers": answers, "bracketed": bracketed(*shown_lines),
+                "key": verdict_key(site, [e for m in moves for e in m["effects"]], brackets=bracketed(*shown_lines),
+                                   gaps=any(m["gaps"] for m in moves),
+                                   intervals=all(m["by"] == "campaign" for m in moves)) if moves else "",
+                "blocks": several, "arms": wide, "budget": budget,
+                "unified_campaigns": unified, "discrete_campaigns": discrete,
                 "observations": observations, "pool_text": pool_text, "titles": titles,
                 "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
                 "identity": [f for f in identity_fits(site) if f["campaign"] in shown], "ledger": ledger_summary(site),
                 "shown": sorted(shown), "earlier": sorted(earlier), "budget_file": BUDGET_FILE,
                 "results_href": doc.href("results/index.md")}
+
+    @staticmethod
+    def blocks(site: SiteData, shown: set[str]) -> list[dict[str, Any]]:
+        """The campaigns the page shows as Home's blocks
+        (:func:`~sparkreport.render.home.campaign_blocks`): a run of neighbouring campaigns of one
+        design is one block, whose ``newest`` the page gives in full; any other campaign a block
+        of its own."""
+        from sparkreport.render.home import campaign_blocks
+        from sparkreport.render.report import campaigns
+
+        return campaign_blocks(site, [c for c in campaigns(site) if c.name in shown])
 
     @staticmethod
     def campaign_split(site: SiteData) -> tuple[set[str], set[str]]:
@@ -271,6 +300,65 @@ class MemoryPage(Page):
         if chart is not None:
             out.append(chart)
         return out
+
+
+#: Rows of a block's table of how its answers moved before "and N more" (as on Home).
+ANSWER_ROWS = 40
+
+
+def block_answers(site: SiteData, block: dict[str, Any], effects: list[dict[str, Any]],
+                  constant: dict[str, list[str]]) -> dict[str, Any]:
+    """How the memory answers of a block's campaigns (of one design) moved, beside its newest's
+    answer: ``moves``, Home's table of them (:func:`~sparkreport.render.home.answers_moved`, the
+    memory metrics only), or, when every campaign gave each model the same verdict on each
+    figure, ``alike`` instead: the span of their differences per metric, a sentence. What an
+    older campaign held constant that the newest did not (``besides``: campaign and lines) is
+    said under it. Without a table (no memory metric is primary), ``older_answers``: each older
+    campaign's own answer, as the page gave it before."""
+    from sparkreport.render.home import answers_moved
+    from sparkreport.render.report import answer
+
+    names = [c.name for c in block["campaigns"]]
+    newest = block["newest"].name
+    of_block = [e for e in effects if e["campaign"] in names]
+    older = [name for name in names if name != newest]
+    besides = [{"campaign": name, "lines": constant[name]} for name in older
+               if constant.get(name) and constant.get(name) != constant.get(newest)]
+    moves = answers_moved(site, of_block, names, ANSWER_ROWS) if of_block else None
+    if moves is not None and not moves["rows"]:
+        moves = None
+    alike = answered_alike(moves) if moves is not None and not besides else None
+    older_answers = [] if moves is not None else [
+        {"campaign": name, "lines": lines} for name in older
+        if (lines := answer(site, [], [e for e in of_block if e["campaign"] == name]))]
+    return {"campaigns": block["campaigns"], "older": older, "differs": block["differs"],
+            "moves": None if alike else moves, "alike": alike, "besides": besides, "older_answers": older_answers}
+
+
+def answered_alike(moves: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """When every campaign of a block gave each model the same mark on each metric of ``moves``
+    (:func:`~sparkreport.render.home.answers_moved`), the span of their differences per metric
+    (``label``, ``low``, ``high``, in percent), for one sentence instead of the table; else None
+    (a mark that moves, a model compared in some campaigns only, or rows cut short)."""
+    if moves.get("more"):
+        return None
+    spans = []
+    for m in moves["metrics"]:
+        deltas: list[float] = []
+        if moves["by"] == "campaign":  # a row per campaign, each cell an effect
+            cells = [row["cells"].get(m["metric"]) for row in moves["rows"]]
+            if len({cell["mark"] if cell is not None else None for cell in cells}) > 1:
+                return None
+            deltas = [cell["delta_pct"] for cell in cells if cell is not None and cell["delta_pct"] is not None]
+        else:  # a row per model, each cell the campaigns' marks in order and the span of their Δ%
+            for row in moves["rows"]:
+                cell = row["cells"][m["metric"]]
+                if len(set(cell["marks"])) > 1:
+                    return None
+                deltas += [value for value in (cell["low"], cell["high"]) if value is not None]
+        if deltas:
+            spans.append({"label": m["label"], "low": min(deltas), "high": max(deltas)})
+    return spans
 
 
 def identity_fits(site: SiteData) -> list[dict[str, Any]]:

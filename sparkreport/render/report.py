@@ -640,19 +640,25 @@ def table_gaps(*tables: dict[str, Any]) -> bool:
 
 
 def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool, what: str = "Cells",
-                gaps: bool = False) -> Markup:
+                gaps: bool = False, intervals: bool = True) -> Markup:
     """The key under a table of verdict marks, saying only what the table shows: the marks
     present, how they were tested, the margin when a mark depends on it, that the intervals are
     not Holm-adjusted when a ? interval excludes zero, brackets when the answer above has them.
     ``what``: the name of the column or cells that hold the differences; ``gaps``: a table above
-    has cells of "—", which the key then explains."""
+    has cells of "—", which the key then explains; ``intervals=False``: its cells hold marks
+    without intervals (Home's table of how the answers of several campaigns moved, whose heading
+    says what a cell holds), so the key does not say what a cell holds."""
     from markupsafe import Markup
 
     marks = {str(e["mark"]) for e in effects}
     ci_label = site.confidence_label
     margin = margin_of(site, [e for e in effects if e["mark"] == "≈"]) or "each metric's margin"
-    out = [f"{what}: difference from the baseline in percent, with its {ci_label} confidence interval"
-           + ("; brackets in the answers span those intervals." if brackets else ".")]
+    if intervals:
+        out = [f"{what}: difference from the baseline in percent, with its {ci_label} confidence interval"
+               + ("; brackets in the answers span those intervals." if brackets else ".")]
+    else:
+        out = [f"Brackets in the answers span the {ci_label} confidence intervals of the differences."
+               if brackets else ""]
     said = []
     if "≈" in marks:
         said.append(f"≈ {verdict_words('equivalent', margin)} (TOST: the {site.tost_label} interval lies inside "

@@ -1,0 +1,110 @@
+"""The Memory page gives neighbouring campaigns of one design (a release each) one block, as Home
+does: which campaigns it covers, the newest's answer in full and how the others' answers moved
+(or one sentence when they answered alike); a campaign of another design keeps its own answer."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from history_store import write_history_store
+
+from sparkreport.render import RenderOptions, RenderResult, render
+from sparkreport.render.memory import answered_alike
+
+RELEASES = ["0.1.0", "0.2.0", "0.3.0"]
+MODELS = ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B")
+SIZED = {"pool_gib": 119.7, "kv_fraction": 0.9}
+BLOCK = "v0.1.0 to v0.3.0 (3 campaigns)"
+
+
+def write_project(root: Path, *, models: int = 2, noise: float = 0.01, other: bool = True) -> RenderResult:
+    """Three releases of one design whose runtime sized the KV cache as 0.9 of the memory left
+    free (``models`` models each, a campaign per release), then, with ``other``, a campaign of
+    another design (one model only)."""
+    write_history_store(root / "runs", versions=RELEASES, runs=3, campaign_per_version=True, noise=noise, **SIZED)
+    if models > 1:
+        write_history_store(root / "runs", versions=RELEASES, runs=3, campaign_per_version=True, noise=noise,
+                            model="qwen3-8b", model_id="Qwen/Qwen3-8B", run_prefix="q-", seed=4, **SIZED)
+    if other:
+        write_history_store(root / "runs", versions=["0.4.0"], runs=3, campaign="w-context", run_prefix="w-", seed=5,
+                            noise=noise, **SIZED)
+    (root / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    return render(RenderOptions(runs_dir=root / "runs", project_root=root, docs_dir=root / "build" / "docs"))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
+    return write_project(tmp_path_factory.mktemp("memory-groups"))
+
+
+def text(site: RenderResult, path: str) -> str:
+    return (site.docs_dir / path).read_text(encoding="utf-8")
+
+
+def table_after(page: str, head: str) -> dict[str, dict[str, str]]:
+    """The table whose header row starts with ``head``: first cell → column label → cell."""
+    lines = page.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
+    labels = [cell.strip() for cell in (head + lines[0]).strip("| ").split(" | ")]
+    return {cells[0]: dict(zip(labels[1:], cells[1:], strict=True))
+            for cells in (line.strip("| ").split(" | ") for line in lines[2:])}
+
+
+def test_a_block_gives_the_newest_answer_and_how_the_others_moved(site: RenderResult) -> None:
+    page = text(site, "memory/index.md")
+    assert ("\n[v0.1.0](../campaigns/v0.1.0/index.md), [v0.2.0](../campaigns/v0.2.0/index.md) and "
+            "[v0.3.0](../campaigns/v0.3.0/index.md) are 3 campaigns of one design (the same models, settings and "
+            "environments; what differs between them: engine version 0.1.0 / 0.2.0 / 0.3.0).\n") in page
+    answers = page.split(f"**{BLOCK}**: the answer of the newest, v0.3.0.\n\n", 1)[1].split("\n## ", 1)[0]
+    assert answers.startswith("- **The same within ±2%** (2 models): KV cache, docker against native")
+    top = page.split("\n## ", 1)[0]  # the answers: the older releases' are not given in full
+    assert "**v0.1.0**" not in top and "**v0.2.0**" not in top
+    assert page.count("- **Higher in docker than in native**") == 2  # the newest of the block, and w-context
+    # one row per model; in each cell each release's mark, as its own page's table has it, in order
+    moved = table_after(answers, "| Model (docker vs native) |")
+    assert list(moved) == list(MODELS)
+    own = [table_after(text(site, f"campaigns/v{release}/index.md"), "| Model (docker vs native) |")
+           for release in RELEASES]
+    marks = set()
+    for model in MODELS:
+        for label in ("Memory before KV cache", "KV cache"):
+            cell = moved[model][label].split(" ")
+            marks.add(cell[0])
+            assert cell[0].split("\u00a0") == [table[model][label].split(" ")[0] for table in own]
+    assert any(len(set(m.split("\u00a0"))) > 1 for m in marks)  # this store's answers do move
+    assert "Brackets in the answers span the 95% confidence intervals of the differences. ≈ the same" in answers
+    # the campaign of another design: its answer as the page gave it
+    other = answers.split("\n**w-context**\n\n", 1)[1]
+    assert other.startswith("- **The same within ±2%** (1 model): KV cache, docker against native")
+
+
+def test_releases_that_answer_alike_are_one_sentence(tmp_path: Path) -> None:
+    """One model, little noise: every release gives the same verdicts, said in one sentence with
+    the span of their differences, not in a table."""
+    page = text(write_project(tmp_path, models=1, noise=0.002, other=False), "memory/index.md")
+    answers = page.split(f"**{BLOCK}**: the answer of the newest, v0.3.0.\n\n", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"\nThe other 2 answered alike: each gave every model the same verdict on each figure as "
+                      r"v0\.3\.0\.\nAcross the 3 campaigns, the differences from the baseline span "
+                      r"\+(\d\.\d\d)% to \+(\d\.\d\d)% \(Memory before KV cache\) and -(\d\.\d\d)% to -(\d\.\d\d)% "
+                      r"\(KV cache\); each campaign's intervals are on its page\.\n", answers)
+    assert found, answers
+    low, high = float(found[1]), float(found[2])
+    assert 4 < low <= high < 7  # docker holds about 1 GiB more of about 18
+    assert "How the answers moved" not in page and "| Model (docker vs native) |" not in page
+    assert "\nIn these answers, brackets give the span of the 95% CIs of the differences.\n" in page
+
+
+def test_a_mark_that_moves_keeps_the_table() -> None:
+    def cell(marks: list[str | None], low: float, high: float) -> dict[str, Any]:
+        return {"marks": marks, "low": low, "high": high}
+
+    moves = {"by": "model", "more": 0, "metrics": [{"metric": "kv_cache_gib", "label": "KV cache"}],
+             "rows": [{"model_name": "m", "cells": {"kv_cache_gib": cell(["≈", "≈"], -1.0, -0.5)}},
+                      {"model_name": "n", "cells": {"kv_cache_gib": cell(["≈", "≈"], -0.9, -0.2)}}]}
+    assert answered_alike(moves) == [{"label": "KV cache", "low": -1.0, "high": -0.2}]
+    moves["rows"][1]["cells"]["kv_cache_gib"]["marks"] = ["≈", "?"]
+    assert answered_alike(moves) is None
+    moves["rows"][1]["cells"]["kv_cache_gib"]["marks"] = [None, "≈"]  # compared in one release only
+    assert answered_alike(moves) is None
