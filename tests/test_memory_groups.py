@@ -1,18 +1,23 @@
 """The Memory page gives neighbouring campaigns of one design (a release each) one block, as Home
 does: which campaigns it covers, the newest's answer in full and how the others' answers moved
-(or one sentence when they answered alike); a campaign of another design keeps its own answer."""
+(or one sentence when they answered alike), the charts and tables of the newest only, the others
+pointed to (budget.csv, Results) with how far they are from it; a campaign of another design keeps
+its own section."""
 
 from __future__ import annotations
 
+import csv
+import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from history_store import write_history_store
 
 from sparkreport.render import RenderOptions, RenderResult, render
-from sparkreport.render.memory import answered_alike
+from sparkreport.render.memory import answered_alike, largest_move
 
 RELEASES = ["0.1.0", "0.2.0", "0.3.0"]
 MODELS = ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B")
@@ -44,6 +49,10 @@ def text(site: RenderResult, path: str) -> str:
     return (site.docs_dir / path).read_text(encoding="utf-8")
 
 
+def section(page: str, heading: str) -> str:
+    return page.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
 def table_after(page: str, head: str) -> dict[str, dict[str, str]]:
     """The table whose header row starts with ``head``: first cell → column label → cell."""
     lines = page.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
@@ -56,7 +65,9 @@ def test_a_block_gives_the_newest_answer_and_how_the_others_moved(site: RenderRe
     page = text(site, "memory/index.md")
     assert ("\n[v0.1.0](../campaigns/v0.1.0/index.md), [v0.2.0](../campaigns/v0.2.0/index.md) and "
             "[v0.3.0](../campaigns/v0.3.0/index.md) are 3 campaigns of one design (the same models, settings and "
-            "environments; what differs between them: engine version 0.1.0 / 0.2.0 / 0.3.0).\n") in page
+            "environments; what differs between them: engine version 0.1.0 / 0.2.0 / 0.3.0).\n"
+            "This page gives the newest, v0.3.0 (by their last run), in full, and of the other 2 how far they\n"
+            "differ from it; every arm's budget, theirs too, is in [budget.csv](budget.csv).\n") in page
     answers = page.split(f"**{BLOCK}**: the answer of the newest, v0.3.0.\n\n", 1)[1].split("\n## ", 1)[0]
     assert answers.startswith("- **The same within ±2%** (2 models): KV cache, docker against native")
     top = page.split("\n## ", 1)[0]  # the answers: the older releases' are not given in full
@@ -96,6 +107,43 @@ def test_releases_that_answer_alike_are_one_sentence(tmp_path: Path) -> None:
     assert "\nIn these answers, brackets give the span of the 95% CIs of the differences.\n" in page
 
 
+def test_the_charts_draw_the_newest_of_a_block_and_budget_csv_keeps_every_arm(site: RenderResult) -> None:
+    charts = site.docs_dir / "memory" / "charts"
+    newest = "v0.3.0, the newest of v0.1.0 to v0.3.0"
+    budget = json.loads((charts / "memory-budget.vl.json").read_text(encoding="utf-8"))
+    assert {row["campaign"] for row in budget["data"]["values"]} == {newest, "w-context"}
+    scatter = json.dumps(json.loads((charts / "kv-vs-peak.vl.json").read_text(encoding="utf-8")))
+    assert newest in scatter and "w-context" in scatter and '"v0.1.0"' not in scatter
+    # no campaign is older than the five newest: budget.csv is offered for the block's
+    doc = next(d for d in site.pages if d.path == "memory/index.md")
+    assert doc.files == ["memory/budget.csv"]
+    with (site.docs_dir / "memory" / "budget.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert {row["campaign"] for row in rows} == {"v0.1.0", "v0.2.0", "v0.3.0", "w-context"}
+
+
+def test_the_tables_print_the_newest_and_say_how_far_the_others_are(site: RenderResult) -> None:
+    page = text(site, "memory/index.md")
+    for heading in ("Memory in use and KV cache", "Memory budget"):
+        tables = section(page, heading)
+        assert re.findall(r"^\*\*(.+?)\*\*(.*)$", tables, flags=re.M) == [
+            ("v0.3.0", f", the newest of {BLOCK}"), ("w-context", "")], heading
+    # how far the older releases' means are from the newest's, from every arm's figures
+    with (site.docs_dir / "memory" / "budget.csv").open(encoding="utf-8") as f:
+        arms = {(r["campaign"], r["model"], r["environment"]): r for r in csv.DictReader(f)}
+    moves = [(abs(float(r[key]) - float(arms[("v0.3.0", model, env)][key])), key, model, env, campaign)
+             for (campaign, model, env), r in arms.items() if campaign in ("v0.1.0", "v0.2.0")
+             for key in ("pre_kv", "kv")]
+    gib, key, model, env, campaign = max(moves)
+    label = {"pre_kv": "Memory before KV cache", "kv": "KV cache"}[key]
+    name = {"llama-3.1-8b": MODELS[0], "qwen3-8b": MODELS[1]}[model]
+    assert (f"\nNot printed again: “v0.1.0” and “v0.2.0”, whose means differ from these by {gib:.2f} GiB at most "
+            f"({label} of {name} in {env}, in {campaign}).\nEach arm's figures are on its model's "
+            "[Results](../results/index.md) page.\n") in section(page, "Memory in use and KV cache")
+    assert ("\nThe budgets of “v0.1.0” and “v0.2.0”, of the same design, are in [budget.csv](budget.csv) with every "
+            "other arm's.\n") in section(page, "Memory budget")
+
+
 def test_a_mark_that_moves_keeps_the_table() -> None:
     def cell(marks: list[str | None], low: float, high: float) -> dict[str, Any]:
         return {"marks": marks, "low": low, "high": high}
@@ -108,3 +156,15 @@ def test_a_mark_that_moves_keeps_the_table() -> None:
     assert answered_alike(moves) is None
     moves["rows"][1]["cells"]["kv_cache_gib"]["marks"] = [None, "≈"]  # compared in one release only
     assert answered_alike(moves) is None
+
+
+def test_the_largest_move_is_found_per_arm_and_figure() -> None:
+    def arm(campaign: str, env: str, pre_kv: float, kv: float | None) -> dict[str, Any]:
+        return {"campaign": campaign, "model": "m", "model_name": "M", "environment": env,
+                "pre_kv": {"mean": pre_kv}, "peak": None, "kv": None if kv is None else {"mean": kv}}
+
+    block = {"campaigns": [SimpleNamespace(name=n) for n in ("a", "b")], "newest": SimpleNamespace(name="b")}
+    arms = [arm("a", "docker", 19.0, 90.0), arm("a", "native", 18.0, 91.7), arm("a", "cgroup", 18.0, 91.0),
+            arm("b", "docker", 19.1, 90.0), arm("b", "native", 18.0, 91.5)]
+    assert largest_move(arms, block) == {"gib": pytest.approx(0.2), "arm": "M in native", "label": "KV cache",
+                                         "campaign": "a", "unmatched": 1}

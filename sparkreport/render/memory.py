@@ -217,9 +217,12 @@ class MemoryPage(Page):
         )
 
         # Neighbouring campaigns of one design (a release each) are one block, as on Home: the
-        # newest's answer in full, then how the others' moved.
+        # newest in full, the others by how far they differ from it (see the module's docstring).
         blocks = self.blocks(site, shown)
+        drawn = {block["newest"].name for block in blocks}
         several = [block for block in blocks if len(block["campaigns"]) > 1]
+        for block in several:
+            block["older"] = [c.name for c in block["campaigns"] if c.name != block["newest"].name]
         every_arm = budget_rows(site)
         budget = [b for b in every_arm if b["campaign"] in shown]
         known = [c for c in campaigns(site) if c.name in shown]
@@ -229,7 +232,7 @@ class MemoryPage(Page):
         pool_text = {"unified": pool_phrase(unified, budget), "discrete": pool_phrase(discrete, budget)}
         titles = {"unified": titles_phrase([c.title for c in unified]),
                   "discrete": titles_phrase([c.title for c in discrete])}
-        if earlier:  # every arm's budget, the older campaigns' too, beside the page
+        if earlier or several:  # every arm's budget, the older campaigns' too, beside the page
             folder = out / self.folder
             folder.mkdir(parents=True, exist_ok=True)
             write_budget_csv(every_arm, folder / BUDGET_FILE)
@@ -254,7 +257,10 @@ class MemoryPage(Page):
                 "key": verdict_key(site, [e for m in moves for e in m["effects"]], brackets=bracketed(*shown_lines),
                                    gaps=any(m["gaps"] for m in moves),
                                    intervals=all(m["by"] == "campaign" for m in moves)) if moves else "",
-                "blocks": several, "arms": wide, "budget": budget,
+                "blocks": several, "block_of": {block["newest"].name: block for block in several},
+                "moved": {block["newest"].name: largest_move(wide, block) for block in several},
+                "arms": [a for a in wide if a["campaign"] in drawn],
+                "budget": [b for b in budget if b["campaign"] in drawn],
                 "unified_campaigns": unified, "discrete_campaigns": discrete,
                 "observations": observations, "pool_text": pool_text, "titles": titles,
                 "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
@@ -284,19 +290,26 @@ class MemoryPage(Page):
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
         from sparkreport.charts import memory_scatter
-
-        shown, _earlier = self.campaign_split(site)
-        out = []
         from sparkreport.render.report import campaign_titles, environment_colours
 
-        waterfall = budget_chart([b for b in budget_rows(site) if b["campaign"] in shown], campaign_titles(site))
+        shown, _earlier = self.campaign_split(site)
+        # of campaigns of one design, the newest, its panel saying so: a panel per release
+        # repeated one budget
+        blocks = self.blocks(site, shown)
+        drawn = {block["newest"].name for block in blocks}
+        titles = campaign_titles(site)
+        titles = {**titles, **{block["newest"].name: f"{block['newest'].title}, the newest of "
+                                                     f"{block['campaigns'][0].title} to {block['campaigns'][-1].title}"
+                               for block in blocks if len(block["campaigns"]) > 1}}
+        out = []
+        waterfall = budget_chart([b for b in budget_rows(site) if b["campaign"] in drawn], titles)
         if waterfall is not None:
             out.append(waterfall)
         points = scatter_points(site)
-        chart = memory_scatter(points[points["campaign"].astype(str).isin(shown)], name="kv-vs-peak",
+        chart = memory_scatter(points[points["campaign"].astype(str).isin(drawn)], name="kv-vs-peak",
                                title="KV cache against memory in use before it was allocated",
-                               fits=[f for f in identity_fits(site) if f["campaign"] in shown],
-                               titles=campaign_titles(site), colours=environment_colours(site))
+                               fits=[f for f in identity_fits(site) if f["campaign"] in drawn],
+                               titles=titles, colours=environment_colours(site))
         if chart is not None:
             out.append(chart)
         return out
@@ -359,6 +372,38 @@ def answered_alike(moves: dict[str, Any]) -> list[dict[str, Any]] | None:
         if deltas:
             spans.append({"label": m["label"], "low": min(deltas), "high": max(deltas)})
     return spans
+
+
+def largest_move(arms: list[dict[str, Any]], block: dict[str, Any]) -> dict[str, Any] | None:
+    """How far the older campaigns of a block are from its newest, in the figures of the page's
+    table of memory in use (``arms``: its rows, every campaign's): the largest difference of an
+    arm's mean from the newest's same arm (``gib``, with the ``arm``, ``label`` and ``campaign``
+    it is found in), and how many of their arms the newest lacks (``unmatched``). None when no
+    arm of theirs matches one of the newest."""
+    from sparkreport.render.tables import metric_label
+
+    newest = block["newest"].name
+    names = {c.name for c in block["campaigns"]} - {newest}
+    figures = {"pre_kv": "pre_kv_memory_gib", "peak": "peak_memory_gib", "kv": "kv_cache_gib"}
+    base = {(a["model"], a["environment"]): a for a in arms if a["campaign"] == newest}
+    best: dict[str, Any] | None = None
+    unmatched = 0
+    for a in arms:
+        if a["campaign"] not in names:
+            continue
+        same = base.get((a["model"], a["environment"]))
+        if same is None:
+            unmatched += 1
+            continue
+        for key, metric in figures.items():
+            mean, newest_mean = (plain(row[key]["mean"]) if row[key] is not None else None for row in (a, same))
+            if mean is None or newest_mean is None:
+                continue
+            gib = abs(float(mean) - float(newest_mean))
+            if best is None or gib > best["gib"]:
+                best = {"gib": gib, "arm": f"{a['model_name']} in {a['environment']}", "label": metric_label(metric),
+                        "campaign": a["campaign"]}
+    return None if best is None else {**best, "unmatched": unmatched}
 
 
 def identity_fits(site: SiteData) -> list[dict[str, Any]]:
