@@ -1,8 +1,8 @@
 """The Memory page gives neighbouring campaigns of one design (a release each) one block, as Home
 does: which campaigns it covers, the newest's answer in full and how the others' answers moved
-(or one sentence when they answered alike), the charts and tables of the newest only, the others
-pointed to (budget.csv, Results) with how far they are from it; a campaign of another design keeps
-its own section."""
+(or one sentence when they answered alike), a fit said once, the charts and tables of the newest
+only, the others pointed to (budget.csv, Results) with how far they are from it; a campaign of
+another design keeps its own section."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from history_store import write_history_store
 
 from sparkreport.render import RenderOptions, RenderResult, render
-from sparkreport.render.memory import answered_alike, largest_move
+from sparkreport.render.memory import answered_alike, identity_sections, largest_move
 
 RELEASES = ["0.1.0", "0.2.0", "0.3.0"]
 MODELS = ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B")
@@ -142,6 +142,41 @@ def test_the_tables_print_the_newest_and_say_how_far_the_others_are(site: Render
             "[Results](../results/index.md) page.\n") in section(page, "Memory in use and KV cache")
     assert ("\nThe budgets of “v0.1.0” and “v0.2.0”, of the same design, are in [budget.csv](budget.csv) with every "
             "other arm's.\n") in section(page, "Memory budget")
+
+
+def test_a_fit_the_releases_share_is_said_once(site: RenderResult) -> None:
+    fits = section(text(site, "memory/index.md"), "One finding, not two")
+    assert fits.startswith(
+        f"\n- **{BLOCK}**: KV cache = 0.900 × (pool − memory before the KV cache) +0.00 GiB fits all 4 arms of each "
+        "(R² 1.0000): the KV cache is sized as a fixed fraction of the memory left free")
+    assert fits.count("\n- **") == 1  # w-context's two arms fit no line
+    assert "the fitted\nfraction (0.900 in every campaign)\n" in fits
+
+
+def fit(campaign: str, fraction: float, intercept: str, arms: int = 10, r2: str = "1.0000") -> dict[str, Any]:
+    body = (f"KV cache = {fraction:.3f} × (pool − memory before the KV cache) {intercept} GiB fits all {arms} arms "
+            f"(R² {r2}): the KV cache is sized as a fixed fraction of the memory left free.")
+    return {"campaign": campaign, "body": body, "fraction": fraction}
+
+
+def test_fits_are_said_once_where_they_agree_but_for_intercept_and_r2() -> None:
+    """Releases whose fits differ only in the intercept and R² share a line with their spans; one
+    with another fraction or arm count keeps its own; a campaign of another design its own."""
+    block = {"campaigns": [SimpleNamespace(name=name) for name in ("a", "b", "c", "d")]}
+    other = {"campaigns": [SimpleNamespace(name="z")]}
+    fits = [fit("a", 0.9, "+0.01"), fit("b", 0.9, "-0.02", r2="0.9998"), fit("c", 0.85, "+0.00"),
+            fit("d", 0.9, "+0.00"), fit("z", 0.9, "+0.07", arms=6)]
+    said = identity_sections(fits, [block, other])
+    assert [(line["campaigns"], line.get("contiguous")) for line in said["lines"]] == [
+        (["a", "b", "d"], False), (["c"], None), (["z"], None)]
+    assert said["lines"][0]["body"] == (
+        "KV cache = 0.900 × (pool − memory before the KV cache) + c fits all 10 arms of each "
+        "(c from -0.02 to +0.01 GiB; R² 0.9998 to 1.0000): the KV cache is sized as a fixed fraction of the "
+        "memory left free.")
+    assert said["lines"][1]["body"] == fits[2]["body"] and said["lines"][2]["body"] == fits[4]["body"]
+    assert said["fractions"] == [0.9, 0.85, 0.9] and not said["same"]
+    # one fit alone: its own fraction, not "in every campaign"
+    assert identity_sections([fits[4]], [other])["same"] is False
 
 
 def test_a_mark_that_moves_keeps_the_table() -> None:

@@ -11,6 +11,7 @@ is the figure the run recorded (``memory_available_gib``), else pool − memory 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -250,6 +251,7 @@ class MemoryPage(Page):
             lines = answer(site, [], [e for e in effects if e["campaign"] == newest]) + constant.get(newest, [])
             answers.append({"campaign": newest, "lines": lines, "block": None if len(block["campaigns"]) == 1
                             else block_answers(site, block, effects, constant)})
+        fits = [f for f in identity_fits(site) if f["campaign"] in shown]
         shown_lines = [a["lines"] for a in answers]
         shown_lines += [o["lines"] for a in answers if a["block"] for o in a["block"]["older_answers"]]
         moves = [a["block"]["moves"] for a in answers if a["block"] and a["block"]["moves"]]
@@ -264,7 +266,9 @@ class MemoryPage(Page):
                 "unified_campaigns": unified, "discrete_campaigns": discrete,
                 "observations": observations, "pool_text": pool_text, "titles": titles,
                 "has_pre_kv": bool((pairs["metric"] == "pre_kv_memory_gib").any()),
-                "identity": [f for f in identity_fits(site) if f["campaign"] in shown], "ledger": ledger_summary(site),
+                # the fits of the campaigns shown, and as the page says them: a block's once
+                "identity": fits, "fits": identity_sections(fits, blocks),
+                "ledger": ledger_summary(site),
                 "shown": sorted(shown), "earlier": sorted(earlier), "budget_file": BUDGET_FILE,
                 "results_href": doc.href("results/index.md")}
 
@@ -416,6 +420,53 @@ def identity_fits(site: SiteData) -> list[dict[str, Any]]:
         {"campaign": f.message.split(":")[0], "message": f.message, "body": message_body(f.message), **f.numbers}
         for f in site.findings if f.code == "derived-identity"
     ]
+
+
+#: The numbers of a derived-identity finding's sentence that differ between two campaigns whose
+#: runtimes sized the KV cache alike: its intercept and its R² (written by
+#: :func:`sparkreport.analysis.physics._identity`).
+_FIT_NUMBERS = re.compile(r" (?P<c>[+-]\d+\.\d+) GiB fits all (?P<arms>\d+) arms \(R² (?P<r2>\d\.\d+)\)")
+
+
+def identity_sections(fits: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """"One finding, not two": the ``fits`` (:func:`identity_fits`) in the order of ``blocks``,
+    the campaigns of a block whose sentences agree but for the intercept and R² (the same
+    fraction, the same free memory and as many arms) said once (``campaigns``, several, with
+    ``contiguous``: they follow one another in it, so the page names them by the first and the
+    last; ``body``: the sentence with the span of their intercepts and R²), any other fit as its
+    campaign's own.
+    ``fractions``: the fitted fraction of each line, and ``same``: one fraction, in more than one
+    campaign (said once: "0.900 in every campaign"). Empty ``lines`` when no fit holds."""
+    by_campaign = {f["campaign"]: f for f in fits}
+    lines: list[dict[str, Any]] = []
+    for block in blocks:
+        names = [c.name for c in block["campaigns"]]
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for name in names:
+            fit = by_campaign.get(name)
+            if fit is not None:
+                found = _FIT_NUMBERS.search(fit["body"])
+                key = _FIT_NUMBERS.sub(f" _ fits all {found['arms']} arms", fit["body"]) if found else name
+                groups.setdefault(key, []).append(fit)
+        for members in groups.values():
+            if len(members) == 1:
+                lines.append({"campaigns": [members[0]["campaign"]], "body": members[0]["body"],
+                              "fraction": members[0]["fraction"]})
+                continue
+            numbers = [match for f in members if (match := _FIT_NUMBERS.search(f["body"]))]  # all: they are keyed so
+            intercepts = sorted({float(match["c"]) for match in numbers})
+            r2 = sorted({match["r2"] for match in numbers}, key=float)
+            c = f"{numbers[0]['c']} GiB" if len(intercepts) == 1 else "+ c"  # one: as the finding writes it
+            told = f"R² {r2[0]}" if len(r2) == 1 else f"R² {r2[0]} to {r2[-1]}"
+            if len(intercepts) > 1:
+                told = f"c from {intercepts[0]:+.2f} to {intercepts[-1]:+.2f} GiB; {told}"
+            body = _FIT_NUMBERS.sub(f" {c} fits all {numbers[0]['arms']} arms of each ({told})", members[0]["body"])
+            at = [names.index(f["campaign"]) for f in members]
+            lines.append({"campaigns": [f["campaign"] for f in members], "body": body,
+                          "fraction": members[0]["fraction"], "contiguous": at == list(range(at[0], at[0] + len(at)))})
+    fractions = [line["fraction"] for line in lines]
+    return {"lines": lines, "fractions": fractions,
+            "same": len({round(f, 3) for f in fractions}) == 1 and sum(len(line["campaigns"]) for line in lines) > 1}
 
 
 def pool_phrase(campaigns: list[Any], budget: list[dict[str, Any]]) -> str:
