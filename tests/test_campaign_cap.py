@@ -275,3 +275,12 @@ def test_many_older_campaigns_are_counted_not_listed_in_part(tmp_path: Path) -> 
     page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), MODEL)
     assert "the\n9 older ones are on [a page of their own](earlier/index.md)." in page
     assert "more) are on" not in page and "“v0.1.0”" not in page
+
+
+def test_many_older_campaigns_are_counted_on_the_memory_page(tmp_path: Path) -> None:
+    """The Memory page, like a model's page, counts older campaigns past eight."""
+    versions = [f"0.{k}.0" for k in range(1, 15)]
+    write_history_store(tmp_path / "runs", versions=versions, runs=2, campaign_per_version=True, kv_cache=True)
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "memory/index.md")
+    assert "The\n9 older ones have their memory figures per arm on" in page and "“v0.1.0”" not in page
