@@ -285,6 +285,29 @@ def test_a_cell_of_dash_is_explained_under_the_table(phase1_dataset: Dataset, tm
     assert said not in verdict_key(site, [], brackets=False)
 
 
+def test_the_key_says_the_intervals_are_not_adjusted_where_one_would_seem_to_contradict_its_p(
+        phase1_dataset: Dataset, tmp_path: Path) -> None:
+    """A ≈ (or ?) whose unadjusted interval excludes zero sits beside a Holm-adjusted p above α
+    on the comparisons' table: the key says the intervals are not adjusted, naming the marks it
+    concerns, and says nothing of it when every interval holds zero."""
+    from sparkreport.config import ProjectConfig
+    from sparkreport.render.context import build_site_data
+    from sparkreport.render.report import verdict_key
+
+    site = build_site_data(phase1_dataset, ProjectConfig(), tmp_path, "test", tmp_path)
+
+    def effect(mark: str, low: float, high: float) -> dict[str, object]:
+        return {"mark": mark, "delta_low": low, "delta_high": high, "margin_pct": 2.0}
+
+    same_apart = verdict_key(site, [effect("≈", 0.004, 0.03)], brackets=False)
+    assert "the intervals are not Holm-adjusted, so a ≈ interval may exclude zero" in same_apart
+    both = verdict_key(site, [effect("≈", 0.004, 0.03), effect("?", 0.1, 2.5), effect("▲", 3.0, 4.0)], brackets=False)
+    assert ("(Holm-adjusted over the campaign's tests; the intervals are not adjusted, so a ≈ or ? interval may "
+            "exclude zero)") in both
+    holding = verdict_key(site, [effect("≈", -0.01, 0.03), effect("?", -0.5, 2.5)], brackets=False)
+    assert "may exclude zero" not in holding
+
+
 def test_a_clause_every_row_ends_with_is_said_once() -> None:
     """Rows that differ only before a shared ending (a consequence, an explanation) keep what is
     their own; the ending is said once above the table. A short shared ending (a unit), a

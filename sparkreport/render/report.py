@@ -667,11 +667,15 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
              for kind, more in (("higher", ""), ("lower", ""), ("inconclusive", " and none ruled out"))
              if VERDICT_MARKS[kind] in marks]
     tested = [e for e in effects if e["mark"] in ("▲", "▼", "?")]
+    # a ≈ or ? whose interval excludes zero: the unadjusted interval beside an adjusted p above α
+    apart = " or ".join(mark for mark in ("≈", "?") if any(
+        e["mark"] == mark and e.get("delta_low") is not None and e.get("delta_high") is not None
+        and (e["delta_low"] > 0 or e["delta_high"] < 0) for e in effects))
+    unadjusted = f"the intervals are not adjusted, so a {apart} interval may exclude zero"
     if tested:
-        apart = any(e["mark"] == "?" and e.get("delta_low") is not None and e.get("delta_high") is not None
-                    and (e["delta_low"] > 0 or e["delta_high"] < 0) for e in tested)
-        said[-1] += (" (Holm-adjusted over the campaign's tests"
-                     + ("; the intervals are not adjusted, so a ? interval may exclude zero)" if apart else ")"))
+        said[-1] += " (Holm-adjusted over the campaign's tests" + (f"; {unadjusted})" if apart else ")")
+    elif apart:
+        said.append(f"the intervals are not Holm-adjusted, so a {apart} interval may exclude zero")
     if "○" in marks:
         said.append(f"○ {verdict_words('untested')} (published without a spread)")
     if gaps:
