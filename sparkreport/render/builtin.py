@@ -325,7 +325,8 @@ def _design(d: dict[str, Any]) -> str:
     constant and its run count: campaigns with equal designs are described once."""
     c = d["campaign"]
     return repr((c.description, c.source, c.models, sorted(c.design.items(), key=str), d["varying"], d["levels"],
-                 d["level_columns"], d["iterations"], d["cooldown"], [label for label, _value in d["held"]]))
+                 d["level_columns"], d["iterations"], d["cooldown"], [label for label, _value in d["held"]],
+                 [(p["label"], p["scope_key"]) for p in d["partly"]]))
 
 
 def design_groups(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -360,6 +361,15 @@ def design_groups(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
         merged["each"] = True
         differs = [{"label": label, "values": [row[i] for row in values]}
                    for i, label in enumerate(labels) if not same[i]]
+        merged["partly"] = []
+        for i, first in enumerate(members[0]["partly"]):
+            each = [d["partly"][i] for d in members]
+            # the count where every campaign has it, else "the vllm runs" of each
+            scope = first["scope"] if len({p["scope"] for p in each}) == 1 else first["scope_key"]
+            if len({p["value"] for p in each}) == 1:
+                merged["partly"].append({**first, "scope": scope})
+            else:
+                differs.append({"label": first["label"], "values": [p["value"] for p in each], "scope": scope})
         if len(set(runs)) > 1:
             differs.append({"label": "runs", "values": [f"{n:,}" for n in runs]})
         out.append({"campaigns": [d["campaign"] for d in members], "d": merged, "differs": differs})
@@ -416,21 +426,62 @@ def _text(value: Any, unit: str = "") -> str:
     return (text if len(text) <= 120 else text[:117] + "…") + unit
 
 
+#: What names the runs that record a setting, in the order tried (:func:`which_runs`): the
+#: engine, the input format, the environment, the model.
+RUN_KINDS: tuple[tuple[str, str], ...] = (("software", "engine"), ("provenance", "format"),
+                                          ("environment", "name"), ("model", "name"))
+
+
+def _noun(records: list[Any]) -> str:
+    """What a campaign's records are called: runs, arms (published arm summaries) or records."""
+    kinds = {r.record_type for r in records}
+    return "runs" if kinds == {"run"} else "arms" if kinds == {"arm_summary"} else "records"
+
+
+def which_runs(records: list[Any], recording: list[bool]) -> tuple[str, str]:
+    """The records ``recording`` marks (some of ``records``, not all), named so a reader can find
+    them: where they are exactly the runs of some engines (or input formats, environments,
+    models, tried in that order: :data:`RUN_KINDS`), "the 12 vllm runs", else "12 of the 24
+    runs". Returns that and the same without the count ("the vllm runs"), which neighbouring
+    campaigns of one design share whatever their run counts."""
+    noun = _noun(records)
+    count = sum(recording)
+    for section, attribute in RUN_KINDS:
+        kinds = [str(getattr(getattr(r, section), attribute) or "") for r in records]
+        named = sorted({kind for kind, found in zip(kinds, recording, strict=True) if found})
+        if "" not in named and not any(kind in named for kind, found in zip(kinds, recording, strict=True)
+                                       if not found):
+            what = join_and(named)
+            return f"the {count:,} {what} {noun}", f"the {what} {noun}"
+    text = f"{count:,} of the {len(records):,} {noun}"
+    return text, text
+
+
 def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
     """What a campaign's records say about how its runs were made: the settings held constant
-    (one value each), those that vary (their values), and how the levels differ (a small table)."""
-    held: list[list[str]] = []  # [label, value] of each setting with one value
+    (one value in every record), those recorded by some records only with one value in those
+    (``partly``: each with ``label``, ``value`` and the records that give it, ``scope``, named
+    by :func:`which_runs`, and ``scope_key``, the same without the count), those that vary
+    (their values, and which records give them where not all do), and how the levels differ (a
+    small table). A setting is never called held constant from the records that give it alone:
+    a campaign of trtllm logs (lengths, GPU) and vLLM results (concurrency) held none of them
+    in every run."""
+    held: list[list[str]] = []  # [label, value] of each setting with one value in every record
+    partly: list[dict[str, str]] = []
     varying: list[str] = []
     for section, settings in SETTINGS.items():
         for attribute, label, unit in settings:
-            values = list(dict.fromkeys(_text(getattr(getattr(r, section), attribute), unit) for r in records
-                                        if getattr(getattr(r, section), attribute) not in (None, "")))
-            if len(values) == 1:
+            recording = [getattr(getattr(r, section), attribute) not in (None, "") for r in records]
+            values = list(dict.fromkeys(_text(getattr(getattr(r, section), attribute), unit)
+                                        for r, found in zip(records, recording, strict=True) if found))
+            scope, scope_key = which_runs(records, recording) if values and not all(recording) else ("", "")
+            if len(values) == 1 and not scope:
                 held.append([label, values[0]])
-            elif 1 < len(values) <= 6:
-                varying.append(f"{label}: {' / '.join(values)}")
+            elif len(values) == 1:
+                partly.append({"label": label, "value": values[0], "scope": scope, "scope_key": scope_key})
             elif values:
-                varying.append(f"{label}: {len(values)} distinct values")
+                shown = " / ".join(values) if len(values) <= 6 else f"{len(values)} distinct values"
+                varying.append(f"{label}: {shown}" + (f" (recorded by {scope} only)" if scope else ""))
     levels: dict[str, dict[str, str]] = {}
     for r in records:
         row = levels.setdefault(r.environment.name, {"kind": r.environment.kind or "—"})
@@ -445,7 +496,7 @@ def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
     waits = [float(w) for w in cooldown if isinstance(w, int | float)]
     iterations = sorted({r.iteration for r in records if r.iteration is not None})
     return {
-        "held": held, "varying": varying,
+        "held": held, "partly": partly, "varying": varying,
         "levels": [{"name": name, **row} for name, row in
                    sorted(levels.items(), key=lambda item: (item[0] != baseline, item[0]))],
         "level_columns": [{"key": key, "label": key.replace("_gib", " (GiB)").replace("_", " ")} for key in columns],
