@@ -19,7 +19,8 @@ def trtllm(run_id: str, env: str, campaign: str = "c", version: str = "1.0.0", t
         workload=Workload(num_requests=512, input_len=1024.0, output_len=1024.0, kv_cache_fraction=0.9),
         software=Software(engine="trtllm", engine_version=version, backend="pytorch"),
         hardware=Hardware(gpu_name="NVIDIA GB10", memory_pool_gib=119.7),
-        metrics={"output_throughput_tok_s": tok_s, "num_requests": 512.0},
+        metrics={"output_throughput_tok_s": tok_s, "num_requests": 512.0, "pre_kv_memory_gib": 19.9,
+                 "kv_cache_gib": 89.8},
         provenance=Provenance(format="trtllm-log"))
 
 
@@ -107,3 +108,61 @@ def test_methodology_says_which_runs_record_a_setting(site: RenderResult) -> Non
             "engine version 1.0.0, GPU NVIDIA GB10, memory pool 119.7 GiB (the 6 trtllm runs); "
             "concurrency 32 (the 4 vllm runs).\n") in page
     assert "*Recorded\nby some runs only* names it with those runs." in page
+
+
+def test_a_run_with_a_local_start_time_only_counts_by_it() -> None:
+    """vLLM result files give a local start time and no UTC one, trtllm-bench logs neither: a
+    campaign's last run is its last timed one, at its local time (converted where it carries its
+    offset), and the rule says both."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from sparkreport.render.report import _run_times
+
+    def times_of(rows: list[tuple[str, str | None, str | None]]) -> tuple[dict[str, object], bool, bool]:
+        runs = pd.DataFrame(rows, columns=["campaign", "started_at", "started_at_local"])
+        return _run_times(SimpleNamespace(dataset=SimpleNamespace(runs=runs), extra={}))  # type: ignore[arg-type]
+
+    times, naive, untimed = times_of([("a", None, "2026-01-05T08:37:11"), ("a", None, None),
+                                      ("b", "2026-01-04T10:00:00Z", None), ("b", None, "2026-01-04T23:00:00+02:00")])
+    assert times == {"a": pd.Timestamp("2026-01-05T08:37:11Z"), "b": pd.Timestamp("2026-01-04T21:00:00Z")}
+    assert naive and untimed
+    times, naive, untimed = times_of([("a", None, "2026-01-05T08:37:11+01:00"), ("b", "2026-01-04T10:00:00Z", None),
+                                      ("p", None, None)])
+    assert times["a"] == pd.Timestamp("2026-01-05T07:37:11Z") and pd.isna(times["p"])
+    assert not naive and not untimed  # a published campaign has no times at all: it counts as oldest
+
+
+#: Campaign → the day its vLLM runs ran: in name order c1 is the oldest, in time the newest.
+DAYS = {"c1": 9, "c2": 5, "c3": 4, "c4": 3, "c5": 2, "c6": 1}
+
+
+@pytest.fixture(scope="module")
+def timed(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
+    root = tmp_path_factory.mktemp("timed")
+    store = RunStore(root / "runs")
+    for campaign, day in DAYS.items():
+        for record in mixed(campaign):
+            if record.software.engine == "vllm":
+                record.started_at_local = f"2026-01-{day:02d}T08:{int(record.run_id[-1]):02d}:00"
+            store.write(record, [])
+    (root / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    return render(RenderOptions(runs_dir=root / "runs", project_root=root, docs_dir=root / "build" / "docs"))
+
+
+def test_the_newest_campaigns_are_those_whose_runs_ran_last(timed: RenderResult) -> None:
+    """Only the vLLM runs record when they ran (local time): the newest campaigns are chosen by
+    them, not by name, the pages say so, and the Campaigns overview keeps its Last run column."""
+    rule = "by their last timed run, in local time where a run records no UTC time"
+    overview = text(timed, "campaigns/index.md")
+    assert f"Every campaign in the store, newest first ({rule}); the nav lists the 5 newest." in overview
+    assert "| Campaign | Last run |" in overview
+    assert [line.split(" | ")[:2] for line in overview.splitlines() if line.startswith("| [c")][:2] == [
+        ["| [c1](c1/index.md)", "2026-01-09"], ["| [c2](c2/index.md)", "2026-01-05"]]
+    home = text(timed, "index.md")
+    assert f"The 5 newest campaigns ({rule}) are above" in home
+    assert "no run records when it ran" not in home
+    assert "\n## c1 to c5 (5 campaigns)\n" in home and "campaigns/c6/" not in home  # by name: c2 to c6
+    assert f"This page shows the 5 newest campaigns ({rule})." in text(timed, "memory/index.md")
+    assert f"The 5 newest campaigns of this model, {rule}; the" in text(timed, "results/gpt-oss-20b/index.md")

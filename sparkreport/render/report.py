@@ -380,33 +380,58 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
 CAMPAIGNS_IN_FULL = 5
 
 
-def campaign_times(site: SiteData) -> dict[str, Any]:
-    """Campaign → the start of its last run (UTC; NaT for published figures, which have none)."""
+def _run_times(site: SiteData) -> tuple[dict[str, Any], bool, bool]:
+    """:func:`campaign_times`; whether any run's time is a local start time with no time zone (a
+    vLLM result file's ``date``); and whether a campaign with run times has runs without one (its
+    trtllm-bench logs, beside vLLM results that have one). Computed once per render."""
     cached = site.extra.get("_campaign_times")
     if cached is None:
         import pandas as pd
 
         runs = site.dataset.runs
-        cached = {}
+        times: dict[str, Any] = {}
+        naive = untimed = False
         if not runs.empty:
             started = pd.to_datetime(runs["started_at"], utc=True, errors="coerce", format="ISO8601")
-            cached = {str(c): t for c, t in started.groupby(runs["campaign"].astype(str), sort=False).max().items()}
-        site.extra["_campaign_times"] = cached
-    return dict(cached)
+            # A run with no UTC start (a vLLM result file's date, an ingested study's timestamp)
+            # counts by its local one: exact where it carries its offset, else off by the time
+            # zone's hours, which orders campaigns run days apart all the same.
+            local_text = runs["started_at_local"].astype("string")
+            local = pd.to_datetime(local_text, utc=True, errors="coerce", format="ISO8601")
+            used_local = started.isna() & local.notna()
+            naive = bool((used_local & ~local_text.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", na=False)).any())
+            started = started.fillna(local)
+            by_campaign = started.groupby(runs["campaign"].astype(str), sort=False)
+            times = {str(c): t for c, t in by_campaign.max().items()}
+            untimed = bool(((by_campaign.transform("count") > 0) & started.isna()).any())
+        cached = site.extra["_campaign_times"] = (times, naive, untimed)
+    return cached
+
+
+def campaign_times(site: SiteData) -> dict[str, Any]:
+    """Campaign → the start of its last run that records one (UTC; NaT for published figures,
+    which have none, and for a campaign none of whose runs records it). A run that records no UTC
+    start counts by its local one (vLLM's result files give only that): converted where it
+    carries its offset, else read as if UTC."""
+    return dict(_run_times(site)[0])
 
 
 def newest_rule(site: SiteData) -> str:
     """How the pages that show the newest campaigns chose them, in words (after "newest"):
     by their last run when every campaign has run times, else what :func:`newest_campaigns`
-    falls back to."""
+    falls back to; saying so where some runs of a campaign record no time (its last timed run
+    counts) and where a run's time is a local one with no time zone."""
     import pandas as pd
 
-    known = sum(1 for t in campaign_times(site).values() if not pd.isna(t))
-    if known and known == len(campaigns(site)):
-        return "by their last run"
+    times, naive, untimed = _run_times(site)
+    known = sum(1 for t in times.values() if not pd.isna(t))
     if not known:
         return "by name, as no run records when it ran"
-    return "by their last run, a campaign without run times counting as oldest"
+    rule = ("by their last timed run" if untimed else "by their last run") + \
+        (", in local time where a run records no UTC time" if naive else "")
+    if known == len(campaigns(site)):
+        return rule
+    return rule + ", a campaign without run times counting as oldest"
 
 
 def newest_campaigns(site: SiteData, names: Iterable[str]) -> tuple[list[str], list[str]]:
