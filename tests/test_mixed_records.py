@@ -91,6 +91,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
     root = tmp_path_factory.mktemp("mixed")
     store = RunStore(root / "runs")
     for record in mixed():
+        if record.run_id == "c-vdocker1":  # completed 399 of its 400 requests
+            record.metrics.update(num_requests=399.0, failed_requests=1.0)
         store.write(record, [])
     (root / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
     return render(RenderOptions(runs_dir=root / "runs", project_root=root, docs_dir=root / "build" / "docs"))
@@ -166,3 +168,33 @@ def test_the_newest_campaigns_are_those_whose_runs_ran_last(timed: RenderResult)
     assert "\n## c1 to c5 (5 campaigns)\n" in home and "campaigns/c6/" not in home  # by name: c2 to c6
     assert f"This page shows the 5 newest campaigns ({rule})." in text(timed, "memory/index.md")
     assert f"The 5 newest campaigns of this model, {rule}; the" in text(timed, "results/gpt-oss-20b/index.md")
+
+
+def test_a_run_whose_requests_failed_is_flagged_with_what_it_means_for_throughput() -> None:
+    from sparkreport.analysis import check
+    from sparkreport.dataset import build_dataset
+
+    runs = mixed()
+    failed = [r for r in runs if r.run_id in ("c-vdocker0", "c-vdocker1")]
+    failed[0].metrics.update(num_requests=399.0, failed_requests=1.0)
+    failed[1].metrics.update(num_requests=388.0, failed_requests=12.0)
+    found = [f for f in check(build_dataset(runs)) if f.code == "failed-requests"]
+    assert [(f.severity, f.runs) for f in found] == [("warning", ["c-vdocker0", "c-vdocker1"])]
+    assert found[0].message == (
+        "c/gpt-oss-20b/docker: 2 of 2 runs had failed requests (c-vdocker0: 1 of 400; c-vdocker1: 12 of 400) — "
+        "such a run did less work than one that completed them all, so its throughput is not comparable with "
+        "theirs, and this arm's throughput figures include it: rerun it, or leave it out, to compare like with like")
+    assert found[0].numbers == {"runs": 2.0, "failed_requests": 13.0}
+    # none failed, or no run reports failed requests (trtllm-bench logs): nothing to say
+    assert not [f for f in check(build_dataset(mixed())) if f.code == "failed-requests"]
+    assert not [f for f in check(build_dataset([trtllm(f"t{i}", env) for env in ("native", "docker")
+                                                for i in range(3)])) if f.code == "failed-requests"]
+
+
+def test_data_quality_and_the_campaign_name_the_run_whose_request_failed(site: RenderResult) -> None:
+    quality = text(site, "quality/index.md")
+    section = quality.split("### Runs in which requests failed\n", 1)[1].split("\n### ", 1)[0]
+    assert ("| c: openai/gpt-oss-20b (docker) | 1 of 2 runs had failed requests (c-vdocker1: 1 of 400) — such a run "
+            "did less work than one that completed them all, so its throughput is not comparable with theirs") in section
+    assert "**warning: runs in which requests failed** — openai/gpt-oss-20b (docker): 1 of 2 runs had failed " \
+        "requests (c-vdocker1: 1 of 400)" in text(site, "campaigns/c/index.md")

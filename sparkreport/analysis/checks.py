@@ -147,6 +147,53 @@ def _failed(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
     return findings
 
 
+#: The runs a failed-requests finding names one by one before it counts the rest.
+FAILED_RUNS_NAMED = 3
+
+
+@register_check("failed-requests", per_campaign=True)
+def _failed_requests(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Finding]:
+    """Runs the statistics use that report failed requests (``failed_requests`` > 0: vLLM's
+    ``failed``), one finding per arm naming each and how many of its requests failed (of the
+    completed plus failed). Such a run exited 0 and is a run like the others to every other
+    check, but it did less work: vLLM counts its throughput over the completed requests only, so
+    its throughput is not comparable with a run that completed them all, and the arm's mean
+    carries it. Flagged, never dropped: the reader decides (an average "Failed requests" of 0.25
+    over four runs hid one run that completed 399 of 400)."""
+    if "failed_requests" not in runs.columns:
+        return []
+    used = runs[runs["included"].astype(bool)]
+    columns = ["failed_requests", "num_requests"]  # failed, completed (a run's total is both)
+    values = float_matrix(used.reindex(columns=columns), columns)
+    failing = np.nan_to_num(values[:, 0]) > 0
+    if not failing.any():
+        return []
+    run_ids = used["run_id"].to_numpy(dtype=object)
+    findings = []
+    for arm, positions in arm_rows(used, ARM_KEYS):
+        bad = positions[failing[positions]]
+        if not len(bad):
+            continue
+
+        def said(position: int) -> str:
+            failed, completed = values[position]
+            of = "" if math.isnan(completed) else f" of {failed + completed:,.0f}"
+            return f"{run_ids[position]}: {failed:,.0f}{of}"
+
+        named = [said(int(position)) for position in bad[:FAILED_RUNS_NAMED]]
+        more = f" and {len(bad) - FAILED_RUNS_NAMED} more" if len(bad) > FAILED_RUNS_NAMED else ""
+        total = float(values[bad, 0].sum())
+        findings.append(Finding(
+            "warning", "failed-requests",
+            f"{arm_name(arm)}: {len(bad)} of {len(positions)} runs had failed requests ({'; '.join(named)}{more}) "
+            f"— such a run did less work than one that completed them all, so its throughput is not "
+            f"comparable with theirs, and this arm's throughput figures include it: rerun it, or leave it "
+            f"out, to compare like with like",
+            sorted(run_ids[bad].tolist()), {"runs": float(len(bad)), "failed_requests": total},
+        ))
+    return findings
+
+
 _MEMORY_PAIR = ("pre_kv_memory_gib", "peak_memory_gib")
 
 
@@ -450,6 +497,7 @@ CHECK_TITLES = {
     "published-without-sd": "figures published without a spread",
     "duplicate-iteration": "more runs than planned",
     "failed-run": "failed runs",
+    "failed-requests": "runs in which requests failed",
     "incomplete-run": "incomplete runs",
     "missing-metric": "metrics some runs lack",
     "metric-not-reported": "metrics not reported",
