@@ -284,3 +284,14 @@ def test_many_older_campaigns_are_counted_on_the_memory_page(tmp_path: Path) -> 
     (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
     page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "memory/index.md")
     assert "The\n9 older ones have their memory figures per arm on" in page and "“v0.1.0”" not in page
+
+
+def test_one_older_campaign_is_one(tmp_path: Path) -> None:
+    """Six campaigns leave one older one, and the pages say it in the singular."""
+    write_history_store(tmp_path / "runs", versions=[f"0.{k}.0" for k in range(1, 7)], runs=2,
+                        campaign_per_version=True, kv_cache=True)
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    site = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path))
+    assert "1 older one has its question and answer on its own page, listed on" in text(site, "index.md")
+    assert "1 older one (“v0.1.0”) is on [a page of its own](earlier/index.md)." in text(site, MODEL)
+    assert "1 older one (“v0.1.0”) has its memory figures per arm on" in text(site, "memory/index.md")
