@@ -133,24 +133,35 @@ class HomePage(Page):
                 "history": history is not None, "latest_change": latest_change(site),
                 "history_versions": len(history.versions) if history is not None else 0,
                 "history_across": history is not None and history.across_campaigns,
-                "history_spans": history_spans(site)}
+                "history_spans": history_spans(site), "undrawn": self.charted(site)[1]}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
-        from sparkreport.render.home import campaign_blocks
-        from sparkreport.render.report import campaign_titles, campaigns, effect_rows, forest_chart
+        from sparkreport.render.report import campaign_titles, forest_chart
 
-        shown, _earlier = campaign_split(site)
-        # the campaigns whose answer Home gives in full: of campaigns of one design, the newest
-        # (how the others answered is in its block's table; five near-identical panels told no more)
-        blocks = campaign_blocks(site, [c for c in campaigns(site) if c.name in shown])
-        drawn = {block["newest"].name for block in blocks}
-        every = [e for e in effect_rows(site) if str(e["campaign"]) in drawn]
-        effects = [e for e in every if e["primary"]] or every
-        if len(effects) > self.EFFECT_BUDGET:  # the largest effects; the rest are on Results
-            effects = sorted(effects, key=lambda e: -abs(e["delta_pct"] or 0))[:self.EFFECT_BUDGET]
+        effects, _undrawn = self.charted(site)
         chart = forest_chart(effects, name="effects", title="Every effect with its confidence interval",
                              confidence=site.config.analysis.confidence, titles=campaign_titles(site))
         return [chart] if chart is not None else []
+
+    def charted(self, site: SiteData) -> tuple[list[dict[str, Any]], int]:
+        """The effects Home's chart draws, and how many it cannot (published without a spread: no
+        interval to draw), which the page then says under it. The campaigns whose answer Home gives
+        in full: of campaigns of one design, the newest (how the others answered is in its block's
+        table; five near-identical panels told no more); their primary metrics' effects, at most
+        :attr:`EFFECT_BUDGET`, the largest (the rest are on Results)."""
+        from sparkreport.render.home import campaign_blocks
+        from sparkreport.render.report import campaigns, effect_rows
+
+        shown, _earlier = campaign_split(site)
+        blocks = campaign_blocks(site, [c for c in campaigns(site) if c.name in shown])
+        drawn = {block["newest"].name for block in blocks}
+        every = [e for e in effect_rows(site) if str(e["campaign"]) in drawn and e["delta_pct"] is not None]
+        effects = [e for e in every if e["primary"]] or every
+        undrawn = sum(e["delta_low"] is None for e in effects)
+        effects = [e for e in effects if e["delta_low"] is not None]
+        if len(effects) > self.EFFECT_BUDGET:
+            effects = sorted(effects, key=lambda e: -abs(e["delta_pct"]))[:self.EFFECT_BUDGET]
+        return effects, undrawn
 
 
 #: The order marks are counted in (the order the key under an answer's table says them).
