@@ -467,6 +467,7 @@ def test_a_repeated_warning_names_its_checks_in_words(tmp_path: Path, published_
     text = (result.docs_dir / "blog" / "posts" / "post.md").read_text(encoding="utf-8")
     assert "⚠ The checks found errors in these runs" in text
     assert text.count("⚠ The checks found errors in these runs") == 1  # said in full once
-    assert ("⚠ (measured memory below the weights; weights larger than the memory pool; throughput above the "
-            "memory-bandwidth bound; throughput that does not depend on model size, as above)") in text
+    assert ("⚠ (errors in these runs, as above: measured memory below the weights; weights larger than the "
+            "memory pool; throughput above the memory-bandwidth bound; throughput that does not depend on model "
+            "size)") in text
     assert "roofline" not in text and "size-insensitive" not in text

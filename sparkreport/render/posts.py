@@ -451,7 +451,10 @@ class Resolver:
         if flagged and codes in self._warned:  # the full warning is on this post already
             from sparkreport.analysis.checks import check_titles
 
-            return md_escape(f"{claim_sentence(row)} ⚠ ({'; '.join(check_titles(flagged))}, as above)")
+            # about the runs, whatever this claim's metric: a memory claim under a throughput check
+            # read as if the check were about memory
+            return md_escape(f"{claim_sentence(row)} ⚠ (errors in these runs, as above: "
+                             f"{'; '.join(check_titles(flagged))})")
         self._warned.add(codes)
         return md_escape(claim_sentence(row, flagged))
 
