@@ -1159,3 +1159,18 @@ def test_the_commands_a_page_prints_name_the_store_it_was_built_from(tmp_path: P
     assert site(inside / "results", inside).command("history") == ["sparkreport", "history", "--runs-dir", "results"]
     assert site(tmp_path / "elsewhere", inside).command("diff") == [
         "sparkreport", "diff", "--runs-dir", str(tmp_path / "elsewhere")]
+
+
+def test_an_aside_every_assumption_ends_with_is_said_once() -> None:
+    """Three models' sizes from the catalog: "(from the catalog; the record states no precision)"
+    is said once for the list, not after each model; assumptions that end differently keep theirs."""
+    from sparkreport.render.markdown import assumptions_sentence
+
+    aside = " (from the catalog; the record states no precision)"
+    assert assumptions_sentence([f"a's weights: 7B in BF16{aside}.", f"b's weights: 72B in BF16{aside}"]) == (
+        f"Some of these checks rest on assumptions, not on recorded facts{aside}: a's weights: 7B in BF16; "
+        "b's weights: 72B in BF16.")
+    assert assumptions_sentence([f"a: 7B{aside}", "b: 72B (stated)"]) == (
+        f"Some of these checks rest on assumptions, not on recorded facts: a: 7B{aside}; b: 72B (stated).")
+    assert assumptions_sentence([f"a: 7B{aside}"]) == (
+        f"Some of these checks rest on assumptions, not on recorded facts: a: 7B{aside}.")

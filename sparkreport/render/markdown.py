@@ -314,6 +314,7 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
                        cut=shown_values, counted=counted,
                        runs_and_summaries=runs_and_summaries, design_columns=design_columns, with_unit=with_unit,
                        campaign_list=jinja2.pass_context(_campaign_list), few=few, margin=margin_text,
+                       assumptions_sentence=assumptions_sentence,
                        metric_label=metric_catalog.label_of)
     return env
 
@@ -358,6 +359,20 @@ def _campaign_list(context: Any, names: Any) -> str:
     from sparkreport.render.report import titles_phrase
 
     return titles_phrase([_campaign_title(context, name) for name in names], limit=SHOWN_VALUES)
+
+
+def assumptions_sentence(assumed: list[str]) -> str:
+    """The sentence under a list of findings naming what its checks assumed (Home, a campaign
+    page), each assumption once; an aside every one of them ends with ("(from the catalog; the
+    record states no precision)") is said once, not after each model."""
+    items = [str(a).rstrip(".") for a in assumed]
+    aside = re.search(r" \([^()]*\)$", items[0]) if len(items) > 1 else None
+    if aside is not None and all(item.endswith(aside.group(0)) for item in items):
+        items = [item[:-len(aside.group(0))] for item in items]
+    else:
+        aside = None
+    return (f"Some of these checks rest on assumptions, not on recorded facts{aside.group(0) if aside else ''}: "
+            f"{'; '.join(items)}.")
 
 
 def few(names: Any) -> bool:
