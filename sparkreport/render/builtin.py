@@ -23,6 +23,7 @@ from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.report import (
     answer,
     campaign_split,
+    constant_lines,
     grouped,
     join_and,
     summary_table,
@@ -101,7 +102,9 @@ class HomePage(Page):
         for campaign in every:
             if campaign.name in shown:
                 rows = by_campaign.get(campaign.name, [])
-                questions[campaign.name] = {"campaign": campaign, "answer": answer(site, campaign.levels, rows),
+                said = answer(site, campaign.levels, rows) + constant_lines(
+                    site, campaign.name, site.config.primary_metrics, {str(e["metric"]) for e in rows})
+                questions[campaign.name] = {"campaign": campaign, "answer": said,
                                             "table": summary_table(site, rows, self.EFFECT_BUDGET),
                                             "why_not": why_not_compared(site, campaign) if not rows else ""}
         # Neighbouring campaigns of one design (a release each) are one block: the newest's answer
@@ -1089,7 +1092,8 @@ class CampaignPage(Page):
 
         compared = grouped(site, "comparisons", "campaign").get(campaign.name)
         rows = effect_rows(site, compared) if compared is not None else []
-        said = answer(site, campaign.levels, rows)
+        said = answer(site, campaign.levels, rows) + constant_lines(
+            site, campaign.name, site.config.primary_metrics, {str(e["metric"]) for e in rows})
         table = summary_table(site, rows, HomePage.EFFECT_BUDGET)
         doc.context = {
             "campaign": campaign, "answer": said, "table": table,

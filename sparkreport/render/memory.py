@@ -33,31 +33,14 @@ MEMORY_METRICS = ("pre_kv_memory_gib", "peak_memory_gib", "kv_cache_gib")
 
 
 def held_constant_lines(site: SiteData, campaigns: list[str], compared: set[tuple[str, str]]) -> dict[str, list[str]]:
-    """Per campaign, its memory figures that did not vary and were not compared
-    (:func:`~sparkreport.analysis.design.constant_facts`), said once beside its answers: the
-    same value in every run of every environment ("**The same in both environments** (2 models):
-    Peak memory and KV cache, one value in every run — stated, not tested"), or, where
-    the environments' fixed values differ, each fact's clause (a fixed difference, not a test)."""
-    from sparkreport.render.markdown import counted
-    from sparkreport.render.report import join_and, model_names
-    from sparkreport.render.tables import metric_label
+    """Per campaign, its memory figures that did not vary and were not compared, said once beside
+    its answers (:func:`~sparkreport.render.report.constant_lines`), their values in the tables below."""
+    from sparkreport.render.report import constant_lines
 
-    names = model_names(site)
     out: dict[str, list[str]] = {}
     for campaign in campaigns:
-        levels = {str(level) for level in site.runs.loc[site.runs["campaign"] == campaign, "environment"].unique()}
-        facts = [f for f in site.facts if f.campaign == campaign and f.metric in MEMORY_METRICS
-                 and (campaign, f.metric) not in compared and set(f.values) >= levels and len(levels) > 1]
-        same = [f for f in facts if len(set(f.values.values())) == 1]
-        lines = []
-        if same:
-            models = {f.model for f in same}
-            labels = join_and([metric_label(m) for m in MEMORY_METRICS if any(f.metric == m for f in same)])
-            where = "both environments" if len(levels) == 2 else f"all {len(levels)} environments"
-            lines.append(f"**The same in {where}** ({counted(len(models), 'model')}): {labels}, one value in every "
-                         "run — stated, not tested (the values are in the tables below).")
-        lines += [f"**A fixed difference**: {names.get((campaign, f.model), f.model)} — {f.body}."
-                  for f in facts if len(set(f.values.values())) > 1]
+        lines = constant_lines(site, campaign, MEMORY_METRICS, {m for c, m in compared if c == campaign},
+                               where=" (the values are in the tables below)")
         if lines:
             out[campaign] = lines
     return out

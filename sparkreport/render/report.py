@@ -931,6 +931,33 @@ def why_not_compared(site: SiteData, campaign: Campaign) -> str:
     return md_escape(note) if note else ""
 
 
+def constant_lines(site: SiteData, campaign: str, metrics: Sequence[str], compared: set[str],
+                   where: str = "") -> list[str]:
+    """A campaign's ``metrics`` that did not vary and so were not compared
+    (:func:`~sparkreport.analysis.design.constant_facts`; ``compared``: the metrics it compared),
+    as sentences for its answer: the same value in every run of every environment ("**The same in
+    both environments** (2 models): KV cache, one value in every run — stated, not tested" and
+    ``where`` the values are), or, where the environments' fixed values differ, each fact's clause
+    (a fixed difference, not a test). A question about the KV cache answered by throughput alone
+    left it unsaid."""
+    from sparkreport.render.markdown import counted
+
+    names = model_names(site)
+    levels = {str(level) for level in site.runs.loc[site.runs["campaign"] == campaign, "environment"].unique()}
+    facts = [f for f in site.facts if f.campaign == campaign and f.metric in metrics
+             and f.metric not in compared and set(f.values) >= levels and len(levels) > 1]
+    same = [f for f in facts if len(set(f.values.values())) == 1]
+    lines = []
+    if same:
+        labels = join_and([metric_label(m) for m in metrics if any(f.metric == m for f in same)])
+        in_all = "both environments" if len(levels) == 2 else f"all {len(levels)} environments"
+        lines.append(f"**The same in {in_all}** ({counted(len({f.model for f in same}), 'model')}): {labels}, one "
+                     f"value in every run — stated, not tested{where}.")
+    lines += [f"**A fixed difference**: {names.get((campaign, f.model), f.model)} — {f.body}."
+              for f in facts if len(set(f.values.values())) > 1]
+    return lines
+
+
 def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, count_models: bool = True,
            flag_models: bool = True) -> list[str]:
     """A campaign's answer in a few sentences: one per verdict, naming the metrics and models it
