@@ -375,26 +375,29 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
     frame["included"] = frame["included"].astype(bool) if "included" in frame else True
     frame["arm"] = frame["arm"].astype(str) if "arm" in frame else frame["environment"].astype(str)
     frame["status"] = frame["included"].map({True: "included", False: "excluded"})
-    axis = metric_title(metric) + above_zero_note(float(frame[metric].min()), float(frame[metric].max()))
+    note = above_zero_note(float(frame[metric].min()), float(frame[metric].max()))
+    axis = metric_title(metric) + note
     description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
                    "the included runs.")
     if len(frame) > MAX_ROWS:
-        return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours)
+        return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours, zero=not note)
     # Deterministic jitter (same output on every render): spread each arm's runs in order.
     frame["jitter"] = frame.groupby("arm", sort=False).cumcount() % 7 / 6
     data = _records(frame[["arm", "environment", "run_id", "iteration", "status", "jitter", metric]].rename(
         columns={metric: "value"}))
     return ChartSpec(name=name, title=title, description=description, rows=len(data),
-                     spec=per_run_spec(data, axis=axis, title=title, colours=colours))
+                     spec=per_run_spec(data, axis=axis, title=title, colours=colours, zero=not note))
 
 
 def above_zero_note(low: float, high: float) -> str:
-    """" — axis does not start at 0" for an axis of values from ``low`` to ``high`` drawn without
-    zero (``scale.zero: false``), when the axis surely starts above 0: Vega rounds a domain out to
-    round ticks (``nice``, by a step that depends on the chart's width), so values from 17 to 157
-    are drawn on 0–160, and a caption saying otherwise would be wrong. A step is at most ~0.7 of
-    the span (two ticks or more), so the axis starts above 0 whenever ``low`` is at least the span
-    (``high`` ≤ 2 × ``low``); with a wider span the axis may reach 0 and nothing is said. Else ""."""
+    """" — axis does not start at 0" for an axis of values from ``low`` to ``high`` that is drawn
+    without zero (``scale.zero: false``), which it is when the axis surely starts above 0: Vega
+    rounds a domain out to round ticks (``nice``, by a step that depends on the chart's width), so
+    values from 17 to 157 would be drawn on 0–160, and a caption saying otherwise would be wrong.
+    A step is at most ~0.7 of the span (two ticks or more), so the axis starts above 0 whenever
+    ``low`` is at least the span (``high`` ≤ 2 × ``low``). Else "", and the chart draws its axis
+    from 0 (``zero: true``): an axis that may or may not start at 0, unsaid, had a reader guess
+    (values from 2 000 to 10 000 tok/s were drawn from 2 000, without a word)."""
     return " — axis does not start at 0" if low > 0 and high <= 2 * low else ""
 
 
@@ -405,7 +408,7 @@ def _one_kind_unlisted(data: list[dict[str, Any]], field: str) -> dict[str, Any]
 
 
 def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str,
-                 colours: Mapping[str, str] | None = None) -> dict[str, Any]:
+                 colours: Mapping[str, str] | None = None, zero: bool = False) -> dict[str, Any]:
     """The per-run chart's Vega-Lite spec, written directly as :func:`means_spec` is (the second
     most frequent chart); ``tests/test_charts.py`` checks it equals Altair's: a box per arm over
     the included runs, and every run as a point, excluded ones as crosses, each arm in its
@@ -420,7 +423,7 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str,
 
     box = {"mark": {"type": "boxplot", "extent": "min-max", "median": {"color": "#333"}, "opacity": 0.35, "size": 22},
            "encoding": {"color": colour(),
-                        "x": {"field": "value", "scale": {"zero": False}, "title": axis, "type": "quantitative"},
+                        "x": {"field": "value", "scale": {"zero": zero}, "title": axis, "type": "quantitative"},
                         "y": y()},
            "transform": [{"filter": "(datum.status === 'included')"}]}
     points = {
@@ -440,7 +443,7 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str,
 
 
 def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str,
-                    colours: Mapping[str, str] | None) -> ChartSpec:
+                    colours: Mapping[str, str] | None, zero: bool = False) -> ChartSpec:
     """The per-run chart for arms too large to embed: min–max rule and quartile bar per arm."""
     import pandas as pd
 
@@ -454,11 +457,11 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
     data = _records(summary.reset_index())
     description = f"{axis} per environment: range, quartiles and median of {len(included)} runs."
     return ChartSpec(name=name, title=title, description=description, rows=len(data),
-                     spec=quantile_spec(data, axis=axis, title=title, colours=colours))
+                     spec=quantile_spec(data, axis=axis, title=title, colours=colours, zero=zero))
 
 
 def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str,
-                  colours: Mapping[str, str] | None = None) -> dict[str, Any]:
+                  colours: Mapping[str, str] | None = None, zero: bool = False) -> dict[str, Any]:
     """The quantile chart's spec: per arm in ``data`` (``arm, environment, min, q1, median, q3,
     max, n``) a rule from min to max, a bar over the quartiles and a tick at the median, in its
     environment's colour."""
@@ -470,7 +473,7 @@ def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str,
                              "y": nominal("arm", title=None)}}
 
     return _rows_panel([
-        layer("rule", {"x": quantitative("min", scale={"zero": False}, title=axis), "x2": {"field": "max"}}),
+        layer("rule", {"x": quantitative("min", scale={"zero": zero}, title=axis), "x2": {"field": "max"}}),
         layer("bar", {"x": quantitative("q1"), "x2": {"field": "q3"}}, opacity=0.5, size=18),
         layer("tick", {"tooltip": [quantitative("n"), quantitative("median")], "x": quantitative("median")},
               color="#333", size=18),
@@ -513,8 +516,9 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     lows += [band[0]] if band else []
     highs = [row["ci_high"] if row["ci_high"] is not None else row["mean"] for row in data]
     highs += [band[1]] if band else []
-    axis = metric_title(metric) + (above_zero_note(min(lows), max(highs)) if lows else "")
-    spec = means_spec(data, with_ci, axis=axis, level=level, band=band, title=title, colours=colours)
+    note = above_zero_note(min(lows), max(highs)) if lows else ""
+    axis = metric_title(metric) + note
+    spec = means_spec(data, with_ci, axis=axis, level=level, band=band, title=title, colours=colours, zero=not note)
     description = f"{axis}: mean per environment with its {level} confidence interval where known."
     if band is not None:
         description += " The shaded band is the baseline mean ± the equivalence margin."
@@ -523,7 +527,7 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
 
 def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axis: str, level: str,
                band: tuple[float, float] | None, title: str,
-               colours: Mapping[str, str] | None = None) -> dict[str, Any]:
+               colours: Mapping[str, str] | None = None, zero: bool = False) -> dict[str, Any]:
     """The means chart's Vega-Lite spec: the band (if any), the error bars of the arms with an
     interval (if any), then the points, one row per arm in ``data``'s order, each in its
     environment's colour (:func:`environment_colour`; the error bars' scale is the points')."""
@@ -554,7 +558,7 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                         quantitative("n"), quantitative("mean", format=".4~f"),
                         quantitative("ci_low", format=".4~f", title=f"{level} CI low"),
                         quantitative("ci_high", format=".4~f", title=f"{level} CI high")],
-            "x": quantitative("mean", scale={"zero": False}, title=axis), "y": y()}})
+            "x": quantitative("mean", scale={"zero": zero}, title=axis), "y": y()}})
     if len(layers) == 1:  # as Altair does: a single layer's data moves to the top
         return _rows_panel(layers, title, layers[0].pop("data")["values"])
     return _rows_panel(layers, title)

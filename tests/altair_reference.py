@@ -74,12 +74,13 @@ def finish(chart: Any, title: str) -> dict[str, Any]:
 # sparkreport/charts.py
 
 
-def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str]) -> dict[str, Any]:
+def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str],
+                 zero: bool = False) -> dict[str, Any]:
     y = alt.Y("arm:N", title=None)
     base = alt.Chart(alt.Data(values=data))
     box = base.transform_filter(alt.datum.status == "included").mark_boxplot(
         extent="min-max", opacity=0.35, size=22, median={"color": "#333"}
-    ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
+    ).encode(x=alt.X("value:Q", title=axis, scale=alt.Scale(zero=zero)), y=y,
              color=alt.Color("environment:N", legend=None, scale=environment_scale(colours)))
     points = base.mark_point(size=45, filled=True, opacity=0.9).encode(
         x=alt.X("value:Q"), y=y, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 2]), title=None),
@@ -93,10 +94,11 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: 
 
 
 def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axis: str, level: str,
-               band: tuple[float, float] | None, title: str, colours: dict[str, str]) -> dict[str, Any]:
+               band: tuple[float, float] | None, title: str, colours: dict[str, str],
+               zero: bool = False) -> dict[str, Any]:
     y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data], axis=alt.Axis(labelLimit=LABEL_LIMIT_PX))
     points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=70).encode(
-        x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=False)), y=y,
+        x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=zero)), y=y,
         color=alt.Color("environment:N", legend=None, scale=environment_scale(colours)),
         shape=alt.Shape("origin:N", title="source", scale=alt.Scale(domain=[MEASURED, PUBLISHED],
                                                                      range=["circle", "diamond"]),
@@ -118,12 +120,13 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
 
 
 
-def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str]) -> dict[str, Any]:
+def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str],
+                  zero: bool = False) -> dict[str, Any]:
     base = alt.Chart(inline(data)).encode(y=alt.Y("arm:N", title=None),
                                           color=alt.Color("environment:N", legend=None,
                                                           scale=environment_scale(colours)))
     chart = alt.layer(
-        base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=False)), x2=alt.X2("max:Q")),
+        base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=zero)), x2=alt.X2("max:Q")),
         base.mark_bar(size=18, opacity=0.5).encode(x=alt.X("q1:Q"), x2=alt.X2("q3:Q")),
         base.mark_tick(color="#333", size=18).encode(x=alt.X("median:Q"),
                                                      tooltip=[alt.Tooltip("n:Q"), alt.Tooltip("median:Q")]),

@@ -158,8 +158,10 @@ def test_means_spec_is_what_altair_builds(band: tuple[float, float] | None, inte
     assert len(chart.spec["layer"]) == 1 + (band is not None) + bool(with_ci)
     axis = chart.spec["layer"][-1]["encoding"]["x"]["title"]
     expected = dict(zip(["native", "docker", "paper"], altair_reference.ENVIRONMENTS, strict=False))
+    # the axis starts at 0 unless its title says it does not
     assert_altairs(chart.spec, altair_reference.means_spec(data, with_ci, axis=axis, level="90%", band=band,
-                                                           title="Means", colours=expected))
+                                                           title="Means", colours=expected,
+                                                           zero=not axis.endswith("does not start at 0")))
 
 
 def test_per_run_spec_is_what_altair_builds() -> None:
@@ -171,14 +173,15 @@ def test_per_run_spec_is_what_altair_builds() -> None:
     data, axis = chart.spec["data"]["values"], chart.spec["layer"][0]["encoding"]["x"]["title"]
     # no site colours given: the chart's own environments take the palette in the order of their names
     colours = dict(zip(["docker", "native"], altair_reference.ENVIRONMENTS, strict=False))
-    assert_altairs(chart.spec, altair_reference.per_run_spec(data, axis=axis, title="Runs", colours=colours))
+    zero = not axis.endswith("does not start at 0")  # the axis starts at 0 unless its title says it does not
+    assert_altairs(chart.spec, altair_reference.per_run_spec(data, axis=axis, title="Runs", colours=colours, zero=zero))
     assert [row["status"] for row in data] == ["included", "excluded", "included", "included"]
     assert "legend" not in chart.spec["layer"][1]["encoding"]["shape"]  # included and excluded: listed
     every = charts.per_run_chart(runs.assign(included=True), "output_throughput_tok_s", name="r", title="Runs")
     assert every is not None
     assert every.spec["layer"][1]["encoding"]["shape"]["legend"] is None  # no "excluded" listed where none was
     assert_altairs(every.spec, altair_reference.per_run_spec(every.spec["data"]["values"], axis=axis, title="Runs",
-                                                             colours=colours))
+                                                             colours=colours, zero=zero))
 
 
 @pytest.mark.parametrize("arms", [1, 3])
@@ -199,7 +202,7 @@ def test_quantile_spec_is_what_altair_builds(arms: int, low: float) -> None:
     expected = {name: altair_reference.ENVIRONMENTS[i] for name, i in (("native", 0), ("docker", 2), ("podman", 3))
                 if name in environments}
     assert_altairs(chart.spec, altair_reference.quantile_spec(data, axis=axis, title="KV cache: every run",
-                                                              colours=expected))
+                                                              colours=expected, zero=low == 0))
 
 
 @pytest.mark.parametrize("x_metric", ["pre_kv_memory_gib", "peak_memory_gib"])
@@ -905,3 +908,21 @@ def test_the_axis_caption_says_it_does_not_start_at_0_only_when_it_surely_does_n
     assert above_zero_note(16.7, 157.4) == ""
     assert above_zero_note(850.0, 920.0) == above_zero_note(9.41, 9.42) == " — axis does not start at 0"
     assert above_zero_note(0.0, 5.0) == above_zero_note(-3.0, 5.0) == ""
+
+
+@pytest.mark.parametrize(("values", "from_zero"), [((2000.0, 10500.0), True), ((9000.0, 10500.0), False)])
+def test_an_axis_starts_at_0_or_says_it_does_not(values: tuple[float, float], from_zero: bool) -> None:
+    """Two models 5× apart (2 000 and 10 500 tok/s): Vega would have drawn the axis from about
+    2 000 without a word; it is drawn from 0. Close values keep their own axis, and its title says
+    it does not start at 0. The per-run chart follows the same rule."""
+    stats = pd.DataFrame({"environment": ["native", "docker"], "metric": "output_throughput_tok_s", "n": [10, 10],
+                          "mean": list(values), "ci_low": [v * 0.99 for v in values],
+                          "ci_high": [v * 1.01 for v in values], "source": ["runs", "runs"]})
+    means = charts.means_chart(stats, "output_throughput_tok_s", name="m", title="t", confidence=0.95)
+    runs = pd.DataFrame({"environment": ["native", "docker"], "run_id": ["a", "b"], "iteration": [1, 1],
+                         "output_throughput_tok_s": list(values)})
+    per_run = charts.per_run_chart(runs, "output_throughput_tok_s", name="r", title="t")
+    assert means is not None and per_run is not None
+    for x in (means.spec["layer"][-1]["encoding"]["x"], per_run.spec["layer"][0]["encoding"]["x"]):
+        assert x["scale"] == {"zero": from_zero}
+        assert x["title"].endswith("axis does not start at 0") == (not from_zero)
