@@ -174,8 +174,9 @@ def label_of(name: str) -> str:
 
 def with_unit(label: str, unit: str | None) -> str:
     """A label with its unit: 'Output throughput (tok/s)', and 'Time to first token (mean, ms)'
-    where the label ends in parentheses of its own (not '(mean) (ms)')."""
-    if not unit:
+    where the label ends in parentheses of its own (not '(mean) (ms)'); a count whose label ends
+    in its unit keeps the label alone ('Failed requests', not 'Failed requests (requests)')."""
+    if not unit or label.lower().split()[-1] == unit.lower():
         return label
     if label.endswith(")"):
         return f"{label[:-1]}, {unit})"

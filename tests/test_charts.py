@@ -926,3 +926,13 @@ def test_an_axis_starts_at_0_or_says_it_does_not(values: tuple[float, float], fr
     for x in (means.spec["layer"][-1]["encoding"]["x"], per_run.spec["layer"][0]["encoding"]["x"]):
         assert x["scale"] == {"zero": from_zero}
         assert x["title"].endswith("axis does not start at 0") == (not from_zero)
+
+
+def test_a_count_named_by_its_unit_is_not_said_twice() -> None:
+    """'Failed requests', not 'Failed requests (requests)'; a unit the label does not end in stays."""
+    from sparkreport.metrics import with_unit
+
+    assert charts.metric_title("failed_requests") == "Failed requests"
+    assert charts.metric_title("total_output_tokens") == "Total output tokens"
+    assert with_unit("Max concurrency", "requests") == "Max concurrency (requests)"
+    assert with_unit("Time to first token (mean)", "ms") == "Time to first token (mean, ms)"
