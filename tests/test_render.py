@@ -1174,3 +1174,17 @@ def test_an_aside_every_assumption_ends_with_is_said_once() -> None:
         f"Some of these checks rest on assumptions, not on recorded facts: a: 7B{aside}; b: 72B (stated).")
     assert assumptions_sentence([f"a: 7B{aside}"]) == (
         f"Some of these checks rest on assumptions, not on recorded facts: a: 7B{aside}.")
+
+
+def test_downloads_says_what_the_json_holds(rendered: RenderResult, rendered_summaries: RenderResult) -> None:
+    """dataset.json's row count is the runs' and the published summaries' together: the page says
+    how many of each, and names no summaries where the store has none."""
+    runs_only = page(rendered, "downloads/index.md")
+    assert "| JSON | the runs, with schema version and hash | 63 |" in runs_only
+    summaries = page(rendered_summaries, "downloads/index.md")
+    assert re.search(r"\| JSON \| the published summaries \(\d+ rows, one per arm and metric\), with schema "
+                     r"version and hash \| \d+ \|", summaries)
+    from sparkreport.render.builtin import json_contents
+
+    assert json_contents(80, 28) == ("the runs (80 rows) and the published summaries (28 rows, one per arm and "
+                                     "metric), with schema version and hash")

@@ -195,6 +195,14 @@ def answers_key(site: SiteData, counted: list[dict[str, Any]]) -> str:
             f"{metrics}) got each mark — {said}; its page says which.")
 
 
+def json_contents(runs: int, summaries: int) -> str:
+    """What the Downloads page says dataset.json holds: the runs, the published summaries or both,
+    each with its rows where both are there (its Rows column counts them together)."""
+    parts = [f"the runs ({runs:,} rows)" if summaries else "the runs"] if runs else []
+    parts += [f"the published summaries ({summaries:,} rows, one per arm and metric)"] if summaries else []
+    return " and ".join(parts or ["no rows"]) + ", with schema version and hash"
+
+
 def table_effects(table: dict[str, Any]) -> list[dict[str, Any]]:
     """The effects a :func:`~sparkreport.render.report.summary_table` shows, row by row."""
     return [effect for row in table["rows"] for effect in row["cells"].values()]
@@ -917,7 +925,7 @@ def write_downloads(dataset: Dataset, folder: Path, chunks: ExportChunks | None)
         "dataset.csv": ("CSV", "the runs table: one row per run", len(dataset.runs)),
         "dataset.parquet": ("Parquet", "the runs table, typed, with the dataset hash in its metadata",
                             len(dataset.runs)),
-        "dataset.json": ("JSON", "the runs and the published summaries, with schema version and hash",
+        "dataset.json": ("JSON", json_contents(len(dataset.runs), len(dataset.summaries)),
                          len(dataset.runs) + len(dataset.summaries)),
     }
     for name, (kind, what, count) in described.items():
