@@ -853,6 +853,23 @@ def test_a_wide_table_keeps_its_first_column_in_view_on_a_phone(built: BuildResu
         visit.close()
 
 
+def test_a_runs_table_reads_on_a_phone(built: BuildResult, server: str, browser: Any) -> None:
+    """At 390 px a Runs table's run id wraps at its dots and hyphens instead of taking half the
+    screen on one line, and its files keep a column wide enough that a run's row stays a few
+    lines high (it was ~130 px, mostly blank, the files one short word a line)."""
+    visit = PageVisit(browser, server + "runs/", viewport=PHONE)
+    try:
+        sizes = visit.page.evaluate("""() => [...document.querySelectorAll("td.sparkreport-nowrap")].map(
+            cell => ({width: cell.getBoundingClientRect().width, height: cell.parentElement.getBoundingClientRect().height}))""")
+        assert sizes, "no run id cell on the Runs index"
+        assert max(size["width"] for size in sizes) <= 0.4 * PHONE["width"], sizes[:3]
+        heights = sorted(size["height"] for size in sizes)
+        assert heights[len(heights) // 2] <= 80, heights[-5:]
+        assert not visit.errors, visit.errors
+    finally:
+        visit.close()
+
+
 def test_a_chart_that_cannot_fit_scrolls_to_its_plot(built: BuildResult, server: str, browser: Any) -> None:
     """A column too narrow for a chart's labels beside its narrowest readable plot (140 px) (here
     Memory's first chart squeezed to 200 px on a phone, then the window resized): the chart is
