@@ -132,3 +132,13 @@ def test_the_chart_draws_the_answers_given_in_full(site: RenderResult) -> None:
         "v0.3.0", "w-context"}
     assert "## The answers at a glance\n\nEach campaign whose answer is given in full above;" in home
     assert "## Every effect at a glance" not in home
+
+
+def test_a_span_that_rounds_to_one_value_is_said_once() -> None:
+    """A cell of how the answers moved whose differences round alike says the value once
+    ("≈ ≈ -0.66%"), not "-0.66% to -0.66%"."""
+    from sparkreport.render.markdown import make_environment
+
+    cell = make_environment(None).get_template("_effects.md").module.marks_cell  # type: ignore[attr-defined]
+    assert str(cell({"marks": ["≈", "≈"], "low": -0.6612, "high": -0.6649})) == "≈\u00a0≈ -0.66%"
+    assert str(cell({"marks": ["▲", "▲"], "low": 2.32, "high": 2.34})) == "▲\u00a0▲ +2.32% to +2.34%"

@@ -66,8 +66,8 @@ def test_a_block_gives_the_newest_answer_and_how_the_others_moved(site: RenderRe
     assert ("\n[v0.1.0](../campaigns/v0.1.0/index.md), [v0.2.0](../campaigns/v0.2.0/index.md) and "
             "[v0.3.0](../campaigns/v0.3.0/index.md) are 3 campaigns of one design (the same models, settings and "
             "environments; what differs between them: engine version 0.1.0 / 0.2.0 / 0.3.0).\n"
-            "This page gives the newest, v0.3.0 (by their last run), in full, and of the other 2 how far they\n"
-            "differ from it; every arm's budget, theirs too, is in [budget.csv](budget.csv).\n") in page
+            "This page gives the newest, v0.3.0, in full, and of the other 2 how far they differ\n"
+            "from it; every arm's budget, theirs too, is in [budget.csv](budget.csv).\n") in page
     answers = page.split(f"**{BLOCK}**: the answer of the newest, v0.3.0.\n\n", 1)[1].split("\n## ", 1)[0]
     assert answers.startswith("- **The same within ±2%** (2 models): KV cache, docker against native")
     top = page.split("\n## ", 1)[0]  # the answers: the older releases' are not given in full
@@ -203,3 +203,11 @@ def test_the_largest_move_is_found_per_arm_and_figure() -> None:
             arm("b", "docker", 19.1, 90.0), arm("b", "native", 18.0, 91.5)]
     assert largest_move(arms, block) == {"gib": pytest.approx(0.2), "arm": "M in native", "label": "KV cache",
                                          "campaign": "a", "unmatched": 1}
+
+
+def test_a_block_of_two_speaks_of_the_other_one(tmp_path: Path) -> None:
+    """Two releases of one design: "of the other one how far it differs", not "the other 1 … they"."""
+    write_history_store(tmp_path / "runs", versions=["0.1.0", "0.2.0"], runs=3, campaign_per_version=True, **SIZED)
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "memory/index.md")
+    assert "This page gives the newest, v0.2.0, in full, and of the other one how far it differs\nfrom it" in page
