@@ -333,6 +333,12 @@ def test_a_clause_every_row_ends_with_is_said_once() -> None:
     whole = {"rows": [{"finding": "Same: x."}, {"finding": "Other: y."}]}
     said_once(whole)
     assert whole["common"] is None and [r["finding"] for r in whole["rows"]] == ["Same: x.", "Other: y."]
+    # a boundary inside parentheses is none: the clause starts after them, not at "(run: 1 of 400)"
+    failed = [f"1 of 10 runs had failed requests (vllm-{k}: 1 of 400) — such a run did less work than one that "
+              "completed them all." for k in "ab"]
+    assert common_clause(failed) == ("such a run did less work than one that completed them all.",
+                                     ["1 of 10 runs had failed requests (vllm-a: 1 of 400).",
+                                      "1 of 10 runs had failed requests (vllm-b: 1 of 400)."])
 
 
 def test_quality_page_says_a_finding_about_several_arms_once(published_store: Path, tmp_path: Path) -> None:

@@ -812,6 +812,9 @@ def common_clause(sentences: list[str]) -> tuple[str, list[str]] | None:
     if len(sentences) < 2:
         return None
     for boundary in _CLAUSE.finditer(sentences[0]):
+        head = sentences[0][:boundary.start()]
+        if head.count("(") != head.count(")"):  # inside parentheses ("(vllm-6a57…: 1 of 400) — …")
+            continue
         ending = sentences[0][boundary.start():]
         clause = sentences[0][boundary.end():]
         if len(clause.split()) < CLAUSE_WORDS or not all(s.endswith(ending) for s in sentences):
