@@ -374,3 +374,17 @@ def test_big_log_streams(tmp_path: Path) -> None:
         handle.write(report)
     (run,) = PARSERS["trtllm-log"]().parse(Source(path))
     assert run.record.metrics["request_throughput_req_s"] == 22.22
+
+
+def test_a_vllm_run_asked_for_its_prompts_whatever_failed() -> None:
+    """workload.num_requests is what the run was asked to make: ``num_prompts`` where recorded,
+    else completed and failed together; the completed count stays the ``num_requests`` metric.
+    A run with failed requests is not a run of another design ("400 / 398")."""
+    from sparkreport.ingest.vllm import requests_asked
+
+    assert requests_asked({"num_requests": 398, "failed_requests": 2}, {"num_prompts": 400}) == 400
+    assert requests_asked({"num_requests": 398, "failed_requests": 2}, {}) == 400
+    assert requests_asked({"num_requests": 398}, {}) == 398
+    assert requests_asked({}, {}) is None
+    (run,) = PARSERS["vllm-text"]().parse(Source(FIXTURES / "vllm-text" / "serve_new_e2el_p999.txt"))
+    assert run.record.workload.num_requests == 400 and run.record.metrics["num_requests"] == 398

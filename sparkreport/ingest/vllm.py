@@ -278,16 +278,30 @@ def read_runs(path: Path) -> list[VllmRun]:
     return _Reader(path).read()
 
 
+def requests_asked(metrics: dict[str, float], details: dict[str, Any]) -> int | None:
+    """The requests a vLLM run was asked to make (``workload.num_requests``, what Methodology
+    compares between campaigns): ``num_prompts`` where the result records it, else the completed
+    and the failed ones together, else the completed ones. The completed count alone made a run
+    with one failed request a run of another design ("requests per run 400 / 399")."""
+    planned = details.get("num_prompts")
+    if isinstance(planned, int | float) and planned >= 0:
+        return int(planned)
+    completed, failed = metrics.get("num_requests"), metrics.get("failed_requests")
+    if completed is None:
+        return None
+    return int(completed) + (int(failed) if failed is not None else 0)
+
+
 def _record(run: VllmRun) -> RunRecord:
     concurrency = run.metrics.get("max_concurrency")
-    completed = run.metrics.get("num_requests")
+    asked = requests_asked(run.metrics, run.details)
     return RunRecord(
         run_id="", campaign="",
         model=Model(id=run.model, name=(run.model or "unknown").rstrip("/").split("/")[-1]),
         software=Software(engine="vllm", backend=run.backend,
                           details={"benchmark": f"vllm bench {run.kind}"}),
         workload=Workload(
-            num_requests=None if completed is None else int(completed),
+            num_requests=asked,
             concurrency=None if concurrency is None else int(concurrency),
             details=dict(run.details),
         ),

@@ -32,7 +32,7 @@ from sparkreport.ingest.base import (
     text_field,
 )
 from sparkreport.ingest.text import iter_json_objects, scaled
-from sparkreport.ingest.vllm import percentile_stat
+from sparkreport.ingest.vllm import percentile_stat, requests_asked
 from sparkreport.schema import Model, RunRecord, Software, Status, Workload
 from sparkreport.store import RawFile
 
@@ -172,13 +172,12 @@ def serve_record(obj: dict[str, Any], path: Path, where: str) -> tuple[RunRecord
     backend = text_field(obj.get("backend"), path, f"{where}.backend")
     table = _requests(obj, path, where)
     concurrency = metrics.get("max_concurrency")
-    completed = metrics.get("num_requests")
     record = RunRecord(
         run_id="", campaign="",
         started_at_local=_date(obj.get("date"), path),
         model=Model(id=model_id, name=(model_id or "unknown").rstrip("/").split("/")[-1]),
         software=Software(engine="vllm", backend=backend, details={"benchmark": "vllm bench serve"}),
-        workload=Workload(num_requests=None if completed is None else int(completed),
+        workload=Workload(num_requests=requests_asked(metrics, details),
                           concurrency=None if concurrency is None else int(concurrency),
                           details=details),
         metrics=dict(metrics),
