@@ -15,7 +15,7 @@ from sparkreport.analysis import AnalysisOptions, check, compare, included_runs
 from sparkreport.analysis.physics import arm_points, assumption_groups, model_facts_table
 from sparkreport.dataset import Dataset, build_dataset
 from sparkreport.execute.workloads import TorchWorkload
-from sparkreport.render.builtin import environment_descriptions
+from sparkreport.render.describe import environment_descriptions
 from sparkreport.schema import Environment, Hardware, Model, RunRecord, Workload
 
 GB10 = Hardware(gpu_name="NVIDIA GB10", memory_pool_gib=119.64, unified_memory=True)

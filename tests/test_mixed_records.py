@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sparkreport.render import RenderOptions, RenderResult, render
-from sparkreport.render.builtin import describe_campaign, design_groups
+from sparkreport.render.describe import describe_campaign, design_groups
 from sparkreport.schema import Environment, Hardware, Model, Provenance, RunRecord, Software, Workload
 from sparkreport.store import RunStore
 

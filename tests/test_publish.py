@@ -560,7 +560,7 @@ def test_published_run_json_holds_only_allowlisted_variables(tmp_path: Path) -> 
 
 
 def test_methodology_describes_environments_without_dumps() -> None:
-    from sparkreport.render.builtin import environment_descriptions
+    from sparkreport.render.describe import environment_descriptions
     from sparkreport.schema import Environment
 
     class Record:
@@ -584,7 +584,7 @@ def test_the_variables_cell_stays_short() -> None:
     """A chroot given three variables beside native and cgroup environments that inherit a CUDA
     image's (read on an H100 smoke campaign): each cell names at most four variables per side,
     values cut, and counts the rest — never NVIDIA_REQUIRE_CUDA's 1,500 characters."""
-    from sparkreport.render.builtin import VARIABLE_CHARS, variables_cell
+    from sparkreport.render.describe import VARIABLE_CHARS, variables_cell
 
     image = {"CUDA_HOME": ["/usr/local/cuda"], "CUDA_VERSION": ["13.0.2"], "NCCL_VERSION": ["2.28.3-1"],
              "NVIDIA_DRIVER_CAPABILITIES": ["compute,graphics,utility"], "NVIDIA_PRODUCT_NAME": ["CUDA"],

@@ -396,7 +396,8 @@ def read_records_per_campaign(site: SiteData) -> None:
     """What the pages across campaigns read of the records, made (or read from the analysis
     cache, campaign by campaign: :meth:`~sparkreport.render.context.SiteData.per_campaign`) here,
     before the pages are filled in forked workers, whose results would not reach the cache."""
-    from sparkreport.render.builtin import campaign_descriptions, campaign_sources
+    from sparkreport.render.builtin import campaign_sources
+    from sparkreport.render.describe import campaign_descriptions
     from sparkreport.render.memory import arm_memory_settings, ledger_fields
     from sparkreport.render.report import campaigns, cgroup_peaks
 

@@ -1,6 +1,6 @@
 """Home's blocks: each of the newest campaigns answers its question in a block of its own, but
 neighbouring campaigns of one design (a release per campaign, say: Methodology's
-:func:`~sparkreport.render.builtin.design_groups`) share one block — the newest's answer in full,
+:func:`~sparkreport.render.describe.design_groups`) share one block — the newest's answer in full,
 a table of how each campaign answered, and what the checks found in all of them said once.
 Five copies of one table, one per release, hid what changed between the releases.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.render.builtin import described_campaigns, design_groups
+from sparkreport.render.describe import described_campaigns, design_groups
 from sparkreport.render.report import across_campaigns_notes, recency, summary_table, table_gaps
 
 if TYPE_CHECKING:
