@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 #: Where ``render`` writes the Markdown when ``--docs-dir`` is not given (under the root).
 DEFAULT_DOCS_DIR = Path("build") / "docs"
+#: The run store of a project, under its root (``--runs-dir`` when not given).
+DEFAULT_RUNS_DIR = Path("runs")
 
 
 @dataclass

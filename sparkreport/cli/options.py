@@ -8,9 +8,9 @@ from typing import Any, TypeVar
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+from sparkreport.project import DEFAULT_RUNS_DIR
 
-DEFAULT_RUNS_DIR = Path("runs")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def runs_dir_option(func: F) -> F:

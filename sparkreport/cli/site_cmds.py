@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from sparkreport.cli.options import DEFAULT_RUNS_DIR, runs_dir_option
+from sparkreport.cli.options import runs_dir_option
+from sparkreport.project import DEFAULT_RUNS_DIR
 
 if TYPE_CHECKING:
     from sparkreport.render import RenderOptions

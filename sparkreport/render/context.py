@@ -92,7 +92,7 @@ class SiteData:
         """``sparkreport NAME …`` as a reader runs it in the project's folder to get what a page
         shows: with ``--runs-dir`` when the store is not the project's ``runs/`` (a site built
         with ``--runs-dir``), relative to the project where it lies inside it."""
-        from sparkreport.cli.options import DEFAULT_RUNS_DIR
+        from sparkreport.project import DEFAULT_RUNS_DIR
 
         root = self.project_root if self.project_root is not None else self.runs_dir.parent
         store = [] if self.runs_dir == root / DEFAULT_RUNS_DIR else [
