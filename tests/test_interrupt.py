@@ -91,3 +91,43 @@ def test_ctrl_c_or_sigterm_at_any_moment_stops_a_build_at_once_with_one_line(tmp
         assert _files(site) == before, moment
     assert len(stops_s) >= len(MOMENTS) - 2, f"only {len(stops_s)} signals came before the build's end"
     print("stop times (s):", " ".join(f"{s:.2f}" for s in stops_s), f"(a full build: {full_s:.1f} s)")
+
+
+#: A command whose library turns Ctrl-C (or SIGTERM) into another exception, as CPython does when
+#: the signal lands inside a failing ``from module import name``: ``TypeError: expected a message
+#: argument`` (seen in CI, importing MkDocs at 70% of a build).
+TURNED = """
+import os, time
+from sparkreport.cli import entry, main
+
+@main.command("turned")
+def turned():
+    try:
+        os.kill(os.getpid(), int(os.environ["SIGNUM"]))
+        time.sleep(5)
+    except KeyboardInterrupt:
+        pass
+    raise TypeError("expected a message argument")
+
+@main.command("plain")
+def plain():
+    raise TypeError("a bug, no signal")
+
+entry()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_a_library_turned_into_another_exception_still_ends_with_one_line(signum: int) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SIGNUM": str(int(signum))}
+    done = subprocess.run([sys.executable, "-c", TURNED, "turned"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (128 + signum, "interrupted\n", "")
+
+
+def test_an_exception_without_a_signal_is_still_a_bug_with_its_traceback() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", TURNED, "plain"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.startswith("Traceback") and done.stderr.endswith("TypeError: a bug, no signal\n")

@@ -47,13 +47,21 @@ def _stops_quietly(ctx: click.Context | None) -> Iterator[None]:
     """Ctrl-C or SIGTERM (raised as KeyboardInterrupt, once the clean-up on the way out is done)
     ends the command with :func:`interrupted_line` and status 128 + the signal's number (130,
     143), as a shell reports a process the signal ended — not click's "Aborted!" and 1."""
-    from sparkreport.site.publish import Terminated
+    from sparkreport.site import publish
 
     try:
         yield
     except KeyboardInterrupt as exc:
         click.echo(interrupted_line(ctx), err=True)
-        raise SystemExit(128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)) from None
+        signum = signal.SIGTERM if isinstance(exc, publish.Terminated) else signal.SIGINT
+        raise SystemExit(128 + signum) from None
+    except Exception:
+        # Another exception after a stop signal: library code that turned the KeyboardInterrupt
+        # into its own error (publish.stops). The signal is what ended the command.
+        if not publish.stops:
+            raise
+        click.echo(interrupted_line(ctx), err=True)
+        raise SystemExit(128 + publish.stops[0]) from None
 
 
 class LazyGroup(click.Group):
@@ -154,13 +162,17 @@ def entry() -> None:
 def _stop_signals_raise() -> None:
     """SIGTERM raises :class:`~sparkreport.site.publish.Terminated` (a KeyboardInterrupt) as
     SIGINT raises KeyboardInterrupt, so that either runs the clean-up on the way out (Python's
-    default for SIGTERM ends the process without it). An interrupt raised where Python cannot
+    default for SIGTERM ends the process without it); both handlers note the signal
+    (:data:`~sparkreport.site.publish.stops`), so an interrupt a library turned into another
+    exception still ends the command as interrupted. An interrupt raised where Python cannot
     pass it on — a finalizer, a fork hook (logging's ``_releaseLock``) — would be printed as
     "Exception ignored" and lost: it is sent again instead, to land in the command's own code."""
-    from sparkreport.site.publish import Terminated, terminate
+    from sparkreport.site.publish import Terminated, interrupt, terminate
 
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # (SIGINT's is Python's own, unless ignored)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, terminate)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not when ignored: `nohup`)
+        signal.signal(signal.SIGINT, interrupt)
     printed = sys.unraisablehook
 
     def unraisable(report: Any) -> None:

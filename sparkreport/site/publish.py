@@ -116,9 +116,24 @@ class Terminated(KeyboardInterrupt):  # noqa: N818 - named for the signal, like 
     KeyboardInterrupt: the CLI prints its one 'interrupted' line and exits 143, no traceback)."""
 
 
+#: The stop signals (SIGINT, SIGTERM) this process's handlers have raised, in order. A library
+#: can turn the KeyboardInterrupt into another exception: CPython itself, when Ctrl-C lands inside
+#: a failing ``from module import name`` (pathspec's ``from warnings import deprecated``, imported
+#: by MkDocs), raises ``TypeError: expected a message argument`` instead. The command line reads
+#: this to end such a command as interrupted, not with that exception's traceback.
+stops: list[int] = []
+
+
 def terminate(signum: int, _frame: object) -> None:
     """A SIGTERM handler: raise :class:`Terminated`, so that the clean-up on the way out runs."""
+    stops.append(signum)
     raise Terminated(f"signal {signum}")
+
+
+def interrupt(signum: int, _frame: object) -> None:
+    """A SIGINT handler: Python's own (raise KeyboardInterrupt), the signal noted in :data:`stops`."""
+    stops.append(signum)
+    raise KeyboardInterrupt
 
 
 @contextmanager
