@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -911,6 +912,13 @@ def test_other_metrics_open_with_a_table_of_their_comparisons(tmp_path: Path, ph
     result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
     comparisons = compare(phase1_dataset, "environment", "native", AnalysisOptions())
     marks = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclusive": "?"}
+    better = {"pre_kv_memory_gib": "lower", "kv_cache_gib": "higher", "memory_available_gib": "higher"}
+
+    def judged(row: dict[str, Any]) -> str:  # a difference's worth, by the metric's better direction
+        if row["verdict"] not in ("higher", "lower"):
+            return ""
+        return " (better)" if row["verdict"] == better[row["metric"]] else " (worse)"
+
     checked = 0
     for model in ("deepseek", "gpt120b", "qwen72b"):
         summary = other_metrics_tables(page(result, f"results/{model}/index.md"))
@@ -923,7 +931,7 @@ def test_other_metrics_open_with_a_table_of_their_comparisons(tmp_path: Path, ph
             low, high = (row["ratio_ci_low"] - 1) * 100, (row["ratio_ci_high"] - 1) * 100
             assert cells[0][1:] == [num(row["mean_baseline"], row["metric"]), num(row["mean_candidate"], row["metric"]),
                                     f"{signed((row['ratio'] - 1) * 100)} ({signed(low)} to {signed(high)})",
-                                    f"{marks[row['verdict']]} {row['verdict']}"], (model, row["metric"])
+                                    f"{marks[row['verdict']]} {row['verdict']}{judged(row)}"], (model, row["metric"])
             checked += 1
         untested = table_rows(summary, ("Request throughput (req/s)",))
         assert len(untested) == 1 and untested[0][3:] == ["—", ""]
@@ -1013,7 +1021,7 @@ def test_other_metrics_with_several_candidates_take_a_row_per_level(three_levels
     assert [row[:2] for row in rows] == [["GPU temperature at end (°C)", "native"],
                                          ["Request latency (mean, ms)", "native"], ["", "cgroup"], ["", "chroot"]]
     assert rows[0][3:] == ["—", ""] and rows[1][3:] == ["", ""]  # one level: no comparison; the baseline
-    assert re.fullmatch(r"\+\d\.\d\d \(\+\d\.\d\d to \+\d\.\d\d\)", rows[2][3]) and rows[2][4] == "▲ higher"
+    assert re.fullmatch(r"\+\d\.\d\d \(\+\d\.\d\d to \+\d\.\d\d\)", rows[2][3]) and rows[2][4] == "▲ higher (worse)"
     assert rows[3][4] == "≈ the same within ±2%"  # the words of the key above the tables
 
 

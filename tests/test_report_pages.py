@@ -138,13 +138,14 @@ def test_home_is_a_summary(shipped: RenderResult, combined: RenderResult) -> Non
     (three campaigns, each finding's campaign named once by its title over its lines, the key
     saying that a ≈ interval may exclude zero, as the H100 control's does, and the line under the
     chart counting the effects it cannot draw, the H100 answer stating its constant memory: 750; four,
-    with the Phase 1 runs added, stay under 975: two of their answers say that their runs carry
-    error-level findings, and the banner names five checks)."""
+    with the Phase 1 runs added, stay under 990: two of their answers say that their runs carry
+    error-level findings, the banner names five checks, and the key of Phase 1's ▲ and ▼ says
+    that its answer tells better from worse)."""
     home = (shipped.docs_dir / "index.md").read_text(encoding="utf-8")
     words = len(" ".join(sentence_lines(home)).split())
     assert words <= 750, words
     more = len(" ".join(sentence_lines((combined.docs_dir / "index.md").read_text(encoding="utf-8"))).split())
-    assert more <= 975, more
+    assert more <= 990, more
     assert home.count("**The answer.**") >= 2 and home.count("## What the data cannot show") == 1
     assert 'class="sparkreport-chart"' in home
 

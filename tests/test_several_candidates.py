@@ -47,7 +47,7 @@ def text(site: RenderResult, path: str) -> str:
 def test_the_answer_and_the_table_name_each_comparison(site: RenderResult, page: str) -> None:
     markdown = text(site, page)
     answer = [line for line in markdown.splitlines() if line.startswith("- **")]
-    assert any(re.fullmatch(r"- \*\*Higher in cgroup than in native\*\*: Output throughput for 1 model "
+    assert any(re.fullmatch(r"- \*\*Better in cgroup than in native\*\*: Output throughput higher for 1 model "
                             r"\(\+\d\.\d\d% \[\+\d\.\d\d, \+\d\.\d\d\]\)\.", line) for line in answer), answer
     same = [line for line in answer if line.startswith("- **The same within ±2%**")]
     assert len(same) == 1 and ", chroot against native " in same[0] and "cgroup" not in same[0], same

@@ -603,10 +603,15 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
     for row in out:
         kind = "untested" if row["untested"] else str(row["verdict"])
         row["mark"] = VERDICT_MARKS[kind]
-        row["words"] = verdict_words(kind, margin_text(row["margin_pct"] / 100))
+        row["judgement"] = judgement(kind, str(row["metric"]))
+        row["words"] = verdict_words(kind, margin_text(row["margin_pct"] / 100)) + (
+            f" ({row['judgement']})" if row["judgement"] else "")
     out.sort(key=lambda r: (r["campaign"], order.get(r["metric"], len(order)), str(r["model_name"]).lower()))
     return out
 
+
+#: Said in a key with ▲ or ▼: a mark gives the direction of a difference, not its worth.
+BETTER_OR_WORSE = "Whether ▲ or ▼ is better depends on the metric; the answers say which."
 
 #: The verdict marks of the summary tables (explained under each table).
 VERDICT_MARKS = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclusive": "?", "untested": "○"}
@@ -614,6 +619,18 @@ VERDICT_MARKS = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclu
 #: marks, in the forest chart's legend, and (capitalized) leading an answer's sentence.
 VERDICT_WORDS = {"equivalent": "the same within {margin}", "higher": "higher", "lower": "lower",
                  "inconclusive": "no difference detected", "untested": "not tested"}
+
+
+def judgement(verdict: str, metric: str) -> str:
+    """Whether a "higher" or "lower" verdict is "better" or "worse", by the metric's better
+    direction in the catalog (higher throughput, lower latency and memory); "" for the other
+    verdicts and for a metric with no better direction (a temperature, a configured count)."""
+    from sparkreport import metrics as metric_catalog
+
+    found = metric_catalog.lookup(metric) if verdict in ("higher", "lower") else None
+    if found is None or found.direction == "none":
+        return ""
+    return "better" if verdict == found.direction else "worse"
 
 
 def verdict_words(verdict: str, margin: str = "the margin") -> str:
@@ -707,6 +724,8 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
         said.append("— not compared (the metric was not reported in both arms)")
     if said:
         out.append("; ".join(said) + ".")
+    if marks & {"▲", "▼"}:
+        out.append(BETTER_OR_WORSE)
     out.append(design_sentence(effects))
     if marks & {"≈", "?"}:
         shared = margin_of(site, [e for e in effects if e["mark"] in ("≈", "?")])
@@ -970,8 +989,8 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
     primary = [e for e in effects if e["primary"]] or effects
     out = []
     groups: dict[str, list[dict[str, Any]]] = {}
-    for e in primary:
-        groups.setdefault("untested" if e["untested"] else str(e["verdict"]), []).append(e)
+    for e in primary:  # a difference is said as better or worse where the metric has a better direction
+        groups.setdefault("untested" if e["untested"] else e.get("judgement") or str(e["verdict"]), []).append(e)
 
     def metrics_of(rows: list[dict[str, Any]]) -> str:
         return join_and(list(dict.fromkeys(str(r["label"]) for r in rows)))
@@ -999,7 +1018,7 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
 
     # Each sentence speaks of one comparison (candidate against baseline) at a time: a campaign of
     # several environments against one baseline (native vs cgroup vs chroot) has one per level.
-    for kind in ("equivalent", "higher", "lower", "inconclusive", "untested"):
+    for kind in ("equivalent", "worse", "better", "higher", "lower", "inconclusive", "untested"):
         rows = groups.get(kind)
         if not rows:
             continue
@@ -1010,6 +1029,11 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
                              for (cand, base), rs in pairs)
             words = verdict_words(kind, margin or "each metric's margin")
             out.append(f"**{words[:1].upper()}{words[1:]}**{counted(rows)}: {said}.")
+        elif kind in ("worse", "better"):  # each metric with its direction: "Output throughput lower"
+            for (cand, base), rs in pairs:
+                parts = [f"{label} {verdict}{f' for {count(items)}' if count_models else ''} ({span(items)})"
+                         for (label, verdict), items in grouped_by(rs, "label", "verdict")]
+                out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind in ("higher", "lower"):
             for (cand, base), rs in pairs:
                 parts = [f"{label}{f' for {count(items)}' if count_models else ''} ({span(items)})"
