@@ -10,6 +10,7 @@ under ``CI=true`` that is a failure.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -982,5 +983,43 @@ def test_charts_folded_on_a_diff_page_take_their_column_when_opened(shipped_diff
                 assert int(width["fitted"]) == int(room) and chart["svgWidth"] <= room + 1, (where, width, chart)
                 assert not chart["cut"], (where, chart["cut"])
         assert not visit.errors, visit.errors
+    finally:
+        visit.close()
+
+
+#: Each axis's shown labels under ``root`` (a drawn chart's SVG, or a fallback SVG's document), as boxes.
+AXIS_LABELS = """(root) => [...root.querySelectorAll('.role-axis')].map(axis =>
+  [...axis.querySelectorAll('.role-axis-label text')]
+    .filter(t => t.textContent && t.getAttribute('opacity') !== '0')  // hidden by Vega's overlap check
+    .map(t => {
+    const r = t.getBoundingClientRect();
+    return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+  }))"""
+
+
+def test_no_axis_label_runs_into_its_neighbour(built: BuildResult, server: str, browser: Any) -> None:
+    """On a model's page, drawn at 1280 px and on a phone, and in every model's static SVG
+    fallbacks, no two shown labels of one axis overlap. Before, the fallbacks' labels ran into each
+    other ("2,5402,541", "119.2119.3"): vl-convert measures text narrower than a browser shows it."""
+    model = phone_pages(built.site_dir)[2]
+    for viewport in (DESKTOP, PHONE):
+        visit = PageVisit(browser, server + model, viewport=viewport)
+        try:
+            scroll_through(visit.page)
+            for chart in visit.page.query_selector_all(".sparkreport-chart .sparkreport-chart-view svg"):
+                for labels in chart.evaluate(AXIS_LABELS):
+                    for a, b in itertools.pairwise(sorted(labels, key=lambda box: box["left"])):
+                        assert not overlap(a, b), (model, viewport, a["text"], b["text"])
+        finally:
+            visit.close()
+    fallbacks = sorted(p.relative_to(built.site_dir).as_posix() for p in built.site_dir.glob("results/*/charts/*.svg"))
+    assert len(fallbacks) > 10
+    visit = PageVisit(browser, server + model, viewport=DESKTOP)
+    try:
+        for svg in fallbacks:
+            visit.page.goto(server + svg)
+            for labels in visit.page.evaluate(f"() => ({AXIS_LABELS})(document)"):
+                for a, b in itertools.pairwise(sorted(labels, key=lambda box: box["left"])):
+                    assert not overlap(a, b), (svg, a["text"], b["text"])
     finally:
         visit.close()

@@ -821,10 +821,11 @@ def write_svgs(jobs: list[tuple[Path, dict[str, Any]]], cache_dir: Path | None) 
     import vl_convert
 
     from sparkreport.cache import BlobCache, sha256_bytes
-    from sparkreport.charts import VEGALITE_VERSION, to_svg
+    from sparkreport.charts import FALLBACK_CONFIG, VEGALITE_VERSION, to_svg
 
     cache = BlobCache(cache_dir / "svg", "svg") if cache_dir is not None else None
-    salt = f"{getattr(vl_convert, '__version__', '')}\0{VEGALITE_VERSION}\0".encode()
+    drawn = json.dumps(FALLBACK_CONFIG, sort_keys=True)
+    salt = f"{getattr(vl_convert, '__version__', '')}\0{VEGALITE_VERSION}\0{drawn}\0".encode()
     missing: list[tuple[Path, dict[str, Any], str]] = []
     for path, spec in jobs:
         key = sha256_bytes(salt + json.dumps(spec, sort_keys=True).encode())
