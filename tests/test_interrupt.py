@@ -22,6 +22,9 @@ PROJECT = ("runs", "docs", "templates", "sparkreport.yml", "mkdocs.yml")
 MOMENTS = [(0.15, signal.SIGINT), (0.25, signal.SIGINT), (0.4, signal.SIGTERM), (0.55, signal.SIGINT),
            (0.7, signal.SIGINT), (0.8, signal.SIGTERM)]
 LINE = "interrupted — the previous site is unchanged"
+#: The line of a build the signal reached after its new site went live (the swap is not undone):
+#: a signal late in a build on a machine faster than the first build's time.
+SWAPPED = "interrupted — the new site is in place"
 #: Ended within this of the signal, its work done: the signal came as the build ended.
 LATE_S = 0.1
 
@@ -85,7 +88,8 @@ def test_ctrl_c_or_sigterm_at_any_moment_stops_a_build_at_once_with_one_line(tmp
             assert not left, moment
             continue
         stops_s.append(time.monotonic() - sent)
-        assert (proc.returncode, err, out) == (128 + signum, LINE + "\n", ""), moment
+        assert (proc.returncode, out) == (128 + signum, ""), moment
+        assert err in (LINE + "\n", SWAPPED + "\n"), (moment, err)  # the same pages either way
         assert stops_s[-1] < 5, moment
         assert not left, moment
         assert _files(site) == before, moment
