@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
+from sparkreport.names import level_order
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -299,16 +300,14 @@ def ordinal(name: str, **options: Any) -> dict[str, Any]:
 
 
 def environment_colours(environments: Iterable[str], baseline: str | None = None) -> dict[str, str]:
-    """Each of ``environments`` → its colour: ``baseline`` (where among them) first, then the
-    others in alphabetical order, each the next of :data:`ENVIRONMENT_COLOURS` (repeating past
-    five). A site's, given to every chart that colours by environment, keeps an environment's
-    colour whatever else a chart shows: Vega gave each chart's environments its palette's colours
-    in the order of their names, so that `native` was the first colour on a chart of it alone and
-    the second beside `container`."""
-    given = {str(name) for name in environments}  # once: ``environments`` may be a generator
-    names = sorted(given - {baseline}, key=lambda name: (name.lower(), name))
-    if baseline is not None and baseline in given:
-        names.insert(0, baseline)
+    """Each of ``environments`` → its colour, in the order the pages list them
+    (:func:`~sparkreport.names.level_order`: ``baseline``, where among them, first, then the others
+    by name), each the next of :data:`ENVIRONMENT_COLOURS` (repeating past five). A site's, given
+    to every chart that colours by environment, keeps an environment's colour whatever else a
+    chart shows: Vega gave each chart's environments its palette's colours in the order of their
+    names, so that `native` was the first colour on a chart of it alone and the second beside
+    `container`."""
+    names = sorted({str(name) for name in environments}, key=lambda name: level_order(name, baseline))
     return {name: ENVIRONMENT_COLOURS[i % len(ENVIRONMENT_COLOURS)] for i, name in enumerate(names)}
 
 
@@ -317,12 +316,12 @@ def environment_colour(present: Iterable[Any], colours: Mapping[str, str] | None
     """The colour channel of a chart coloured by environment (its ``environment`` field): each
     environment ``present`` in the chart in its colour in ``colours`` (a site's
     :func:`environment_colours`), one missing from it (every one, without ``colours``) in the
-    colours after them, in alphabetical order; the scale's domain is those present, in that order
-    (what a legend lists). ``options``: the channel's others (``legend``, ``title``)."""
+    colours after them, by name; the scale's domain is those present, in that order (what a
+    legend lists). ``options``: the channel's others (``legend``, ``title``)."""
     shown = {str(value) for value in present}
     known = {name: colour for name, colour in (colours or {}).items() if name in shown}
     start = len(colours or {})
-    for i, name in enumerate(sorted(shown - set(known), key=lambda name: (name.lower(), name))):
+    for i, name in enumerate(sorted(shown - set(known), key=lambda name: level_order(name, None))):
         known[name] = ENVIRONMENT_COLOURS[(start + i) % len(ENVIRONMENT_COLOURS)]
     return nominal("environment", **options, scale={"domain": list(known), "range": list(known.values())})
 

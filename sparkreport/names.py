@@ -90,6 +90,21 @@ def is_clean_name(name: str) -> bool:
     return True
 
 
+def name_order(name: str) -> tuple[str, str]:
+    """Where a model's name sorts on the pages: case folded ("alpha" before "Beta", "gemma"
+    before "Qwen"), then as written (two names that differ only in case keep one order)."""
+    return name.casefold(), name
+
+
+def level_order(level: str, baseline: str | None) -> tuple[bool, str, str]:
+    """Where a level of the factor (an environment, with the factor ``environment``) sorts
+    wherever levels are listed — statistics, comparisons, charts, Runs, Memory, the campaign
+    pages and ``sparkreport stats`` alike: ``baseline`` first, then the others by name as
+    :func:`name_order` sorts them. A reader finds the reference row on top and the same order on
+    every page; where ``baseline`` is None or not among them, the order is by name alone."""
+    return level != baseline, *name_order(level)
+
+
 #: How many values an error message lists before it says "… and N more".
 SHOWN_VALUES = 8
 

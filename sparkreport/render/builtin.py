@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
+from sparkreport.names import name_order
 from sparkreport.render.context import SiteData
 from sparkreport.render.describe import described_campaigns, design_groups
 from sparkreport.render.diff_text import command_line
@@ -30,7 +31,7 @@ from sparkreport.render.report import (
     table_gaps,
     why_not_compared,
 )
-from sparkreport.render.tables import metric_label, name_order
+from sparkreport.render.tables import metric_label
 from sparkreport.schema import RunRecord
 
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ import copy
 import functools
 from typing import TYPE_CHECKING, Any
 
+from sparkreport.names import level_order
 from sparkreport.render.report import join_and
 from sparkreport.schema import RunRecord
 
@@ -230,7 +231,7 @@ def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
     return {
         "held": held, "partly": partly, "varying": varying,
         "levels": [{"name": name, **row} for name, row in
-                   sorted(levels.items(), key=lambda item: (item[0] != baseline, item[0]))],
+                   sorted(levels.items(), key=lambda item: level_order(item[0], baseline))],
         "level_columns": [{"key": key, "label": key.replace("_gib", " (GiB)").replace("_", " ")} for key in columns],
         "cooldown": (f"{min(waits):.0f}–{max(waits):.0f} s" if waits and min(waits) != max(waits)
                      else f"{waits[0]:.0f} s" if waits else None),

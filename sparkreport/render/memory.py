@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import plain
+from sparkreport.names import name_order
 from sparkreport.render.pages import Page, PageDoc, register
-from sparkreport.render.tables import name_order
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.checks import check_title
 from sparkreport.dataset import frame_records, model_name_of, plain
+from sparkreport.names import level_order
 from sparkreport.render.markdown import margin_text
 from sparkreport.render.tables import metric_label
 
@@ -198,7 +199,7 @@ def campaigns(site: SiteData) -> list[Campaign]:
     titles: dict[str, str] = {}
     for name in sorted(by_name):
         entry = by_name[name]
-        environments = sorted(entry["levels"], key=lambda lv: (lv != site.config.baseline, lv))
+        environments = sorted(entry["levels"], key=lambda lv: level_order(lv, site.config.baseline))
         if site.config.factor != "environment":
             # a campaign none of whose runs carries a level keeps its environments' arms (published
             # figures: each arm as published), as its models' Results rows do; it has no levels
@@ -216,7 +217,7 @@ def campaigns(site: SiteData) -> list[Campaign]:
             design["cache"] = [str(v) for v in (design["cache"] if isinstance(design["cache"], list)
                                                 else [design["cache"]])]
         baseline = site.config.baseline
-        levels = sorted(entry["levels"], key=lambda lv: (lv != baseline, lv))
+        levels = sorted(entry["levels"], key=lambda lv: level_order(lv, baseline))
         out.append(Campaign(
             name=name, description=description, published=entry["runs"] == 0,
             question=(configured.question if configured is not None and configured.question else description),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.metrics import with_unit
-from sparkreport.names import unique_slugs
+from sparkreport.names import level_order, unique_slugs
 from sparkreport.render.markdown import is_missing
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.tables import claims, metric_label, metric_order
@@ -338,8 +338,7 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
         compared = compared_of.get(campaign, {})
         bases = {str(c["baseline"]) for by in compared.values() for c in by.values()}
         base = bases.pop() if len(bases) == 1 else baseline  # a campaign's comparisons share one baseline
-        levels = list(dict.fromkeys(level for arms in metrics.values() for level in arms))
-        levels.sort(key=lambda level: level != base)  # stable: the baseline first, the rest as listed
+        levels = sorted({level for arms in metrics.values() for level in arms}, key=lambda lv: level_order(lv, base))
         wide = len(levels) <= 2
         headed = {level: wide and all(arms[level]["source"] == "published"
                                       for arms in metrics.values() if level in arms) for level in levels}

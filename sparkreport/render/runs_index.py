@@ -28,10 +28,9 @@ from urllib.parse import quote
 from sparkreport.cache import inputs_digest
 from sparkreport.dataset import model_name_of, plain
 from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
-from sparkreport.names import shown, unique_slugs
+from sparkreport.names import name_order, shown, unique_slugs
 from sparkreport.published import published_name, write_manifest
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
-from sparkreport.render.tables import name_order
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:

@@ -64,12 +64,6 @@ def _reading_order(metric: str) -> tuple[str, float, str]:
     return label.rsplit(" (", 1)[0].lower(), rank, metric
 
 
-def name_order(name: str) -> tuple[str, str]:
-    """Where a model's name sorts on the pages: case folded ("alpha" before "Beta", "gemma"
-    before "Qwen"), then as written (two names that differ only in case keep one order)."""
-    return name.casefold(), name
-
-
 def metric_label(metric: str) -> str:
     """The human label of a metric ('KV cache')."""
     return metric_catalog.label_of(metric)
