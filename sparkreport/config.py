@@ -186,6 +186,13 @@ class ProjectConfig:
         """:attr:`factor_name` after "a" or "an" (``no run carries an engine version``)."""
         return factor_words(self.factor).a_name
 
+    def baseline_of(self, level: str) -> str | None:
+        """The baseline among the levels of ``level`` (a run column or ``label.KEY``, as
+        ``arm_stats`` groups by it): :attr:`baseline` where ``level`` is the factor the
+        comparisons contrast, else None — another column's levels have none, and are listed by
+        name (:func:`~sparkreport.names.level_order`)."""
+        return self.baseline if level == self.factor else None
+
     def charted(self, metric: str) -> bool:
         """Whether the Results pages draw charts for ``metric``."""
         return self.charts == "all" or metric in self.analysis.tested_metrics

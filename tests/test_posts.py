@@ -175,7 +175,7 @@ def test_indented_code_blocks_stay_literal(text: str, bound: list[str]) -> None:
     ('value("kv_cache_gib", model="llama", environment="native")',
      "no arm with kv_cache_gib has model='llama' — model values here: deepseek, gpt120b, qwen72b, unnamed"),
     ('value("kv_cache_gib", model="deepseek")',
-     "matches 2 arms (phase1-published/deepseek/container; phase1-published/deepseek/native) — add campaign=, "
+     "matches 2 arms (phase1-published/deepseek/native; phase1-published/deepseek/container) — add campaign=, "
      "model= or environment= to pick one"),
     ('value("kv_cache_gib", model="deepseek", environment="native", stat="median")',
      "median is missing (NaN) for phase1-published/deepseek/native — published figures give: mean 44.31, n 10"),

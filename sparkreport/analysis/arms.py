@@ -16,6 +16,7 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.analysis.statistics import describe_many, describe_summary
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
+from sparkreport.names import level_order
 
 T = TypeVar("T")
 
@@ -247,8 +248,13 @@ def arm_name(arm: tuple[object, ...]) -> str:
 
 def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
               metrics: list[str] | None = None, cache: AnalysisCache | None = None, *,
-              level: str = "environment") -> pd.DataFrame:
+              level: str = "environment", baseline: str | None = None) -> pd.DataFrame:
     """Per arm and metric: n, mean, sd, median, min, max, CV and the t-based CI of the mean.
+
+    Rows by campaign, model, level, ``by`` labels and metric, the levels of each campaign and
+    model in :func:`~sparkreport.names.level_order`: ``baseline`` (the comparisons' own, where
+    ``level`` is the factor they contrast: :meth:`~sparkreport.config.ProjectConfig.baseline_of`)
+    first, then the others by name — the order every page and ``sparkreport stats`` list them in.
 
     Per-run arms use the included runs; published-summary arms use their published n, mean
     and sd (median/min/max unknown). ``by`` adds label columns (``label.<key>``) to the arm.
@@ -323,7 +329,18 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
         frame[column] = frame[column].astype(float)
     frame["n"] = frame["n"].astype(int)
     clip_to_range(frame)
-    return frame.sort_values([*keys, "metric"], kind="stable").reset_index(drop=True)
+    return in_level_order(frame, [*keys, "metric"], "environment", baseline)
+
+
+def in_level_order(frame: pd.DataFrame, by: list[str], level: str, baseline: str | None) -> pd.DataFrame:
+    """``frame`` sorted by the columns ``by`` (stable, a fresh index), its column ``level`` among
+    them by :func:`~sparkreport.names.level_order` (``baseline`` first, then by name) rather than
+    by code point: the statistics and the comparisons list levels as the pages do."""
+    names = frame[level].astype(str)
+    ranks = {name: rank for rank, name in enumerate(sorted(set(names), key=lambda name: level_order(name, baseline)))}
+    rank = names.map(ranks)
+    return frame.sort_values(by, key=lambda column: rank if column.name == level else column,
+                             kind="stable").reset_index(drop=True)
 
 
 def clip_to_range(frame: pd.DataFrame) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
-from sparkreport.analysis.arms import arm_rows, campaign_digests, float_matrix, included_runs, reported
+from sparkreport.analysis.arms import arm_rows, campaign_digests, float_matrix, in_level_order, included_runs, reported
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, frame_records
 from sparkreport.errors import DataError
@@ -145,7 +145,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
         return frame
     frame = design.apply_design(frame, ds, opts, factor, baseline)  # blocks; Holm per campaign family
     frame["verdict"] = [_verdict(r, opts) for r in frame_records(frame)]
-    return frame.sort_values(["campaign", "model", "metric", "candidate"], kind="stable").reset_index(drop=True)
+    return in_level_order(frame, ["campaign", "model", "metric", "candidate"], "candidate", baseline)
 
 
 def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, wanted: set[str],

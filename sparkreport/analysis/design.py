@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
-from sparkreport.analysis.arms import arm_rows, float_matrix, included_runs, reported
+from sparkreport.analysis.arms import arm_rows, float_matrix, in_level_order, included_runs, reported
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, frame_records
 
@@ -394,6 +394,5 @@ def compare_by(ds: Dataset, label: str, factor: str = "environment", baseline: s
     from sparkreport.analysis.compare import _verdict
 
     out["verdict"] = [_verdict(r, opts) for r in frame_records(out)]
-    order = ["campaign", "model", "metric", "candidate", "stratum"]
-    return out.sort_values(order, kind="stable").reset_index(drop=True)
+    return in_level_order(out, ["campaign", "model", "metric", "candidate", "stratum"], "candidate", baseline)
 

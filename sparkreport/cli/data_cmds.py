@@ -107,7 +107,11 @@ def dataset_command(runs_dir: Path, out: Path | None) -> None:
 def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | None,
                   by: tuple[str, ...], factor: str, metrics: tuple[str, ...], as_json: bool) -> None:
     """Per arm (campaign × model × environment, or × level of --factor): n, mean, sd, median, min,
-    max, CV, 95% t-CI."""
+    max, CV, 95% t-CI.
+
+    Within each campaign and model the baseline comes first (sparkreport.yml's, where --factor is
+    the factor it compares), then the other levels by name: the order of the site's tables.
+    """
     from sparkreport.analysis import arm_stats
     from sparkreport.dataset import frame_rows
     from sparkreport.errors import OptionError
@@ -118,7 +122,8 @@ def stats_command(runs_dir: Path, config_path: Path | None, duplicates: str | No
     _refuse_absent(ds, by, metrics)
     if factor != "environment" and (found := factor_problem(DatasetNames(ds), factor)) is not None:
         raise OptionError("--factor", found[0].replace("to compare on", "to group arms by"), fix=found[1])
-    frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None, cache=cache, level=factor)
+    frame = arm_stats(ds, config.analysis, by=list(by), metrics=list(metrics) or None, cache=cache, level=factor,
+                      baseline=config.baseline_of(factor))
     keep_analysis(cache)
     if factor != "environment":  # the level in its own column, named as the factor
         frame = frame.rename(columns={"environment": factor})

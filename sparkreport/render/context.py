@@ -153,7 +153,8 @@ class SiteData:
             from sparkreport.analysis import arm_stats
 
             found = self.extra["_level_stats"] = arm_stats(self.dataset, self.config.analysis,
-                                                           cache=self.analysis_cache, level=self.config.factor)
+                                                           cache=self.analysis_cache, level=self.config.factor,
+                                                           baseline=self.config.baseline)
         return found
 
     @property
@@ -269,7 +270,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
 
     opts = config.analysis
     cache = analysis_cache(cache_dir, held)
-    stats = arm_stats(dataset, opts, cache=cache)
+    stats = arm_stats(dataset, opts, cache=cache, baseline=config.baseline_of("environment"))
     extra: dict[str, Any] = {}
     try:
         comparisons = compare(dataset, config.factor, config.baseline, opts, cache=cache)

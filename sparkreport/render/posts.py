@@ -387,7 +387,8 @@ class Resolver:
         if labels not in self._stats_by:
             from sparkreport.analysis import arm_stats
 
-            self._stats_by[labels] = arm_stats(self.site.dataset, self.site.config.analysis, by=list(labels))
+            self._stats_by[labels] = arm_stats(self.site.dataset, self.site.config.analysis, by=list(labels),
+                                               baseline=self.site.config.baseline_of("environment"))
         return self._stats_by[labels]
 
     def _filters(self, filters: dict[str, Any], allowed: tuple[str, ...] = ARM_FILTERS
