@@ -356,9 +356,10 @@ def _rows_panel(layers: list[dict[str, Any]], title: str, data: list[dict[str, A
 
 
 def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
-                  colours: Mapping[str, str] | None = None) -> ChartSpec | None:
+                  colours: Mapping[str, str] | None = None, order: Sequence[str] = ()) -> ChartSpec | None:
     """Per-run values per arm: a box per arm with every run drawn as a point, in its
-    environment's colour (``colours``: a site's :func:`environment_colours`).
+    environment's colour (``colours``: a site's :func:`environment_colours`), the arms top to
+    bottom in ``order`` (:func:`arm_order`: the page's, its statistics' rows).
 
     ``runs`` holds one row per run with ``environment``, ``run_id``, ``iteration`` and the
     metric column, plus optionally ``arm`` (the row's label, "campaign · environment" where a page
@@ -379,13 +380,24 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
     description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
                    "the included runs.")
     if len(frame) > MAX_ROWS:
-        return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours, zero=not note)
+        return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours, zero=not note,
+                               order=order)
     # Deterministic jitter (same output on every render): spread each arm's runs in order.
     frame["jitter"] = frame.groupby("arm", sort=False).cumcount() % 7 / 6
     data = _records(frame[["arm", "environment", "run_id", "iteration", "status", "jitter", metric]].rename(
         columns={metric: "value"}))
     return ChartSpec(name=name, title=title, description=description, rows=len(data),
-                     spec=per_run_spec(data, axis=axis, title=title, colours=colours, zero=not note))
+                     spec=per_run_spec(data, axis=axis, title=title, colours=colours, zero=not note, order=order))
+
+
+def arm_order(data: Iterable[Mapping[str, Any]], order: Sequence[str] = ()) -> list[str]:
+    """The arms of ``data`` (its rows' ``arm``) as a chart draws them top to bottom: those in
+    ``order`` (the page's, as its tables list them: the baseline first) in that order, any other
+    after them by name (:func:`~sparkreport.names.level_order`) — the y channel's ``sort``, where
+    Vega's own would put them in the order of their names and the baseline anywhere."""
+    present = {str(row["arm"]) for row in data}
+    first = [arm for arm in dict.fromkeys(order) if arm in present]
+    return first + sorted(present - set(first), key=lambda arm: level_order(arm, None))
 
 
 def above_zero_note(low: float, high: float) -> str:
@@ -407,13 +419,16 @@ def _one_kind_unlisted(data: list[dict[str, Any]], field: str) -> dict[str, Any]
 
 
 def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str,
-                 colours: Mapping[str, str] | None = None, zero: bool = False) -> dict[str, Any]:
+                 colours: Mapping[str, str] | None = None, zero: bool = False,
+                 order: Sequence[str] = ()) -> dict[str, Any]:
     """The per-run chart's Vega-Lite spec, written directly as :func:`means_spec` is (the second
     most frequent chart); ``tests/test_charts.py`` checks it equals Altair's: a box per arm over
     the included runs, and every run as a point, excluded ones as crosses, each arm in its
-    environment's colour (:func:`environment_colour`)."""
+    environment's colour (:func:`environment_colour`), the arms in :func:`arm_order`."""
+    arms = arm_order(data, order)
+
     def y() -> dict[str, Any]:
-        return {"field": "arm", "title": None, "type": "nominal"}
+        return {"field": "arm", "sort": arms, "title": None, "type": "nominal"}
 
     present = {row["environment"] for row in data}
 
@@ -442,7 +457,7 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str,
 
 
 def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str,
-                    colours: Mapping[str, str] | None, zero: bool = False) -> ChartSpec:
+                    colours: Mapping[str, str] | None, zero: bool = False, order: Sequence[str] = ()) -> ChartSpec:
     """The per-run chart for arms too large to embed: min–max rule and quartile bar per arm."""
     import pandas as pd
 
@@ -456,20 +471,22 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
     data = _records(summary.reset_index())
     description = f"{axis} per environment: range, quartiles and median of {len(included)} runs."
     return ChartSpec(name=name, title=title, description=description, rows=len(data),
-                     spec=quantile_spec(data, axis=axis, title=title, colours=colours, zero=zero))
+                     spec=quantile_spec(data, axis=axis, title=title, colours=colours, zero=zero, order=order))
 
 
 def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str,
-                  colours: Mapping[str, str] | None = None, zero: bool = False) -> dict[str, Any]:
+                  colours: Mapping[str, str] | None = None, zero: bool = False,
+                  order: Sequence[str] = ()) -> dict[str, Any]:
     """The quantile chart's spec: per arm in ``data`` (``arm, environment, min, q1, median, q3,
     max, n``) a rule from min to max, a bar over the quartiles and a tick at the median, in its
-    environment's colour."""
+    environment's colour, the arms in :func:`arm_order`."""
     present = {row["environment"] for row in data}
+    arms = arm_order(data, order)
 
     def layer(kind: str, encoding: dict[str, Any], **options: Any) -> dict[str, Any]:
         return {"mark": mark(kind, **options),
                 "encoding": {"color": environment_colour(present, colours, legend=None), **encoding,
-                             "y": nominal("arm", title=None)}}
+                             "y": nominal("arm", sort=arms, title=None)}}
 
     return _rows_panel([
         layer("rule", {"x": quantitative("min", scale={"zero": zero}, title=axis), "x2": {"field": "max"}}),

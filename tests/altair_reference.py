@@ -75,8 +75,8 @@ def finish(chart: Any, title: str) -> dict[str, Any]:
 
 
 def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str],
-                 zero: bool = False) -> dict[str, Any]:
-    y = alt.Y("arm:N", title=None)
+                 arms: list[str], zero: bool = False) -> dict[str, Any]:
+    y = alt.Y("arm:N", title=None, sort=arms)
     base = alt.Chart(alt.Data(values=data))
     box = base.transform_filter(alt.datum.status == "included").mark_boxplot(
         extent="min-max", opacity=0.35, size=22, median={"color": "#333"}
@@ -121,8 +121,8 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
 
 
 def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str],
-                  zero: bool = False) -> dict[str, Any]:
-    base = alt.Chart(inline(data)).encode(y=alt.Y("arm:N", title=None),
+                  arms: list[str], zero: bool = False) -> dict[str, Any]:
+    base = alt.Chart(inline(data)).encode(y=alt.Y("arm:N", title=None, sort=arms),
                                           color=alt.Color("environment:N", legend=None,
                                                           scale=environment_scale(colours)))
     chart = alt.layer(

@@ -168,20 +168,22 @@ def test_per_run_spec_is_what_altair_builds() -> None:
     runs = pd.DataFrame({"environment": ["native", "native", "docker", "docker"], "run_id": ["a", "b", "c", "d"],
                          "iteration": [1, 2, 1, 2], "output_throughput_tok_s": [100.0, 101.0, 98.0, 97.5],
                          "included": [True, False, True, True]})
-    chart = charts.per_run_chart(runs, "output_throughput_tok_s", name="r", title="Runs")
+    chart = charts.per_run_chart(runs, "output_throughput_tok_s", name="r", title="Runs", order=["native"])
     assert chart is not None
     data, axis = chart.spec["data"]["values"], chart.spec["layer"][0]["encoding"]["x"]["title"]
     # no site colours given: the chart's own environments take the palette in the order of their names
     colours = dict(zip(["docker", "native"], altair_reference.ENVIRONMENTS, strict=False))
     zero = not axis.endswith("does not start at 0")  # the axis starts at 0 unless its title says it does not
-    assert_altairs(chart.spec, altair_reference.per_run_spec(data, axis=axis, title="Runs", colours=colours, zero=zero))
+    # the arms top to bottom in the page's order (native), any other after them by name
+    assert_altairs(chart.spec, altair_reference.per_run_spec(data, axis=axis, title="Runs", colours=colours,
+                                                             arms=["native", "docker"], zero=zero))
     assert [row["status"] for row in data] == ["included", "excluded", "included", "included"]
     assert "legend" not in chart.spec["layer"][1]["encoding"]["shape"]  # included and excluded: listed
     every = charts.per_run_chart(runs.assign(included=True), "output_throughput_tok_s", name="r", title="Runs")
     assert every is not None
     assert every.spec["layer"][1]["encoding"]["shape"]["legend"] is None  # no "excluded" listed where none was
     assert_altairs(every.spec, altair_reference.per_run_spec(every.spec["data"]["values"], axis=axis, title="Runs",
-                                                             colours=colours, zero=zero))
+                                                             colours=colours, arms=["docker", "native"], zero=zero))
 
 
 @pytest.mark.parametrize("arms", [1, 3])
@@ -194,7 +196,8 @@ def test_quantile_spec_is_what_altair_builds(arms: int, low: float) -> None:
                          "iteration": range(n), "kv_cache_gib": [low + i % 97 for i in range(n)],
                          "included": [i % 50 != 0 for i in range(n)]})
     site = charts.environment_colours(["native", "docker", "podman", "chroot"], baseline="native")
-    chart = charts.per_run_chart(runs, "kv_cache_gib", name="q", title="KV cache: every run", colours=site)
+    chart = charts.per_run_chart(runs, "kv_cache_gib", name="q", title="KV cache: every run", colours=site,
+                                 order=list(site))
     assert chart is not None and chart.rows == arms
     data, axis = chart.spec["data"]["values"], chart.spec["layer"][0]["encoding"]["x"]["title"]
     assert axis.endswith("does not start at 0") == (low > 0)
@@ -202,7 +205,7 @@ def test_quantile_spec_is_what_altair_builds(arms: int, low: float) -> None:
     expected = {name: altair_reference.ENVIRONMENTS[i] for name, i in (("native", 0), ("docker", 2), ("podman", 3))
                 if name in environments}
     assert_altairs(chart.spec, altair_reference.quantile_spec(data, axis=axis, title="KV cache: every run",
-                                                              colours=expected, zero=low == 0))
+                                                              colours=expected, arms=list(expected), zero=low == 0))
 
 
 @pytest.mark.parametrize("x_metric", ["pre_kv_memory_gib", "peak_memory_gib"])

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from sparkreport import charts
@@ -15,6 +18,7 @@ from sparkreport.analysis import AnalysisOptions, arm_stats
 from sparkreport.cli import main
 from sparkreport.dataset import load_dataset
 from sparkreport.names import level_order
+from sparkreport.render import RenderOptions, RenderResult, render
 from sparkreport.schema import Environment, Model, RunRecord, Status
 from sparkreport.store import RunStore
 
@@ -96,3 +100,64 @@ def test_arm_stats_without_a_baseline_lists_the_levels_by_name(tmp_path: Path) -
     first = arm_stats(ds, opts, metrics=["output_throughput_tok_s", "kv_cache_gib"], baseline="native")
     assert first["environment"].tolist() == [env for env in ORDER for _metric in range(2)]
     assert first["metric"].tolist() == ["kv_cache_gib", "output_throughput_tok_s"] * 3
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> RenderResult:
+    root = write_store(tmp_path_factory.mktemp("order"), ENVIRONMENTS)
+    return render(RenderOptions(runs_dir=root / "runs", project_root=root, docs_dir=root / "build" / "docs"))
+
+
+def page(site: RenderResult, path: str) -> str:
+    return (site.docs_dir / path).read_text(encoding="utf-8")
+
+
+def first_cells(markdown: str, names: list[str] = ORDER) -> list[list[str]]:
+    """The environment each row of each table of ``markdown`` starts with (a list per table that
+    names any: its rows' environments, in their order)."""
+    tables: list[list[str]] = [[]]
+    for line in markdown.splitlines():
+        if not line.lstrip().startswith("|"):
+            tables.append([])
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        tables[-1] += [cell for cell in cells[:2] if cell in names][:1]
+    return [table for table in tables if table]
+
+
+def y_sorts(spec: dict[str, Any]) -> list[Any]:
+    """The ``sort`` of every y channel of ``spec`` (each layer's)."""
+    return [layer["encoding"]["y"].get("sort") for layer in spec["layer"] if "y" in layer.get("encoding", {})]
+
+
+def test_the_results_tables_and_charts_list_the_baseline_first(site: RenderResult) -> None:
+    """The statistics of a tested metric, each box of "Each metric in detail", the Other metrics
+    table and every chart of a model's page: native, then cgroup and Docker by name."""
+    markdown = page(site, "results/m/index.md")
+    tables = first_cells(markdown)
+    assert len(tables) > 3 and all(table == ORDER for table in tables), tables
+    compared = [line.split(" | ")[0] for line in markdown.splitlines() if " vs native | " in line]
+    assert compared and compared == ["| cgroup vs native", "| Docker vs native"] * (len(compared) // 2)
+    other, _, detail = markdown.partition("## Other metrics")[2].partition("### Each metric in detail")
+    assert first_cells(other) == [ORDER] and first_cells(detail) == [ORDER]
+    charts_dir = site.docs_dir / "results" / "m" / "charts"
+    drawn = sorted(charts_dir.glob("*-runs.vl.json")) + sorted(charts_dir.glob("*-means.vl.json"))
+    assert drawn
+    for path in drawn:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        assert y_sorts(spec) and all(sort == ORDER for sort in y_sorts(spec)), (path.name, y_sorts(spec))
+        colour = next(layer["encoding"]["color"] for layer in spec["layer"] if "color" in layer["encoding"])
+        assert colour["scale"]["domain"] == ORDER
+
+
+def test_a_chart_of_too_many_runs_keeps_the_order() -> None:
+    """Past MAX_ROWS runs the per-run chart draws quartiles per arm, in the page's order too."""
+    n = charts.MAX_ROWS + 3
+    runs = pd.DataFrame({"environment": [ORDER[::-1][i % 3] for i in range(n)], "run_id": [f"r{i}" for i in range(n)],
+                         "iteration": range(n), "kv_cache_gib": [40.0 + i % 7 for i in range(n)]})
+    chart = charts.per_run_chart(runs, "kv_cache_gib", name="q", title="KV cache", order=ORDER)
+    assert chart is not None and chart.rows == 3
+    assert all(sort == ORDER for sort in y_sorts(chart.spec))
+    # without the page's order, by name
+    chart = charts.per_run_chart(runs, "kv_cache_gib", name="q", title="KV cache")
+    assert chart is not None and all(sort == ["cgroup", "Docker", "native"] for sort in y_sorts(chart.spec))

@@ -247,14 +247,14 @@ class ResultsPage(Page):
     def metric_charts(site: SiteData, runs: pd.DataFrame, arms: pd.DataFrame, metric: str,
                       label: str) -> list[ChartSpec]:
         """Every run per arm, and the arm means with their CIs, each arm in its environment's
-        colour on the site."""
+        colour on the site and in the order of ``arms`` (the statistics' rows: the baseline first)."""
         from sparkreport.charts import per_run_chart
         from sparkreport.render.report import environment_colours, means_with_band
 
         charts = []
         if not runs.empty:
             charts.append(per_run_chart(runs, metric, name=f"{slug(metric)}-runs", title=f"{label}: every run",
-                                        colours=environment_colours(site)))
+                                        colours=environment_colours(site), order=arms["arm"].astype(str).tolist()))
 
         if not runs.empty or arms["ci_low"].notna().any():  # bare means without an interval: the table says it
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
