@@ -87,9 +87,9 @@ def test_what_every_campaign_of_a_block_found_is_said_once(site: RenderResult) -
     checks = text(site, "index.md").split("## What the checks found\n", 1)[1].split("\n## ", 1)[0]
     assert ("**v0.1.0 to v0.3.0 (3 campaigns)**, in every one of them:\n\n"
             "- **warning: high run-to-run variation** — meta-llama/Llama-3.1-8B-Instruct, Qwen/Qwen3-8B "
-            "(docker and native; 4 findings)\n\n"
+            "(native and docker; 4 findings)\n\n"
             "**w-context**\n\n"
-            "- **warning: high run-to-run variation** — meta-llama/Llama-3.1-8B-Instruct (docker and native; "
+            "- **warning: high run-to-run variation** — meta-llama/Llama-3.1-8B-Instruct (native and docker; "
             "2 findings)\n") in checks
     assert "**v0.2.0**" not in checks and "Nothing besides" not in checks
 

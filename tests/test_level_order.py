@@ -161,3 +161,23 @@ def test_a_chart_of_too_many_runs_keeps_the_order() -> None:
     # without the page's order, by name
     chart = charts.per_run_chart(runs, "kv_cache_gib", name="q", title="KV cache")
     assert chart is not None and all(sort == ["cgroup", "Docker", "native"] for sort in y_sorts(chart.spec))
+
+
+def test_the_other_pages_list_the_environments_as_the_results_do(site: RenderResult) -> None:
+    """The Runs page's sections, the Memory page's tables, Methodology's arms, the campaign's
+    page and its charts, the Campaigns overview and Home: native, then cgroup and Docker."""
+    runs = [line.rpartition(" · ")[2] for line in page(site, "runs/index.md").splitlines() if line.startswith("### ")]
+    assert runs == ORDER
+    memory = first_cells(page(site, "memory/index.md"))
+    assert len(memory) >= 2 and all(table == ORDER for table in memory), memory
+    methodology = first_cells(page(site, "methodology/index.md"), names=ORDER)
+    assert methodology and all(table == ORDER for table in methodology), methodology
+    campaign = page(site, "campaigns/c/index.md")
+    assert "in 3 environments (native, cgroup, Docker; baseline **native**)" in campaign
+    assert [line.split(" | ")[0] for line in campaign.splitlines() if line.startswith("| m · ")] == ["| m · cgroup",
+                                                                                                   "| m · Docker"]
+    for path in sorted((site.docs_dir / "campaigns" / "c" / "charts").glob("*-by-model.vl.json")):
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        assert all(sort == [f"{env} · m" for env in ORDER] for sort in y_sorts(spec)), path.name
+    assert "| native, cgroup, Docker |" in page(site, "campaigns/index.md")
+    assert "**Design.** cgroup, Docker against the baseline **native**" in page(site, "index.md")

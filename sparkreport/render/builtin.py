@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
-from sparkreport.names import name_order
+from sparkreport.names import level_order, name_order
 from sparkreport.render.context import SiteData
 from sparkreport.render.describe import described_campaigns, design_groups
 from sparkreport.render.diff_text import command_line
@@ -392,8 +392,11 @@ def _arm_table(site: SiteData) -> list[dict[str, Any]]:
                 "n": " / ".join(str(n) for n in ns), "iterations": None, "distinct_iterations": None,
                 "metrics": [metric_label(str(m)) for m in group["metric"]], "excluded": [],
             })
-    # each campaign's arms by the model's name as every page lists them, not by its key
-    out.sort(key=lambda a: (str(a["campaign"]), *name_order(str(a["model_name"])), str(a["environment"])))
+    # each campaign's arms by the model's name as every page lists them, not by its key, and each
+    # model's environments as every table lists them (the baseline first)
+    baseline = site.config.baseline_of("environment")
+    out.sort(key=lambda a: (str(a["campaign"]), *name_order(str(a["model_name"])),
+                            *level_order(str(a["environment"]), baseline)))
     return out
 
 

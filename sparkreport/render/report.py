@@ -504,8 +504,10 @@ def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warn
     (``per_model=False``: one line per kind of finding and campaign, its models listed).
 
     Each group has ``severity``, ``code``, ``title``, ``campaign``, ``models`` (display names),
-    ``levels``, ``count`` (findings merged), ``example`` (the first message, its prefix and its
-    assumption cut) and ``assumes`` (the assumptions the check rests on, stated once by the page).
+    ``levels`` (in :func:`~sparkreport.names.level_order`: the baseline first), ``count`` (findings
+    merged), ``example`` (the message of the first finding about the level listed first, its
+    prefix and its assumption cut) and ``assumes`` (the assumptions the check rests on, stated once
+    by the page).
     """
     key = f"_grouped_findings:{','.join(severities)}:{per_model}"
     cached = site.extra.get(key)
@@ -517,10 +519,14 @@ def grouped_findings(site: SiteData, severities: Sequence[str] = ("error", "warn
 def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool) -> list[dict[str, Any]]:
     names = {(c, m): str(n) for (c, m), n in model_names(site).items()}
     groups: dict[tuple[str, str, str, tuple[str, ...]], dict[str, Any]] = {}
+    first_level: dict[tuple[str, str, str, tuple[str, ...]], tuple[Any, ...]] = {}  # of each group's example
     for finding in site.findings:
         if finding.severity not in severities:
             continue
         arms = finding_arms(site, finding)
+        # the example is a finding about the level the line names first (its levels as every table
+        # lists them, the baseline first), so that its figures are not read as another level's
+        placed = min((level_order(lv, site.config.baseline) for _, _, lv in arms), default=())
         campaign = sorted({c for c, _, _ in arms})[0] if arms else ""
         models = tuple(sorted({names.get((c, m), m) for c, m, _ in arms}, key=str.lower))
         key = (finding.severity, finding.code, campaign, models if per_model else ())
@@ -528,9 +534,10 @@ def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool
             "severity": finding.severity, "code": finding.code, "title": check_title(finding.code),
             "campaign": campaign, "models": list(models), "levels": [], "count": 0,
             "example": "", "assumes": []})
-        if not group["example"]:
+        if not group["example"] or placed < first_level[key]:
             # the assumption a check rests on is stated once under the list, not on every line
             group["example"] = message_body(finding.message).partition(" — assumes ")[0]
+            first_level[key] = placed
         for assumption in finding.assumes:
             if assumption not in group["assumes"]:
                 group["assumes"].append(assumption)
@@ -539,8 +546,9 @@ def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool
         for _, _, level in sorted(arms):
             if level not in group["levels"]:
                 group["levels"].append(level)
-    for group in groups.values():  # one order of the models on every line (they came in finding order)
+    for group in groups.values():  # one order of the models and levels on every line (they came in finding order)
         group["models"].sort(key=str.lower)
+        group["levels"].sort(key=lambda level: level_order(level, site.config.baseline))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(groups.values(), key=lambda g: (order.get(g["severity"], 3), g["campaign"], g["code"],
                                                   g["models"]))

@@ -28,13 +28,13 @@ from urllib.parse import quote
 from sparkreport.cache import inputs_digest
 from sparkreport.dataset import model_name_of, plain
 from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
-from sparkreport.names import name_order, shown, unique_slugs
+from sparkreport.names import level_order, name_order, shown, unique_slugs
 from sparkreport.published import published_name, write_manifest
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from sparkreport.cache import HashMemo, RecordCache
     from sparkreport.charts import ChartSpec
@@ -291,7 +291,8 @@ class RunsPage(Page):
                                                f"{folder}\0{key}"))
         # (kept before any row is changed below)
         out = [row for rows in kept.values() for row in rows]
-        out.sort(key=lambda pair: pair[0])
+        baseline = site.config.baseline_of("environment")
+        out.sort(key=lambda pair: _placed(pair[0], baseline))
         conditions = design_conditions(runs)
         for _order_key, entry in out:
             entry["included"] = plain(included.get(entry["run_id"]))
@@ -539,10 +540,19 @@ def _signature(path: Path, memo: HashMemo | None = None) -> str:
 
 def _order(record: RunRecord) -> tuple[str, str, str, str, int, str]:
     """A row's place on the Runs pages: by campaign, then the model's name as the page shows it
-    and a reader sorts it (gemma between gpt-oss and Llama, not after Qwen), environment,
-    iteration and run id."""
+    and a reader sorts it (gemma between gpt-oss and Llama, not after Qwen), environment (placed
+    by :func:`_placed`), iteration and run id."""
     return (record.campaign, *name_order(model_name_of(record)), record.environment.name,
             record.iteration or 0, record.run_id)
+
+
+def _placed(order: Sequence[Any], baseline: str | None) -> tuple[Any, ...]:
+    """A row's :func:`_order` with its environment where every table lists it
+    (:func:`~sparkreport.names.level_order`: ``baseline`` first, then by name). Applied as the
+    rows are sorted, not kept with a folder's rows: their cache key does not follow
+    sparkreport.yml, whose baseline may change."""
+    campaign, folded, model, environment, *rest = order
+    return (campaign, folded, model, *level_order(environment, baseline), *rest)
 
 
 def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
