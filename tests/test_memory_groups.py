@@ -25,16 +25,18 @@ SIZED = {"pool_gib": 119.7, "kv_fraction": 0.9}
 BLOCK = "v0.1.0 to v0.3.0 (3 campaigns)"
 
 
-def write_project(root: Path, *, models: int = 2, noise: float = 0.01, other: bool = True) -> RenderResult:
+def write_project(root: Path, *, models: int = 2, noise: float = 0.01, other: bool = True,
+                  other_name: str = "w-context") -> RenderResult:
     """Three releases of one design whose runtime sized the KV cache as 0.9 of the memory left
     free (``models`` models each, a campaign per release), then, with ``other``, a campaign of
-    another design (one model only)."""
+    another design (one model only), named ``other_name`` (after the releases' ``v…``, unless
+    named to come first)."""
     write_history_store(root / "runs", versions=RELEASES, runs=3, campaign_per_version=True, noise=noise, **SIZED)
     if models > 1:
         write_history_store(root / "runs", versions=RELEASES, runs=3, campaign_per_version=True, noise=noise,
                             model="qwen3-8b", model_id="Qwen/Qwen3-8B", run_prefix="q-", seed=4, **SIZED)
     if other:
-        write_history_store(root / "runs", versions=["0.4.0"], runs=3, campaign="w-context", run_prefix="w-", seed=5,
+        write_history_store(root / "runs", versions=["0.4.0"], runs=3, campaign=other_name, run_prefix="w-", seed=5,
                             noise=noise, **SIZED)
     (root / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
     return render(RenderOptions(runs_dir=root / "runs", project_root=root, docs_dir=root / "build" / "docs"))
@@ -90,6 +92,19 @@ def test_a_block_gives_the_newest_answer_and_how_the_others_moved(site: RenderRe
     # the campaign of another design: its answer as the page gave it
     other = answers.split("\n**w-context**\n\n", 1)[1]
     assert other.startswith("- **The same within ±2%** (1 model): KV cache, docker against native")
+
+
+def test_a_blocks_introduction_opens_its_own_answer(tmp_path: Path) -> None:
+    """A campaign of another design listed before the releases keeps its answer first, and the
+    sentence that names the releases comes with theirs, not above the lone campaign's."""
+    page = text(write_project(tmp_path, other_name="a-context"), "memory/index.md").split("\n## ", 1)[0]
+    lone, block = page.split("\n**a-context**\n\n", 1)[1].split("\n\n[v0.1.0]", 1)
+    assert lone.startswith("- **The same within ±2%** (1 model): KV cache, docker against native")
+    assert "are 3 campaigns of one design" not in page.split("**a-context**", 1)[0]
+    assert block.startswith("(../campaigns/v0.1.0/index.md), [v0.2.0](../campaigns/v0.2.0/index.md) and "
+                            "[v0.3.0](../campaigns/v0.3.0/index.md) are 3 campaigns of one design")
+    assert f"\nfrom it; every arm's budget, theirs too, is in [budget.csv](budget.csv).\n\n**{BLOCK}**: the answer of " \
+           "the newest, v0.3.0.\n" in block
 
 
 def test_releases_that_answer_alike_are_one_sentence(tmp_path: Path) -> None:

@@ -229,14 +229,19 @@ class MemoryPage(Page):
         compared = {(str(e["campaign"]), str(e["metric"])) for e in effects}
         constant = held_constant_lines(site, [c.name for c in known], compared)
         answered = {str(e["campaign"]) for e in effects} | set(constant)
+        # In the blocks' order, each several campaigns' introduction (``intro``) with its own answer,
+        # not all of them above the first: a lone campaign listed first kept theirs from them.
         answers = []
         for block in blocks:
             newest = block["newest"].name
+            intro = block if len(block["campaigns"]) > 1 else None
             if not answered & {c.name for c in block["campaigns"]}:
+                if intro is not None:  # no answer, but the page still says which campaigns it covers
+                    answers.append({"campaign": newest, "lines": [], "block": None, "intro": intro})
                 continue
             lines = answer(site, [], [e for e in effects if e["campaign"] == newest]) + constant.get(newest, [])
-            answers.append({"campaign": newest, "lines": lines, "block": None if len(block["campaigns"]) == 1
-                            else block_answers(site, block, effects, constant)})
+            answers.append({"campaign": newest, "lines": lines, "intro": intro,
+                            "block": intro and block_answers(site, block, effects, constant)})
         fits = [f for f in identity_fits(site) if f["campaign"] in shown]
         shown_lines = [a["lines"] for a in answers]
         shown_lines += [o["lines"] for a in answers if a["block"] for o in a["block"]["older_answers"]]
@@ -245,7 +250,7 @@ class MemoryPage(Page):
                 "key": verdict_key(site, [e for m in moves for e in m["effects"]], brackets=bracketed(*shown_lines),
                                    gaps=any(m["gaps"] for m in moves),
                                    intervals=all(m["by"] == "campaign" for m in moves)) if moves else "",
-                "blocks": several, "block_of": {block["newest"].name: block for block in several},
+                "block_of": {block["newest"].name: block for block in several},
                 "moved": {block["newest"].name: largest_move(wide, block) for block in several},
                 "arms": [a for a in wide if a["campaign"] in drawn],
                 "budget": [b for b in budget if b["campaign"] in drawn],
