@@ -110,22 +110,57 @@ def test_the_memory_page_says_a_constant_memory_figure_once_per_campaign() -> No
     assert held_constant_lines(site, ["c"], {("c", "kv_cache_gib"), ("c", "peak_memory_gib")}) == {}  # type: ignore[arg-type]
 
 
-def test_a_fact_counts_the_runs_that_reported_it_and_names_three_levels_in_a_list() -> None:
+def test_a_fact_is_of_every_run_and_names_three_levels_in_a_list() -> None:
     runs = interleaved({"a": noisy(1000, 3, 1), "b": noisy(1000, 3, 2), "c": noisy(1000, 3, 3)})
     for r in runs:
         r.metrics["max_batch_size"] = {"a": 32.0, "b": 64.0, "c": 64.0}[r.environment.name]
         r.metrics["kv_cache_gib"] = 50.0
-    runs[0].metrics.pop("kv_cache_gib")  # one run of a did not report it: 8 runs, not 9
+        r.metrics["pp_size"] = 1.0
     ds = ds_of(runs)
     assert constant_facts(ds, AnalysisOptions()) == [fact for fact in constant_facts(ds, AnalysisOptions(), every=True)
                                                      if fact.metric == "kv_cache_gib"]
-    kv, batch = constant_facts(ds, AnalysisOptions(), every=True)  # every metric: a configured one too
-    assert kv.value_text == "50.00 GiB in every run (8 runs)"
-    assert kv.body == "KV cache was 50.00 GiB in every run (8 runs)"
+    kv, batch, pp = constant_facts(ds, AnalysisOptions(), every=True)  # every metric: a configured one too
+    assert kv.value_text == "50.00 GiB in every run (9 runs)"
+    assert kv.body == "KV cache was 50.00 GiB in every run (9 runs)"
+    assert (kv.named, pp.named, batch.named) == ("KV cache 50.00 GiB", "Pipeline parallel size 1", None)
     assert batch.metric == "max_batch_size"
     assert batch.value_text == "32 in every a run, 64 in every b run and 64 in every c run (9 runs)"
     assert batch.body == ("Max batch size was 32 in every a run, 64 in every b run and 64 in every c run "
                           "(no run-to-run variance: a fixed difference)")
+    # one run of a did not record the KV cache: recorded by some runs only, which is not held constant
+    runs[0].metrics.pop("kv_cache_gib")
+    assert [fact.metric for fact in constant_facts(ds_of(runs), AnalysisOptions(), every=True)] == [
+        "max_batch_size", "pp_size"]
+
+
+def test_single_runs_of_one_value_are_a_fact_and_of_two_values_are_not() -> None:
+    """An arm of one run has no run-to-run variance to speak of, but where every run of every arm
+    recorded one value (400 requests each) that value was held constant; two single runs that
+    differ are two measurements, not a fixed difference."""
+    runs = [rec("n1", "native", 1000.0, minute=0, num_requests=400.0, failed_requests=0.0),
+            rec("d1", "docker", 990.0, minute=1, num_requests=400.0, failed_requests=1.0)]
+    (fact,) = constant_facts(ds_of(runs), AnalysisOptions(), every=True)
+    assert (fact.metric, fact.value_text, fact.named) == ("num_requests", "400 requests in every run (2 runs)",
+                                                          "Requests 400")
+    assert constant_facts(ds_of(runs[:1]), AnalysisOptions(), every=True) == []  # one run: nothing to hold
+
+
+def test_published_figures_of_one_run_each_and_one_value_are_a_fact() -> None:
+    """A published figure of one run (or with SD 0) is that value in every run; the same in every
+    environment it is held constant, noted as published."""
+    from sparkreport.schema import SummaryStat
+
+    def published(env: str, pool: float, kv: float) -> RunRecord:
+        return RunRecord(run_id=f"s-{env}", campaign="p", record_type="arm_summary", model=Model(name="m"),
+                         environment=Environment(name=env),
+                         summary={"memory_total_gib": SummaryStat(n=1, mean=pool),
+                                  "kv_cache_gib": SummaryStat(n=1, mean=kv),
+                                  "output_throughput_tok_s": SummaryStat(n=10, mean=900.0, sd=5.0)})
+
+    facts = constant_facts(ds_of([published("native", 119.64, 37.26), published("docker", 119.64, 13.31)]),
+                           AnalysisOptions(), every=True)
+    assert [(f.metric, f.value_text) for f in facts] == [
+        ("memory_total_gib", "119.64 GiB in every run (2 runs), as published")]
 
 
 def test_a_fact_says_what_sized_it_beside_its_value() -> None:

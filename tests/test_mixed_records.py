@@ -3,6 +3,8 @@ one kind of record gives and the other does not is never said of every run."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sparkreport.render import RenderOptions, RenderResult, render
@@ -198,3 +200,22 @@ def test_data_quality_and_the_campaign_name_the_run_whose_request_failed(site: R
             "did less work than one that completed them all, so its throughput is not comparable with theirs") in section
     assert "**warning: runs in which requests failed** — openai/gpt-oss-20b (docker): 1 of 2 runs had failed " \
         "requests (c-vdocker1: 1 of 400)" in text(site, "campaigns/c/index.md")
+
+
+def test_a_count_every_run_made_is_held_constant_not_a_row_of_means(site: RenderResult, tmp_path: Path) -> None:
+    """Requests 400 in each of two single runs is one line, "Held constant", not a table row of
+    400 | 400 as if measured; where one run completed 399 (and one failed) neither is constant,
+    and the table keeps them."""
+    store = RunStore(tmp_path / "runs")
+    for env in ("native", "docker"):
+        store.write(vllm(f"v{env}", env, tok_s=1600.0 if env == "native" else 1590.0), [])
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "results/gpt-oss-20b/index.md")
+    assert ("\n## Other metrics\n\n**Held constant**, stated, not tested — one value in every run (2 runs): Failed "
+            "requests 0; Requests 400.\n\nEvery run's value of every metric:") in page
+    assert "| Requests |" not in page and "??? note" not in page
+    failed = text(site, "results/gpt-oss-20b/index.md")
+    assert "**Held constant**" not in failed and "| Requests |" in failed and "| Failed requests |" in failed
+    # the trtllm model of the same campaign: its 512 requests in each of its 6 runs
+    assert ("**Held constant**, stated, not tested — one value in every run (6 runs): Requests 512."
+            in text(site, "results/Qwen3-8B/index.md"))

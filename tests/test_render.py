@@ -92,10 +92,12 @@ def test_results_tables_equal_arm_stats(rendered: RenderResult, phase1_dataset: 
             label = _label(row["metric"])
             # primary metrics have a section; the rest are folded under "Other metrics"
             block = next((body for h, body in by_heading.items() if h.startswith(label)), None)
-            if block is None and f"- {label}: " in by_heading.get("Held constant", ""):
-                # a metric with SD 0 in every arm: one sentence with its value, no table
-                line = next(x for x in by_heading["Held constant"].splitlines() if x.startswith(f"- {label}: "))
-                assert row["sd"] == 0 and num(row["mean"], row["metric"]) in line and "in every" in line
+            held = next((line for line in by_heading.get("Other metrics", "").splitlines()
+                         if line.startswith("**Held constant**")), "")
+            if block is None and f" {label} " in held:
+                # a metric with SD 0 in every arm: named with its value in one line, no table
+                assert row["sd"] == 0 and f" {label} {num(row['mean'], row['metric'])}" in held
+                assert "one value in every run" in held
                 checked += 1
                 continue
             if block is None:

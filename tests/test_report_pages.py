@@ -231,9 +231,17 @@ def test_a_quantity_that_did_not_vary_is_a_sentence_not_a_table(shipped: RenderR
     """Configuration values and constant memory figures (SD 0 in every arm) are stated once, with
     their value, instead of a table of intervals from 1 to 1 and a chart of one tick."""
     page = (shipped.docs_dir / "results" / "llama-3-8b" / "index.md").read_text(encoding="utf-8")
-    held = page.split("## Held constant\n", 1)[1]
-    assert "- Pipeline parallel size: 1 in every run (40 runs)\n" in held
-    assert "- Requests: 64 requests in every run (40 runs)\n" in held
+    # the configured quantities: one line under Other metrics, not a row each of 64 | 64
+    held = page.split("## Other metrics\n\n", 1)[1].split("\n", 1)[0]
+    assert held.startswith("**Held constant**, stated, not tested — one value in every run (40 runs): Average "
+                           "input length 512.00 tokens; ")
+    assert "; Pipeline parallel size 1; Requests 64; " in held and held.endswith("; Total output tokens 8,192.")
+    assert "| Requests |" not in page and "??? note \"Requests" not in page
+    # published figures of one run each, the same in both environments: held constant too
+    published = (shipped.docs_dir / "results" / "unnamed" / "index.md").read_text(encoding="utf-8")
+    assert ("## Other metrics\n\n**Held constant**, stated, not tested — one value in every run (2 runs), as "
+            "published: Device memory total 119.64 GiB; KV cache memory fraction 0.900.\n") in published
+    assert "| Device memory total (GiB) |" not in published and "| Memory available for KV cache (GiB) |" in published
     assert "## Peak memory (GiB)\n\n76.02 GiB in every run (40 runs): no run-to-run variance, so stated, not tested." in page
     assert " 1 to 1 |" not in page and "64 to 64" not in page and "peak_memory_gib-runs" not in page
     # the sentence is the fact the analysis states (site.facts), what set the value included
@@ -278,9 +286,9 @@ def test_a_factor_other_than_environment_is_what_the_results_pages_describe(tmp_
     assert ("| Cache | n | Mean | 95% CI | SD | CV | Min–max |\n|---|---|---|---|---|---|---|\n"
             "| cold | 20 | 2,545.03 | 2,543.91 to 2,546.14 |") in page
     assert "| warm vs cold | -0.23 |" in page and "| native | 20 |" not in page
-    held = page.split("## Held constant\n", 1)[1]
-    assert held.startswith("\nThese did not vary from run to run within any cache: stated, not tested.\n")
-    assert "- Requests: 64 requests in every run (40 runs)\n" in held
+    held = page.split("## Other metrics\n\n", 1)[1].split("\n", 1)[0]
+    assert held.startswith("**Held constant**, stated, not tested — one value in every run (40 runs): ")
+    assert "; Requests 64; " in held
     assert "## Peak memory (GiB)\n\n76.02 GiB in every run (40 runs): no run-to-run variance, so stated, not tested." in page
     assert " 1 to 1 |" not in page and "64 to 64" not in page
     campaign = (result.docs_dir / "campaigns" / "gpu-torch-native-vs-cgroup" / "index.md").read_text(encoding="utf-8")

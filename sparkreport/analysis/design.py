@@ -19,9 +19,11 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
-from sparkreport.analysis.arms import arm_rows, float_matrix, in_level_order, included_runs, reported
+from sparkreport.analysis.arms import arm_rows, float_matrix, in_level_order, included_runs, reported, with_level
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, frame_records
 
@@ -108,6 +110,20 @@ class Fact:
         return f"{self._values()} ({self.n:,} runs)" + (f", {self.note}" if self.note else "")
 
     @property
+    def named(self) -> str | None:
+        """The quantity with its one value, as a list of such quantities says it: "Device memory
+        total 79.18 GiB", "Requests 64" (a count whose label ends in its unit, as
+        :func:`~sparkreport.metrics.with_unit` has it); None where the levels' values differ."""
+        distinct = set(self.values.values())
+        if len(distinct) != 1:
+            return None
+        label, unit = metric_catalog.label_of(self.metric), metric_catalog.unit_of(self.metric)
+        text = _fmt(self.metric, distinct.pop())
+        if unit and metric_catalog.with_unit(label, unit) == label:
+            text = text.removesuffix(f" {unit}")
+        return f"{label} {text}"
+
+    @property
     def body(self) -> str:
         """What was constant, as a clause ("KV cache was 57.19 GiB in every run (40 runs): sized by
         the configured fraction 0.9")."""
@@ -140,13 +156,13 @@ def _fmt(metric: str, value: float) -> str:
 def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str = "environment",
                    metrics: list[str] | None = None, cache: AnalysisCache | None = None, *,
                    every: bool = False) -> list[Fact]:
-    """Per campaign × model × metric: the metrics with SD 0 in every level of ``factor``
-    (at least two runs each), as sentences ("the KV cache was 111.8 GiB in every run: sized by
-    the configured fraction 0.9"), of ``metrics`` (None: the tested ones) in their order; ``every``:
-    of every metric the runs hold, the tested ones first (what the Results pages state instead of a
-    table of intervals from 64 to 64). Either way every metric's facts are found, so that a
-    build's and ``compare``'s share one cache entry: with ``cache``, each campaign's are kept by
-    the digest of its runs."""
+    """Per campaign × model × metric: the metrics every run records with SD 0 in every level of
+    ``factor`` (the rule: :func:`_constant_facts`; published figures too), as sentences ("the KV
+    cache was 111.8 GiB in every run: sized by the configured fraction 0.9"), of ``metrics``
+    (None: the tested ones) in their order; ``every``: of every metric the runs hold, the tested
+    ones first (what the Results pages state instead of a table of intervals from 64 to 64).
+    Either way every metric's facts are found, so that a build's and ``compare``'s share one
+    cache entry: with ``cache``, each campaign's are kept by the digest of its runs."""
     opts = opts or AnalysisOptions()
     found = _every_fact(ds, opts, factor, cache)
     if every:
@@ -161,7 +177,8 @@ def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str
 
 def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: AnalysisCache | None) -> list[Fact]:
     """:func:`constant_facts` of every metric, per campaign through ``cache`` where there is one."""
-    metrics = [*opts.tested_metrics, *sorted(ds.metric_columns)]
+    published = {str(metric) for metric in ds.summaries["metric"].unique()}
+    metrics = [*opts.tested_metrics, *sorted(set(ds.metric_columns) | published)]
     if cache is None:
         return _constant_facts(ds, opts, factor, metrics)
     from sparkreport.analysis.arms import campaign_digests
@@ -171,7 +188,7 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
     def key(campaign: str) -> str:
         assert cache is not None
         # a campaign's facts are of the metrics its own runs hold, whatever the other campaigns hold
-        return cache.key(("kind", "facts-2"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor))
+        return cache.key(("kind", "facts-3"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor))
 
     def whole() -> tuple[list[Fact], dict[str, list[Fact]]]:
         # Each fact belongs to one campaign, so each campaign's share is what its view computes.
@@ -188,10 +205,17 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
 
 
 def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str]) -> list[Fact]:
+    """The facts of ``ds``'s included runs, then of its published figures (:func:`_published_facts`).
+
+    A campaign × model's metric is a fact when every one of its runs records it (a value some runs
+    do not record is not held constant, whatever the others say) and each level's runs record one
+    value: that value per level when every level has two runs or more (a fixed difference stands
+    out from the noise only then), else one value in every run, at least two of them (two single
+    runs that made 400 requests each)."""
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if runs.empty or factor not in runs.columns:
-        return []
+        return _published_facts(ds, factor, metrics)
     wanted = list(dict.fromkeys(m for m in metrics if m in runs.columns))
     values = float_matrix(runs, wanted)
     fraction = float_matrix(runs, ["kv_cache_fraction"]) if "kv_cache_fraction" in runs.columns else None
@@ -200,22 +224,47 @@ def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: li
     for (campaign, model), positions in arm_rows(runs, ["campaign", "model"]):
         levels = all_levels[positions]
         rows_of = {level: positions[levels == level] for level in sorted(set(levels))}
+        single = any(len(rows) < 2 for rows in rows_of.values())
         for j, metric in enumerate(wanted):
-            per_level: dict[str, float] = {}
-            n = 0
-            for level, rows in rows_of.items():
-                sample = reported(values[rows, j])
-                if sample.size < 2 or float(sample.max()) != float(sample.min()):
-                    break
-                per_level[level] = float(sample[0])
-                n += sample.size
-            else:
-                note = ""
-                if metric == "kv_cache_gib" and fraction is not None:
-                    fr = reported(fraction[positions, 0])
-                    if fr.size and float(fr.min()) == float(fr.max()):
-                        note = f"sized by the configured fraction {float(fr[0]):g}"
-                facts.append(Fact(str(campaign), str(model), metric, per_level, n, note))
+            column = values[positions, j]
+            if len(positions) < 2 or np.isnan(column).any():
+                continue
+            per_level = {level: values[rows, j] for level, rows in rows_of.items()}
+            if any(float(sample.max()) != float(sample.min()) for sample in per_level.values()) \
+                    or (single and float(column.max()) != float(column.min())):
+                continue
+            note = ""
+            if metric == "kv_cache_gib" and fraction is not None:
+                fr = reported(fraction[positions, 0])
+                if fr.size and float(fr.min()) == float(fr.max()):
+                    note = f"sized by the configured fraction {float(fr[0]):g}"
+            facts.append(Fact(str(campaign), str(model), metric,
+                              {level: float(sample[0]) for level, sample in per_level.items()}, len(positions), note))
+    return facts + _published_facts(ds, factor, metrics)
+
+
+def _published_facts(ds: Dataset, factor: str, metrics: list[str]) -> list[Fact]:
+    """The facts of published figures, by the rule of the runs' (:func:`_constant_facts`): a
+    level's figure is one value in every run when it is of one run or its SD is 0, and a campaign ×
+    model's metric is a fact when every level it publishes gives it so. Noted "as published"."""
+    summaries = with_level(ds.summaries, factor)
+    if summaries.empty:
+        return []
+    rank = {metric: i for i, metric in enumerate(dict.fromkeys(metrics))}
+    facts: list[Fact] = []
+    for (campaign, model), group in summaries.groupby(["campaign", "model"], sort=False, observed=True):
+        levels = set(group["environment"].astype(str))
+        by_metric = [(str(metric), rows) for metric, rows in group.groupby("metric", sort=False, observed=True)
+                     if str(metric) in rank]
+        for metric, rows in sorted(by_metric, key=lambda item: rank[item[0]]):
+            n = rows["n"].astype(int)
+            sd = rows["sd"].astype(float)
+            per_level = dict(zip(rows["environment"].astype(str), rows["mean"].astype(float), strict=True))
+            if (set(per_level) != levels or len(per_level) != len(rows)
+                    or not ((n == 1) | (sd == 0)).all() or int(n.sum()) < 2
+                    or ((n < 2).any() and len(set(per_level.values())) > 1)):
+                continue
+            facts.append(Fact(str(campaign), str(model), metric, per_level, int(n.sum()), "as published"))
     return facts
 
 

@@ -194,7 +194,7 @@ class ResultsPage(Page):
                        "arms": rows(arms), "published": bool((arms["source"] == "published").any()),
                        "primary": metric in primary}
             # A quantity that did not vary is a sentence, with neither a table nor a chart of it.
-            section["constant"] = held_constant(site, facts, section)
+            section["constant"], section["fact"] = held_constant(site, facts, section) or (None, None)
             section_charts = (self.metric_charts(site, runs, arms, metric, label)
                               if with_charts and site.config.charted(metric) and not section["constant"] else [])
             charts += section_charts
@@ -226,6 +226,7 @@ class ResultsPage(Page):
         tested, stands_for = family_representatives(site.config.analysis.tested_metrics)
         context = {
             "other_metrics": other_metrics_summary(sections, site.config.baseline, stands_for),
+            "held": held_constant_line([s for s in sections if not s["primary"] and s["constant"]]),
             # what this page's metrics were tested on, named as a list a sentence can hold (not a
             # metric the page states as held constant: it was not tested here)
             "tested_text": join_and([metric_label(m) for m in tested
@@ -374,19 +375,21 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
             "headed": any(level["published"] for table in tables for level in table["levels"])}
 
 
-def held_constant(site: SiteData, facts: dict[tuple[str, str], Fact], section: dict[str, Any]) -> str | None:
+def held_constant(site: SiteData, facts: dict[tuple[str, str], Fact],
+                  section: dict[str, Any]) -> tuple[str, Fact | None] | None:
     """A metric that did not vary within any of the section's arms, said in one clause — its
     facts' (``site.facts``, :func:`~sparkreport.analysis.design.constant_facts`, keyed by campaign
     and metric): "64 requests in every run (40 runs)", or each level's value where they differ,
     and per campaign where the section spans several that differ — instead of a table of
-    intervals from 64 to 64. None when it varied in an arm, or an arm is one no fact covers
-    (fewer than two runs, a published figure)."""
+    intervals from 64 to 64; with the one fact the clause says (over every campaign's runs), None
+    where it names several. None when it varied in an arm, some run does not record it, or an arm
+    is one no fact covers (a single run whose value differs from the others')."""
     from sparkreport.render.report import campaign_title
 
     found: dict[str, Fact] = {}
     for arm in section["arms"]:
         fact = facts.get((str(arm["campaign"]), section["metric"]))
-        if fact is None or arm["source"] == "published" or str(arm["environment"]) not in fact.values:
+        if fact is None or str(arm["environment"]) not in fact.values:
             return None
         found[fact.campaign] = fact
     if not found:
@@ -394,5 +397,29 @@ def held_constant(site: SiteData, facts: dict[tuple[str, str], Fact], section: d
     first = next(iter(found.values()))
     if all(fact.values == first.values and fact.note == first.note for fact in found.values()):
         # the same in every campaign: one clause over all their runs
-        return dataclasses.replace(first, n=sum(fact.n for fact in found.values())).value_text
-    return "; ".join(f"{fact.value_text} in {campaign_title(site, name)}" for name, fact in found.items())
+        merged = dataclasses.replace(first, n=sum(fact.n for fact in found.values()))
+        return merged.value_text, merged
+    return "; ".join(f"{fact.value_text} in {campaign_title(site, name)}" for name, fact in found.items()), None
+
+
+def held_constant_line(fixed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The metrics a model's page states as held constant (``fixed``: their sections, each with its
+    ``constant`` clause and ``fact``, :func:`held_constant`) as one line, not a row each: those of
+    one value in every run over the same runs (the most of them: ``shared``, by label and value,
+    "Requests 400") after what they share, said once (``lead``: "one value in every run (40
+    runs)"), then the others with their own clause (``rest``: a fixed difference, a value per
+    campaign)."""
+    from collections import Counter
+
+    def kind(s: dict[str, Any]) -> tuple[int, str] | None:  # over how many runs, and what set it
+        fact: Fact | None = s["fact"]
+        return (fact.n, fact.note) if fact is not None and fact.named else None
+
+    groups = Counter(k for s in fixed if (k := kind(s)) is not None)
+    if not groups:
+        return {"lead": "", "shared": [], "rest": [f"{s['label']}: {s['constant']}" for s in fixed]}
+    (n, note), _count = groups.most_common(1)[0]
+    shared = [s for s in fixed if kind(s) == (n, note)]
+    return {"lead": f"one value in every run ({n:,} runs){f', {note}' if note else ''}",
+            "shared": [s["fact"].named for s in shared],
+            "rest": [f"{s['label']}: {s['constant']}" for s in fixed if s not in shared]}
