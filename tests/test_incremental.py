@@ -786,9 +786,10 @@ def test_a_session_reuses_the_analysis_when_only_a_post_changed(two_campaigns: P
 
 def test_a_finding_renders_only_the_pages_that_show_it(two_campaigns: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Results page shows error-level findings only (its claims and its banner), a Runs group
-    page none: a new warning about a model's runs renders the pages that list warnings, not
-    those; an error renders its Results page too. Each render equals a cold one byte for byte.
+    """A Results page shows error-level findings (its claims and its banner) and the warnings of
+    its "Read with care" box only, a Runs group page none: a new warning of another kind about a
+    model's runs renders the pages that list warnings, not those; one of the box's, or an error,
+    renders its Results page too. Each render equals a cold one byte for byte.
     With the Results template overridden by the project, the page is keyed by every finding."""
     import sparkreport.analysis as analysis
     from sparkreport.analysis.checks import Finding
@@ -816,6 +817,13 @@ def test_a_finding_renders_only_the_pages_that_show_it(two_campaigns: Path, tmp_
     assert "results/deepseek/index.md" not in second.rendered_pages
     assert not set(groups) & set(second.rendered_pages)
     assert tree(second.docs_dir) == cold("warning")
+
+    # a warning that changes what its figures mean: its "Read with care" box names it
+    planted.append(Finding("warning", "high-cv", "phase1/deepseek/native: a planted variation", runs=deepseek))
+    caveat = render(options)
+    assert "results/deepseek/index.md" in caveat.rendered_pages
+    assert "results/qwen72b/index.md" not in caveat.rendered_pages and not set(groups) & set(caveat.rendered_pages)
+    assert tree(caveat.docs_dir) == cold("caveat")
 
     planted.append(Finding("error", "planted-error", "phase1/deepseek: a planted error", runs=deepseek))
     third = render(options)

@@ -210,7 +210,10 @@ def test_a_count_every_run_made_is_held_constant_not_a_row_of_means(site: Render
     for env in ("native", "docker"):
         store.write(vllm(f"v{env}", env, tok_s=1600.0 if env == "native" else 1590.0), [])
     (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
-    page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "results/gpt-oss-20b/index.md")
+    single = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path))
+    page = text(single, "results/gpt-oss-20b/index.md")
+    # a single run per arm is a warning the page's own figures show (no interval): no box for it
+    assert "### A single run per arm" in text(single, "quality/index.md") and "Read with care" not in page
     assert ("\n## Other metrics\n\n**Held constant**, stated, not tested — one value in every run (2 runs): Failed "
             "requests 0; Requests 400.\n\nEvery run's value of every metric:") in page
     assert "| Requests |" not in page and "??? note" not in page
@@ -219,3 +222,37 @@ def test_a_count_every_run_made_is_held_constant_not_a_row_of_means(site: Render
     # the trtllm model of the same campaign: its 512 requests in each of its 6 runs
     assert ("**Held constant**, stated, not tested — one value in every run (6 runs): Requests 512."
             in text(site, "results/Qwen3-8B/index.md"))
+
+
+def test_a_model_page_says_which_warnings_bear_on_its_figures(site: RenderResult, tmp_path: Path) -> None:
+    """The failed request that Data quality and the campaign page name is on the model's Results
+    page too, where its throughput is read: one line per check, in a "Read with care" box above
+    the tables, the arms a sentence is said of named once, a clause every finding of a check ends
+    with said once — and no warning whose figure the page shows anyway (a single run, its n)."""
+    page = text(site, "results/gpt-oss-20b/index.md")
+    box = page.split('!!! warning "Read with care"\n', 1)[1].split("\n\n", 2)
+    assert box[0].splitlines() == [
+        "    - **Runs in which requests failed** — docker: 1 of 2 runs had failed requests (c-vdocker1: 1 of 400) — "
+        "such a run did less work than one that completed them all, so its throughput is not comparable with "
+        "theirs, and this arm's throughput figures include it: rerun it, or leave it out, to compare like with like.",
+        "    - **Runs that repeat another run's every value** — native: 2 runs report the same value in every one of "
+        "their 3 metrics, to the last digit — copies of one run (a result ingested again under another name?); the "
+        "statistics count them as 2 independent runs, which narrows the interval: remove the copies from the "
+        "store, or keep them knowing this."]
+    assert box[1] == "    Every finding of the checks, with its numbers: [Data quality](../../quality/index.md)."
+    assert page.index("Read with care") < page.index("## Output throughput")
+    # two campaigns of one model: each arm after its campaign, the consequence once
+    store = RunStore(tmp_path / "runs")
+    for campaign, failed in (("a", 1.0), ("b", 3.0)):
+        for i, env in enumerate(("native", "native", "docker", "docker")):
+            record = vllm(f"{campaign}-{env}{i}", env, campaign, tok_s=1600.0 + 3 * i)
+            if i == 3:
+                record.metrics.update(num_requests=400.0 - failed, failed_requests=failed)
+            store.write(record, [])
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)), "results/gpt-oss-20b/index.md")
+    assert ("    - **Runs in which requests failed** — a · docker: 1 of 2 runs had failed requests (a-docker3: 1 of "
+            "400); b · docker: 1 of 2 runs had failed requests (b-docker3: 3 of 400) — such a run did less work than "
+            "one that completed them all, so its throughput is not comparable with theirs, and this arm's throughput "
+            "figures include it: rerun it, or leave it out, to compare like with like.\n") in page
+    assert page.count("such a run did less work") == 1

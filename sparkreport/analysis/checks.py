@@ -513,6 +513,18 @@ CHECK_TITLES = {
 }
 
 
+#: The warnings that change what an arm's figures mean, in the order a model's Results page names
+#: them beside its numbers ("Read with care"; its banner names the errors): a throughput that
+#: includes a run that did less work, runs that vary much, drift or start far from the rest,
+#: arms run apart in time or temperature, under interference, as copies of one run, pooling
+#: conditions or on hardware that changed. The other warnings show in the page's own figures (a
+#: smaller n, no interval: too few runs, a single run, a metric some runs lack, failed runs left
+#: out) or concern none of them (a sensor that never changes, the KV-cache identity the Memory
+#: page states); Data quality has them all. A check of an extension adds its code to have it named.
+READ_WITH_CARE = ["failed-requests", "high-cv", "drift", "warmup-outlier", "covariate-order",
+                  "covariate-temperature", "interference", "identical-runs", "pooled-label", "hardware-change"]
+
+
 def check_title(code: str) -> str:
     """'throughput above the memory-bandwidth bound' for 'roofline' (the code itself if unknown)."""
     return CHECK_TITLES.get(code, code.replace("-", " "))

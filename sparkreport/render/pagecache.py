@@ -9,8 +9,8 @@ Each planned document (:class:`~sparkreport.render.pages.PageDoc`) gets a key, t
   run for a page that reads everything) and anything else it reads (``also_reads``: the
   analysis rows it shows, a campaign file, a diff's selectors);
 * the findings that concern it (those about its runs and those about no run — only the
-  error-level ones, or none, for a page that shows no other (``PageDoc.reads_findings``) — and
-  its banner's);
+  error-level ones, with the warnings a Results page names, or none, for a page that shows no
+  other (``PageDoc.reads_findings``) — and its banner's);
 * ``sparkreport.yml``, the sparkreport package itself (code and packaged templates), the run
   store's and project's paths and the command printed in the footer, and every campaign's
   title and description (a campaign file kept beside the runs gives them, and any page may
@@ -209,9 +209,12 @@ class PageKeys:
             found.update(self.unscoped)
             for run in doc.inputs:
                 found.update(self.by_run.get(run, ()))
-            if reads == "errors":
+            if reads in ("errors", "caveats"):
+                from sparkreport.analysis.checks import READ_WITH_CARE
+
                 findings = self.site.findings
-                found = {i for i in found if findings[i].severity == "error"}
+                found = {i for i in found if findings[i].severity == "error"
+                         or (reads == "caveats" and findings[i].code in READ_WITH_CARE)}
         if doc.banner:
             found.update(self._error_index[id(f)] for f in errors_in(self.site, doc.scope))
         return _sha("\n".join(self.finding_digests[i] for i in sorted(found)))

@@ -48,10 +48,12 @@ class PageDoc:
     #: Anything else the page reads, as text or digests (analysis rows, a campaign file, …).
     also_reads: list[str] = field(default_factory=list)
     #: Which findings about its runs (and about no run) the page shows: ``"all"``, only the
-    #: ``"errors"`` (a Results page: its claims and its banner), or ``"none"`` (a Runs campaign page,
+    #: ``"errors"``, the errors and the warnings a reader of its figures needs (``"caveats"``, a
+    #: Results page: its claims and banner, and its "Read with care" box of the warnings in
+    #: :data:`~sparkreport.analysis.checks.READ_WITH_CARE`), or ``"none"`` (a Runs campaign page,
     #: whose rows carry each run's inclusion in ``also_reads``). A page whose template (or one it
     #: includes) a project overrides is keyed by ``"all"``: its template may read any finding.
-    reads_findings: Literal["all", "errors", "none"] = "all"
+    reads_findings: Literal["all", "errors", "caveats", "none"] = "all"
     #: Files written besides the Markdown and the charts (relative to the docs folder).
     files: list[str] = field(default_factory=list)
     #: Computes ``context`` and ``charts`` (the expensive part); None once filled.

@@ -96,7 +96,7 @@ class ResultsPage(Page):
         from sparkreport.render.report import environment_colours, slice_digest
 
         doc.scope = [(campaign, model) for campaign in campaigns]
-        doc.reads_findings = "errors"  # its claims and its banner name error-level findings only
+        doc.reads_findings = "caveats"  # its claims and banner name the errors; its box, some warnings
         doc.inputs = [run for campaign in campaigns for run in runs_of.get((model, campaign), [])]
         # its analysis rows, per campaign: a comparison's Holm-adjusted p-value depends on the other
         # models of its campaign, not on other campaigns
@@ -113,7 +113,7 @@ class ResultsPage(Page):
                    links: dict[str, Any]) -> None:
         doc.context, doc.charts = self.model_context(site, model, model_name, campaigns,
                                                      with_charts=links["model_page"] is None)
-        doc.context.update(links)
+        doc.context.update(links, read_with_care=read_with_care(site, doc.scope or [], several=len(campaigns) > 1))
 
     def overview_row(self, site: SiteData, model: str, doc: PageDoc, shown: list[str]) -> dict[str, Any]:
         """One model's part of the overview, over the campaigns its page shows in full (``shown``):
@@ -273,6 +273,49 @@ def model_tables(site: SiteData, model: str) -> tuple[str, str, str]:
     if site.config.factor != "environment" and model in grouped(site, "level_stats", "model"):
         return "level_stats", "level_runs_frame", site.config.factor_name
     return "stats", "runs", "environment"
+
+
+def read_with_care(site: SiteData, scope: list[tuple[str, str]], several: bool = False) -> list[str]:
+    """The warnings that change what a model page's figures mean (their checks in
+    :data:`~sparkreport.analysis.checks.READ_WITH_CARE`, in its order) about the runs of its
+    (campaign, model) pairs (``scope``), one line per check: its title, then what each finding
+    found after its arms — "docker", and one sentence said of several arms ("cgroup-16g and
+    native", as Data quality words it) once, each arm after its campaign's title where the page
+    has ``several``; a clause every finding of one check ends with ("such a run did less work …")
+    is said once, at the end of its line."""
+    from sparkreport.analysis.checks import READ_WITH_CARE, check_title
+    from sparkreport.render.builtin import common_clause
+    from sparkreport.render.report import campaign_title, finding_arms, join_and, message_body
+
+    wanted = set(scope)
+    found: dict[str, dict[str, list[tuple[str, str]]]] = {}  # code → what it found → its arms
+    for finding in site.findings:
+        if finding.severity != "warning" or finding.code not in READ_WITH_CARE:
+            continue
+        arms = sorted((c, level) for c, m, level in finding_arms(site, finding) if (c, m) in wanted)
+        if arms:
+            said = found.setdefault(finding.code, {}).setdefault(message_body(finding.message), [])
+            said += [arm for arm in arms if arm not in said]
+
+    def where(arms: list[tuple[str, str]]) -> str:
+        if not several:
+            return join_and([level for _campaign, level in arms])
+        campaigns = dict.fromkeys(campaign for campaign, _level in arms)
+        return "; ".join(f"{campaign_title(site, c)} · {join_and([lv for c2, lv in arms if c2 == c])}"
+                         for c in campaigns)
+
+    lines = []
+    for code in sorted(found, key=READ_WITH_CARE.index):
+        whats = list(found[code])
+        shared = common_clause(whats)
+        clause, heads = shared if shared is not None else ("", whats)
+        # the clause after the boundary it had (", so ", ": ", " — "), the sentences' full stop kept
+        joint = next((b for b in (", so ", ": ", " — ") if whats[0][:-len(clause)].endswith(b)), "") if clause else ""
+        body = "; ".join(f"{where(found[code][what])}: {head.removesuffix('.')}"
+                         for what, head in zip(whats, heads, strict=True))
+        title = check_title(code)
+        lines.append(f"**{title[:1].upper()}{title[1:]}** — {body}{joint}{clause}" + ("" if clause else "."))
+    return lines
 
 
 def page_order(site: SiteData, metrics: Iterable[Any]) -> tuple[list[str], list[str]]:
