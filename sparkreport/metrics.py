@@ -28,7 +28,7 @@ class Metric:
 
 
 _BASE: list[Metric] = [
-    Metric("request_throughput_req_s", "req/s", "Request throughput", "higher", digits=4),
+    Metric("request_throughput_req_s", "req/s", "Request throughput", "higher"),
     Metric("output_throughput_tok_s", "tok/s", "Output throughput", "higher"),
     Metric("total_token_throughput_tok_s", "tok/s", "Total token throughput", "higher"),
     Metric("per_user_output_throughput_tok_s", "tok/s", "Per-user output throughput", "higher"),

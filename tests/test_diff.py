@@ -149,7 +149,7 @@ def test_cli_three_outputs_and_gate(two_stores: tuple[Path, Path]) -> None:
     assert markdown.startswith(f"### sparkreport diff: `{a}` → `{b}`")
     assert markdown.split("\n")[2] == "**⚠\u00a01 regressed**, 5 unchanged — of 6 comparisons (model × environment × metric)."
     results = markdown[markdown.index("#### Results"):markdown.index("<details>")]  # the regression, outside the fold
-    assert "**gpt-oss-120b · container**" in results and "| Output throughput (tok/s) | 120.41 | 102.35 | -15.00% |" in results
+    assert "**gpt-oss-120b · container**" in results and "| Output throughput (tok/s) | 120.4 | 102.3 | -15.00% |" in results
     assert results.count("**⚠\u00a0regressed**") == 1 and len(table_rows(results)) == 1
     gated = runner.invoke(main, [*args, "--fail-on", "regression"])  # the diff printed, then the gate said
     assert (gated.exit_code, gated.stdout, gated.stderr) == (1, table.output,
@@ -258,8 +258,9 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     table = native[:native.index("\n\n**") if "\n\n**" in native else None]
     # a constant on both sides is stated, not tested: no interval, no p-value, marked †
     assert "| KV cache (GiB) | 57.19 | 57.19 | 0.00% | — | — | unchanged † |" in table
-    # changes to two decimals, as Home's cells (a -0.07% change was "-0.1%" beside "+0.03%")
-    assert "| Time to first token (mean, ms) | 1,219.09 | 1,218.24 | -0.07% |" in table
+    # changes to two decimals, as Home's cells (a -0.07% change was "-0.1%" beside "+0.03%"); the
+    # means to the decimal the change's interval leaves uncertain (±1.4 ms: whole ms)
+    assert "| Time to first token (mean, ms) | 1,219 | 1,218 | -0.07% |" in table
     assert "the minimum effect (2%)" in page and "(marked †) is not tested" in page
     charts = {p.name for p in (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "charts").glob("*.vl.json")}
     assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts
@@ -587,13 +588,16 @@ def test_a_pr_comment_of_nothing_but_unchanged_says_so_and_folds_every_row(tmp_p
 def assert_every_cell_has_its_row(cells: list[dict[str, object]], markdown: str) -> None:
     """Each cell × metric of the --json output is one row of ``markdown``, with both means, its
     change, the CI of its ratio and its verdict."""
-    from sparkreport.render.markdown import MISSING, num, ratio_interval, signed
+    from sparkreport.render.diff_text import side_places
+    from sparkreport.render.markdown import MISSING, num, ratio_interval
+    from sparkreport.render.precision import delta
 
     rows = table_rows(markdown)
     assert len(rows) == len(cells)
     for cell in cells:
-        change = MISSING if cell["change_pct"] is None else f"{signed(cell['change_pct'], 2)}%"
-        numbers = (f" | {num(cell['mean_a'], str(cell['metric']))} | {num(cell['mean_b'], str(cell['metric']))} | "
+        change = MISSING if cell["change_pct"] is None else f"{delta(cell['change_pct'])}%"
+        d = side_places(cell)  # both means to the decimal the change's interval leaves uncertain
+        numbers = (f" | {num(cell['mean_a'], digits=d)} | {num(cell['mean_b'], digits=d)} | "
                    f"{change} | {ratio_interval(cell['ratio_ci_low'], cell['ratio_ci_high'])} | ")
         assert any(numbers in row and str(cell["verdict"]) in row for row in rows), (cell, numbers)
 

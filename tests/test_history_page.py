@@ -34,7 +34,7 @@ def test_history_page_golden(site: RenderResult) -> None:
 def test_summary_names_the_change_and_nothing_else(site: RenderResult) -> None:
     page = (site.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
     summary = next(line for line in page.splitlines() if line.startswith("**"))
-    assert summary.startswith("**output throughput fell 3.8% (95% CI ")
+    assert summary.startswith("**output throughput fell 3.79% (95% CI ")
     assert summary.endswith("between 0.21.0 and 0.22.0 in native (regression); no other change.**")
     assert "Versions with a single run" in page and "0.19.0" in page
 
@@ -87,7 +87,7 @@ def test_the_tables_name_a_campaign_once_and_a_series_as_the_charts_do(site: Ren
     tables = [line for line in page.splitlines() if line.startswith("| ")]
     assert tables[0] == "| Versions | Series | Metric | Change (95% CI) | p (Holm) | Direction |"
     assert tables[1] == ("| [0.21.0 → 0.22.0](nightly-0.21.0-0.22.0/index.md) | llama-3.1-8b · native | "
-                         "Output throughput | -3.8% (-5.8 to -1.8) | <\u00a00.001 | **regression** |")
+                         "Output throughput | -3.79% (-5.77 to -1.75) | <\u00a00.001 | **regression** |")
     assert tables[2] == "| Series | Metric | Version | n | Mean (95% CI) | Versions | Change points |"
     assert "| nightly |" not in page
 
@@ -151,7 +151,7 @@ def test_one_chart_per_charted_metric_with_change_marks(site: RenderResult) -> N
                             schema, rootschema=schema)
     spec = json.loads((site.docs_dir / "history" / "charts" / charts[0]).read_text())
     text = json.dumps(spec)
-    assert "native \\u2014 -3.8% (0.21.0 \\u2192 0.22.0, regression)" in text
+    assert "native \\u2014 -3.79% (0.21.0 \\u2192 0.22.0, regression)" in text
     # Versions keep their order on the axis in every layer (never alphabetical: rc1 first).
     domains = [layer["encoding"]["x"]["scale"]["domain"] for layer in spec["layer"]]
     assert all(d == ["0.18.0", "0.19.0", "0.20.0rc1", "0.20.0", "0.21.0", "0.22.0"] for d in domains)
@@ -178,8 +178,8 @@ def test_two_campaigns_of_one_model_and_environment_draw_two_lines(tmp_path: Pat
         "llama-3.1-8b · native · nightly", f"llama-3.1-8b · native · {weekly}"}
     assert len(points) == len({(p["series"], p["version"]) for p in points}) == 4 * 6  # one point per line and version
     assert [c["text"] for c in spec["layer"][2]["data"]["values"]] == [
-        "llama-3.1-8b · native · nightly — -5.1% (0.21.0 → 0.22.0, regression)",
-        f"llama-3.1-8b · native · {weekly} — +4.3% (0.20.0 → 0.21.0, improvement)"]
+        "llama-3.1-8b · native · nightly — -5.07% (0.21.0 → 0.22.0, regression)",
+        f"llama-3.1-8b · native · {weekly} — +4.28% (0.20.0 → 0.21.0, improvement)"]
     assert spec["layer"][1]["encoding"]["color"]["legend"]["columns"] == 1
     page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
     assert "per campaign, model and environment; dashed lines" in page
@@ -198,7 +198,7 @@ def test_history_json_beside_the_page_is_the_cli_contract(site: RenderResult) ->
 def test_home_and_methodology_mention_it(site: RenderResult) -> None:
     home = (site.docs_dir / "index.md").read_text(encoding="utf-8")
     [line] = [x for x in home.splitlines() if x.startswith("**Across versions:**")]
-    assert "output throughput fell 3.8%" in line and "[History](history/index.md)" in line
+    assert "output throughput fell 3.79%" in line and "[History](history/index.md)" in line
     assert "(llama-3.1-8b) — see" in line  # one campaign in the store: not named
     methodology = (site.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8")
     assert "a change point is reported only where the level shifts by at least 2%" in methodology

@@ -19,6 +19,7 @@ from sparkreport.ingest import IngestOptions, ingest_paths
 from sparkreport.render import RenderOptions, render
 from sparkreport.render.markdown import md_escape, num
 from sparkreport.render.posts import BindingError, find_bindings, parse_binding
+from sparkreport.render.precision import table_places
 from sparkreport.site import BuildResult, build
 from sparkreport.store import RunStore
 
@@ -59,7 +60,8 @@ def test_value_equals_stats_for_per_run_arms(tmp_path: Path, phase1_store: Path,
                if (r["model"], r["environment"], r["metric"]) == ("qwen72b", "container", "kv_cache_gib"))
     post = f'KV: {{{{ value("kv_cache_gib", model="qwen72b", environment="container", stat="{stat}") }}}}\n'
     text = body(render_post(project_with(tmp_path, post), phase1_store))
-    expected = str(row["n"]) if stat == "n" else f"{num(row[stat], 'kv_cache_gib')} GiB"
+    # the arm's figures with the decimals its Results table prints them with (the precision rule)
+    expected = str(row["n"]) if stat == "n" else f"{num(row[stat], digits=table_places([row], 'kv_cache_gib'))} GiB"
     assert text == f"KV: {expected}"
 
 
@@ -70,8 +72,9 @@ def test_value_reads_published_summaries(tmp_path: Path, published_store: Path) 
             '{{ value("kv_cache_fraction", model="unnamed", environment="native") }} / '
             '{{ value("pre_kv_memory_gib", campaign="unified-memory-post", environment="container", unit=False) }}\n')
     text = body(render_post(project_with(tmp_path, post), published_store))
-    sd = rows[("gpt120b", "container", "output_throughput_tok_s")]["sd"]
-    assert text == f"70.47 GiB / {num(sd, 'output_throughput_tok_s')} tok/s / 0.900 / 104.92"
+    arm = rows[("gpt120b", "container", "output_throughput_tok_s")]
+    sd = num(arm["sd"], digits=table_places([arm], "output_throughput_tok_s"))
+    assert text == f"70.47 GiB / {sd} tok/s / 0.900 / 104.92"  # memory and fraction: no SD, the catalog's decimals
     assert rows[("deepseek", "native", "pre_kv_memory_gib")]["mean"] == 70.47
 
 
@@ -309,7 +312,7 @@ def test_label_filters(tmp_path: Path) -> None:
         report = ingest_paths([csv], RunStore(runs), IngestOptions(campaign=gpu, labels={"gpu": gpu}))
         assert not report.rejected
     project = project_with(tmp_path, '{{ value("output_throughput_tok_s", campaign="h200") }}\n')
-    assert body(render_post(project, runs)) == "20.00 tok/s"
+    assert body(render_post(project, runs)) == "20 tok/s"  # 20.0 ± 2.5 (n 3, SD 1): whole tok/s
 
 
 # --------------------------------------------------------------------------- the site's own posts
@@ -346,8 +349,9 @@ def test_site_post_numbers_match_stats(site_with_posts: BuildResult, published_s
             assert f"{num(rows[('unnamed', env, metric)]['mean'], metric)} GiB" in budget
     recomputed = (docs / "phase1-recomputed.md").read_text(encoding="utf-8")
     sd = rows[("deepseek", "native", "output_throughput_tok_s")]
-    assert (f"{num(sd['sd'], 'output_throughput_tok_s')} tok/s over\n{sd['n']} runs" in recomputed)
-    assert f"from\n{num(sd['ci_low'], 'x')} tok/s to\n{num(sd['ci_high'], 'x')} tok/s." in recomputed
+    d = table_places([sd], "output_throughput_tok_s")
+    assert (f"{num(sd['sd'], digits=d)} tok/s over\n{sd['n']} runs" in recomputed)
+    assert f"from\n{num(sd['ci_low'], digits=d)} tok/s to\n{num(sd['ci_high'], digits=d)} tok/s." in recomputed
 
 
 def test_rss_feed_lists_the_posts(site_with_posts: BuildResult) -> None:

@@ -83,7 +83,12 @@ def test_every_page_is_written_with_a_nav(rendered: RenderResult) -> None:
 
 
 def test_results_tables_equal_arm_stats(rendered: RenderResult, phase1_dataset: Dataset) -> None:
+    from sparkreport.render.precision import table_places
+
     stats = arm_stats(phase1_dataset, AnalysisOptions())
+    # every figure of a metric's table with the decimals of the table's smallest spread
+    places = {key: table_places(group.to_dict(orient="records"), key[1])
+              for key, group in stats.groupby(["model", "metric"])}
     checked = 0
     for model in ("deepseek", "gpt120b", "qwen72b"):
         text = page(rendered, f"results/{model}/index.md")
@@ -108,10 +113,11 @@ def test_results_tables_equal_arm_stats(rendered: RenderResult, phase1_dataset: 
             assert len(cells) == 1, (model, row["metric"], row["environment"])
             n, mean, ci_text, sd, _cv, low_high = cells[0][1:7]
             assert int(n) == row["n"]
-            assert mean == num(row["mean"], row["metric"])
-            assert sd == num(row["sd"], row["metric"])
-            assert ci_text == f"{num(row['ci_low'], row['metric'])} to {num(row['ci_high'], row['metric'])}"
-            assert low_high == f"{num(row['min'], row['metric'])}–{num(row['max'], row['metric'])}"
+            d = places[(model, row["metric"])]
+            assert mean == num(row["mean"], digits=d)
+            assert sd == num(row["sd"], digits=d)
+            assert ci_text == f"{num(row['ci_low'], digits=d)} to {num(row['ci_high'], digits=d)}"
+            assert low_high == f"{num(row['min'], digits=d)}–{num(row['max'], digits=d)}"
             checked += 1
     assert checked == len(stats) > 30
 
@@ -133,11 +139,19 @@ def test_overview_reproduces_the_published_means(rendered: RenderResult) -> None
         assert block.lstrip().startswith("Campaign: [phase1](../campaigns/phase1/index.md); per-run data.\n")
         assert "| Metric | Environment | n | Mean | 95% CI |" in block
         means = {cells[0]: cells[3] for cells in (r for r in _all_rows(block) if r[1] == env)}
-        assert means["Output throughput (tok/s)"] == throughput
+        # each is the study's mean rounded to its table's decimals (the precision rule): 119.8 for
+        # 119.79 where the runs leave the first decimal uncertain
+        assert rounds_to(throughput, means["Output throughput (tok/s)"])
         # the study's "peak memory" is TensorRT-LLM's figure before the KV cache is allocated
-        assert means["Memory before KV cache (GiB)"] == peak
+        assert rounds_to(peak, means["Memory before KV cache (GiB)"])
         assert "Peak memory (GiB)" not in means
-        assert means["KV cache (GiB)"] == kv
+        assert rounds_to(kv, means["KV cache (GiB)"])
+
+
+def rounds_to(exact: str, shown: str) -> bool:
+    """Whether ``shown`` is ``exact`` rounded to the decimals ``shown`` has."""
+    decimals = len(shown.split(".")[1]) if "." in shown else 0
+    return f"{float(exact):,.{decimals}f}" == shown
 
 
 def _all_rows(block: str) -> list[list[str]]:
@@ -574,7 +588,7 @@ def test_summaries_only_store_renders_published_figures(rendered_summaries: Rend
     assert "published figures (6 arms)" in home and "○ +43.75% (no CI)" in home
     deepseek = page(rendered_summaries, "results/deepseek/index.md")
     row = table_rows(deepseek, ("native (*published*)",))
-    assert row and row[0][1:3] == ["10", "119.79"]
+    assert row and row[0][1:3] == ["10", "119.8"]  # 119.79 ± 0.41: the first decimal is the uncertain one
     assert "Rows marked *published* are published figures" in deepseek
     memory = page(rendered_summaries, "memory/index.md")
     # the answer about memory comes first, worded as Results words it (published figures: not tested)
@@ -910,9 +924,12 @@ def test_other_metrics_open_with_a_table_of_their_comparisons(tmp_path: Path, ph
     table that opens the section gives each one's mean per environment, baseline first, and the
     Δ % with its CI and the verdict of its comparison, as compare computed them; request
     throughput (tested as output throughput) and the temperature have their means and '—'."""
+    from sparkreport.render.precision import deltas, table_places
+
     (tmp_path / "sparkreport.yml").write_text("primary_metrics: [output_throughput_tok_s]\n", encoding="utf-8")
     result = render(RenderOptions(runs_dir=phase1_store, project_root=tmp_path))
     comparisons = compare(phase1_dataset, "environment", "native", AnalysisOptions())
+    stats = arm_stats(phase1_dataset, AnalysisOptions())
     marks = {"equivalent": "≈", "higher": "▲", "lower": "▼", "inconclusive": "?"}
     better = {"pre_kv_memory_gib": "lower", "kv_cache_gib": "higher", "memory_available_gib": "higher"}
 
@@ -931,8 +948,12 @@ def test_other_metrics_open_with_a_table_of_their_comparisons(tmp_path: Path, ph
             cells = table_rows(summary, (f"{_label(row['metric'])} (GiB)",))
             assert len(cells) == 1, (model, row["metric"])
             low, high = (row["ratio_ci_low"] - 1) * 100, (row["ratio_ci_high"] - 1) * 100
-            assert cells[0][1:] == [num(row["mean_baseline"], row["metric"]), num(row["mean_candidate"], row["metric"]),
-                                    f"{signed((row['ratio'] - 1) * 100)} ({signed(low)} to {signed(high)})",
+            # a row's means with the decimals of the metric's table, its Δ % and ends with one number
+            arms = stats[(stats["model"] == model) & (stats["metric"] == row["metric"])]
+            d = table_places(arms.to_dict(orient="records"), row["metric"])
+            delta, lo, hi = deltas((row["ratio"] - 1) * 100, low, high)
+            assert cells[0][1:] == [num(row["mean_baseline"], digits=d), num(row["mean_candidate"], digits=d),
+                                    f"{delta} ({lo} to {hi})",
                                     f"{marks[row['verdict']]} {row['verdict']}{judged(row)}"], (model, row["metric"])
             checked += 1
         untested = table_rows(summary, ("Request throughput (req/s)",))

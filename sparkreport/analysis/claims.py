@@ -78,7 +78,10 @@ def _sentence(raw: Mapping[Any, Any]) -> str:
     entry = metric_catalog.lookup(metric)
     noun = _noun(entry.label if entry else metric)
     unit = f" {row['unit']}" if row.get("unit") else ""
-    digits = entry.digits if entry else 2
+    # the decimals the pages' precision rule gives a comparison's figures
+    from sparkreport.render.precision import difference_places
+
+    digits = difference_places(row)
     who = f"{row.get('model_name') or row['model']}"
     cand, base = row["candidate"], row["baseline"]
     mean_b, mean_c = float(row["mean_baseline"]), float(row["mean_candidate"])

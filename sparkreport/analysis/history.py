@@ -348,18 +348,18 @@ def newest_regressions(result: History) -> list[ChangePoint]:
 
 
 def change_sentence(c: ChangePoint, confidence_label: str = "95%") -> str:
-    """'output throughput fell 4.2% (95% CI 3.1–5.3%) between 0.21.0 and 0.22.0 in native'."""
+    """'output throughput fell 4.20% (95% CI 3.10–5.30%) between 0.21.0 and 0.22.0 in native'."""
     entry = metric_catalog.lookup(c.metric)
     label = (entry.label if entry else c.metric)
     verb = "rose" if c.change_pct > 0 else "fell"
     low, high = sorted((abs(c.change_ci_low), abs(c.change_ci_high)))
     if not (math.isfinite(c.change_ci_low) and math.isfinite(c.change_ci_high)):
         ci = "no CI: a single-run version"
-        return (f"{label[:1].lower() + label[1:]} {verb} {abs(c.change_pct):.1f}% ({ci}) "
+        return (f"{label[:1].lower() + label[1:]} {verb} {abs(c.change_pct):.2f}% ({ci}) "
                 f"between {c.before} and {c.after} in {c.environment} ({c.direction})")
     if (c.change_ci_low > 0) != (c.change_ci_high > 0):  # the CI straddles 0: write it signed
-        ci = f"{c.change_ci_low:+.1f}% to {c.change_ci_high:+.1f}%"
+        ci = f"{c.change_ci_low:+.2f}% to {c.change_ci_high:+.2f}%"
     else:
-        ci = f"{low:.1f}–{high:.1f}%"
-    return (f"{label[:1].lower() + label[1:]} {verb} {abs(c.change_pct):.1f}% ({confidence_label} CI {ci}) "
+        ci = f"{low:.2f}–{high:.2f}%"
+    return (f"{label[:1].lower() + label[1:]} {verb} {abs(c.change_pct):.2f}% ({confidence_label} CI {ci}) "
             f"between {c.before} and {c.after} in {c.environment} ({c.direction})")

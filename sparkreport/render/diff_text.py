@@ -26,7 +26,18 @@ from markupsafe import Markup
 
 from sparkreport.dataset import frame_rows
 from sparkreport.metrics import with_unit
-from sparkreport.render.markdown import MISSING, code, counted, md_escape, num, pvalue, ratio_interval, signed
+from sparkreport.render.markdown import (
+    MISSING,
+    code,
+    counted,
+    digits_for,
+    is_missing,
+    md_escape,
+    num,
+    pvalue,
+    ratio_interval,
+)
+from sparkreport.render.precision import delta, deltas, half_width, places
 from sparkreport.render.tables import metric_label, metric_order
 
 if TYPE_CHECKING:
@@ -126,9 +137,10 @@ class DiffText:
                  f"| Metric | a | b | Change | {self.ci_label} CI of b/a | p (Holm) | Verdict |",
                  "|---|---|---|---|---|---|---|"]
         for c in group["cells"]:
-            change = MISSING if c["change_pct"] is None else f"{signed(c['change_pct'], 2)}%"
-            lines.append(f"| {md_escape(with_unit(str(c['label']), c['unit']))} | {num(c['mean_a'], c['metric'])} "
-                         f"| {num(c['mean_b'], c['metric'])} | {change} "
+            change = MISSING if c["change_pct"] is None else f"{delta(c['change_pct'])}%"
+            digits = side_places(c)
+            lines.append(f"| {md_escape(with_unit(str(c['label']), c['unit']))} | {num(c['mean_a'], digits=digits)} "
+                         f"| {num(c['mean_b'], digits=digits)} | {change} "
                          f"| {ratio_interval(c['ratio_ci_low'], c['ratio_ci_high'])} | {pvalue(c['p_holm'])} "
                          f"| {marked(str(c['verdict']), str(c['verdict']))}{' †' if c['constant'] else ''} |")
         return Markup("\n".join(lines))
@@ -260,6 +272,16 @@ def min_effect_words(cells: list[dict[str, Any]]) -> str:
                                                  for e in ordered[1:]]) if ordered else "—"
 
 
+def side_places(cell: dict[str, Any]) -> int:
+    """The decimals of a diff row's two means (the precision rule, :mod:`~sparkreport.render.precision`):
+    the place of the first significant digit of the change's uncertainty in the metric's unit —
+    the half-width of the interval of b/a times a's mean; the metric's catalog decimals where the
+    change has no interval (a constant, a single run)."""
+    width = half_width(cell["ratio_ci_low"], cell["ratio_ci_high"])
+    spread = None if width is None or is_missing(cell["mean_a"]) else width * float(cell["mean_a"])
+    return places([spread], digits_for(str(cell["metric"])))
+
+
 def diff_groups(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``cells`` per model × environment, a table each, in the order of their model and
     environment keys (a table's cells keep theirs: primary metrics first). Each has ``name`` (the
@@ -290,7 +312,7 @@ def unchanged_groups(groups: list[dict[str, Any]]) -> dict[str, Any] | None:
                if not is_missing(cell["change_pct"])]
     span = None
     if changes:
-        low, high = f"{signed(min(changes), 2)}%", f"{signed(max(changes), 2)}%"  # as the tables write them
+        low, high = (f"{text}%" for text in deltas(min(changes), max(changes)))  # as the tables write them
         span = (f"changes from {low} to {high}" if low != high else
                 f"{'a change' if len(changes) == 1 else 'every change'} of {low}")
     return {"groups": len(folded), "comparisons": sum(len(group["cells"]) for group in folded),

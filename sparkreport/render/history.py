@@ -15,7 +15,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkreport.render.markdown import digits_for
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
+from sparkreport.render.precision import half_width, places
 from sparkreport.render.tables import metric_label
 from sparkreport.schema import slug
 
@@ -196,9 +198,15 @@ class HistoryPage(Page):
         (folder / "history.json").write_text(payload + "\n", encoding="utf-8")
         main.files = [f"{self.folder}/history.json"]
         # A series measured in one version has no history: counted, not listed (history.json has it).
+        listed = [s for s in result.series if len(s.points) > 1]
+        # a metric's means in this table share its decimals (the precision rule): from its intervals
+        spreads: dict[str, list[float | None]] = {}
+        for s in listed:
+            spreads.setdefault(s.metric, []).append(half_width(s.points[-1].ci_low, s.points[-1].ci_high))
         latest = [{"campaign": s.campaign, "model": s.model, "environment": s.environment,
                    "label": metric_label(s.metric), "metric": s.metric, "point": s.points[-1],
-                   "versions": len(s.points), "changes": len(s.changes)} for s in result.series if len(s.points) > 1]
+                   "places": places(spreads[s.metric], digits_for(s.metric)),
+                   "versions": len(s.points), "changes": len(s.changes)} for s in listed]
         single = sorted({p.version for s in result.series for p in s.points if p.single_run}, key=rank.__getitem__)
         main.context = {"history": result, "history_command": command_line(site.command("history", "--by", result.by)),
                         "changes": rows, "sentences": rows[:SENTENCE_BUDGET],
@@ -342,4 +350,4 @@ def _short(value: float) -> float | None:
 
 def _change_mark(c: ChangePoint, series: str) -> dict[str, Any]:
     return {"after": c.after, "direction": c.direction,
-            "text": f"{series} — {c.change_pct:+.1f}% ({c.before} → {c.after}, {c.direction})"}
+            "text": f"{series} — {c.change_pct:+.2f}% ({c.before} → {c.after}, {c.direction})"}

@@ -305,11 +305,13 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
         bytecode_cache=jinja2.FileSystemBytecodeCache(str(compiled)) if compiled is not None else None,
     )
     env.context_class = _markdown_context_class()
+    from sparkreport.render.precision import deltas, share, table_places
+
     env.filters.update(num=num, ci=ci, interval=interval, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
                        breakable=breakable, size=size, campaign_title=campaign_title)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, interval=interval,
                        mean_in=mean_in, ratio_interval=ratio_interval,
-                       pvalue=pvalue, signed=signed,
+                       pvalue=pvalue, signed=signed, places=table_places, deltas=deltas, share=share,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
                        cut=shown_values, counted=counted,
                        runs_and_summaries=runs_and_summaries, design_columns=design_columns, with_unit=with_unit,

@@ -28,6 +28,7 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.errors import BuildError
 from sparkreport.names import shown_values
 from sparkreport.render.markdown import MISSING, is_missing, md_escape, num
+from sparkreport.render.precision import difference_places, table_places
 from sparkreport.render.tables import metric_label
 
 if TYPE_CHECKING:
@@ -377,7 +378,8 @@ class Resolver:
             raise BindingError(f"{stat} is missing (NaN) for {_arm_name(row)} — {kind} give: {have}")
         if stat == "n":
             return str(int(value))
-        text = num(value, metric, digits)
+        # the arm's figures with the decimals its Results table gives them (the precision rule)
+        text = num(value, digits=table_places([row], metric) if digits is None else digits)
         suffix = metric_catalog.unit_of(metric)
         return f"{text} {suffix}" if unit and suffix else text
 
@@ -530,14 +532,16 @@ class Resolver:
         head = ["Campaign", "Model", "Environment", "n", f"{label}, mean ({unit})" if unit else f"{label}, mean",
                 "SD", f"{self.site.confidence_label} CI", "Median", "Min–max"]
         body = []
-        for row in rows.to_dict(orient="records"):
+        records = rows.to_dict(orient="records")
+        d = table_places(records, metric)  # one metric's table: one number of decimals
+        for row in records:
             spread = MISSING if is_missing(row["min"]) or is_missing(row["max"]) else \
-                f"{num(row['min'], metric)}–{num(row['max'], metric)}"
+                f"{num(row['min'], digits=d)}–{num(row['max'], digits=d)}"
             published = " (*published*)" if row["source"] == "published" else ""  # as Results marks them
             body.append([md_escape(campaign_title(self.site, row["campaign"])), md_escape(row["model_name"]),
                          md_escape(row["environment"]) + published, str(int(row["n"])),
-                         num(row["mean"], metric), num(row["sd"], metric),
-                         _interval(row["ci_low"], row["ci_high"], metric), num(row["median"], metric), spread])
+                         num(row["mean"], digits=d), num(row["sd"], digits=d),
+                         _interval(row["ci_low"], row["ci_high"], d), num(row["median"], digits=d), spread])
         # published figures without a spread have no SD, CI, median or range: no column of dashes;
         # a campaign or a model the same in every row is the post's subject, said in its prose
         same = {i for i in (0, 1) if len(body) > 1 and len({row[i] for row in body}) == 1}
@@ -564,10 +568,11 @@ class Resolver:
         for row in rows.to_dict(orient="records"):
             m = str(row["metric"])
             unit = f" {row['unit']}" if row.get("unit") else ""
+            d = difference_places(row)
             body.append([md_escape(row["model_name"]), md_escape(metric_label(m)),
                          f"{md_escape(row['candidate'])} vs {md_escape(row['baseline'])}",
-                         f"{num(row['mean_candidate'], m)} vs {num(row['mean_baseline'], m)}{unit}",
-                         f"{num(row['diff'], m)} ({_interval(row['diff_ci_low'], row['diff_ci_high'], m)})",
+                         f"{num(row['mean_candidate'], digits=d)} vs {num(row['mean_baseline'], digits=d)}{unit}",
+                         f"{num(row['diff'], digits=d)} ({_interval(row['diff_ci_low'], row['diff_ci_high'], d)})",
                          pvalue(row["p_holm"]), md_escape(row["verdict"])])
         return _markdown_table(head, body)
 
@@ -644,10 +649,10 @@ def _plain_text(value: Any, metric: str, stat: str) -> str:
     return str(int(value)) if stat == "n" else num(value, metric)
 
 
-def _interval(low: Any, high: Any, metric: str) -> str:
+def _interval(low: Any, high: Any, digits: int) -> str:
     if is_missing(low) or is_missing(high):
         return MISSING
-    return f"{num(low, metric)} to {num(high, metric)}"
+    return f"{num(low, digits=digits)} to {num(high, digits=digits)}"
 
 
 def _markdown_table(head: list[str], body: list[list[str]]) -> str:

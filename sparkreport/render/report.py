@@ -931,7 +931,8 @@ def cgroup_observation(site: SiteData, campaign: str) -> str | None:
     if not peaks:
         return None
     stats = site.stats[(site.stats["campaign"] == campaign) & (site.stats["metric"] == "peak_memory_gib")]
-    held = f" while the GPU held up to {float(stats['mean'].max()):.1f} GiB" if not stats.empty else ""
+    # GiB with two decimals, as the memory tables write them: one precision in the sentence
+    held = f" while the GPU held up to {float(stats['mean'].max()):.2f} GiB" if not stats.empty else ""
     limit = f" {'/'.join(f'{v:g}' for v in sorted(limits))} GiB" if limits else ""
     kills = "no OOM kill" if ooms == 0 else f"{ooms} OOM kill{'s' if ooms != 1 else ''}"
     return (f"The{limit} cgroup's memory peaked at {max(peaks):.2f} GiB at most ({kills}){held}: the "
@@ -1010,12 +1011,14 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
         highs = [r["delta_high"] for r in rows if r["delta_high"] is not None]
         if not deltas:
             return ""
-        from sparkreport.render.markdown import signed
+        from sparkreport.render.precision import deltas as printed
 
-        text = (f"{signed(deltas[0])}%" if len(deltas) == 1
-                else f"{signed(min(deltas))}% to {signed(max(deltas))}%")
-        if intervals and lows and highs:  # the brackets are explained once, under the summary table
-            text += f" [{signed(min(lows))}, {signed(max(highs))}]"
+        # the span and its brackets printed with one number of decimals (the precision rule)
+        bracket = intervals and bool(lows) and bool(highs)  # explained once, under the summary table
+        low, high, *ends = printed(min(deltas), max(deltas), *((min(lows), max(highs)) if bracket else ()))
+        text = f"{low}%" if len(deltas) == 1 else f"{low}% to {high}%"
+        if ends:
+            text += f" [{ends[0]}, {ends[1]}]"
         return text
 
     def count(rows: list[dict[str, Any]]) -> str:

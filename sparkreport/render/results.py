@@ -12,6 +12,7 @@ from sparkreport.metrics import with_unit
 from sparkreport.names import level_order, unique_slugs
 from sparkreport.render.markdown import is_missing
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
+from sparkreport.render.precision import table_places
 from sparkreport.render.tables import claims, metric_label, metric_order
 from sparkreport.schema import slug
 
@@ -137,8 +138,11 @@ class ResultsPage(Page):
         primary, in_page_order = page_order(site, stats["metric"])
         shown_metrics = [m for m in in_page_order if m in tested] + [m for m in primary if m not in tested]
         by_metric = _by(stats, "metric")
-        found = [{**row, "label": metric_label(metric), "tested": metric in tested}
-                 for metric in shown_metrics for row in rows(by_metric[metric])]
+        arms_of = {metric: rows(by_metric[metric]) for metric in shown_metrics}
+        # each metric's figures with the decimals of its table on the model's page
+        found = [{**row, "label": metric_label(metric), "tested": metric in tested,
+                  "places": table_places(arms_of[metric], metric)}
+                 for metric in shown_metrics for row in arms_of[metric]]
         names = list(dict.fromkeys(str(row["campaign"]) for row in found))
         campaign = next((c for c in campaigns(site) if c.name == names[0]), None) if len(names) == 1 else None
         return {"model_name": doc.title, "path": doc.path, "rows": found, "campaign": campaign,
@@ -190,11 +194,14 @@ class ResultsPage(Page):
         for metric in in_page_order:
             arms = arms_of.get(metric, stats.iloc[0:0])
             label = metric_label(metric)
+            arm_rows = rows(arms)
             section = {"metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
-                       "arms": rows(arms), "published": bool((arms["source"] == "published").any()),
+                       "arms": arm_rows, "published": bool((arms["source"] == "published").any()),
                        "primary": metric in primary}
             # A quantity that did not vary is a sentence, with neither a table nor a chart of it.
             section["constant"], section["fact"] = held_constant(site, facts, section) or (None, None)
+            # the decimals of every figure of the metric in its tables (the site's precision rule)
+            section["places"] = table_places(arm_rows, metric)
             section_charts = (self.metric_charts(site, runs, arms, metric, label)
                               if with_charts and site.config.charted(metric) and not section["constant"] else [])
             charts += section_charts
@@ -399,6 +406,7 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
                       "published": level in arms and arms[level]["source"] == "published" and not headed[level]}
                      for level in levels if wide or level in arms]
             rows.append({"metric": s["metric"], "label": with_unit(s["label"], s["unit"]), "cells": cells,
+                         "places": table_places(s["arms"], s["metric"]),
                          "comparison": next(iter(by_level.values()), None)})
             if by_level:
                 counts["tested"] += 1

@@ -1,0 +1,152 @@
+"""How many decimals a figure is printed with: the site's one precision rule.
+
+**Figures in a metric's unit** (a mean, an interval's ends, an SD, a minimum and maximum, a
+difference of means) are printed to the decimal place of the first significant digit of the
+smallest spread that sits beside them: the smallest SD or interval half-width of the table (of
+one metric) they stand in. Every figure of that metric in that table gets those decimals, so
+a row's mean, interval and range read alike, and so do the rows above and below it:
+
+    9.413   9.411 to 9.414   SD 0.003   9.405–9.422      (TPOT, ms: half-width 0.0015)
+    2,544.6   2,543.5 to 2,545.6   SD 2.3                 (tok/s: half-width 0.96)
+
+The last digit shown is the first one the data leave uncertain, so a mean is never printed
+past its interval (2,544.55 tok/s ± 1.06 showed a digit the runs do not know), nor short of it
+(9.41 beside 9.411 to 9.414 read as outside its interval). Two figures of a table that differ
+by more than its smallest spread never print alike (rounding to a place no coarser than that
+difference keeps them apart); a smaller difference than the runs can resolve may, and the
+comparison's Δ % carries it. A table without a spread (one run, a published figure without an
+SD, a constant) uses the metric's decimals from the catalog (:data:`sparkreport.metrics`).
+Whole units at coarsest (never 2,540 for 2,544.6); at most :data:`MOST_PLACES` decimals.
+
+**A difference in percent** (Δ %, a change) is printed with two decimals — hundredths of a
+percentage point, 1/200 of the default ±2% equivalence margin it is read against — and its
+interval's ends with the same: "+0.03 (-0.10 to +0.16)". Where a figure of the cell that is
+not zero would print as ±0.00, the whole cell takes the decimals that show its first
+significant digit: "+0.017 (+0.004 to +0.030)", never "+0.02 (+0.00 to +0.03)", which hides
+that the interval excludes zero.
+
+**A spread in percent** (the coefficient of variation) is printed with two significant digits
+(0.036%, 0.13%, 1.9%, 12%): a CV is read as a ratio of scales, not against a fixed margin.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sparkreport.render.markdown import MISSING, digits_for, is_missing
+
+#: The most decimals a figure in a metric's unit gets (a spread of a millionth of the unit).
+MOST_PLACES = 6
+#: The decimals of a difference in percent (Δ %): hundredths of a percentage point.
+DELTA_PLACES = 2
+#: The most decimals a difference in percent takes to show a figure that is not zero.
+MOST_DELTA_PLACES = 5
+#: The significant digits of a spread in percent (CV).
+SHARE_DIGITS = 2
+
+
+def first_digit_place(value: float) -> int:
+    """The decimal place of ``value``'s first significant digit: 0.0034 → 3, 0.96 → 1, 2.27 → 0,
+    12.5 → -1 (``value`` not zero)."""
+    return -math.floor(math.log10(abs(value)))
+
+
+def half_width(low: Any, high: Any) -> float | None:
+    """An interval's half-width (None when an end is missing)."""
+    if is_missing(low) or is_missing(high):
+        return None
+    return (float(high) - float(low)) / 2
+
+
+def places(spreads: Iterable[Any], fallback: int) -> int:
+    """The decimals of a table's figures in a metric's unit: the place of the first significant
+    digit of the smallest of ``spreads`` (SDs and interval half-widths; missing ones and zeros
+    are no spread), between 0 and :data:`MOST_PLACES`; ``fallback`` when none is a spread."""
+    found = [abs(float(s)) for s in spreads if not is_missing(s) and float(s) != 0]
+    if not found:
+        return fallback
+    return min(MOST_PLACES, max(0, max(first_digit_place(s) for s in found)))
+
+
+def arm_spreads(arm: Mapping[Any, Any] | None) -> list[Any]:
+    """An arm's (a statistics row's) spreads: its SD and its interval's half-width."""
+    if not arm:
+        return []
+    return [arm.get("sd"), half_width(arm.get("ci_low"), arm.get("ci_high"))]
+
+
+def table_places(arms: Iterable[Mapping[Any, Any] | None], metric: str | None = None) -> int:
+    """The decimals of every figure of ``metric`` in a table of ``arms`` (statistics rows with
+    ``sd``, ``ci_low`` and ``ci_high``; None for a cell without a figure): :func:`places` of
+    their SDs and half-widths, else the metric's catalog decimals."""
+    return places([s for arm in arms for s in arm_spreads(arm)], digits_for(metric))
+
+
+def nonzero_places(values: Iterable[Any], count: int, most: int = MOST_PLACES) -> int:
+    """``count`` decimals, or more (up to ``most``) until every one of ``values`` that is not zero
+    prints as something other than zero: figures printed together (a difference and its
+    interval's ends) keep one number of decimals, and an end just above zero says so."""
+    found = [abs(float(v)) for v in values if not is_missing(v) and float(v) != 0]
+    for more in range(count, max(count, most) + 1):
+        if all(round(v, more) != 0 for v in found):
+            return more
+    return max(count, most)
+
+
+def difference_places(row: Mapping[Any, Any]) -> int:
+    """The decimals of a comparison's figures in the metric's unit printed together (the two
+    means, their difference and its interval, as a sentence or a post's table gives them): the
+    place of the first significant digit of the difference's interval half-width (the metric's
+    catalog decimals without one), more where the difference or an end of its interval would
+    otherwise print as zero (:func:`nonzero_places`). ``row``: a ``compare`` row."""
+    low, high = row.get("diff_ci_low"), row.get("diff_ci_high")
+    count = places([half_width(low, high)], digits_for(str(row.get("metric") or "")))
+    diff = None if is_missing(row.get("mean_candidate")) or is_missing(row.get("mean_baseline")) else \
+        float(row["mean_candidate"]) - float(row["mean_baseline"])
+    return nonzero_places([diff, low, high], count)
+
+
+def delta_places(values: Iterable[Any], base: int = DELTA_PLACES) -> int:
+    """The decimals of a difference in percent and its interval's ends, printed together:
+    ``base``, more (up to :data:`MOST_DELTA_PLACES`) until every one of them that is not zero
+    prints as something other than zero (:func:`nonzero_places`)."""
+    return nonzero_places(values, base, MOST_DELTA_PLACES)
+
+
+def deltas(*values: Any) -> list[str]:
+    """Differences in percent printed together (a Δ % and its interval's ends, or the ends of a
+    span), signed, with one number of decimals (:func:`delta_places`): ``deltas(0.017, 0.004,
+    0.03)`` → ``["+0.017", "+0.004", "+0.030"]``. Zero is "0.00"; a missing value is "—"."""
+    count = delta_places(values)
+    out = []
+    for value in values:
+        if is_missing(value):
+            out.append(MISSING)
+        elif float(value) == 0:
+            out.append(f"{0:.{DELTA_PLACES}f}")
+        else:
+            out.append(f"{float(value):+.{count}f}")
+    return out
+
+
+def delta(value: Any) -> str:
+    """One difference in percent (:func:`deltas` of it alone): "+0.03", "+0.001", "0.00"."""
+    return deltas(value)[0]
+
+
+def share(fraction: Any, digits: int = SHARE_DIGITS) -> str:
+    """A spread as a percentage with ``digits`` significant digits: 0.00036 → "0.036%",
+    0.0013 → "0.13%", 0.04 → "4.0%", 0.123 → "12%"; 0 → "0%"; "—" when missing."""
+    if is_missing(fraction):
+        return MISSING
+    value = float(fraction) * 100
+    if value == 0:
+        return "0%"
+    count = max(0, digits - 1 + first_digit_place(value))
+    text = f"{value:.{count}f}"
+    if count and first_digit_place(float(text)) != first_digit_place(value):  # 0.0996 → 0.100: one digit too many
+        text = f"{value:.{count - 1}f}"
+    return f"{text}%"
+
