@@ -52,7 +52,7 @@ def test_unknown_model_with_its_architecture_in_the_record_is_checked() -> None:
                             {"peak_memory_gib": 5.0, "kv_cache_gib": 2.0, "output_throughput_tok_s": 30.0}))
     assert "model-unknown" not in found
     (message,) = found["capacity-peak"]
-    assert "peak memory in use, 5.01 GiB, is below the weights plus KV cache it must have held (16.9 GiB)" in message
+    assert "peak memory in use, 5.01 GiB, is below the weights plus KV cache it must have held (16.91 GiB)" in message
     assert message.endswith("assumes Private-8B's weights: 8B parameters in BF16 (as the record states)")
 
 

@@ -31,14 +31,33 @@ def test_catalog_facts() -> None:
 def test_phase1_flaws_are_caught(phase1_dataset: Dataset) -> None:
     found = codes(phase1_dataset)
     capacity = found["capacity-weights"]
-    assert len(capacity) == 2 and all("qwen72b" in m and "135.4 GiB" in m and "119.64 GiB" in m for m in capacity)
-    assert len(found["roofline"]) == 2 and all("qwen72b" in m and "93.9 tok/s" in m for m in found["roofline"])
+    assert len(capacity) == 2 and all("qwen72b" in m and "135.41 GiB" in m and "119.64 GiB" in m for m in capacity)
+    assert len(found["roofline"]) == 2 and all("qwen72b" in m and "93.88 tok/s" in m for m in found["roofline"])
     assert any("DeepSeek" in m and "Qwen2.5-72B" in m for m in found["size-insensitive"])
     identity = found["derived-identity"]
     assert len(identity) == 1 and identity[0].startswith("phase1: KV cache = 0.900 × (pool − memory before the KV cache)")
     assert "capacity-peak" in found and all("qwen72b" in m for m in found["capacity-peak"])
     # gpt-oss-120b (MXFP4, ≈ 60 GiB) and the 7B fit in the pool: no capacity finding for them
     assert not any("gpt120b" in m or "deepseek" in m for m in capacity + found["capacity-peak"])
+
+
+def test_a_finding_writes_its_sizes_in_one_unit_at_one_precision(phase1_dataset: Dataset) -> None:
+    """The roofline sentence read "273 GB/s ÷ 145.4 GB (= 135.4 GiB)", the capacity one "90.02 GiB
+    … (135.4 GiB)": every size in GiB (a bandwidth in GiB/s) with two decimals, as the memory
+    tables write them, and every throughput of a sentence with the same decimals."""
+    import re
+
+    messages = [f.message for f in check(phase1_dataset)
+                if f.code in ("capacity-weights", "capacity-peak", "roofline", "size-insensitive")]
+    assert len(messages) == 10
+    for message in messages:
+        assert not re.search(r"\bGB\b|GB/s", message), message
+        sizes = re.findall(r"([\d,.]+) GiB", message)
+        assert sizes and all(len(size.split(".")[1]) == 2 for size in sizes), message
+        rates = re.findall(r"([\d,.]+) (?:vs [\d,.]+ )?tok/s", message)
+        assert len({len(rate.split(".")[1]) for rate in rates if "." in rate}) <= 1, message
+    roofline = next(m for m in messages if "bandwidth bound" in m)
+    assert "× 254.25 GiB/s ÷ 135.41 GiB of weights read per decode step" in roofline  # the GB10's 273 GB/s
 
 
 def _runs(model_id: str, env: str, tput: list[float], peak: float, kv: float, gpu: str = "NVIDIA H100 80GB HBM3",
@@ -73,7 +92,7 @@ def test_roofline_triggers_above_the_bound() -> None:
     # Llama-3-70B BF16 on an H100 at concurrency 1: ≤ 3350 / 141.2 ≈ 23.7 tok/s
     records = _runs("meta-llama/Meta-Llama-3-70B", "native", [40.0, 41.0], 150, 5, pool=200, concurrency=1)
     found = codes(build_dataset(records))
-    assert "roofline" in found and "23.7 tok/s" in found["roofline"][0]
+    assert "roofline" in found and "23.73 tok/s" in found["roofline"][0]
     ok = _runs("meta-llama/Meta-Llama-3-70B", "native", [20.0, 21.0], 150, 5, pool=200, concurrency=1)
     assert "roofline" not in codes(build_dataset(ok))
 

@@ -431,7 +431,7 @@ def test_a_findings_table_over_campaigns_names_each_arm_and_severity(tmp_path: P
     assert "| Severity | Check | Where | Finding |" in text
     # one sentence about two arms: one row, the arms together
     assert ("| error | Weights larger than the memory pool | phase1-published: Qwen2.5-72B-Instruct (container, native) | "
-            "The weights alone need 135.4 GiB") in text
+            "The weights alone need 135.41 GiB") in text
     assert "| warning | A single run per arm | unified-memory-post: model not named in the post (" in text
 
 

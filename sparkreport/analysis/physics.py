@@ -176,8 +176,8 @@ def weight_assumption(p: ArmPoint) -> str:
     if spec is None:
         return ""
     size = f"{spec.params_b:.4g}B parameters in {spec.dtype.upper()}"
-    if spec.weight_gb is not None:
-        size += f", {spec.weight_gb:.4g} GB of weights"
+    if spec.weight_gb is not None:  # a catalog's GB, written in GiB as every size on the pages
+        size += f", {spec.weight_gib:.2f} GiB of weights"
     if p.facts_from == "record":
         where = "as the record states" if p.dtype_stated else "from the record; the record states no precision"
     elif p.facts_from == "record and catalog":
@@ -277,7 +277,7 @@ def _capacity(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
         if pool and weights > pool:
             findings.append(Finding(
                 "error", "capacity-weights",
-                _with_basis(f"{_who(p)}: the weights alone need {weights:.1f} GiB, more than the {pool:.2f} GiB "
+                _with_basis(f"{_who(p)}: the weights alone need {weights:.2f} GiB, more than the {pool:.2f} GiB "
                             "memory pool — at that size these runs cannot have held the model", assumes),
                 p.runs, {"weights_gib": round(weights, 2), "pool_gib": pool}, assumes=assumes,
             ))
@@ -292,7 +292,7 @@ def _capacity(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
             findings.append(Finding(
                 "error", "capacity-peak",
                 _with_basis(f"{_who(p)}: measured {label}, {value:.2f} GiB, is below the {held} it must have "
-                            f"held ({needed:.1f} GiB)", assumes),
+                            f"held ({needed:.2f} GiB)", assumes),
                 p.runs, {"measured_gib": round(value, 2), "needed_gib": round(needed, 2),
                          "weights_gib": round(weights, 2)}, assumes=assumes,
             ))
@@ -322,10 +322,10 @@ def _roofline(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
             findings.append(Finding(
                 "error", "roofline",
                 _with_basis(
-                    f"{_who(p)}: {p.tput:.2f} tok/s exceeds the memory-bandwidth bound of {bound:.1f} tok/s "
-                    f"(≤ {p.concurrency:g} concurrent requests × {p.hardware.bandwidth_gb_s:g} GB/s ÷ "
-                    f"{step_bytes / 1e9:.1f} GB (= {step_bytes / GIB:.1f} GiB) of weights read per decode step; "
-                    f"margin {ROOFLINE_MARGIN:.0%})",
+                    # one unit in the sentence: the catalog's GB/s in GiB/s, as the weights in GiB
+                    f"{_who(p)}: {p.tput:.2f} tok/s exceeds the memory-bandwidth bound of {bound:.2f} tok/s "
+                    f"(≤ {p.concurrency:g} concurrent requests × {p.hardware.bandwidth_gb_s * 1e9 / GIB:.2f} GiB/s ÷ "
+                    f"{step_bytes / GIB:.2f} GiB of weights read per decode step; margin {ROOFLINE_MARGIN:.0%})",
                     assumes),
                 p.runs, {"throughput_tok_s": round(p.tput, 2), "bound_tok_s": round(bound, 1),
                          "bandwidth_gb_s": p.hardware.bandwidth_gb_s, "bytes_per_step_gb": round(step_bytes / 1e9, 2),
@@ -352,10 +352,10 @@ def _size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findin
                 findings.append(Finding(
                     "error", "size-insensitive",
                     _with_basis(
-                        f"{campaign}/{env}: {a.model_name} ({a.spec.active_weight_bytes / 1e9:.1f} GB = "
-                        f"{a.spec.active_weight_bytes / GIB:.1f} GiB read per token) and {b.model_name} "
-                        f"({b.spec.active_weight_bytes / 1e9:.1f} GB, {ratio:.1f}× more) "
-                        f"report the same output throughput ({a.tput:.2f} vs {b.tput:.2f} tok/s, {apart:.1%} apart) "
+                        f"{campaign}/{env}: {a.model_name} ({a.spec.active_weight_bytes / GIB:.2f} GiB read per "
+                        f"token) and {b.model_name} ({b.spec.active_weight_bytes / GIB:.2f} GiB, {ratio:.1f}× more) "
+                        f"report the same output throughput ({a.tput:.2f} vs {b.tput:.2f} tok/s, "
+                        f"{apart * 100:.2f}% apart) "
                         "— these runs may not have run the models they name", assumes),
                     a.runs + b.runs, {"bytes_ratio": round(ratio, 2), "throughput_a": round(a.tput, 2),
                                       "throughput_b": round(b.tput, 2)}, assumes=assumes,
