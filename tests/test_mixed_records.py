@@ -56,7 +56,7 @@ def test_a_setting_only_some_runs_record_is_not_held_constant() -> None:
         ("KV cache fraction of free memory", "0.9", "the 6 trtllm runs"),
         ("engine version", "1.0.0", "the 6 trtllm runs"),
         ("GPU", "NVIDIA GB10", "the 6 trtllm runs"),
-        ("memory pool", "119.7 GiB", "the 6 trtllm runs"),
+        ("memory pool", "119.70 GiB", "the 6 trtllm runs"),
     ]
     assert "requests per run: 512 / 400" in d["varying"]
     # every run records them: held constant, as before
@@ -109,7 +109,7 @@ def test_methodology_says_which_runs_record_a_setting(site: RenderResult) -> Non
     assert "**Held constant**" not in page
     assert ("**Recorded by some runs only** (one value in the runs named; the other runs do not record them): "
             "input length 1024 tokens, output length 1024 tokens, KV cache fraction of free memory 0.9, "
-            "engine version 1.0.0, GPU NVIDIA GB10, memory pool 119.7 GiB (the 6 trtllm runs); "
+            "engine version 1.0.0, GPU NVIDIA GB10, memory pool 119.70 GiB (the 6 trtllm runs); "
             "concurrency 32 (the 4 vllm runs).\n") in page
     assert "*Recorded\nby some runs only* names it with those runs." in page
 

@@ -155,7 +155,9 @@ ENVIRONMENT_DETAILS = ("runtime", "flags", "method", "memory_limit_gib", "cgroup
 def _text(value: Any, unit: str = "") -> str:
     from sparkreport.render.tables import value_text
 
-    text = value_text(value)
+    # a size in GiB as every page writes one (two decimals: 79.65, not 79.647 beside the Memory
+    # page's 79.65); other settings as recorded
+    text = f"{value:,.2f}" if unit == " GiB" and isinstance(value, float) else value_text(value)
     return (text if len(text) <= 120 else text[:117] + "…") + unit
 
 
