@@ -194,15 +194,16 @@ def test_claim_wording_for_every_verdict() -> None:
             "diff_ci_low": -22.0, "diff_ci_high": -18.0, "ratio": 0.5, "ratio_ci_low": 0.45, "ratio_ci_high": 0.55,
             "p_welch": 1e-9, "p_holm": 1e-8, "p_tost": 0.9, "margin": 0.8, "min_detectable_effect": 2.0}
     lower = claim_sentence(base | {"verdict": "lower"})
-    assert lower == ("M: container had 0.50× the KV cache of native (95% CI 0.45 to 0.55×): 20.00 vs 40.00 GiB, "
-                     "a difference of -20.00 GiB (95% CI -22.00 to -18.00), Holm-adjusted p <\u00a00.001.")
+    # the figures in GiB to the decimal the difference's interval (±2 GiB) leaves uncertain
+    assert lower == ("M: container had 0.50× the KV cache of native (95% CI 0.45 to 0.55×): 20 vs 40 GiB, "
+                     "a difference of -20 GiB (95% CI -22 to -18), Holm-adjusted p <\u00a00.001.")
     equivalent = claim_sentence(base | {"verdict": "equivalent", "mean_candidate": 40.1, "p_tost": 0.01})
     assert "is equivalent in container and native within the project's ±2% margin" in equivalent
     inconclusive = claim_sentence(base | {"verdict": "inconclusive", "p_holm": 0.3})
     assert "no significant difference detected" in inconclusive and "minimum detectable effect 5.0%" in inconclusive
     assert "equivalent" not in inconclusive.replace("equivalence", "")
     assert inconclusive == ("M: no significant difference detected in KV cache between container and native "
-                            "(20.00 vs 40.00 GiB, Holm-adjusted p = 0.300, its 95% CI excluding zero before the "
+                            "(20 vs 40 GiB, Holm-adjusted p = 0.300, its 95% CI excluding zero before the "
                             "adjustment, minimum detectable effect 5.0%); equivalence within ±2% was not shown either.")
     spanning = claim_sentence(base | {"verdict": "inconclusive", "p_holm": 0.3, "diff_ci_high": 1.0})
     assert "excluding zero" not in spanning
