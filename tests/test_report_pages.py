@@ -324,7 +324,7 @@ def test_a_factor_other_than_environment_is_what_the_results_pages_describe(tmp_
     assert ("No run of this model carries a cache (`label.cache`, the factor the comparisons contrast): its "
             "figures are described per environment and not compared.") in published
     assert "| Environment | n | Mean | 95% CI | SD | CV | Min–max |\n|---|---|---|---|---|---|---|\n" \
-           "| container (*published*) | 10 | 119.4 |" in published
+           "| container (*published*) | 10 | 119.40 |" in published
     memory = (result.docs_dir / "memory" / "index.md").read_text(encoding="utf-8")
     assert "| Model | Environment | n |" in memory and "Label.cache" not in memory
 

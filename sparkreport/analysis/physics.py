@@ -322,9 +322,11 @@ def _roofline(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
             findings.append(Finding(
                 "error", "roofline",
                 _with_basis(
-                    # one unit in the sentence: the catalog's GB/s in GiB/s, as the weights in GiB
+                    # one unit in the sentence: the catalog's GB/s in GiB/s, as the weights in GiB (the data
+                    # sheet's figure quoted beside it, the one a reader knows)
                     f"{_who(p)}: {p.tput:.2f} tok/s exceeds the memory-bandwidth bound of {bound:.2f} tok/s "
-                    f"(≤ {p.concurrency:g} concurrent requests × {p.hardware.bandwidth_gb_s * 1e9 / GIB:.2f} GiB/s ÷ "
+                    f"(≤ {p.concurrency:g} concurrent requests × {p.hardware.bandwidth_gb_s * 1e9 / GIB:.2f} GiB/s "
+                    f"(the data sheet's {p.hardware.bandwidth_gb_s:g} GB/s) ÷ "
                     f"{step_bytes / GIB:.2f} GiB of weights read per decode step; margin {ROOFLINE_MARGIN:.0%})",
                     assumes),
                 p.runs, {"throughput_tok_s": round(p.tput, 2), "bound_tok_s": round(bound, 1),

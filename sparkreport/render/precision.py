@@ -15,7 +15,9 @@ past its interval (2,544.55 tok/s ± 1.06 showed a digit the runs do not know), 
 by more than its smallest spread never print alike (rounding to a place no coarser than that
 difference keeps them apart); a smaller difference than the runs can resolve may, and the
 comparison's Δ % carries it. A table without a spread (one run, a published figure without an
-SD, a constant) uses the metric's decimals from the catalog (:data:`sparkreport.metrics`).
+SD, a constant) uses the metric's decimals from the catalog (:data:`sparkreport.metrics`). A
+published figure is quoted with the decimals it was published with (up to the catalog's), even
+where its interval would round it coarser: "119.79 (SD 0.17)", as the study wrote it.
 Whole units at coarsest (never 2,540 for 2,544.6); at most :data:`MOST_PLACES` decimals.
 
 **A difference in percent** (Δ %, a change) is printed with two decimals — hundredths of a
@@ -77,11 +79,27 @@ def arm_spreads(arm: Mapping[Any, Any] | None) -> list[Any]:
     return [arm.get("sd"), half_width(arm.get("ci_low"), arm.get("ci_high"))]
 
 
+def given_places(value: Any, most: int) -> int:
+    """The decimals ``value`` was given with (119.79 → 2, 0.2 → 1, 64.0 → 0), at most ``most``."""
+    if is_missing(value):
+        return 0
+    number = float(value)
+    return next((d for d in range(most + 1) if math.isclose(round(number, d), number, rel_tol=1e-12, abs_tol=1e-12)),
+                most)
+
+
 def table_places(arms: Iterable[Mapping[Any, Any] | None], metric: str | None = None) -> int:
     """The decimals of every figure of ``metric`` in a table of ``arms`` (statistics rows with
     ``sd``, ``ci_low`` and ``ci_high``; None for a cell without a figure): :func:`places` of
-    their SDs and half-widths, else the metric's catalog decimals."""
-    return places([s for arm in arms for s in arm_spreads(arm)], digits_for(metric))
+    their SDs and half-widths, else the metric's catalog decimals — and no fewer than a
+    published arm's mean and SD were published with (up to the catalog's decimals): a study's
+    119.79 tok/s (SD 0.17) is quoted as it was published, not as 119.8 (0.2)."""
+    given = [arm for arm in arms if arm]
+    catalog = digits_for(metric)
+    count = places([s for arm in given for s in arm_spreads(arm)], catalog)
+    quoted = [given_places(arm.get(key), catalog) for arm in given if arm.get("source") == "published"
+              for key in ("mean", "sd")]
+    return max([count, *quoted])
 
 
 def nonzero_places(values: Iterable[Any], count: int, most: int = MOST_PLACES) -> int:
