@@ -167,3 +167,16 @@ def test_a_comparison_sentence_prints_its_figures_with_the_differences_decimals(
     assert difference_places({**row, "mean_candidate": 119.40, "mean_baseline": 119.79, "diff_ci_low": -0.81,
                               "diff_ci_high": 0.03}) == 2
     assert difference_places({**row, "diff_ci_low": None, "diff_ci_high": None}) == 2  # the catalog's
+
+
+def test_a_published_figure_is_quoted_with_its_own_decimals() -> None:
+    """The Phase 1 study published 119.79 tok/s with SD 0.17: its half-width alone would print it
+    119.8 (0.2); a page of published figures quotes them as published, never coarser."""
+    from sparkreport.render.precision import given_places, table_places
+
+    assert [given_places(v, 2) for v in (119.79, 0.2, 64.0, 0.1234, None)] == [2, 1, 0, 2, 0]
+    native = {"mean": 119.79, "sd": 0.58, "ci_low": 119.38, "ci_high": 120.20, "source": "published"}
+    container = {"mean": 119.4, "sd": 0.17, "ci_low": 119.28, "ci_high": 119.52, "source": "published"}
+    assert table_places([native, container], "output_throughput_tok_s") == 2
+    measured = {**container, "source": "runs"}
+    assert table_places([{**native, "source": "runs"}, measured], "output_throughput_tok_s") == 1
