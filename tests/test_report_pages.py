@@ -234,13 +234,13 @@ def test_a_quantity_that_did_not_vary_is_a_sentence_not_a_table(shipped: RenderR
     # the configured quantities: one line under Other metrics, not a row each of 64 | 64
     held = page.split("## Other metrics\n\n", 1)[1].split("\n", 1)[0]
     assert held.startswith("**Held constant**, stated, not tested — one value in every run (40 runs): Average "
-                           "input length 512.00 tokens; ")
+                           "input length 512 tokens; ")
     assert "; Pipeline parallel size 1; Requests 64; " in held and held.endswith("; Total output tokens 8,192.")
     assert "| Requests |" not in page and "??? note \"Requests" not in page
     # published figures of one run each, the same in both environments: held constant too
     published = (shipped.docs_dir / "results" / "unnamed" / "index.md").read_text(encoding="utf-8")
     assert ("## Other metrics\n\n**Held constant**, stated, not tested — one value in every run (2 runs), as "
-            "published: Device memory total 119.64 GiB; KV cache memory fraction 0.900.\n") in published
+            "published: Device memory total 119.64 GiB; KV cache memory fraction 0.9.\n") in published
     assert "| Device memory total (GiB) |" not in published and "| Memory available for KV cache (GiB) |" in published
     assert "## Peak memory (GiB)\n\n76.02 GiB in every run (40 runs): no run-to-run variance, so stated, not tested." in page
     assert " 1 to 1 |" not in page and "64 to 64" not in page and "peak_memory_gib-runs" not in page

@@ -143,12 +143,22 @@ class Fact:
                 "values": self.values, "n": self.n, "sentence": self.sentence}
 
 
+#: The units of quantities a run is configured with, stated as set (:func:`_fmt`).
+SET_UNITS = frozenset({"tokens", "requests", ""})
+
+
 def _fmt(metric: str, value: float) -> str:
-    """``value`` with the metric's decimals, thousands separators and unit; a value that would
-    round to zero without being zero gets two significant digits, as the pages' numbers do."""
+    """``value`` with the metric's decimals, thousands separators and unit — a configured count or
+    fraction (tokens, requests, a unitless setting) as it was set, with the decimals it needs (512
+    tokens, the fraction 0.9; not 512.00 and 0.900), a measured one at the metric's (111.80 GiB,
+    as every size on the pages) —; a value that would round to zero without being zero gets two
+    significant digits, as the pages' numbers do."""
     entry = metric_catalog.lookup(metric)
     digits = entry.digits if entry is not None else 2
     unit = metric_catalog.unit_of(metric)
+    if unit in SET_UNITS:
+        digits = next((d for d in range(digits + 1)
+                       if math.isclose(round(value, d), value, rel_tol=1e-12, abs_tol=1e-12)), digits)
     text = f"{value:.2g}" if value and abs(value) < 0.5 * 10 ** -digits else f"{value:,.{digits}f}"
     return text + (f" {unit}" if unit else "")
 
