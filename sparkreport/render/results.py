@@ -299,7 +299,9 @@ def read_with_care(site: SiteData, scope: list[tuple[str, str]], several: bool =
     for finding in site.findings:
         if finding.severity != "warning" or finding.code not in READ_WITH_CARE:
             continue
-        arms = sorted((c, level) for c, m, level in finding_arms(site, finding) if (c, m) in wanted)
+        baseline = site.config.baseline_of(site.config.factor)
+        arms = sorted(((c, level) for c, m, level in finding_arms(site, finding) if (c, m) in wanted),
+                      key=lambda arm: (arm[0], level_order(arm[1], baseline)))  # as the tables list them
         if arms:
             said = found.setdefault(finding.code, {}).setdefault(message_body(finding.message), [])
             said += [arm for arm in arms if arm not in said]
@@ -311,6 +313,9 @@ def read_with_care(site: SiteData, scope: list[tuple[str, str]], several: bool =
         return "; ".join(f"{campaign_title(site, c)} · {join_and([lv for c2, lv in arms if c2 == c])}"
                          for c in campaigns)
 
+    def lowered(sentence: str) -> str:  # after "docker: ", "environments ran …" (an acronym, "CV", stays)
+        return sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() else sentence
+
     lines = []
     for code in sorted(found, key=READ_WITH_CARE.index):
         whats = list(found[code])
@@ -318,7 +323,7 @@ def read_with_care(site: SiteData, scope: list[tuple[str, str]], several: bool =
         clause, heads = shared if shared is not None else ("", whats)
         # the clause after the boundary it had (", so ", ": ", " — "), the sentences' full stop kept
         joint = next((b for b in (", so ", ": ", " — ") if whats[0][:-len(clause)].endswith(b)), "") if clause else ""
-        body = "; ".join(f"{where(found[code][what])}: {head.removesuffix('.')}"
+        body = "; ".join(f"{where(found[code][what])}: {lowered(head.removesuffix('.'))}"
                          for what, head in zip(whats, heads, strict=True))
         title = check_title(code)
         lines.append(f"**{title[:1].upper()}{title[1:]}** — {body}{joint}{clause}" + ("" if clause else "."))
