@@ -180,3 +180,9 @@ def test_a_published_figure_is_quoted_with_its_own_decimals() -> None:
     assert table_places([native, container], "output_throughput_tok_s") == 2
     measured = {**container, "source": "runs"}
     assert table_places([{**native, "source": "runs"}, measured], "output_throughput_tok_s") == 1
+
+
+def test_a_half_is_not_printed_as_zero() -> None:
+    """A mean of 0.5 failed requests (one of two runs failed one request) printed "0": Python
+    rounds half to even, and the test for "would round to zero" was ``< 0.5``. It prints 0.5."""
+    assert [num(0.5, "failed_requests"), num(-0.5, digits=0), num(0.0, digits=2)] == ["0.5", "-0.5", "0.00"]

@@ -588,7 +588,7 @@ def test_summaries_only_store_renders_published_figures(rendered_summaries: Rend
     assert "published figures (6 arms)" in home and "○ +43.75% (no CI)" in home
     deepseek = page(rendered_summaries, "results/deepseek/index.md")
     row = table_rows(deepseek, ("native (*published*)",))
-    assert row and row[0][1:3] == ["10", "119.8"]  # 119.79 ± 0.41: the first decimal is the uncertain one
+    assert row and row[0][1:3] == ["10", "119.79"]  # quoted as published (the spread rule alone: 119.8)
     assert "Rows marked *published* are published figures" in deepseek
     memory = page(rendered_summaries, "memory/index.md")
     # the answer about memory comes first, worded as Results words it (published figures: not tested)

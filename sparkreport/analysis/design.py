@@ -159,7 +159,7 @@ def _fmt(metric: str, value: float) -> str:
     if unit in SET_UNITS:
         digits = next((d for d in range(digits + 1)
                        if math.isclose(round(value, d), value, rel_tol=1e-12, abs_tol=1e-12)), digits)
-    text = f"{value:.2g}" if value and abs(value) < 0.5 * 10 ** -digits else f"{value:,.{digits}f}"
+    text = f"{value:.2g}" if value and float(f"{value:.{digits}f}") == 0 else f"{value:,.{digits}f}"
     return text + (f" {unit}" if unit else "")
 
 

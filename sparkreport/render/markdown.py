@@ -83,7 +83,7 @@ def num(value: Any, metric: str | None = None, digits: int | None = None) -> str
         return MISSING
     places = digits if digits is not None else digits_for(metric)
     number = float(value)
-    if number and abs(number) < 0.5 * 10 ** -places:  # not 0.00 for a difference or an SD of 0.002
+    if number and float(f"{number:.{places}f}") == 0:  # not 0.00 for an SD of 0.002, nor 0 failed requests for 0.5
         return f"{number:.2g}"
     return f"{number:,.{places}f}"
 
@@ -179,7 +179,7 @@ def percent(value: Any, digits: int = 1) -> str:
     if is_missing(value):
         return MISSING
     number = float(value) * 100
-    if number and abs(number) < 0.5 * 10 ** -digits:
+    if number and float(f"{number:.{digits}f}") == 0:
         return f"{number:.2g}%"
     return f"{number:.{digits}f}%"
 
