@@ -241,7 +241,8 @@ def test_a_model_page_does_not_count_models(site: RenderResult) -> None:
 
 def test_the_memory_budget_lists_models_by_the_name_a_reader_sees(tmp_path: Path) -> None:
     """The budget chart's bars (and budget.csv's rows) list the models as every page lists them,
-    by name whatever its case ("alpha" before "Beta"), not in the code points' order."""
+    by name whatever its case ("alpha" before "Beta"), not in the code points' order, each
+    model's baseline (native) first."""
     import json
 
     for prefix, key, model in (("", "m1", "Beta"), ("a-", "m2", "alpha")):  # the keys in the other order
@@ -250,11 +251,11 @@ def test_the_memory_budget_lists_models_by_the_name_a_reader_sees(tmp_path: Path
     result = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path))
     spec = json.loads((result.docs_dir / "memory" / "charts" / "memory-budget.vl.json").read_text(encoding="utf-8"))
     arms = list(dict.fromkeys(row["arm"] for row in spec["data"]["values"]))
-    assert arms == ["alpha · docker", "alpha · native", "Beta · docker", "Beta · native"]
+    assert arms == ["alpha · native", "alpha · docker", "Beta · native", "Beta · docker"]  # the baseline first
     # the Memory page's tables and Methodology's table of arms list them so too
     for path in ("memory/index.md", "methodology/index.md"):
         rows = re.findall(r"^\| (?:c \| )?(alpha|Beta) \| (docker|native) \|", text(result, path), flags=re.M)
-        assert rows[:4] == [("alpha", "docker"), ("alpha", "native"), ("Beta", "docker"), ("Beta", "native")], path
+        assert rows[:4] == [("alpha", "native"), ("alpha", "docker"), ("Beta", "native"), ("Beta", "docker")], path
 
 
 def test_without_a_memory_pool_the_budget_says_why_it_is_not_drawn(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_init_then_build_gives_a_working_site(tmp_path: Path, monkeypatch: pytes
     built = CliRunner().invoke(main, ["build"])
     assert built.exit_code == 0, built.output
     post = next((site / "blog").rglob("first-results/index.html")).read_text(encoding="utf-8")
-    assert "210 tok/s natively" in post and "{{" not in post.split("<code>")[0]
+    assert "210.4 tok/s natively" in post and "{{" not in post.split("<code>")[0]
     feed = ET.parse(site / "blog" / "feed.xml").getroot()
     assert [i.findtext("title") for i in feed.findall("channel/item")] == ["First results"]
 
