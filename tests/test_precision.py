@@ -172,9 +172,10 @@ def test_a_comparison_sentence_prints_its_figures_with_the_differences_decimals(
 def test_a_published_figure_is_quoted_with_its_own_decimals() -> None:
     """The Phase 1 study published 119.79 tok/s with SD 0.17: its half-width alone would print it
     119.8 (0.2); a page of published figures quotes them as published, never coarser."""
-    from sparkreport.render.precision import given_places, table_places
+    from sparkreport.metrics import given_places
+    from sparkreport.render.precision import table_places
 
-    assert [given_places(v, 2) for v in (119.79, 0.2, 64.0, 0.1234, None)] == [2, 1, 0, 2, 0]
+    assert [given_places(v, 2) for v in (119.79, 0.2, 64.0, 0.1234)] == [2, 1, 0, 2]
     native = {"mean": 119.79, "sd": 0.58, "ci_low": 119.38, "ci_high": 120.20, "source": "published"}
     container = {"mean": 119.4, "sd": 0.17, "ci_low": 119.28, "ci_high": 119.52, "source": "published"}
     assert table_places([native, container], "output_throughput_tok_s") == 2

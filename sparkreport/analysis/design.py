@@ -157,10 +157,8 @@ def _fmt(metric: str, value: float) -> str:
     digits = entry.digits if entry is not None else 2
     unit = metric_catalog.unit_of(metric)
     if unit in SET_UNITS:
-        digits = next((d for d in range(digits + 1)
-                       if math.isclose(round(value, d), value, rel_tol=1e-12, abs_tol=1e-12)), digits)
-    text = f"{value:.2g}" if value and float(f"{value:.{digits}f}") == 0 else f"{value:,.{digits}f}"
-    return text + (f" {unit}" if unit else "")
+        digits = metric_catalog.given_places(value, digits)
+    return metric_catalog.figure(value, digits) + (f" {unit}" if unit else "")
 
 
 def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str = "environment",

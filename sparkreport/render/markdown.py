@@ -81,11 +81,9 @@ def num(value: Any, metric: str | None = None, digits: int | None = None) -> str
     that would round to zero without being zero gets two significant digits (0.0021)."""
     if is_missing(value):
         return MISSING
-    places = digits if digits is not None else digits_for(metric)
-    number = float(value)
-    if number and float(f"{number:.{places}f}") == 0:  # not 0.00 for an SD of 0.002, nor 0 failed requests for 0.5
-        return f"{number:.2g}"
-    return f"{number:,.{places}f}"
+    from sparkreport.metrics import figure
+
+    return figure(float(value), digits if digits is not None else digits_for(metric))
 
 
 def size(count: int) -> Markup:

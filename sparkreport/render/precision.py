@@ -37,6 +37,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sparkreport.metrics import given_places
 from sparkreport.render.markdown import MISSING, digits_for, is_missing
 
 #: The most decimals a figure in a metric's unit gets (a spread of a millionth of the unit).
@@ -79,15 +80,6 @@ def arm_spreads(arm: Mapping[Any, Any] | None) -> list[Any]:
     return [arm.get("sd"), half_width(arm.get("ci_low"), arm.get("ci_high"))]
 
 
-def given_places(value: Any, most: int) -> int:
-    """The decimals ``value`` was given with (119.79 → 2, 0.2 → 1, 64.0 → 0), at most ``most``."""
-    if is_missing(value):
-        return 0
-    number = float(value)
-    return next((d for d in range(most + 1) if math.isclose(round(number, d), number, rel_tol=1e-12, abs_tol=1e-12)),
-                most)
-
-
 def table_places(arms: Iterable[Mapping[Any, Any] | None], metric: str | None = None) -> int:
     """The decimals of every figure of ``metric`` in a table of ``arms`` (statistics rows with
     ``sd``, ``ci_low`` and ``ci_high``; None for a cell without a figure): :func:`places` of
@@ -97,8 +89,8 @@ def table_places(arms: Iterable[Mapping[Any, Any] | None], metric: str | None = 
     given = [arm for arm in arms if arm]
     catalog = digits_for(metric)
     count = places([s for arm in given for s in arm_spreads(arm)], catalog)
-    quoted = [given_places(arm.get(key), catalog) for arm in given if arm.get("source") == "published"
-              for key in ("mean", "sd")]
+    quoted = [given_places(float(arm[key]), catalog) for arm in given if arm.get("source") == "published"
+              for key in ("mean", "sd") if not is_missing(arm.get(key))]
     return max([count, *quoted])
 
 
