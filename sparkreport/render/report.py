@@ -738,13 +738,11 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
     out.append(design_sentence(effects))
     if marks & {"≈", "?"}:
         shared = margin_of(site, [e for e in effects if e["mark"] in ("≈", "?")])
+        # Said in a reader's words; Methodology names the settings (a reader has no sparkreport.yml).
         if shared is None:
-            out.append("The margins are the project's settings (`analysis.equivalence_margin`, and "
-                       "`analysis.margins` per metric), not pre-registered ones.")
+            out.append("The margins, one per metric, were set by the project's author, not pre-registered.")
         else:
-            setting = ("analysis.equivalence_margin" if shared == margin_text(site.config.analysis.equivalence_margin)
-                       else "analysis.margins")
-            out.append(f"The {shared} margin is the project's setting (`{setting}`), not a pre-registered one.")
+            out.append(f"The {shared} margin was set by the project's author, not pre-registered.")
     return Markup(" ".join(part for part in out if part))  # noqa: S704 — our own text, no data in it
 
 
