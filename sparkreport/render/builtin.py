@@ -45,25 +45,6 @@ PHYSICAL_CODES = ("capacity-weights", "capacity-peak", "roofline", "size-insensi
                   "covariate-order", "covariate-temperature")
 
 
-def campaign_overview(site: SiteData) -> list[dict[str, Any]]:
-    """One row per campaign: what kind of data it holds, its models, environments and size."""
-    ds = site.dataset
-    out = []
-    for campaign in sorted({r.campaign for r in ds.records}):
-        runs = ds.runs[ds.runs["campaign"] == campaign]
-        sums = ds.summaries[ds.summaries["campaign"] == campaign]
-        frame = runs if not runs.empty else sums
-        out.append({
-            "campaign": campaign,
-            "published": runs.empty,
-            "models": sorted(set(frame["model_name"].astype(str))),
-            "environments": sorted(set(frame["environment"].astype(str))),
-            "runs": len(runs),
-            "arms": int(sums[["model", "environment"]].drop_duplicates().shape[0]) if not sums.empty else 0,
-        })
-    return out
-
-
 def published_keys(site: SiteData) -> set[tuple[str, str]]:
     """(campaign, model) pairs whose figures are published summaries, not per-run data."""
     sums = site.dataset.summaries
