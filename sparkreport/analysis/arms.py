@@ -105,8 +105,9 @@ def repeat_key(runs: pd.DataFrame, factors: list[str] | None = None) -> list[str
     return [*ARM_KEYS, "iteration", *(design_labels(runs) if factors is None else factors)]
 
 
-def inclusion_rule_text(opts: AnalysisOptions) -> str:
-    """The inclusion rule in one sentence, for the site and the CLI."""
+def inclusion_rule_text(opts: AnalysisOptions, code: Callable[[str], str] = str) -> str:
+    """The inclusion rule in one sentence, for the site and the CLI; ``code`` marks a setting or a
+    check's name (the site passes Markdown's backticks)."""
     failed = "included" if opts.include_failed else "excluded"
     dup = {
         "all": "every run of a repeated iteration is kept",
@@ -115,14 +116,14 @@ def inclusion_rule_text(opts: AnalysisOptions) -> str:
     }[opts.duplicates]
     interference = (
         "runs measured under interference (another process held the GPU, or the cooldown gave up) are "
-        "excluded (analysis.exclude_interference: true)" if opts.exclude_interference else
+        f"excluded ({code('analysis.exclude_interference: true')})" if opts.exclude_interference else
         "runs measured under interference (another process held the GPU, or the cooldown gave up) are "
-        "flagged by the checks and kept (analysis.exclude_interference: false)")
+        f"flagged by the checks and kept ({code('analysis.exclude_interference: false')})")
     return (
-        f"Runs with a non-zero exit code are {failed}; {dup} (analysis.duplicates: {opts.duplicates}); "
+        f"Runs with a non-zero exit code are {failed}; {dup} ({code(f'analysis.duplicates: {opts.duplicates}')}); "
         f"{interference}; a metric a run did not report is left out of that metric's statistics only. "
-        "A run the executor's guard stopped (memory floor or stall; check findings guard-memory-floor and "
-        "guard-stall) is a failed run and follows the same rule."
+        f"A run the executor's guard stopped (memory floor or stall; checks {code('guard-memory-floor')} and "
+        f"{code('guard-stall')}) is a failed run and follows the same rule."
     )
 
 

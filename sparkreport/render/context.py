@@ -263,6 +263,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     file); None asks git.
     """
     import pandas as pd
+    from markupsafe import Markup
 
     from sparkreport.analysis import arm_stats, check, compare, included_runs, inclusion_rule_text
     from sparkreport.analysis.design import constant_facts, family_rule_text
@@ -288,7 +289,9 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     site = SiteData(
         dataset=dataset, config=config, runs_dir=runs_dir, stats=stats, comparisons=comparisons,
         findings=check(dataset, opts, cache=cache), runs=included_runs(dataset, opts),
-        inclusion_rule=inclusion_rule_text(opts), provenance=provenance, extra=extra,
+        # our own sentence: the settings and check names in it are marked as code, not escaped
+        inclusion_rule=Markup(inclusion_rule_text(opts, code=lambda text: f"`{text}`")),  # noqa: S704
+        provenance=provenance, extra=extra,
         # every metric's: the Results pages state any that did not vary (a configured batch size as
         # much as a KV cache); the Methodology page lists the tested ones
         facts=constant_facts(dataset, opts, config.factor, cache=cache, every=True), family_rule=family_rule_text(opts),
