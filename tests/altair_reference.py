@@ -200,7 +200,7 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
               axis=alt.Axis(labelOverlap=True, labelAngle=-45))
     base = alt.Chart(inline(points))
     two = max(len(str(p["series"])) for p in points) <= 45  # one column for longer names (several campaigns)
-    names = sorted({p["series"] for p in points})
+    names = list(dict.fromkeys(p["series"] for p in points))  # the history's order: the baseline first
     dashed = len(names) > len(SERIES)
     legend = alt.Legend(orient="bottom", labelLimit=400 if two else PANEL_WIDTH + 180, columns=2 if two else 1,
                         **({"symbolType": "stroke", "symbolSize": 400, "symbolStrokeWidth": 2} if dashed else {}))

@@ -419,7 +419,8 @@ def test_history_series_past_five_are_told_apart_by_their_line(count: int) -> No
     assert_altairs(spec, altair_reference.history_spec(points, [], versions=["1.0", "1.1"], column="label.version",
                                                        axis="x", title="t"))
     rule, line = (layer["encoding"] for layer in spec["layer"])
-    names = sorted({str(p["series"]) for p in points})
+    names = list(dict.fromkeys(str(p["series"]) for p in points))  # the domain: the series as the history lists them
+    assert line["color"]["scale"]["domain"] == names
     assert line["color"] == rule["color"] and line["color"]["scale"]["domain"] == line["strokeDash"]["scale"]["domain"]
     drawn = {name: (colour_of(line["color"], name), tuple(line["strokeDash"]["scale"]["range"][i]))
              for i, name in enumerate(names)}

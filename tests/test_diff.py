@@ -180,7 +180,8 @@ def test_a_diff_of_runs_with_themselves_is_refused(phase1_store: Path) -> None:
 
 
 def test_a_diff_that_compares_nothing_is_an_error_not_a_passing_gate(two_stores: tuple[Path, Path]) -> None:
-    """Every cell not comparable printed an empty table and exited 0 under --fail-on inconclusive."""
+    """Every cell not comparable printed an empty table and exited 0 under --fail-on inconclusive. It
+    names the first cell, as the diff lists them: the baseline (native) first."""
     a, b = two_stores
     for run_json in b.glob("phase1/*/run.json"):
         data = json.loads(run_json.read_text())
@@ -189,7 +190,7 @@ def test_a_diff_that_compares_nothing_is_an_error_not_a_passing_gate(two_stores:
     runner = CliRunner()
     result = runner.invoke(main, ["diff", "--a-runs", str(a), "--b-runs", str(b), "--fail-on", "inconclusive"])
     assert (result.exit_code, result.output) == (
-        1, "Error: nothing to compare: the workload differs in every cell both sides measured (deepseek/container: "
+        1, "Error: nothing to compare: the workload differs in every cell both sides measured (deepseek/native: "
            "output_len: 128.0 vs 256.0) — pass --allow-mismatch FIELD to diff them anyway\n")
     result = runner.invoke(main, ["diff", "--runs-dir", str(a), "--a", "model=deepseek", "--b", "model=qwen72b",
                                   "--fail-on", "inconclusive"])
@@ -381,8 +382,8 @@ def test_a_diff_page_puts_what_changed_first_and_names_the_unchanged_once(tmp_pa
     assert len(said) == 1 and results.index(said[0]) > first
     assert said[0].startswith("The other 9 model × environment pairs are unchanged in every metric "
                               "(18 comparisons, changes from -")
-    assert said[0].endswith("): model-a · docker, model-a · native, model-b · docker, model-b · native, "
-                            "model-c · docker, model-d · docker, model-d · native, model-e · docker, … and 1 more.")
+    assert said[0].endswith("): model-a · native, model-a · docker, model-b · native, model-b · docker, "
+                            "model-c · docker, model-d · native, model-d · docker, model-e · native, … and 1 more.")
     folded = fold_of(results, "9 tables of unchanged comparisons")
     assert folded.count("| Metric |") == 9 and len(table_rows(folded)) == 18 and "**" not in "".join(table_rows(folded))
     assert "**model-e · native**" in folded and "model-c · native" not in folded
@@ -443,8 +444,8 @@ def test_unchanged_groups_in_words() -> None:
 SHIPPED_ALL_UNCHANGED = (
     "**All 28 comparisons (model × environment × metric) are unchanged** — changes from -0.07% to +0.05%, "
     "each within ± the minimum effect (2%) — in the 4 model × environment pairs: Llama-3-8B shape (random "
-    "weights) · cgroup-16g, Llama-3-8B shape (random weights) · native, Qwen2-0.5B shape (random weights) · "
-    "cgroup-16g and Qwen2-0.5B shape (random weights) · native.")
+    "weights) · native, Llama-3-8B shape (random weights) · cgroup-16g, Qwen2-0.5B shape (random weights) · "
+    "native and Qwen2-0.5B shape (random weights) · cgroup-16g.")  # each model's baseline first
 
 
 #: `sparkreport diff --markdown` of the shipped store and of a store of two versions, kept as golden
@@ -625,8 +626,8 @@ def test_a_pr_comment_puts_the_regression_first_and_folds_the_unchanged(tmp_path
     said = [line for line in results.splitlines() if line.startswith("The other ")]
     assert said == [
         "The other 8 model × environment pairs are unchanged in every metric (16 comparisons, changes from "
-        f"{said[0].split('changes from ')[1].split(')')[0]}): model-a · native, model-b · docker, model-b · native, "
-        "model-c · docker, model-d · docker, model-d · native, model-e · docker and model-e · native."]
+        f"{said[0].split('changes from ')[1].split(')')[0]}): model-a · native, model-b · native, model-b · docker, "
+        "model-c · docker, model-d · native, model-d · docker, model-e · native and model-e · docker."]
     summary, inside = details_of(comment)
     assert summary == "8 tables of unchanged comparisons" and len(table_rows(inside)) == 16
     assert "model-c · native" not in inside and "model-a · docker" not in inside
@@ -989,8 +990,8 @@ def test_a_cut_comment_of_nothing_but_unchanged_says_so_once() -> None:
     lead = comment.split("\n")[2]
     assert lead.startswith("**All 2,400 comparisons (model × environment × metric) are unchanged** — changes from ")
     assert lead.endswith(", each within ± the minimum effect (2%) — in the 1,200 model × environment pairs: "
-                         "model-0000 · docker, model-0000 · native, model-0001 · docker, model-0001 · native, "
-                         "model-0002 · docker, model-0002 · native, model-0003 · docker, model-0003 · native, "
+                         "model-0000 · native, model-0000 · docker, model-0001 · native, model-0001 · docker, "
+                         "model-0002 · native, model-0002 · docker, model-0003 · native, model-0003 · docker, "
                          "… and 1,192 more.")
     assert comment.count("are unchanged") == 1 and "unchanged in every metric" not in comment
     results = comment[comment.index("#### Results\n"):]

@@ -181,3 +181,46 @@ def test_the_other_pages_list_the_environments_as_the_results_do(site: RenderRes
         assert all(sort == [f"{env} · m" for env in ORDER] for sort in y_sorts(spec)), path.name
     assert "| native, cgroup, Docker |" in page(site, "campaigns/index.md")
     assert "**Design.** cgroup, Docker against the baseline **native**" in page(site, "index.md")
+
+
+def test_a_diff_lists_each_models_environments_baseline_first(tmp_path: Path) -> None:
+    """`sparkreport diff` (its table and its JSON) and its pull-request comment list the cells as the
+    site's tables do: native, then cgroup and Docker by name (they were by code point: Docker,
+    cgroup, native)."""
+    a = write_store(tmp_path / "a", ENVIRONMENTS)
+    b = write_store(tmp_path / "b", {env: mean * 1.001 for env, mean in ENVIRONMENTS.items()})
+    args = ["diff", "--a-runs", str(a / "runs"), "--b-runs", str(b / "runs"), "--config", str(a / "sparkreport.yml"),
+            "--metric", "output_throughput_tok_s"]
+    runner = CliRunner()
+    cells = json.loads(runner.invoke(main, [*args, "--json"]).stdout)["cells"]
+    assert [cell["environment"] for cell in cells] == ORDER
+    table = runner.invoke(main, args).stdout.splitlines()
+    header = next(i for i, line in enumerate(table) if line.startswith("model "))
+    assert [line.split()[1] for line in table[header + 1:header + 4]] == ORDER
+    comment = runner.invoke(main, [*args, "--markdown"]).stdout
+    assert [line.strip("*").removeprefix("m · ") for line in comment.splitlines() if line.startswith("**m · ")] == ORDER
+
+
+def test_the_history_lists_each_models_environments_baseline_first(tmp_path: Path) -> None:
+    """History's series (its JSON, its table and the History page's) list native before docker,
+    the baseline first; without a baseline, by name."""
+    from history_store import write_history_store
+
+    from sparkreport.analysis.history import history
+
+    ds = load_dataset(write_history_store(tmp_path / "runs"))
+    opts = AnalysisOptions(bootstrap_resamples=50)
+    first = history(ds, opts, metrics=["output_throughput_tok_s"], baseline="native")
+    assert [s.environment for s in first.series] == ["native", "docker"]
+    by_name = history(ds, opts, metrics=["output_throughput_tok_s"])
+    assert [s.environment for s in by_name.series] == ["docker", "native"]
+
+
+def test_data_quality_lists_a_checks_arms_baseline_first(tmp_path: Path) -> None:
+    """A finding said of every environment (a single run per arm) is one row of Data quality whose
+    arms read as every table lists them, "m (native, cgroup, Docker)" — they were by code point."""
+    root = write_store(tmp_path, ENVIRONMENTS, runs=1)
+    result = render(RenderOptions(runs_dir=root / "runs", project_root=root, docs_dir=root / "build" / "docs"))
+    quality = page(result, "quality/index.md")
+    rows = [line for line in quality.splitlines() if line.startswith("| ") and "single run" in line]
+    assert rows and all("(native, cgroup, Docker)" in row for row in rows), rows

@@ -116,8 +116,9 @@ def test_tables_and_charts_come_from_the_pages(tmp_path: Path, published_store: 
     assert "](../../memory/charts/kv-vs-peak.svg)</span>" in text
     assert (result.docs_dir / "memory" / "charts" / "kv-vs-peak.vl.json").is_file()
     # the check in words, the arm by its model (one campaign: no title), no severity column of one value
-    assert "| Throughput above the memory-bandwidth bound | Qwen2.5-72B-Instruct (container) |" in text
-    assert "|  | Qwen2.5-72B-Instruct (native) | 119.33 tok/s exceeds" in text  # the check named once
+    # the arms as Data quality lists them: the baseline (native) first
+    assert "| Throughput above the memory-bandwidth bound | Qwen2.5-72B-Instruct (native) | 119.33 tok/s exceeds" in text
+    assert "|  | Qwen2.5-72B-Instruct (container) |" in text  # the check named once
     assert "| Check | Where | Finding |" in text and "| error |" not in text
     assert result.posts[0].bindings == 3 and result.posts[0].charts == ["memory/kv-vs-peak"]
     # over several models they stay
@@ -429,8 +430,8 @@ def test_a_findings_table_over_campaigns_names_each_arm_and_severity(tmp_path: P
     result = render(RenderOptions(runs_dir=published_store, project_root=project_with(tmp_path, post)))
     text = (result.docs_dir / "blog" / "posts" / "post.md").read_text(encoding="utf-8")
     assert "| Severity | Check | Where | Finding |" in text
-    # one sentence about two arms: one row, the arms together
-    assert ("| error | Weights larger than the memory pool | phase1-published: Qwen2.5-72B-Instruct (container, native) | "
+    # one sentence about two arms: one row, the arms together, the baseline (native) first
+    assert ("| error | Weights larger than the memory pool | phase1-published: Qwen2.5-72B-Instruct (native, container) | "
             "The weights alone need 135.41 GiB") in text
     assert "| warning | A single run per arm | unified-memory-post: model not named in the post (" in text
 

@@ -18,7 +18,7 @@ from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import included_runs
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
-from sparkreport.names import shown_values
+from sparkreport.names import level_order, name_order, shown_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -110,8 +110,13 @@ def what_changed(a: pd.DataFrame, b: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOptions) -> DiffResult:
-    """Diff two runs tables (already selected); see the module docstring for the rules."""
+def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOptions, *,
+         baseline: str | None = None) -> DiffResult:
+    """Diff two runs tables (already selected); see the module docstring for the rules.
+
+    Cells by model, then each model's environments in :func:`~sparkreport.names.level_order`:
+    ``baseline`` (the site's, :meth:`~sparkreport.config.ProjectConfig.baseline_of` the
+    ``environment``) first, then the others by name — the order every page lists them in."""
     import pandas as pd
 
     from sparkreport.dataset import frame_records
@@ -124,7 +129,8 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
     metrics = [m for m in metrics if _direction(m, dopts) != "none"]
     rows: list[dict[str, Any]] = []
     not_comparable = []
-    cells = sorted(set(map(tuple, a[CELL_KEYS].astype(str).values)) | set(map(tuple, b[CELL_KEYS].astype(str).values)))
+    cells = sorted(set(map(tuple, a[CELL_KEYS].astype(str).values)) | set(map(tuple, b[CELL_KEYS].astype(str).values)),
+                   key=lambda cell: cell_order(cell[0], cell[1], baseline))
     for cell in cells:
         ca = a[(a["model"].astype(str) == cell[0]) & (a["environment"].astype(str) == cell[1])]
         cb = b[(b["model"].astype(str) == cell[0]) & (b["environment"].astype(str) == cell[1])]
@@ -149,6 +155,13 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
     frame["p_holm"] = st.holm(tested.tolist())
     frame["verdict"] = [_verdict(r, opts) for r in frame_records(frame)]
     return DiffResult(what_changed(a, b), frame, not_comparable)
+
+
+def cell_order(model: str, environment: str, baseline: str | None) -> tuple[str | bool, ...]:
+    """Where a cell (``model`` × ``environment``) sorts in a diff's tables: by the model's key as
+    :func:`~sparkreport.names.name_order` sorts names, then its environment in
+    :func:`~sparkreport.names.level_order` (``baseline`` first)."""
+    return *name_order(model), *level_order(environment, baseline)
 
 
 def _direction(metric: str, dopts: DiffOptions) -> str:

@@ -26,7 +26,7 @@ from sparkreport.analysis.arms import included_runs
 from sparkreport.analysis.changepoints import METHOD, find_steps
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
-from sparkreport.names import shown_values
+from sparkreport.names import level_order, shown_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -180,7 +180,8 @@ class PooledVersion(DataError):
 
 def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics: list[str] | None = None,
             campaigns: list[str] | None = None, min_effect: float | None = None,
-            cache: AnalysisCache | None = None, across_campaigns: bool = False) -> History:
+            cache: AnalysisCache | None = None, across_campaigns: bool = False,
+            baseline: str | None = None) -> History:
     """The history of ``ds`` across the versions named by ``by`` (see the module docstring).
 
     A series lives in one campaign, so the series are computed campaign by campaign; with
@@ -188,7 +189,10 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
     the metrics and the options), and a new run recomputes the series of its campaign only.
     ``across_campaigns``: a series is a model and environment across every campaign (a campaign
     per release), each version's runs from one campaign (:class:`PooledVersion` otherwise: runs
-    of different campaigns are never pooled); its campaign is :data:`ACROSS`."""
+    of different campaigns are never pooled); its campaign is :data:`ACROSS`. The series of a
+    campaign and model list its environments in :func:`~sparkreport.names.level_order`:
+    ``baseline`` (the site's, :meth:`~sparkreport.config.ProjectConfig.baseline_of` the
+    ``environment``) first, then the others by name, as every page lists them."""
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if campaigns:
@@ -223,12 +227,13 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
         runs = runs.assign(campaign=ACROSS)
     for campaign, rows in runs.groupby("campaign", sort=True):
         if cache is None or digests is None:
-            out += _campaign_series(rows, versions, present, opts, min_effect, effect_default)
+            out += _campaign_series(rows, versions, present, opts, min_effect, effect_default, baseline)
             continue
-        key = cache.key(("kind", "history-2"), ("runs", digests[str(campaign)]), ("versions", versions),
-                        ("column", column), ("metrics", present), ("opts", opts), ("min_effect", min_effect))
+        key = cache.key(("kind", "history-3"), ("runs", digests[str(campaign)]), ("versions", versions),
+                        ("column", column), ("metrics", present), ("opts", opts), ("min_effect", min_effect),
+                        ("baseline", baseline))
         out += cache.get_or("history-campaign", key, functools.partial(
-            _campaign_series, rows, versions, present, opts, min_effect, effect_default))
+            _campaign_series, rows, versions, present, opts, min_effect, effect_default, baseline))
     effect_text = effect_default
     return History(by=by, column=column, order=order, versions=versions, series=out, alpha=opts.alpha,
                    min_effect=effect_text, across_campaigns=across_campaigns)
@@ -249,9 +254,10 @@ def _one_campaign_per_version(runs: pd.DataFrame, column: str) -> None:
 
 
 def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str], opts: AnalysisOptions,
-                     min_effect: float | None, effect_default: float) -> list[Series]:
+                     min_effect: float | None, effect_default: float, baseline: str | None = None) -> list[Series]:
     """The series (and their change points) of one campaign's included runs (``_rank``: each
-    run's place in ``versions``)."""
+    run's place in ``versions``), each model's environments ``baseline`` first
+    (:func:`~sparkreport.names.level_order`)."""
     import numpy as np
 
     # Each column to numpy once and each cell by its rows' positions (a pandas selection per cell
@@ -262,7 +268,7 @@ def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str]
     cells: dict[tuple[str, str, str], np.ndarray] = runs.groupby(  # type: ignore[assignment]
         ["campaign", "model", "environment"]).indices
     planned: list[tuple[tuple[str, str, str], str, list[str], list[np.ndarray], str]] = []
-    for key in sorted(cells):  # the order groupby(sort=True) gave: string keys, by code point
+    for key in sorted(cells, key=lambda cell: (cell[0], cell[1], level_order(cell[2], baseline))):
         rows = cells[key]
         codes = ranks[rows]
         for metric in present:

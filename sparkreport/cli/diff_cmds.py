@@ -77,7 +77,7 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     dopts = DiffOptions(allow_mismatch=list(allow_mismatch), metrics=list(metrics) or None,
                         min_effect=min_effect if min_effect is not None else config.analysis.equivalence_margin,
                         min_effects=dict(config.analysis.margins))
-    result = diff(a, b, config.analysis, dopts)
+    result = diff(a, b, config.analysis, dopts, baseline=config.baseline_of("environment"))  # the baseline first
     why = nothing_compared(result, a, b)
     if why is not None:  # a gate over no comparison would pass on nothing
         raise DataError(why)

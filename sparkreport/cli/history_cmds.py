@@ -58,7 +58,7 @@ def history_command(runs_dir: Path, config_path: Path | None, by: str | None, me
                          metrics=list(metrics) or None, campaigns=list(campaigns) or None,
                          min_effect=min_effect if min_effect is not None else config.history.min_effect, cache=cache,
                          across_campaigns=config.history.across_campaigns if across_campaigns is None
-                         else across_campaigns)
+                         else across_campaigns, baseline=config.baseline_of("environment"))
     except UnknownKey as exc:  # a flag's value: a bad invocation; sparkreport.yml's history.by: named at its line
         if exc.option == "--campaign" or by is not None:
             raise OptionError(exc.option, exc.format_message()) from None

@@ -37,6 +37,7 @@ from sparkreport.schema import RunRecord
 if TYPE_CHECKING:
     from markupsafe import Markup
 
+    from sparkreport.analysis import Finding
     from sparkreport.charts import ChartSpec
     from sparkreport.dataset import Dataset, ExportChunks
 
@@ -393,13 +394,15 @@ class QualityPage(Page):
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         excluded = site.runs[~site.runs["included"].astype(bool)] if not site.runs.empty else site.runs
         # the assumption a finding rests on is stated once, under "What the physical checks assume"
-        findings = [{"severity": f.severity, "code": f.code,
-                     "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
-                     "runs": f.runs, "assumes": f.assumes} for f in site.findings]  # check() sorted them
-        findings = newest_first(findings, campaign_split(site)[0])
-        shown, more = cap_per_check(findings, FINDINGS_PER_CHECK)
         from sparkreport.render.report import campaign_titles, model_names
 
+        # check() sorted them (severity, check, message); within a check, by the arm they are about
+        # as every table lists arms: by model, the baseline first (the message's order was by code point)
+        findings = [{"severity": f.severity, "code": f.code,
+                     "message": without_assumption(f.message) + (" (assumes: see below)" if f.assumes else ""),
+                     "runs": f.runs, "assumes": f.assumes} for f in in_arm_order(site, site.findings)]
+        findings = newest_first(findings, campaign_split(site)[0])
+        shown, more = cap_per_check(findings, FINDINGS_PER_CHECK)
         checks = checks_of(shown, more, model_names(site), campaign_titles(site))
         for check in checks:
             said_once(check)
@@ -424,6 +427,25 @@ class QualityPage(Page):
             if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),
         }
+
+
+def in_arm_order(site: SiteData, findings: list[Finding]) -> list[Finding]:
+    """``findings`` (check()'s order) with those of one check in the order the tables list their
+    arms: by campaign, the model's name (:func:`~sparkreport.names.name_order`), then the level in
+    :func:`~sparkreport.names.level_order` (the baseline first) — of the first arm a finding
+    concerns (through its runs); a finding about no run keeps its place before them."""
+    from sparkreport.render.report import finding_arms, model_names
+
+    names = model_names(site)
+    baseline = site.config.baseline
+    position = {code: i for i, code in enumerate(dict.fromkeys(f.code for f in findings))}
+
+    def place(finding: Finding) -> tuple[object, ...]:
+        arms = [(campaign, *name_order(names.get((campaign, model), model)), *level_order(level, baseline))
+                for campaign, model, level in finding_arms(site, finding)]
+        return position[finding.code], min(arms, default=())
+
+    return sorted(findings, key=place)  # stable: findings about one arm keep check()'s order
 
 
 #: A check with more findings than this shows this many on the Data quality page (the first,

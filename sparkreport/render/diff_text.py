@@ -94,7 +94,7 @@ class DiffText:
         (:func:`~sparkreport.render.diffs.side_model_names`); ``titles``: side a's and side b's
         campaign → title (one store's twice for two selections of it)."""
         cells = table_cells(result.cells, names, config.primary_metrics) if not result.cells.empty else []
-        groups = diff_groups(cells)
+        groups = diff_groups(cells, config.baseline_of("environment"))
         return cls(cells=cells, groups=groups, folded=unchanged_groups(groups), counts=result.counts(),
                    changed=changed_rows(result.changed, *titles), not_comparable=list(result.not_comparable),
                    ci_label=config.analysis.confidence_label, alpha=config.analysis.alpha,
@@ -282,12 +282,16 @@ def side_places(cell: dict[str, Any]) -> int:
     return places([spread], digits_for(str(cell["metric"])))
 
 
-def diff_groups(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``cells`` per model × environment, a table each, in the order of their model and
-    environment keys (a table's cells keep theirs: primary metrics first). Each has ``name`` (the
-    model's name · the environment), ``cells`` and ``unchanged``: every verdict is `unchanged`."""
+def diff_groups(cells: list[dict[str, Any]], baseline: str | None = None) -> list[dict[str, Any]]:
+    """``cells`` per model × environment, a table each, in the order of the diff's cells
+    (:func:`~sparkreport.analysis.diff.cell_order`: by model, each model's environments
+    ``baseline`` first, then by name; a table's cells keep theirs: primary metrics first). Each
+    has ``name`` (the model's name · the environment), ``cells`` and ``unchanged``: every verdict
+    is `unchanged`."""
+    from sparkreport.analysis.diff import cell_order
+
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for cell in sorted(cells, key=lambda c: (str(c["model"]).lower(), str(c["environment"]).lower())):
+    for cell in sorted(cells, key=lambda c: cell_order(str(c["model"]), str(c["environment"]), baseline)):
         grouped.setdefault((str(cell["model"]), str(cell["environment"])), []).append(cell)
     return [{"name": f"{rows[0]['model_name']} · {environment}", "cells": rows,
              "unchanged": all(cell["verdict"] == "unchanged" for cell in rows)}

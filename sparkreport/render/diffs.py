@@ -126,7 +126,8 @@ def run_diff(site: SiteData, named: NamedDiff) -> tuple[pd.DataFrame, pd.DataFra
     try:
         a, b = select_sides(site.dataset, site.dataset, Selector.parse(named.a), Selector.parse(named.b), opts)
         result = diff(a, b, opts, DiffOptions(allow_mismatch=list(named.allow_mismatch), metrics=named.metrics,
-                                              min_effect=opts.equivalence_margin, min_effects=dict(opts.margins)))
+                                              min_effect=opts.equivalence_margin, min_effects=dict(opts.margins)),
+                      baseline=site.config.baseline_of("environment"))
     except DataError as exc:
         raise BuildError(f"{where}: diff {named.name!r}: {exc.format_message()}") from None
     # As `sparkreport diff` refuses them: a page of a diff of runs with themselves, or of nothing,

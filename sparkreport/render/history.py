@@ -53,7 +53,8 @@ def site_history(site: SiteData) -> History | None:
         def compute() -> tuple[History | None]:
             try:
                 found = history(site.dataset, site.config.analysis, by=by, min_effect=site.config.history.min_effect,
-                                cache=site.analysis_cache, across_campaigns=site.config.history.across_campaigns)
+                                cache=site.analysis_cache, across_campaigns=site.config.history.across_campaigns,
+                                baseline=site.config.baseline_of("environment"))
             except PooledVersion as exc:  # the setting does not fit the store: say so, never drop the page
                 raise BuildError(f"{site.config.path or 'sparkreport.yml'}: {exc.format_message()}") from None
             except DataError:
@@ -65,7 +66,7 @@ def site_history(site: SiteData) -> History | None:
             site.extra["history"] = compute()[0]
         else:  # every run counts: kept until any run, the analysis options or the history settings change
             key = cache.key(("dataset", site.dataset.digest), ("options", site.config.analysis),
-                            ("history", site.config.history))
+                            ("history", site.config.history), ("baseline", site.config.baseline_of("environment")))
             site.extra["history"] = cache.get_or("history", key, compute)[0]
             cache.save()
     found: History | None = site.extra["history"]
@@ -309,9 +310,10 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
     # and was scaled down whole.
     columns = 2 if max((len(str(p["series"])) for p in points), default=0) <= LEGEND_TWO_COLUMNS_CHARS else 1
     # Each series' colour (and past five its dash) fixed in the scales, the series in the order of
-    # their names, as Vega ordered them; the colour and the dash legends, over one field and
-    # domain, are drawn as one, each entry the series' line.
-    names = sorted({str(p["series"]) for p in points})
+    # ``points`` (the history's: each model's environments the baseline first, as every page lists
+    # them); the colour and the dash legends, over one field and domain, are drawn as one, each
+    # entry the series' line.
+    names = list(dict.fromkeys(str(p["series"]) for p in points))
     styles = series_styles(len(names))
     dashed = len(names) > len(SERIES_COLOURS)
     legend = {"columns": columns, "labelLimit": 400 if columns == 2 else PANEL_WIDTH + 180, "orient": "bottom",

@@ -584,7 +584,7 @@ class Resolver:
         if not found:
             codes = sorted({f"{f.severity} {f.code}" for f in self.site.findings})
             raise BindingError(f"no finding matches — findings: {', '.join(codes) or 'none'}")
-        from sparkreport.render.builtin import checks_of, said_once, without_assumption
+        from sparkreport.render.builtin import checks_of, in_arm_order, said_once, without_assumption
         from sparkreport.render.report import campaign_titles, message_body, message_campaign, model_names
 
         basis = {id(f): "; ".join(f.assumes) for f in found}
@@ -597,7 +597,7 @@ class Resolver:
         one_campaign = len({message_campaign(f.message) for f in found}) == 1
         severities = len({f.severity for f in found}) > 1
         listed = [{"code": f.code, "severity": f.severity, "message": without_assumption(f.message), "runs": []}
-                  for f in found]
+                  for f in in_arm_order(self.site, found)]  # as Data quality lists them
         rows = []
         common = []  # a clause every row of a check ends with: said once, under the table
         for check in checks_of(listed, [], model_names(self.site), campaign_titles(self.site),
