@@ -134,6 +134,30 @@ def two_stores(phase1_store: Path, tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
+def test_a_rows_interval_is_printed_in_percent_like_its_change(two_stores: tuple[Path, Path]) -> None:
+    """A row printed "-15.00%" beside an interval of the ratio, "0.846–0.854": one quantity in two
+    units and precisions. The plain table, the comment and the page print the interval in percent
+    with the change's decimals ("-15.00% (-15.42 to -14.58)"); --json keeps the ratio's interval."""
+    from sparkreport.render.precision import deltas
+
+    a, b = two_stores
+    runner = CliRunner()
+    args = ["diff", "--a-runs", str(a), "--b-runs", str(b), "--metric", "output_throughput_tok_s"]
+    [cell] = [c for c in json.loads(runner.invoke(main, [*args, "--json"]).stdout)["cells"]
+              if c["model"] == "gpt120b" and c["environment"] == "container"]
+    assert 0.8 < cell["ratio_ci_low"] < cell["ratio"] < cell["ratio_ci_high"] < 0.9  # the JSON as it was
+    change, low, high = deltas(cell["change_pct"], (cell["ratio_ci_low"] - 1) * 100, (cell["ratio_ci_high"] - 1) * 100)
+    assert change == "-15.00" and all(len(text.split(".")[1]) == 2 for text in (low, high))
+    table = runner.invoke(main, args).stdout.splitlines()
+    header = next(line for line in table if line.startswith("model "))
+    assert header.split()[7:10] == ["change_%", "ci_low_%", "ci_high_%"]
+    row = next(line.split() for line in table if line.startswith("gpt120b ") and " container " in line)
+    assert row[7:10] == [change, low, high]
+    comment = runner.invoke(main, [*args, "--markdown"]).stdout
+    assert "| Metric | a | b | Change (95% CI) | p (Holm) | Verdict |" in comment
+    assert f" | {change}% ({low} to {high}) | " in comment
+
+
 def test_cli_three_outputs_and_gate(two_stores: tuple[Path, Path]) -> None:
     a, b = two_stores
     runner = CliRunner()
@@ -149,7 +173,7 @@ def test_cli_three_outputs_and_gate(two_stores: tuple[Path, Path]) -> None:
     assert markdown.startswith(f"### sparkreport diff: `{a}` → `{b}`")
     assert markdown.split("\n")[2] == "**⚠\u00a01 regressed**, 5 unchanged — of 6 comparisons (model × environment × metric)."
     results = markdown[markdown.index("#### Results"):markdown.index("<details>")]  # the regression, outside the fold
-    assert "**gpt-oss-120b · container**" in results and "| Output throughput (tok/s) | 120.4 | 102.3 | -15.00% |" in results
+    assert "**gpt-oss-120b · container**" in results and "| Output throughput (tok/s) | 120.4 | 102.3 | -15.00% (" in results
     assert results.count("**⚠\u00a0regressed**") == 1 and len(table_rows(results)) == 1
     gated = runner.invoke(main, [*args, "--fail-on", "regression"])  # the diff printed, then the gate said
     assert (gated.exit_code, gated.stdout, gated.stderr) == (1, table.output,
@@ -254,14 +278,15 @@ def test_named_diff_page_on_the_default_site(tmp_path: Path) -> None:
     assert folded.count("| Metric |") == 4 and len(table_rows(folded)) == 28
     assert all(row.endswith((" | unchanged |", " | unchanged † |")) for row in table_rows(folded))  # not bold
     native = folded[folded.index("**Llama-3-8B shape (random weights) · native**"):]  # the name the charts show
-    assert native.split("\n")[2] == "| Metric | a | b | Change | 95% CI of b/a | p (Holm) | Verdict |"
+    # the change and its interval as one quantity: in percent, with one number of decimals
+    assert native.split("\n")[2] == "| Metric | a | b | Change (95% CI) | p (Holm) | Verdict |"
     assert native.split("\n")[4].startswith("| Output throughput (tok/s) |")  # primary metrics first, as elsewhere
     table = native[:native.index("\n\n**") if "\n\n**" in native else None]
     # a constant on both sides is stated, not tested: no interval, no p-value, marked †
-    assert "| KV cache (GiB) | 57.19 | 57.19 | 0.00% | — | — | unchanged † |" in table
+    assert "| KV cache (GiB) | 57.19 | 57.19 | 0.00% | — | unchanged † |" in table
     # changes to two decimals, as Home's cells (a -0.07% change was "-0.1%" beside "+0.03%"); the
     # means to the decimal the change's interval leaves uncertain (±1.4 ms: whole ms)
-    assert "| Time to first token (mean, ms) | 1,219 | 1,218 | -0.07% |" in table
+    assert "| Time to first token (mean, ms) | 1,219 | 1,218 | -0.07% (-0.23 to +0.09) |" in table
     assert "the minimum effect (2%)" in page and "(marked †) is not tested" in page
     charts = {p.name for p in (result.docs_dir / "diffs" / "cold-vs-warm-cache" / "charts").glob("*.vl.json")}
     assert {"output_throughput_tok_s-sides.vl.json", "output_throughput_tok_s-ratio.vl.json"} <= charts
@@ -411,7 +436,7 @@ def test_a_diff_page_puts_what_changed_first_and_names_the_unchanged_once(tmp_pa
 
 def p_column(row: str) -> str:
     """The p (Holm) column of a row of a diff table (page or comment)."""
-    return row.split(" | ")[5]
+    return row.split(" | ")[4]
 
 
 def assert_p_values_as_the_site_writes_them(rows: list[str]) -> None:
@@ -476,9 +501,9 @@ def details_of(comment: str) -> tuple[str, str]:
 
 
 def table_rows(markdown: str) -> list[str]:
-    """The body rows of the comment's verdict tables (a row per comparison: seven columns)."""
+    """The body rows of the comment's verdict tables (a row per comparison: six columns)."""
     return [line for line in markdown.splitlines() if line.startswith("| ") and line.endswith(" |")
-            and line.count(" | ") == 6 and not line.startswith("| Metric |")]
+            and line.count(" | ") == 5 and not line.startswith("| Metric |")]
 
 
 @pytest.mark.parametrize("case", ["shipped-cold-vs-warm", "release-regressed-and-improved"])
@@ -588,18 +613,22 @@ def test_a_pr_comment_of_nothing_but_unchanged_says_so_and_folds_every_row(tmp_p
 
 def assert_every_cell_has_its_row(cells: list[dict[str, object]], markdown: str) -> None:
     """Each cell × metric of the --json output is one row of ``markdown``, with both means, its
-    change, the CI of its ratio and its verdict."""
+    change with the CI of its ratio in percent (the same decimals) and its verdict."""
+    from sparkreport.analysis.diff import CONSTANT
     from sparkreport.render.diff_text import side_places
-    from sparkreport.render.markdown import MISSING, num, ratio_interval
-    from sparkreport.render.precision import delta
+    from sparkreport.render.markdown import MISSING, num
+    from sparkreport.render.precision import deltas
 
     rows = table_rows(markdown)
     assert len(rows) == len(cells)
     for cell in cells:
-        change = MISSING if cell["change_pct"] is None else f"{delta(cell['change_pct'])}%"
+        low, high = (None if cell[end] is None else (float(cell[end]) - 1) * 100  # type: ignore[arg-type]
+                     for end in ("ratio_ci_low", "ratio_ci_high"))
+        said = deltas(cell["change_pct"], low, high)
+        change = (MISSING if cell["change_pct"] is None else f"{said[0]}% ({said[1]} to {said[2]})" if low is not None
+                  else f"{said[0]}%" if cell["reason"] == CONSTANT else f"{said[0]}% (no CI)")
         d = side_places(cell)  # both means to the decimal the change's interval leaves uncertain
-        numbers = (f" | {num(cell['mean_a'], digits=d)} | {num(cell['mean_b'], digits=d)} | "
-                   f"{change} | {ratio_interval(cell['ratio_ci_low'], cell['ratio_ci_high'])} | ")
+        numbers = f" | {num(cell['mean_a'], digits=d)} | {num(cell['mean_b'], digits=d)} | {change} | "
         assert any(numbers in row and str(cell["verdict"]) in row for row in rows), (cell, numbers)
 
 
@@ -961,17 +990,17 @@ def test_a_comment_still_too_long_leaves_out_the_least_pressing_pairs_next() -> 
     first; the headline still counts every comparison, and one line counts what is left out."""
     from sparkreport.render.diff_comment import COMMENT_LIMIT
 
-    comment = comment_of(wide_diff(700, regressed=200, improved=150, inconclusive=40))
+    comment = comment_of(wide_diff(700, regressed=250, improved=100, inconclusive=40))
     assert len(comment) <= COMMENT_LIMIT
-    assert comment.split("\n")[2] == ("**⚠\u00a0200 regressed**, **150 improved**, **40 inconclusive**, 1,010 "
+    assert comment.split("\n")[2] == ("**⚠\u00a0250 regressed**, **100 improved**, **40 inconclusive**, 1,010 "
                                       "unchanged — of 1,400 comparisons (model × environment × metric).")
     results = comment[comment.index("#### Results\n"):]
     kept = results.count("| Metric |")
-    assert 0 < kept < 200 and results.count("**⚠\u00a0regressed**") == kept  # only regressed pairs are left
+    assert 0 < kept < 250 and results.count("**⚠\u00a0regressed**") == kept  # only regressed pairs are left
     left = 390 - kept
     assert note_of(results, f"**{left} more") == (
         f"**{left} more model × environment pairs with a verdict other than unchanged (of their {2 * left} "
-        f"comparisons: {200 - kept} regressed, 150 improved, 40 inconclusive, {left} unchanged) are "
+        f"comparisons: {250 - kept} regressed, 100 improved, 40 inconclusive, {left} unchanged) are "
         f"{CUT.replace(' (', '** (', 1)}in the output of `sparkreport diff --json`.")
     assert "<details>" not in comment and "\nTheir tables are left out too.\n" in results
     assert results.index(f"**{left} more") < results.index("The other 310 model × environment pairs are unchanged")

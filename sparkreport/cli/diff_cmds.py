@@ -187,8 +187,13 @@ def json_command(ctx: click.Context) -> str:
     return command_line([*words, "--json"])
 
 
+#: The plain table's columns of a row's change b/a − 1 and its interval's ends, in percent.
+CHANGE_COLUMNS = ("change_%", "ci_low_%", "ci_high_%")
+
+
 def _print(payload: dict[str, Any]) -> None:
-    from sparkreport.render.diff_text import verdict_counts
+    from sparkreport.render.diff_text import change_figures, verdict_counts
+    from sparkreport.render.markdown import MISSING
 
     click.echo(f"a: {payload['a']}\nb: {payload['b']}\n")
     click.echo("How the sides differ:")  # the diff page's and the PR comment's words
@@ -199,8 +204,13 @@ def _print(payload: dict[str, Any]) -> None:
     for r in payload["not_comparable"]:
         click.echo(f"not comparable: {r['model']}/{r['environment']}: {r['reason']}")
     click.echo()
-    print_table(payload["cells"], ["model", "environment", "metric", "n_a", "n_b", "mean_a", "mean_b", "change_pct",
-                                   "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
+    # the change and its interval in percent, with one number of decimals, as the pages print them
+    # (--json keeps the ratio's interval and every digit)
+    changes = [dict(zip(CHANGE_COLUMNS, (text.replace(MISSING, "-") for text in change_figures(cell)), strict=True))
+               for cell in payload["cells"]]
+    print_table([cell | change for cell, change in zip(payload["cells"], changes, strict=True)],
+                ["model", "environment", "metric", "n_a", "n_b", "mean_a", "mean_b", *CHANGE_COLUMNS, "p_holm",
+                 "verdict"])
     click.echo()
     counts = payload["counts"]  # regressions first, as the page and the comment count them
     click.echo(f"{', '.join(words for _verdict, words in verdict_counts(counts))} — of "

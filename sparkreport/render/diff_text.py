@@ -35,9 +35,8 @@ from sparkreport.render.markdown import (
     md_escape,
     num,
     pvalue,
-    ratio_interval,
 )
-from sparkreport.render.precision import delta, deltas, half_width, places
+from sparkreport.render.precision import deltas, half_width, places
 from sparkreport.render.tables import metric_label, metric_order
 
 if TYPE_CHECKING:
@@ -134,14 +133,12 @@ class DiffText:
     def table(self, group: dict[str, Any]) -> Markup:
         """One pair's table: its name above it, a row per metric (the verdict :func:`marked`)."""
         lines = [f"**{md_escape(group['name'])}**", "",
-                 f"| Metric | a | b | Change | {self.ci_label} CI of b/a | p (Holm) | Verdict |",
-                 "|---|---|---|---|---|---|---|"]
+                 f"| Metric | a | b | Change ({self.ci_label} CI) | p (Holm) | Verdict |",
+                 "|---|---|---|---|---|---|"]
         for c in group["cells"]:
-            change = MISSING if c["change_pct"] is None else f"{delta(c['change_pct'])}%"
             digits = side_places(c)
             lines.append(f"| {md_escape(with_unit(str(c['label']), c['unit']))} | {num(c['mean_a'], digits=digits)} "
-                         f"| {num(c['mean_b'], digits=digits)} | {change} "
-                         f"| {ratio_interval(c['ratio_ci_low'], c['ratio_ci_high'])} | {pvalue(c['p_holm'])} "
+                         f"| {num(c['mean_b'], digits=digits)} | {change_words(c)} | {pvalue(c['p_holm'])} "
                          f"| {marked(str(c['verdict']), str(c['verdict']))}{' †' if c['constant'] else ''} |")
         return Markup("\n".join(lines))
 
@@ -270,6 +267,32 @@ def min_effect_words(cells: list[dict[str, Any]]) -> str:
     ordered = sorted(effects, key=lambda e: -len(effects[e]))
     return ", ".join([percent(ordered[0], 0)] + [f"{percent(e, 0)} for {join_and(effects[e])}"
                                                  for e in ordered[1:]]) if ordered else "—"
+
+
+def change_figures(cell: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A diff row's change b/a − 1 and its interval's ends (of b/a), in percent, printed together
+    as every difference in percent is (:func:`~sparkreport.render.precision.deltas`: signed, two
+    decimals, more only where a figure that is not zero would print as 0.00): ("+1.23", "+0.50",
+    "+1.96"); "—" for a figure the row does not have (a constant, a single run: no interval)."""
+    ends = [cell.get("ratio_ci_low"), cell.get("ratio_ci_high")]
+    low, high = (None if end is None or is_missing(end) else (float(end) - 1) * 100 for end in ends)
+    change, low_text, high_text = deltas(cell.get("change_pct"), low, high)
+    return change, low_text, high_text
+
+
+def change_words(cell: Mapping[str, Any]) -> str:
+    """A diff row's Change cell: the change in percent and its interval in the same unit and
+    decimals, "+1.23% (+0.50 to +1.96)" (:func:`change_figures`), as the Results and History pages
+    write a Δ %; a constant's alone (stated, not tested: "0.00%"), "(no CI)" after a change without
+    an interval, "—" without a change."""
+    from sparkreport.analysis.diff import CONSTANT
+
+    change, low, high = change_figures(cell)
+    if change == MISSING:
+        return MISSING
+    if MISSING not in (low, high):
+        return f"{change}% ({low} to {high})"
+    return f"{change}%" if cell.get("reason") == CONSTANT else f"{change}% (no CI)"
 
 
 def side_places(cell: dict[str, Any]) -> int:
