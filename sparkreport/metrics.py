@@ -42,6 +42,15 @@ def figure(value: float, places: int) -> str:
         return f"{value:.2g}"
     return f"{value:,.{places}f}"
 
+
+def quoted(value: float, metric: str) -> str:
+    """``value`` of ``metric`` as a sentence quotes it (a finding's message): with the decimals it
+    was given with, up to the metric's catalog decimals (:func:`given_places`), through
+    :func:`figure` — a published 119.4 tok/s reads "119.4", as the Results page prints it, not
+    "119.40"; a mean of runs (more decimals than the catalog's) gets the catalog's."""
+    entry = lookup(metric)
+    return figure(value, given_places(value, entry.digits if entry is not None else 2))
+
 _BASE: list[Metric] = [
     Metric("request_throughput_req_s", "req/s", "Request throughput", "higher"),
     Metric("output_throughput_tok_s", "tok/s", "Output throughput", "higher"),

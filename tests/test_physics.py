@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sparkreport.analysis import check
 from sparkreport.analysis.physics import fit_identity
 from sparkreport.catalogs import match_hardware, match_model
@@ -134,3 +136,21 @@ def test_an_intercept_that_rounds_to_zero_reads_plus_zero() -> None:
         records += _runs(model, "native", [900, 901, 902], pre + kv, kv)
     [identity] = codes(build_dataset(records))["derived-identity"]
     assert identity.startswith("ok: KV cache = 0.900 × (pool − (peak − KV)) +0.00 GiB fits all 3 arms")
+
+
+def test_a_data_quality_sentence_quotes_a_published_figure_as_published(published_store: Path) -> None:
+    """The Phase 1 study published DeepSeek's container throughput as 119.4 tok/s; the size check's
+    sentence printed it "119.40" (two decimals always), where the pages quote it as published: a
+    figure reads the same on every page (metrics.quoted: the decimals it was given with, up to the
+    catalog's)."""
+    from sparkreport.analysis import AnalysisOptions
+    from sparkreport.dataset import load_dataset
+    from sparkreport.metrics import quoted
+
+    assert [quoted(119.4, "output_throughput_tok_s"), quoted(119.33, "output_throughput_tok_s"),
+            quoted(119.33333, "output_throughput_tok_s"), quoted(2544.0, "output_throughput_tok_s")] == [
+        "119.4", "119.33", "119.33", "2,544"]
+    messages = [f.message for f in check(load_dataset(published_store), AnalysisOptions())
+                if f.code == "size-insensitive" and "/container:" in f.message]
+    assert messages and any("(119.4 vs " in m for m in messages), messages
+    assert not any("119.40" in m for m in messages)
