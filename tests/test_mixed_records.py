@@ -217,6 +217,13 @@ def test_a_count_every_run_made_is_held_constant_not_a_row_of_means(site: Render
     assert ("\n## Other metrics\n\n**Held constant**, stated, not tested — one value in every run (2 runs): Failed "
             "requests 0; Requests 400.\n\nEvery run's value of every metric:") in page
     assert "| Requests |" not in page and "??? note" not in page
+    # two single measured runs are untested for want of a second run, not for want of a published SD
+    assert page.startswith("# openai/gpt-oss-20b\n\n- **One run per arm, so not tested**: docker against native, "
+                           "Output throughput -0.62%.\n")
+    assert "○ not tested (one run per arm)." in page and "published" not in page.lower()
+    home = text(single, "index.md")
+    assert "- **One run per arm, so not tested** (1 model): docker against native, Output throughput -0.62%." in home
+    assert "Published without a spread" not in home
     failed = text(site, "results/gpt-oss-20b/index.md")
     assert "**Held constant**" not in failed and "| Requests |" in failed and "| Failed requests |" in failed
     # the trtllm model of the same campaign: its 512 requests in each of its 6 runs

@@ -227,6 +227,23 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhi
     }
 
 
+#: Why a comparison has no test (no Welch p-value), as the pages say it (:func:`untested_reason`).
+UNTESTED_REASONS = ("published without a spread", "one run per arm", "a single run in one arm")
+
+
+def untested_reason(row: Mapping[Any, Any]) -> str:
+    """Why ``row``, a comparison without a Welch p-value, was not tested, in
+    :data:`UNTESTED_REASONS`' words: an arm published without an SD (both arms of two runs or
+    more, or of one run each where an arm is published: a figure of one run has no SD either);
+    each arm one run of per-run data; one arm of a single run (run or published: which one the
+    row does not say, and either is a single run)."""
+    counts = (int(row["n_baseline"]), int(row["n_candidate"]))
+    published = "mann_whitney" in skipped_tests(row.get("skipped"))  # an arm without runs
+    if min(counts) >= 2 or (published and counts == (1, 1)):
+        return UNTESTED_REASONS[0]
+    return UNTESTED_REASONS[1] if counts == (1, 1) else UNTESTED_REASONS[2]
+
+
 def skipped_tests(skipped: object) -> set[str]:
     """The keys (:data:`SKIPPABLE`) of what a comparison's ``skipped`` text names (None: nothing)."""
     names = set(str(skipped or "").split(", "))

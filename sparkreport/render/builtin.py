@@ -73,7 +73,14 @@ class HomePage(Page):
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.render.home import answers_moved, campaign_blocks, findings_sections
-        from sparkreport.render.report import bracketed, campaigns, effect_rows, grouped_findings, verdict_key
+        from sparkreport.render.report import (
+            bracketed,
+            campaigns,
+            effect_rows,
+            grouped_findings,
+            undrawn_text,
+            verdict_key,
+        )
 
         effects = effect_rows(site)
         by_campaign: dict[str, list[dict[str, Any]]] = {}
@@ -119,7 +126,7 @@ class HomePage(Page):
                 "history": history is not None, "latest_change": latest_change(site),
                 "history_versions": len(history.versions) if history is not None else 0,
                 "history_across": history is not None and history.across_campaigns,
-                "history_spans": history_spans(site), "undrawn": self.charted(site)[1]}
+                "history_spans": history_spans(site), "undrawn": undrawn_text(self.charted(site)[1])}
 
     def charts(self, site: SiteData, doc: PageDoc) -> list[ChartSpec]:
         from sparkreport.render.report import campaign_titles, forest_chart
@@ -129,9 +136,9 @@ class HomePage(Page):
                              confidence=site.config.analysis.confidence, titles=campaign_titles(site))
         return [chart] if chart is not None else []
 
-    def charted(self, site: SiteData) -> tuple[list[dict[str, Any]], int]:
-        """The effects Home's chart draws, and how many it cannot (published without a spread: no
-        interval to draw), which the page then says under it. The campaigns whose answer Home gives
+    def charted(self, site: SiteData) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The effects Home's chart draws, and those it cannot (published without a spread, single
+        runs: no interval to draw), which the page then counts under it. The campaigns whose answer Home gives
         in full: of campaigns of one design, the newest (how the others answered is in its block's
         table; five near-identical panels told no more); their primary metrics' effects, at most
         :attr:`EFFECT_BUDGET`, the largest (the rest are on Results)."""
@@ -143,7 +150,7 @@ class HomePage(Page):
         drawn = {block["newest"].name for block in blocks}
         every = [e for e in effect_rows(site) if str(e["campaign"]) in drawn and e["delta_pct"] is not None]
         effects = [e for e in every if e["primary"]] or every
-        undrawn = sum(e["delta_low"] is None for e in effects)
+        undrawn = [e for e in effects if e["delta_low"] is None]
         effects = [e for e in effects if e["delta_low"] is not None]
         if len(effects) > self.EFFECT_BUDGET:
             effects = sorted(effects, key=lambda e: -abs(e["delta_pct"]))[:self.EFFECT_BUDGET]

@@ -586,6 +586,8 @@ def effect_rows(site: SiteData, comparisons: pd.DataFrame | None = None) -> list
 
 
 def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
+    from sparkreport.analysis.compare import untested_reason
+
     if frame.empty:
         return []
     order = {m: i for i, m in enumerate(site.config.primary_metrics)}
@@ -609,6 +611,8 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
             "primary": row["metric"] in order,
             "untested": row.get("p_welch") is None,
         })
+        # why it was not tested, as its answer, key and chart say it (published, single runs)
+        out[-1]["untested_why"] = untested_reason(row) if out[-1]["untested"] else ""
     for row in out:
         kind = "untested" if row["untested"] else str(row["verdict"])
         row["mark"] = VERDICT_MARKS[kind]
@@ -646,6 +650,16 @@ def verdict_words(verdict: str, margin: str = "the margin") -> str:
     """``verdict`` (or "untested") in :data:`VERDICT_WORDS`; ``margin``: "±2%" (:func:`margin_text`),
     or "the margin" where rows of several margins share the words (a chart's legend)."""
     return VERDICT_WORDS.get(verdict, verdict).format(margin=margin)
+
+
+def untested_whys(effects: Iterable[dict[str, Any]]) -> str:
+    """Why the untested of ``effects`` were not tested, each reason once, in the order of
+    :data:`~sparkreport.analysis.compare.UNTESTED_REASONS` ("published without a spread; one run
+    per arm")."""
+    from sparkreport.analysis.compare import UNTESTED_REASONS
+
+    found = {str(e.get("untested_why")) for e in effects}
+    return "; ".join(why for why in UNTESTED_REASONS if why in found)
 
 
 def design_sentence(effects: list[dict[str, Any]]) -> str:
@@ -728,7 +742,7 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
     elif apart:
         said.append(f"the intervals are not Holm-adjusted, so a {apart} interval may exclude zero")
     if "○" in marks:
-        said.append(f"○ {verdict_words('untested')} (published without a spread)")
+        said.append(f"○ {verdict_words('untested')} ({untested_whys(effects)})")
     if gaps:
         said.append("— not compared (the metric was not reported in both arms)")
     if said:
@@ -750,7 +764,7 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
                  titles: dict[str, str] | None = None) -> ChartSpec | None:
     """Every effect (Δ% vs the baseline) with its CI, one row each (model × metric, named by the
     candidate and the campaign too where two would share a row), and the equivalence band (±
-    margin) drawn. An effect without a CI (published without a spread) is in the tables only: a
+    margin) drawn. An effect without a CI (published without a spread, single runs) is in the tables only: a
     point alone would say nothing of its uncertainty and stretch the axis past every interval.
     ``titles``: campaign name → what the chart calls it (:func:`campaign_titles`)."""
     from sparkreport.charts import ChartSpec
@@ -760,7 +774,7 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     # several environments with one baseline, and the campaign where the same model and metric
     # come from several (Home's chart spans the newest campaigns): else two effects share a row.
     shown = [e for e in effects if e["delta_pct"] is not None and e["delta_low"] is not None]
-    left_out = sum(1 for e in effects if e["delta_pct"] is not None and e["delta_low"] is None)
+    left_out = [e for e in effects if e["delta_pct"] is not None and e["delta_low"] is None]
     pairs: dict[str, set[tuple[str, str]]] = {}
     for e in shown:
         pairs.setdefault(str(e["campaign"]), set()).add((str(e["candidate"]), str(e["baseline"])))
@@ -797,11 +811,21 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     description = (f"Every comparison as a difference from the baseline in percent with its {level} "
                    f"confidence interval{', one panel per campaign' if campaigns else ''}; the shaded band "
                    f"is the ±{margin:g}% equivalence margin"
-                   + (f"; {left_out} {'effect' if left_out == 1 else 'effects'} published without a spread "
-                      f"(no interval) {'is' if left_out == 1 else 'are'} in the tables only." if left_out else "."))
+                   + (f"; {undrawn_text(left_out)} {'is' if len(left_out) == 1 else 'are'} in the tables only."
+                      if left_out else "."))
     spec = (forest_panels(data, level=level, margin=margin, title=title) if campaigns
             else forest_spec(data, level=level, margin=margin, title=title))
     return ChartSpec(name=name, title=title, description=description, spec=spec, rows=len(data))
+
+
+def undrawn_text(effects: list[dict[str, Any]]) -> str:
+    """Effects a chart cannot draw (no interval), counted with why: "2 effects without an
+    interval (published without a spread)"; empty for none."""
+    if not effects:
+        return ""
+    why = untested_whys(effects)
+    return (f"{len(effects)} {'effect' if len(effects) == 1 else 'effects'} without an interval"
+            + (f" ({why})" if why else ""))
 
 
 def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str,
@@ -1059,12 +1083,16 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
             out.append(f"**No difference detected, none ruled out**{counted(rows)}: {said}; the intervals are "
                        f"wider than {f'the {margin} margin' if margin else 'their margins'}."
                        f"{detect}{not_after_holm(rows, site.confidence_label)}")
-        else:
-            said = "; ".join(
-                f"{cand} against {base}, "
-                + join_and([f"{label} {span(items, intervals=False)}" for label, items in grouped_by(rs, "label")])
-                for (cand, base), rs in pairs)
-            out.append(f"**Published without a spread, so not tested**{counted(rows)}: {said}.")
+        else:  # a sentence per reason: published without a spread, one run per arm
+            from sparkreport.analysis.compare import UNTESTED_REASONS
+
+            for why, untested in sorted(grouped_by(rows, "untested_why"),
+                                        key=lambda item: UNTESTED_REASONS.index(item[0])):
+                said = "; ".join(
+                    f"{cand} against {base}, "
+                    + join_and([f"{label} {span(items, intervals=False)}" for label, items in grouped_by(rs, "label")])
+                    for (cand, base), rs in by_comparison(untested))
+                out.append(f"**{why[:1].upper()}{why[1:]}, so not tested**{counted(untested)}: {said}.")
     flagged = flagged_models(site, primary) if flag_models else {}
     if flagged:
         # which checks: the banner above every page with such findings names them
