@@ -263,3 +263,23 @@ def test_a_model_page_says_which_warnings_bear_on_its_figures(site: RenderResult
             "one that completed them all, so its throughput is not comparable with theirs, and this arm's throughput "
             "figures include it: rerun it, or leave it out, to compare like with like.\n") in page
     assert page.count("such a run did less work") == 1
+
+
+def test_other_metrics_say_which_are_described_and_why_when_none_is_tested(tmp_path: Path) -> None:
+    """Two single runs: the latency (a tested metric, not a primary one) is compared but has no
+    test (○), the temperature is not compared at all; the lead-in says "compared", not "tested",
+    and names what the comparisons are of."""
+    store = RunStore(tmp_path / "runs")
+    for env, tok_s in (("native", 1600.0), ("docker", 1590.0)):
+        record = vllm(f"v{env}", env, tok_s=tok_s)
+        record.metrics.update(latency_ms_mean=900.0 if env == "native" else 905.0,
+                              end_temp_c=61.0 if env == "native" else 63.0)
+        store.write(record, [])
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    page = text(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path)),
+                "results/gpt-oss-20b/index.md")
+    assert ("Each metric's mean per environment, and its difference from the baseline where it was compared.\n"
+            "The others are described, not tested: the comparisons here are of Output throughput and Request "
+            "latency (mean) — one metric of each family, as `analysis.compare_metrics` sets (see "
+            "[Methodology](../../methodology/index.md)).") in page
+    assert "None of them" not in page

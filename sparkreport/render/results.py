@@ -238,6 +238,8 @@ class ResultsPage(Page):
             # metric the page states as held constant: it was not tested here)
             "tested_text": join_and([metric_label(m) for m in tested
                                      if m in {s["metric"] for s in sections if not s["constant"]}]),
+            # whether any of them got a test (else they were compared only: published without a spread)
+            "tested_any": any(not e["untested"] for e in effects),
             "charted": [metric_label(m) for m in page_order(site, stats["metric"])[1] if site.config.charted(m)],
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
             "level_name": level_name,
@@ -368,8 +370,9 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
     whose every mean in a wide table is a published figure is marked in its column's head;
     otherwise each published mean is marked where it stands.
 
-    Returns ``{"tables": [...], "tested": n, "untested": n, "tested_as": [clauses], "headed": bool}``:
-    how many rows have a comparison, how many of two or more levels have none, a clause naming
+    Returns ``{"tables": [...], "compared": n, "tested": n, "untested": n, "rows": n, "tested_as":
+    [clauses], "headed": bool}``: how many rows have a comparison, how many a tested one (not ○),
+    how many of two or more levels have none, how many rows there are, a clause naming
     those not tested because they are an exact function of a metric that was, in the same
     campaign (``stands_for``, as :func:`~sparkreport.analysis.design.family_representatives`
     gives it: request throughput of output throughput) — said once above the tables, not in a
@@ -388,7 +391,7 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
         for c in s["comparisons"]:
             compared_of.setdefault(str(c["campaign"]), {}).setdefault(s["metric"], {})[str(c["candidate"])] = c
     tables: list[dict[str, Any]] = []
-    counts = {"tested": 0, "untested": 0}
+    counts = {"compared": 0, "tested": 0, "untested": 0, "rows": 0}
     tested_as_of: dict[str, list[str]] = {}  # a tested metric's label → the labels it stands for
     for campaign, metrics in arms_of.items():
         compared = compared_of.get(campaign, {})
@@ -413,8 +416,11 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
             rows.append({"metric": s["metric"], "label": with_unit(s["label"], s["unit"]), "cells": cells,
                          "places": table_places(s["arms"], s["metric"]),
                          "comparison": next(iter(by_level.values()), None)})
+            counts["rows"] += 1
             if by_level:
-                counts["tested"] += 1
+                counts["compared"] += 1
+                # a comparison without a test (○: one run per arm, published without a spread) is compared only
+                counts["tested"] += any(not (c.get("effect") or {}).get("untested") for c in by_level.values())
             elif len(arms) > 1:
                 counts["untested"] += 1
                 if stood_for is not None and s["label"] not in tested_as_of.setdefault(stood_for, []):
