@@ -110,7 +110,7 @@ def test_the_memory_page_says_a_constant_memory_figure_once_per_campaign() -> No
     assert held_constant_lines(site, ["c"], {("c", "kv_cache_gib"), ("c", "peak_memory_gib")}) == {}  # type: ignore[arg-type]
 
 
-def test_a_fact_is_of_every_run_and_names_three_levels_in_a_list() -> None:
+def test_a_fact_counts_the_runs_that_recorded_it_and_names_three_levels_in_a_list() -> None:
     runs = interleaved({"a": noisy(1000, 3, 1), "b": noisy(1000, 3, 2), "c": noisy(1000, 3, 3)})
     for r in runs:
         r.metrics["max_batch_size"] = {"a": 32.0, "b": 64.0, "c": 64.0}[r.environment.name]
@@ -127,10 +127,42 @@ def test_a_fact_is_of_every_run_and_names_three_levels_in_a_list() -> None:
     assert batch.value_text == "32 in every a run, 64 in every b run and 64 in every c run (9 runs)"
     assert batch.body == ("Max batch size was 32 in every a run, 64 in every b run and 64 in every c run "
                           "(no run-to-run variance: a fixed difference)")
-    # one run of a did not record the KV cache: recorded by some runs only, which is not held constant
+    # one run of a did not record the KV cache: held constant in the 8 runs that did, and said so
     runs[0].metrics.pop("kv_cache_gib")
-    assert [fact.metric for fact in constant_facts(ds_of(runs), AnalysisOptions(), every=True)] == [
-        "max_batch_size", "pp_size"]
+    kv, batch, pp = constant_facts(ds_of(runs), AnalysisOptions(), every=True)
+    assert (kv.value_text, kv.named) == ("50.00 GiB in every run that recorded it (8 of 9 runs)", "KV cache 50.00 GiB")
+    assert (batch.n, batch.runs, pp.value_text) == (9, None, "1 in every run (9 runs)")
+
+
+def test_a_quantity_some_runs_did_not_record_is_stated_or_tested_never_neither() -> None:
+    """compare and the facts share one rule (design.held_constant): a quantity of one value in
+    every run that recorded it, one run having lost it, is stated as a fact counted over those
+    runs, and compare does not test it; where the runs that recorded it do not agree, it is tested
+    and no fact is said. Either way it is said somewhere."""
+    runs = interleaved({"native": noisy(1000, 3, 1), "docker": noisy(1000, 3, 2)})
+    for r in runs:
+        r.metrics["kv_cache_gib"] = 50.0
+        r.metrics["peak_memory_gib"] = 70.0 if r.environment.name == "native" else 72.0
+    runs[0].metrics.pop("kv_cache_gib")  # native.i01 lost its KV cache figure
+    runs[1].metrics.pop("peak_memory_gib")  # docker.i01 lost its peak memory
+    ds = ds_of(runs)
+    opts = AnalysisOptions()
+    assert set(compare(ds, "environment", "native", opts)["metric"]) == {"output_throughput_tok_s"}
+    peak, kv = constant_facts(ds, opts)  # in the tested metrics' order
+    assert kv.body == "KV cache was 50.00 GiB in every run that recorded it (5 of 6 runs)"
+    assert peak.body == ("Peak memory was 72.00 GiB in every docker run that recorded it and 70.00 GiB in every "
+                         "native run that recorded it (no run-to-run variance in 5 of 6 runs: a fixed difference)")
+    assert (kv.to_dict()["n"], kv.to_dict()["runs"]) == (5, 6)
+    # one native run of the two that recorded it left: a single run, of the docker runs' value
+    runs[2].metrics.pop("kv_cache_gib")
+    _peak, kv = constant_facts(ds_of(runs), opts)
+    assert (kv.values, kv.counted) == ({"docker": 50.0, "native": 50.0}, "4 of 6 runs")
+    assert "kv_cache_gib" not in set(compare(ds_of(runs), "environment", "native", opts)["metric"])
+    # a run that recorded another value: no fact, so the metric is tested
+    runs[4].metrics["kv_cache_gib"] = 50.5
+    ds = ds_of(runs)
+    assert "kv_cache_gib" in set(compare(ds, "environment", "native", opts)["metric"])
+    assert [f.metric for f in constant_facts(ds, opts)] == ["peak_memory_gib"]
 
 
 def test_single_runs_of_one_value_are_a_fact_and_of_two_values_are_not() -> None:

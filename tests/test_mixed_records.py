@@ -283,3 +283,26 @@ def test_other_metrics_say_which_are_described_and_why_when_none_is_tested(tmp_p
             "latency (mean) — one metric of each family, as `analysis.compare_metrics` sets (see "
             "[Methodology](../../methodology/index.md)).") in page
     assert "None of them" not in page
+
+
+def test_a_quantity_one_run_did_not_record_is_held_constant_in_the_runs_that_did(tmp_path: Path) -> None:
+    """One docker run lost its KV cache and batch size figures: each is one value in the three
+    runs that recorded them, stated with that count (not "in every run"), and tested nowhere —
+    the comparisons and the held-constant line follow one rule."""
+    store = RunStore(tmp_path / "runs")
+    for env in ("native", "docker"):
+        for i in range(2):
+            record = vllm(f"v{env}{i}", env, tok_s=1600.0 + i + (10 if env == "native" else 0))
+            if (env, i) != ("docker", 1):
+                record.metrics.update(kv_cache_gib=50.0, max_batch_size=32.0)
+            store.write(record, [])
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    built = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path))
+    page = text(built, "results/gpt-oss-20b/index.md")
+    assert ("**The same in both environments** (1 model): KV cache, one value in every run that recorded it — "
+            "stated, not tested.") in text(built, "index.md")
+    assert ("## KV cache (GiB)\n\n50.00 GiB in every run that recorded it (3 of 4 runs): no run-to-run variance, "
+            "so stated, not tested.\n") in page
+    assert ("**Held constant**, stated, not tested — one value in every run (4 runs): Failed requests 0; Requests "
+            "400; and Max batch size: 32 in every run that recorded it (3 of 4 runs).") in page
+    assert "| KV cache" not in page and "KV cache +" not in page

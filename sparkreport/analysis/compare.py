@@ -116,7 +116,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     def key(campaign: str) -> str:
         assert cache is not None
         shown_names = sorted((model, str(names.get(model, model))) for model in models[campaign])
-        return cache.key(("kind", "compare-1"), ("runs", digests[campaign]), ("factor", factor),
+        return cache.key(("kind", "compare-2"), ("runs", digests[campaign]), ("factor", factor),
                          ("baseline", baseline), ("opts", opts), ("wanted", sorted(wanted)),
                          ("names", shown_names), ("metrics", ds.metric_columns))
 
@@ -153,10 +153,15 @@ def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, w
     """The comparison rows before the design step (blocks, Holm, verdicts), and the levels of
     ``factor`` seen (the caller refuses a baseline that none has); then the same two per
     campaign (what :meth:`Dataset.campaign_view` of each would give)."""
+    from sparkreport.analysis.design import held_constant
+
     arms = _arms(ds, opts, factor)
     levels = sorted({key[2] for key in arms})
     if baseline not in levels:
         return [], levels, {}
+    # what is held constant is stated, never tested: one rule, the facts' (design.held_constant)
+    facts = {(fact.campaign, fact.model, fact.metric): fact.values
+             for fact in held_constant(ds, opts, factor, sorted(wanted))}
     pairs = []
     for (campaign, model, level, metric), base in sorted(arms.items()):
         if level != baseline:
@@ -168,7 +173,7 @@ def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, w
             other = arms.get((campaign, model, candidate, metric))
             if candidate == baseline or other is None:
                 continue
-            if _constant(base) and _constant(other):
+            if {baseline, candidate} <= facts.get((campaign, model, metric), {}).keys():
                 continue  # no variance in either arm: a fact (design.constant_facts), never a test
             pairs.append((campaign, model, metric, candidate, base, other))
     # Mann–Whitney U of every pair in a few scipy calls; an arm known only from a published summary
@@ -189,11 +194,6 @@ def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, w
         rows.append(row)
         by_campaign[campaign][0].append(row)
     return rows, levels, by_campaign
-
-
-def _constant(arm: _Arm) -> bool:
-    """At least two runs, all with the same value (SD 0 exactly, not to rounding)."""
-    return arm.values is not None and len(arm.values) >= 2 and min(arm.values) == max(arm.values)
 
 
 def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhitney: float) -> dict[str, object]:

@@ -19,8 +19,6 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import arm_rows, float_matrix, in_level_order, included_runs, reported, with_level
@@ -93,21 +91,29 @@ class Fact:
     n: int
     #: What set the value, where the runs say ("sized by the configured fraction 0.9"); else "".
     note: str = ""
+    #: The campaign × model's runs where fewer than all of them (``n``) recorded it; None: all did.
+    runs: int | None = None
 
     def _values(self) -> str:
         """"57.19 GiB in every run", or each level's: "100.00 GiB in every cgroup run and
-        111.80 GiB in every native run"."""
+        111.80 GiB in every native run"; "in every run that recorded it" where some did not."""
+        which = " that recorded it" if self.runs is not None else ""
         distinct = set(self.values.values())
         if len(distinct) == 1:
-            return f"{_fmt(self.metric, next(iter(distinct)))} in every run"
-        parts = [f"{_fmt(self.metric, value)} in every {level} run" for level, value in self.values.items()]
+            return f"{_fmt(self.metric, next(iter(distinct)))} in every run{which}"
+        parts = [f"{_fmt(self.metric, value)} in every {level} run{which}" for level, value in self.values.items()]
         return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+    @property
+    def counted(self) -> str:
+        """The runs it is of: "40 runs", or "8 of 9 runs" where one did not record it."""
+        return f"{self.n:,} of {self.runs:,} runs" if self.runs is not None else f"{self.n:,} runs"
 
     @property
     def value_text(self) -> str:
         """The value without the quantity's name, for a page that names it already (its heading,
         a list's label): "57.19 GiB in every run (40 runs), sized by the configured fraction 0.9"."""
-        return f"{self._values()} ({self.n:,} runs)" + (f", {self.note}" if self.note else "")
+        return f"{self._values()} ({self.counted})" + (f", {self.note}" if self.note else "")
 
     @property
     def named(self) -> str | None:
@@ -129,8 +135,9 @@ class Fact:
         the configured fraction 0.9")."""
         entry = metric_catalog.lookup(self.metric)
         label = entry.label if entry is not None else self.metric
-        said = (f"({self.n:,} runs)" if len(set(self.values.values())) == 1
-                else "(no run-to-run variance: a fixed difference)")
+        said = (f"({self.counted})" if len(set(self.values.values())) == 1
+                else f"(no run-to-run variance{f' in {self.counted}' if self.runs is not None else ''}: "
+                     "a fixed difference)")
         return f"{label} was {self._values()} {said}" + (f": {self.note}" if self.note else "")
 
     @property
@@ -140,7 +147,8 @@ class Fact:
 
     def to_dict(self) -> dict[str, object]:
         return {"campaign": self.campaign, "model": self.model, "metric": self.metric,
-                "values": self.values, "n": self.n, "sentence": self.sentence}
+                "values": self.values, "n": self.n, "runs": self.n if self.runs is None else self.runs,
+                "sentence": self.sentence}
 
 
 #: The units of quantities a run is configured with, stated as set (:func:`_fmt`).
@@ -164,8 +172,8 @@ def _fmt(metric: str, value: float) -> str:
 def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str = "environment",
                    metrics: list[str] | None = None, cache: AnalysisCache | None = None, *,
                    every: bool = False) -> list[Fact]:
-    """Per campaign × model × metric: the metrics every run records with SD 0 in every level of
-    ``factor`` (the rule: :func:`_constant_facts`; published figures too), as sentences ("the KV
+    """Per campaign × model × metric: the metrics the runs record with SD 0 in every level of
+    ``factor`` (the rule: :func:`held_constant`; published figures too), as sentences ("the KV
     cache was 111.8 GiB in every run: sized by the configured fraction 0.9"), of ``metrics``
     (None: the tested ones) in their order; ``every``: of every metric the runs hold, the tested
     ones first (what the Results pages state instead of a table of intervals from 64 to 64).
@@ -188,7 +196,7 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
     published = {str(metric) for metric in ds.summaries["metric"].unique()}
     metrics = [*opts.tested_metrics, *sorted(set(ds.metric_columns) | published)]
     if cache is None:
-        return _constant_facts(ds, opts, factor, metrics)
+        return held_constant(ds, opts, factor, metrics)
     from sparkreport.analysis.arms import campaign_digests
 
     digests = campaign_digests(ds, opts)
@@ -196,30 +204,31 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
     def key(campaign: str) -> str:
         assert cache is not None
         # a campaign's facts are of the metrics its own runs hold, whatever the other campaigns hold
-        return cache.key(("kind", "facts-3"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor))
+        return cache.key(("kind", "facts-4"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor))
 
     def whole() -> tuple[list[Fact], dict[str, list[Fact]]]:
         # Each fact belongs to one campaign, so each campaign's share is what its view computes.
-        facts = _constant_facts(ds, opts, factor, metrics)
+        facts = held_constant(ds, opts, factor, metrics)
         shares: dict[str, list[Fact]] = {}
         for fact in facts:
             shares.setdefault(fact.campaign, []).append(fact)
         return facts, shares
 
     found, parts = cache.campaign_parts("facts", ds.campaigns(), key, whole,
-                                        lambda campaign: _constant_facts(ds.campaign_view(campaign), opts, factor,
+                                        lambda campaign: held_constant(ds.campaign_view(campaign), opts, factor,
                                                                          metrics), list[Fact])
     return found if found is not None else [fact for part in parts for fact in part]
 
 
-def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str]) -> list[Fact]:
-    """The facts of ``ds``'s included runs, then of its published figures (:func:`_published_facts`).
+def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str]) -> list[Fact]:
+    """The facts of ``ds``'s included runs, then of its published figures (:func:`_published_facts`):
+    the one rule of what is stated, not tested — ``compare`` tests no pair of levels a fact covers.
 
-    A campaign × model's metric is a fact when every one of its runs records it (a value some runs
-    do not record is not held constant, whatever the others say) and each level's runs record one
-    value: that value per level when every level has two runs or more (a fixed difference stands
-    out from the noise only then), else one value in every run, at least two of them (two single
-    runs that made 400 requests each)."""
+    A campaign × model's metric is a fact when the runs that record it, two or more, record one
+    value per level: that value per level when every level has two such runs or more (a fixed
+    difference stands out from the noise only then), else one value in every such run (two single
+    runs that made 400 requests each). Runs that do not record it (a run that lost a figure) are
+    left out of it, and the fact counts them: "in every run that recorded it (8 of 9 runs)"."""
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if runs.empty or factor not in runs.columns:
@@ -232,12 +241,12 @@ def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: li
     for (campaign, model), positions in arm_rows(runs, ["campaign", "model"]):
         levels = all_levels[positions]
         rows_of = {level: positions[levels == level] for level in sorted(set(levels))}
-        single = any(len(rows) < 2 for rows in rows_of.values())
         for j, metric in enumerate(wanted):
-            column = values[positions, j]
-            if len(positions) < 2 or np.isnan(column).any():
+            column = reported(values[positions, j])  # the runs that recorded it
+            if column.size < 2:
                 continue
-            per_level = {level: values[rows, j] for level, rows in rows_of.items()}
+            per_level = {level: sample for level, rows in rows_of.items() if (sample := reported(values[rows, j])).size}
+            single = any(sample.size < 2 for sample in per_level.values())
             if any(float(sample.max()) != float(sample.min()) for sample in per_level.values()) \
                     or (single and float(column.max()) != float(column.min())):
                 continue
@@ -247,12 +256,13 @@ def _constant_facts(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: li
                 if fr.size and float(fr.min()) == float(fr.max()):
                     note = f"sized by the configured fraction {float(fr[0]):g}"
             facts.append(Fact(str(campaign), str(model), metric,
-                              {level: float(sample[0]) for level, sample in per_level.items()}, len(positions), note))
+                              {level: float(sample[0]) for level, sample in per_level.items()}, column.size, note,
+                              runs=len(positions) if column.size < len(positions) else None))
     return facts + _published_facts(ds, factor, metrics)
 
 
 def _published_facts(ds: Dataset, factor: str, metrics: list[str]) -> list[Fact]:
-    """The facts of published figures, by the rule of the runs' (:func:`_constant_facts`): a
+    """The facts of published figures, by the rule of the runs' (:func:`held_constant`): a
     level's figure is one value in every run when it is of one run or its SD is 0, and a campaign ×
     model's metric is a fact when every level it publishes gives it so. Noted "as published"."""
     summaries = with_level(ds.summaries, factor)

@@ -1002,8 +1002,9 @@ def constant_lines(site: SiteData, campaign: str, metrics: Sequence[str], compar
     if same:
         labels = join_and([metric_label(m) for m in metrics if any(f.metric == m for f in same)])
         in_all = "both environments" if len(levels) == 2 else f"all {len(levels)} environments"
+        recorded = " that recorded it" if any(f.runs is not None for f in same) else ""  # some runs lack it
         lines.append(f"**The same in {in_all}** ({counted(len({f.model for f in same}), 'model')}): {labels}, one "
-                     f"value in every run — stated, not tested{where}.")
+                     f"value in every run{recorded} — stated, not tested{where}.")
     lines += [f"**A fixed difference**: {names.get((campaign, f.model), f.model)} — {f.body}."
               for f in facts if len(set(f.values.values())) > 1]
     return lines

@@ -444,8 +444,9 @@ def held_constant(site: SiteData, facts: dict[tuple[str, str], Fact],
     and metric): "64 requests in every run (40 runs)", or each level's value where they differ,
     and per campaign where the section spans several that differ — instead of a table of
     intervals from 64 to 64; with the one fact the clause says (over every campaign's runs), None
-    where it names several. None when it varied in an arm, some run does not record it, or an arm
-    is one no fact covers (a single run whose value differs from the others')."""
+    where it names several. None when it varied in an arm, or an arm is one no fact covers (a
+    single run whose value differs from the others'); a value some runs did not record is said
+    over the runs that did ("in every run that recorded it (8 of 9 runs)")."""
     from sparkreport.render.report import campaign_title
 
     found: dict[str, Fact] = {}
@@ -459,7 +460,10 @@ def held_constant(site: SiteData, facts: dict[tuple[str, str], Fact],
     first = next(iter(found.values()))
     if all(fact.values == first.values and fact.note == first.note for fact in found.values()):
         # the same in every campaign: one clause over all their runs
-        merged = dataclasses.replace(first, n=sum(fact.n for fact in found.values()))
+        every = list(found.values())
+        partly = any(fact.runs is not None for fact in every)  # some run of some campaign did not record it
+        merged = dataclasses.replace(first, n=sum(fact.n for fact in every),
+                                     runs=sum(fact.runs or fact.n for fact in every) if partly else None)
         return merged.value_text, merged
     return "; ".join(f"{fact.value_text} in {campaign_title(site, name)}" for name, fact in found.items()), None
 
@@ -474,8 +478,8 @@ def held_constant_line(fixed: list[dict[str, Any]]) -> dict[str, Any]:
     from collections import Counter
 
     def kind(s: dict[str, Any]) -> tuple[int, str] | None:  # over how many runs, and what set it
-        fact: Fact | None = s["fact"]
-        return (fact.n, fact.note) if fact is not None and fact.named else None
+        fact: Fact | None = s["fact"]  # one that some runs did not record keeps its own count
+        return (fact.n, fact.note) if fact is not None and fact.named and fact.runs is None else None
 
     groups = Counter(k for s in fixed if (k := kind(s)) is not None)
     if not groups:
