@@ -356,7 +356,8 @@ def _rows_panel(layers: list[dict[str, Any]], title: str, data: list[dict[str, A
 
 
 def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
-                  colours: Mapping[str, str] | None = None, order: Sequence[str] = ()) -> ChartSpec | None:
+                  colours: Mapping[str, str] | None = None, order: Sequence[str] = (),
+                  places: int | None = None) -> ChartSpec | None:
     """Per-run values per arm: a box per arm with every run drawn as a point, in its
     environment's colour (``colours``: a site's :func:`environment_colours`), the arms top to
     bottom in ``order`` (:func:`arm_order`: the page's, its statistics' rows).
@@ -365,8 +366,12 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
     metric column, plus optionally ``arm`` (the row's label, "campaign · environment" where a page
     spans campaigns; else the environment) and ``included`` (excluded runs are drawn hollow).
     Returns None when no run reports the metric. Above :data:`MAX_ROWS` runs the chart shows
-    per-arm quantiles instead of points.
+    per-arm quantiles instead of points. ``places``: the decimals of the metric's table on the
+    page (the precision rule's; None: the catalog's), which the tooltips print the values with.
     """
+    from sparkreport.render.markdown import digits_for
+    from sparkreport.render.precision import tooltip_format
+
     if metric not in runs.columns:
         return None
     frame = runs[runs[metric].notna()].copy()
@@ -379,15 +384,17 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
     axis = metric_title(metric) + note
     description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
                    "the included runs.")
+    number = tooltip_format(frame[metric], digits_for(metric) if places is None else places)
     if len(frame) > MAX_ROWS:
         return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours, zero=not note,
-                               order=order)
+                               order=order, number_format=number)
     # Deterministic jitter (same output on every render): spread each arm's runs in order.
     frame["jitter"] = frame.groupby("arm", sort=False).cumcount() % 7 / 6
     data = _records(frame[["arm", "environment", "run_id", "iteration", "status", "jitter", metric]].rename(
         columns={metric: "value"}))
     return ChartSpec(name=name, title=title, description=description, rows=len(data),
-                     spec=per_run_spec(data, axis=axis, title=title, colours=colours, zero=not note, order=order))
+                     spec=per_run_spec(data, axis=axis, title=title, colours=colours, zero=not note, order=order,
+                                       number_format=number))
 
 
 def arm_order(data: Iterable[Mapping[str, Any]], order: Sequence[str] = ()) -> list[str]:
@@ -420,11 +427,12 @@ def _one_kind_unlisted(data: list[dict[str, Any]], field: str) -> dict[str, Any]
 
 def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str,
                  colours: Mapping[str, str] | None = None, zero: bool = False,
-                 order: Sequence[str] = ()) -> dict[str, Any]:
+                 order: Sequence[str] = (), number_format: str = ",.2f") -> dict[str, Any]:
     """The per-run chart's Vega-Lite spec, written directly as :func:`means_spec` is (the second
     most frequent chart); ``tests/test_charts.py`` checks it equals Altair's: a box per arm over
     the included runs, and every run as a point, excluded ones as crosses, each arm in its
-    environment's colour (:func:`environment_colour`), the arms in :func:`arm_order`."""
+    environment's colour (:func:`environment_colour`), the arms in :func:`arm_order`; a run's
+    value in its tooltip with ``number_format`` (:func:`~sparkreport.render.precision.tooltip_format`)."""
     arms = arm_order(data, order)
 
     def y() -> dict[str, Any]:
@@ -449,7 +457,7 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str,
                       "title": "run", "type": "nominal"},
             "tooltip": [{"field": "run_id", "title": "run", "type": "nominal"},
                         {"field": "iteration", "type": "quantitative"},
-                        {"field": "value", "format": ".4~f", "title": axis, "type": "quantitative"},
+                        {"field": "value", "format": number_format, "title": axis, "type": "quantitative"},
                         {"field": "status", "type": "nominal"}],
             "x": {"field": "value", "type": "quantitative"}, "y": y(),
             "yOffset": {"field": "jitter", "scale": {"domain": [-1, 2]}, "title": None, "type": "quantitative"}}}
@@ -457,7 +465,8 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str,
 
 
 def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, axis: str,
-                    colours: Mapping[str, str] | None, zero: bool = False, order: Sequence[str] = ()) -> ChartSpec:
+                    colours: Mapping[str, str] | None, zero: bool = False, order: Sequence[str] = (),
+                    number_format: str = ",.2f") -> ChartSpec:
     """The per-run chart for arms too large to embed: min–max rule and quartile bar per arm."""
     import pandas as pd
 
@@ -471,12 +480,13 @@ def _quantile_chart(frame: pd.DataFrame, metric: str, *, name: str, title: str, 
     data = _records(summary.reset_index())
     description = f"{axis} per environment: range, quartiles and median of {len(included)} runs."
     return ChartSpec(name=name, title=title, description=description, rows=len(data),
-                     spec=quantile_spec(data, axis=axis, title=title, colours=colours, zero=zero, order=order))
+                     spec=quantile_spec(data, axis=axis, title=title, colours=colours, zero=zero, order=order,
+                                        number_format=number_format))
 
 
 def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str,
                   colours: Mapping[str, str] | None = None, zero: bool = False,
-                  order: Sequence[str] = ()) -> dict[str, Any]:
+                  order: Sequence[str] = (), number_format: str = ",.2f") -> dict[str, Any]:
     """The quantile chart's spec: per arm in ``data`` (``arm, environment, min, q1, median, q3,
     max, n``) a rule from min to max, a bar over the quartiles and a tick at the median, in its
     environment's colour, the arms in :func:`arm_order`."""
@@ -491,7 +501,8 @@ def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str,
     return _rows_panel([
         layer("rule", {"x": quantitative("min", scale={"zero": zero}, title=axis), "x2": {"field": "max"}}),
         layer("bar", {"x": quantitative("q1"), "x2": {"field": "q3"}}, opacity=0.5, size=18),
-        layer("tick", {"tooltip": [quantitative("n"), quantitative("median")], "x": quantitative("median")},
+        layer("tick", {"tooltip": [quantitative("n"), quantitative("median", format=number_format)],
+                       "x": quantitative("median")},
               color="#333", size=18),
     ], title, data)
 
@@ -502,7 +513,7 @@ LABEL_LIMIT_PX = 340
 
 def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
                 confidence: float = 0.95, band: tuple[float, float] | None = None,
-                colours: Mapping[str, str] | None = None) -> ChartSpec | None:
+                colours: Mapping[str, str] | None = None, places: int | None = None) -> ChartSpec | None:
     """Arm means with their confidence intervals as error bars, one row per arm, in its
     environment's colour (``colours``: a site's :func:`environment_colours`).
 
@@ -510,7 +521,9 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     source``), with optionally ``arm``, the row's label (else its environment);
     published-summary arms are marked as published figures. None when empty.
     ``band`` (low, high) draws the baseline's equivalence band. The axis does not start at zero
-    (the intervals would vanish), and its title says so.
+    (the intervals would vanish), and its title says so. The tooltips print a mean and its
+    interval's ends with the decimals of the metric's table (``places``; None: the precision
+    rule's over ``stats``' SDs and half-widths, as the table of these arms has them).
 
     The most frequent chart of a site (every campaign page and model page has several), so its
     Vega-Lite spec is written directly rather than through Altair (~35 ms a chart, most of it
@@ -525,6 +538,10 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
         lambda s: " (published)" if s == "published" else "")
     data = _records(frame[["arm", "environment", "origin", "n", "mean", "ci_low", "ci_high"]])
     from sparkreport.config import confidence_label
+    from sparkreport.render.precision import table_places, tooltip_format
+
+    count = table_places(frame.to_dict(orient="records"), metric) if places is None else places
+    number = tooltip_format([row[key] for row in data for key in ("mean", "ci_low", "ci_high")], count)
 
     level = confidence_label(confidence)
     with_ci = [row for row in data if row["ci_low"] is not None and row["ci_high"] is not None]
@@ -534,7 +551,8 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     highs += [band[1]] if band else []
     note = above_zero_note(min(lows), max(highs)) if lows else ""
     axis = metric_title(metric) + note
-    spec = means_spec(data, with_ci, axis=axis, level=level, band=band, title=title, colours=colours, zero=not note)
+    spec = means_spec(data, with_ci, axis=axis, level=level, band=band, title=title, colours=colours, zero=not note,
+                      number_format=number)
     description = f"{axis}: mean per environment with its {level} confidence interval where known."
     if band is not None:
         description += " The shaded band is the baseline mean ± the equivalence margin."
@@ -543,7 +561,8 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
 
 def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axis: str, level: str,
                band: tuple[float, float] | None, title: str,
-               colours: Mapping[str, str] | None = None, zero: bool = False) -> dict[str, Any]:
+               colours: Mapping[str, str] | None = None, zero: bool = False,
+               number_format: str = ",.2f") -> dict[str, Any]:
     """The means chart's Vega-Lite spec: the band (if any), the error bars of the arms with an
     interval (if any), then the points, one row per arm in ``data``'s order, each in its
     environment's colour (:func:`environment_colour`; the error bars' scale is the points')."""
@@ -571,9 +590,9 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                       "scale": {"domain": [MEASURED, PUBLISHED], "range": ["circle", "diamond"]},
                       "title": "source", "type": "nominal"},
             "tooltip": [{"field": "arm", "type": "nominal"}, {"field": "origin", "title": "source", "type": "nominal"},
-                        quantitative("n"), quantitative("mean", format=".4~f"),
-                        quantitative("ci_low", format=".4~f", title=f"{level} CI low"),
-                        quantitative("ci_high", format=".4~f", title=f"{level} CI high")],
+                        quantitative("n"), quantitative("mean", format=number_format),
+                        quantitative("ci_low", format=number_format, title=f"{level} CI low"),
+                        quantitative("ci_high", format=number_format, title=f"{level} CI high")],
             "x": quantitative("mean", scale={"zero": zero}, title=axis), "y": y()}})
     if len(layers) == 1:  # as Altair does: a single layer's data moves to the top
         return _rows_panel(layers, title, layers[0].pop("data")["values"])

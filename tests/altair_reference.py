@@ -75,7 +75,7 @@ def finish(chart: Any, title: str) -> dict[str, Any]:
 
 
 def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str],
-                 arms: list[str], zero: bool = False) -> dict[str, Any]:
+                 arms: list[str], zero: bool = False, number_format: str = ",.2f") -> dict[str, Any]:
     y = alt.Y("arm:N", title=None, sort=arms)
     base = alt.Chart(alt.Data(values=data))
     box = base.transform_filter(alt.datum.status == "included").mark_boxplot(
@@ -89,13 +89,13 @@ def per_run_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: 
                                                                   range=["circle", "cross"]),
                         **({"legend": None} if len({d["status"] for d in data}) <= 1 else {})),
         tooltip=[alt.Tooltip("run_id:N", title="run"), alt.Tooltip("iteration:Q"),
-                 alt.Tooltip("value:Q", title=axis, format=".4~f"), alt.Tooltip("status:N")])
+                 alt.Tooltip("value:Q", title=axis, format=number_format), alt.Tooltip("status:N")])
     return finish(alt.layer(box, points).properties(width=PANEL_WIDTH, height=alt.Step(46)), title)
 
 
 def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axis: str, level: str,
                band: tuple[float, float] | None, title: str, colours: dict[str, str],
-               zero: bool = False) -> dict[str, Any]:
+               zero: bool = False, number_format: str = ",.2f") -> dict[str, Any]:
     y = alt.Y("arm:N", title=None, sort=[row["arm"] for row in data], axis=alt.Axis(labelLimit=LABEL_LIMIT_PX))
     points = alt.Chart(alt.Data(values=data)).mark_point(filled=True, size=70).encode(
         x=alt.X("mean:Q", title=axis, scale=alt.Scale(zero=zero)), y=y,
@@ -104,9 +104,9 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
                                                                      range=["circle", "diamond"]),
                         **({"legend": None} if len({d["origin"] for d in data}) <= 1 else {})),
         tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("origin:N", title="source"), alt.Tooltip("n:Q"),
-                 alt.Tooltip("mean:Q", format=".4~f"),
-                 alt.Tooltip("ci_low:Q", title=f"{level} CI low", format=".4~f"),
-                 alt.Tooltip("ci_high:Q", title=f"{level} CI high", format=".4~f")],
+                 alt.Tooltip("mean:Q", format=number_format),
+                 alt.Tooltip("ci_low:Q", title=f"{level} CI low", format=number_format),
+                 alt.Tooltip("ci_high:Q", title=f"{level} CI high", format=number_format)],
     )
     layers = [points]
     if with_ci:
@@ -121,7 +121,7 @@ def means_spec(data: list[dict[str, Any]], with_ci: list[dict[str, Any]], *, axi
 
 
 def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours: dict[str, str],
-                  arms: list[str], zero: bool = False) -> dict[str, Any]:
+                  arms: list[str], zero: bool = False, number_format: str = ",.2f") -> dict[str, Any]:
     base = alt.Chart(inline(data)).encode(y=alt.Y("arm:N", title=None, sort=arms),
                                           color=alt.Color("environment:N", legend=None,
                                                           scale=environment_scale(colours)))
@@ -129,7 +129,8 @@ def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours:
         base.mark_rule().encode(x=alt.X("min:Q", title=axis, scale=alt.Scale(zero=zero)), x2=alt.X2("max:Q")),
         base.mark_bar(size=18, opacity=0.5).encode(x=alt.X("q1:Q"), x2=alt.X2("q3:Q")),
         base.mark_tick(color="#333", size=18).encode(x=alt.X("median:Q"),
-                                                     tooltip=[alt.Tooltip("n:Q"), alt.Tooltip("median:Q")]),
+                                                     tooltip=[alt.Tooltip("n:Q"),
+                                                              alt.Tooltip("median:Q", format=number_format)]),
     ).properties(width=PANEL_WIDTH, height=alt.Step(46))
     return finish(chart, title)
 
@@ -167,7 +168,7 @@ def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, colou
 
 
 def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str,
-                verdicts: set[str] | None = None) -> dict[str, Any]:
+                verdicts: set[str] | None = None, delta_format: str = "+.2f") -> dict[str, Any]:
     y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=440))
     band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color=UNCHANGED).encode(
         x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
@@ -178,9 +179,9 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
     colour = alt.Color("verdict:N", title="verdict", legend=alt.Legend(orient="bottom", values=present),
                        scale=alt.Scale(domain=list(words), range=list(words.values())))
     tooltip = [alt.Tooltip("row:N", title="effect"), alt.Tooltip("comparison:N"), alt.Tooltip("campaign:N"),
-               alt.Tooltip("delta:Q", title="Δ %", format="+.2f"),
-               alt.Tooltip("low:Q", title=f"{level} CI low", format="+.2f"),
-               alt.Tooltip("high:Q", title=f"{level} CI high", format="+.2f"), alt.Tooltip("verdict:N")]
+               alt.Tooltip("delta:Q", title="Δ %", format=delta_format),
+               alt.Tooltip("low:Q", title=f"{level} CI low", format=delta_format),
+               alt.Tooltip("high:Q", title=f"{level} CI high", format=delta_format), alt.Tooltip("verdict:N")]
     rules = alt.Chart(inline(data)).mark_rule(strokeWidth=2).encode(
         x=alt.X("low:Q"), x2=alt.X2("high:Q"), y=y, color=colour)
     points = alt.Chart(inline(data)).mark_point(size=60, filled=True).encode(

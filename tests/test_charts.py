@@ -159,9 +159,50 @@ def test_means_spec_is_what_altair_builds(band: tuple[float, float] | None, inte
     axis = chart.spec["layer"][-1]["encoding"]["x"]["title"]
     expected = dict(zip(["native", "docker", "paper"], altair_reference.ENVIRONMENTS, strict=False))
     # the axis starts at 0 unless its title says it does not
+    # the tooltips' decimals are the table's: the smallest half-width (2.0) is in units; none: the catalog's two
+    number = ",.2f" if intervals == "none" else ",.0f"
     assert_altairs(chart.spec, altair_reference.means_spec(data, with_ci, axis=axis, level="90%", band=band,
                                                            title="Means", colours=expected,
-                                                           zero=not axis.endswith("does not start at 0")))
+                                                           zero=not axis.endswith("does not start at 0"),
+                                                           number_format=number))
+
+
+def _tooltip_formats(spec: dict) -> dict[str, str]:
+    """Field → format of every tooltip in ``spec``'s layers."""
+    layers = spec.get("layer") or [panel["layer"][-1] for panel in spec.get("vconcat", [])]
+    return {t["field"]: t["format"] for layer in layers for t in layer.get("encoding", {}).get("tooltip", [])
+            if "format" in t}
+
+
+def test_tooltips_print_figures_as_the_tables_do() -> None:
+    """The precision rule in the tooltips: a mean and its interval with the decimals of the
+    smallest SD or half-width beside them (9.413, 9.411 to 9.414 beside an SD of 0.0034), a run's
+    value with its table's decimals, and no value that is not zero as 0.00."""
+    from sparkreport.render.report import forest_chart
+
+    stats = pd.DataFrame({"environment": ["native", "docker"], "metric": "tpot_ms_mean", "n": [10, 10],
+                          "mean": [9.4128, 9.4301], "sd": [0.0034, 0.0051], "ci_low": [9.4112, 9.4265],
+                          "ci_high": [9.4144, 9.4337], "source": ["runs", "runs"]})
+    means = charts.means_chart(stats, "tpot_ms_mean", name="m", title="t")
+    assert means is not None
+    assert _tooltip_formats(means.spec) == {"mean": ",.3f", "ci_low": ",.3f", "ci_high": ",.3f"}
+    runs = pd.DataFrame({"environment": ["native", "native", "docker"], "run_id": ["a", "b", "c"],
+                         "iteration": [1, 2, 1], "failed_requests": [0.0, 0.004, 2.0]})
+    assert _tooltip_formats(charts.per_run_chart(runs, "failed_requests", name="r", title="t",
+                                                 places=0).spec) == {"value": ",.3f"}
+    runs["failed_requests"] = [0.0, 1.0, 2.0]
+    assert _tooltip_formats(charts.per_run_chart(runs, "failed_requests", name="r", title="t",
+                                                 places=0).spec) == {"value": ",.0f"}
+    # an effect of +0.004% (interval +0.001 to +0.007) reads so, not +0.00
+    small = {**_effect("llama-3-8b", "Output throughput", 0.004, 0.003), "delta_low": 0.001, "delta_high": 0.007}
+    chart = forest_chart([small, _effect("qwen-72b", "Output throughput", 3.5, 1.0, "higher")], name="e",
+                         title="t", confidence=0.95)
+    assert chart is not None
+    assert _tooltip_formats(chart.spec) == {"delta": "+.3f", "low": "+.3f", "high": "+.3f"}
+    assert chart.spec["layer"][-1]["data"]["values"][0]["delta"] == 0.004
+    plain = forest_chart([_effect("qwen-72b", "Output throughput", 3.5, 1.0, "higher")], name="e", title="t",
+                         confidence=0.95)
+    assert plain is not None and _tooltip_formats(plain.spec)["delta"] == "+.2f"
 
 
 def test_per_run_spec_is_what_altair_builds() -> None:

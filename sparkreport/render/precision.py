@@ -27,6 +27,11 @@ not zero would print as ±0.00, the whole cell takes the decimals that show its 
 significant digit: "+0.017 (+0.004 to +0.030)", never "+0.02 (+0.00 to +0.03)", which hides
 that the interval excludes zero.
 
+**A chart's tooltip** has one format per field (Vega-Lite's d3 format, :func:`tooltip_format`):
+the decimals its table gives the field (a run's value and an arm's mean and interval: the
+metric's table's; a Δ % and its ends: two), more for the whole field where a value that is not
+zero would print as zero.
+
 **A spread in percent** (the coefficient of variation) is printed with two significant digits
 (0.036%, 0.13%, 1.9%, 12%): a CV is read as a ratio of scales, not against a fixed margin.
 """
@@ -116,6 +121,16 @@ def difference_places(row: Mapping[Any, Any]) -> int:
     diff = None if is_missing(row.get("mean_candidate")) or is_missing(row.get("mean_baseline")) else \
         float(row["mean_candidate"]) - float(row["mean_baseline"])
     return nonzero_places([diff, low, high], count)
+
+
+def tooltip_format(values: Iterable[Any], count: int, *, signed: bool = False, most: int = MOST_PLACES) -> str:
+    """The Vega-Lite (d3-format) format of a chart's figures that the pages print with ``count``
+    decimals (a table's :func:`table_places`, a Δ %'s :data:`DELTA_PLACES`): one format for the
+    field, as a table's column has one number of decimals, with more (up to ``most``) where one of
+    ``values`` that is not zero would print as zero (:func:`nonzero_places`); thousands separated
+    (",.2f"), or signed for a difference in percent ("+.3f")."""
+    places = nonzero_places(values, count, most)
+    return f"+.{places}f" if signed else f",.{places}f"
 
 
 def delta_places(values: Iterable[Any], base: int = DELTA_PLACES) -> int:

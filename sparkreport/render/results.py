@@ -263,8 +263,10 @@ class ResultsPage(Page):
 
         charts = []
         if not runs.empty:
+            # a run's value in its tooltip with the decimals of the metric's table (the precision rule)
             charts.append(per_run_chart(runs, metric, name=f"{slug(metric)}-runs", title=f"{label}: every run",
-                                        colours=environment_colours(site), order=arms["arm"].astype(str).tolist()))
+                                        colours=environment_colours(site), order=arms["arm"].astype(str).tolist(),
+                                        places=table_places(rows(arms), metric)))
 
         if not runs.empty or arms["ci_low"].notna().any():  # bare means without an interval: the table says it
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
