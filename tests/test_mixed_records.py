@@ -280,7 +280,7 @@ def test_other_metrics_say_which_are_described_and_why_when_none_is_tested(tmp_p
                 "results/gpt-oss-20b/index.md")
     assert ("Each metric's mean per environment, and its difference from the baseline where it was compared.\n"
             "The others are described, not tested: the comparisons here are of Output throughput and Request "
-            "latency (mean) — one metric of each family, as `analysis.compare_metrics` sets (see "
+            "latency (mean) — one metric of each family, as the project chose (see "
             "[Methodology](../../methodology/index.md)).") in page
     assert "None of them" not in page
 

@@ -960,7 +960,7 @@ def test_other_metrics_open_with_a_table_of_their_comparisons(tmp_path: Path, ph
         assert len(untested) == 1 and untested[0][3:] == ["—", ""]
         # the tested metrics this page shows, not Request throughput (output throughput stands for it)
         assert "the tests here are of Output throughput, " in summary and "of Request throughput" not in summary
-        assert ("— one metric of each family, as `analysis.compare_metrics` sets (see "
+        assert ("— one metric of each family, as the project chose (see "
                 "[Methodology](../../methodology/index.md)); at a fixed workload Request throughput is an "
                 "exact function of Output throughput, which is tested.") in summary
     assert checked == 6

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -56,18 +57,22 @@ def family_representatives(metrics: list[str] | tuple[str, ...]) -> tuple[list[s
     return kept, stands_for
 
 
-def family_rule_text(opts: AnalysisOptions) -> str:
-    """The testing-family rule in two sentences, for the Methodology page and ``--help``."""
+def family_rule_text(opts: AnalysisOptions, code: Callable[[str], str] = str) -> str:
+    """The testing-family rule in two sentences, for the Methodology page and ``--help``; ``code``
+    marks a setting's name (the page passes Markdown's backticks)."""
     from sparkreport.metrics import lookup
 
     def label(name: str) -> str:
         entry = lookup(name)
-        return entry.label.lower() if entry else name
+        return entry.label if entry else name
 
     tested, stands_for = family_representatives(opts.tested_metrics)
     collapsed = "; ".join(f"{label(k)} stands for {', '.join(label(m) for m in v)}" for k, v in stands_for.items())
+    primary = ", ".join(label(m) for m in primary_metrics(opts))
+    compared = ", ".join(label(m) for m in opts.tested_metrics)
     return (
-        f"Primary metric(s): {', '.join(label(m) for m in primary_metrics(opts))} (analysis.primary_metrics). Holm's "
+        f"Primary metric(s): {primary} ({code('analysis.primary_metrics')}); the metrics compared: {compared} "
+        f"({code('analysis.compare_metrics')}). Holm's "
         "adjustment runs over one campaign's comparisons of its primary metrics (every model, every "
         "candidate, every stratum), and separately over its secondary metrics; other campaigns in the "
         "store never enter a campaign's family. Metrics that are exact functions of one another at a "
