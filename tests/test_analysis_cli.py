@@ -40,12 +40,31 @@ def test_compare_json_contract_and_reproducibility(phase1_store: Path) -> None:
     assert code == 0
     rows = json.loads(first)
     assert all(list(r)[: len(COMPARE_KEYS)] == COMPARE_KEYS for r in rows)
-    assert {r["verdict"] for r in rows} <= {"higher", "lower", "equivalent", "inconclusive"}
+    assert {r["verdict"] for r in rows} <= {"higher", "lower", "equivalent", "inconclusive", "untested"}
     assert invoke("compare", "--runs-dir", str(phase1_store), "--json")[1] == first  # seeded bootstrap
     kv = {r["model"]: r for r in rows if r["metric"] == "kv_cache_gib"}
     assert kv["deepseek"]["verdict"] == "lower" and kv["deepseek"]["ratio_ci_high"] < 0.4
     tput = {r["model"]: r for r in rows if r["metric"] == "output_throughput_tok_s"}
     assert all(r["verdict"] == "equivalent" and r["equivalent"] for r in tput.values())
+
+
+def test_a_comparison_no_test_could_run_is_untested_not_inconclusive(tmp_path: Path) -> None:
+    """Figures published without an SD get no test: the verdict says so ("inconclusive" would
+    claim a test ran and found neither a difference nor equivalence), in the table and the JSON,
+    and the sentence under the table says why."""
+    summary = tmp_path / "published.csv"
+    summary.write_text("model,environment,metric,n,mean,sd\n"
+                       "m,native,kv_cache_gib,10,44.31,\nm,container,kv_cache_gib,10,16.57,\n", encoding="utf-8")
+    runs = tmp_path / "runs"
+    code, out = invoke("ingest", str(summary), "--runs-dir", str(runs), "--campaign", "pub")
+    assert code == 0, out
+    code, out = invoke("compare", "--runs-dir", str(runs), "--json")
+    assert code == 0, out
+    assert [r["verdict"] for r in json.loads(out)] == ["untested"]
+    code, out = invoke("compare", "--runs-dir", str(runs))
+    assert code == 0, out
+    assert out.splitlines()[1].split()[-1] == "untested"
+    assert "published without a spread, so no test is possible." in out
 
 
 def test_check_flags_the_13_run_arm_and_strict_fails(phase1_store: Path) -> None:

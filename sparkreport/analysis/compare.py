@@ -41,7 +41,7 @@ COMPARE_KEYS = [
 #: Extra columns of the DataFrame (also in --json, documented in the README).
 EXTRA_KEYS = ["campaign", "model_name", "margin", "p_tost", "min_detectable_effect", "skipped",
               "p_blocked", "design", "family", "stratum"]
-VERDICTS = ("higher", "lower", "equivalent", "inconclusive")
+VERDICTS = ("higher", "lower", "equivalent", "inconclusive", "untested")
 #: What a comparison may go without, by key, and how its ``skipped`` column names each (joined
 #: with ", "): the Mann–Whitney U test needs the runs (an arm known from a published summary has
 #: none); the tests and intervals from ``welch`` on need a spread (an arm published without an SD).
@@ -116,7 +116,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     def key(campaign: str) -> str:
         assert cache is not None
         shown_names = sorted((model, str(names.get(model, model))) for model in models[campaign])
-        return cache.key(("kind", "compare-2"), ("runs", digests[campaign]), ("factor", factor),
+        return cache.key(("kind", "compare-3"), ("runs", digests[campaign]), ("factor", factor),
                          ("baseline", baseline), ("opts", opts), ("wanted", sorted(wanted)),
                          ("names", shown_names), ("metrics", ds.metric_columns))
 
@@ -251,7 +251,11 @@ def skipped_tests(skipped: object) -> set[str]:
 
 
 def _verdict(row: dict[Any, Any], opts: AnalysisOptions) -> str:
-    """equivalent when TOST passed; higher/lower when Holm-adjusted Welch p < alpha; else inconclusive."""
+    """untested when no test could run (no Welch p-value: an arm without a spread,
+    :func:`untested_reason`); equivalent when TOST passed; higher/lower when Holm-adjusted Welch
+    p < alpha; else inconclusive (a test ran and found neither)."""
+    if not any(math.isfinite(float(row.get(p, math.nan))) for p in ("p_welch", "p_blocked")):
+        return "untested"
     if row["equivalent"]:
         return "equivalent"
     p = float(row["p_holm"])
