@@ -228,10 +228,11 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
 # sparkreport/render/diffs.py
 
 
-def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[str, Any]:
+def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str, order: list[str] | None = None) -> dict[str, Any]:
+    sort = {"sort": order} if order else {}
     chart = alt.Chart(alt.Data(values=data)).mark_tick(thickness=2).encode(
         x=alt.X("percent:Q", title=f"{metric_label(metric)}, % of side a's mean", scale=alt.Scale(zero=False)),
-        y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=400)),
+        y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=400), **sort),
         yOffset=alt.YOffset("side:N"),
         color=alt.Color("side:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400),
                         scale=alt.Scale(range=SIDES)),
@@ -241,15 +242,16 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[s
     return finish(chart, title)
 
 
-def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str) -> dict[str, Any]:
+def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str, order: list[str] | None = None) -> dict[str, Any]:
+    sort = {"sort": order} if order else {}
     verdicts = {"regressed": REGRESSED, "improved": IMPROVED, "unchanged": UNCHANGED, "inconclusive": INCONCLUSIVE}
     present = {row["verdict"] for row in data}
     base = alt.Chart(alt.Data(values=data))
     bars = base.mark_rule().encode(x=alt.X("ratio_ci_low:Q", title=f"b / a ({level} CI)", scale=alt.Scale(zero=False)),
                                    x2=alt.X2("ratio_ci_high:Q"),
-                                   y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=340)))
+                                   y=alt.Y("cell:N", title=None, axis=alt.Axis(labelLimit=340), **sort))
     points = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("ratio:Q"), y=alt.Y("cell:N"),
+        x=alt.X("ratio:Q"), y=alt.Y("cell:N", **sort),
         color=alt.Color("verdict:N", title="verdict", legend=alt.Legend(values=[v for v in verdicts if v in present]),
                         scale=alt.Scale(domain=list(verdicts), range=list(verdicts.values()))),
         tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("ratio:Q", format=".4f"), alt.Tooltip("verdict:N")])

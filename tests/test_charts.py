@@ -529,7 +529,8 @@ def test_sides_spec_is_what_altair_builds(n: int) -> None:
     chart = sides_chart(a, b, "output_throughput_tok_s", NamedDiff(name="d", a="engine=x", b="engine=y"))
     assert chart is not None and chart.rows == (2 * n if 2 * n <= charts.MAX_ROWS else 4)
     assert_altairs(chart.spec, altair_reference.sides_spec(chart.spec["data"]["values"],
-                                                           metric="output_throughput_tok_s", title=chart.title))
+                                                           metric="output_throughput_tok_s", title=chart.title,
+                                                           order=chart.spec["encoding"]["y"].get("sort")))
 
 
 def test_ratio_spec_is_what_altair_builds() -> None:
@@ -542,9 +543,31 @@ def test_ratio_spec_is_what_altair_builds() -> None:
     for frame in (cells, cells.iloc[:1]):
         chart = ratio_chart(frame, "output_throughput_tok_s", names, "95%")
         assert chart is not None and chart.rows == min(len(frame), 2)
-        assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title, level="95%"))
+        assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title, level="95%",
+                                                              order=chart.spec["layer"][0]["encoding"]["y"].get("sort")))
     assert [row["cell"] for row in chart.spec["data"]["values"]] == ["native · Llama 3 8B"]
     assert ratio_chart(cells.iloc[2:], "output_throughput_tok_s", names, "95%") is None
+
+
+def test_the_diff_charts_list_cells_as_the_tables_do() -> None:
+    """Both diff charts put their cells in the tables' order — by model, the baseline first — not
+    Vega's alphabetical one (which put "cgroup-16g · m" above "native · m")."""
+    from sparkreport.config import NamedDiff
+    from sparkreport.render.diffs import ratio_chart, sides_chart
+
+    cells = pd.DataFrame({"model": ["m", "m", "a"], "environment": ["cgroup-16g", "native", "native"],
+                          "ratio": [1.01, 1.0, 0.99], "ratio_ci_low": [0.99, 0.98, 0.97],
+                          "ratio_ci_high": [1.03, 1.02, 1.01], "verdict": ["unchanged"] * 3})
+    chart = ratio_chart(cells, "output_throughput_tok_s", {}, "95%", baseline="native")
+    assert chart is not None
+    expected = ["native · a", "native · m", "cgroup-16g · m"]
+    assert [layer["encoding"]["y"]["sort"] for layer in chart.spec["layer"][:2]] == [expected, expected]
+    side = pd.DataFrame({"model": ["m", "m", "a"], "model_name": ["M", "M", "A"],
+                         "environment": ["cgroup-16g", "native", "native"], "output_throughput_tok_s": [1.0, 2.0, 3.0]})
+    sides = sides_chart(side, side, "output_throughput_tok_s", NamedDiff(name="d", a="engine=x", b="engine=y"),
+                        baseline="native")
+    assert sides is not None
+    assert sides.spec["encoding"]["y"]["sort"] == ["native · A", "native · M", "cgroup-16g · M"]
 
 
 def test_the_ratio_chart_says_the_confidence_level_the_diff_used_and_names_cells_in_full() -> None:
@@ -560,7 +583,7 @@ def test_the_ratio_chart_says_the_confidence_level_the_diff_used_and_names_cells
     assert rule["x"]["title"] == "b / a (90% CI)"
     assert rule["y"]["axis"]["labelLimit"] >= 7 * len("cgroup-16g · Llama-3-8B shape (random weights)")
     assert_altairs(chart.spec, altair_reference.ratio_spec(chart.spec["data"]["values"], title=chart.title,
-                                                          level="90%"))
+                                                          level="90%", order=rule["y"].get("sort")))
 
 
 def colour_of(channel: dict[str, object], value: str) -> str:

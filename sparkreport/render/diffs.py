@@ -157,9 +157,10 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
         of_metric = [c for c in cells if c["metric"] == metric]
         if all(c["constant"] for c in of_metric):
             continue  # the same value in every run, on both sides, in every cell: a chart of one tick each
-        made = [chart for chart in (sides_chart(a, b, metric, named),
+        baseline = site.config.baseline_of("environment")
+        made = [chart for chart in (sides_chart(a, b, metric, named, baseline),
                                     ratio_chart(result.cells[result.cells["metric"] == metric], metric, names,
-                                                site.confidence_label))
+                                                site.confidence_label, baseline))
                 if chart is not None]
         charts += made
         if all(c["verdict"] == "unchanged" for c in of_metric):
@@ -179,11 +180,13 @@ def named_diff_command(named: NamedDiff, site: SiteData) -> list[str]:
             *(word for metric in named.metrics or () for word in ("--metric", metric))]
 
 
-def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff) -> ChartSpec | None:
+def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff,
+                baseline: str | None = None) -> ChartSpec | None:
     """Both sides' runs per cell (a strip per side), each run as a percentage of its cell's mean
     on side a — so cells of 2,000 and 12,000 tok/s share an axis without flattening each other's
     spread — aggregated if it would pass 5000 rows. The sides are named by what differs in their
-    selectors ("a: cache=cold"), not by the whole selector."""
+    selectors ("a: cache=cold"), not by the whole selector. The cells are in the tables' order
+    (:func:`~sparkreport.analysis.diff.cell_order`: by model, ``baseline`` first)."""
     import pandas as pd
 
     from sparkreport.charts import MAX_ROWS, ChartSpec, _records
@@ -197,6 +200,7 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
         return None
     # the level first: a label cut short (a long model name) still says which cell it is
     frame["cell"] = frame["environment"].astype(str) + " · " + frame["model_name"].astype(str)
+    order = cells_in_order(frame, baseline)
     base = frame[frame["side"] == f"a: {name_a}"].groupby("cell")[metric].mean()
     frame["percent"] = 100 * frame[metric] / frame["cell"].map(base)
     frame = frame[frame["percent"].notna()][["cell", "side", metric, "percent"]]
@@ -209,15 +213,17 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff)
     return ChartSpec(name=f"{metric}-sides", title=title,
                      description=(f"{metric_label(metric)} of every run on each side, per model and environment, "
                                   "as a percentage of side a's mean there."),
-                     spec=sides_spec(data, metric=metric, title=title), rows=len(data))
+                     spec=sides_spec(data, metric=metric, title=title, order=order), rows=len(data))
 
 
+def cells_in_order(frame: pd.DataFrame, baseline: str | None) -> list[str]:
+    """The ``cell`` names of ``frame`` (its ``model`` and ``environment`` columns) in the diff
+    tables' order (:func:`~sparkreport.analysis.diff.cell_order`), for a chart's y sort."""
+    from sparkreport.analysis.diff import cell_order
 
-
-
-
-
-
+    model = "model" if "model" in frame.columns else "model_name"
+    triples = frame[["cell", model, "environment"]].drop_duplicates("cell").itertuples(index=False)
+    return [cell for cell, _m, _e in sorted(triples, key=lambda t: cell_order(str(t[1]), str(t[2]), baseline))]
 
 
 def side_names(a: str, b: str) -> tuple[str, str]:
@@ -229,9 +235,10 @@ def side_names(a: str, b: str) -> tuple[str, str]:
     return (",".join(own_a) or a, ",".join(own_b) or b)
 
 
-def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[str, Any]:
+def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str,
+               order: list[str] | None = None) -> dict[str, Any]:
     """The sides chart's spec: a tick per row of ``data`` at its ``percent`` of side a's mean, a
-    row per cell, the two sides offset within it and coloured in
+    row per cell (in ``order`` where given), the two sides offset within it and coloured in
     :data:`~sparkreport.charts.SIDE_COLOURS` (side a's label sorts first: "a: …", "b: …")."""
     from sparkreport.charts import PANEL_WIDTH, SIDE_COLOURS, mark, nominal, quantitative, top_level
 
@@ -241,7 +248,8 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str) -> dict[s
         "tooltip": [nominal("cell"), nominal("side"), quantitative(metric, format=",.4g"),
                     quantitative("percent", format=".2f", title="% of a's mean")],
         "x": quantitative("percent", scale={"zero": False}, title=f"{metric_label(metric)}, % of side a's mean"),
-        "y": nominal("cell", axis={"labelLimit": 400}, title=None), "yOffset": nominal("side")}},
+        "y": nominal("cell", axis={"labelLimit": 400}, title=None, **({"sort": order} if order else {})),
+        "yOffset": nominal("side")}},
         title=title, width=PANEL_WIDTH)
 
 
@@ -256,28 +264,31 @@ def side_model_names(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str], level: str) -> ChartSpec | None:
+def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str], level: str,
+                baseline: str | None = None) -> ChartSpec | None:
     """The ratio b/a per cell with its Fieller CI at the confidence ``level`` the diff used
     ('95%'), and the line of no change at 1; cells are named as the side-by-side chart and the
-    tables name them (the environment · the model's display name)."""
+    tables name them (the environment · the model's display name), in the tables' order."""
     from sparkreport.charts import ChartSpec, _records
 
     frame = cells[cells["ratio"].notna()].copy()
     if frame.empty:
         return None
     frame["cell"] = frame["environment"].astype(str) + " · " + frame["model"].astype(str).map(lambda m: names.get(m, m))
+    order = cells_in_order(frame, baseline)
     data = _records(frame[["cell", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]])
     title = f"{metric_label(metric)}: ratio b/a"
     return ChartSpec(name=f"{metric}-ratio", title=title,
                      description=f"The ratio of means b/a of {metric_label(metric)} per cell with its Fieller CI.",
-                     spec=ratio_spec(data, title=title, level=level), rows=len(data))
+                     spec=ratio_spec(data, title=title, level=level, order=order), rows=len(data))
 
 
-def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str) -> dict[str, Any]:
+def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str, order: list[str] | None = None) -> dict[str, Any]:
     """The ratio chart's spec: per cell in ``data`` the CI (at ``level``) as a rule and the ratio
     as a point coloured by verdict — each verdict in its colour on every chart (the whole domain
     in the spec), the legend listing those drawn — and a dashed rule at 1. A cell's name (the
-    environment · the model's name) is cut only past :data:`~sparkreport.charts.LABEL_LIMIT_PX`."""
+    environment · the model's name) is cut only past :data:`~sparkreport.charts.LABEL_LIMIT_PX`;
+    the cells are in ``order`` where given."""
     from sparkreport.charts import (
         LABEL_LIMIT_PX,
         PANEL_WIDTH,
@@ -289,15 +300,16 @@ def ratio_spec(data: list[dict[str, Any]], *, title: str, level: str) -> dict[st
         verdict_colour,
     )
 
+    sort = {"sort": order} if order else {}
     layers = [
         {"mark": mark("rule"), "encoding": {
             "x": quantitative("ratio_ci_low", scale={"zero": False}, title=f"b / a ({level} CI)"),
             "x2": {"field": "ratio_ci_high"},
-            "y": nominal("cell", title=None, axis={"labelLimit": LABEL_LIMIT_PX})}},
+            "y": nominal("cell", title=None, axis={"labelLimit": LABEL_LIMIT_PX}, **sort)}},
         {"mark": mark("point", filled=True, size=60), "encoding": {
             "color": verdict_colour(RATIO_VERDICTS, (str(d["verdict"]) for d in data)),
             "tooltip": [nominal("cell"), quantitative("ratio", format=".4f"), nominal("verdict")],
-            "x": quantitative("ratio"), "y": nominal("cell")}},
+            "x": quantitative("ratio"), "y": nominal("cell", **sort)}},
         {"data": {"values": [{"one": 1.0}]}, "mark": mark("rule", strokeDash=[4, 4]),
          "encoding": {"x": quantitative("one")}},
     ]
