@@ -306,3 +306,22 @@ def test_a_quantity_one_run_did_not_record_is_held_constant_in_the_runs_that_did
     assert ("**Held constant**, stated, not tested — one value in every run (4 runs): Failed requests 0; Requests "
             "400; and Max batch size: 32 in every run that recorded it (3 of 4 runs).") in page
     assert "| KV cache" not in page and "KV cache +" not in page
+
+
+def test_what_the_data_cannot_show_blames_no_missing_sd_on_a_single_measured_run() -> None:
+    """A single measured run against a published arm with an SD skips Mann–Whitney (no runs on the
+    published side) and Welch's test (one run): the reason is the single run, so Home must not say
+    that figures published without an SD cannot be tested; an arm published without an SD does."""
+    from types import SimpleNamespace
+
+    from sparkreport.config import ProjectConfig
+    from sparkreport.render.builtin import data_limits
+
+    site = SimpleNamespace(findings=[], config=ProjectConfig())
+    skipped = "Mann–Whitney U, Welch t-test, difference CI, ratio CI, TOST, Hedges' g"
+    single = {"skipped": skipped, "untested_why": "a single run in one arm"}
+    without_sd = {"skipped": skipped, "untested_why": "published without a spread"}
+    (published,) = [line for line in data_limits(site, [single]) if line.startswith("Published figures")]
+    assert published.endswith("(Welch's test, the intervals and TOST use n, mean and SD).")
+    (published,) = [line for line in data_limits(site, [without_sd]) if line.startswith("Published figures")]
+    assert published.endswith("; figures published without an SD cannot be tested at all.")
