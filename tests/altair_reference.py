@@ -195,7 +195,7 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
 
 
 def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *, versions: list[str],
-                 column: str, axis: str, title: str) -> dict[str, Any]:
+                 column: str, axis: str, title: str, number_format: str = ",.2f") -> dict[str, Any]:
     domain = alt.Scale(domain=versions)
     x = alt.X("version:O", scale=domain, title=f"version ({column})",
               axis=alt.Axis(labelOverlap=True, labelAngle=-45))
@@ -211,7 +211,7 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
         domain=names, range=[DASHES[i // 5 % 4] for i in range(len(names))]))} if dashed else {}
     lines = base.mark_line(point=True).encode(
         x=x, y=alt.Y("mean:Q", title=axis, scale=alt.Scale(zero=False)), color=color,
-        tooltip=[alt.Tooltip("series:N"), alt.Tooltip("version:O"), alt.Tooltip("mean:Q", format=".4g"),
+        tooltip=[alt.Tooltip("series:N"), alt.Tooltip("version:O"), alt.Tooltip("mean:Q", format=number_format),
                  alt.Tooltip("n:Q")], **dash)
     bars = base.mark_rule().encode(x=x, y=alt.Y("ci_low:Q"), y2=alt.Y2("ci_high:Q"), color=color)
     layers = bars + lines
@@ -228,7 +228,8 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
 # sparkreport/render/diffs.py
 
 
-def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str, order: list[str] | None = None) -> dict[str, Any]:
+def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str, order: list[str] | None = None,
+               number_format: str = ",.2f") -> dict[str, Any]:
     sort = {"sort": order} if order else {}
     chart = alt.Chart(alt.Data(values=data)).mark_tick(thickness=2).encode(
         x=alt.X("percent:Q", title=f"{metric_label(metric)}, % of side a's mean", scale=alt.Scale(zero=False)),
@@ -236,7 +237,7 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str, order: li
         yOffset=alt.YOffset("side:N"),
         color=alt.Color("side:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400),
                         scale=alt.Scale(range=SIDES)),
-        tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("side:N"), alt.Tooltip(f"{metric}:Q", format=",.4g"),
+        tooltip=[alt.Tooltip("cell:N"), alt.Tooltip("side:N"), alt.Tooltip(f"{metric}:Q", format=number_format),
                  alt.Tooltip("percent:Q", format=".2f", title="% of a's mean")],
     ).properties(width=PANEL_WIDTH)
     return finish(chart, title)

@@ -416,9 +416,11 @@ def test_history_spec_is_what_altair_builds(tmp_path: Path, steps: dict[str, flo
         changes = layers[2]["data"]["values"] if len(layers) == 3 else []
         assert {c["direction"] for c in changes} <= {"regression", "improvement"}  # what colours the rule
         points = chart.spec["data"]["values"]
+        number_format = layers[1]["encoding"]["tooltip"][2]["format"]
+        assert "g" not in number_format  # never exponent notation
         assert_altairs(chart.spec, altair_reference.history_spec(
             points, changes, versions=result.versions, column=result.column,
-            axis=layers[1]["encoding"]["y"]["title"], title=chart.title))
+            axis=layers[1]["encoding"]["y"]["title"], title=chart.title, number_format=number_format))
     assert specs >= 2
     assert bool(result.changes) == (steps is not None)
 
@@ -530,7 +532,8 @@ def test_sides_spec_is_what_altair_builds(n: int) -> None:
     assert chart is not None and chart.rows == (2 * n if 2 * n <= charts.MAX_ROWS else 4)
     assert_altairs(chart.spec, altair_reference.sides_spec(chart.spec["data"]["values"],
                                                            metric="output_throughput_tok_s", title=chart.title,
-                                                           order=chart.spec["encoding"]["y"].get("sort")))
+                                                           order=chart.spec["encoding"]["y"].get("sort"),
+                                                           number_format=chart.spec["encoding"]["tooltip"][2]["format"]))
 
 
 def test_ratio_spec_is_what_altair_builds() -> None:
@@ -568,6 +571,8 @@ def test_the_diff_charts_list_cells_as_the_tables_do() -> None:
                         baseline="native")
     assert sides is not None
     assert sides.spec["encoding"]["y"]["sort"] == ["native · A", "native · M", "cgroup-16g · M"]
+    # a run's value in the tooltip as the tables print it, never in exponent notation (",.4g": 1.146e+4)
+    assert sides.spec["encoding"]["tooltip"][2]["format"] == ",.2f"  # the catalog's decimals where no table gives any
 
 
 def test_the_ratio_chart_says_the_confidence_level_the_diff_used_and_names_cells_in_full() -> None:

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.names import unique_slugs
-from sparkreport.render.diff_text import HEADINGS, DiffText, command_line, counts_words, sides_sentence, sides_words
+from sparkreport.render.diff_text import (
+    HEADINGS,
+    DiffText,
+    command_line,
+    counts_words,
+    side_places,
+    sides_sentence,
+    sides_words,
+)
 from sparkreport.render.pages import Page, PageDoc, register
 from sparkreport.render.tables import metric_label
 
@@ -158,7 +166,8 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
         if all(c["constant"] for c in of_metric):
             continue  # the same value in every run, on both sides, in every cell: a chart of one tick each
         baseline = site.config.baseline_of("environment")
-        made = [chart for chart in (sides_chart(a, b, metric, named, baseline),
+        decimals = max(side_places(c) for c in of_metric)  # the tables' decimals of the metric's means
+        made = [chart for chart in (sides_chart(a, b, metric, named, baseline, decimals),
                                     ratio_chart(result.cells[result.cells["metric"] == metric], metric, names,
                                                 site.confidence_label, baseline))
                 if chart is not None]
@@ -181,15 +190,19 @@ def named_diff_command(named: NamedDiff, site: SiteData) -> list[str]:
 
 
 def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff,
-                baseline: str | None = None) -> ChartSpec | None:
+                baseline: str | None = None, decimals: int | None = None) -> ChartSpec | None:
     """Both sides' runs per cell (a strip per side), each run as a percentage of its cell's mean
     on side a — so cells of 2,000 and 12,000 tok/s share an axis without flattening each other's
     spread — aggregated if it would pass 5000 rows. The sides are named by what differs in their
     selectors ("a: cache=cold"), not by the whole selector. The cells are in the tables' order
-    (:func:`~sparkreport.analysis.diff.cell_order`: by model, ``baseline`` first)."""
+    (:func:`~sparkreport.analysis.diff.cell_order`: by model, ``baseline`` first); a run's value in
+    the tooltip has ``decimals`` (the tables' for the metric: :func:`~sparkreport.render.diff_text.side_places`),
+    else the metric's catalog decimals."""
     import pandas as pd
 
     from sparkreport.charts import MAX_ROWS, ChartSpec, _records
+    from sparkreport.render.markdown import digits_for
+    from sparkreport.render.precision import tooltip_format
 
     if metric not in a.columns or metric not in b.columns:
         return None
@@ -209,11 +222,14 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff,
     if len(frame) > MAX_ROWS:
         frame = frame.groupby(["cell", "side"], as_index=False)[[metric, "percent"]].mean()
     data = _records(frame)
+    places = digits_for(metric) if decimals is None else decimals
     title = f"{metric_label(metric)}: both sides' runs"
     return ChartSpec(name=f"{metric}-sides", title=title,
                      description=(f"{metric_label(metric)} of every run on each side, per model and environment, "
                                   "as a percentage of side a's mean there."),
-                     spec=sides_spec(data, metric=metric, title=title, order=order), rows=len(data))
+                     spec=sides_spec(data, metric=metric, title=title, order=order,
+                                     number_format=tooltip_format([row[metric] for row in data], places)),
+                     rows=len(data))
 
 
 def cells_in_order(frame: pd.DataFrame, baseline: str | None) -> list[str]:
@@ -236,7 +252,7 @@ def side_names(a: str, b: str) -> tuple[str, str]:
 
 
 def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str,
-               order: list[str] | None = None) -> dict[str, Any]:
+               order: list[str] | None = None, number_format: str = ",.2f") -> dict[str, Any]:
     """The sides chart's spec: a tick per row of ``data`` at its ``percent`` of side a's mean, a
     row per cell (in ``order`` where given), the two sides offset within it and coloured in
     :data:`~sparkreport.charts.SIDE_COLOURS` (side a's label sorts first: "a: …", "b: …")."""
@@ -245,7 +261,7 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str,
     return top_level({"data": {"values": data}, "mark": mark("tick", thickness=2), "encoding": {
         "color": nominal("side", legend={"labelLimit": 400, "orient": "bottom"}, scale={"range": list(SIDE_COLOURS)},
                          title=None),
-        "tooltip": [nominal("cell"), nominal("side"), quantitative(metric, format=",.4g"),
+        "tooltip": [nominal("cell"), nominal("side"), quantitative(metric, format=number_format),
                     quantitative("percent", format=".2f", title="% of a's mean")],
         "x": quantitative("percent", scale={"zero": False}, title=f"{metric_label(metric)}, % of side a's mean"),
         "y": nominal("cell", axis={"labelLimit": 400}, title=None, **({"sort": order} if order else {})),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.render.markdown import digits_for
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
-from sparkreport.render.precision import half_width, places
+from sparkreport.render.precision import half_width, places, tooltip_format
 from sparkreport.render.tables import metric_label
 from sparkreport.schema import slug
 
@@ -266,8 +266,12 @@ def _metric_chart(result: History, metric: str, titles: dict[str, str] | None = 
     changes = [_change_mark(c, series_name(s.campaign, s.model, s.environment, titles))
                for s in series for c in s.changes]
     title = f"{metric_label(metric)} across versions"
+    # the means' tooltip as the page's table prints them (the precision rule: the decimals of the
+    # intervals' half-widths), never in exponent notation (".4g" gave 1.146e+4 tok/s)
+    decimals = places([half_width(p.ci_low, p.ci_high) for s in series for p in s.points if p.n > 1],
+                      digits_for(metric))
     spec = history_spec(points, changes, versions=result.versions, column=result.column, axis=metric_title(metric),
-                        title=title)
+                        title=title, number_format=tooltip_format([p["mean"] for p in points], decimals))
     per = "per model and environment" if titles is None else "per campaign, model and environment"
     # past five series some series' lines are dashed too (history_spec): the change points' are upright
     rounds = -(-len({p["series"] for p in points}) // len(SERIES_COLOURS))
@@ -280,7 +284,7 @@ def _metric_chart(result: History, metric: str, titles: dict[str, str] | None = 
 
 
 def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *, versions: list[str], column: str,
-                 axis: str, title: str) -> dict[str, Any]:
+                 axis: str, title: str, number_format: str = ",.2f") -> dict[str, Any]:
     """The history chart's spec: each series' CI as a rule and its means as a line over the
     versions, in :data:`~sparkreport.charts.SERIES_COLOURS` (apart from the verdicts'), past five
     series each round of five colours in a line of its own (:func:`~sparkreport.charts.series_styles`),
@@ -327,7 +331,8 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
         return series([colour for colour, _dash in styles])
 
     line = {"color": color(),
-            "tooltip": [nominal("series"), ordinal("version"), quantitative("mean", format=".4g"), quantitative("n")],
+            "tooltip": [nominal("series"), ordinal("version"), quantitative("mean", format=number_format),
+                        quantitative("n")],
             "x": x(), "y": quantitative("mean", scale={"zero": False}, title=axis)}
     if dashed:
         line["strokeDash"] = series([list(dash) for _colour, dash in styles])
