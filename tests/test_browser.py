@@ -462,8 +462,9 @@ def test_the_history_charts_draw_a_line_per_campaign(history_site: str, chromium
         nightly, weekly = "Nightly builds: TensorRT-LLM on the H100 control", "Weekly GB10 builds: TensorRT-LLM wheels"
         for chart in charts:
             assert chart["lines"] == 4
+            # each campaign's series together, the baseline environment first (the order rule)
             assert chart["legend"] == [f"mistral-7b-instruct-v0.3 · {env} · {title}"
-                                       for env in ("docker", "native") for title in (nightly, weekly)]
+                                       for title in (nightly, weekly) for env in ("native", "docker")]
             assert chart["scale"] > 0.95, chart
         assert not visit.errors, visit.errors
     finally:
