@@ -207,13 +207,11 @@ DATA_MODULES = ("numpy", "pyarrow", "pandas", "scipy.special", "sparkreport.anal
 
 def _walked_and_keyed(project: Project, target: Path, strict: bool,
                       builder: str) -> tuple[dict[str, str | None], BuildKeys, dict[str, list[Any]]]:
-    """Bad configuration refused (:func:`~sparkreport.render.preflight.refuse_early`), then the
-    store walked and the build key computed (:func:`_walk_and_key`), in a forked process, while
-    this one imports what the dataset and the analysis need: the checks and the walk wait on the
-    file system and the imports keep a CPU busy (~0.5 s of a build that goes on saved; the
-    checks, ~0.1 s, were made here before the imports until the thirty-first round of issue 16:
-    the imports are the longer side). Between two imports the answer is looked at: a refusal is
-    raised from there (the imports stop), a key equal to the kept site's stops them (a build with
+    """The store walked and the build key computed (:func:`_walk_and_key`) in a forked process,
+    while this one refuses bad configuration (:func:`~sparkreport.render.preflight.refuse_early`)
+    and imports what the dataset and the analysis need: the walk waits on the file system and
+    the checks and imports keep a CPU busy (~0.5 s of a build that goes on saved). Between two
+    imports the answer is looked at: a key equal to the kept site's stops them (a build with
     nothing changed then ends about as soon as it would have), and so does a data key equal to
     the kept site's (only hand-written docs changed: the render keeps the generated pages and
     loads no dataset, unless a post's bindings changed). In one process
@@ -221,10 +219,12 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool,
     import importlib
 
     from sparkreport.parallel import Background
+    from sparkreport.render.preflight import refuse_early
     from sparkreport.site import incremental
 
     kept_key = incremental.kept_key(project.cache_dir)
-    with Background(functools.partial(_walk_and_key, project, target, strict, builder, refuse=True)) as walker:
+    with Background(functools.partial(_walk_and_key, project, target, strict, builder)) as walker:
+        refuse_early(project)  # raises: the walker is stopped on the way out (it writes nothing)
         answer = None
         for module in DATA_MODULES if walker.forked else ():
             if answer is None and walker.ready():
@@ -236,21 +236,14 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool,
         return answer if answer is not None else walker.result()
 
 
-def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
-                  refuse: bool = False) -> tuple[dict[str, str | None], BuildKeys, dict[str, list[Any]]]:
+def _walk_and_key(project: Project, target: Path, strict: bool,
+                  builder: str) -> tuple[dict[str, str | None], BuildKeys, dict[str, list[Any]]]:
     """One walk of the store (:func:`~sparkreport.cache.walk_store`: each campaign folder's
     digest, for the published files' and the Runs pages' rows), the build key over it, and the
-    file digests it had to compute (``hashes.pickle``'s new entries: the build saves them). With
-    ``refuse``, bad configuration is refused first (its one-line error raised). Nothing it
-    writes is left half-written (the name index is replaced whole), so it may be stopped at any
-    moment."""
+    file digests it had to compute (``hashes.pickle``'s new entries: the build saves them; this
+    writes no file, so it may be stopped at any moment)."""
     from sparkreport.cache import HASHES_FILE, HashMemo, walk_store
     from sparkreport.site import incremental
-
-    if refuse:
-        from sparkreport.render.preflight import refuse_early
-
-        refuse_early(project)
 
     memo = HashMemo(project.cache_dir / HASHES_FILE)
     walk = walk_store(project.runs_path)
