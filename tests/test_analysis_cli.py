@@ -226,11 +226,11 @@ def test_claim_wording_for_every_verdict() -> None:
                             "adjustment, minimum detectable effect 5.0%); equivalence within ±2% was not shown either.")
     spanning = claim_sentence(base | {"verdict": "inconclusive", "p_holm": 0.3, "diff_ci_high": 1.0})
     assert "excluding zero" not in spanning
-    untestable = claim_sentence(base | {"verdict": "inconclusive", "p_welch": float("nan"), "n_baseline": 10,
+    untestable = claim_sentence(base | {"verdict": "untested", "p_welch": float("nan"), "n_baseline": 10,
                                         "n_candidate": 10, "skipped": "Mann–Whitney U, Welch t-test"})
     assert untestable.endswith("published without a spread, so no test is possible.")
     # two single measured runs: no spread either, but nothing was published
-    single = claim_sentence(base | {"verdict": "inconclusive", "p_welch": float("nan"), "n_baseline": 1,
+    single = claim_sentence(base | {"verdict": "untested", "p_welch": float("nan"), "n_baseline": 1,
                                     "n_candidate": 1, "skipped": "Welch t-test"})
     assert single.endswith("in native — one run per arm, so no test is possible.")
     flagged = claim_sentence(base | {"verdict": "lower"}, [Finding("error", "roofline", "x", ["r1"])])

@@ -101,7 +101,7 @@ def _sentence(raw: Mapping[Any, Any]) -> str:
             ratio_part += f" ({ratio_ci})"
         return (f"{who}: {cand} had {ratio_part}: {means}, {diff}"
                 f"{' (' + diff_ci + ')' if diff_ci else ''}, Holm-adjusted p {_p_eq(row['p_holm'])}.")
-    if not math.isfinite(float(row["p_welch"])):
+    if verdict == "untested":
         from sparkreport.analysis.compare import untested_reason
 
         return (f"{who}: {noun} {fmt(mean_c, digits)}{unit} in {cand} vs {fmt(mean_b, digits)}{unit} in {base} "

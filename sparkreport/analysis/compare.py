@@ -232,7 +232,7 @@ UNTESTED_REASONS = ("published without a spread", "one run per arm", "a single r
 
 
 def untested_reason(row: Mapping[Any, Any]) -> str:
-    """Why ``row``, a comparison without a Welch p-value, was not tested, in
+    """Why ``row``, a comparison no test could run on (verdict ``untested``), was not tested, in
     :data:`UNTESTED_REASONS`' words: an arm published without an SD (both arms of two runs or
     more, or of one run each where an arm is published: a figure of one run has no SD either);
     each arm one run of per-run data; one arm of a single run (run or published: which one the

@@ -609,12 +609,12 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
             "delta_high": (high - 1) * 100 if high is not None else None,
             "margin_pct": float(margin) * 100,
             "primary": row["metric"] in order,
-            "untested": row.get("p_welch") is None,
+            "untested": row["verdict"] == "untested",  # no test could run (compare's verdict)
         })
         # why it was not tested, as its answer, key and chart say it (published, single runs)
         out[-1]["untested_why"] = untested_reason(row) if out[-1]["untested"] else ""
     for row in out:
-        kind = "untested" if row["untested"] else str(row["verdict"])
+        kind = str(row["verdict"])
         row["mark"] = VERDICT_MARKS[kind]
         row["judgement"] = judgement(kind, str(row["metric"]))
         row["words"] = verdict_words(kind, margin_text(row["margin_pct"] / 100)) + (

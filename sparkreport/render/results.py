@@ -134,7 +134,8 @@ class ResultsPage(Page):
             return {"model_name": doc.title, "path": doc.path, "rows": [], "campaign": None}
         compared = of("comparisons")
         # tested: a comparison with a test (one of published figures without a spread has none)
-        tested = set() if compared is None else set(compared.loc[compared["p_welch"].notna(), "metric"].astype(str))
+        tested = set() if compared is None else \
+            set(compared.loc[compared["verdict"] != "untested", "metric"].astype(str))
         primary, in_page_order = page_order(site, stats["metric"])
         shown_metrics = [m for m in in_page_order if m in tested] + [m for m in primary if m not in tested]
         by_metric = _by(stats, "metric")
