@@ -27,7 +27,6 @@ class Metric:
     digits: int = 2
 
 
-
 def given_places(value: float, most: int) -> int:
     """The decimals ``value`` was given with (119.79 → 2, 0.2 → 1, 64.0 → 0), at most ``most``."""
     return next((d for d in range(most + 1) if math.isclose(round(value, d), value, rel_tol=1e-12, abs_tol=1e-12)),
@@ -50,6 +49,7 @@ def quoted(value: float, metric: str) -> str:
     "119.40"; a mean of runs (more decimals than the catalog's) gets the catalog's."""
     entry = lookup(metric)
     return figure(value, given_places(value, entry.digits if entry is not None else 2))
+
 
 _BASE: list[Metric] = [
     Metric("request_throughput_req_s", "req/s", "Request throughput", "higher"),

@@ -228,7 +228,10 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhi
 
 
 #: Why a comparison has no test (no Welch p-value), as the pages say it (:func:`untested_reason`).
-UNTESTED_REASONS = ("published without a spread", "one run per arm", "a single run in one arm")
+#: Why a comparison was not tested (:func:`untested_reason`), in the order the pages list them.
+WITHOUT_SPREAD, ONE_RUN_PER_ARM, ONE_SINGLE_RUN = "published without a spread", "one run per arm", \
+    "a single run in one arm"
+UNTESTED_REASONS = (WITHOUT_SPREAD, ONE_RUN_PER_ARM, ONE_SINGLE_RUN)
 
 
 def untested_reason(row: Mapping[Any, Any]) -> str:
@@ -240,8 +243,8 @@ def untested_reason(row: Mapping[Any, Any]) -> str:
     counts = (int(row["n_baseline"]), int(row["n_candidate"]))
     published = "mann_whitney" in skipped_tests(row.get("skipped"))  # an arm without runs
     if min(counts) >= 2 or (published and counts == (1, 1)):
-        return UNTESTED_REASONS[0]
-    return UNTESTED_REASONS[1] if counts == (1, 1) else UNTESTED_REASONS[2]
+        return WITHOUT_SPREAD
+    return ONE_RUN_PER_ARM if counts == (1, 1) else ONE_SINGLE_RUN
 
 
 def skipped_tests(skipped: object) -> set[str]:

@@ -200,14 +200,14 @@ def table_effects(table: dict[str, Any]) -> list[dict[str, Any]]:
 
 def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
     """What the data cannot show, each said once."""
-    from sparkreport.analysis.compare import UNTESTED_REASONS, skipped_tests
+    from sparkreport.analysis.compare import WITHOUT_SPREAD, skipped_tests
 
     out = []
     # Mann–Whitney is skipped only where an arm has no runs (published figures); Welch's test where
     # an arm has no SD: published without one (the reason the effect gives), or a single run
     # (said below, from its finding).
     published = any("mann_whitney" in skipped_tests(e.get("skipped")) for e in effects)
-    without_sd = any(e.get("untested_why") == UNTESTED_REASONS[0] for e in effects)
+    without_sd = any(e.get("untested_why") == WITHOUT_SPREAD for e in effects)
     if published:
         out.append("Published figures give n, mean and SD per arm, not the runs: the Mann–Whitney U test "
                    "needs the runs (Welch's test, the intervals and TOST use n, mean and SD)"

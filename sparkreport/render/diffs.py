@@ -161,11 +161,11 @@ def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list
     cells = text.cells
     charts: list[ChartSpec] = []
     folded_charts: list[str] = []  # those of a metric unchanged in every cell: folded, as the tables are
+    baseline = site.config.baseline_of("environment")
     for metric in dict.fromkeys(str(cell["metric"]) for cell in cells):  # as the tables order them
         of_metric = [c for c in cells if c["metric"] == metric]
         if all(c["constant"] for c in of_metric):
             continue  # the same value in every run, on both sides, in every cell: a chart of one tick each
-        baseline = site.config.baseline_of("environment")
         decimals = max(side_places(c) for c in of_metric)  # the tables' decimals of the metric's means
         made = [chart for chart in (sides_chart(a, b, metric, named, baseline, decimals),
                                     ratio_chart(result.cells[result.cells["metric"] == metric], metric, names,
