@@ -1178,14 +1178,6 @@ def test_every_list_of_metrics_leads_with_the_configured_primary_metrics_then_re
     assert metric_order(names)[0] == "kv_cache_gib"
 
 
-def test_a_ratio_interval_that_rounds_to_a_point_gets_the_decimals_that_tell_its_ends_apart() -> None:
-    from sparkreport.render.markdown import ratio_interval
-
-    assert ratio_interval(0.99974, 1.00038) == "0.9997–1.0004"  # not 1.000–1.000, which reads as no spread
-    assert ratio_interval(0.9987, 1.0021) == "0.999–1.002"
-    assert ratio_interval(1.0, 1.0) == "1.000–1.000" and ratio_interval(None, 1.0) == "—"
-
-
 def test_the_commands_a_page_prints_name_the_store_it_was_built_from(tmp_path: Path, published_store: Path) -> None:
     """A command a reader copies from a page (``sparkreport dataset``, ``check``, ``diff``,
     ``history``) reads the store the site was built from: the project's ``runs/`` needs no

@@ -122,16 +122,6 @@ def ci(low: Any, high: Any, metric: str | None = None, digits: int | None = None
     return f"{num(low, metric, places)} to {num(high, metric, places)}"
 
 
-def ratio_interval(low: Any, high: Any) -> str:
-    """A ratio's interval, 'low–high', with three decimals, more where its ends differ but round
-    to one number ('0.9998–1.0002', not '1.000–1.000', which reads as no spread); '—' when
-    either end is missing."""
-    if is_missing(low) or is_missing(high):
-        return MISSING
-    places = interval_places(low, high, digits=3)
-    return f"{float(low):.{places}f}–{float(high):.{places}f}"
-
-
 def mean_in(mean: Any, low: Any, high: Any, metric: str | None = None) -> str:
     """A mean written with as many decimals as its interval (:func:`interval_places`): beside
     '9.411 to 9.414', 9.413, not 9.41 (which reads as outside it)."""
@@ -308,7 +298,7 @@ def make_environment(project_templates: Path | None, compiled: Path | None = Non
     env.filters.update(num=num, ci=ci, interval=interval, pvalue=pvalue, percent=percent, code=code, md=md_escape, h=h,
                        breakable=breakable, size=size, campaign_title=campaign_title)
     env.globals.update(link=link, skipped_note=skipped_note, chart=chart_html, num=num, ci=ci, interval=interval,
-                       mean_in=mean_in, ratio_interval=ratio_interval,
+                       mean_in=mean_in,
                        pvalue=pvalue, signed=signed, places=table_places, deltas=deltas, share=share,
                        percent=percent, code=code, word_code=word_code, is_missing=is_missing, MISSING=MISSING,
                        cut=shown_values, counted=counted,
