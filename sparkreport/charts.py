@@ -369,7 +369,7 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
     per-arm quantiles instead of points. ``places``: the decimals of the metric's table on the
     page (the precision rule's; None: the catalog's), which the tooltips print the values with.
     """
-    from sparkreport.render.markdown import digits_for
+    from sparkreport.figures import digits_for
     from sparkreport.render.precision import tooltip_format
 
     if metric not in runs.columns:

@@ -843,10 +843,17 @@ def test_signed_numbers_never_print_a_signed_zero(value: float | None, digits: i
 ])
 def test_a_p_value_is_never_printed_as_zero(p: float | None, text: str) -> None:
     """One rule on every page, sentence and in the pull-request comment: three decimals, '< 0.001'
-    below (the diff pages printed '0.0000'), unbroken in a narrow column."""
+    below (the diff pages printed '0.0000'), unbroken in a narrow column. The rule is
+    sparkreport.figures' (a claim's sentence gets the plain text); a page's '< 0.001' is Markup,
+    which a template's escaping leaves with its no-break space."""
+    from markupsafe import Markup
+
+    from sparkreport import figures
     from sparkreport.render.markdown import pvalue
 
-    assert pvalue(p) == text
+    assert pvalue(p) == figures.pvalue(p) == text
+    assert isinstance(pvalue(p), Markup) == text.startswith("<")
+    assert type(figures.pvalue(p)) is str
 
 
 @pytest.mark.parametrize(("low", "high", "text"), [

@@ -14,6 +14,7 @@ from typing import Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis.checks import Finding, check_titles
+from sparkreport.figures import difference_places, pvalue
 
 
 def _num(value: Any) -> float:
@@ -79,8 +80,6 @@ def _sentence(raw: Mapping[Any, Any]) -> str:
     noun = _noun(entry.label if entry else metric)
     unit = f" {row['unit']}" if row.get("unit") else ""
     # the decimals the pages' precision rule gives a comparison's figures
-    from sparkreport.render.precision import difference_places
-
     digits = difference_places(row)
     who = f"{row.get('model_name') or row['model']}"
     cand, base = row["candidate"], row["baseline"]
@@ -127,7 +126,5 @@ def _p_eq(p: float) -> str:
 
 
 def _p(p: float) -> str:
-    """A p-value in a sentence, as the pages write it (one rule: ``render.markdown.pvalue``)."""
-    from sparkreport.render.markdown import pvalue
-
+    """A p-value in a sentence, as the pages write it (one rule: :func:`sparkreport.figures.pvalue`)."""
     return pvalue(p) if math.isfinite(float(p)) else "n/a"

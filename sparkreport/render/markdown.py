@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
+from sparkreport import figures
 from sparkreport import metrics as metric_catalog
+from sparkreport.figures import MISSING, digits_for, is_missing
 from sparkreport.metrics import with_unit
 from sparkreport.names import SHOWN_VALUES, shown_values
 
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
 
 PACKAGE_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-MISSING = "—"
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}|])")
 #: '<' that could open a tag or comment, '&' that could start an entity; '< 0.001' stays as is.
@@ -58,22 +59,6 @@ def _finalize(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return MISSING
     return md_escape(value)
-
-
-def is_missing(value: Any) -> bool:
-    """True for None, NaN and pandas NA."""
-    if value is None:
-        return True
-    try:
-        return bool(value != value) or (isinstance(value, float) and not math.isfinite(value))
-    except (TypeError, ValueError):
-        return True
-
-
-def digits_for(metric: str | None) -> int:
-    """Decimals a metric is shown with (from the metric catalog; 2 by default)."""
-    entry = metric_catalog.lookup(metric) if metric else None
-    return entry.digits if entry else 2
 
 
 def num(value: Any, metric: str | None = None, digits: int | None = None) -> str:
@@ -138,15 +123,11 @@ def interval(low: Any, high: Any, metric: str | None = None, digits: int | None 
 
 
 def pvalue(p: Any) -> str:
-    """A p-value as every page, sentence and the pull-request comment write it: three decimals
-    ('0.034'), and '< 0.001' below 0.001 — a p-value is never 0, and four decimals would print a
-    tiny one as '0.0000' (APA style) — after a no-break space, which a narrow table column would
-    otherwise break ('<' above '0.001'); '—' when the test was not possible. ``--json`` keeps
-    every digit."""
-    if is_missing(p):
-        return MISSING
-    # Markup: a template's escaping would fold the no-break space into a space ('<' is no tag here)
-    return Markup("<\u00a00.001") if float(p) < 0.001 else f"{float(p):.3f}"
+    """A p-value as every page writes it (:func:`sparkreport.figures.pvalue`: '0.034', '< 0.001',
+    '—'), '< 0.001' as :class:`~markupsafe.Markup`: a template's escaping would fold its
+    no-break space into a space ('<' is no tag here)."""
+    text = figures.pvalue(p)
+    return Markup(text) if text == figures.BELOW_FLOOR else text
 
 
 def signed(value: Any, digits: int = 2) -> str:

@@ -38,44 +38,30 @@ zero would print as zero.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+# The rules a claim's sentence shares with the pages live below both (sparkreport.figures);
+# imported here as well, where the rest of the precision rule's callers look for them.
+from sparkreport.figures import (
+    MISSING,
+    MOST_PLACES,
+    digits_for,
+    first_digit_place,
+    half_width,
+    is_missing,
+    nonzero_places,
+    places,
+)
+from sparkreport.figures import difference_places as difference_places
 from sparkreport.metrics import given_places
-from sparkreport.render.markdown import MISSING, digits_for, is_missing
 
-#: The most decimals a figure in a metric's unit gets (a spread of a millionth of the unit).
-MOST_PLACES = 6
 #: The decimals of a difference in percent (Δ %): hundredths of a percentage point.
 DELTA_PLACES = 2
 #: The most decimals a difference in percent takes to show a figure that is not zero.
 MOST_DELTA_PLACES = 5
 #: The significant digits of a spread in percent (CV).
 SHARE_DIGITS = 2
-
-
-def first_digit_place(value: float) -> int:
-    """The decimal place of ``value``'s first significant digit: 0.0034 → 3, 0.96 → 1, 2.27 → 0,
-    12.5 → -1 (``value`` not zero)."""
-    return -math.floor(math.log10(abs(value)))
-
-
-def half_width(low: Any, high: Any) -> float | None:
-    """An interval's half-width (None when an end is missing)."""
-    if is_missing(low) or is_missing(high):
-        return None
-    return (float(high) - float(low)) / 2
-
-
-def places(spreads: Iterable[Any], fallback: int) -> int:
-    """The decimals of a table's figures in a metric's unit: the place of the first significant
-    digit of the smallest of ``spreads`` (SDs and interval half-widths; missing ones and zeros
-    are no spread), between 0 and :data:`MOST_PLACES`; ``fallback`` when none is a spread."""
-    found = [abs(float(s)) for s in spreads if not is_missing(s) and float(s) != 0]
-    if not found:
-        return fallback
-    return min(MOST_PLACES, max(0, max(first_digit_place(s) for s in found)))
 
 
 def arm_spreads(arm: Mapping[Any, Any] | None) -> list[Any]:
@@ -97,30 +83,6 @@ def table_places(arms: Iterable[Mapping[Any, Any] | None], metric: str | None = 
     quoted = [given_places(float(arm[key]), catalog) for arm in given if arm.get("source") == "published"
               for key in ("mean", "sd") if not is_missing(arm.get(key))]
     return max([count, *quoted])
-
-
-def nonzero_places(values: Iterable[Any], count: int, most: int = MOST_PLACES) -> int:
-    """``count`` decimals, or more (up to ``most``) until every one of ``values`` that is not zero
-    prints as something other than zero: figures printed together (a difference and its
-    interval's ends) keep one number of decimals, and an end just above zero says so."""
-    found = [abs(float(v)) for v in values if not is_missing(v) and float(v) != 0]
-    for more in range(count, max(count, most) + 1):
-        if all(round(v, more) != 0 for v in found):
-            return more
-    return max(count, most)
-
-
-def difference_places(row: Mapping[Any, Any]) -> int:
-    """The decimals of a comparison's figures in the metric's unit printed together (the two
-    means, their difference and its interval, as a sentence or a post's table gives them): the
-    place of the first significant digit of the difference's interval half-width (the metric's
-    catalog decimals without one), more where the difference or an end of its interval would
-    otherwise print as zero (:func:`nonzero_places`). ``row``: a ``compare`` row."""
-    low, high = row.get("diff_ci_low"), row.get("diff_ci_high")
-    count = places([half_width(low, high)], digits_for(str(row.get("metric") or "")))
-    diff = None if is_missing(row.get("mean_candidate")) or is_missing(row.get("mean_baseline")) else \
-        float(row["mean_candidate"]) - float(row["mean_baseline"])
-    return nonzero_places([diff, low, high], count)
 
 
 def tooltip_format(values: Iterable[Any], count: int, *, signed: bool = False, most: int = MOST_PLACES) -> str:
