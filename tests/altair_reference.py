@@ -168,7 +168,7 @@ def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, colou
 
 
 def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str,
-                verdicts: set[str] | None = None, delta_format: str = "+.2f") -> dict[str, Any]:
+                verdicts: set[str] | None = None) -> dict[str, Any]:
     y = alt.Y("row:N", title=None, sort=[d["row"] for d in data], axis=alt.Axis(labelLimit=440))
     band = alt.Chart(inline([{"lo": -margin, "hi": margin}])).mark_rect(opacity=0.12, color=UNCHANGED).encode(
         x=alt.X("lo:Q"), x2=alt.X2("hi:Q"))
@@ -179,9 +179,8 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
     colour = alt.Color("verdict:N", title="verdict", legend=alt.Legend(orient="bottom", values=present),
                        scale=alt.Scale(domain=list(words), range=list(words.values())))
     tooltip = [alt.Tooltip("row:N", title="effect"), alt.Tooltip("comparison:N"), alt.Tooltip("campaign:N"),
-               alt.Tooltip("delta:Q", title="Δ %", format=delta_format),
-               alt.Tooltip("low:Q", title=f"{level} CI low", format=delta_format),
-               alt.Tooltip("high:Q", title=f"{level} CI high", format=delta_format), alt.Tooltip("verdict:N")]
+               alt.Tooltip("delta_text:N", title="Δ %"), alt.Tooltip("low_text:N", title=f"{level} CI low"),
+               alt.Tooltip("high_text:N", title=f"{level} CI high"), alt.Tooltip("verdict:N")]
     rules = alt.Chart(inline(data)).mark_rule(strokeWidth=2).encode(
         x=alt.X("low:Q"), x2=alt.X2("high:Q"), y=y, color=colour)
     points = alt.Chart(inline(data)).mark_point(size=60, filled=True).encode(

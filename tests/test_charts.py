@@ -178,6 +178,7 @@ def test_tooltips_print_figures_as_the_tables_do() -> None:
     """The precision rule in the tooltips: a mean and its interval with the decimals of the
     smallest SD or half-width beside them (9.413, 9.411 to 9.414 beside an SD of 0.0034), a run's
     value with its table's decimals, and no value that is not zero as 0.00."""
+    from sparkreport.render.precision import deltas
     from sparkreport.render.report import forest_chart
 
     stats = pd.DataFrame({"environment": ["native", "docker"], "metric": "tpot_ms_mean", "n": [10, 10],
@@ -193,16 +194,26 @@ def test_tooltips_print_figures_as_the_tables_do() -> None:
     runs["failed_requests"] = [0.0, 1.0, 2.0]
     assert _tooltip_formats(charts.per_run_chart(runs, "failed_requests", name="r", title="t",
                                                  places=0).spec) == {"value": ",.0f"}
-    # an effect of +0.004% (interval +0.001 to +0.007) reads so, not +0.00
+
+    def effects_tooltips(effects: list[dict[str, object]]) -> list[tuple[str, str, str]]:
+        """Each effect's Δ % and ends as the forest chart's tooltip shows them (its data's text)."""
+        chart = forest_chart(effects, name="e", title="t", confidence=0.95)
+        assert chart is not None and _tooltip_formats(chart.spec) == {}  # text, not a d3 format
+        shown = {t["field"]: t.get("title") for t in chart.spec["layer"][-1]["encoding"]["tooltip"]}
+        assert list(shown)[3:6] == ["delta_text", "low_text", "high_text"] and shown["delta_text"] == "Δ %"
+        return [(d["delta_text"], d["low_text"], d["high_text"]) for d in chart.spec["layer"][-1]["data"]["values"]]
+
+    # the effects table's text, effect by effect: +0.004% (interval +0.001 to +0.007) reads so,
+    # not +0.00; a zero is 0.00, not d3's +0.00; one just below zero -0.004, not d3's −0.00
     small = {**_effect("llama-3-8b", "Output throughput", 0.004, 0.003), "delta_low": 0.001, "delta_high": 0.007}
-    chart = forest_chart([small, _effect("qwen-72b", "Output throughput", 3.5, 1.0, "higher")], name="e",
-                         title="t", confidence=0.95)
-    assert chart is not None
-    assert _tooltip_formats(chart.spec) == {"delta": "+.3f", "low": "+.3f", "high": "+.3f"}
-    assert chart.spec["layer"][-1]["data"]["values"][0]["delta"] == 0.004
-    plain = forest_chart([_effect("qwen-72b", "Output throughput", 3.5, 1.0, "higher")], name="e", title="t",
-                         confidence=0.95)
-    assert plain is not None and _tooltip_formats(plain.spec)["delta"] == "+.2f"
+    zero = {**_effect("gemma-2b", "Output throughput", 0.0, 0.5), "delta_low": -0.004, "delta_high": 0.5}
+    effects = [small, zero, _effect("qwen-72b", "Output throughput", 3.5, 1.0, "higher")]
+    assert effects_tooltips(effects) == [("+0.004", "+0.001", "+0.007"), ("0.00", "-0.004", "+0.500"),
+                                         ("+3.50", "+2.50", "+4.50")]
+    assert effects_tooltips(effects) == [tuple(deltas(e["delta_pct"], e["delta_low"], e["delta_high"]))
+                                         for e in effects]
+    chart = forest_chart(effects, name="e", title="t", confidence=0.95)
+    assert chart is not None and chart.spec["layer"][-1]["data"]["values"][0]["delta"] == 0.004  # drawn as shown
 
 
 def test_per_run_spec_is_what_altair_builds() -> None:

@@ -29,8 +29,10 @@ that the interval excludes zero.
 
 **A chart's tooltip** has one format per field (Vega-Lite's d3 format, :func:`tooltip_format`):
 the decimals its table gives the field (a run's value and an arm's mean and interval: the
-metric's table's; a Δ % and its ends: two), more for the whole field where a value that is not
-zero would print as zero.
+metric's table's), more for the whole field where a value that is not zero would print as zero.
+The effects chart's Δ % and its ends are text the chart's data carries, printed here as the
+effects table prints them (:func:`deltas`, effect by effect): a signed d3 format prints a
+zero "+0.00" (and a value just below zero that it rounds away "−0.00").
 
 **A spread in percent** (the coefficient of variation) is printed with two significant digits
 (0.036%, 0.13%, 1.9%, 12%): a CV is read as a ratio of scales, not against a fixed margin.
@@ -85,14 +87,13 @@ def table_places(arms: Iterable[Mapping[Any, Any] | None], metric: str | None = 
     return max([count, *quoted])
 
 
-def tooltip_format(values: Iterable[Any], count: int, *, signed: bool = False, most: int = MOST_PLACES) -> str:
+def tooltip_format(values: Iterable[Any], count: int, most: int = MOST_PLACES) -> str:
     """The Vega-Lite (d3-format) format of a chart's figures that the pages print with ``count``
-    decimals (a table's :func:`table_places`, a Δ %'s :data:`DELTA_PLACES`): one format for the
-    field, as a table's column has one number of decimals, with more (up to ``most``) where one of
-    ``values`` that is not zero would print as zero (:func:`nonzero_places`); thousands separated
-    (",.2f"), or signed for a difference in percent ("+.3f")."""
-    places = nonzero_places(values, count, most)
-    return f"+.{places}f" if signed else f",.{places}f"
+    decimals (a table's :func:`table_places`): one format for the field, as a table's column has
+    one number of decimals, with more (up to ``most``) where one of ``values`` that is not zero
+    would print as zero (:func:`nonzero_places`); thousands separated (",.2f"). Not for a signed
+    figure: d3 prints a zero "+0.00" (the effects chart carries its Δ % as text, :func:`deltas`)."""
+    return f",.{nonzero_places(values, count, most)}f"
 
 
 def delta_places(values: Iterable[Any], base: int = DELTA_PLACES) -> int:

@@ -794,20 +794,23 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
         from sparkreport.analysis.history import natural_key
 
         shown = sorted(shown, key=lambda e: natural_key(str(e["campaign"])))
-    from sparkreport.render.precision import DELTA_PLACES, MOST_DELTA_PLACES, delta_places, tooltip_format
+    from sparkreport.render.precision import delta_places, deltas
 
-    # the tooltips' Δ % and ends as the tables print them: two decimals, more where one that is
-    # not zero would print as +0.00 (the data keep as many, so the tooltip shows what it drew)
-    deltas = [e[key] for e in shown for key in ("delta_pct", "delta_low", "delta_high")]
-    delta_format = tooltip_format(deltas, DELTA_PLACES, signed=True, most=MOST_DELTA_PLACES)
-    kept = max(3, delta_places(deltas))
+    # the points keep as many decimals as the tooltips print (more where one that is not zero
+    # would print as +0.00), so a tooltip shows what was drawn
+    kept = max(3, delta_places([e[key] for e in shown for key in ("delta_pct", "delta_low", "delta_high")]))
     for e in shown:
+        # the tooltip's Δ % and ends as the effects table prints them (precision.deltas, in
+        # Python): a signed d3 format printed a zero "+0.00", and gave the whole field the
+        # decimals of its smallest figure where the table gives each effect its own
+        delta_text, low_text, high_text = deltas(e["delta_pct"], e["delta_low"], e["delta_high"])
         data.append({
             "row": " · ".join(named(e)), "metric": e["label"],
             "comparison": f"{e['candidate']} vs {e['baseline']}",
             "campaign": (titles or {}).get(str(e["campaign"]), str(e["campaign"])),
             "delta": round(e["delta_pct"], kept), "low": _round(e["delta_low"], kept),
             "high": _round(e["delta_high"], kept),
+            "delta_text": delta_text, "low_text": low_text, "high_text": high_text,
             "verdict": verdict_words(str(e["verdict"])), "margin": e["margin_pct"],
         })
     if not data:
@@ -821,8 +824,8 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
                    f"is the ±{margin:g}% equivalence margin"
                    + (f"; {undrawn_text(left_out)} {'is' if len(left_out) == 1 else 'are'} in the tables only."
                       if left_out else "."))
-    spec = (forest_panels(data, level=level, margin=margin, title=title, delta_format=delta_format) if campaigns
-            else forest_spec(data, level=level, margin=margin, title=title, delta_format=delta_format))
+    spec = (forest_panels(data, level=level, margin=margin, title=title) if campaigns
+            else forest_spec(data, level=level, margin=margin, title=title))
     return ChartSpec(name=name, title=title, description=description, spec=spec, rows=len(data))
 
 
@@ -837,11 +840,12 @@ def undrawn_text(effects: list[dict[str, Any]]) -> str:
 
 
 def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title: str,
-                verdicts: set[str] | None = None, delta_format: str = "+.2f") -> dict[str, Any]:
+                verdicts: set[str] | None = None) -> dict[str, Any]:
     """The forest chart's spec: the equivalence band (± ``margin``), the line at zero, the CIs
     of the effects that have one, and every effect as a point (hollow without a CI), one row
-    per effect in ``data``'s order, coloured by verdict; its tooltip's Δ % and ends printed with
-    ``delta_format`` (:func:`~sparkreport.render.precision.tooltip_format`)."""
+    per effect in ``data``'s order, coloured by verdict; its tooltip's Δ % and ends are
+    ``data``'s ``delta_text``, ``low_text`` and ``high_text``, printed as the effects table
+    prints them (:func:`~sparkreport.render.precision.deltas`)."""
     from sparkreport.charts import EQUIVALENCE_BAND, mark, nominal, quantitative, top_level
 
     def y() -> dict[str, Any]:
@@ -860,14 +864,13 @@ def forest_spec(data: list[dict[str, Any]], *, level: str, margin: float, title:
                    "encoding": {"color": colour(), "x": quantitative("low"), "x2": {"field": "high"}, "y": y()}})
     layers.append({"data": {"values": data}, "mark": mark("point", size=60, filled=True), "encoding": {
         "color": colour(),
-        "tooltip": _forest_tooltip("row", level, delta_format),
+        "tooltip": _forest_tooltip("row", level),
         "x": quantitative("delta", title=f"difference from the baseline, % (with {level} CI; band = ±{margin:g}%)"),
         "y": y()}})
     return top_level({"layer": layers}, height={"step": 22}, title=title, width=FOREST_WIDTH)
 
 
-def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, title: str,
-                  delta_format: str = "+.2f") -> dict[str, Any]:
+def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, title: str) -> dict[str, Any]:
     """:func:`forest_spec` once per campaign (``data``'s ``campaign``, in its order), one under
     the other with the campaign's name as each panel's title (rows are named without it), the x
     scale shared and its title on the last panel only. Panels, not a facet: a facet's
@@ -879,7 +882,7 @@ def forest_panels(data: list[dict[str, Any]], *, level: str, margin: float, titl
         rows = [d for d in data if str(d["campaign"]) == campaign]
         # one colour scale for every panel (Vega merges them: differing domains warn)
         panel = forest_spec(rows, level=level, margin=margin, title=campaign,
-                            verdicts={str(d["verdict"]) for d in data}, delta_format=delta_format)
+                            verdicts={str(d["verdict"]) for d in data})
         del panel["$schema"], panel["config"]
         panel["title"] = {"anchor": "start", "fontSize": 12, "frame": "group", "text": campaign}
         if i < len(campaigns) - 1:
@@ -911,13 +914,12 @@ def _verdict_colour(present: set[str]) -> dict[str, Any]:
                           orient="bottom")
 
 
-def _forest_tooltip(field: str, level: str, delta_format: str) -> list[dict[str, Any]]:
-    from sparkreport.charts import nominal, quantitative
+def _forest_tooltip(field: str, level: str) -> list[dict[str, Any]]:
+    from sparkreport.charts import nominal
 
     return [nominal(field, title="effect"), nominal("comparison"), nominal("campaign"),
-            quantitative("delta", format=delta_format, title="Δ %"),
-            quantitative("low", format=delta_format, title=f"{level} CI low"),
-            quantitative("high", format=delta_format, title=f"{level} CI high"), nominal("verdict")]
+            nominal("delta_text", title="Δ %"), nominal("low_text", title=f"{level} CI low"),
+            nominal("high_text", title=f"{level} CI high"), nominal("verdict")]
 
 
 def _round(value: float | None, places: int = 3) -> float | None:
