@@ -51,20 +51,57 @@ def test_compare_json_contract_and_reproducibility(phase1_store: Path) -> None:
 def test_a_comparison_no_test_could_run_is_untested_not_inconclusive(tmp_path: Path) -> None:
     """Figures published without an SD get no test: the verdict says so ("inconclusive" would
     claim a test ran and found neither a difference nor equivalence), in the table and the JSON,
-    and the sentence under the table says why."""
+    and so does why — the why_untested column (null in the JSON, blank in the table where a test
+    ran), which names the arm of a single run — and the sentence under the table."""
     summary = tmp_path / "published.csv"
     summary.write_text("model,environment,metric,n,mean,sd\n"
-                       "m,native,kv_cache_gib,10,44.31,\nm,container,kv_cache_gib,10,16.57,\n", encoding="utf-8")
+                       "m,native,kv_cache_gib,10,44.31,\nm,container,kv_cache_gib,10,16.57,\n"
+                       "one,native,kv_cache_gib,10,44.31,0.5\none,container,kv_cache_gib,1,16.57,\n"
+                       "sd,native,kv_cache_gib,10,44.31,0.5\nsd,container,kv_cache_gib,10,16.57,0.4\n",
+                       encoding="utf-8")
     runs = tmp_path / "runs"
     code, out = invoke("ingest", str(summary), "--runs-dir", str(runs), "--campaign", "pub")
     assert code == 0, out
     code, out = invoke("compare", "--runs-dir", str(runs), "--json")
     assert code == 0, out
-    assert [r["verdict"] for r in json.loads(out)] == ["untested"]
+    assert [(r["model"], r["verdict"], r["why_untested"]) for r in json.loads(out)] == [
+        ("m", "untested", "published without a spread"), ("one", "untested", "a single run in container"),
+        ("sd", "lower", None)]
     code, out = invoke("compare", "--runs-dir", str(runs))
     assert code == 0, out
-    assert out.splitlines()[1].split()[-1] == "untested"
-    assert "published without a spread, so no test is possible." in out
+    assert out.splitlines()[:4] == [
+        "model  metric        candidate  n_baseline  n_candidate  ratio  ratio_ci_low  ratio_ci_high  p_holm    "
+        "verdict   why_untested",
+        "m      kv_cache_gib  container  10          10           0.374  -             -              -         "
+        "untested  published without a spread",
+        "one    kv_cache_gib  container  10          1            0.374  -             -              -         "
+        "untested  a single run in container",
+        "sd     kv_cache_gib  container  10          10           0.374  0.3672        0.3808         1.53e-27  "
+        "lower",
+    ]
+    assert "— published without a spread, so no test is possible." in out
+    assert "— a single run in container, so no test is possible." in out
+
+
+def test_why_untested_names_the_arm_of_a_single_run() -> None:
+    """One comparison's why_untested: the pages' reason (untested_reason, which they group by),
+    with the arm named where one arm is a single run; None where a test ran — in the strata of
+    `compare --by` too, whose verdicts are made again after Holm over them."""
+    from sparkreport.analysis.compare import ONE_RUN_PER_ARM, WITHOUT_SPREAD, untested_reason, why_untested
+
+    row = {"verdict": "untested", "baseline": "native", "candidate": "docker", "skipped": "Welch t-test"}
+    assert why_untested(row | {"n_baseline": 1, "n_candidate": 5}) == "a single run in native"
+    assert why_untested(row | {"n_baseline": 5, "n_candidate": 1}) == "a single run in docker"
+    assert untested_reason(row | {"n_baseline": 5, "n_candidate": 1}) == "a single run in one arm"
+    assert why_untested(row | {"n_baseline": 1, "n_candidate": 1}) == ONE_RUN_PER_ARM
+    published = row | {"n_baseline": 1, "n_candidate": 1, "skipped": "Mann–Whitney U, Welch t-test"}
+    assert why_untested(published) == WITHOUT_SPREAD
+    assert why_untested(row | {"n_baseline": 5, "n_candidate": 5, "verdict": "lower"}) is None
+    repo = Path(__file__).resolve().parents[1]
+    code, out = invoke("compare", "--runs-dir", str(repo / "runs"), "--by", "cache", "--json")
+    rows = json.loads(out)
+    assert code == 0 and rows and all(list(r)[-2:] == ["stratum", "why_untested"] for r in rows)
+    assert {r["why_untested"] for r in rows if r["verdict"] != "untested"} == {None}
 
 
 def test_check_flags_the_13_run_arm_and_strict_fails(phase1_store: Path) -> None:
@@ -233,6 +270,11 @@ def test_claim_wording_for_every_verdict() -> None:
     single = claim_sentence(base | {"verdict": "untested", "p_welch": float("nan"), "n_baseline": 1,
                                     "n_candidate": 1, "skipped": "Welch t-test"})
     assert single.endswith("in native — one run per arm, so no test is possible.")
+    # a single run in one arm: the sentence names it
+    for n_baseline, arm in ((1, "native"), (10, "container")):
+        one = claim_sentence(base | {"verdict": "untested", "p_welch": float("nan"), "n_baseline": n_baseline,
+                                     "n_candidate": 11 - n_baseline, "skipped": "Welch t-test"})
+        assert one.endswith(f"in native — a single run in {arm}, so no test is possible.")
     flagged = claim_sentence(base | {"verdict": "lower"}, [Finding("error", "roofline", "x", ["r1"])])
     assert flagged.endswith("⚠ The checks found errors in these runs (throughput above the memory-bandwidth bound): see Data quality before relying on this.")
 

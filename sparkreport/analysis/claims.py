@@ -101,10 +101,10 @@ def _sentence(raw: Mapping[Any, Any]) -> str:
         return (f"{who}: {cand} had {ratio_part}: {means}, {diff}"
                 f"{' (' + diff_ci + ')' if diff_ci else ''}, Holm-adjusted p {_p_eq(row['p_holm'])}.")
     if verdict == "untested":
-        from sparkreport.analysis.compare import untested_reason
+        from sparkreport.analysis.compare import why_untested
 
         return (f"{who}: {noun} {fmt(mean_c, digits)}{unit} in {cand} vs {fmt(mean_b, digits)}{unit} in {base} "
-                f"— {untested_reason(row)}, so no test is possible.")
+                f"— {why_untested(row)}, so no test is possible.")
     mde = float(row.get("min_detectable_effect", float("nan")))
     mde_text = ""
     if mean_b and math.isfinite(mde):

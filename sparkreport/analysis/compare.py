@@ -40,7 +40,7 @@ COMPARE_KEYS = [
 ]
 #: Extra columns of the DataFrame (also in --json, documented in the README).
 EXTRA_KEYS = ["campaign", "model_name", "margin", "p_tost", "min_detectable_effect", "skipped",
-              "p_blocked", "design", "family", "stratum"]
+              "p_blocked", "design", "family", "stratum", "why_untested"]
 VERDICTS = ("higher", "lower", "equivalent", "inconclusive", "untested")
 #: What a comparison may go without, by key, and how its ``skipped`` column names each (joined
 #: with ", "): the Mann–Whitney U test needs the runs (an arm known from a published summary has
@@ -116,6 +116,8 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     def key(campaign: str) -> str:
         assert cache is not None
         shown_names = sorted((model, str(names.get(model, model))) for model in models[campaign])
+        # What is kept is the pairs before the design step; the columns made after it (verdict,
+        # why_untested) are made again from them each time, and need no new key.
         return cache.key(("kind", "compare-3"), ("runs", digests[campaign]), ("factor", factor),
                          ("baseline", baseline), ("opts", opts), ("wanted", sorted(wanted)),
                          ("names", shown_names), ("metrics", ds.metric_columns))
@@ -144,7 +146,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     if frame.empty:
         return frame
     frame = design.apply_design(frame, ds, opts, factor, baseline)  # blocks; Holm per campaign family
-    frame["verdict"] = [_verdict(r, opts) for r in frame_records(frame)]
+    frame = judged(frame, opts)  # verdicts, and why each untested one is
     return in_level_order(frame, ["campaign", "model", "metric", "candidate"], "candidate", baseline)
 
 
@@ -227,11 +229,12 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhi
     }
 
 
-#: Why a comparison has no test (no Welch p-value), as the pages say it (:func:`untested_reason`).
 #: Why a comparison was not tested (:func:`untested_reason`), in the order the pages list them.
 WITHOUT_SPREAD, ONE_RUN_PER_ARM, ONE_SINGLE_RUN = "published without a spread", "one run per arm", \
     "a single run in one arm"
 UNTESTED_REASONS = (WITHOUT_SPREAD, ONE_RUN_PER_ARM, ONE_SINGLE_RUN)
+#: :data:`ONE_SINGLE_RUN` of one comparison, which names its arm (:func:`why_untested`).
+SINGLE_RUN_IN = "a single run in {arm}"
 
 
 def untested_reason(row: Mapping[Any, Any]) -> str:
@@ -245,6 +248,30 @@ def untested_reason(row: Mapping[Any, Any]) -> str:
     if min(counts) >= 2 or (published and counts == (1, 1)):
         return WITHOUT_SPREAD
     return ONE_RUN_PER_ARM if counts == (1, 1) else ONE_SINGLE_RUN
+
+
+def why_untested(row: Mapping[Any, Any]) -> str | None:
+    """Why ``row``, one comparison, was not tested, as its own line says it (the ``why_untested``
+    column, the claim's sentence): None where a test ran (its verdict is not ``untested``); else
+    :func:`untested_reason`, with the arm named where one arm is a single run ("a single run in
+    docker": ``n_baseline`` and ``n_candidate`` say which). The pages, which group comparisons
+    by why, keep :func:`untested_reason`'s words."""
+    if row["verdict"] != "untested":
+        return None
+    reason = untested_reason(row)
+    single = [str(row[arm]) for arm in ("baseline", "candidate") if int(row[f"n_{arm}"]) < 2]
+    return SINGLE_RUN_IN.format(arm=single[0]) if reason == ONE_SINGLE_RUN and len(single) == 1 else reason
+
+
+def judged(frame: pd.DataFrame, opts: AnalysisOptions) -> pd.DataFrame:
+    """``frame``, comparisons with their tests done (blocks, Holm), with each one's ``verdict``
+    (:func:`_verdict`) and ``why_untested`` (:func:`why_untested`)."""
+    records = frame_records(frame)
+    for row in records:
+        row["verdict"] = _verdict(row, opts)
+    frame["verdict"] = [row["verdict"] for row in records]
+    frame["why_untested"] = [why_untested(row) for row in records]
+    return frame
 
 
 def skipped_tests(skipped: object) -> set[str]:

@@ -463,8 +463,8 @@ def compare_by(ds: Dataset, label: str, factor: str = "environment", baseline: s
                        opts, metrics)
     out = pd.concat(frames, ignore_index=True)
     out = holm_by_family(out, opts)
-    from sparkreport.analysis.compare import _verdict
+    from sparkreport.analysis.compare import judged
 
-    out["verdict"] = [_verdict(r, opts) for r in frame_records(out)]
+    out = judged(out, opts)  # the verdicts again, after Holm over the strata
     return in_level_order(out, ["campaign", "model", "metric", "candidate", "stratum"], "candidate", baseline)
 

@@ -179,6 +179,8 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     Holm's adjustment runs per campaign over its primary metric(s) (analysis.primary_metrics),
     and separately over the other tested metrics; metrics with no variance in either arm are
     printed as facts, not tested; where the plan ran in blocks, the test is a paired t over blocks.
+    A comparison no test could run on is "untested", and why_untested says why (published without
+    a spread, one run per arm, a single run in one arm); it is empty (null in --json) where tested.
     """
     from sparkreport.analysis import claim_sentence, compare
     from sparkreport.analysis.design import compare_by, constant_facts
@@ -200,8 +202,10 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
         click.echo(json.dumps(rows, indent=2))
         return
     if rows:
-        print_table(rows, ["model", *(["stratum"] if stratum else []), "metric", "candidate", "n_baseline",
-                           "n_candidate", "ratio", "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict"])
+        # why_untested blank where a test ran: "-" would read as a reason that is missing
+        print_table([{**row, "why_untested": row["why_untested"] or ""} for row in rows],
+                    ["model", *(["stratum"] if stratum else []), "metric", "candidate", "n_baseline", "n_candidate",
+                     "ratio", "ratio_ci_low", "ratio_ci_high", "p_holm", "verdict", "why_untested"])
         click.echo()
     elif not facts:  # a header row alone would read as an answer
         click.echo(_nothing_compared(ds, factor, baseline))
