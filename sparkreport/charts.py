@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
-from sparkreport.names import level_order
+from sparkreport.names import level_order, name_order
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -666,9 +666,12 @@ def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panel
     panels share the scale and its legend)."""
     size = {"height": PANEL_HEIGHT + 80, "width": PANEL_WIDTH + 80}
     present = {row["environment"] for row in data if row["kind"] == "arm"}
+    # the models' shapes listed as every page lists models (Vega's own order is by code point)
+    models = sorted({str(row["model_name"]) for row in data if row["kind"] == "arm" and "model_name" in row},
+                    key=name_order)
 
     def layers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return _scatter_layers(rows, x_metric, environment_colour(present, colours, title="environment"))
+        return _scatter_layers(rows, x_metric, environment_colour(present, colours, title="environment"), models)
 
     if not panels:
         return top_level({"layer": layers(data), "data": {"values": data}},  # Altair's order
@@ -682,15 +685,17 @@ def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, panel
     return top_level({"vconcat": shown}, spacing=36, title=title)
 
 
-def _scatter_layers(data: list[dict[str, Any]], x_metric: str, colour: dict[str, Any]) -> list[dict[str, Any]]:
-    """The scatter's points, coloured by ``colour``, and its fitted line where ``data`` has one."""
+def _scatter_layers(data: list[dict[str, Any]], x_metric: str, colour: dict[str, Any],
+                    models: list[str]) -> list[dict[str, Any]]:
+    """The scatter's points, coloured by ``colour`` and shaped by model (listed in ``models``' order),
+    and its fitted line where ``data`` has one."""
     x_title, kv_title = metric_title(x_metric), metric_title("kv_cache_gib")
     x = quantitative(x_metric, scale={"zero": False}, title=x_title)
     y = quantitative("kv_cache_gib", scale={"zero": False}, title=kv_title)
     layers: list[dict[str, Any]] = [{
         "mark": mark("point", filled=True, opacity=0.8, size=60),
         "encoding": {
-            "color": colour, "shape": nominal("model_name", title="model"),
+            "color": colour, "shape": nominal("model_name", sort=models, title="model"),
             "tooltip": [nominal("model_name", title="model"), nominal("environment"), nominal("origin", title="source"),
                         quantitative(x_metric, format=".2f", title=x_title),
                         quantitative("kv_cache_gib", format=".2f", title="KV cache (GiB)")],

@@ -96,6 +96,16 @@ def name_order(name: str) -> tuple[str, str]:
     return name.casefold(), name
 
 
+def model_order(name: str, key: str = "") -> tuple[str, str, str]:
+    """Where a model sorts wherever models are listed — the Results pages and their overview, the
+    statistics and comparisons (and ``sparkreport stats`` and ``compare``), Home's and the campaign
+    pages' tables and answers, Memory, Runs, Data quality, the diffs and History alike: by ``name``,
+    the name the pages show it by (its display name), as :func:`name_order` sorts names ("gemma"
+    before "Phi", "Llama-3-70B" before "llama-3-8b"), then by ``key``, its name in the store (two
+    models shown under one name keep one order)."""
+    return *name_order(name), key
+
+
 def level_order(level: str, baseline: str | None) -> tuple[bool, str, str]:
     """Where a level of the factor (an environment, with the factor ``environment``) sorts
     wherever levels are listed — statistics, comparisons, charts, Runs, Memory, the campaign

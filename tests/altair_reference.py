@@ -17,6 +17,7 @@ from typing import Any
 import altair as alt
 
 from sparkreport.charts import LABEL_LIMIT_PX, MEASURED, PANEL_HEIGHT, PANEL_WIDTH, PUBLISHED, metric_title
+from sparkreport.names import name_order
 from sparkreport.render.tables import metric_label
 
 #: The verdicts' colours on every chart (Okabe and Ito's palette), written out: the reference
@@ -137,13 +138,15 @@ def quantile_spec(data: list[dict[str, Any]], *, axis: str, title: str, colours:
 
 def scatter_spec(data: list[dict[str, Any]], *, x_metric: str, title: str, colours: dict[str, str],
                  panels: bool = False) -> dict[str, Any]:
+    models = sorted({row["model_name"] for row in data if row["kind"] == "arm"}, key=name_order)
+
     def layered(rows: list[dict[str, Any]]) -> Any:
         x = alt.X(f"{x_metric}:Q", title=metric_title(x_metric), scale=alt.Scale(zero=False))
         y = alt.Y("kv_cache_gib:Q", title=metric_title("kv_cache_gib"), scale=alt.Scale(zero=False))
         layers = [alt.Chart().mark_point(filled=True, size=60, opacity=0.8).encode(
             x=x, y=y,
             color=alt.Color("environment:N", title="environment", scale=environment_scale(colours)),
-            shape=alt.Shape("model_name:N", title="model"),
+            shape=alt.Shape("model_name:N", title="model", sort=models),
             tooltip=[alt.Tooltip("model_name:N", title="model"), alt.Tooltip("environment:N"),
                      alt.Tooltip("origin:N", title="source"),
                      alt.Tooltip(f"{x_metric}:Q", title=f"{metric_title(x_metric)}", format=".2f"),

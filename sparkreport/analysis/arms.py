@@ -16,7 +16,7 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.analysis.statistics import describe_many, describe_summary
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
-from sparkreport.names import level_order
+from sparkreport.names import level_order, model_order
 
 T = TypeVar("T")
 
@@ -252,10 +252,12 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
               level: str = "environment", baseline: str | None = None) -> pd.DataFrame:
     """Per arm and metric: n, mean, sd, median, min, max, CV and the t-based CI of the mean.
 
-    Rows by campaign, model, level, ``by`` labels and metric, the levels of each campaign and
-    model in :func:`~sparkreport.names.level_order`: ``baseline`` (the comparisons' own, where
-    ``level`` is the factor they contrast: :meth:`~sparkreport.config.ProjectConfig.baseline_of`)
-    first, then the others by name — the order every page and ``sparkreport stats`` list them in.
+    Rows by campaign, model, level, ``by`` labels and metric (:func:`in_page_order`): the models
+    by :func:`~sparkreport.names.model_order` (their names as the pages show them), the levels
+    of each campaign and model in :func:`~sparkreport.names.level_order`: ``baseline`` (the
+    comparisons' own, where ``level`` is the factor they contrast:
+    :meth:`~sparkreport.config.ProjectConfig.baseline_of`) first, then the others by name — the
+    order every page and ``sparkreport stats`` list them in.
 
     Per-run arms use the included runs; published-summary arms use their published n, mean
     and sd (median/min/max unknown). ``by`` adds label columns (``label.<key>``) to the arm.
@@ -330,18 +332,28 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
         frame[column] = frame[column].astype(float)
     frame["n"] = frame["n"].astype(int)
     clip_to_range(frame)
-    return in_level_order(frame, [*keys, "metric"], "environment", baseline)
+    return in_page_order(frame, [*keys, "metric"], "environment", baseline)
 
 
-def in_level_order(frame: pd.DataFrame, by: list[str], level: str, baseline: str | None) -> pd.DataFrame:
-    """``frame`` sorted by the columns ``by`` (stable, a fresh index), its column ``level`` among
-    them by :func:`~sparkreport.names.level_order` (``baseline`` first, then by name) rather than
-    by code point: the statistics and the comparisons list levels as the pages do."""
-    names = frame[level].astype(str)
-    ranks = {name: rank for rank, name in enumerate(sorted(set(names), key=lambda name: level_order(name, baseline)))}
-    rank = names.map(ranks)
-    return frame.sort_values(by, key=lambda column: rank if column.name == level else column,
+def in_page_order(frame: pd.DataFrame, by: list[str], level: str, baseline: str | None) -> pd.DataFrame:
+    """``frame`` sorted by the columns ``by`` (stable, a fresh index) as the pages list its rows
+    rather than by code point: its column ``model`` among them by
+    :func:`~sparkreport.names.model_order` (the name the pages show, its ``model_name``, then the
+    key), its column ``level`` by :func:`~sparkreport.names.level_order` (``baseline`` first, then
+    by name) — the statistics and the comparisons list models and levels as every page does."""
+    ranks = {level: _ranks(frame[level].astype(str), lambda name: level_order(name, baseline))}
+    if "model" in by:
+        first = frame.drop_duplicates("model")  # a model's first name, as SiteData.models names it
+        names = dict(zip(first["model"].astype(str), first.get("model_name", first["model"]).astype(str), strict=True))
+        ranks["model"] = _ranks(frame["model"].astype(str), lambda model: model_order(names[model], model))
+    return frame.sort_values(by, key=lambda column: ranks.get(str(column.name), column),
                              kind="stable").reset_index(drop=True)
+
+
+def _ranks(names: pd.Series, order: Callable[[str], tuple[object, ...]]) -> pd.Series:
+    """Each of ``names``' place among its distinct values sorted by ``order``."""
+    ranks = {name: rank for rank, name in enumerate(sorted(set(names), key=order))}
+    return names.map(ranks)
 
 
 def clip_to_range(frame: pd.DataFrame) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
-from sparkreport.analysis.arms import arm_rows, campaign_digests, float_matrix, in_level_order, included_runs, reported
+from sparkreport.analysis.arms import arm_rows, campaign_digests, float_matrix, in_page_order, included_runs, reported
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, frame_records
 from sparkreport.errors import DataError
@@ -93,7 +93,9 @@ def _arms(ds: Dataset, opts: AnalysisOptions, factor: str) -> dict[tuple[str, st
 def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
             opts: AnalysisOptions | None = None, metrics: list[str] | None = None,
             cache: AnalysisCache | None = None) -> pd.DataFrame:
-    """Every candidate level of ``factor`` against ``baseline``, per campaign × model × metric.
+    """Every candidate level of ``factor`` against ``baseline``, per campaign × model × metric,
+    the rows in the pages' order (:func:`~sparkreport.analysis.arms.in_page_order`: the models by
+    the names the pages show, each model's candidates as every table lists its levels).
 
     With ``cache``, each campaign's comparisons (its arms, tests and intervals) are kept by the
     digest of the campaign's runs, so a new run recomputes its campaign's only; the blocked
@@ -147,7 +149,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
         return frame
     frame = design.apply_design(frame, ds, opts, factor, baseline)  # blocks; Holm per campaign family
     frame = judged(frame, opts)  # verdicts, and why each untested one is
-    return in_level_order(frame, ["campaign", "model", "metric", "candidate"], "candidate", baseline)
+    return in_page_order(frame, ["campaign", "model", "metric", "candidate"], "candidate", baseline)
 
 
 def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, wanted: set[str],

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
-from sparkreport.analysis.arms import arm_rows, float_matrix, in_level_order, included_runs, reported, with_level
+from sparkreport.analysis.arms import arm_rows, float_matrix, in_page_order, included_runs, reported, with_level
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, frame_records
+from sparkreport.names import model_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -209,7 +210,7 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
     def key(campaign: str) -> str:
         assert cache is not None
         # a campaign's facts are of the metrics its own runs hold, whatever the other campaigns hold
-        return cache.key(("kind", "facts-4"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor))
+        return cache.key(("kind", "facts-5"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor))
 
     def whole() -> tuple[list[Fact], dict[str, list[Fact]]]:
         # Each fact belongs to one campaign, so each campaign's share is what its view computes.
@@ -233,11 +234,12 @@ def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list
     value per level: that value per level when every level has two such runs or more (a fixed
     difference stands out from the noise only then), else one value in every such run (two single
     runs that made 400 requests each). Runs that do not record it (a run that lost a figure) are
-    left out of it, and the fact counts them: "in every run that recorded it (8 of 9 runs)"."""
+    left out of it, and the fact counts them: "in every run that recorded it (8 of 9 runs)".
+    The facts by campaign, then by model as the pages list models (:func:`_in_model_order`)."""
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if runs.empty or factor not in runs.columns:
-        return _published_facts(ds, factor, metrics)
+        return _in_model_order(ds, _published_facts(ds, factor, metrics))
     wanted = list(dict.fromkeys(m for m in metrics if m in runs.columns))
     values = float_matrix(runs, wanted)
     fraction = float_matrix(runs, ["kv_cache_fraction"]) if "kv_cache_fraction" in runs.columns else None
@@ -263,7 +265,18 @@ def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list
             facts.append(Fact(str(campaign), str(model), metric,
                               {level: float(sample[0]) for level, sample in per_level.items()}, column.size, note,
                               runs=len(positions) if column.size < len(positions) else None))
-    return facts + _published_facts(ds, factor, metrics)
+    return _in_model_order(ds, facts + _published_facts(ds, factor, metrics))
+
+
+def _in_model_order(ds: Dataset, facts: list[Fact]) -> list[Fact]:
+    """``facts`` by campaign, then by model as the pages list models
+    (:func:`~sparkreport.names.model_order`: by the name they show), each model's in the order found."""
+    names: dict[tuple[str, str], str] = {}
+    for frame in (ds.runs, ds.summaries):
+        shown = frame[["campaign", "model", "model_name"]].drop_duplicates().astype(str)
+        for campaign, model, name in shown.itertuples(index=False):
+            names.setdefault((campaign, model), name)
+    return sorted(facts, key=lambda f: (f.campaign, *model_order(names.get((f.campaign, f.model), f.model), f.model)))
 
 
 def _published_facts(ds: Dataset, factor: str, metrics: list[str]) -> list[Fact]:
@@ -466,5 +479,5 @@ def compare_by(ds: Dataset, label: str, factor: str = "environment", baseline: s
     from sparkreport.analysis.compare import judged
 
     out = judged(out, opts)  # the verdicts again, after Holm over the strata
-    return in_level_order(out, ["campaign", "model", "metric", "candidate", "stratum"], "candidate", baseline)
+    return in_page_order(out, ["campaign", "model", "metric", "candidate", "stratum"], "candidate", baseline)
 

@@ -18,7 +18,7 @@ from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import included_runs
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
-from sparkreport.names import level_order, name_order, shown_values
+from sparkreport.names import level_order, model_order, shown_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,7 +114,8 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
          baseline: str | None = None) -> DiffResult:
     """Diff two runs tables (already selected); see the module docstring for the rules.
 
-    Cells by model, then each model's environments in :func:`~sparkreport.names.level_order`:
+    Cells by model (:func:`cell_order`: by the names the pages show), then each model's
+    environments in :func:`~sparkreport.names.level_order`:
     ``baseline`` (the site's, :meth:`~sparkreport.config.ProjectConfig.baseline_of` the
     ``environment``) first, then the others by name — the order every page lists them in."""
     import pandas as pd
@@ -129,8 +130,9 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
     metrics = [m for m in metrics if _direction(m, dopts) != "none"]
     rows: list[dict[str, Any]] = []
     not_comparable = []
+    names = model_names(a, b)
     cells = sorted(set(map(tuple, a[CELL_KEYS].astype(str).values)) | set(map(tuple, b[CELL_KEYS].astype(str).values)),
-                   key=lambda cell: cell_order(cell[0], cell[1], baseline))
+                   key=lambda cell: cell_order(cell[0], cell[1], baseline, names.get(cell[0])))
     for cell in cells:
         ca = a[(a["model"].astype(str) == cell[0]) & (a["environment"].astype(str) == cell[1])]
         cb = b[(b["model"].astype(str) == cell[0]) & (b["environment"].astype(str) == cell[1])]
@@ -157,11 +159,23 @@ def diff(a: pd.DataFrame, b: pd.DataFrame, opts: AnalysisOptions, dopts: DiffOpt
     return DiffResult(what_changed(a, b), frame, not_comparable)
 
 
-def cell_order(model: str, environment: str, baseline: str | None) -> tuple[str | bool, ...]:
-    """Where a cell (``model`` × ``environment``) sorts in a diff's tables: by the model's key as
-    :func:`~sparkreport.names.name_order` sorts names, then its environment in
-    :func:`~sparkreport.names.level_order` (``baseline`` first)."""
-    return *name_order(model), *level_order(environment, baseline)
+def cell_order(model: str, environment: str, baseline: str | None, name: str | None = None) -> tuple[str | bool, ...]:
+    """Where a cell (``model`` × ``environment``) sorts in a diff's tables: by the model as
+    :func:`~sparkreport.names.model_order` sorts models (``name``, the name the pages show it by,
+    else its key), then its environment in :func:`~sparkreport.names.level_order` (``baseline``
+    first)."""
+    return *model_order(model if name is None else name, model), *level_order(environment, baseline)
+
+
+def model_names(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
+    """Model → its name as the pages show it, from the two sides' runs (side a's first)."""
+    out: dict[str, str] = {}
+    for frame in (a, b):
+        if frame.empty or not {"model", "model_name"} <= set(frame.columns):
+            continue
+        for model, name in frame[["model", "model_name"]].drop_duplicates().itertuples(index=False):
+            out.setdefault(str(model), str(name))
+    return out
 
 
 def _direction(metric: str, dopts: DiffOptions) -> str:

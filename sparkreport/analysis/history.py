@@ -26,7 +26,7 @@ from sparkreport.analysis.arms import included_runs
 from sparkreport.analysis.changepoints import METHOD, find_steps
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
-from sparkreport.names import level_order, shown_values
+from sparkreport.names import level_order, model_order, shown_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -190,9 +190,10 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
     ``across_campaigns``: a series is a model and environment across every campaign (a campaign
     per release), each version's runs from one campaign (:class:`PooledVersion` otherwise: runs
     of different campaigns are never pooled); its campaign is :data:`ACROSS`. The series of a
-    campaign and model list its environments in :func:`~sparkreport.names.level_order`:
-    ``baseline`` (the site's, :meth:`~sparkreport.config.ProjectConfig.baseline_of` the
-    ``environment``) first, then the others by name, as every page lists them."""
+    campaign list its models by the names the pages show (:func:`~sparkreport.names.model_order`),
+    each model's environments in :func:`~sparkreport.names.level_order`: ``baseline`` (the
+    site's, :meth:`~sparkreport.config.ProjectConfig.baseline_of` the ``environment``) first,
+    then the others by name, as every page lists them."""
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if campaigns:
@@ -229,7 +230,7 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
         if cache is None or digests is None:
             out += _campaign_series(rows, versions, present, opts, min_effect, effect_default, baseline)
             continue
-        key = cache.key(("kind", "history-3"), ("runs", digests[str(campaign)]), ("versions", versions),
+        key = cache.key(("kind", "history-4"), ("runs", digests[str(campaign)]), ("versions", versions),
                         ("column", column), ("metrics", present), ("opts", opts), ("min_effect", min_effect),
                         ("baseline", baseline))
         out += cache.get_or("history-campaign", key, functools.partial(
@@ -256,8 +257,8 @@ def _one_campaign_per_version(runs: pd.DataFrame, column: str) -> None:
 def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str], opts: AnalysisOptions,
                      min_effect: float | None, effect_default: float, baseline: str | None = None) -> list[Series]:
     """The series (and their change points) of one campaign's included runs (``_rank``: each
-    run's place in ``versions``), each model's environments ``baseline`` first
-    (:func:`~sparkreport.names.level_order`)."""
+    run's place in ``versions``): the models by their names (:func:`~sparkreport.names.model_order`),
+    each model's environments ``baseline`` first (:func:`~sparkreport.names.level_order`)."""
     import numpy as np
 
     # Each column to numpy once and each cell by its rows' positions (a pandas selection per cell
@@ -268,7 +269,8 @@ def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str]
     cells: dict[tuple[str, str, str], np.ndarray] = runs.groupby(  # type: ignore[assignment]
         ["campaign", "model", "environment"]).indices
     planned: list[tuple[tuple[str, str, str], str, list[str], list[np.ndarray], str]] = []
-    for key in sorted(cells, key=lambda cell: (cell[0], cell[1], level_order(cell[2], baseline))):
+    for key in sorted(cells, key=lambda cell: (cell[0], *model_order(str(names[cells[cell][0]]), cell[1]),
+                                               *level_order(cell[2], baseline))):
         rows = cells[key]
         codes = ranks[rows]
         for metric in present:

@@ -59,7 +59,15 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     # Before pandas is imported and the runs loaded: a campaign the store does not hold.
     check_selector_campaigns(a_runs or runs_dir, [("--a", sel_a)] if sel_a else [])
     check_selector_campaigns(b_runs or runs_dir, [("--b", sel_b)] if sel_b else [])
-    from sparkreport.analysis.diff import DiffOptions, Selector, diff, nothing_compared, same_runs, select_sides
+    from sparkreport.analysis.diff import (
+        DiffOptions,
+        Selector,
+        diff,
+        model_names,
+        nothing_compared,
+        same_runs,
+        select_sides,
+    )
     from sparkreport.config import load_config
     from sparkreport.errors import DataError, OptionError
     from sparkreport.project import read_store
@@ -87,10 +95,9 @@ def diff_command(sel_a: str | None, sel_b: str | None, runs_dir: Path, a_runs: P
     elif markdown:
         from sparkreport.render.diff_comment import diff_comment
         from sparkreport.render.diff_text import sides_sentence
-        from sparkreport.render.diffs import side_model_names
         from sparkreport.render.report import store_campaign_titles
 
-        names = side_model_names(a, b)
+        names = model_names(a, b)
         # each side's campaigns by the titles the site of its run store gives them
         titles_a = store_campaign_titles(ds_a, a_runs or runs_dir, config)
         titles_b = titles_a if ds_b is ds_a else store_campaign_titles(ds_b, b_runs or runs_dir, config)

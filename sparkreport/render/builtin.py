@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
-from sparkreport.names import level_order, name_order
+from sparkreport.names import level_order, model_order
 from sparkreport.render.context import SiteData
 from sparkreport.render.describe import described_campaigns, design_groups
 from sparkreport.render.diff_text import command_line
@@ -384,7 +384,7 @@ def _arm_table(site: SiteData) -> list[dict[str, Any]]:
     # each campaign's arms by the model's name as every page lists them, not by its key, and each
     # model's environments as every table lists them (the baseline first)
     baseline = site.config.baseline_of("environment")
-    out.sort(key=lambda a: (str(a["campaign"]), *name_order(str(a["model_name"])),
+    out.sort(key=lambda a: (str(a["campaign"]), *model_order(str(a["model_name"]), str(a["model"])),
                             *level_order(str(a["environment"]), baseline)))
     return out
 
@@ -438,7 +438,7 @@ class QualityPage(Page):
 
 def in_arm_order(site: SiteData, findings: list[Finding]) -> list[Finding]:
     """``findings`` (check()'s order) with those of one check in the order the tables list their
-    arms: by campaign, the model's name (:func:`~sparkreport.names.name_order`), then the level in
+    arms: by campaign, the model's name (:func:`~sparkreport.names.model_order`), then the level in
     :func:`~sparkreport.names.level_order` (the baseline first) — of the first arm a finding
     concerns (through its runs); a finding about no run keeps its place before them."""
     from sparkreport.render.report import finding_arms, model_names
@@ -448,7 +448,7 @@ def in_arm_order(site: SiteData, findings: list[Finding]) -> list[Finding]:
     position = {code: i for i, code in enumerate(dict.fromkeys(f.code for f in findings))}
 
     def place(finding: Finding) -> tuple[object, ...]:
-        arms = [(campaign, *name_order(names.get((campaign, model), model)), *level_order(level, baseline))
+        arms = [(campaign, *model_order(names.get((campaign, model), model), model), *level_order(level, baseline))
                 for campaign, model, level in finding_arms(site, finding)]
         return position[finding.code], min(arms, default=())
 

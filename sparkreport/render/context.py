@@ -212,12 +212,15 @@ class SiteData:
         return model_facts_table(self.dataset, self.runs)
 
     def models(self) -> list[tuple[str, str]]:
-        """(model key, display name) of every model with per-run or published data, in order."""
+        """(model key, display name) of every model with per-run or published data, in the order
+        every page lists models (:func:`~sparkreport.names.model_order`)."""
+        from sparkreport.names import model_order
+
         seen: dict[str, str] = {}
         for frame in (self.dataset.runs, self.dataset.summaries):
             for key, name in zip(frame["model"].tolist(), frame["model_name"].tolist(), strict=True):
                 seen.setdefault(str(key), str(name))
-        return sorted(seen.items(), key=lambda item: item[1].lower())
+        return sorted(seen.items(), key=lambda item: model_order(item[1], item[0]))
 
 
 def git_commit(root: Path) -> str | None:

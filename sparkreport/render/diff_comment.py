@@ -36,7 +36,7 @@ def diff_comment(result: DiffResult, a: str, b: str, names: dict[str, str], conf
                  titles: tuple[dict[str, str], dict[str, str]] | None = None, sides: str | None = None,
                  whole_diff: str = WHOLE_DIFF, limit: int | None = None) -> str:
     """The comment on ``result``, the diff of side ``a`` against side ``b`` (their selectors or
-    run stores, as given); ``names``: model → the name the pages show (``side_model_names``).
+    run stores, as given); ``names``: model → the name the pages show (:func:`~sparkreport.analysis.diff.model_names`).
     ``titles``: side a's and side b's campaign → title, what the site names each campaign by
     (:func:`~sparkreport.render.report.store_campaign_titles` of each side's run store); a
     campaign not in them keeps its name. ``sides``: the sides in words, under the heading

@@ -90,7 +90,7 @@ class DiffText:
     def of(cls, result: DiffResult, names: dict[str, str], config: ProjectConfig,
            titles: tuple[dict[str, str], dict[str, str]] = ({}, {})) -> DiffText:
         """The words of ``result``. ``names``: model → the name the pages show
-        (:func:`~sparkreport.render.diffs.side_model_names`); ``titles``: side a's and side b's
+        (:func:`~sparkreport.analysis.diff.model_names`); ``titles``: side a's and side b's
         campaign → title (one store's twice for two selections of it)."""
         cells = table_cells(result.cells, names, config.primary_metrics) if not result.cells.empty else []
         groups = diff_groups(cells, config.baseline_of("environment"))
@@ -307,14 +307,15 @@ def side_places(cell: dict[str, Any]) -> int:
 
 def diff_groups(cells: list[dict[str, Any]], baseline: str | None = None) -> list[dict[str, Any]]:
     """``cells`` per model × environment, a table each, in the order of the diff's cells
-    (:func:`~sparkreport.analysis.diff.cell_order`: by model, each model's environments
-    ``baseline`` first, then by name; a table's cells keep theirs: primary metrics first). Each
+    (:func:`~sparkreport.analysis.diff.cell_order`: by the models' ``model_name``, each model's
+    environments ``baseline`` first, then by name; a table's cells keep theirs: primary metrics first). Each
     has ``name`` (the model's name · the environment), ``cells`` and ``unchanged``: every verdict
     is `unchanged`."""
     from sparkreport.analysis.diff import cell_order
 
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for cell in sorted(cells, key=lambda c: cell_order(str(c["model"]), str(c["environment"]), baseline)):
+    for cell in sorted(cells, key=lambda c: cell_order(str(c["model"]), str(c["environment"]), baseline,
+                                                       str(c["model_name"]))):
         grouped.setdefault((str(cell["model"]), str(cell["environment"])), []).append(cell)
     return [{"name": f"{rows[0]['model_name']} · {environment}", "cells": rows,
              "unchanged": all(cell["verdict"] == "unchanged" for cell in rows)}

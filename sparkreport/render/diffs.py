@@ -107,12 +107,13 @@ def fill_diff(site: SiteData, doc: PageDoc, named: NamedDiff) -> None:
 
 def fill_overview(site: SiteData, doc: PageDoc, diffs: list[tuple[NamedDiff, PageDoc]]) -> None:
     """Each diff: its title (a link to its page), its sides, their runs, and its verdicts."""
+    from sparkreport.analysis.diff import model_names
     from sparkreport.render.report import campaign_titles
 
     listed = []
     for named, page in diffs:
         a, b, result = run_diff(site, named)
-        sides = sides_words(named.a, named.b, campaign_titles(site), side_model_names(a, b))
+        sides = sides_words(named.a, named.b, campaign_titles(site), model_names(a, b))
         listed.append({"title": page.title, "href": doc.href(page.path), "a": sides["a"], "b": sides["b"],
                        "shared": sides["shared"], "n_a": len(a), "n_b": len(b),
                        "counts": counts_words(result.counts())})
@@ -152,10 +153,11 @@ def run_diff(site: SiteData, named: NamedDiff) -> tuple[pd.DataFrame, pd.DataFra
 def diff_context(site: SiteData, named: NamedDiff) -> tuple[dict[str, Any], list[ChartSpec]]:
     """Run one named diff over the site's dataset; its words (:class:`DiffText`, which the
     pull-request comment's are too) and its charts."""
+    from sparkreport.analysis.diff import model_names
     from sparkreport.render.report import campaign_titles
 
     a, b, result = run_diff(site, named)
-    names = side_model_names(a, b)
+    names = model_names(a, b)
     titles = campaign_titles(site)
     text = DiffText.of(result, names, site.config, (titles, titles))
     cells = text.cells
@@ -200,6 +202,7 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff,
     else the metric's catalog decimals."""
     import pandas as pd
 
+    from sparkreport.analysis.diff import model_names
     from sparkreport.charts import MAX_ROWS, ChartSpec, _records
     from sparkreport.render.markdown import digits_for
     from sparkreport.render.precision import tooltip_format
@@ -213,7 +216,7 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff,
         return None
     # the level first: a label cut short (a long model name) still says which cell it is
     frame["cell"] = frame["environment"].astype(str) + " · " + frame["model_name"].astype(str)
-    order = cells_in_order(frame, baseline)
+    order = cells_in_order(frame, baseline, model_names(a, b))
     base = frame[frame["side"] == f"a: {name_a}"].groupby("cell")[metric].mean()
     frame["percent"] = 100 * frame[metric] / frame["cell"].map(base)
     frame = frame[frame["percent"].notna()][["cell", "side", metric, "percent"]]
@@ -232,14 +235,16 @@ def sides_chart(a: pd.DataFrame, b: pd.DataFrame, metric: str, named: NamedDiff,
                      rows=len(data))
 
 
-def cells_in_order(frame: pd.DataFrame, baseline: str | None) -> list[str]:
+def cells_in_order(frame: pd.DataFrame, baseline: str | None, names: dict[str, str]) -> list[str]:
     """The ``cell`` names of ``frame`` (its ``model`` and ``environment`` columns) in the diff
-    tables' order (:func:`~sparkreport.analysis.diff.cell_order`), for a chart's y sort."""
+    tables' order (:func:`~sparkreport.analysis.diff.cell_order`: the models by the names the
+    pages show, ``names``: :func:`~sparkreport.analysis.diff.model_names`), for a chart's y sort."""
     from sparkreport.analysis.diff import cell_order
 
-    model = "model" if "model" in frame.columns else "model_name"
+    model = "model" if "model" in frame.columns else "model_name"  # a frame of names alone: by them
     triples = frame[["cell", model, "environment"]].drop_duplicates("cell").itertuples(index=False)
-    return [cell for cell, _m, _e in sorted(triples, key=lambda t: cell_order(str(t[1]), str(t[2]), baseline))]
+    return [cell for cell, _m, _e in sorted(triples, key=lambda t: cell_order(str(t[1]), str(t[2]), baseline,
+                                                                               names.get(str(t[1]))))]
 
 
 def side_names(a: str, b: str) -> tuple[str, str]:
@@ -269,17 +274,6 @@ def sides_spec(data: list[dict[str, Any]], *, metric: str, title: str,
         title=title, width=PANEL_WIDTH)
 
 
-def side_model_names(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
-    """Model → its name as the pages show it, from the two sides' runs (side a's first)."""
-    out: dict[str, str] = {}
-    for frame in (a, b):
-        if frame.empty:
-            continue
-        for model, name in frame[["model", "model_name"]].drop_duplicates().itertuples(index=False):
-            out.setdefault(str(model), str(name))
-    return out
-
-
 def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str], level: str,
                 baseline: str | None = None) -> ChartSpec | None:
     """The ratio b/a per cell with its Fieller CI at the confidence ``level`` the diff used
@@ -291,7 +285,7 @@ def ratio_chart(cells: pd.DataFrame, metric: str, names: dict[str, str], level: 
     if frame.empty:
         return None
     frame["cell"] = frame["environment"].astype(str) + " · " + frame["model"].astype(str).map(lambda m: names.get(m, m))
-    order = cells_in_order(frame, baseline)
+    order = cells_in_order(frame, baseline, names)
     data = _records(frame[["cell", "ratio", "ratio_ci_low", "ratio_ci_high", "verdict"]])
     title = f"{metric_label(metric)}: ratio b/a"
     return ChartSpec(name=f"{metric}-ratio", title=title,

@@ -65,7 +65,7 @@ def site_history(site: SiteData) -> History | None:
         if cache is None:
             site.extra["history"] = compute()[0]
         else:  # every run counts: kept until any run, the analysis options or the history settings change
-            key = cache.key(("dataset", site.dataset.digest), ("options", site.config.analysis),
+            key = cache.key(("kind", "history-2"), ("dataset", site.dataset.digest), ("options", site.config.analysis),
                             ("history", site.config.history), ("baseline", site.config.baseline_of("environment")))
             site.extra["history"] = cache.get_or("history", key, compute)[0]
             cache.save()
@@ -314,8 +314,8 @@ def history_spec(points: list[dict[str, Any]], changes: list[dict[str, Any]], *,
     # and was scaled down whole.
     columns = 2 if max((len(str(p["series"])) for p in points), default=0) <= LEGEND_TWO_COLUMNS_CHARS else 1
     # Each series' colour (and past five its dash) fixed in the scales, the series in the order of
-    # ``points`` (the history's: each model's environments the baseline first, as every page lists
-    # them); the colour and the dash legends, over one field and domain, are drawn as one, each
+    # ``points`` (the history's: the models by name, each model's environments the baseline first,
+    # as every page lists them); the colour and the dash legends, over one field and domain, are drawn as one, each
     # entry the series' line.
     names = list(dict.fromkeys(str(p["series"]) for p in points))
     styles = series_styles(len(names))

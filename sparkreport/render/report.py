@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.checks import check_title
 from sparkreport.dataset import frame_records, model_name_of, plain
-from sparkreport.names import level_order
+from sparkreport.names import level_order, model_order, name_order
 from sparkreport.render.markdown import margin_text
 from sparkreport.render.tables import metric_label
 
@@ -221,8 +221,9 @@ def campaigns(site: SiteData) -> list[Campaign]:
         out.append(Campaign(
             name=name, description=description, published=entry["runs"] == 0,
             question=(configured.question if configured is not None and configured.question else description),
-            models=sorted(entry["models"].values(), key=str.lower), levels=levels, runs=entry["runs"],
-            arms=len(entry["arms"]), gpus=entry["gpus"],
+            models=[model_name for _key, model_name in sorted(entry["models"].items(),
+                                                               key=lambda item: model_order(item[1], item[0]))],
+            levels=levels, runs=entry["runs"], arms=len(entry["arms"]), gpus=entry["gpus"],
             unified=(True in entry["unified"]) if entry["unified"] else None,
             pools_gib=sorted(entry["pools"]), source=source, design=design,
             baseline=baseline if baseline in levels else None, environments=environments))
@@ -528,7 +529,7 @@ def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool
         # lists them, the baseline first), so that its figures are not read as another level's
         placed = min((level_order(lv, site.config.baseline) for _, _, lv in arms), default=())
         campaign = sorted({c for c, _, _ in arms})[0] if arms else ""
-        models = tuple(sorted({names.get((c, m), m) for c, m, _ in arms}, key=str.lower))
+        models = tuple(sorted({names.get((c, m), m) for c, m, _ in arms}, key=name_order))
         key = (finding.severity, finding.code, campaign, models if per_model else ())
         group = groups.setdefault(key, {
             "severity": finding.severity, "code": finding.code, "title": check_title(finding.code),
@@ -547,11 +548,11 @@ def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool
             if level not in group["levels"]:
                 group["levels"].append(level)
     for group in groups.values():  # one order of the models and levels on every line (they came in finding order)
-        group["models"].sort(key=str.lower)
+        group["models"].sort(key=name_order)
         group["levels"].sort(key=lambda level: level_order(level, site.config.baseline))
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(groups.values(), key=lambda g: (order.get(g["severity"], 3), g["campaign"], g["code"],
-                                                  g["models"]))
+                                                  [name_order(m) for m in g["models"]]))
 
 
 def model_names(site: SiteData) -> dict[tuple[str, str], str]:
@@ -619,7 +620,8 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
         row["judgement"] = judgement(kind, str(row["metric"]))
         row["words"] = verdict_words(kind, margin_text(row["margin_pct"] / 100)) + (
             f" ({row['judgement']})" if row["judgement"] else "")
-    out.sort(key=lambda r: (r["campaign"], order.get(r["metric"], len(order)), str(r["model_name"]).lower()))
+    out.sort(key=lambda r: (r["campaign"], order.get(r["metric"], len(order)),
+                            *model_order(str(r["model_name"]), str(r["model"]))))
     return out
 
 
@@ -1203,7 +1205,7 @@ def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int, *,
             row = str(e[by])
             cells.setdefault((row, (str(e["candidate"]), str(e["baseline"]))), {})[str(e["metric"])] = e
             names[row] = str(e["model_name"]) if by == "model" else campaign_title(site, row)
-    order = sorted(names, key=lambda m: names[m].lower()) if by == "model" else sorted(names)
+    order = sorted(names, key=lambda m: model_order(names[m], m)) if by == "model" else sorted(names)
     rows = [{"model_name": f"{names[m]} · {pair[0]}" if several else names[m], "cells": cells[(m, pair)],
              "key": (m, pair)} for m in order[:budget] for pair in pairs if (m, pair) in cells]
     # A campaign's comparisons share its one baseline.

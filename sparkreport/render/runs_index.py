@@ -28,7 +28,7 @@ from urllib.parse import quote
 from sparkreport.cache import inputs_digest
 from sparkreport.dataset import model_name_of, plain
 from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
-from sparkreport.names import level_order, name_order, shown, unique_slugs
+from sparkreport.names import level_order, model_order, shown, unique_slugs
 from sparkreport.published import published_name, write_manifest
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
@@ -308,7 +308,7 @@ class RunsPage(Page):
         memo = site.hash_memo
         if memo is None or memo.path is None or site.store_folders is None or files_root != site.runs_dir:
             return None
-        return RecordCache(memo.path.parent / LISTING_CACHE, salt=f"runs-listing-1:{package_digest(memo)}")
+        return RecordCache(memo.path.parent / LISTING_CACHE, salt=f"runs-listing-2:{package_digest(memo)}")
 
     def _entry(self, record: RunRecord, run_path: str, files_root: Path, folders: dict[str, bool]) -> dict[str, Any]:
         """A record's row, but for ``included`` and ``reason`` (set by :meth:`entries`)."""
@@ -538,11 +538,12 @@ def _signature(path: Path, memo: HashMemo | None = None) -> str:
     return f"{path}: {stat.st_size} {stat.st_mtime_ns}"
 
 
-def _order(record: RunRecord) -> tuple[str, str, str, str, int, str]:
-    """A row's place on the Runs pages: by campaign, then the model's name as the page shows it
-    and a reader sorts it (gemma between gpt-oss and Llama, not after Qwen), environment (placed
-    by :func:`_placed`), iteration and run id."""
-    return (record.campaign, *name_order(model_name_of(record)), record.environment.name,
+def _order(record: RunRecord) -> tuple[str, str, str, str, str, int, str]:
+    """A row's place on the Runs pages: by campaign, then the model as every page lists models
+    (:func:`~sparkreport.names.model_order`: its name as the page shows it and a reader sorts it,
+    gemma between gpt-oss and Llama, not after Qwen), environment (placed by :func:`_placed`),
+    iteration and run id."""
+    return (record.campaign, *model_order(model_name_of(record), record.model.name), record.environment.name,
             record.iteration or 0, record.run_id)
 
 
@@ -551,8 +552,8 @@ def _placed(order: Sequence[Any], baseline: str | None) -> tuple[Any, ...]:
     (:func:`~sparkreport.names.level_order`: ``baseline`` first, then by name). Applied as the
     rows are sorted, not kept with a folder's rows: their cache key does not follow
     sparkreport.yml, whose baseline may change."""
-    campaign, folded, model, environment, *rest = order
-    return (campaign, folded, model, *level_order(environment, baseline), *rest)
+    campaign, folded, model, key, environment, *rest = order
+    return (campaign, folded, model, key, *level_order(environment, baseline), *rest)
 
 
 def samples_chart(path: Path, *, name: str, title: str) -> ChartSpec | None:
