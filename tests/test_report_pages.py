@@ -416,3 +416,34 @@ def test_an_answer_states_what_its_question_asks_and_did_not_vary(shipped: Rende
             "stated, not tested.\n")
     for path in ("index.md", "campaigns/gpu-torch-native-vs-cgroup/index.md"):
         assert said in (shipped.docs_dir / path).read_text(encoding="utf-8"), path
+
+
+def answer_lines(page: str) -> list[str]:
+    """The answer a page gives (its first list of bullets after the heading: Results) or the lines
+    of each "**The answer.**" block (Home, in campaign order)."""
+    if "**The answer.**" in page:
+        return [line for block in page.split("**The answer.**\n\n")[1:]
+                for line in block.split("\n\n", 1)[0].splitlines()]
+    return page.split("\n\n- ", 1)[1].split("\n\n", 1)[0].join(["- ", ""]).splitlines()
+
+
+def test_a_models_results_page_answers_as_home_does(shipped: RenderResult) -> None:
+    """A model's Results page opens on its campaign's answer as Home gives it, of that model alone
+    (one function, report.campaign_answer): the same lines, less Home's count of models and its
+    "Read with care" (the page's banner says it). The H100 control's models say what did not vary
+    there as Home does, not only in their sections further down."""
+    home = answer_lines((shipped.docs_dir / "index.md").read_text(encoding="utf-8"))
+    held = ("- **The same in both environments**: Peak memory and KV cache, one value in every run — stated, "
+            "not tested.")
+    assert held.replace("**:", "** (2 models):") in home
+    for model in ("llama-3-8b", "qwen2-0.5b", "deepseek", "gpt120b", "qwen72b", "unnamed"):
+        lines = answer_lines((shipped.docs_dir / "results" / model / "index.md").read_text(encoding="utf-8"))
+        assert lines, model
+        for line in lines:  # each of the model's lines is Home's, but for Home's span over every model
+            said = re.sub(r" -?\+?\d[\d.]*%.*", "", line)
+            assert any(re.sub(r" \(\d+ models?\)", "", h).startswith(said) for h in home), (model, line)
+        assert (held in lines) == (model in ("llama-3-8b", "qwen2-0.5b")), model
+    # a campaign of one model: its page's answer is Home's word for word, but the count
+    unnamed = answer_lines((shipped.docs_dir / "results" / "unnamed" / "index.md").read_text(encoding="utf-8"))
+    assert [line.replace("** (1 model):", "**:") for line in home if "Memory before KV cache +33.98%" in line] \
+        == unnamed

@@ -22,9 +22,8 @@ from sparkreport.render.diff_text import command_line
 from sparkreport.render.history import history_method, history_spans, latest_change, site_history
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.report import (
-    answer,
+    campaign_answer,
     campaign_split,
-    constant_lines,
     grouped,
     join_and,
     summary_table,
@@ -92,8 +91,7 @@ class HomePage(Page):
         for campaign in every:
             if campaign.name in shown:
                 rows = by_campaign.get(campaign.name, [])
-                said = answer(site, campaign.levels, rows) + constant_lines(
-                    site, campaign.name, site.config.primary_metrics, {str(e["metric"]) for e in rows})
+                said = campaign_answer(site, campaign.name, rows)
                 questions[campaign.name] = {"campaign": campaign, "answer": said,
                                             "table": summary_table(site, rows, self.EFFECT_BUDGET),
                                             "why_not": why_not_compared(site, campaign) if not rows else ""}
@@ -850,8 +848,7 @@ class CampaignPage(Page):
 
         compared = grouped(site, "comparisons", "campaign").get(campaign.name)
         rows = effect_rows(site, compared) if compared is not None else []
-        said = answer(site, campaign.levels, rows) + constant_lines(
-            site, campaign.name, site.config.primary_metrics, {str(e["metric"]) for e in rows})
+        said = campaign_answer(site, campaign.name, rows)
         table = summary_table(site, rows, HomePage.EFFECT_BUDGET)
         doc.context = {
             "campaign": campaign, "answer": said, "table": table,

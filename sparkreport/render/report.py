@@ -996,30 +996,69 @@ def why_not_compared(site: SiteData, campaign: Campaign) -> str:
     return md_escape(note) if note else ""
 
 
+def campaign_answer(site: SiteData, campaign: str, effects: list[dict[str, Any]], *,
+                    model: str | None = None) -> list[str]:
+    """A campaign's answer to its question as every page gives it — Home, the campaign's page and
+    a model's Results page alike: a sentence per verdict (:func:`answer`), then what the question
+    asks that did not vary and so was not compared (:func:`constant_lines` of the metrics the
+    pages lead with, ``analysis.primary_metrics``). ``effects``: the campaign's
+    (:func:`effect_rows`). ``model``: a model's own page, whose answer is the lines of that model
+    alone, counting no models and naming none the checks flagged (its banner does)."""
+    whole = model is None
+    if not whole:
+        effects = [e for e in effects if e["model"] == model]
+    return answer(site, [], effects, count_models=whole, flag_models=whole) + stated_lines(site, campaign, model)
+
+
+def stated_lines(site: SiteData, campaign: str, model: str | None = None) -> list[str]:
+    """The lines of :func:`campaign_answer` that state, not test: what ``campaign``'s question
+    asks (the metrics the pages lead with) that did not vary, of any model its comparisons do not
+    answer (:func:`constant_lines`); ``model``: of that model alone."""
+    return constant_lines(site, campaign, site.config.primary_metrics, compared_metrics(site, campaign), model=model)
+
+
+def compared_metrics(site: SiteData, campaign: str) -> set[str]:
+    """The metrics ``campaign``'s comparisons cover, of any of its models: its answer gives their
+    verdicts, and states none of them as held constant (:func:`constant_lines`)."""
+    frame = grouped(site, "comparisons", "campaign").get(campaign)
+    return set() if frame is None else {str(metric) for metric in frame["metric"].unique()}
+
+
+def answer_reads(site: SiteData, campaign: str) -> str:
+    """What :func:`campaign_answer` reads of ``campaign`` beyond a model's own rows and facts, for
+    the cache key of a page that gives one model's answer: the metrics the campaign compares and
+    its environments (another model's runs can change either)."""
+    runs = grouped(site, "runs", "campaign").get(campaign)
+    levels = [] if runs is None else sorted(str(level) for level in runs["environment"].unique())
+    return repr((sorted(compared_metrics(site, campaign)), levels))
+
+
 def constant_lines(site: SiteData, campaign: str, metrics: Sequence[str], compared: set[str],
-                   where: str = "") -> list[str]:
+                   where: str = "", model: str | None = None) -> list[str]:
     """A campaign's ``metrics`` that did not vary and so were not compared
     (:func:`~sparkreport.analysis.design.constant_facts`; ``compared``: the metrics it compared),
     as sentences for its answer: the same value in every run of every environment ("**The same in
     both environments** (2 models): KV cache, one value in every run — stated, not tested" and
     ``where`` the values are), or, where the environments' fixed values differ, each fact's clause
     (a fixed difference, not a test). A question about the KV cache answered by throughput alone
-    left it unsaid."""
+    left it unsaid. ``model``: that model's facts alone (its own page: no count of models, no
+    name before a fixed difference)."""
     from sparkreport.render.markdown import counted
 
     names = model_names(site)
     levels = {str(level) for level in site.runs.loc[site.runs["campaign"] == campaign, "environment"].unique()}
-    facts = [f for f in site.facts if f.campaign == campaign and f.metric in metrics
-             and f.metric not in compared and set(f.values) >= levels and len(levels) > 1]
+    facts = [f for f in site.facts if f.campaign == campaign and (model is None or f.model == model)
+             and f.metric in metrics and f.metric not in compared and set(f.values) >= levels and len(levels) > 1]
     same = [f for f in facts if len(set(f.values.values())) == 1]
     lines = []
     if same:
         labels = join_and([metric_label(m) for m in metrics if any(f.metric == m for f in same)])
         in_all = "both environments" if len(levels) == 2 else f"all {len(levels)} environments"
         recorded = " that recorded it" if any(f.runs is not None for f in same) else ""  # some runs lack it
-        lines.append(f"**The same in {in_all}** ({counted(len({f.model for f in same}), 'model')}): {labels}, one "
-                     f"value in every run{recorded} — stated, not tested{where}.")
-    lines += [f"**A fixed difference**: {names.get((campaign, f.model), f.model)} — {f.body}."
+        many = f" ({counted(len({f.model for f in same}), 'model')})" if model is None else ""
+        lines.append(f"**The same in {in_all}**{many}: {labels}, one value in every run{recorded} — stated, "
+                     f"not tested{where}.")
+    lines += [f"**A fixed difference**: {'' if model else f'{names.get((campaign, f.model), f.model)} — '}{f.body}."
               for f in facts if len(set(f.values.values())) > 1]
     return lines
 

@@ -94,7 +94,7 @@ class ResultsPage(Page):
              earlier: list[str] | None = None, earlier_page: PageDoc | None = None,
              earlier_of: PageDoc | None = None) -> None:
         """Plan one model's page over ``campaigns``: what it reads and how it is filled."""
-        from sparkreport.render.report import environment_colours, slice_digest
+        from sparkreport.render.report import answer_reads, environment_colours, slice_digest
 
         doc.scope = [(campaign, model) for campaign in campaigns]
         doc.reads_findings = "caveats"  # its claims and banner name the errors; its box, some warnings
@@ -104,6 +104,8 @@ class ResultsPage(Page):
         doc.also_reads = [model, ",".join(campaigns), ",".join(earlier or shown or []),
                           *(slice_digest(site, table, ("model", "campaign"), (model, campaign))
                             for table in (*model_tables(site, model)[:2], "comparisons") for campaign in campaigns),
+                          # its answers: what each campaign compares and its environments (constant_lines)
+                          *(answer_reads(site, campaign) for campaign in campaigns),
                           repr(environment_colours(site))]  # its charts' colours
         links = {"earlier_page": doc.href(earlier_page.path) if earlier_page else None,
                  "model_page": doc.href(earlier_of.path) if earlier_of else None,
@@ -186,7 +188,14 @@ class ResultsPage(Page):
             stats["arm"] = arm_labels(stats)
         if not runs.empty:  # a row per arm, in its environment's colour
             runs["arm"] = arm_labels(runs)
-        from sparkreport.render.report import answer, bracketed, effect_rows, table_gaps, verdict_key
+        from sparkreport.render.report import (
+            bracketed,
+            campaign_answer,
+            effect_rows,
+            stated_lines,
+            table_gaps,
+            verdict_key,
+        )
 
         primary, in_page_order = page_order(site, stats["metric"])
         facts = {(fact.campaign, fact.metric): fact for fact in facts_of(site).get(model, [])}
@@ -215,19 +224,27 @@ class ResultsPage(Page):
         for section in sections:
             for c in section["comparisons"]:
                 c["effect"] = by_effect.get((c["campaign"], section["metric"], c["candidate"]))
-        answers = []
-        for campaign in sorted({str(e["campaign"]) for e in effects}):
-            rows_ = [e for e in effects if e["campaign"] == campaign]
-            answers.append({"campaign": campaign, "lines": answer(site, [], rows_, count_models=False,
-                                                                  flag_models=False)})
         # Several campaigns (releases, say): one table of their answers, what each would say
         # beside its verdicts said once under it, instead of the same sentences per campaign.
         glance = None
-        if sum(1 for a in answers if a["lines"]) > 1:
+        answered = sorted({str(e["campaign"]) for e in effects})
+        if len(answered) > 1:
             from sparkreport.render.report import across_campaigns_notes, summary_table
 
-            glance = {**summary_table(site, [e for e in effects if e["primary"]] or effects, len(answers),
+            glance = {**summary_table(site, [e for e in effects if e["primary"]] or effects, len(answered),
                                       by="campaign"), "notes": across_campaigns_notes(effects)}
+        # Each campaign's answer as Home gives it, of this model alone (under a table of the
+        # verdicts, what it states, not tests); campaigns whose lines are alike say them once.
+        shown = sorted(set(stats["campaign"].astype(str))) if not stats.empty else []
+        alike: dict[tuple[str, ...], list[str]] = {}
+        for campaign in shown:
+            lines = (stated_lines(site, campaign, model) if glance else
+                     campaign_answer(site, campaign, [e for e in effects if e["campaign"] == campaign], model=model))
+            if lines:
+                alike.setdefault(tuple(lines), []).append(campaign)
+        answers: list[dict[str, Any]] = [
+            {"campaigns": names, "lines": list(lines), "every": len(names) == len(shown) > 1}
+            for lines, names in alike.items()]
         from sparkreport.analysis.design import family_representatives
         from sparkreport.render.report import join_and
 
