@@ -138,14 +138,15 @@ def test_home_is_a_summary(shipped: RenderResult, combined: RenderResult) -> Non
     (three campaigns, each finding's campaign named once by its title over its lines, the key
     saying that a ≈ interval may exclude zero, as the H100 control's does, and the line under the
     chart counting the effects it cannot draw, the H100 answer stating its constant memory: 750; four,
-    with the Phase 1 runs added, stay under 990: two of their answers say that their runs carry
-    error-level findings, the banner names five checks, and the key of Phase 1's ▲ and ▼ says
-    that its answer tells better from worse)."""
+    with the Phase 1 runs added, stay under 1,000: two of their answers say that their runs carry
+    error-level findings, the banner names five checks, the key of Phase 1's ▲ and ▼ says
+    that its answer tells better from worse, and the key and the line under the chart name both
+    reasons for the untested effects, published without a spread and from a single run)."""
     home = (shipped.docs_dir / "index.md").read_text(encoding="utf-8")
     words = len(" ".join(sentence_lines(home)).split())
     assert words <= 750, words
     more = len(" ".join(sentence_lines((combined.docs_dir / "index.md").read_text(encoding="utf-8"))).split())
-    assert more <= 990, more
+    assert more <= 1000, more
     assert home.count("**The answer.**") >= 2 and home.count("## What the data cannot show") == 1
     assert 'class="sparkreport-chart"' in home
 
@@ -447,3 +448,25 @@ def test_a_models_results_page_answers_as_home_does(shipped: RenderResult) -> No
     unnamed = answer_lines((shipped.docs_dir / "results" / "unnamed" / "index.md").read_text(encoding="utf-8"))
     assert [line.replace("** (1 model):", "**:") for line in home if "Memory before KV cache +33.98%" in line] \
         == unnamed
+
+
+def test_a_published_figure_of_one_run_is_named_alike_everywhere(shipped: RenderResult) -> None:
+    """The unified-memory post published one run per environment: its comparisons are untested for
+    the reason Data quality gives those arms, "published from a single run" (one source:
+    compare.PUBLISHED_SINGLE_RUN), not "published without a spread", which the Phase 1 tables'
+    memory figures (n = 10, no SD) keep."""
+    from sparkreport.analysis.compare import PUBLISHED_SINGLE_RUN, WITHOUT_SPREAD, untested_reason
+
+    published = {"skipped": "Mann–Whitney U, Welch t-test"}
+    assert untested_reason({**published, "n_baseline": 1, "n_candidate": 1}) == PUBLISHED_SINGLE_RUN
+    assert untested_reason({**published, "n_baseline": 10, "n_candidate": 10}) == WITHOUT_SPREAD
+    docs = shipped.docs_dir
+    said = "**Published from a single run, so not tested**"
+    for path in ("index.md", "campaigns/unified-memory-post/index.md", "results/unnamed/index.md", "memory/index.md"):
+        assert said in (docs / path).read_text(encoding="utf-8"), path
+    page = (docs / "campaigns" / "unified-memory-post" / "index.md").read_text(encoding="utf-8")
+    assert "○ not tested (published from a single run)." in page and "without a spread" not in page
+    quality = (docs / "quality" / "index.md").read_text(encoding="utf-8")
+    assert ("| The unified-memory post, as published · model not named in the post (native, container) | "
+            "Published from a single run — no spread, no confidence interval, no test. |") in quality
+    assert "**Published without a spread, so not tested** (3 models)" in (docs / "index.md").read_text(encoding="utf-8")

@@ -26,6 +26,7 @@ from sparkreport.analysis.arms import (
     repeat_key,
     reported,
 )
+from sparkreport.analysis.compare import PUBLISHED_SINGLE_RUN
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
 
@@ -275,7 +276,7 @@ def _arm_size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
         if int(row["n"]) == 1:
             findings.append(Finding(
                 "warning", "single-run-arm",
-                f"{row['campaign']}/{row['model']}/{row['environment']}: published from a single run — "
+                f"{row['campaign']}/{row['model']}/{row['environment']}: {PUBLISHED_SINGLE_RUN} — "
                 "no spread, no confidence interval, no test", [row["run_id"]],
             ))
             continue

@@ -231,25 +231,29 @@ def _compare_one(a: _Arm, b: _Arm, opts: AnalysisOptions, metric: str, p_mannwhi
     }
 
 
-#: Why a comparison was not tested (:func:`untested_reason`), in the order the pages list them.
-WITHOUT_SPREAD, ONE_RUN_PER_ARM, ONE_SINGLE_RUN = "published without a spread", "one run per arm", \
-    "a single run in one arm"
-UNTESTED_REASONS = (WITHOUT_SPREAD, ONE_RUN_PER_ARM, ONE_SINGLE_RUN)
+#: Why a comparison has no test (no Welch p-value), as the pages say it (:func:`untested_reason`),
+#: in the order the pages list them. :data:`PUBLISHED_SINGLE_RUN` is also the words of the
+#: ``single-run-arm`` finding about a published arm of one run (Data quality): one case, one name.
+WITHOUT_SPREAD, PUBLISHED_SINGLE_RUN, ONE_RUN_PER_ARM, ONE_SINGLE_RUN = (
+    "published without a spread", "published from a single run", "one run per arm", "a single run in one arm")
+UNTESTED_REASONS = (WITHOUT_SPREAD, PUBLISHED_SINGLE_RUN, ONE_RUN_PER_ARM, ONE_SINGLE_RUN)
 #: :data:`ONE_SINGLE_RUN` of one comparison, which names its arm (:func:`why_untested`).
 SINGLE_RUN_IN = "a single run in {arm}"
 
 
 def untested_reason(row: Mapping[Any, Any]) -> str:
     """Why ``row``, a comparison no test could run on (verdict ``untested``), was not tested, in
-    :data:`UNTESTED_REASONS`' words: an arm published without an SD (both arms of two runs or
-    more, or of one run each where an arm is published: a figure of one run has no SD either);
-    each arm one run of per-run data; one arm of a single run (run or published: which one the
-    row does not say, and either is a single run)."""
+    :data:`UNTESTED_REASONS`' words: both arms of two runs or more, one published without an SD;
+    a published figure of one run in each arm (no spread by definition: the more specific reason,
+    in the words Data quality gives the arm); each arm one run of per-run data; one arm of a
+    single run (run or published: which one the row does not say, and either is a single run)."""
     counts = (int(row["n_baseline"]), int(row["n_candidate"]))
     published = "mann_whitney" in skipped_tests(row.get("skipped"))  # an arm without runs
-    if min(counts) >= 2 or (published and counts == (1, 1)):
+    if min(counts) >= 2:
         return WITHOUT_SPREAD
-    return ONE_RUN_PER_ARM if counts == (1, 1) else ONE_SINGLE_RUN
+    if counts == (1, 1):
+        return PUBLISHED_SINGLE_RUN if published else ONE_RUN_PER_ARM
+    return ONE_SINGLE_RUN
 
 
 def why_untested(row: Mapping[Any, Any]) -> str | None:
