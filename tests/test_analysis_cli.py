@@ -87,7 +87,7 @@ def test_why_untested_names_the_arm_of_a_single_run() -> None:
     """One comparison's why_untested: the pages' reason (untested_reason, which they group by),
     with the arm named where one arm is a single run; None where a test ran — in the strata of
     `compare --by` too, whose verdicts are made again after Holm over them."""
-    from sparkreport.analysis.compare import ONE_RUN_PER_ARM, WITHOUT_SPREAD, untested_reason, why_untested
+    from sparkreport.analysis.compare import ONE_RUN_PER_ARM, PUBLISHED_SINGLE_RUN, untested_reason, why_untested
 
     row = {"verdict": "untested", "baseline": "native", "candidate": "docker", "skipped": "Welch t-test"}
     assert why_untested(row | {"n_baseline": 1, "n_candidate": 5}) == "a single run in native"
@@ -95,7 +95,7 @@ def test_why_untested_names_the_arm_of_a_single_run() -> None:
     assert untested_reason(row | {"n_baseline": 5, "n_candidate": 1}) == "a single run in one arm"
     assert why_untested(row | {"n_baseline": 1, "n_candidate": 1}) == ONE_RUN_PER_ARM
     published = row | {"n_baseline": 1, "n_candidate": 1, "skipped": "Mann–Whitney U, Welch t-test"}
-    assert why_untested(published) == WITHOUT_SPREAD
+    assert why_untested(published) == PUBLISHED_SINGLE_RUN
     assert why_untested(row | {"n_baseline": 5, "n_candidate": 5, "verdict": "lower"}) is None
     repo = Path(__file__).resolve().parents[1]
     code, out = invoke("compare", "--runs-dir", str(repo / "runs"), "--by", "cache", "--json")
