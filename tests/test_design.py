@@ -86,6 +86,10 @@ def test_a_fixed_difference_is_stated_with_both_values() -> None:
         r.metrics["kv_cache_gib"] = 100.0 if r.environment.name == "cgroup" else 111.8
     facts = constant_facts(ds_of(runs), AnalysisOptions())
     assert "100.00 GiB in every cgroup run and 111.80 GiB in every native run" in facts[0].sentence
+    # the baseline first, as the pages list the environments (without one: by name)
+    (fact,) = constant_facts(ds_of(runs), AnalysisOptions(), baseline="native")
+    assert "111.80 GiB in every native run and 100.00 GiB in every cgroup run" in fact.sentence
+    assert list(fact.values) == ["native", "cgroup"]
 
 
 def test_the_memory_page_says_a_constant_memory_figure_once_per_campaign() -> None:

@@ -165,7 +165,7 @@ def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, w
         return [], levels, {}
     # what is held constant is stated, never tested: one rule, the facts' (design.held_constant)
     facts = {(fact.campaign, fact.model, fact.metric): fact.values
-             for fact in held_constant(ds, opts, factor, sorted(wanted))}
+             for fact in held_constant(ds, opts, factor, sorted(wanted), baseline)}
     pairs = []
     for (campaign, model, level, metric), base in sorted(arms.items()):
         if level != baseline:

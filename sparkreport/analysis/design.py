@@ -25,7 +25,7 @@ from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import arm_rows, float_matrix, in_page_order, included_runs, reported, with_level
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, frame_records
-from sparkreport.names import model_order
+from sparkreport.names import level_order, model_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -177,16 +177,17 @@ def _fmt(metric: str, value: float) -> str:
 
 def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str = "environment",
                    metrics: list[str] | None = None, cache: AnalysisCache | None = None, *,
-                   every: bool = False) -> list[Fact]:
+                   every: bool = False, baseline: str | None = None) -> list[Fact]:
     """Per campaign × model × metric: the metrics the runs record with SD 0 in every level of
     ``factor`` (the rule: :func:`held_constant`; published figures too), as sentences ("the KV
     cache was 111.8 GiB in every run: sized by the configured fraction 0.9"), of ``metrics``
     (None: the tested ones) in their order; ``every``: of every metric the runs hold, the tested
     ones first (what the Results pages state instead of a table of intervals from 64 to 64).
     Either way every metric's facts are found, so that a build's and ``compare``'s share one
-    cache entry: with ``cache``, each campaign's are kept by the digest of its runs."""
+    cache entry: with ``cache``, each campaign's are kept by the digest of its runs. A fact's
+    levels are in :func:`~sparkreport.names.level_order`, ``baseline`` first, as the pages list them."""
     opts = opts or AnalysisOptions()
-    found = _every_fact(ds, opts, factor, cache)
+    found = _every_fact(ds, opts, factor, cache, baseline)
     if every:
         return found
     rank = {metric: i for i, metric in enumerate(dict.fromkeys(metrics or opts.tested_metrics))}
@@ -197,12 +198,13 @@ def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str
                   key=lambda fact: (arms[(fact.campaign, fact.model)], rank[fact.metric]))
 
 
-def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: AnalysisCache | None) -> list[Fact]:
+def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: AnalysisCache | None,
+                baseline: str | None) -> list[Fact]:
     """:func:`constant_facts` of every metric, per campaign through ``cache`` where there is one."""
     published = {str(metric) for metric in ds.summaries["metric"].unique()}
     metrics = [*opts.tested_metrics, *sorted(set(ds.metric_columns) | published)]
     if cache is None:
-        return held_constant(ds, opts, factor, metrics)
+        return held_constant(ds, opts, factor, metrics, baseline)
     from sparkreport.analysis.arms import campaign_digests
 
     digests = campaign_digests(ds, opts)
@@ -210,11 +212,12 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
     def key(campaign: str) -> str:
         assert cache is not None
         # a campaign's facts are of the metrics its own runs hold, whatever the other campaigns hold
-        return cache.key(("kind", "facts-5"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor))
+        return cache.key(("kind", "facts-6"), ("runs", digests[campaign]), ("opts", opts), ("factor", factor),
+                         ("baseline", baseline))
 
     def whole() -> tuple[list[Fact], dict[str, list[Fact]]]:
         # Each fact belongs to one campaign, so each campaign's share is what its view computes.
-        facts = held_constant(ds, opts, factor, metrics)
+        facts = held_constant(ds, opts, factor, metrics, baseline)
         shares: dict[str, list[Fact]] = {}
         for fact in facts:
             shares.setdefault(fact.campaign, []).append(fact)
@@ -222,11 +225,12 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
 
     found, parts = cache.campaign_parts("facts", ds.campaigns(), key, whole,
                                         lambda campaign: held_constant(ds.campaign_view(campaign), opts, factor,
-                                                                         metrics), list[Fact])
+                                                                         metrics, baseline), list[Fact])
     return found if found is not None else [fact for part in parts for fact in part]
 
 
-def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str]) -> list[Fact]:
+def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str],
+                  baseline: str | None = None) -> list[Fact]:
     """The facts of ``ds``'s included runs, then of its published figures (:func:`_published_facts`):
     the one rule of what is stated, not tested — ``compare`` tests no pair of levels a fact covers.
 
@@ -235,11 +239,12 @@ def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list
     difference stands out from the noise only then), else one value in every such run (two single
     runs that made 400 requests each). Runs that do not record it (a run that lost a figure) are
     left out of it, and the fact counts them: "in every run that recorded it (8 of 9 runs)".
-    The facts by campaign, then by model as the pages list models (:func:`_in_model_order`)."""
+    The facts by campaign, then by model as the pages list models (:func:`_in_model_order`); each
+    fact's levels in :func:`~sparkreport.names.level_order` (``baseline`` first, then by name)."""
     runs = included_runs(ds, opts)
     runs = runs[runs["included"]]
     if runs.empty or factor not in runs.columns:
-        return _in_model_order(ds, _published_facts(ds, factor, metrics))
+        return _in_model_order(ds, _published_facts(ds, factor, metrics, baseline))
     wanted = list(dict.fromkeys(m for m in metrics if m in runs.columns))
     values = float_matrix(runs, wanted)
     fraction = float_matrix(runs, ["kv_cache_fraction"]) if "kv_cache_fraction" in runs.columns else None
@@ -247,7 +252,8 @@ def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list
     facts: list[Fact] = []
     for (campaign, model), positions in arm_rows(runs, ["campaign", "model"]):
         levels = all_levels[positions]
-        rows_of = {level: positions[levels == level] for level in sorted(set(levels))}
+        rows_of = {level: positions[levels == level]
+                   for level in sorted(set(levels), key=lambda level: level_order(level, baseline))}
         for j, metric in enumerate(wanted):
             column = reported(values[positions, j])  # the runs that recorded it
             if column.size < 2:
@@ -265,7 +271,7 @@ def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list
             facts.append(Fact(str(campaign), str(model), metric,
                               {level: float(sample[0]) for level, sample in per_level.items()}, column.size, note,
                               runs=len(positions) if column.size < len(positions) else None))
-    return _in_model_order(ds, facts + _published_facts(ds, factor, metrics))
+    return _in_model_order(ds, facts + _published_facts(ds, factor, metrics, baseline))
 
 
 def _in_model_order(ds: Dataset, facts: list[Fact]) -> list[Fact]:
@@ -279,7 +285,7 @@ def _in_model_order(ds: Dataset, facts: list[Fact]) -> list[Fact]:
     return sorted(facts, key=lambda f: (f.campaign, *model_order(names.get((f.campaign, f.model), f.model), f.model)))
 
 
-def _published_facts(ds: Dataset, factor: str, metrics: list[str]) -> list[Fact]:
+def _published_facts(ds: Dataset, factor: str, metrics: list[str], baseline: str | None = None) -> list[Fact]:
     """The facts of published figures, by the rule of the runs' (:func:`held_constant`): a
     level's figure is one value in every run when it is of one run or its SD is 0, and a campaign ×
     model's metric is a fact when every level it publishes gives it so. Noted "as published"."""
@@ -295,7 +301,8 @@ def _published_facts(ds: Dataset, factor: str, metrics: list[str]) -> list[Fact]
         for metric, rows in sorted(by_metric, key=lambda item: rank[item[0]]):
             n = rows["n"].astype(int)
             sd = rows["sd"].astype(float)
-            per_level = dict(zip(rows["environment"].astype(str), rows["mean"].astype(float), strict=True))
+            per_level = dict(sorted(zip(rows["environment"].astype(str), rows["mean"].astype(float), strict=True),
+                                    key=lambda item: level_order(item[0], baseline)))
             if (set(per_level) != levels or len(per_level) != len(rows)
                     or not ((n == 1) | (sd == 0)).all() or int(n.sum()) < 2
                     or ((n < 2).any() and len(set(per_level.values())) > 1)):

@@ -195,7 +195,7 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
         frame = compare_by(ds, stratum, factor, baseline, config.analysis, metrics=list(metrics) or None)
     else:
         frame = compare(ds, factor, baseline, config.analysis, metrics=list(metrics) or None, cache=cache)
-    facts = constant_facts(ds, config.analysis, factor, metrics=list(metrics) or None, cache=cache)
+    facts = constant_facts(ds, config.analysis, factor, metrics=list(metrics) or None, cache=cache, baseline=baseline)
     keep_analysis(cache)
     rows = frame_rows(frame)
     if as_json:

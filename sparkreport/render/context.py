@@ -297,7 +297,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
         provenance=provenance, extra=extra,
         # every metric's: the Results pages state any that did not vary (a configured batch size as
         # much as a KV cache); the Methodology page lists the tested ones
-        facts=constant_facts(dataset, opts, config.factor, cache=cache, every=True),
+        facts=constant_facts(dataset, opts, config.factor, cache=cache, every=True, baseline=config.baseline),
         family_rule=Markup(family_rule_text(opts, code=lambda text: f"`{text}`")),  # noqa: S704 (our own sentence)
         analysis_cache=cache, project_root=project_root,
     )
