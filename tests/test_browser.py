@@ -415,9 +415,9 @@ def history_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     require_browser()
     project = tmp_path_factory.mktemp("history-project")
-    runs = write_history_store(project / "runs", steps={"0.22.0": -0.042}, model="mistral-7b-instruct-v0.3")
-    write_history_store(runs, steps={"0.21.0": 0.05}, seed=4, campaign="weekly-gb10", model="mistral-7b-instruct-v0.3",
-                        run_prefix="weekly-")
+    mistral = {"model": "mistral-7b-instruct-v0.3", "model_id": "mistralai/Mistral-7B-Instruct-v0.3"}
+    runs = write_history_store(project / "runs", steps={"0.22.0": -0.042}, **mistral)
+    write_history_store(runs, steps={"0.21.0": 0.05}, seed=4, campaign="weekly-gb10", run_prefix="weekly-", **mistral)
     (project / "sparkreport.yml").write_text(
         "static_charts: posts\ncampaigns:\n  nightly:\n    title: 'Nightly builds: TensorRT-LLM on the H100 control'\n"
         "  weekly-gb10:\n    title: 'Weekly GB10 builds: TensorRT-LLM wheels'\n", encoding="utf-8")
@@ -463,7 +463,7 @@ def test_the_history_charts_draw_a_line_per_campaign(history_site: str, chromium
         for chart in charts:
             assert chart["lines"] == 4
             # each campaign's series together, the baseline environment first (the order rule)
-            assert chart["legend"] == [f"mistral-7b-instruct-v0.3 · {env} · {title}"
+            assert chart["legend"] == [f"mistralai/Mistral-7B-Instruct-v0.3 · {env} · {title}"  # as every page names it
                                        for title in (nightly, weekly) for env in ("native", "docker")]
             assert chart["scale"] > 0.95, chart
         assert not visit.errors, visit.errors

@@ -40,19 +40,22 @@ def test_summary_names_the_change_and_nothing_else(site: RenderResult) -> None:
 
 
 @pytest.mark.parametrize(("campaign", "model", "named"), [
-    ("nightly", "qwen-2.5-7b", ("llama-3.1-8b", "qwen-2.5-7b")),
+    ("nightly", "qwen-2.5-7b", ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B-Instruct")),
     ("weekly", "llama-3.1-8b", ("nightly", "weekly")),
-    ("weekly", "qwen-2.5-7b", ("llama-3.1-8b, nightly", "qwen-2.5-7b, weekly")),
+    ("weekly", "qwen-2.5-7b", ("meta-llama/Llama-3.1-8B-Instruct, nightly", "Qwen/Qwen2.5-7B-Instruct, weekly")),
 ])
 def test_summary_names_only_what_the_page_holds_several_of(tmp_path: Path, campaign: str, model: str,
                                                             named: tuple[str, str]) -> None:
     """After each change the summary named its model and campaign ("— Llama…, nightly;") as soon
     as the page held two models or two campaigns, so a page of one campaign repeated it after
     every change: it names the model where the page holds several models, the campaign where it
-    holds several campaigns (one campaign is named once, in the lead)."""
+    holds several campaigns (one campaign is named once, in the lead). A model is named as every
+    other page names it (its id), not by its key in the store."""
     (tmp_path / "sparkreport.yml").write_text(CONFIG, encoding="utf-8")
     runs = write_history_store(tmp_path / "runs", steps={"0.22.0": -0.042})
-    write_history_store(runs, steps={"0.21.0": 0.05}, seed=4, campaign=campaign, model=model, run_prefix="second-")
+    model_id = "Qwen/Qwen2.5-7B-Instruct" if model.startswith("qwen") else "meta-llama/Llama-3.1-8B-Instruct"
+    write_history_store(runs, steps={"0.21.0": 0.05}, seed=4, campaign=campaign, model=model, run_prefix="second-",
+                        model_id=model_id)
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
     page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
     summary = next(line for line in page.splitlines() if line.startswith("**"))
@@ -86,7 +89,7 @@ def test_the_tables_name_a_campaign_once_and_a_series_as_the_charts_do(site: Ren
     assert "Each metric of each model and environment of campaign “nightly”, across 6 versions:" in page
     tables = [line for line in page.splitlines() if line.startswith("| ")]
     assert tables[0] == "| Versions | Series | Metric | Change (95% CI) | p (Holm) | Direction |"
-    assert tables[1] == ("| [0.21.0 → 0.22.0](nightly-0.21.0-0.22.0/index.md) | llama-3.1-8b · native | "
+    assert tables[1] == ("| [0.21.0 → 0.22.0](nightly-0.21.0-0.22.0/index.md) | meta-llama/Llama-3.1-8B-Instruct · native | "
                          "Output throughput | -3.79% (-5.77 to -1.75) | <\u00a00.001 | **regression** |")
     assert tables[2] == "| Series | Metric | Version | n | Mean (95% CI) | Versions | Change points |"
     assert "| nightly |" not in page
@@ -174,17 +177,17 @@ def test_two_campaigns_of_one_model_and_environment_draw_two_lines(tmp_path: Pat
     points = spec["data"]["values"]
     weekly = "Weekly GB10 builds: TensorRT-LLM wheels"
     assert {p["series"] for p in points} == {
-        "llama-3.1-8b · docker · nightly", f"llama-3.1-8b · docker · {weekly}",
-        "llama-3.1-8b · native · nightly", f"llama-3.1-8b · native · {weekly}"}
+        "meta-llama/Llama-3.1-8B-Instruct · docker · nightly", f"meta-llama/Llama-3.1-8B-Instruct · docker · {weekly}",
+        "meta-llama/Llama-3.1-8B-Instruct · native · nightly", f"meta-llama/Llama-3.1-8B-Instruct · native · {weekly}"}
     assert len(points) == len({(p["series"], p["version"]) for p in points}) == 4 * 6  # one point per line and version
     assert [c["text"] for c in spec["layer"][2]["data"]["values"]] == [
-        "llama-3.1-8b · native · nightly — -5.07% (0.21.0 → 0.22.0, regression)",
-        f"llama-3.1-8b · native · {weekly} — +4.28% (0.20.0 → 0.21.0, improvement)"]
+        "meta-llama/Llama-3.1-8B-Instruct · native · nightly — -5.07% (0.21.0 → 0.22.0, regression)",
+        f"meta-llama/Llama-3.1-8B-Instruct · native · {weekly} — +4.28% (0.20.0 → 0.21.0, improvement)"]
     assert spec["layer"][1]["encoding"]["color"]["legend"]["columns"] == 1
     page = (result.docs_dir / "history" / "index.md").read_text(encoding="utf-8")
     assert "per campaign, model and environment; dashed lines" in page
     one = json.loads((site.docs_dir / "history" / "charts" / "output_throughput_tok_s-history.vl.json").read_text())
-    assert sorted({p["series"] for p in one["data"]["values"]}) == ["llama-3.1-8b · docker", "llama-3.1-8b · native"]
+    assert sorted({p["series"] for p in one["data"]["values"]}) == ["meta-llama/Llama-3.1-8B-Instruct · docker", "meta-llama/Llama-3.1-8B-Instruct · native"]
     assert one["layer"][1]["encoding"]["color"]["legend"]["columns"] == 2
 
 
@@ -199,7 +202,7 @@ def test_home_and_methodology_mention_it(site: RenderResult) -> None:
     home = (site.docs_dir / "index.md").read_text(encoding="utf-8")
     [line] = [x for x in home.splitlines() if x.startswith("**Across versions:**")]
     assert "output throughput fell 3.79%" in line and "[History](history/index.md)" in line
-    assert "(llama-3.1-8b) — see" in line  # one campaign in the store: not named
+    assert "(meta-llama/Llama-3.1-8B-Instruct) — see" in line  # the model as the pages name it; one campaign: not named
     methodology = (site.docs_dir / "methodology" / "index.md").read_text(encoding="utf-8")
     assert "a change point is reported only where the level shifts by at least 2%" in methodology
 

@@ -90,7 +90,7 @@ def latest_change(site: SiteData) -> str | None:
     newest = max(result.changes, key=lambda c: (rank[c.after], abs(c.change_pct)))
     from sparkreport.render.report import campaign_title, campaigns
 
-    where = [newest.model]
+    where = [shown_models(result)[(newest.campaign, newest.model)]]
     if len(campaigns(site)) > 1:  # the campaign, where the store holds several
         where.append(campaign_title(site, newest.campaign))
     return f"{change_sentence(newest, site.confidence_label)} ({', '.join(where)})"
@@ -173,6 +173,7 @@ class HistoryPage(Page):
         # nor after each change of the summary; a model the same in every row, by no change.
         campaigns = {s.campaign for s in result.series}
         several_models = len({s.model for s in result.series}) > 1
+        shown = shown_models(result)
         rows = []
         # The pairs of versions past the diff pages' budget: their `sparkreport diff` command once
         # each, below the table (a command in a cell made the table scroll).
@@ -180,10 +181,11 @@ class HistoryPage(Page):
         for change in changes:
             key = (change.campaign, change.before, change.after)
             row = change_row(change) | {"label": metric_label(change.metric),
+                                        "model_name": shown[(change.campaign, change.model)],
                                         "sentence": change_sentence(change, site.confidence_label),
                                         "versions": f"{change.before} → {change.after}"}
             # what the summary names after the change: what the page holds several of
-            where = [change.model] if several_models else []
+            where = [row["model_name"]] if several_models else []
             if len(campaigns) > 1:
                 where.append(campaign_title(site, change.campaign))
             row["where"] = ", ".join(where)
@@ -204,7 +206,7 @@ class HistoryPage(Page):
         spreads: dict[str, list[float | None]] = {}
         for s in listed:
             spreads.setdefault(s.metric, []).append(half_width(s.points[-1].ci_low, s.points[-1].ci_high))
-        latest = [{"campaign": s.campaign, "model": s.model, "environment": s.environment,
+        latest = [{"campaign": s.campaign, "model_name": shown[(s.campaign, s.model)], "environment": s.environment,
                    "label": metric_label(s.metric), "metric": s.metric, "point": s.points[-1],
                    "places": places(spreads[s.metric], digits_for(s.metric)),
                    "versions": len(s.points), "changes": len(s.changes)} for s in listed]
@@ -241,8 +243,21 @@ def history_charts(site: SiteData, result: History) -> list[ChartSpec]:
     return charts
 
 
+def shown_models(result: History) -> dict[tuple[str, str], str]:
+    """What the History page calls each model of ``result``'s series, by (campaign, model): the
+    name every other page shows it by (its display name), with its key in brackets where two
+    models of the page share that name — a series named alike would draw two models as one line."""
+    names = {(s.campaign, s.model): s.model_name or s.model for s in result.series}
+    keys: dict[str, set[str]] = {}
+    for (_campaign, model), name in names.items():
+        keys.setdefault(name, set()).add(model)
+    return {(campaign, model): name if len(keys[name]) == 1 else f"{name} ({model})"
+            for (campaign, model), name in names.items()}
+
+
 def series_name(campaign: str, model: str, environment: str, titles: dict[str, str] | None = None) -> str:
-    """What the History chart calls a series: "model · environment", and where the page holds
+    """What the History chart calls a series: "model · environment" (``model`` as the page names
+    it: :func:`shown_models`), and where the page holds
     several campaigns (``titles``: campaign name → title) "model · environment · campaign title" —
     the same model and environment in two campaigns are two series, and a name shared by two
     would draw them as one line, zigzagging between them at every version."""
@@ -257,13 +272,15 @@ def _metric_chart(result: History, metric: str, titles: dict[str, str] | None = 
 
     # a series of one version is a point, not a course (the page counts them, history.json has them)
     series = [s for s in result.series if s.metric == metric and len(s.points) > 1]
-    points = [{"series": series_name(s.campaign, s.model, s.environment, titles), "version": p.version,
+    shown = shown_models(result)
+    points = [{"series": series_name(s.campaign, shown[(s.campaign, s.model)], s.environment, titles),
+               "version": p.version,
                "mean": _short(p.mean), "ci_low": _short(p.ci_low) if p.n > 1 else None,
                "ci_high": _short(p.ci_high) if p.n > 1 else None, "n": p.n}
               for s in series for p in s.points]
     if not points:
         return None
-    changes = [_change_mark(c, series_name(s.campaign, s.model, s.environment, titles))
+    changes = [_change_mark(c, series_name(s.campaign, shown[(s.campaign, s.model)], s.environment, titles))
                for s in series for c in s.changes]
     title = f"{metric_label(metric)} across versions"
     # the means' tooltip as the page's table prints them (the precision rule: the decimals of the
