@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from sparkreport.schema import RunRecord, slug
 
@@ -94,6 +95,19 @@ def name_order(name: str) -> tuple[str, str]:
     """Where a model's name sorts on the pages: case folded ("alpha" before "Beta", "gemma"
     before "Qwen"), then as written (two names that differ only in case keep one order)."""
     return name.casefold(), name
+
+
+def natural_key(text: str) -> tuple[Any, ...]:
+    """A sort key that orders the numbers inside ``text`` by value (1.4.9 before 1.4.10)."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+
+
+def campaign_order(name: str) -> tuple[Any, ...]:
+    """Where a campaign sorts wherever campaigns are listed by name — Home, the Results pages'
+    tables of several campaigns, Data quality, Methodology, Downloads: the numbers in its name by
+    value (:func:`natural_key`: "v0.9.0" before "v0.10.0", a campaign per release in release
+    order), then as written."""
+    return natural_key(name), name
 
 
 def model_order(name: str, key: str = "") -> tuple[str, str, str]:

@@ -135,3 +135,35 @@ def test_the_history_lists_models_by_their_names(tmp_path: Path) -> None:
                     baseline="native")
     assert [(s.model_name, s.environment) for s in found.series] == [
         ("Alpha", "native"), ("Alpha", "docker"), ("Zeta", "native"), ("Zeta", "docker")]
+
+
+def test_campaigns_sort_with_the_numbers_in_their_names_by_value(tmp_path: Path) -> None:
+    """A campaign per release, "v0.9.0" and "v0.10.0": Home, a model's Results page (its table of
+    several campaigns) and Data quality listed v0.10.0 first, by code point; they list the
+    releases in order (names.campaign_order)."""
+    from sparkreport.names import campaign_order
+
+    assert sorted(["v0.10.0", "v0.9.0", "v0.9.1", "V1"], key=campaign_order) == ["V1", "v0.9.0", "v0.9.1", "v0.10.0"]
+    store = RunStore(tmp_path / "runs")
+    rng = np.random.default_rng(3)
+    for campaign in ("v0.10.0", "v0.9.0"):
+        for env in ("native", "docker"):
+            for i in range(1, 4):
+                store.write(RunRecord(
+                    run_id=f"{campaign}.{env}.i{i}", campaign=campaign, iteration=i, model=Model(name="m"),
+                    environment=Environment(name=env),
+                    metrics={"output_throughput_tok_s": float(1000 * (1 + 0.002 * rng.standard_normal()))},
+                    status=Status(exit_code=0, ok=True)), [])
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path,
+                                  config_path=tmp_path / "sparkreport.yml"))
+    home = (result.docs_dir / "index.md").read_text(encoding="utf-8")
+    assert "**The answer of the newest, [v0.10.0](campaigns/v0.10.0/index.md)**" in home  # by name: v0.10.0 is newer
+    table = [line for line in home.splitlines() if line.startswith("| v0.")]
+    assert [line.split(" | ")[0] for line in table] == ["| v0.9.0", "| v0.10.0"]
+    page = (result.docs_dir / "results" / "m" / "index.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| v0.")]
+    assert rows and rows[0].startswith("| v0.9.0") and any(row.startswith("| v0.10.0") for row in rows)
+    # the statistics' rows too (arms.in_page_order: campaigns by campaign_order)
+    arms = [row.split(" | ")[0] for row in rows if " | native | " in row]
+    assert arms == ["| v0.9.0", "| v0.10.0"]

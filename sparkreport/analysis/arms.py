@@ -16,7 +16,7 @@ from sparkreport import metrics as metric_catalog
 from sparkreport.analysis.statistics import describe_many, describe_summary
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
-from sparkreport.names import level_order, model_order
+from sparkreport.names import campaign_order, level_order, model_order
 
 T = TypeVar("T")
 
@@ -337,11 +337,14 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
 
 def in_page_order(frame: pd.DataFrame, by: list[str], level: str, baseline: str | None) -> pd.DataFrame:
     """``frame`` sorted by the columns ``by`` (stable, a fresh index) as the pages list its rows
-    rather than by code point: its column ``model`` among them by
+    rather than by code point: its column ``campaign`` by :func:`~sparkreport.names.campaign_order`
+    (the numbers in a name by value), its column ``model`` by
     :func:`~sparkreport.names.model_order` (the name the pages show, its ``model_name``, then the
     key), its column ``level`` by :func:`~sparkreport.names.level_order` (``baseline`` first, then
     by name) — the statistics and the comparisons list models and levels as every page does."""
     ranks = {level: _ranks(frame[level].astype(str), lambda name: level_order(name, baseline))}
+    if "campaign" in by:
+        ranks["campaign"] = _ranks(frame["campaign"].astype(str), campaign_order)
     if "model" in by:
         first = frame.drop_duplicates("model")  # a model's first name, as SiteData.models names it
         names = dict(zip(first["model"].astype(str), first.get("model_name", first["model"]).astype(str), strict=True))

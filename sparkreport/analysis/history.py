@@ -26,7 +26,7 @@ from sparkreport.analysis.arms import included_runs
 from sparkreport.analysis.changepoints import METHOD, find_steps
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
-from sparkreport.names import level_order, model_order, shown_values
+from sparkreport.names import level_order, model_order, natural_key, shown_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -148,11 +148,6 @@ def version_column(runs: pd.DataFrame, by: str) -> tuple[str, pd.DataFrame]:
                                  f"{shown_values(version_keys(every))}",
                          fix=f"label runs with --label {by}=… or pass --by KEY")
     return column, runs[runs[column].notna()]
-
-
-def natural_key(text: str) -> tuple[Any, ...]:
-    """A sort key that orders the numbers inside ``text`` by value (1.4.9 before 1.4.10)."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
 def order_versions(runs: pd.DataFrame, column: str) -> tuple[list[str], str]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
-from sparkreport.names import level_order, model_order
+from sparkreport.names import campaign_order, level_order, model_order
 from sparkreport.render.context import SiteData
 from sparkreport.render.describe import described_campaigns, design_groups
 from sparkreport.render.diff_text import command_line
@@ -283,7 +283,7 @@ def campaign_sources(records: list[RunRecord]) -> tuple[int, bool, list[dict[str
     rows = list(sources.values())
     if len(rows) <= MAX_SOURCES_LISTED:
         return len(rows), False, rows
-    return len(rows), True, group_sources(sorted(rows, key=lambda s: (s["campaign"], s["path"])))
+    return len(rows), True, group_sources(sorted(rows, key=source_order))
 
 
 def sources_table(parts: list[tuple[int, bool, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
@@ -295,8 +295,15 @@ def sources_table(parts: list[tuple[int, bool, list[dict[str, Any]]]]) -> list[d
     grouped: list[dict[str, Any]] = []
     for _count, is_grouped, part in parts:
         copies = [dict(row, notes=list(row["notes"])) for row in part]
-        grouped += copies if is_grouped else group_sources(sorted(copies, key=lambda s: (s["campaign"], s["path"])))
-    return sorted(grouped, key=lambda row: row["campaign"])  # stable: each campaign's formats as grouped
+        grouped += copies if is_grouped else group_sources(sorted(copies, key=source_order))
+    # stable: each campaign's formats as grouped
+    return sorted(grouped, key=lambda row: campaign_order(row["campaign"]))
+
+
+def source_order(source: dict[str, Any]) -> tuple[Any, ...]:
+    """Where a source file sorts in the sources table: by campaign (:func:`~sparkreport.names.campaign_order`),
+    then by path."""
+    return campaign_order(source["campaign"]), source["path"]
 
 
 
@@ -307,7 +314,7 @@ MAX_SOURCES_LISTED = 50
 def summarise_sources(sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The sources table: one row per file, or one per (campaign, format) when there are many
     (every file is still listed with its run on the Runs pages)."""
-    ordered = sorted(sources, key=lambda s: (s["campaign"], s["path"]))
+    ordered = sorted(sources, key=source_order)
     if len(ordered) <= MAX_SOURCES_LISTED:
         return ordered
     return group_sources(ordered)

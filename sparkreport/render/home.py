@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sparkreport.names import campaign_order
 from sparkreport.render.describe import described_campaigns, design_groups
 from sparkreport.render.report import across_campaigns_notes, recency, summary_table, table_gaps
 
@@ -79,7 +80,7 @@ def findings_sections(groups: list[dict[str, Any]], blocks: list[dict[str, Any]]
     block_of = {c.name: block for block in blocks if len(block["campaigns"]) > 1 for c in block["campaigns"]}
     sections: list[dict[str, Any]] = []
     done: set[int] = set()
-    for name in sorted(set(by_campaign) | set(block_of)):
+    for name in sorted(set(by_campaign) | set(block_of), key=campaign_order):
         block = block_of.get(name)
         if block is None:
             sections.append({"campaign": name, "found": by_campaign[name]})

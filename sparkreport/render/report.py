@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.checks import check_title
 from sparkreport.dataset import frame_records, model_name_of, plain
-from sparkreport.names import level_order, model_order, name_order
+from sparkreport.names import campaign_order, level_order, model_order, name_order
 from sparkreport.render.markdown import margin_text
 from sparkreport.render.tables import metric_label
 
@@ -197,7 +197,7 @@ def campaigns(site: SiteData) -> list[Campaign]:
             arms_by_level.setdefault(campaign_name, set()).add((model, level))
     out = []
     titles: dict[str, str] = {}
-    for name in sorted(by_name):
+    for name in sorted(by_name, key=campaign_order):
         entry = by_name[name]
         environments = sorted(entry["levels"], key=lambda lv: level_order(lv, site.config.baseline))
         if site.config.factor != "environment":
@@ -447,17 +447,18 @@ def newest_campaigns(site: SiteData, names: Iterable[str]) -> tuple[list[str], l
     return [n for n in names if n in shown], [n for n in names if n not in shown]
 
 
-def recency(site: SiteData) -> Callable[[str], tuple[Any, str]]:
+def recency(site: SiteData) -> Callable[[str], tuple[Any, ...]]:
     """A sort key for campaign names, oldest first: the start of the campaign's last run (a
-    campaign without a run time counts as oldest), then the name."""
+    campaign without a run time counts as oldest), then the name, its numbers by value
+    (:func:`~sparkreport.names.campaign_order`: "v0.10.0" after "v0.9.0")."""
     import pandas as pd
 
     times = campaign_times(site)
     epoch = pd.Timestamp(0, tz="UTC")
 
-    def when(name: str) -> tuple[Any, str]:
+    def when(name: str) -> tuple[Any, ...]:
         found = times.get(name)
-        return (epoch if found is None or pd.isna(found) else found, name)
+        return (epoch if found is None or pd.isna(found) else found, campaign_order(name))
 
     return when
 
@@ -528,7 +529,7 @@ def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool
         # the example is a finding about the level the line names first (its levels as every table
         # lists them, the baseline first), so that its figures are not read as another level's
         placed = min((level_order(lv, site.config.baseline) for _, _, lv in arms), default=())
-        campaign = sorted({c for c, _, _ in arms})[0] if arms else ""
+        campaign = min({c for c, _, _ in arms}, key=campaign_order) if arms else ""
         models = tuple(sorted({names.get((c, m), m) for c, m, _ in arms}, key=name_order))
         key = (finding.severity, finding.code, campaign, models if per_model else ())
         group = groups.setdefault(key, {
@@ -551,7 +552,7 @@ def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool
         group["models"].sort(key=name_order)
         group["levels"].sort(key=lambda level: level_order(level, site.config.baseline))
     order = {"error": 0, "warning": 1, "info": 2}
-    return sorted(groups.values(), key=lambda g: (order.get(g["severity"], 3), g["campaign"], g["code"],
+    return sorted(groups.values(), key=lambda g: (order.get(g["severity"], 3), campaign_order(g["campaign"]), g["code"],
                                                   [name_order(m) for m in g["models"]]))
 
 
@@ -793,9 +794,7 @@ def forest_chart(effects: list[dict[str, Any]], *, name: str, title: str, confid
     # control and a GB10 study's published figures reads as one experiment.
     campaigns = len(set(names)) < len(names) or len({str(e["campaign"]) for e in shown}) > 1
     if campaigns:
-        from sparkreport.analysis.history import natural_key
-
-        shown = sorted(shown, key=lambda e: natural_key(str(e["campaign"])))
+        shown = sorted(shown, key=lambda e: campaign_order(str(e["campaign"])))
     from sparkreport.render.precision import delta_places, deltas
 
     # the points keep as many decimals as the tooltips print (more where one that is not zero
@@ -1232,8 +1231,8 @@ def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int, *,
     Against one baseline with several candidates (native vs cgroup vs chroot), a row per model
     and candidate, named "model · candidate". ``by="campaign"``: a row per campaign instead (one
     model's answer in several campaigns, on its page), named by the campaign's title, in name
-    order. Each row's ``key`` is its (model or campaign, (candidate, baseline)): two models may
-    share a name."""
+    order (:func:`~sparkreport.names.campaign_order`). Each row's ``key`` is its (model or
+    campaign, (candidate, baseline)): two models may share a name."""
     metrics = [m for m in site.config.primary_metrics if any(e["metric"] == m for e in effects)]
     pairs = [pair for pair, _rows in by_comparison(effects)]
     several = len(pairs) > 1
@@ -1244,7 +1243,7 @@ def summary_table(site: SiteData, effects: list[dict[str, Any]], budget: int, *,
             row = str(e[by])
             cells.setdefault((row, (str(e["candidate"]), str(e["baseline"]))), {})[str(e["metric"])] = e
             names[row] = str(e["model_name"]) if by == "model" else campaign_title(site, row)
-    order = sorted(names, key=lambda m: model_order(names[m], m)) if by == "model" else sorted(names)
+    order = sorted(names, key=(lambda m: model_order(names[m], m)) if by == "model" else campaign_order)
     rows = [{"model_name": f"{names[m]} · {pair[0]}" if several else names[m], "cells": cells[(m, pair)],
              "key": (m, pair)} for m in order[:budget] for pair in pairs if (m, pair) in cells]
     # A campaign's comparisons share its one baseline.

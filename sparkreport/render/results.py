@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import frame_rows as rows
 from sparkreport.metrics import with_unit
-from sparkreport.names import level_order, unique_slugs
+from sparkreport.names import campaign_order, level_order, unique_slugs
 from sparkreport.render.markdown import is_missing
 from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.render.precision import table_places
@@ -227,7 +227,7 @@ class ResultsPage(Page):
         # Several campaigns (releases, say): one table of their answers, what each would say
         # beside its verdicts said once under it, instead of the same sentences per campaign.
         glance = None
-        answered = sorted({str(e["campaign"]) for e in effects})
+        answered = sorted({str(e["campaign"]) for e in effects}, key=campaign_order)
         if len(answered) > 1:
             from sparkreport.render.report import across_campaigns_notes, summary_table
 
@@ -235,7 +235,7 @@ class ResultsPage(Page):
                                       by="campaign"), "notes": across_campaigns_notes(effects)}
         # Each campaign's answer as Home gives it, of this model alone (under a table of the
         # verdicts, what it states, not tests); campaigns whose lines are alike say them once.
-        shown = sorted(set(stats["campaign"].astype(str))) if not stats.empty else []
+        shown = sorted(set(stats["campaign"].astype(str)), key=campaign_order) if not stats.empty else []
         alike: dict[tuple[str, ...], list[str]] = {}
         for campaign in shown:
             lines = (stated_lines(site, campaign, model) if glance else
@@ -266,7 +266,7 @@ class ResultsPage(Page):
                                what="Δ %" if glance is None else "Cells and Δ %",
                                gaps=glance is not None and table_gaps(glance))
             if effects else "",
-            "campaigns": sorted(set(stats["campaign"].astype(str))) if not stats.empty else [],
+            "campaigns": sorted(set(stats["campaign"].astype(str)), key=campaign_order) if not stats.empty else [],
             "n_runs": len(runs), "n_included": int(runs["included"].astype(bool).sum()) if len(runs) else 0,
         }
         return context, charts

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.dataset import frame_records, plain
+from sparkreport.names import campaign_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,7 +112,7 @@ def recorded_settings(records: list[RunRecord], section: str) -> tuple[list[dict
     (several distinct values joined with ' / '); ``not_recorded`` names the fields no record
     filled in. Free-form ``details`` keys become fields of their own.
     """
-    campaigns = sorted({r.campaign for r in records})
+    campaigns = sorted({r.campaign for r in records}, key=campaign_order)
     seen: dict[str, dict[str, list[str]]] = {}
     names: list[str] = []
     for record in records:
