@@ -140,6 +140,8 @@ def test_without_run_times_the_overview_says_its_order_is_the_names(store: Path,
     has no Last run column."""
     import json
 
+    from sparkreport.names import campaign_order
+
     project = tmp_path / "p"
     shutil.copytree(store, project, ignore=shutil.ignore_patterns("build"))
     for path in (project / "runs").glob("*/*/run.json"):
@@ -153,8 +155,9 @@ def test_without_run_times_the_overview_says_its_order_is_the_names(store: Path,
             "lists the 5 newest.") in overview
     assert "| Campaign | Environments (baseline first) | Models | Data | Answers | GPU |" in overview
     rows = [line for line in overview.splitlines() if line.startswith("| [")]
+    # newest first by name, its numbers by value: v0.15.0 above v0.9.0 (by code point v0.9.0 came first)
     assert [re.match(r"\| \[(v[\d.]+)\]", row)[1] for row in rows] == sorted(
-        (f"v{v}" for v in VERSIONS), reverse=True)
+        (f"v{v}" for v in VERSIONS), key=campaign_order, reverse=True)
     # and no page claims the newest were chosen by their last run
     assert "The 5 newest campaigns (by name, as no run records when it ran) are above" in text(site, "index.md")
     assert "newest campaigns of this model, by name, as no run records when it ran;" in text(site, MODEL)
@@ -197,7 +200,7 @@ def test_five_campaigns_or_fewer_are_all_shown(tmp_path: Path) -> None:
 
 def test_memory_shows_the_newest_and_ships_every_budget(site: RenderResult) -> None:
     page = text(site, "memory/index.md")
-    assert ("This page shows the 5 newest campaigns (by their last run). The\n2 older ones (“v0.10.0” and “v0.9.0”) have "
+    assert ("This page shows the 5 newest campaigns (by their last run). The\n2 older ones (“v0.9.0” and “v0.10.0”) have "
             "their memory figures per arm on\ntheir models' [Results](../results/index.md) pages, and every arm's "
             "budget is in\n[budget.csv](budget.csv).") in page
     # the five newest are releases of one design: the tables print the newest of them (the others
@@ -222,8 +225,8 @@ def test_methodology_describes_the_newest_and_older_campaign_pages_themselves(si
     assert ("**Differs between the campaigns**, in the order above: engine version "
             "0.11.0 / 0.12.0 / 0.13.0 / 0.14.0 / 0.15.0.\n") in method
     assert ("## Earlier campaigns\n\nThe 2 older campaigns are described the same way, each with its arms, on its own page:\n"
-            "[v0.10.0](../campaigns/v0.10.0/index.md#how-the-runs-were-made) · "
-            "[v0.9.0](../campaigns/v0.9.0/index.md#how-the-runs-were-made).") in method
+            "[v0.9.0](../campaigns/v0.9.0/index.md#how-the-runs-were-made) · "
+            "[v0.10.0](../campaigns/v0.10.0/index.md#how-the-runs-were-made).") in method  # in release order
     arms = method.split("## What each arm contains")[1].split("## Statistics")[0]
     assert table_campaigns(arms) == set(NEWEST)
     older = text(site, "campaigns/v0.9.0/index.md")

@@ -333,7 +333,8 @@ def test_the_history_names_a_campaign_by_its_title_and_selects_it_by_name(tmp_pa
     assert "`sparkreport diff --a campaign=nightly,label.version=0.21.0 " in diff
     home = page(result, "index.md")
     assert "## [Nightly builds](campaigns/nightly/index.md)" in home  # by its title, where Home lists it
-    assert "(llama-3.1-8b) — see [History]" in home  # its latest change: one campaign, not named again
+    # its latest change: the model as the pages name it; one campaign, not named again
+    assert "(meta-llama/Llama-3.1-8B-Instruct) — see [History]" in home
 
 
 def test_a_campaigns_question_opens_home_and_its_page_and_a_published_source_is_no_question(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import plain
-from sparkreport.names import level_order, model_order
+from sparkreport.names import campaign_order, level_order, model_order
 from sparkreport.render.pages import Page, PageDoc, register
 
 if TYPE_CHECKING:
@@ -262,7 +262,8 @@ class MemoryPage(Page):
                 # the fits of the campaigns shown, and as the page says them: a block's once
                 "identity": fits, "fits": identity_sections(fits, blocks),
                 "ledger": ledger_summary(site),
-                "shown": sorted(shown), "earlier": sorted(earlier), "budget_file": BUDGET_FILE,
+                "shown": sorted(shown, key=campaign_order), "earlier": sorted(earlier, key=campaign_order),
+                "budget_file": BUDGET_FILE,
                 "results_href": doc.href("results/index.md")}
 
     @staticmethod
