@@ -332,7 +332,7 @@ def _effect(model: str, label: str, delta: float | None, ci: float | None, verdi
 FORESTS = {
     "mixed": [_effect("llama-3-8b", "Output throughput", -0.41234, 0.8),
               _effect("qwen-72b", "Output throughput", 3.5, 1.0, "higher", margin=5.0),
-              {**_effect("gpt-oss-120b", "KV cache", -6.2, None, "lower"), "untested_why": "one run per arm"},
+              {**_effect("gpt-oss-120b", "KV cache", -6.2, None, "lower"), "untested_reason": "one run per arm"},
               _effect("gpt-oss-120b", "Peak memory", None, None, "untested")],
     "no interval": [_effect("llama-3-8b", "Output throughput", 1.0, None, "inconclusive")],
     "one, long label": [_effect("DeepSeek-R1-Distill-Qwen-7B shape (random weights, 4-bit)" * 3,

@@ -319,8 +319,8 @@ def test_what_the_data_cannot_show_blames_no_missing_sd_on_a_single_measured_run
 
     site = SimpleNamespace(findings=[], config=ProjectConfig())
     skipped = "Mann–Whitney U, Welch t-test, difference CI, ratio CI, TOST, Hedges' g"
-    single = {"skipped": skipped, "untested_why": "a single run in one arm"}
-    without_sd = {"skipped": skipped, "untested_why": "published without a spread"}
+    single = {"skipped": skipped, "untested_reason": "a single run in one arm"}
+    without_sd = {"skipped": skipped, "untested_reason": "published without a spread"}
     (published,) = [line for line in data_limits(site, [single]) if line.startswith("Published figures")]
     assert published.endswith("(Welch's test, the intervals and TOST use n, mean and SD).")
     (published,) = [line for line in data_limits(site, [without_sd]) if line.startswith("Published figures")]

@@ -1155,7 +1155,7 @@ def test_what_the_data_cannot_show_tells_a_single_run_from_a_published_figure_wi
     single = [{"skipped": "Welch t-test, difference CI, ratio CI, TOST, Hedges' g"}]
     assert not any("published" in line.lower() for line in data_limits(site, single))
     published = [{"skipped": "Mann–Whitney U, Welch t-test, difference CI, ratio CI, TOST, Hedges' g",
-                  "untested_why": "published without a spread"}]  # an effect says why it was not tested
+                  "untested_reason": "published without a spread"}]  # an effect says why it was not tested
     assert data_limits(site, published)[0].endswith("; figures published without an SD cannot be tested at all.")
     with_sd = [{"skipped": "Mann–Whitney U"}]
     assert data_limits(site, with_sd)[0].endswith("(Welch's test, the intervals and TOST use n, mean and SD).")

@@ -205,7 +205,7 @@ def data_limits(site: SiteData, effects: list[dict[str, Any]]) -> list[str]:
     # an arm has no SD: published without one (the reason the effect gives), or a single run
     # (said below, from its finding).
     published = any("mann_whitney" in skipped_tests(e.get("skipped")) for e in effects)
-    without_sd = any(e.get("untested_why") == WITHOUT_SPREAD for e in effects)
+    without_sd = any(e.get("untested_reason") == WITHOUT_SPREAD for e in effects)
     if published:
         out.append("Published figures give n, mean and SD per arm, not the runs: the Mann–Whitney U test "
                    "needs the runs (Welch's test, the intervals and TOST use n, mean and SD)"

@@ -614,7 +614,7 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
             "untested": row["verdict"] == "untested",  # no test could run (compare's verdict)
         })
         # why it was not tested, as its answer, key and chart say it (published, single runs)
-        out[-1]["untested_why"] = untested_reason(row) if out[-1]["untested"] else ""
+        out[-1]["untested_reason"] = untested_reason(row) if out[-1]["untested"] else ""
     for row in out:
         kind = str(row["verdict"])
         row["mark"] = VERDICT_MARKS[kind]
@@ -655,13 +655,13 @@ def verdict_words(verdict: str, margin: str = "the margin") -> str:
     return VERDICT_WORDS.get(verdict, verdict).format(margin=margin)
 
 
-def untested_whys(effects: Iterable[dict[str, Any]]) -> str:
+def untested_reasons(effects: Iterable[dict[str, Any]]) -> str:
     """Why the untested of ``effects`` were not tested, each reason once, in the order of
     :data:`~sparkreport.analysis.compare.UNTESTED_REASONS` ("published without a spread; one run
     per arm")."""
     from sparkreport.analysis.compare import UNTESTED_REASONS
 
-    found = {str(e.get("untested_why")) for e in effects}
+    found = {str(e.get("untested_reason")) for e in effects}
     return "; ".join(why for why in UNTESTED_REASONS if why in found)
 
 
@@ -745,7 +745,7 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
     elif apart:
         said.append(f"the intervals are not Holm-adjusted, so a {apart} interval may exclude zero")
     if "○" in marks:
-        said.append(f"○ {verdict_words('untested')} ({untested_whys(effects)})")
+        said.append(f"○ {verdict_words('untested')} ({untested_reasons(effects)})")
     if gaps:
         said.append("— not compared (the metric was not reported in both arms)")
     if said:
@@ -835,7 +835,7 @@ def undrawn_text(effects: list[dict[str, Any]]) -> str:
     interval (published without a spread)"; empty for none."""
     if not effects:
         return ""
-    why = untested_whys(effects)
+    why = untested_reasons(effects)
     return (f"{len(effects)} {'effect' if len(effects) == 1 else 'effects'} without an interval"
             + (f" ({why})" if why else ""))
 
@@ -1139,7 +1139,7 @@ def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, 
         else:  # a sentence per reason: published without a spread, one run per arm
             from sparkreport.analysis.compare import UNTESTED_REASONS
 
-            for why, untested in sorted(grouped_by(rows, "untested_why"),
+            for why, untested in sorted(grouped_by(rows, "untested_reason"),
                                         key=lambda item: UNTESTED_REASONS.index(item[0])):
                 said = "; ".join(
                     f"{cand} against {base}, "
