@@ -114,12 +114,12 @@ def test_an_inconclusive_interval_that_excludes_zero_is_explained() -> None:
            "verdict": "inconclusive", "candidate": "docker", "baseline": "native", "delta_pct": -2.5,
            "delta_low": -4.61, "delta_high": -0.37, "family": "c · primary (12 tests)"}
     spans = row | {"model": "m2", "model_name": "m2", "delta_pct": 1.0, "delta_low": -3.0, "delta_high": 5.0}
-    two = answer(site, ["native", "docker"], [row, spans])  # type: ignore[arg-type]
+    two = answer(site, [row, spans])  # type: ignore[arg-type]
     assert two == ["**No difference detected, none ruled out** (2 models): Output throughput (-2.50% to +1.00% "
                    "[-4.61, +5.00]); the intervals are wider than the ±2% margin. One of these 95% intervals "
                    "excludes zero, but with Holm's adjustment over the campaign's 12 tests that difference is not "
                    "significant."]
-    alone = answer(site, ["native", "docker"], [row], count_models=False)  # type: ignore[arg-type]
+    alone = answer(site, [row], count_models=False)  # type: ignore[arg-type]
     assert alone[0].endswith(" Its 95% interval excludes zero, but with Holm's adjustment over the campaign's "
                              "12 tests it is not significant.")
-    assert "excludes zero" not in answer(site, ["native", "docker"], [spans])[0]  # type: ignore[arg-type]
+    assert "excludes zero" not in answer(site, [spans])[0]  # type: ignore[arg-type]

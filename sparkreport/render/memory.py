@@ -241,7 +241,7 @@ class MemoryPage(Page):
                 if intro is not None:  # no answer, but the page still says which campaigns it covers
                     answers.append({"campaign": newest, "lines": [], "block": None, "intro": intro})
                 continue
-            lines = answer(site, [], [e for e in effects if e["campaign"] == newest]) + constant.get(newest, [])
+            lines = answer(site, [e for e in effects if e["campaign"] == newest]) + constant.get(newest, [])
             answers.append({"campaign": newest, "lines": lines, "intro": intro,
                             "block": intro and block_answers(site, block, effects, constant)})
         fits = [f for f in identity_fits(site) if f["campaign"] in shown]
@@ -341,7 +341,7 @@ def block_answers(site: SiteData, block: dict[str, Any], effects: list[dict[str,
     alike = answered_alike(moves) if moves is not None and not besides else None
     older_answers = [] if moves is not None else [
         {"campaign": name, "lines": lines} for name in older
-        if (lines := answer(site, [], [e for e in of_block if e["campaign"] == name]))]
+        if (lines := answer(site, [e for e in of_block if e["campaign"] == name]))]
     return {"campaigns": block["campaigns"], "older": older, "differs": block["differs"],
             "moves": None if alike else moves, "alike": alike, "besides": besides, "older_answers": older_answers}
 

@@ -1006,7 +1006,7 @@ def campaign_answer(site: SiteData, campaign: str, effects: list[dict[str, Any]]
     whole = model is None
     if not whole:
         effects = [e for e in effects if e["model"] == model]
-    return answer(site, [], effects, count_models=whole, flag_models=whole) + stated_lines(site, campaign, model)
+    return answer(site, effects, count_models=whole, flag_models=whole) + stated_lines(site, campaign, model)
 
 
 def stated_lines(site: SiteData, campaign: str, model: str | None = None) -> list[str]:
@@ -1062,7 +1062,7 @@ def constant_lines(site: SiteData, campaign: str, metrics: Sequence[str], compar
     return lines
 
 
-def answer(site: SiteData, levels: list[str], effects: list[dict[str, Any]], *, count_models: bool = True,
+def answer(site: SiteData, effects: list[dict[str, Any]], *, count_models: bool = True,
            flag_models: bool = True) -> list[str]:
     """A campaign's answer in a few sentences: one per verdict, naming the metrics and models it
     covers, with the range of the differences and their intervals, then which models' runs the
