@@ -45,8 +45,10 @@ def figure(value: float, places: int) -> str:
 def quoted(value: float, metric: str) -> str:
     """``value`` of ``metric`` as a sentence quotes it (a finding's message): with the decimals it
     was given with, up to the metric's catalog decimals (:func:`given_places`), through
-    :func:`figure` — a published 119.4 tok/s reads "119.4", as the Results page prints it, not
-    "119.40"; a mean of runs (more decimals than the catalog's) gets the catalog's."""
+    :func:`figure` — a recorded 119.4 tok/s reads "119.4", not "119.40"; a mean of runs (more
+    decimals than the catalog's) gets the catalog's. A record holds a float, so a source's
+    trailing zero is not kept: the Phase 1 study printed "119.40", which a Results table, whose
+    column has two decimals, prints as printed and a sentence quotes as "119.4"."""
     entry = lookup(metric)
     return figure(value, given_places(value, entry.digits if entry is not None else 2))
 
