@@ -690,3 +690,15 @@ def cache_of(held: Held | None, kind: type[C], where: Path | None, salt: str) ->
     """The ``kind`` cache of ``where`` with ``salt``: the one ``held`` keeps (a process that
     renders again and again), else read now for this command."""
     return held.cache(kind, where, salt) if held is not None else kind(where, salt=salt)
+
+
+def analysis_cache(cache_dir: Path | None, held: Held | None = None) -> AnalysisCache | None:
+    """The analysis cache of a build (``build/cache/analysis.pickle``), salted with the
+    package's digest like the record cache; None without a cache folder. ``held``: the one
+    kept in memory by a process that renders again and again (``serve``'s session,
+    :class:`Held`), each render a new round of its use."""
+    if cache_dir is None:
+        return None
+    cache = cache_of(held, AnalysisCache, cache_dir / "analysis.pickle", package_digest(HashMemo(None)))
+    cache.renew()  # a held cache starts a new round of use (a new one has just started its first)
+    return cache

@@ -139,7 +139,7 @@ def read_store(runs_dir: Path, config_path: Path | None = None) -> Dataset:
 def store_analysis(runs_dir: Path, config_path: Path | None = None) -> AnalysisCache | None:
     """The build's analysis cache for a command reading ``runs_dir`` (None where
     :func:`kept_build_cache` is); the command ends with :func:`keep_analysis`."""
-    from sparkreport.render.context import analysis_cache
+    from sparkreport.cache import analysis_cache
 
     return analysis_cache(kept_build_cache(runs_dir, config_path))
 

@@ -17,7 +17,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "sparkreport"
 
 #: The modules and folders below the pages, by their path under the package.
-BELOW_RENDER = ("analysis", "ingest", "dataset.py", "store.py", "schema.py", "metrics.py", "figures.py")
+BELOW_RENDER = ("analysis", "ingest", "dataset.py", "store.py", "schema.py", "metrics.py", "figures.py", "cache.py",
+                "names.py")
 
 
 def module_name(path: Path) -> str:

@@ -235,20 +235,6 @@ def git_commit(root: Path) -> str | None:
     return f"{head}+dirty" if dirty else head or None
 
 
-def analysis_cache(cache_dir: Path | None, held: Held | None = None) -> AnalysisCache | None:
-    """The analysis cache of a build (``build/cache/analysis.pickle``), salted with the
-    package's digest like the record cache; None without a cache folder. ``held``: the one
-    kept in memory by a process that renders again and again (``serve``'s session,
-    :class:`~sparkreport.cache.Held`), each render a new round of its use."""
-    if cache_dir is None:
-        return None
-    from sparkreport.cache import AnalysisCache, HashMemo, cache_of, package_digest
-
-    cache = cache_of(held, AnalysisCache, cache_dir / "analysis.pickle", package_digest(HashMemo(None)))
-    cache.renew()  # a held cache starts a new round of use (a new one has just started its first)
-    return cache
-
-
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,
                     project_root: Path, cache_dir: Path | None = None, *, save: bool = True,
                     held: Held | None = None, commit: str | None = None) -> SiteData:
@@ -261,7 +247,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     ``save`` the cache is left for the caller to save (``site.analysis_cache.save()``) once what
     else goes into it is in: the render saves it after planning its pages, which computes the
     history (one 5 MB pickle a build at 10 000 runs instead of two). ``held``: see
-    :func:`analysis_cache`. ``commit``: the project's commit as the caller found it (a build:
+    :func:`~sparkreport.cache.analysis_cache`. ``commit``: the project's commit as the caller found it (a build:
     the one its key was made with, which saves asking git again — a status of every tracked
     file); None asks git.
     """
@@ -270,6 +256,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
 
     from sparkreport.analysis import arm_stats, check, compare, included_runs, inclusion_rule_text
     from sparkreport.analysis.design import constant_facts, family_rule_text
+    from sparkreport.cache import analysis_cache
     from sparkreport.errors import DataError
 
     opts = config.analysis
