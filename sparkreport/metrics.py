@@ -43,14 +43,13 @@ def figure(value: float, places: int) -> str:
 
 
 def quoted(value: float, metric: str) -> str:
-    """``value`` of ``metric`` as a sentence quotes it (a finding's message): with the decimals it
-    was given with, up to the metric's catalog decimals (:func:`given_places`), through
-    :func:`figure` — a recorded 119.4 tok/s reads "119.4", not "119.40"; a mean of runs (more
-    decimals than the catalog's) gets the catalog's. A record holds a float, so a source's
-    trailing zero is not kept: the Phase 1 study printed "119.40", which a Results table, whose
-    column has two decimals, prints as printed and a sentence quotes as "119.4"."""
+    """``value`` of ``metric`` as a sentence quotes it (a finding's message): with the metric's
+    catalog decimals, through :func:`figure`. A record holds a float, which cannot tell a
+    source's 119.40 from 119.4: the Phase 1 study printed "119.40 tok/s" and "101.30 GiB", which
+    the catalog's two decimals quote as printed, as the Results tables and the claim sentences
+    print them (quoting the float's own decimals read "119.4" beside a post's "119.40")."""
     entry = lookup(metric)
-    return figure(value, given_places(value, entry.digits if entry is not None else 2))
+    return figure(value, entry.digits if entry is not None else 2)
 
 
 _BASE: list[Metric] = [
