@@ -44,6 +44,18 @@ def digits_for(metric: str | None) -> int:
     return entry.digits if entry else 2
 
 
+def num(value: Any, metric: str | None = None, digits: int | None = None) -> str:
+    """A number with the metric's catalog decimals (:func:`digits_for`) or ``digits``, and
+    thousands separators ('—' when missing); a value that would round to zero without being zero
+    gets two significant digits (0.0021) — how a page prints a figure with no spread beside it,
+    and how a finding's sentence quotes one. A record holds a float, which cannot tell a source's
+    119.40 from 119.4: the catalog's two decimals quote the Phase 1 study's "119.40 tok/s" as it
+    printed it, as the Results tables and the posts do."""
+    if is_missing(value):
+        return MISSING
+    return metric_catalog.figure(float(value), digits if digits is not None else digits_for(metric))
+
+
 def first_digit_place(value: float) -> int:
     """The decimal place of ``value``'s first significant digit: 0.0034 → 3, 0.96 → 1, 2.27 → 0,
     12.5 → -1 (``value`` not zero)."""

@@ -42,16 +42,6 @@ def figure(value: float, places: int) -> str:
     return f"{value:,.{places}f}"
 
 
-def quoted(value: float, metric: str) -> str:
-    """``value`` of ``metric`` as a sentence quotes it (a finding's message): with the metric's
-    catalog decimals, through :func:`figure`. A record holds a float, which cannot tell a
-    source's 119.40 from 119.4: the Phase 1 study printed "119.40 tok/s" and "101.30 GiB", which
-    the catalog's two decimals quote as printed, as the Results tables and the claim sentences
-    print them (quoting the float's own decimals read "119.4" beside a post's "119.40")."""
-    entry = lookup(metric)
-    return figure(value, entry.digits if entry is not None else 2)
-
-
 _BASE: list[Metric] = [
     Metric("request_throughput_req_s", "req/s", "Request throughput", "higher"),
     Metric("output_throughput_tok_s", "tok/s", "Output throughput", "higher"),

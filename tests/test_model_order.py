@@ -152,7 +152,8 @@ def test_campaigns_sort_with_the_numbers_in_their_names_by_value(tmp_path: Path)
                 store.write(RunRecord(
                     run_id=f"{campaign}.{env}.i{i}", campaign=campaign, iteration=i, model=Model(name="m"),
                     environment=Environment(name=env),
-                    metrics={"output_throughput_tok_s": float(1000 * (1 + 0.002 * rng.standard_normal()))},
+                    metrics={"output_throughput_tok_s": float(1000 * (1 + 0.002 * rng.standard_normal())),
+                             "kv_cache_gib": 40.0},
                     status=Status(exit_code=0, ok=True)), [])
     (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
     result = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path,
@@ -167,3 +168,8 @@ def test_campaigns_sort_with_the_numbers_in_their_names_by_value(tmp_path: Path)
     # the statistics' rows too (arms.in_page_order: campaigns by campaign_order)
     arms = [row.split(" | ")[0] for row in rows if " | native | " in row]
     assert arms == ["| v0.9.0", "| v0.10.0"]
+    # the facts too (design.held_constant), as Methodology and the Results pages state them
+    from sparkreport.analysis.design import constant_facts
+
+    facts = constant_facts(load_dataset(tmp_path / "runs"), AnalysisOptions(), every=True)
+    assert [fact.campaign for fact in facts] == ["v0.9.0", "v0.10.0"]

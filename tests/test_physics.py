@@ -141,11 +141,11 @@ def test_an_intercept_that_rounds_to_zero_reads_plus_zero() -> None:
 def test_a_data_quality_sentence_quotes_a_published_figure_as_published(published_store: Path) -> None:
     """The Phase 1 study printed DeepSeek's container throughput as "119.40 tok/s" (its record
     holds the float 119.4); the Results table and the posts print "119.40", so the size check's
-    sentence quotes it so too (metrics.quoted: the catalog's decimals), not "119.4" — a figure
+    sentence quotes it so too (figures.num: the catalog's decimals), not "119.4" — a figure
     reads the same on every page, and as its source printed it."""
     from sparkreport.analysis import AnalysisOptions
     from sparkreport.dataset import load_dataset
-    from sparkreport.metrics import quoted
+    from sparkreport.figures import num as quoted
 
     assert [quoted(119.4, "output_throughput_tok_s"), quoted(119.33, "output_throughput_tok_s"),
             quoted(119.33333, "output_throughput_tok_s"), quoted(2544.0, "output_throughput_tok_s")] == [

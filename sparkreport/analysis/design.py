@@ -25,7 +25,7 @@ from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import arm_rows, float_matrix, in_page_order, included_runs, reported, with_level
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, frame_records
-from sparkreport.names import level_order, model_order
+from sparkreport.names import campaign_order, level_order, model_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -223,7 +223,8 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
             shares.setdefault(fact.campaign, []).append(fact)
         return facts, shares
 
-    found, parts = cache.campaign_parts("facts", ds.campaigns(), key, whole,
+    # the campaigns in the order held_constant lists them, so that a cached result is listed alike
+    found, parts = cache.campaign_parts("facts", sorted(ds.campaigns(), key=campaign_order), key, whole,
                                         lambda campaign: held_constant(ds.campaign_view(campaign), opts, factor,
                                                                          metrics, baseline), list[Fact])
     return found if found is not None else [fact for part in parts for fact in part]
@@ -275,14 +276,15 @@ def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list
 
 
 def _in_model_order(ds: Dataset, facts: list[Fact]) -> list[Fact]:
-    """``facts`` by campaign, then by model as the pages list models
+    """``facts`` by campaign (:func:`~sparkreport.names.campaign_order`), then by model as the pages list models
     (:func:`~sparkreport.names.model_order`: by the name they show), each model's in the order found."""
     names: dict[tuple[str, str], str] = {}
     for frame in (ds.runs, ds.summaries):
         shown = frame[["campaign", "model", "model_name"]].drop_duplicates().astype(str)
         for campaign, model, name in shown.itertuples(index=False):
             names.setdefault((campaign, model), name)
-    return sorted(facts, key=lambda f: (f.campaign, *model_order(names.get((f.campaign, f.model), f.model), f.model)))
+    return sorted(facts, key=lambda f: (*campaign_order(f.campaign),
+                                        *model_order(names.get((f.campaign, f.model), f.model), f.model)))
 
 
 def _published_facts(ds: Dataset, factor: str, metrics: list[str], baseline: str | None = None) -> list[Fact]:

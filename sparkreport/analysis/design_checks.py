@@ -34,7 +34,7 @@ from sparkreport.analysis.checks import Finding, register_check
 from sparkreport.analysis.design import interference_flags, primary_metrics
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset
-from sparkreport.metrics import quoted
+from sparkreport.figures import num
 from sparkreport.schema import OWN_FORMAT_PREFIX
 
 if TYPE_CHECKING:
@@ -110,8 +110,8 @@ def _drift(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findi
             findings.append(Finding(
                 "warning", "drift",
                 f"{arm_name(arm)}: {_label(metric)} drifts {pct:+.2f}% per run over {y.size} runs in start order "
-                f"(Mann–Kendall τ = {tau:.2f}, p = {p:.3g}; first {quoted(float(y[0]), metric)}, "
-                f"last {quoted(float(y[-1]), metric)}) — runs are "
+                f"(Mann–Kendall τ = {tau:.2f}, p = {p:.3g}; first {num(float(y[0]), metric)}, "
+                f"last {num(float(y[-1]), metric)}) — runs are "
                 "not exchangeable; interleave arms (randomized blocks) and look for what changed",
                 sorted(run_ids[positions[keep]].tolist()),
                 {"slope_pct_per_run": round(pct, 4), "tau": round(float(tau), 4), "p": float(p), "n": int(y.size)},
@@ -175,8 +175,8 @@ def _warmup(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Find
                     findings.append(Finding(
                         "warning", "warmup-outlier",
                         f"{arm_name(arm)}: {run_ids[position]} ({why}) has {_label(metric)} "
-                        f"{quoted(float(column[k]), metric)}, {dev:+.1f}% from the arm's median "
-                        f"{quoted(median, metric)} (robust z {z:+.1f}) — a warm-up "
+                        f"{num(float(column[k]), metric)}, {dev:+.1f}% from the arm's median "
+                        f"{num(median, metric)} (robust z {z:+.1f}) — a warm-up "
                         "effect? add a warm-up run per block or leave it out",
                         [str(run_ids[position])], {"robust_z": round(z, 3), "deviation_pct": round(dev, 3)},
                     ))

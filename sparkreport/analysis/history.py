@@ -26,7 +26,7 @@ from sparkreport.analysis.arms import included_runs
 from sparkreport.analysis.changepoints import METHOD, find_steps
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
-from sparkreport.names import level_order, model_order, natural_key, shown_values
+from sparkreport.names import campaign_order, level_order, model_order, natural_key, shown_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -221,7 +221,8 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
             digests = {ACROSS: "\0".join(f"{c}={digests[c]}" for c in sorted(runs["campaign"].unique()))}
     if across_campaigns:
         runs = runs.assign(campaign=ACROSS)
-    for campaign, rows in runs.groupby("campaign", sort=True):
+    groups = runs.groupby("campaign", sort=False, observed=True)
+    for campaign, rows in sorted(groups, key=lambda group: campaign_order(str(group[0]))):  # as the pages list them
         if cache is None or digests is None:
             out += _campaign_series(rows, versions, present, opts, min_effect, effect_default, baseline)
             continue

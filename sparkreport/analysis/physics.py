@@ -33,7 +33,7 @@ from sparkreport.analysis.checks import Finding, register_check
 from sparkreport.catalogs import GIB, HardwareSpec, ModelSpec, match_hardware, match_model
 from sparkreport.config import AnalysisOptions, factor_words
 from sparkreport.dataset import Dataset
-from sparkreport.metrics import quoted
+from sparkreport.figures import num
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -327,7 +327,7 @@ def _roofline(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Fi
                 _with_basis(
                     # one unit in the sentence: the catalog's GB/s in GiB/s, as the weights in GiB (the data
                     # sheet's figure quoted beside it, the one a reader knows)
-                    f"{_who(p)}: {quoted(p.tput, TPUT)} tok/s exceeds the memory-bandwidth bound of {bound:.2f} tok/s "
+                    f"{_who(p)}: {num(p.tput, TPUT)} tok/s exceeds the memory-bandwidth bound of {bound:.2f} tok/s "
                     f"(≤ {p.concurrency:g} concurrent requests × {p.hardware.bandwidth_gb_s * 1e9 / GIB:.2f} GiB/s "
                     f"(the data sheet's {p.hardware.bandwidth_gb_s:g} GB/s) ÷ "
                     f"{step_bytes / GIB:.2f} GiB of weights read per decode step; margin {ROOFLINE_MARGIN:.0%})",
@@ -359,7 +359,7 @@ def _size(ds: Dataset, runs: pd.DataFrame, opts: AnalysisOptions) -> list[Findin
                     _with_basis(
                         f"{campaign}/{env}: {a.model_name} ({a.spec.active_weight_bytes / GIB:.2f} GiB read per "
                         f"token) and {b.model_name} ({b.spec.active_weight_bytes / GIB:.2f} GiB, {ratio:.1f}× more) "
-                        f"report the same output throughput ({quoted(a.tput, TPUT)} vs {quoted(b.tput, TPUT)} tok/s, "
+                        f"report the same output throughput ({num(a.tput, TPUT)} vs {num(b.tput, TPUT)} tok/s, "
                         f"{apart * 100:.2f}% apart) "
                         "— these runs may not have run the models they name", assumes),
                     a.runs + b.runs, {"bytes_ratio": round(ratio, 2), "throughput_a": round(a.tput, 2),

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from sparkreport import figures
 from sparkreport import metrics as metric_catalog
-from sparkreport.figures import MISSING, digits_for, is_missing
+from sparkreport.figures import MISSING, digits_for, is_missing, num
 from sparkreport.metrics import with_unit
 from sparkreport.names import SHOWN_VALUES, shown_values
 
@@ -59,16 +59,6 @@ def _finalize(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return MISSING
     return md_escape(value)
-
-
-def num(value: Any, metric: str | None = None, digits: int | None = None) -> str:
-    """A number with the metric's decimals and thousands separators ('—' when missing); a value
-    that would round to zero without being zero gets two significant digits (0.0021)."""
-    if is_missing(value):
-        return MISSING
-    from sparkreport.metrics import figure
-
-    return figure(float(value), digits if digits is not None else digits_for(metric))
 
 
 def size(count: int) -> Markup:
