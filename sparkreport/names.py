@@ -120,6 +120,14 @@ def model_order(name: str, key: str = "") -> tuple[str, str, str]:
     return *name_order(name), key
 
 
+def arm_order(campaign: str, model_name: str, model: str, level: str, baseline: str | None) -> tuple[Any, ...]:
+    """Where an arm (``campaign`` × model × ``level``) sorts wherever arms are listed — Data
+    quality's findings and Methodology's arms, Memory's tables and budget, History's series: by
+    :func:`campaign_order`, then :func:`model_order` (``model_name``, the name the pages show,
+    then ``model``, its key), then :func:`level_order` (``baseline`` first)."""
+    return *campaign_order(campaign), *model_order(model_name, model), *level_order(level, baseline)
+
+
 def level_order(level: str, baseline: str | None) -> tuple[bool, str, str]:
     """Where a level of the factor (an environment, with the factor ``environment``) sorts
     wherever levels are listed — statistics, comparisons, charts, Runs, Memory, the campaign

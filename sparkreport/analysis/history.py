@@ -26,7 +26,7 @@ from sparkreport.analysis.arms import included_runs
 from sparkreport.analysis.changepoints import METHOD, find_steps
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
-from sparkreport.names import campaign_order, level_order, model_order, natural_key, shown_values
+from sparkreport.names import arm_order, campaign_order, natural_key, shown_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -265,8 +265,11 @@ def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str]
     cells: dict[tuple[str, str, str], np.ndarray] = runs.groupby(  # type: ignore[assignment]
         ["campaign", "model", "environment"]).indices
     planned: list[tuple[tuple[str, str, str], str, list[str], list[np.ndarray], str]] = []
-    for key in sorted(cells, key=lambda cell: (cell[0], *model_order(str(names[cells[cell][0]]), cell[1]),
-                                               *level_order(cell[2], baseline))):
+    def placed(cell: tuple[str, str, str]) -> tuple[Any, ...]:
+        campaign, model, environment = cell
+        return arm_order(campaign, str(names[cells[cell][0]]), model, environment, baseline)
+
+    for key in sorted(cells, key=placed):
         rows = cells[key]
         codes = ranks[rows]
         for metric in present:

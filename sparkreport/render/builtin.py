@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.statistics import RATIO_INTERVAL_METHOD
 from sparkreport.dataset import frame_rows as rows
-from sparkreport.names import campaign_order, level_order, model_order
+from sparkreport.names import arm_order, campaign_order
 from sparkreport.render.context import SiteData
 from sparkreport.render.describe import described_campaigns, design_groups
 from sparkreport.render.diff_text import command_line
@@ -389,8 +389,8 @@ def _arm_table(site: SiteData) -> list[dict[str, Any]]:
     # each campaign's arms by the model's name as every page lists them, not by its key, and each
     # model's environments as every table lists them (the baseline first)
     baseline = site.config.baseline_of("environment")
-    out.sort(key=lambda a: (str(a["campaign"]), *model_order(str(a["model_name"]), str(a["model"])),
-                            *level_order(str(a["environment"]), baseline)))
+    out.sort(key=lambda a: arm_order(str(a["campaign"]), str(a["model_name"]), str(a["model"]),
+                                     str(a["environment"]), baseline))
     return out
 
 
@@ -453,7 +453,7 @@ def in_arm_order(site: SiteData, findings: list[Finding]) -> list[Finding]:
     position = {code: i for i, code in enumerate(dict.fromkeys(f.code for f in findings))}
 
     def place(finding: Finding) -> tuple[object, ...]:
-        arms = [(campaign, *model_order(names.get((campaign, model), model), model), *level_order(level, baseline))
+        arms = [arm_order(campaign, names.get((campaign, model), model), model, level, baseline)
                 for campaign, model, level in finding_arms(site, finding)]
         return position[finding.code], min(arms, default=())
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.dataset import plain
-from sparkreport.names import campaign_order, level_order, model_order
+from sparkreport.names import arm_order, campaign_order
 from sparkreport.render.pages import Page, PageDoc, register
 
 if TYPE_CHECKING:
@@ -162,8 +162,7 @@ def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
     # by the name a reader sees, as every page lists models (the keys sorted Qwen before gemma),
     # each model's environments as every table lists them (the baseline first)
     baseline = site.config.baseline_of("environment")
-    out.sort(key=lambda b: (b["campaign"], *model_order(b["model_name"], b["model"]),
-                             *level_order(b["environment"], baseline)))
+    out.sort(key=lambda b: arm_order(b["campaign"], b["model_name"], b["model"], b["environment"], baseline))
     return out
 
 
@@ -187,9 +186,8 @@ class MemoryPage(Page):
         for row in rows(pairs):  # one conversion, then grouped (a frame's rows cost ~3 ms a call)
             arms.setdefault((str(row["campaign"]), str(row["model"]), str(row["environment"])), []).append(row)
         baseline = site.config.baseline_of("environment")
-        for (campaign, model, env), group in sorted(arms.items(), key=lambda item: (
-                item[0][0], *model_order(str(item[1][0]["model_name"]), item[0][1]),
-                *level_order(item[0][2], baseline))):
+        for (campaign, model, env), group in sorted(arms.items(), key=lambda item: arm_order(
+                item[0][0], str(item[1][0]["model_name"]), item[0][1], item[0][2], baseline)):
             by_metric = {r["metric"]: r for r in group}
             wide.append({"campaign": campaign, "model": model, "environment": env,
                          "model_name": group[0]["model_name"], "source": group[0]["source"],

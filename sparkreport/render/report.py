@@ -621,7 +621,7 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
         row["judgement"] = judgement(kind, str(row["metric"]))
         row["words"] = verdict_words(kind, margin_text(row["margin_pct"] / 100)) + (
             f" ({row['judgement']})" if row["judgement"] else "")
-    out.sort(key=lambda r: (r["campaign"], order.get(r["metric"], len(order)),
+    out.sort(key=lambda r: (*campaign_order(str(r["campaign"])), order.get(r["metric"], len(order)),
                             *model_order(str(r["model_name"]), str(r["model"]))))
     return out
 
