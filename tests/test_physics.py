@@ -145,10 +145,10 @@ def test_a_data_quality_sentence_quotes_a_published_figure_as_published(publishe
     reads the same on every page, and as its source printed it."""
     from sparkreport.analysis import AnalysisOptions
     from sparkreport.dataset import load_dataset
-    from sparkreport.figures import num as quoted
+    from sparkreport.figures import num
 
-    assert [quoted(119.4, "output_throughput_tok_s"), quoted(119.33, "output_throughput_tok_s"),
-            quoted(119.33333, "output_throughput_tok_s"), quoted(2544.0, "output_throughput_tok_s")] == [
+    assert [num(119.4, "output_throughput_tok_s"), num(119.33, "output_throughput_tok_s"),
+            num(119.33333, "output_throughput_tok_s"), num(2544.0, "output_throughput_tok_s")] == [
         "119.40", "119.33", "119.33", "2,544.00"]
     messages = [f.message for f in check(load_dataset(published_store), AnalysisOptions())
                 if f.code == "size-insensitive" and "/container:" in f.message]
