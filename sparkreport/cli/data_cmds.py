@@ -180,7 +180,8 @@ def compare_command(runs_dir: Path, config_path: Path | None, duplicates: str | 
     and separately over the other tested metrics; metrics with no variance in either arm are
     printed as facts, not tested; where the plan ran in blocks, the test is a paired t over blocks.
     A comparison no test could run on is "untested", and why_untested says why (published without
-    a spread, one run per arm, a single run in one arm); it is empty (null in --json) where tested.
+    a spread, published from a single run, one run per arm, a single run in ARM); it is empty (null
+    in --json) where tested.
     """
     from sparkreport.analysis import claim_sentence, compare
     from sparkreport.analysis.design import compare_by, constant_facts
