@@ -342,21 +342,28 @@ def in_page_order(frame: pd.DataFrame, by: list[str], level: str, baseline: str 
     :func:`~sparkreport.names.model_order` (the name the pages show, its ``model_name``, then the
     key), its column ``level`` by :func:`~sparkreport.names.level_order` (``baseline`` first, then
     by name) — the statistics and the comparisons list models and levels as every page does."""
-    ranks = {level: _ranks(frame[level].astype(str), lambda name: level_order(name, baseline))}
+    ranks = {level: _ranks(frame[level], lambda name: level_order(name, baseline))}
     if "campaign" in by:
-        ranks["campaign"] = _ranks(frame["campaign"].astype(str), campaign_order)
+        ranks["campaign"] = _ranks(frame["campaign"], campaign_order)
     if "model" in by:
         first = frame.drop_duplicates("model")  # a model's first name, as SiteData.models names it
         names = dict(zip(first["model"].astype(str), first.get("model_name", first["model"]).astype(str), strict=True))
-        ranks["model"] = _ranks(frame["model"].astype(str), lambda model: model_order(names[model], model))
+        ranks["model"] = _ranks(frame["model"], lambda model: model_order(names[model], model))
     return frame.sort_values(by, key=lambda column: ranks.get(str(column.name), column),
                              kind="stable").reset_index(drop=True)
 
 
-def _ranks(names: pd.Series, order: Callable[[str], tuple[object, ...]]) -> pd.Series:
-    """Each of ``names``' place among its distinct values sorted by ``order``."""
-    ranks = {name: rank for rank, name in enumerate(sorted(set(names), key=order))}
-    return names.map(ranks)
+def _ranks(column: pd.Series, order: Callable[[str], tuple[object, ...]]) -> pd.Series:
+    """Each of ``column``'s values' place among its distinct values (as text) sorted by
+    ``order``. The distinct values are found by ``pd.factorize``, not by iterating the column
+    (a column of 20 000 Arrow strings iterates in ~0.1 s)."""
+    import pandas as pd
+
+    codes, distinct = pd.factorize(column.astype(str))
+    names = [str(name) for name in distinct]
+    place = np.empty(len(names), dtype=np.int64)
+    place[sorted(range(len(names)), key=lambda i: order(names[i]))] = np.arange(len(names))
+    return pd.Series(place[codes], index=column.index)
 
 
 def clip_to_range(frame: pd.DataFrame) -> None:
