@@ -95,12 +95,18 @@ def difference_places(row: Mapping[Any, Any]) -> int:
     means, their difference and its interval, as a sentence or a post's table gives them): the
     place of the first significant digit of the difference's interval half-width (the metric's
     catalog decimals without one), more where the difference or an end of its interval would
-    otherwise print as zero (:func:`nonzero_places`). ``row``: a ``compare`` row."""
+    otherwise print as zero (:func:`nonzero_places`), and more where two means that differ would
+    print alike ("2,414 vs 2,414 ms; a difference of 1 ms" reads as a slip: "2,414.4 vs 2,413.6
+    ms; a difference of 0.8 ms"). ``row``: a ``compare`` row."""
     low, high = row.get("diff_ci_low"), row.get("diff_ci_high")
     count = places([half_width(low, high)], digits_for(str(row.get("metric") or "")))
-    diff = None if is_missing(row.get("mean_candidate")) or is_missing(row.get("mean_baseline")) else \
-        float(row["mean_candidate"]) - float(row["mean_baseline"])
-    return nonzero_places([diff, low, high], count)
+    if is_missing(row.get("mean_candidate")) or is_missing(row.get("mean_baseline")):
+        return nonzero_places([low, high], count)
+    candidate, baseline = float(row["mean_candidate"]), float(row["mean_baseline"])
+    count = nonzero_places([candidate - baseline, low, high], count)
+    while candidate != baseline and count < MOST_PLACES and f"{candidate:.{count}f}" == f"{baseline:.{count}f}":
+        count += 1
+    return count
 
 
 def pvalue(p: Any) -> str:

@@ -169,6 +169,36 @@ def test_a_comparison_sentence_prints_its_figures_with_the_differences_decimals(
     assert difference_places({**row, "diff_ci_low": None, "diff_ci_high": None}) == 2  # the catalog's
 
 
+def test_two_means_that_differ_never_print_alike() -> None:
+    """"2,414 vs 2,414 ms; a difference of 1 ms" read as a slip: where the interval's decimals
+    print two different means alike, the sentence gives as many more as tell them apart."""
+    from sparkreport.analysis.claims import claim_sentence
+
+    row = {"metric": "request_latency_mean_ms", "unit": "ms", "model": "m", "candidate": "docker",
+           "baseline": "native", "mean_candidate": 2414.4, "mean_baseline": 2413.6, "diff_ci_low": -3.1,
+           "diff_ci_high": 4.7, "verdict": "no difference", "p_holm": 0.62, "margin": 120.0,
+           "min_detectable_effect": 9.0}
+    assert difference_places(row) == 1
+    assert "(2,414.4 vs 2,413.6 ms, Holm-adjusted p = 0.620" in claim_sentence(row)
+    assert difference_places({**row, "mean_candidate": 2413.6}) == 0  # equal means: nothing to tell apart
+    assert difference_places({**row, "mean_candidate": 2418.4}) == 0  # 2,418 vs 2,414 already differ
+
+
+@settings(max_examples=300, deadline=None)
+@given(hst.floats(-1e6, 1e6), hst.floats(-1e6, 1e6), hst.floats(0, 1e4))
+def test_difference_places_tells_different_means_apart(candidate: float, baseline: float, half: float) -> None:
+    """Whatever the interval: two means that differ print differently, unless it takes more than
+    the most decimals a figure gets."""
+    from sparkreport.figures import MOST_PLACES
+
+    diff = candidate - baseline
+    row = {"metric": "request_latency_mean_ms", "mean_candidate": candidate, "mean_baseline": baseline,
+           "diff_ci_low": diff - half, "diff_ci_high": diff + half}
+    places = difference_places(row)
+    assume(places < MOST_PLACES)
+    assert (f"{candidate:.{places}f}" != f"{baseline:.{places}f}") == (candidate != baseline)
+
+
 def test_a_published_figure_is_quoted_with_its_own_decimals() -> None:
     """The Phase 1 study published 119.79 tok/s with SD 0.17: its half-width alone would print it
     119.8 (0.2); a page of published figures quotes them as published, never coarser."""
