@@ -92,3 +92,17 @@ def test_nothing_below_the_pages_imports_them(floor: str) -> None:
                                          path.name == "__init__.py")
               if reaches_render(name)]
     assert breaks == []
+
+
+def test_the_pages_never_import_the_site_builder() -> None:
+    """:mod:`sparkreport.render` sits below :mod:`sparkreport.site` (which builds and publishes
+    what the render wrote): no module of the render imports the site's (a kept build's
+    :class:`~sparkreport.render.RenderResult` is rebuilt by the render's own
+    :func:`~sparkreport.render.core.result_from_state`)."""
+    files = sorted((PACKAGE / "render").rglob("*.py"))
+    breaks = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+              for path in files
+              for line, name in imported(path.read_text(encoding="utf-8"), module_name(path),
+                                         path.name == "__init__.py")
+              if name == "sparkreport.site" or name.startswith("sparkreport.site.")]
+    assert files and breaks == []

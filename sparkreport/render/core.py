@@ -617,7 +617,6 @@ def _render_kept(project: Project, state: dict[str, Any], data_key: str, commit:
     :func:`_render_docs` finds a post's bindings are not those kept (new, edited, or a new post)."""
     from sparkreport.render.pagecache import PageCache
     from sparkreport.render.posts import KeptPosts, NotKept
-    from sparkreport.site.incremental import result_from_state
 
     root, final_docs_dir, cache_dir = project.root, project.docs_dir, project.cache_dir
     kept_posts = KeptPosts.load(cache_dir, data_key)
@@ -649,6 +648,29 @@ def _render_kept(project: Project, state: dict[str, Any], data_key: str, commit:
     if commits is not None:
         kept_posts.save(cache_dir, data_key)  # the footers as the posts now print them
     return result
+
+
+def result_from_state(state: dict[str, Any], project: Project) -> RenderResult:
+    """A RenderResult describing a cached build from the state that
+    :func:`sparkreport.site.incremental.save_state` wrote: its pages, nav and charts by name, no
+    contexts."""
+    from sparkreport.charts import ChartSpec
+
+    root = Path(state["project_root"])
+    config = project.config
+    pages = []
+    for page in state["pages"]:
+        doc = PageDoc(page["path"], page["title"], page["template"])
+        doc.charts = [ChartSpec(name=n, title=t, description=d, spec={}, rows=r) for n, t, d, r in page["charts"]]
+        pages.append(doc)
+    return RenderResult(project_root=root, docs_dir=Path(state["docs_dir"]), config=config, pages=pages,
+                        nav=_nav(state["nav"]), handwritten=list(state["handwritten"]),
+                        svg_count=int(state.get("svg_count", 0)))
+
+
+def _nav(items: list[Any]) -> list[Any]:
+    """JSON lists back into the (title, target) tuples of a nav."""
+    return [(title, target if isinstance(target, str) else _nav(target)) for title, target in items]
 
 
 def restamped(text: str, old: str, new: str) -> str | None:

@@ -114,6 +114,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
 
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest, walk_store
     from sparkreport.render import render
+    from sparkreport.render.core import result_from_state
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
     from sparkreport.site.mkdocs_site import write_config
@@ -156,7 +157,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         state = None if full else incremental.load_state(cache_dir, key.key, target)
         if state is not None:
             return BuildResult(site_dir=target, config_file=Path(state["config_file"]),
-                               render=incremental.result_from_state(state, project),
+                               render=result_from_state(state, project),
                                warnings=list(state["warnings"]), cached=True, builder=name)
         # Only hand-written docs changed: the render may keep every generated page (and the posts'
         # results) from the last build, without loading the dataset.

@@ -198,25 +198,3 @@ def save_state(cache_dir: Path, key: BuildKeys, site_dir: Path, config_file: Pat
     }
     _atomic_bytes(cache_dir / STATE_FILE, json.dumps(state).encode())
 
-
-def result_from_state(state: dict[str, Any], project: Project) -> RenderResult:
-    """A RenderResult describing the cached build (pages, nav, charts by name; no contexts)."""
-    from sparkreport.charts import ChartSpec
-    from sparkreport.render import RenderResult
-    from sparkreport.render.pages import PageDoc
-
-    root = Path(state["project_root"])
-    config = project.config
-    pages = []
-    for page in state["pages"]:
-        doc = PageDoc(page["path"], page["title"], page["template"])
-        doc.charts = [ChartSpec(name=n, title=t, description=d, spec={}, rows=r) for n, t, d, r in page["charts"]]
-        pages.append(doc)
-    return RenderResult(project_root=root, docs_dir=Path(state["docs_dir"]), config=config, pages=pages,
-                        nav=_nav(state["nav"]), handwritten=list(state["handwritten"]),
-                        svg_count=int(state.get("svg_count", 0)))
-
-
-def _nav(items: list[Any]) -> list[Any]:
-    """JSON lists back into the (title, target) tuples of a nav."""
-    return [(title, target if isinstance(target, str) else _nav(target)) for title, target in items]
