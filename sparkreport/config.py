@@ -122,6 +122,9 @@ class HistoryOptions:
 
 CHART_CHOICES = ("tested", "all")
 STATIC_CHART_CHOICES = ("auto", "all", "posts")
+#: The builders ``builder:`` may name: those :mod:`sparkreport.site.builders` registers (a test
+#: checks both agree; the configuration sits below the site and does not import it).
+BUILDER_NAMES = ("mkdocs", "zensical")
 #: Above this many charts, ``static_charts: auto`` draws SVG fallbacks only for the posts' charts.
 STATIC_CHART_LIMIT = 100
 #: What a reader asks first: throughput, latency to the first and per token, then memory.
@@ -340,9 +343,7 @@ def load_config(path: Path | None = None) -> ProjectConfig:
             "tested draws the metrics compare tests; all draws every metric")
     _choice(where, "static_charts", config.static_charts, STATIC_CHART_CHOICES,
             f"auto draws SVG fallbacks for sites of up to {STATIC_CHART_LIMIT} charts")
-    from sparkreport.site.builders import BUILDERS
-
-    _choice(where, "builder", config.builder, tuple(BUILDERS),
+    _choice(where, "builder", config.builder, BUILDER_NAMES,
             "mkdocs builds with MkDocs + Material, zensical with Zensical (see the README's site section)")
     config.diffs = [_named_diff(where, i, item) for i, item in enumerate(doc.get("diffs") or [])]
     config.campaigns = {str(name): _campaign_options(where, str(name), item)

@@ -940,7 +940,7 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
             meta[b"sparkreport.dataset_sha256"] = dataset.digest.encode()
             pq.write_table(table.replace_schema_metadata(meta), tmp)
         else:
-            from sparkreport.charts import spec_json  # json.dumps(indent=1), byte for byte, fast
+            from sparkreport.jsontext import spec_json  # json.dumps(indent=1), byte for byte, fast
 
             payload = {
                 "schema_version": DATASET_SCHEMA_VERSION,
@@ -1063,7 +1063,7 @@ def _csv_by_campaign(frame: pd.DataFrame, groups: list[np.ndarray]) -> list[str]
 def _json_by_campaign(frame: pd.DataFrame, groups: list[np.ndarray]) -> list[str] | None:
     """The runs table's JSON items read once, each campaign's encoded from them (what encoding
     each campaign's rows on their own gives: every value is formatted alone)."""
-    from sparkreport.charts import spec_json
+    from sparkreport.jsontext import spec_json
 
     if not _contiguous(groups):
         return None

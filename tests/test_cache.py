@@ -479,8 +479,8 @@ def test_export_cut_in_one_pass_is_each_campaign_encoded_alone(tmp_path: Path) -
     sys.path.insert(0, str(Path(__file__).parent))
     from history_store import write_history_store
 
-    from sparkreport.charts import spec_json
     from sparkreport.dataset import Dataset, ExportChunks, _csv_by_campaign, _json_by_campaign, csv_safe, export
+    from sparkreport.jsontext import spec_json
 
     runs = write_history_store(tmp_path / "runs", runs=2, campaign_per_version=True)
     ds = load_dataset(runs)

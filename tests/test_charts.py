@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from sparkreport import charts
 from sparkreport.dataset import Dataset
+from sparkreport.jsontext import spec_json
 
 
 def values_of(spec: dict) -> list[dict]:
@@ -115,7 +116,7 @@ _rows = st.lists(st.dictionaries(st.text(max_size=5), _scalars, min_size=1, max_
 @given(st.one_of(_json, _rows, st.fixed_dictionaries({"data": st.fixed_dictionaries({"values": _rows})})))
 def test_spec_json_is_json_dumps_indent_1(value: object) -> None:
     """The fast encoder of the .vl.json files writes exactly what json.dumps(indent=1) writes."""
-    from sparkreport.charts import spec_json
+    from sparkreport.jsontext import spec_json
 
     assert spec_json(value) == json.dumps(value, indent=1, sort_keys=True)
     # Unsorted (the dataset.json download keeps its columns' order).
@@ -129,7 +130,7 @@ def assert_altairs(direct: dict, reference: dict) -> None:
     """``direct`` is Altair's ``reference``: equal, written to ``.vl.json`` byte for byte (keys
     sorted, as the site writes them), and with Altair's key order (what vl-convert is given)."""
     assert direct == reference
-    assert charts.spec_json(direct) == charts.spec_json(reference)  # json.dumps(indent=1, sort_keys=True)
+    assert spec_json(direct) == spec_json(reference)  # json.dumps(indent=1, sort_keys=True)
     assert json.dumps(direct) == json.dumps(reference)
 
 

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sparkreport"
 
 #: The modules and folders below the pages, by their path under the package.
 BELOW_RENDER = ("analysis", "ingest", "dataset.py", "store.py", "schema.py", "metrics.py", "figures.py", "cache.py",
-                "names.py")
+                "names.py", "jsontext.py")
 
 
 def module_name(path: Path) -> str:
@@ -106,3 +106,39 @@ def test_the_pages_never_import_the_site_builder() -> None:
                                          path.name == "__init__.py")
               if name == "sparkreport.site" or name.startswith("sparkreport.site.")]
     assert files and breaks == []
+
+
+def module_file(name: str) -> Path | None:
+    """The package's source file of the module ``name`` (a package's ``__init__.py``), or of the
+    module that defines ``name`` when it names something inside one; None outside the package."""
+    parts = name.split(".")
+    while parts and parts[0] == "sparkreport":
+        path = PACKAGE.parent.joinpath(*parts)
+        for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        parts = parts[:-1]
+    return None
+
+
+@pytest.mark.parametrize("floor", BELOW_RENDER)
+def test_nothing_below_the_pages_reaches_them_through_another_module(floor: str) -> None:
+    """Nor through a module it imports, at any depth: the dataset once imported the charts for
+    their JSON writer, and the charts import the pages' precision rule. Each chain that ends in
+    :mod:`sparkreport.render` is named, so the break is easy to find."""
+    where = PACKAGE / floor
+    start = sorted(where.rglob("*.py")) if where.is_dir() else [where]
+    seen: dict[Path, list[str]] = {path: [module_name(path)] for path in start}
+    queue = list(start)
+    chains = []
+    while queue:
+        path = queue.pop()
+        for _line, name in imported(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py"):
+            if reaches_render(name):
+                chains.append(" → ".join([*seen[path], name]))
+                continue
+            target = module_file(name)
+            if target is not None and target not in seen:
+                seen[target] = [*seen[path], module_name(target)]
+                queue.append(target)
+    assert sorted(set(chains)) == []

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from sparkreport.cli import main
-from sparkreport.config import load_config
+from sparkreport.config import BUILDER_NAMES, load_config
 from sparkreport.errors import BuildError, ConfigError
 from sparkreport.render import RenderOptions
 from sparkreport.site import BuildResult, build
@@ -38,6 +38,7 @@ def test_builder_setting_is_validated(tmp_path: Path) -> None:
     path.write_text("builder: zensical\n", encoding="utf-8")
     assert load_config(path).builder == "zensical"
     assert set(BUILDERS) == {"mkdocs", "zensical"}
+    assert tuple(BUILDERS) == BUILDER_NAMES  # what sparkreport.yml's builder: may name
 
 
 def test_zensical_issues_become_one_line_each() -> None:

@@ -776,7 +776,8 @@ def write_page(env: jinja2.Environment, site: SiteData, doc: PageDoc, docs_dir: 
     import jinja2
 
     from sparkreport.analysis.checks import check_titles
-    from sparkreport.charts import spec_json, to_svg
+    from sparkreport.charts import to_svg
+    from sparkreport.jsontext import spec_json
     from sparkreport.render.report import errors_in, join_and, newest_rule
 
     banner = errors_in(site, doc.scope) if doc.banner else []

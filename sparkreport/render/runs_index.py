@@ -359,7 +359,7 @@ class RunsPage(Page):
         import pickle
 
         from sparkreport.cache import _atomic_bytes
-        from sparkreport.charts import spec_json
+        from sparkreport.jsontext import spec_json
 
         folder = _sample_charts_folder(site)
         charts = []

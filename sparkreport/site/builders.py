@@ -65,10 +65,6 @@ def register_builder(cls: type[Builder]) -> type[Builder]:
     return cls
 
 
-def builder_names() -> tuple[str, ...]:
-    return tuple(BUILDERS)
-
-
 def get_builder(name: str | None) -> Builder:
     """The builder called ``name`` (None: :data:`DEFAULT_BUILDER`)."""
     cls = BUILDERS.get(name or DEFAULT_BUILDER)
