@@ -28,6 +28,21 @@ P_FLOOR = 0.001
 BELOW_FLOOR = "<\u00a00.001"
 
 
+def given_places(value: float, most: int) -> int:
+    """The decimals ``value`` was given with (119.79 → 2, 0.2 → 1, 64.0 → 0), at most ``most``."""
+    return next((d for d in range(most + 1) if math.isclose(round(value, d), value, rel_tol=1e-12, abs_tol=1e-12)),
+                most)
+
+
+def figure(value: float, places: int) -> str:
+    """``value`` with ``places`` decimals and thousands separators — the pages' and the facts' one
+    way to print a number; one that is not zero but would print as zero (0.002 at two decimals,
+    0.5 at none: Python rounds half to even) gets two significant digits instead."""
+    if value and float(f"{value:.{places}f}") == 0:
+        return f"{value:.2g}"
+    return f"{value:,.{places}f}"
+
+
 def is_missing(value: Any) -> bool:
     """True for None, NaN and pandas NA."""
     if value is None:
@@ -53,7 +68,7 @@ def num(value: Any, metric: str | None = None, digits: int | None = None) -> str
     printed it, as the Results tables and the posts do."""
     if is_missing(value):
         return MISSING
-    return metric_catalog.figure(float(value), digits if digits is not None else digits_for(metric))
+    return figure(float(value), digits if digits is not None else digits_for(metric))
 
 
 def first_digit_place(value: float) -> int:

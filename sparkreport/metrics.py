@@ -27,21 +27,6 @@ class Metric:
     digits: int = 2
 
 
-def given_places(value: float, most: int) -> int:
-    """The decimals ``value`` was given with (119.79 → 2, 0.2 → 1, 64.0 → 0), at most ``most``."""
-    return next((d for d in range(most + 1) if math.isclose(round(value, d), value, rel_tol=1e-12, abs_tol=1e-12)),
-                most)
-
-
-def figure(value: float, places: int) -> str:
-    """``value`` with ``places`` decimals and thousands separators — the pages' and the facts' one
-    way to print a number; one that is not zero but would print as zero (0.002 at two decimals,
-    0.5 at none: Python rounds half to even) gets two significant digits instead."""
-    if value and float(f"{value:.{places}f}") == 0:
-        return f"{value:.2g}"
-    return f"{value:,.{places}f}"
-
-
 _BASE: list[Metric] = [
     Metric("request_throughput_req_s", "req/s", "Request throughput", "higher"),
     Metric("output_throughput_tok_s", "tok/s", "Output throughput", "higher"),

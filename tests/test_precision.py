@@ -191,6 +191,7 @@ def test_difference_places_tells_different_means_apart(candidate: float, baselin
     the most decimals a figure gets."""
     from sparkreport.figures import MOST_PLACES
 
+    candidate, baseline = candidate + 0.0, baseline + 0.0  # -0.0 is 0.0 (and would print "-0")
     diff = candidate - baseline
     row = {"metric": "request_latency_mean_ms", "mean_candidate": candidate, "mean_baseline": baseline,
            "diff_ci_low": diff - half, "diff_ci_high": diff + half}
@@ -202,7 +203,7 @@ def test_difference_places_tells_different_means_apart(candidate: float, baselin
 def test_a_published_figure_is_quoted_with_its_own_decimals() -> None:
     """The Phase 1 study published 119.79 tok/s with SD 0.17: its half-width alone would print it
     119.8 (0.2); a page of published figures quotes them as published, never coarser."""
-    from sparkreport.metrics import given_places
+    from sparkreport.figures import given_places
     from sparkreport.render.precision import table_places
 
     assert [given_places(v, 2) for v in (119.79, 0.2, 64.0, 0.1234)] == [2, 1, 0, 2]

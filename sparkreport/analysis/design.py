@@ -25,6 +25,7 @@ from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import arm_rows, float_matrix, in_page_order, included_runs, reported, with_level
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, frame_records
+from sparkreport.figures import figure, given_places
 from sparkreport.names import campaign_order, level_order, model_order
 
 if TYPE_CHECKING:
@@ -171,8 +172,8 @@ def _fmt(metric: str, value: float) -> str:
     digits = entry.digits if entry is not None else 2
     unit = metric_catalog.unit_of(metric)
     if unit in SET_UNITS:
-        digits = metric_catalog.given_places(value, digits)
-    return metric_catalog.figure(value, digits) + (f" {unit}" if unit else "")
+        digits = given_places(value, digits)
+    return figure(value, digits) + (f" {unit}" if unit else "")
 
 
 def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str = "environment",

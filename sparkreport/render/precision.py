@@ -50,13 +50,13 @@ from sparkreport.figures import (
     MOST_PLACES,
     digits_for,
     first_digit_place,
+    given_places,
     half_width,
     is_missing,
     nonzero_places,
     places,
 )
 from sparkreport.figures import difference_places as difference_places
-from sparkreport.metrics import given_places
 
 #: The decimals of a difference in percent (Δ %): hundredths of a percentage point.
 DELTA_PLACES = 2
