@@ -18,6 +18,7 @@ build's own process, with the same result (tests compare both byte for byte).
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import signal
@@ -355,6 +356,78 @@ class Background(Generic[T]):
 
     def __exit__(self, *_exc: object) -> None:
         self.cancel()
+
+
+A = TypeVar("A")
+
+#: What :meth:`Standby.wake` sends: the task may prepare now.
+_WAKE = "wake"
+
+
+class Standby(Generic[A, T]):
+    """``task(argument)`` in a process forked now that waits for its argument: :meth:`wake` lets
+    it run ``prepare()`` first (imports, a configuration read: what ``task`` would otherwise do
+    on the build's critical path, done on a CPU the build leaves idle), :meth:`run` hands it the
+    argument and waits for ``task``'s value (:class:`Background`'s, with its errors, its kill on
+    the way out). ``prepare`` only warms the process up: what it raises is ignored, and ``task``
+    does the work either way. Where no worker may be forked, :meth:`run` calls ``task`` here
+    and :meth:`wake` does nothing."""
+
+    def __init__(self, prepare: Callable[[], object], task: Callable[[A], T]):
+        self._task = task
+        self._writer: Any = None
+        self._woken = False
+        self._background: Background[T] | None = None
+        if jobs() < 2 or not can_fork():
+            return
+        import multiprocessing
+
+        reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
+        self._background = Background(functools.partial(_standing_by, prepare, task, reader, writer))
+        reader.close()
+        self._writer = writer
+
+    def wake(self) -> None:
+        """Let it prepare (once; a no-op once :meth:`run` was called, or in this process)."""
+        if self._writer is not None and not self._woken:
+            self._woken = True
+            self._writer.send(_WAKE)
+
+    def run(self, argument: A) -> T:
+        if self._background is None:
+            return self._task(argument)
+        writer, self._writer = self._writer, None
+        writer.send(argument)
+        writer.close()
+        return self._background.result()
+
+    def cancel(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._background is not None:
+            self._background.cancel()
+
+    def __enter__(self) -> Standby[A, T]:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.cancel()
+
+
+def _standing_by(prepare: Callable[[], object], task: Callable[[Any], Any], reader: Any, writer: Any) -> Any:
+    """:class:`Standby`'s process: ``prepare()`` when woken, then ``task`` of the argument (an
+    EOF, the build gone or cancelled, ends it with an error nobody reads)."""
+    import contextlib
+
+    writer.close()  # the build's end: when the build closes its own, recv() sees EOF
+    argument = reader.recv()
+    if isinstance(argument, str) and argument == _WAKE:
+        with contextlib.suppress(Exception):
+            prepare()
+        argument = reader.recv()
+    reader.close()
+    return task(argument)
 
 
 def _background(connection: Any, task: Callable[[], Any], parent: int, file: Any, builds_end: Any) -> None:

@@ -174,15 +174,18 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
     config = (REPO / "sparkreport.yml").read_text(encoding="utf-8") if (REPO / "sparkreport.yml").is_file() else ""
     (project / "sparkreport.yml").write_text(config + f"\nstatic_charts: {static.split('-')[0]}\n",
                                              encoding="utf-8")
-    calls: list[str] = []
+    # Counted in a file: MkDocs converts the pages in the build's standby process (Standby).
+    log = project.parent / "calls.log"
     two_phase, fork_map = parallel.two_phase, parallel.fork_map
 
     def counting_two_phase(*args: object, **kwargs: object) -> object:
-        calls.append("pages")
+        with log.open("a", encoding="utf-8") as out:
+            out.write("pages\n")
         return two_phase(*args, **kwargs)  # type: ignore[arg-type]
 
     def counting_fork_map(*args: object, **kwargs: object) -> object:
-        calls.append("forked")
+        with log.open("a", encoding="utf-8") as out:
+            out.write("forked\n")
         return fork_map(*args, **kwargs)  # type: ignore[arg-type]
 
     one = built(project, 1, monkeypatch, "site-one")
@@ -190,6 +193,7 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
     monkeypatch.setattr(parallel, "fork_map", counting_fork_map)
     monkeypatch.setattr("sparkreport.site.scan.fork_map", counting_fork_map)
     two = built(project, 2, monkeypatch, "site-two")
+    calls = log.read_text(encoding="utf-8").split()
     # The pages' fill and write, MkDocs' conversion and page building and the publish scan all went
     # to workers.
     # (fork_map runs on two_phase: the render's own call and one under each fork_map)
@@ -214,8 +218,11 @@ def test_pages_indexed_in_the_conversion_workers_give_the_same_search_index(proj
     from material.plugins.search import plugin as search
 
     from sparkreport.site import parallel_pages
+    from sparkreport.site.builders import MkDocsBuilder
 
     monkeypatch.setattr(parallel_pages, "BUILD_PAGES_PER_WORKER", 10**6)
+    # MkDocs in this process (not in the build's standby process), so that its own parsing is counted here
+    monkeypatch.setattr(MkDocsBuilder, "standby", lambda _self, _previous: None)
     fed: list[int] = []
     feed = search.Parser.feed
     parent = os.getpid()
@@ -337,6 +344,49 @@ def test_background_returns_raises_and_runs_in_process_without_workers(monkeypat
     assert ran == []
 
 
+def test_standby_prepares_when_woken_then_runs_its_task_on_the_argument(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Standby: forked at once, ``prepare`` when woken (what it raises is ignored: it only warms
+    the process up), then the task of the argument, in that process; the task's error is raised
+    here; without workers, the task runs in run(), here, and prepare never does."""
+    parent = os.getpid()
+    marks = tmp_path / "prepared"
+
+    def prepare() -> None:
+        marks.write_text(str(os.getpid()), encoding="utf-8")
+
+    with parallel.Standby(prepare, lambda argument: (os.getpid(), argument * 2)) as standby:
+        standby.wake()
+        standby.wake()  # once is enough
+        pid, value = standby.run(21)
+    assert value == 42 and (pid != parent) == parallel.can_fork()
+    if parallel.can_fork():
+        assert marks.read_text(encoding="utf-8") == str(pid)  # prepared in the task's process
+
+    def broken() -> None:
+        raise RuntimeError("a plugin that will not import")
+
+    with parallel.Standby(broken, lambda argument: argument + 1) as standby:
+        standby.wake()
+        assert standby.run(1) == 2  # a failed warm-up is no failure
+
+    def fails(_argument: object) -> None:
+        raise BuildError("build/mkdocs.yml: mkdocs build failed")
+
+    with pytest.raises(BuildError, match=r"^build/mkdocs.yml: mkdocs build failed$"), \
+            parallel.Standby(prepare, fails) as standby:
+        standby.run(None)  # never woken: the task runs without the warm-up
+    marks.unlink(missing_ok=True)
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    with parallel.Standby(prepare, lambda _argument: os.getpid()) as standby:
+        standby.wake()
+        assert standby.run(None) == parent and not marks.exists()
+    ran: list[int] = []
+    with parallel.Standby(prepare, ran.append):
+        pass  # never run: the process is stopped on the way out
+    assert ran == []
+
+
 _KILLED_BUILD = """
 import os, sys, time
 from sparkreport import parallel
@@ -344,6 +394,10 @@ mode = sys.argv[1]
 if mode == "two_phase":
     parallel.two_phase(2, lambda i: os.write(1, f"{os.getpid()}\\n".encode()), lambda firsts: time.sleep(60),
                        lambda i, d: None)
+elif mode == "standby":  # woken, it prepares (prints its pid), then waits for an argument never sent
+    standby = parallel.Standby(lambda: os.write(1, f"{os.getpid()}\\n".encode()), lambda argument: None)
+    standby.wake()
+    time.sleep(60)
 else:
     pending = parallel.Background(lambda: (os.write(1, f"{os.getpid()}\\n".encode()), time.sleep(60)))
     time.sleep(60)
@@ -351,7 +405,7 @@ else:
 
 
 @needs_fork
-@pytest.mark.parametrize("mode", ["two_phase", "background"])
+@pytest.mark.parametrize("mode", ["two_phase", "background", "standby"])
 def test_workers_die_with_a_build_killed_outright(tmp_path: Path, mode: str) -> None:
     """A build killed by a signal it cannot catch (SIGKILL; SIGTERM before its handler is set):
     its workers die with it instead of waiting, forever, for an answer (each also held the

@@ -147,7 +147,7 @@ class RenderSession:
 def render(options: RenderOptions | Project, *, session: RenderSession | None = None, checked: bool = False,
            store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
            build_data_key: str | None = None, same_data: dict[str, Any] | None = None,
-           commit: str | None = None) -> RenderResult:
+           commit: str | None = None, analysed: Callable[[], object] | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     ``options`` are resolved once into a :class:`~sparkreport.project.Project` (paths, the
@@ -175,7 +175,8 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     then, without loading the dataset; or, when a post's bindings changed, renders in full.
     ``commit``: the project's commit the build key was made with, which the pages print (git is
     not asked again); a kept page or post footer that printed another one prints it instead
-    (:func:`restamped`).
+    (:func:`restamped`). ``analysed``: called once the analysis is done and the pages are about to
+    be planned (``build`` wakes its standby builder then: :class:`~sparkreport.parallel.Standby`).
     """
     from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock
@@ -190,10 +191,13 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     try:
         with output_lock(project.docs_dir.parent), contextlib.ExitStack() as held_until_done:
             if same_data is not None and build_data_key is not None:
+                if analysed is not None:
+                    analysed()  # nothing to analyse: the pages are kept
                 kept = _render_kept(project, same_data, build_data_key, commit)
                 if kept is not None:
                     return kept
-            return _render(project, held_until_done, session, store_folders, hashes, build_data_key, commit)
+            return _render(project, held_until_done, session, store_folders, hashes, build_data_key, commit,
+                           analysed)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
@@ -218,7 +222,8 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
 
 def _render(project: Project, held_until_done: contextlib.ExitStack, session: RenderSession | None = None,
             store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
-            build_data_key: str | None = None, commit: str | None = None) -> RenderResult:
+            build_data_key: str | None = None, commit: str | None = None,
+            analysed: Callable[[], object] | None = None) -> RenderResult:
     """The render under the lock; what it starts beside itself (:class:`~sparkreport.render.builtin.DownloadsAhead`)
     is stopped on ``held_until_done``'s exit, when the render ends or fails."""
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
@@ -281,6 +286,8 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
                                commit=commit)
     if session is not None:
         session.loaded = _Loaded(key, dataset, site)
+    if analysed is not None:
+        analysed()  # (a second call, after a kept render that could not be kept, does nothing)
     site.hash_memo = memo
     site.store_folders = dict(store_folders) if store_folders is not None else None
     compiled = template_cache(cache_dir, package_digest(memo))

@@ -117,7 +117,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     from sparkreport.render.core import result_from_state
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
-    from sparkreport.site.mkdocs_site import write_config
+    from sparkreport.site.mkdocs_site import PROJECT_CONFIG, write_config
     from sparkreport.site.reuse import Reuse
     from sparkreport.site.titles import make_titles_inert
 
@@ -170,8 +170,15 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         else:  # the publisher waits for the render: a render that keeps the data needs none
             staging, run_files = stack.enter_context(publish.staged(target)), None
         started = time.perf_counter()
+        # The builder, forked now while this process is small; woken once the analysis is done
+        # (the run files' publisher has then mostly finished), it imports MkDocs and loads the
+        # last build's config on the CPU the planning leaves idle, then waits for this config.
+        standby = builder.standby(project.docs_dir.parent / PROJECT_CONFIG)
+        if standby is not None:
+            stack.enter_context(standby)
         result = render(project, checked=True, store_folders=folders, hashes=memo,  # the checks ran above
-                        build_data_key=key.data, same_data=same_data, commit=key.commit)
+                        build_data_key=key.data, same_data=same_data, commit=key.commit,
+                        analysed=standby.wake if standby is not None else None)
         if run_files is None:
             carried = kept_run_files(target, cache_dir, result) if result.data_kept else None
             run_files = publisher() if carried is None else _given(carried)
@@ -186,7 +193,11 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                 reuse.previous = None
         Reuse.forget(cache_dir)  # until the new site is live
         started = time.perf_counter()
-        warnings = builder.build(config_file, staging, strict, reuse=reuse)
+        if standby is not None:
+            warnings, built = standby.run((config_file, staging, strict, reuse))
+            reuse = built if reuse is not None else None  # what it converted and reused
+        else:
+            warnings = builder.build(config_file, staging, strict, reuse=reuse)
         timings["builder"] = time.perf_counter() - started
         started = time.perf_counter()
         published = publish_steps(result, staging, target, run_files, cache_dir, memo)

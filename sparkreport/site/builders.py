@@ -19,6 +19,7 @@ Third-party builders register the same way (:func:`register_builder`).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ import yaml
 from sparkreport.errors import BuildError
 
 if TYPE_CHECKING:
+    from sparkreport.parallel import Standby
     from sparkreport.site.reuse import Reuse
 
 
@@ -50,6 +52,11 @@ class Builder:
         """Build into the empty ``out_dir``; with ``reuse`` (builders that ``reuses``), link what
         did not change from the previous site (:mod:`sparkreport.site.reuse`)."""
         raise NotImplementedError
+
+    def standby(self, previous_config: Path) -> Standby[BuildArguments, tuple[list[str], Reuse | None]] | None:
+        """A process that builds as :meth:`build` does, forked before the render (None: the
+        build calls :meth:`build` itself). ``previous_config``: the last build's config."""
+        return None
 
     def serve(self, config_file: Path, dev_addr: str | None = None) -> None:
         raise NotImplementedError
@@ -84,10 +91,38 @@ class MkDocsBuilder(Builder):
 
         return build_site(config_file, strict=strict, site_dir=out_dir, reuse=reuse)
 
+    def standby(self, previous_config: Path) -> Standby[BuildArguments, tuple[list[str], Reuse | None]] | None:
+        """This builder in a process forked now (:class:`~sparkreport.parallel.Standby`): woken
+        while the render plans its pages, it imports MkDocs and loads ``previous_config`` (the
+        last build's), and then builds as :meth:`build` does — returning the warnings and the
+        ``reuse`` it filled in. None where no worker may be forked."""
+        from sparkreport.parallel import Standby, can_fork, jobs
+
+        if jobs() < 2 or not can_fork():
+            return None
+        return Standby(functools.partial(_warm_mkdocs, previous_config), _build_beside)
+
     def serve(self, config_file: Path, dev_addr: str | None = None) -> None:
         from sparkreport.site.mkdocs_site import mkdocs_serve
 
         mkdocs_serve(config_file, dev_addr)
+
+
+#: What a standby builder is handed: the config, the folder to build into, strict, the reuse.
+BuildArguments = tuple[Path, Path, bool, "Reuse | None"]
+
+
+def _warm_mkdocs(previous_config: Path) -> None:
+    from sparkreport.site.mkdocs_site import warm_up
+
+    warm_up(previous_config)
+
+
+def _build_beside(arguments: BuildArguments) -> tuple[list[str], Reuse | None]:
+    """:meth:`MkDocsBuilder.build` in its standby process: the warnings, and ``reuse`` as the
+    build left it (what it converted and reused: the build's process saves it)."""
+    config_file, out_dir, strict, reuse = arguments
+    return MkDocsBuilder().build(config_file, out_dir, strict, reuse=reuse), reuse
 
 
 #: Zensical's own folders beside the config it reads.
