@@ -153,3 +153,29 @@ def test_titles_are_made_inert_once_and_remembered_across_builds(tmp_path: Path,
     monkeypatch.setattr(titles, "_CHECKED", {})
     read.clear()
     assert titles.make_titles_inert(docs, [], memo) == 0 and sorted(read) == ["index.md", "plain.md"]
+
+
+def test_the_standby_builder_warms_up_without_running_a_projects_hooks(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """MkDocs' standby process loads the last build's generated config to import its plugins
+    ahead (mkdocs_site.warm_up), but not when it or the project's mkdocs.yml it inherits names
+    hooks: a hook's module code runs once a build, when MkDocs loads the config to build."""
+    from sparkreport.site import mkdocs_site
+    from sparkreport.site.mkdocs_site import GENERATED_HEADER, warm_up
+
+    (tmp_path / "hook.py").write_text(
+        "from pathlib import Path\nPath(__file__).with_name('ran').open('a').write('x')\n", encoding="utf-8")
+    # (MkDocs finds a hook beside the config it loads: the generated one, in build/)
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\nhooks:\n  - ../hook.py\n", encoding="utf-8")
+    generated = tmp_path / "build" / "mkdocs.yml"
+    generated.parent.mkdir()
+    generated.write_text(f"{GENERATED_HEADER}\nINHERIT: ../mkdocs.yml\ndocs_dir: docs\n", encoding="utf-8")
+    (generated.parent / "docs").mkdir()
+    warm_up(generated)
+    assert not (tmp_path / "ran").exists()
+    monkeypatch.setattr(mkdocs_site, "_has_hooks", lambda _config: False)
+    warm_up(generated)
+    assert (tmp_path / "ran").exists()  # what the guard keeps from running
+    monkeypatch.undo()
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\n", encoding="utf-8")
+    warm_up(generated)  # loads it: no hook, nothing else to see but that it does not fail

@@ -293,16 +293,35 @@ def warm_up(config_file: Path) -> None:
     plugins, its theme, its Markdown extensions) by loading ``config_file``, the last build's
     generated config, when there is one (its warnings are not wanted). For a build's
     :class:`~sparkreport.parallel.Standby` builder, ~0.3 s of MkDocs' setup done beside the
-    render: its second load, of the new config, then takes ~0.03 s."""
+    render: its second load, of the new config, then takes ~0.03 s. A config with hooks is not
+    loaded (:func:`_has_hooks`)."""
     from mkdocs.commands.build import build  # noqa: F401 (imported for its modules)
     from mkdocs.config import load_config
 
     from sparkreport.site.parallel_pages import ParallelPagesPlugin  # noqa: F401
 
-    if config_file.is_file() and config_file.read_text(encoding="utf-8").startswith(GENERATED_HEADER):
+    if config_file.is_file() and config_file.read_text(encoding="utf-8").startswith(GENERATED_HEADER) \
+            and not _has_hooks(config_file):
         with _mkdocs_logs():
             _forget_plugins()
             load_config(config_file=str(config_file))
+
+
+def _has_hooks(config_file: Path) -> bool:
+    """Whether a generated config, or the project's mkdocs.yml it inherits, names ``hooks:``
+    (Python files MkDocs runs when it loads the config: a warm-up never loads them, so that a
+    hook's own code runs once a build, as ``mkdocs build`` runs it)."""
+    import re
+
+    try:
+        data = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError:  # a tag only MkDocs' loader knows: not worth a warm-up
+        return True
+    files = [config_file]
+    if isinstance(data, dict) and isinstance(data.get("INHERIT"), str):
+        files.append(config_file.parent / data["INHERIT"])
+    return any(path.is_file() and re.search(r"^hooks\s*:", path.read_text(encoding="utf-8"), re.MULTILINE)
+               for path in files)
 
 
 def _forget_plugins() -> None:
