@@ -397,8 +397,12 @@ class Standby(Generic[A, T]):
         if self._background is None:
             return self._task(argument)
         writer, self._writer = self._writer, None
-        writer.send(argument)
-        writer.close()
+        try:
+            writer.send(argument)
+        except OSError:  # it is gone (killed, out of memory): result() says so, as a WorkerError
+            pass
+        finally:
+            writer.close()
         return self._background.result()
 
     def cancel(self) -> None:

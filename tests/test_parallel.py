@@ -387,6 +387,22 @@ def test_standby_prepares_when_woken_then_runs_its_task_on_the_argument(tmp_path
     assert ran == []
 
 
+@needs_fork
+def test_a_standby_killed_before_its_argument_is_a_worker_error() -> None:
+    """Its process killed (out of memory, say) before run(): a one-line WorkerError, not a
+    broken pipe."""
+    import signal
+    import time
+
+    with parallel.Standby(lambda: None, lambda argument: argument) as standby:
+        assert standby._background is not None and standby._background._process is not None
+        os.kill(standby._background._process.pid, signal.SIGKILL)
+        time.sleep(0.2)
+        with pytest.raises(parallel.WorkerError, match="stopped without an answer"):
+            standby.run(big := "x" * 1_000_000)
+        assert big
+
+
 _KILLED_BUILD = """
 import os, sys, time
 from sparkreport import parallel
