@@ -18,6 +18,7 @@ build's own process, with the same result (tests compare both byte for byte).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import os
@@ -391,18 +392,16 @@ class Standby(Generic[A, T]):
         """Let it prepare (once; a no-op once :meth:`run` was called, or in this process)."""
         if self._writer is not None and not self._woken:
             self._woken = True
-            self._writer.send(_WAKE)
+            with contextlib.suppress(OSError):  # it is gone: run() says so, as a WorkerError
+                self._writer.send(_WAKE)
 
     def run(self, argument: A) -> T:
         if self._background is None:
             return self._task(argument)
         writer, self._writer = self._writer, None
-        try:
+        with contextlib.suppress(OSError):  # it is gone (killed, out of memory): result() says so
             writer.send(argument)
-        except OSError:  # it is gone (killed, out of memory): result() says so, as a WorkerError
-            pass
-        finally:
-            writer.close()
+        writer.close()
         return self._background.result()
 
     def cancel(self) -> None:
@@ -422,8 +421,6 @@ class Standby(Generic[A, T]):
 def _standing_by(prepare: Callable[[], object], task: Callable[[Any], Any], reader: Any, writer: Any) -> Any:
     """:class:`Standby`'s process: ``prepare()`` when woken, then ``task`` of the argument (an
     EOF, the build gone or cancelled, ends it with an error nobody reads)."""
-    import contextlib
-
     writer.close()  # the build's end: when the build closes its own, recv() sees EOF
     argument = reader.recv()
     if isinstance(argument, str) and argument == _WAKE:

@@ -398,6 +398,7 @@ def test_a_standby_killed_before_its_argument_is_a_worker_error() -> None:
         assert standby._background is not None and standby._background._process is not None
         os.kill(standby._background._process.pid, signal.SIGKILL)
         time.sleep(0.2)
+        standby.wake()  # nobody to wake: nothing raised here either
         with pytest.raises(parallel.WorkerError, match="stopped without an answer"):
             standby.run(big := "x" * 1_000_000)
         assert big

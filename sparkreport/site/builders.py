@@ -95,11 +95,9 @@ class MkDocsBuilder(Builder):
         """This builder in a process forked now (:class:`~sparkreport.parallel.Standby`): woken
         while the render plans its pages, it imports MkDocs and loads ``previous_config`` (the
         last build's), and then builds as :meth:`build` does — returning the warnings and the
-        ``reuse`` it filled in. None where no worker may be forked."""
-        from sparkreport.parallel import Standby, can_fork, jobs
+        ``reuse`` it filled in (where no worker may be forked, the build runs here, unwarmed)."""
+        from sparkreport.parallel import Standby
 
-        if jobs() < 2 or not can_fork():
-            return None
         return Standby(functools.partial(_warm_mkdocs, previous_config), _build_beside)
 
     def serve(self, config_file: Path, dev_addr: str | None = None) -> None:
