@@ -467,6 +467,28 @@ class RecordCache:
         self.changed = set()
 
 
+class WritesLater:
+    """Cache files a build writes while it waits for its builder instead of where it makes them:
+    the stacked tables and the analysis (0.05–0.08 s each at 10 000 runs, on the build's path
+    when written at once) go out while MkDocs converts the pages in its own process and this one
+    has nothing to do. A file put again replaces its earlier write (the last state is the one to
+    keep). What is put must not change before :meth:`run`: the stacked tables hand the dataset
+    copies. A build that fails before it gets there writes none of them — a cache only costs the
+    next build the time to compute them again."""
+
+    def __init__(self) -> None:
+        self._writes: dict[str, Callable[[], None]] = {}
+
+    def put(self, path: Path, write: Callable[[], None]) -> None:
+        self._writes.pop(str(path), None)
+        self._writes[str(path)] = write
+
+    def run(self) -> None:
+        writes, self._writes = self._writes, {}
+        for write in writes.values():
+            write()
+
+
 #: The cyclic collector's thresholds for a command (:func:`batch_collector`); Python's own are
 #: (700, 10, 10).
 GC_THRESHOLDS = (50_000, 20, 20)
@@ -545,6 +567,9 @@ class AnalysisCache:
         self.salt = salt
         self.entries: dict[str, dict[str, Any]] = read_cache_pickle(path, salt, "entries")
         self.changed = False
+        #: Where :meth:`save` puts its write off to (a build's: while it waits for its builder);
+        #: None: it writes at once.
+        self.later: WritesLater | None = None
         self.renew()
 
     def renew(self) -> None:
@@ -634,7 +659,14 @@ class AnalysisCache:
         """Write the entries, forgetting those of a kind used this time that were not asked for
         (the cache follows the store instead of growing with every run ever seen). Without
         ``forget`` (a command that reads the store with its own options, between two builds),
-        the new entries are added to all that was kept, which the next build's save trims."""
+        the new entries are added to all that was kept, which the next build's save trims. With
+        :attr:`later`, all of it happens there (the entries then asked for are the ones kept)."""
+        if self.later is not None:
+            self.later.put(self.path or Path(), functools.partial(self._save, forget))
+            return
+        self._save(forget)
+
+    def _save(self, forget: bool) -> None:
         for kind, keys in self.used.items() if forget else ():
             stored = self.entries.get(kind, {})
             stale = [key for key in stored if key not in keys]

@@ -7,6 +7,7 @@ published without per-run data. A metric a source did not report is NaN, never 0
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from sparkreport.cache import HashMemo, Held, Pickled
+    from sparkreport.cache import HashMemo, Held, Pickled, WritesLater
 
 #: 2: ``pre_kv_memory_gib`` is a core column and ``peak_memory_gib`` means the peak with the KV cache.
 DATASET_SCHEMA_VERSION = 2
@@ -643,10 +644,11 @@ class StackedTables:
         #: How the last :meth:`tables` call made its tables: "kept", "spliced" or "stacked".
         self.how = ""
 
-    def tables(self, shards: list[Shard], copy: bool = False) -> Frames:
+    def tables(self, shards: list[Shard], copy: bool = False, later: WritesLater | None = None) -> Frames:
         """The stacked tables of ``shards`` (each campaign's name, key and frames, in store
-        order), saved when they changed; ``copy``: copies of the kept frames (a session holds
-        them, and a caller may change what it is given)."""
+        order), saved when they changed — by ``later``, if given (then the caller gets copies:
+        what is kept must not change before it is written); ``copy``: copies of the kept frames
+        (a session holds them, and a caller may change what it is given)."""
         import numpy as np
 
         from sparkreport.cache import write_cache_pickle
@@ -671,7 +673,10 @@ class StackedTables:
             runs, origin = spliced
             summaries = _stacked_summaries([frames for _name, _key, frames in shards])
         self.kept = {"names": names, "keys": keys, "origin": origin, "runs": runs, "summaries": summaries}
-        if self.path is not None:
+        if self.path is not None and later is not None:
+            later.put(self.path, functools.partial(write_cache_pickle, self.path, self.salt, "tables", self.kept))
+            copy = True
+        elif self.path is not None:
             write_cache_pickle(self.path, self.salt, "tables", self.kept)
         return (runs.copy(), summaries.copy()) if copy else (runs, summaries)
 
@@ -729,7 +734,7 @@ def _splice(runs: pd.DataFrame, old_names: list[str], origin: np.ndarray, old_ke
 
 
 def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashMemo | None = None,
-                 held: Held | None = None) -> Dataset:
+                 held: Held | None = None, later: WritesLater | None = None) -> Dataset:
     """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file).
 
     With ``cache_dir`` (a build's ``build/cache``), each record is kept (:class:`FlatRecord`: the
@@ -739,7 +744,8 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     campaigns that changed, and stacks the same tables from the rest. ``hashes``: the build's
     file digests (``cache_dir``'s ``hashes.pickle``), if already read. ``held``: the record cache
     kept in memory by a process that loads again and again (``serve``'s session,
-    :class:`~sparkreport.cache.Held`).
+    :class:`~sparkreport.cache.Held`). ``later``: where the stacked tables' write is put off to
+    (a build's :class:`~sparkreport.cache.WritesLater`).
     """
     from sparkreport.early import check_store
 
@@ -759,7 +765,7 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
             loaded, shards, salt = _cached_records(store, scan.files, paths, cache_dir, hashes, held)
             parts = [frames for _name, _key, frames in shards]
             tables = cache_of(held, StackedTables, cache_dir, salt)
-            stacked = tables.tables(shards, copy=held is not None) if len(shards) > 1 else None
+            stacked = tables.tables(shards, copy=held is not None, later=later) if len(shards) > 1 else None
         # the record's key, not the record: a campaign's pickle stays unread when nothing in it changed
         check_identities((path, campaign, flat.key.campaign, flat.key.run_id)
                          for path, (campaign, _run), (flat, _digest) in zip(files, scan.folders, loaded, strict=True))

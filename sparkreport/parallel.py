@@ -395,13 +395,19 @@ class Standby(Generic[A, T]):
             with contextlib.suppress(OSError):  # it is gone: run() says so, as a WorkerError
                 self._writer.send(_WAKE)
 
-    def run(self, argument: A) -> T:
+    def run(self, argument: A, meanwhile: Callable[[], object] | None = None) -> T:
+        """``task(argument)``'s value; ``meanwhile()`` is called while the task runs (in this
+        process: before it)."""
         if self._background is None:
+            if meanwhile is not None:
+                meanwhile()
             return self._task(argument)
         writer, self._writer = self._writer, None
         with contextlib.suppress(OSError):  # it is gone (killed, out of memory): result() says so
             writer.send(argument)
         writer.close()
+        if meanwhile is not None:
+            meanwhile()
         return self._background.result()
 
     def cancel(self) -> None:

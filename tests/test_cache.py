@@ -230,6 +230,45 @@ def test_stacked_tables_splice_a_changed_campaign_into_the_kept_tables(
     same_as_uncached("stacked")
 
 
+def test_writes_put_off_happen_when_run_and_keep_what_was_made(
+        tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build puts off writing the stacked tables and the analysis cache until it waits for its
+    builder (:class:`WritesLater`): nothing is written before run(), the dataset is handed copies
+    (what it does to them is not what is kept), and once run() the next load keeps the tables —
+    equal to a read without the cache — and the analysis cache holds what was put in it, as
+    written at once."""
+    import pandas.testing as pdt
+
+    from sparkreport.cache import AnalysisCache, WritesLater
+    from sparkreport.dataset import StackedTables
+
+    runs = mixed_store(tmp_path, phase1_store, published_store)
+    cache = tmp_path / "cache"
+    how = stacking_recorded(monkeypatch)
+    later = WritesLater()
+    dataset = load_dataset(runs, cache_dir=cache, later=later)
+    assert how == ["stacked"] and not (cache / StackedTables.FILE).exists()
+    fresh = dataset.runs.copy()
+    dataset.runs.loc[:, "model"] = "changed after the load"  # not what the cache keeps
+    later.run()
+    later.run()  # each write once
+    assert (cache / StackedTables.FILE).is_file()
+    kept = load_dataset(runs, cache_dir=cache)
+    assert how == ["stacked", "kept"]
+    pdt.assert_frame_equal(kept.runs, fresh)
+    assert_same_as_uncached(runs, cache)
+
+    analysis = AnalysisCache(tmp_path / "analysis.pickle", salt="s")
+    analysis.later = later
+    analysis.put("kind", "first", 1)
+    analysis.save()
+    analysis.put("kind", "second", 2)
+    analysis.save()  # the same file again: one write, of the state run() finds
+    assert not analysis.path.exists()  # type: ignore[union-attr]
+    later.run()
+    assert AnalysisCache(tmp_path / "analysis.pickle", salt="s").entries == {"kind": {"first": 1, "second": 2}}
+
+
 #: Campaign names for the property test below: a new one may sort before, between or after the others.
 SPLICE_NAMES = ("a", "b", "b-1", "m", "z")
 

@@ -355,11 +355,13 @@ def test_standby_prepares_when_woken_then_runs_its_task_on_the_argument(tmp_path
     def prepare() -> None:
         marks.write_text(str(os.getpid()), encoding="utf-8")
 
+    meanwhile: list[int] = []
     with parallel.Standby(prepare, lambda argument: (os.getpid(), argument * 2)) as standby:
         standby.wake()
         standby.wake()  # once is enough
-        pid, value = standby.run(21)
+        pid, value = standby.run(21, meanwhile=lambda: meanwhile.append(os.getpid()))
     assert value == 42 and (pid != parent) == parallel.can_fork()
+    assert meanwhile == [parent]  # called here, once, while the task ran
     if parallel.can_fork():
         assert marks.read_text(encoding="utf-8") == str(pid)  # prepared in the task's process
 
@@ -378,9 +380,11 @@ def test_standby_prepares_when_woken_then_runs_its_task_on_the_argument(tmp_path
         standby.run(None)  # never woken: the task runs without the warm-up
     marks.unlink(missing_ok=True)
     monkeypatch.setenv(parallel.JOBS_ENV, "1")
-    with parallel.Standby(prepare, lambda _argument: os.getpid()) as standby:
+    order: list[str] = []
+    with parallel.Standby(prepare, lambda _argument: order.append("task") or os.getpid()) as standby:
         standby.wake()
-        assert standby.run(None) == parent and not marks.exists()
+        assert standby.run(None, meanwhile=lambda: order.append("meanwhile")) == parent and not marks.exists()
+    assert order == ["meanwhile", "task"]
     ran: list[int] = []
     with parallel.Standby(prepare, ran.append):
         pass  # never run: the process is stopped on the way out

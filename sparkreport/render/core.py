@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     import jinja2
 
-    from sparkreport.cache import HashMemo
+    from sparkreport.cache import HashMemo, WritesLater
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.project import Project
@@ -147,7 +147,8 @@ class RenderSession:
 def render(options: RenderOptions | Project, *, session: RenderSession | None = None, checked: bool = False,
            store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
            build_data_key: str | None = None, same_data: dict[str, Any] | None = None,
-           commit: str | None = None, analysed: Callable[[], object] | None = None) -> RenderResult:
+           commit: str | None = None, analysed: Callable[[], object] | None = None,
+           later: WritesLater | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     ``options`` are resolved once into a :class:`~sparkreport.project.Project` (paths, the
@@ -177,6 +178,8 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     not asked again); a kept page or post footer that printed another one prints it instead
     (:func:`restamped`). ``analysed``: called once the analysis is done and the pages are about to
     be planned (``build`` wakes its standby builder then: :class:`~sparkreport.parallel.Standby`).
+    ``later``: where the render puts off writing its biggest cache files (the stacked tables, the
+    analysis), which the caller writes then (``build``: while its builder works); None: at once.
     """
     from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock
@@ -197,7 +200,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
                 if kept is not None:
                     return kept
             return _render(project, held_until_done, session, store_folders, hashes, build_data_key, commit,
-                           analysed)
+                           analysed, later)
     except OSError as exc:
         where = exc.filename or "the docs folder"
         raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
@@ -223,7 +226,7 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
 def _render(project: Project, held_until_done: contextlib.ExitStack, session: RenderSession | None = None,
             store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
             build_data_key: str | None = None, commit: str | None = None,
-            analysed: Callable[[], object] | None = None) -> RenderResult:
+            analysed: Callable[[], object] | None = None, later: WritesLater | None = None) -> RenderResult:
     """The render under the lock; what it starts beside itself (:class:`~sparkreport.render.builtin.DownloadsAhead`)
     is stopped on ``held_until_done``'s exit, when the render ends or fails."""
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
@@ -264,7 +267,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     # next key; the other way round the key would count a run this site lacks, and the next
     # build, finding the key unchanged, would keep the site without it.
     dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo,
-                                                                     held=held)
+                                                                     held=held, later=later)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # what the name index could not decide, before any heavy work
@@ -284,6 +287,9 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     else:
         site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir, save=False, held=held,
                                commit=commit)
+    if site.analysis_cache is not None and later is not None:
+        site.analysis_cache.later = later  # its saves (planning's, the one below) put off, until the render ends
+        held_until_done.callback(setattr, site.analysis_cache, "later", None)
     if session is not None:
         session.loaded = _Loaded(key, dataset, site)
     if analysed is not None:

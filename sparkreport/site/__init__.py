@@ -112,7 +112,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     (then the configuration checks are made here, beside the store's walk)."""
     import time
 
-    from sparkreport.cache import HASHES_FILE, HashMemo, package_digest, walk_store
+    from sparkreport.cache import HASHES_FILE, HashMemo, WritesLater, package_digest, walk_store
     from sparkreport.render import render
     from sparkreport.render.core import result_from_state
     from sparkreport.site import incremental, publish
@@ -176,9 +176,10 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         standby = builder.standby(project.docs_dir.parent / PROJECT_CONFIG)
         if standby is not None:
             stack.enter_context(standby)
+        later = WritesLater()  # the render's biggest cache files, written while the builder works
         result = render(project, checked=True, store_folders=folders, hashes=memo,  # the checks ran above
                         build_data_key=key.data, same_data=same_data, commit=key.commit,
-                        analysed=standby.wake if standby is not None else None)
+                        analysed=standby.wake if standby is not None else None, later=later)
         if run_files is None:
             carried = kept_run_files(target, cache_dir, result) if result.data_kept else None
             run_files = publisher() if carried is None else _given(carried)
@@ -194,9 +195,10 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         Reuse.forget(cache_dir)  # until the new site is live
         started = time.perf_counter()
         if standby is not None:
-            warnings, built = standby.run((config_file, staging, strict, reuse))
+            warnings, built = standby.run((config_file, staging, strict, reuse), meanwhile=later.run)
             reuse = built if reuse is not None else None  # what it converted and reused
         else:
+            later.run()
             warnings = builder.build(config_file, staging, strict, reuse=reuse)
         timings["builder"] = time.perf_counter() - started
         started = time.perf_counter()
