@@ -105,7 +105,7 @@ def test_the_memory_page_says_a_constant_memory_figure_once_per_campaign() -> No
     for r in runs:
         r.metrics["peak_memory_gib"] = 70.0 if r.environment.name == "cgroup" else 76.02
     ds = ds_of(runs)
-    site = SimpleNamespace(runs=ds.runs, dataset=ds, facts=constant_facts(ds, AnalysisOptions()))
+    site = SimpleNamespace(runs=ds.runs, dataset=ds, facts=constant_facts(ds, AnalysisOptions()), extra={})
     assert held_constant_lines(site, ["c"], set()) == {"c": [  # type: ignore[arg-type]
         "**The same in both environments** (1 model): KV cache, one value in every run — stated, not tested "
         "(the values are in the tables below).",
