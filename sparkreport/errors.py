@@ -80,3 +80,10 @@ class DataError(SparkreportError):
 
 class BuildError(SparkreportError):
     """The site could not be rendered or built."""
+
+
+def file_system_error(exc: OSError, where: str) -> BuildError:
+    """A file-system failure of a render or a build (disk full, a folder removed under us) as one
+    line: the path it names (else ``where``), what the system said, and what to do."""
+    return BuildError(f"{exc.filename or where}: {exc.strerror or exc} — check free space and permissions, "
+                      "then run it again")

@@ -269,6 +269,44 @@ def test_writes_put_off_happen_when_run_and_keep_what_was_made(
     assert AnalysisCache(tmp_path / "analysis.pickle", salt="s").entries == {"kind": {"first": 1, "second": 2}}
 
 
+def test_a_cache_write_put_off_that_fails_is_one_line_and_leaves_the_site(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis cache is written while MkDocs builds (WritesLater): a full disk there is the
+    build's one-line error naming the file (as one in the render is), the live site is left as it
+    was, and the next build, with room again, publishes the change."""
+    import errno
+
+    from sparkreport import cache as cache_module
+    from sparkreport.errors import BuildError
+
+    project = _project(tmp_path, phase1_store)
+    build(_options(project))
+    index = project / "site" / "index.html"
+    before = index.read_bytes()
+    run_json = sorted((project / "runs").glob("*/*/run.json"))[0]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] = 4242.4242
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    write = cache_module._atomic_bytes
+    analysis = project / "build" / "cache" / "analysis.pickle"
+
+    def full(path: Path, data: bytes) -> None:
+        if path == analysis:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        write(path, data)
+
+    monkeypatch.setattr(cache_module, "_atomic_bytes", full)
+    with pytest.raises(BuildError) as raised:
+        build(_options(project))
+    assert raised.value.format_message() == (f"{analysis}: No space left on device — check free space and "
+                                             "permissions, then run it again")
+    assert index.read_bytes() == before
+    monkeypatch.undo()
+    build(_options(project))
+    published = project / "site" / "runs" / "files" / run_json.parent.relative_to(project / "runs") / "run.json"
+    assert json.loads(published.read_text(encoding="utf-8"))["metrics"]["output_throughput_tok_s"] == 4242.4242
+
+
 #: Campaign names for the property test below: a new one may sort before, between or after the others.
 SPLICE_NAMES = ("a", "b", "b-1", "m", "z")
 

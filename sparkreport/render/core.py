@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.errors import BuildError
+from sparkreport.errors import BuildError, file_system_error
 from sparkreport.render.pages import NavItem, PageDoc, fill
 from sparkreport.render.posts import PostDoc
 
@@ -202,9 +202,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
             return _render(project, held_until_done, session, store_folders, hashes, build_data_key, commit,
                            analysed, later)
     except OSError as exc:
-        where = exc.filename or "the docs folder"
-        raise BuildError(f"{where}: {exc.strerror or exc} — check free space and permissions, "
-                         "then run it again") from None
+        raise file_system_error(exc, "the docs folder") from None
 
 
 def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,

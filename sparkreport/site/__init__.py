@@ -70,6 +70,7 @@ def build(options: RenderOptions | Project, site_dir: Path | None = None, *, str
     site is linked (:mod:`sparkreport.site.reuse`); ``full`` converts every page.
     """
     from sparkreport.early import check_store, check_writable
+    from sparkreport.errors import file_system_error
     from sparkreport.lock import output_lock, site_lock
     from sparkreport.project import resolve_project
     from sparkreport.render.preflight import refuse_early
@@ -84,8 +85,11 @@ def build(options: RenderOptions | Project, site_dir: Path | None = None, *, str
         refuse_early(project)  # bad config, diffs, post bindings: before the build key hashes the store
     # (with a kept build, build/ exists: the checks run under the lock, beside the store's walk)
     # The site too: a build from another docs folder shares it (and its temporary folders).
-    with output_lock(project.cache_dir.parent), site_lock(project.site_dir(site_dir)):
-        return _build(project, project.site_dir(site_dir), strict, builder, full, kept)
+    try:
+        with output_lock(project.cache_dir.parent), site_lock(project.site_dir(site_dir)):
+            return _build(project, project.site_dir(site_dir), strict, builder, full, kept)
+    except OSError as exc:  # the render's own are one line already; the builder's, the caches', the publishing's
+        raise file_system_error(exc, "the site folder") from None
 
 
 def _kept(project: Project, full: bool) -> bool:
