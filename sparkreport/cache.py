@@ -480,7 +480,6 @@ class WritesLater:
         self._writes: dict[str, Callable[[], None]] = {}
 
     def put(self, path: Path, write: Callable[[], None]) -> None:
-        self._writes.pop(str(path), None)
         self._writes[str(path)] = write
 
     def run(self) -> None:
@@ -661,8 +660,8 @@ class AnalysisCache:
         ``forget`` (a command that reads the store with its own options, between two builds),
         the new entries are added to all that was kept, which the next build's save trims. With
         :attr:`later`, all of it happens there (the entries then asked for are the ones kept)."""
-        if self.later is not None:
-            self.later.put(self.path or Path(), functools.partial(self._save, forget))
+        if self.later is not None and self.path is not None:
+            self.later.put(self.path, functools.partial(self._save, forget))
             return
         self._save(forget)
 

@@ -675,11 +675,13 @@ class StackedTables:
             runs, origin = spliced
             summaries = _stacked_summaries([frames for _name, _key, frames in shards])
         self.kept = {"names": names, "keys": keys, "origin": origin, "runs": runs, "summaries": summaries}
-        if self.path is not None and later is not None:
-            later.put(self.path, functools.partial(write_cache_pickle, self.path, self.salt, "tables", self.kept))
-            copy = True
-        elif self.path is not None:
-            write_cache_pickle(self.path, self.salt, "tables", self.kept)
+        if self.path is not None:
+            write = functools.partial(write_cache_pickle, self.path, self.salt, "tables", self.kept)
+            if later is None:
+                write()
+            else:  # written later: what is kept must not change until then, so the caller gets copies
+                later.put(self.path, write)
+                copy = True
         return (runs.copy(), summaries.copy()) if copy else (runs, summaries)
 
 
