@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -139,6 +139,39 @@ def test_the_key_value_prefilter_is_a_superset_line_by_line(tmp_path_factory: py
     for number, text in enumerate(texts, start=1):
         if any(shape.matches(text, text.lower())):
             assert number in picked, text
+
+
+OPTION_NAMES = ["token", "hf-token", "HF-TOKEN", "api-key", "apikey", "password", "passwd", "secret",
+                "first-token", "Inter-token", "max-tokens", "keys"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(lines=st.lists(st.tuples(st.sampled_from(["", "x ", "x", "time-to-", "\\u2026", "&amp;", "\\/", "\\\"", "\"",
+                                                 "_", "a-", "\u00e9", "serve "]),
+                                st.sampled_from(["", "-", "--"]), st.sampled_from(OPTION_NAMES),
+                                st.sampled_from(["", " ", "=", "  ", "\t", "s ", "= "]),
+                                st.sampled_from(["", "'", "\""]),
+                                st.text(alphabet="abcXYZ019-_./", min_size=0, max_size=12)),
+                      min_size=1, max_size=40))
+def test_the_option_prefilter_is_a_superset_line_by_line(tmp_path_factory: pytest.TempPathFactory,
+                                                         lines: list[tuple[str, ...]]) -> None:
+    """Every line the Python scan (escapes undone, as in a page or the search index) finds a
+    secret option in, ``grep -E PREFILTER_ERE`` picks — and "Inter-token ", a metric's name in
+    every results page, it does not."""
+    from sparkreport.site.scan import PREFILTER_ERE, scan_bytes
+
+    texts = ["".join(parts) for parts in lines]
+    path = tmp_path_factory.mktemp("ere") / "lines.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    grep = subprocess.run(["grep", "-anE", "-e", PREFILTER_ERE, "--", str(path)], capture_output=True,
+                          env={**os.environ, "LC_ALL": "C"}, check=False)
+    picked = {int(line.split(b":", 1)[0]) for line in grep.stdout.splitlines()}
+    for number, text in enumerate(texts, start=1):
+        if any(shape.name == "secret-option" for shape, _line in scan_bytes(text.encode())):
+            assert number in picked, text
+    names = subprocess.run(["grep", "-cE", "-e", PREFILTER_ERE], input=b"Inter-token (ms) 15.1 time-to-first-token \n",
+                           capture_output=True, env={**os.environ, "LC_ALL": "C"}, check=False)
+    assert names.stdout == b"0\n"
 
 
 def test_the_prefilter_passes_over_trtllm_logs(tmp_path: Path) -> None:
@@ -857,6 +890,44 @@ def test_the_scan_still_catches_a_credential_in_a_changed_file(tiny: Path, tmp_p
     log.write_text(log.read_text(encoding="utf-8").replace(PLANTED["token-prefix"], "removed"), encoding="utf-8")
     fixed = build(_options(root), root / "site")
     assert fixed.published["copied"] == 1
+
+
+def test_the_downloads_scan_vouches_only_for_the_text_files_it_found_clean(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Downloads page's files are scanned by the process that writes them: the digests it
+    hands on are those of its clean text files — not a file with a credential shape, not a binary
+    format the scan never reads."""
+    from sparkreport.render import builtin
+    from sparkreport.store import sha256_file
+
+    def written(_dataset: object, folder: Path, _chunks: object) -> list[dict[str, Any]]:
+        folder.mkdir(parents=True)
+        texts = {"dataset.csv": "run_id,model\nr1,llama\n", "dataset.json": json.dumps({"note": PLANTED["jwt"]}),
+                 "dataset.parquet": "PAR1" + PLANTED["jwt"]}
+        for name, text in texts.items():
+            (folder / name).write_text(text, encoding="utf-8")
+        return [{"name": name, "sha256": sha256_file(folder / name)} for name in texts]
+
+    monkeypatch.setattr(builtin, "write_downloads", written)
+    files, clean = builtin.scanned_downloads(cast(Any, None), tmp_path / "downloads", None)
+    assert [f["name"] for f in files] == ["dataset.csv", "dataset.json", "dataset.parquet"]
+    assert clean == [files[0]["sha256"]]
+
+
+def test_a_credential_in_the_downloads_still_fails_the_build(tiny: Path, tmp_path: Path) -> None:
+    """The downloads, scanned where they are written, still stop a build when a value in the
+    dataset has a credential's shape (a second build: every file of the first is known clean)."""
+    root = _copy(tiny, tmp_path)
+    build(_options(root), root / "site")
+    before = _bytes(root / "site")
+    run_json = next((root / "runs" / "tiny").glob("*/run.json"))
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["model"]["display_name"] = f"llama {PLANTED['token-prefix']}"
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    with pytest.raises(PublishScanError) as caught:
+        build(_options(root), root / "site")
+    assert {"downloads/dataset.csv", "downloads/dataset.json"} <= {f.path for f in caught.value.findings}
+    assert _bytes(root / "site") == before
 
 
 # ---------------------------------------------------------------------------------------------

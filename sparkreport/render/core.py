@@ -78,6 +78,9 @@ class RenderResult:
     #: True when only hand-written docs had changed since the last build: every generated page
     #: and the posts' results were kept, and the dataset was not loaded.
     data_kept: bool = False
+    #: The sha256 of files this render wrote that the publish-time scan already found clean (the
+    #: Downloads page's, scanned where they were written): publishing hashes them, not scans.
+    scanned_clean: set[str] = field(default_factory=set)
 
     @property
     def chart_count(self) -> int:
@@ -334,9 +337,11 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
             else:
                 fresh[doc.path] = CachedPage(key=key, files=[])
     keys.save_includes()
+    scanned_clean: set[str] = set()
     if ahead is not None:  # the page written again takes them; a page kept keeps its files
         if DownloadsPage().path in fresh:
             site.extra[DOWNLOADS_AHEAD] = ahead.take(docs_dir / DownloadsPage.folder)
+            scanned_clean = ahead.clean
         else:
             ahead.drop()
     kept_charts = sum(len(entry.charts) for entry in cached.values())
@@ -395,7 +400,8 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     return RenderResult(project_root=root, docs_dir=final_docs_dir, config=config, pages=written, nav=nav,
                         handwritten=[p for p in handwritten if p.endswith(".md")], posts=posts,
                         svg_count=svg_count, changed_files=changed, notices=notices,
-                        rendered_pages=[path for path in fresh], skipped_pages=[path for path in cached])
+                        rendered_pages=[path for path in fresh], skipped_pages=[path for path in cached],
+                        scanned_clean=scanned_clean)
 
 
 #: Pages a worker fills at least (below twice this, the render's own process does it all: a fork

@@ -402,6 +402,7 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
                    site_url=site_url(project))
     memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
     memo.adopt(done.clean)  # the run files, scanned where they were published
+    memo.trust(result.scanned_clean)  # the Downloads page's files, scanned where they were written
     check_site(staging, label=str(target), memo=memo)
     memo.scanned += done.scanned
     publish.swap(staging, target, carry=files.carry)

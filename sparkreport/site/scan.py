@@ -212,8 +212,12 @@ PREFILTER_ERE = "|".join([
     "(" + "|".join(_any_case(w) for w in ("key", "secret", "token", "_auth", "sig", "signature", "password",
                                           "passwd"))
     + r")[[:space:]]*[=:]",
-    "-[A-Za-z0-9_-]{0,30}(" + "|".join(_any_case(w) for w in ("token", "key", "passw", "secret"))
-    + r")[a-zA-Z]{0,4}([[:space:]]|=)",
+    # an option's name: the run of letters, digits, - and _ that holds the word starts with -
+    # (secrets._in_option), after the start, a character that is none of those, or a JSON \u
+    # escape (the Python scan reads the character it stands for) — so "Inter-token " and
+    # "time-to-first-token ", in every page and the search index, are not picked
+    r"(^|[^A-Za-z0-9_-]|\\u[0-9a-fA-F]{4})-[A-Za-z0-9_-]*("
+    + "|".join(_any_case(w) for w in ("token", "key", "passw", "secret")) + r")[a-zA-Z]{0,4}([[:space:]]|=)",
     "(^|[;?&[:space:]\"'])(" + _any_case("pwd") + "|" + _any_case("pw") + r")[[:space:]]*=",
     "PRIVATE KEY-----",
     r"hf_|gh[pousr]_|github_pat_|glpat-|xox|sk-|sk_live_|AKIA|ASIA|AIza|npm_|pypi-|dop_v1_",
@@ -337,6 +341,12 @@ class ScanMemo:
         self.fresh[relative] = [*stamp, digest]
         return digest in self.digests
 
+    def trust(self, digests: set[str]) -> None:
+        """Take the content digests of files another scan found clean (the Downloads page's,
+        scanned by the process that wrote them): a file with one of these digests is hashed,
+        not scanned again."""
+        self.digests |= digests
+
     def adopt(self, clean: dict[str, list[Any]]) -> None:
         """Take what another scan (of the same files, in another folder: the run files scanned
         where they were published) found clean: a file with the same inode, size and mtime is
@@ -389,6 +399,13 @@ def scan_site(site_dir: Path, *, prefilter: bool = True, memo: ScanMemo | None =
     if memo is not None:
         files = [(relative, path) for relative, path in files if not memo.known_clean(relative, path)]
         memo.scanned = len(files)
+    return scan_files(files, prefilter=prefilter, forked=forked)
+
+
+def scan_files(files: list[tuple[str, str]], *, prefilter: bool = True, forked: bool = True) -> list[Finding]:
+    """Every credential shape in ``files`` ((site-relative path, path) of text files, as
+    :func:`site_files` lists them), in their order: what :func:`scan_site` does once it has
+    its list."""
     # PREFILTER_ERE is written per shape: a shape added to sparkreport.secrets without its
     # probe (and so, likely, without its part of the ERE) turns the prefilter off, never a hit.
     grep = _grep() if prefilter and all(shape.name in _PROBE_ARGS for shape in SHAPES) else None
