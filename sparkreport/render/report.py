@@ -1030,10 +1030,15 @@ def compared_metrics(site: SiteData, campaign: str) -> set[str]:
 def answer_reads(site: SiteData, campaign: str) -> str:
     """What :func:`campaign_answer` reads of ``campaign`` beyond a model's own rows and facts, for
     the cache key of a page that gives one model's answer: the metrics the campaign compares and
-    its environments (another model's runs can change either)."""
-    runs = grouped(site, "runs", "campaign").get(campaign)
-    levels = [] if runs is None else sorted(str(level) for level in runs["environment"].unique())
-    return repr((sorted(compared_metrics(site, campaign)), levels))
+    its environments (another model's runs can change either). Made once per campaign and render
+    (every model page of a campaign asks for it)."""
+    memo = site.extra.setdefault("_answer_reads", {})
+    said = memo.get(campaign)
+    if said is None:
+        runs = grouped(site, "runs", "campaign").get(campaign)
+        levels = [] if runs is None else sorted(str(level) for level in runs["environment"].unique())
+        said = memo[campaign] = repr((sorted(compared_metrics(site, campaign)), levels))
+    return str(said)
 
 
 def constant_lines(site: SiteData, campaign: str, metrics: Sequence[str], compared: set[str],
