@@ -711,6 +711,56 @@ def test_a_slice_digest_covers_the_columns_that_hold_a_value_in_it() -> None:
     assert slice_digest(SimpleNamespace(extra={}, runs=base), "runs", "campaign", "c") == "none"  # type: ignore[arg-type]
 
 
+def test_a_campaigns_runs_digest_follows_its_runs_their_folders_and_what_is_included(
+        tmp_path: Path, phase1_store: Path) -> None:
+    """The Campaign pages' key for their rows of the runs table (``campaign_runs_digest``, made
+    from the campaign's analysis key, its folders and its columns' heads instead of every cell)
+    changes with a run of the campaign, a folder's name, a column that gains a value, and which
+    runs the statistics use — and not with another campaign's run."""
+    import shutil
+
+    from sparkreport.config import AnalysisOptions, ProjectConfig
+    from sparkreport.dataset import load_dataset
+    from sparkreport.render.context import build_site_data
+    from sparkreport.render.report import campaign_runs_digest
+
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    for source in sorted(p for p in (runs / "phase1").iterdir() if (p / "run.json").is_file())[:6]:
+        data = json.loads((source / "run.json").read_text(encoding="utf-8"))
+        data["campaign"], data["run_id"] = "phase1b", f"b-{data['run_id']}"
+        (runs / "phase1b" / f"b-{source.name}").mkdir(parents=True)
+        (runs / "phase1b" / f"b-{source.name}" / "run.json").write_text(json.dumps(data), encoding="utf-8")
+
+    def digests(**analysis: Any) -> dict[str, str]:
+        site = build_site_data(load_dataset(runs), ProjectConfig(analysis=AnalysisOptions(**analysis)), runs,
+                               "test", tmp_path, commit="test")
+        return {name: campaign_runs_digest(site, name) for name in ("phase1", "phase1b", "no-such")}
+
+    def edit(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
+        data = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        change(data)
+        (folder / "run.json").write_text(json.dumps(data), encoding="utf-8")
+
+    first = digests()
+    assert len(first["phase1"]) == 64 and first["phase1"] != first["phase1b"] and first["no-such"] == "none"
+    assert digests() == first
+    b_runs = sorted((runs / "phase1b").iterdir())
+    edit(b_runs[0], lambda data: data["metrics"].update(output_throughput_tok_s=1.0))
+    changed = digests()
+    assert changed["phase1"] == first["phase1"] and changed["phase1b"] != first["phase1b"]
+    b_runs[1].rename(b_runs[1].with_name(b_runs[1].name + "-moved"))  # the same run.json, another folder
+    moved = digests()
+    assert moved["phase1b"] != changed["phase1b"] and moved["phase1"] == first["phase1"]
+    edit(b_runs[2], lambda data: data["labels"].update(note="rerun"))  # a column gains a value here
+    labelled = digests()
+    assert labelled["phase1b"] != moved["phase1b"]
+    edit(b_runs[3], lambda data: data["status"].update(ok=False, exit_code=1))
+    failed = digests()
+    assert failed["phase1b"] != labelled["phase1b"]
+    assert digests(include_failed=True)["phase1b"] != failed["phase1b"]  # the same runs, one more used
+
+
 def test_a_session_holds_its_caches_and_renders_what_a_cold_render_does(two_campaigns: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve``'s session keeps the record and analysis caches in memory (issue 16, thirteenth

@@ -908,10 +908,13 @@ def test_the_downloads_scan_vouches_only_for_the_text_files_it_found_clean(tmp_p
             (folder / name).write_text(text, encoding="utf-8")
         return [{"name": name, "sha256": sha256_file(folder / name)} for name in texts]
 
+    from sparkreport.site.scan import vouch
+
     monkeypatch.setattr(builtin, "write_downloads", written)
-    files, clean = builtin.scanned_downloads(cast(Any, None), tmp_path / "downloads", None)
+    files, clean = builtin.scanned_downloads(cast(Any, None), tmp_path / "downloads", None, vouch)
     assert [f["name"] for f in files] == ["dataset.csv", "dataset.json", "dataset.parquet"]
     assert clean == [files[0]["sha256"]]
+    assert builtin.scanned_downloads(cast(Any, None), tmp_path / "again", None)[1] == []  # no scan: none vouched for
 
 
 def test_a_credential_in_the_downloads_still_fails_the_build(tiny: Path, tmp_path: Path) -> None:

@@ -265,74 +265,93 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
     :func:`~sparkreport.analysis.compare.compare` contrasts), written in the ``environment``
     column, which then holds that level; a run without one is in no arm, and a published arm
     is in one only when the summaries carry the column (as ``compare`` reads them).
-    With ``cache``, each arm's rows are kept by the digest of its included runs: a new run
-    recomputes its own arm only (the figures are the same: ``describe_many`` describes each
-    sample as ``describe`` would alone).
+    With ``cache``, each campaign's rows are kept as one table by the campaign's analysis key
+    (:func:`campaign_digests`: its runs' contents and which of them are included, why not the
+    others), the arm keys, the metrics and the confidence: a new run recomputes its campaign's
+    arms only, and the rest are spliced as they were kept (the figures are the same:
+    ``describe_many`` describes each sample as ``describe`` would alone; the rows, once in page
+    order, too). The campaigns that miss are described together, in one pass.
     """
     import pandas as pd
 
     keys = ARM_KEYS + [c if c.startswith("label.") else f"label.{c}" for c in (by or [])]
-    rows: list[dict[str, object]] = []
     runs = included_runs(ds, opts)
     runs = with_level(runs[runs["included"]], level)
     wanted = metrics or ds.metric_columns
     for column in keys:
         if column not in runs.columns:
             runs[column] = None
-    if not runs.empty:
-        present = list(dict.fromkeys(m for m in wanted if m in runs.columns))
-        index_of = {metric: j for j, metric in enumerate(present)}
-        values = float_matrix(runs, present)
-        arms = arm_rows(runs, keys, dropna=False)
-        run_ids = runs["run_id"].to_numpy(dtype=object)
-        keyed = [cache.key(("kind", "arm_stats-1"), ("arm", tuple(arm)), ("keys", keys), ("metrics", metrics),
-                           ("confidence", opts.confidence), ("runs", ds.digest_of(run_ids[positions])),
-                           *((("level", level),) if level != "environment" else ()))
-                 if cache is not None else "" for arm, positions in arms]
-        per_arm: list[list[dict[str, object]] | None] = [
-            cache.get("arm_stats", key) if cache is not None else None for key in keyed]
-        missing = {i for i, described in enumerate(per_arm) if described is None}
-        labels: list[tuple[int, dict[str, object]]] = []
-        samples: list[np.ndarray] = []
-        for i, (arm, positions) in enumerate(arms):
-            if i not in missing:
-                continue
-            per_arm[i] = []
-            arm_values = dict(zip(keys, arm, strict=True))
-            model_name = runs["model_name"].iloc[positions[0]]
-            for metric in wanted:
-                if metric not in index_of:
-                    continue
-                sample = reported(values[positions, index_of[metric]])
-                if sample.size:
-                    labels.append((i, {**arm_values, "model_name": model_name, "metric": metric}))
-                    samples.append(sample)
-        for (i, label), d in zip(labels, describe_many(samples, opts.confidence), strict=True):
-            described = per_arm[i]
-            assert described is not None
-            described.append({**label, "unit": metric_catalog.unit_of(str(label["metric"])), **d.__dict__,
-                              "source": "runs"})
-        for i, described in enumerate(per_arm):
-            assert described is not None
-            if cache is not None and i in missing:
-                cache.put("arm_stats", keyed[i], described)
-            rows.extend(described)
+    blocks: list[pd.DataFrame] = []
+    if not runs.empty and cache is None:
+        blocks.append(_arm_frame(runs, keys, wanted, opts))
+    elif not runs.empty:
+        assert cache is not None
+        digests = campaign_digests(ds, opts)
+        of = runs.groupby("campaign", sort=False, observed=True).indices
+        names = sorted(of, key=str)  # the order arm_rows gives over the whole table
+        keyed = {name: cache.key(("kind", "arm_stats-2"), ("runs", digests[str(name)]), ("keys", keys),
+                                 ("metrics", list(wanted)), ("confidence", opts.confidence),
+                                 *((("level", level),) if level != "environment" else ()))
+                 for name in names}
+        found: dict[Any, pd.DataFrame | None] = {name: cache.get("arm_stats", keyed[name]) for name in names}
+        missing = [name for name in names if found[name] is None]
+        if missing:
+            made = _arm_frame(runs.iloc[np.sort(np.concatenate([of[name] for name in missing]))], keys, wanted, opts)
+            rows_of = made.groupby("campaign", sort=False, observed=True).indices if not made.empty else {}
+            for name in missing:
+                block = made.iloc[rows_of[name]].reset_index(drop=True) if name in rows_of else made.iloc[0:0]
+                cache.put("arm_stats", keyed[name], block)
+                found[name] = block
+        blocks.extend(block for block in found.values() if block is not None and not block.empty)
+    published = []
     for _, row in with_level(ds.summaries, level).iterrows():
         if metrics and row["metric"] not in metrics:
             continue
         sd = None if pd.isna(row["sd"]) else float(row["sd"])
         d = describe_summary(int(row["n"]), float(row["mean"]), sd, opts.confidence)
-        rows.append({
+        published.append({
             **{k: row[k] for k in ARM_KEYS}, **{k: None for k in keys[3:]},
             "model_name": row["model_name"], "metric": row["metric"], "unit": row["unit"],
             **d.__dict__, "source": "published",
         })
+    if published or not blocks:
+        blocks.append(_stats_frame(published, keys))
+    frame = pd.concat(blocks, ignore_index=True) if len(blocks) > 1 else blocks[0].copy()
+    clip_to_range(frame)
+    return in_page_order(frame, [*keys, "metric"], "environment", baseline)
+
+
+def _arm_frame(runs: pd.DataFrame, keys: list[str], wanted: list[str], opts: AnalysisOptions) -> pd.DataFrame:
+    """:func:`arm_stats`' rows of the arms of ``runs`` (the included runs, with the arm keys'
+    columns), in the order of :func:`arm_rows`, typed."""
+    present = list(dict.fromkeys(m for m in wanted if m in runs.columns))
+    index_of = {metric: j for j, metric in enumerate(present)}
+    values = float_matrix(runs, present)
+    labels: list[dict[str, object]] = []
+    samples: list[np.ndarray] = []
+    for arm, positions in arm_rows(runs, keys, dropna=False):
+        arm_values = dict(zip(keys, arm, strict=True))
+        model_name = runs["model_name"].iloc[positions[0]]
+        for metric in wanted:
+            if metric not in index_of:
+                continue
+            sample = reported(values[positions, index_of[metric]])
+            if sample.size:
+                labels.append({**arm_values, "model_name": model_name, "metric": metric})
+                samples.append(sample)
+    return _stats_frame([{**label, "unit": metric_catalog.unit_of(str(label["metric"])), **d.__dict__, "source": "runs"}
+                         for label, d in zip(labels, describe_many(samples, opts.confidence), strict=True)], keys)
+
+
+def _stats_frame(rows: list[dict[str, object]], keys: list[str]) -> pd.DataFrame:
+    """``rows`` as :func:`arm_stats`' table: its columns, in order, and their types."""
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=[*STATS_COLUMNS[:4], *keys[3:], *STATS_COLUMNS[4:]])
     for column in ("mean", "sd", "median", "min", "max", "cv", "ci_low", "ci_high"):
         frame[column] = frame[column].astype(float)
     frame["n"] = frame["n"].astype(int)
-    clip_to_range(frame)
-    return in_page_order(frame, [*keys, "metric"], "environment", baseline)
+    return frame
 
 
 def in_page_order(frame: pd.DataFrame, by: list[str], level: str, baseline: str | None) -> pd.DataFrame:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from sparkreport.analysis import Finding
     from sparkreport.charts import ChartSpec
     from sparkreport.dataset import Dataset, ExportChunks
+    from sparkreport.render.core import Vouch
 
 #: Findings of the physical-plausibility checks, which the home page leads with.
 PHYSICAL_CODES = ("capacity-weights", "capacity-peak", "roofline", "size-insensitive", "derived-identity",
@@ -697,18 +698,15 @@ def write_downloads(dataset: Dataset, folder: Path, chunks: ExportChunks | None)
     return files
 
 
-def scanned_downloads(dataset: Dataset, folder: Path,
-                      chunks: ExportChunks | None) -> tuple[list[dict[str, Any]], list[str]]:
-    """:func:`write_downloads`, then the publish-time scan of what it wrote (its text files:
-    the CSV and JSON, tens of MB at 10 000 runs, which change with every new run): the files
-    and the sha256 of those the scan found clean. Run where they are written, beside the render,
-    the scan leaves the build's publishing only the hashing of these files."""
-    from sparkreport.site.scan import BINARY_SUFFIXES, scan_files
-
+def scanned_downloads(dataset: Dataset, folder: Path, chunks: ExportChunks | None,
+                      vouch: Vouch | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """:func:`write_downloads`, then the publish-time scan of what it wrote (``vouch``, which
+    the site hands the render: the CSV and JSON, tens of MB at 10 000 runs, new bytes after
+    every new run): the files and the sha256 of those the scan read and found clean. Run where
+    they are written, beside the render, it leaves the build's publishing only their hashing."""
     files = write_downloads(dataset, folder, chunks)
-    text = [f["name"] for f in files if Path(f["name"]).suffix not in BINARY_SUFFIXES]
-    found = {finding.path for finding in scan_files([(name, str(folder / name)) for name in text], forked=False)}
-    return files, [f["sha256"] for f in files if f["name"] in text and f["name"] not in found]
+    clean = vouch([(f["name"], str(folder / f["name"])) for f in files]) if vouch is not None else set()
+    return files, [f["sha256"] for f in files if f["name"] in clean]
 
 
 class DownloadsAhead:
@@ -720,12 +718,12 @@ class DownloadsAhead:
     the page is kept (or the render fails: leaving a ``with`` block drops them). Without a worker to fork (one CPU,
     ``SPARKREPORT_JOBS=1``), :meth:`take` writes them then, in the render's process."""
 
-    def __init__(self, dataset: Dataset, staging: Path, chunks: ExportChunks | None):
+    def __init__(self, dataset: Dataset, staging: Path, chunks: ExportChunks | None, vouch: Vouch | None = None):
         from sparkreport.parallel import Background
 
         self.folder = staging.with_name(f"{staging.name}.downloads")
         shutil.rmtree(self.folder, ignore_errors=True)  # left by a build that was killed
-        self.task = Background(functools.partial(scanned_downloads, dataset, self.folder, chunks))
+        self.task = Background(functools.partial(scanned_downloads, dataset, self.folder, chunks, vouch))
         #: The sha256 of the files :meth:`take` moved that the scan found clean.
         self.clean: set[str] = set()
 
@@ -783,7 +781,13 @@ class CampaignPage(Page):
     order = 5
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        from sparkreport.render.report import campaigns, environment_colours, grouped, slice_digest
+        from sparkreport.render.report import (
+            campaign_runs_digest,
+            campaigns,
+            environment_colours,
+            grouped,
+            slice_digest,
+        )
 
         runs_of: dict[str, list[str]] = {}
         models_of: dict[str, set[str]] = {}
@@ -800,7 +804,8 @@ class CampaignPage(Page):
             # campaign), whether it carries its own Methodology section (an older campaign) and its
             # charts' environment colours (the site's)
             doc.also_reads = [repr(campaign), *(slice_digest(site, table, "campaign", campaign.name)
-                                                for table in ("stats", "comparisons", "runs")),
+                                                for table in ("stats", "comparisons")),
+                              campaign_runs_digest(site, campaign.name),
                               f"method here: {campaign.name in earlier}", repr(environment_colours(site))]
             doc.fill = functools.partial(self.fill_campaign, site, doc, campaign, campaign.name in earlier)
             docs.append(doc)

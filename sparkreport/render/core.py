@@ -53,6 +53,12 @@ class RenderOptions:
     command: str | None = None
 
 
+#: The publish-time scan as the site hands it to the render (which sits below the site and
+#: imports none of it): of some files ((site path, path) each), the site paths of those it read
+#: and found no credential shape in.
+Vouch = Callable[[list[tuple[str, str]]], set[str]]
+
+
 @dataclass
 class RenderResult:
     """What ``render`` wrote: the docs folder, the pages, and the nav in order."""
@@ -151,7 +157,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
            store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
            build_data_key: str | None = None, same_data: dict[str, Any] | None = None,
            commit: str | None = None, analysed: Callable[[], object] | None = None,
-           later: WritesLater | None = None) -> RenderResult:
+           later: WritesLater | None = None, vouch: Vouch | None = None) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     ``options`` are resolved once into a :class:`~sparkreport.project.Project` (paths, the
@@ -183,6 +189,9 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     be planned (``build`` wakes its standby builder then: :class:`~sparkreport.parallel.Standby`).
     ``later``: where the render puts off writing its biggest cache files (the stacked tables, the
     analysis), which the caller writes then (``build``: while its builder works); None: at once.
+    ``vouch``: the publish-time scan (:data:`Vouch`), which ``build`` hands the render so that
+    the Downloads page's files are scanned by the process that writes them
+    (:attr:`RenderResult.scanned_clean`); None: publishing scans them.
     """
     from sparkreport.early import check_store, check_writable
     from sparkreport.lock import output_lock
@@ -203,7 +212,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
                 if kept is not None:
                     return kept
             return _render(project, held_until_done, session, store_folders, hashes, build_data_key, commit,
-                           analysed, later)
+                           analysed, later, vouch)
     except OSError as exc:
         raise file_system_error(exc, "the docs folder") from None
 
@@ -227,7 +236,8 @@ def data_key(root: Path, runs_dir: Path, config_path: Path | None, command: str,
 def _render(project: Project, held_until_done: contextlib.ExitStack, session: RenderSession | None = None,
             store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
             build_data_key: str | None = None, commit: str | None = None,
-            analysed: Callable[[], object] | None = None, later: WritesLater | None = None) -> RenderResult:
+            analysed: Callable[[], object] | None = None, later: WritesLater | None = None,
+            vouch: Vouch | None = None) -> RenderResult:
     """The render under the lock; what it starts beside itself (:class:`~sparkreport.render.builtin.DownloadsAhead`)
     is stopped on ``held_until_done``'s exit, when the render ends or fails."""
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
@@ -281,7 +291,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     # The Downloads page's files, written in a forked process while this one analyses and plans
     # (not in a serve session: its process has the live server's threads, its renders are small).
     ahead = held_until_done.enter_context(DownloadsAhead(
-        dataset, docs_dir, downloads_chunks(cache_dir, package_digest(memo)))) if session is None else None
+        dataset, docs_dir, downloads_chunks(cache_dir, package_digest(memo)), vouch)) if session is None else None
     if loaded is not None:
         site = loaded.site
         site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty

@@ -123,6 +123,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     from sparkreport.site.builders import get_builder
     from sparkreport.site.mkdocs_site import PROJECT_CONFIG, write_config
     from sparkreport.site.reuse import Reuse
+    from sparkreport.site.scan import vouch
     from sparkreport.site.titles import make_titles_inert
 
     name = project_builder(project, builder_name)
@@ -183,7 +184,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         later = WritesLater()  # the render's biggest cache files, written while the builder works
         result = render(project, checked=True, store_folders=folders, hashes=memo,  # the checks ran above
                         build_data_key=key.data, same_data=same_data, commit=key.commit,
-                        analysed=standby.wake if standby is not None else None, later=later)
+                        analysed=standby.wake if standby is not None else None, later=later, vouch=vouch)
         if run_files is None:
             carried = kept_run_files(target, cache_dir, result) if result.data_kept else None
             run_files = publisher() if carried is None else _given(carried)

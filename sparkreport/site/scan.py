@@ -281,6 +281,24 @@ def _gzip_candidates(datas: list[bytes], grep: str) -> set[int] | None:
     return found
 
 
+def is_binary(name: str) -> bool:
+    """Whether a file named ``name`` is a binary format the scan does not read (a ``.gz`` of
+    one too)."""
+    stem, dot, suffix = name.lower().rpartition(".")
+    return bool(dot) and ("." + suffix in BINARY_SUFFIXES
+                          or (suffix == "gz" and "." + stem.rpartition(".")[2] in BINARY_SUFFIXES))
+
+
+def vouch(files: list[tuple[str, str]]) -> set[str]:
+    """Of ``files`` ((site path, path)), the site paths of those this scan reads, in this
+    process, and finds no credential shape in — never a binary format, which it does not read
+    (:data:`~sparkreport.render.core.Vouch`: what the render's Downloads files are scanned with
+    where they are written)."""
+    text = [(relative, path) for relative, path in files if not is_binary(relative)]
+    found = {finding.path for finding in scan_files(text, forked=False)}
+    return {relative for relative, _path in text if relative not in found}
+
+
 def site_files(site_dir: Path) -> list[tuple[str, str]]:
     """(site-relative path, path) of every file to scan: no symlinks, no binary formats, and
     the vendored assets left out when unchanged. Plain strings, not Paths: a 10 000-run site
@@ -292,9 +310,7 @@ def site_files(site_dir: Path) -> list[tuple[str, str]]:
     for folder, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
-            stem, dot, suffix = name.lower().rpartition(".")
-            if dot and ("." + suffix in BINARY_SUFFIXES
-                        or (suffix == "gz" and "." + stem.rpartition(".")[2] in BINARY_SUFFIXES)):
+            if is_binary(name):
                 continue
             path = os.path.join(folder, name)
             relative = path[cut:].replace(os.sep, "/")
