@@ -9,7 +9,7 @@ sentence stays one click away on the Results and Data quality pages.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -317,17 +317,51 @@ def errors_in(site: SiteData, scope: Iterable[tuple[str, str]] | None) -> list[F
     return out
 
 
-def grouped(site: SiteData, table: str, column: str) -> dict[str, pd.DataFrame]:
+def grouped(site: SiteData, table: str, column: str) -> Groups:
     """``site.<table>`` (``stats``, ``comparisons``, ``runs``) split by ``column`` once per render,
     rows in their order: the pages index it by key instead of filtering the whole frame per page."""
     key = f"_grouped:{table}:{column}"
     cached = site.extra.get(key)
     if cached is None:
-        frame = getattr(site, table)
-        cached = ({} if frame.empty or column not in frame.columns else
-                  {str(value): group for value, group in frame.groupby(column, sort=False, observed=True)})
-        site.extra[key] = cached
+        cached = site.extra[key] = Groups(getattr(site, table), column)
+    assert isinstance(cached, Groups)
     return cached
+
+
+class Groups(Mapping[str, "pd.DataFrame"]):
+    """A table split by one column's values (as text): each value's rows, in their order and with
+    their index, as ``frame.groupby(column)`` gives them — but only the positions are found up
+    front, and a group is taken from the table when first asked for. A build after one new run
+    fills two or three pages that read a model's or a campaign's rows: taking every group of
+    the runs table (84 columns, 20 models) was 0.2 s of its fill."""
+
+    def __init__(self, frame: pd.DataFrame, column: str):
+        self.frame = frame
+        self.positions: dict[str, Any] = ({} if frame.empty or column not in frame.columns else
+                                          {str(value): rows for value, rows
+                                           in frame.groupby(column, sort=False, observed=True).indices.items()})
+        self.taken: dict[str, pd.DataFrame] = {}
+
+    def __getitem__(self, key: str) -> pd.DataFrame:
+        found = self.taken.get(key)
+        if found is None:
+            found = self.taken[key] = self.frame.take(self.positions[key])
+        return found
+
+    def cells(self, key: str, column: str) -> pd.Series | None:
+        """One column of ``key``'s rows (None: no such rows), without taking the others: what
+        a page's key asks of every campaign (its environments, the metrics it compares)."""
+        rows = self.positions.get(key)
+        return None if rows is None else self.frame[column].take(rows)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.positions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.positions)
+
+    def __len__(self) -> int:
+        return len(self.positions)
 
 
 def environment_colours(site: SiteData) -> dict[str, str]:
@@ -1055,8 +1089,8 @@ def stated_lines(site: SiteData, campaign: str, model: str | None = None) -> lis
 def compared_metrics(site: SiteData, campaign: str) -> set[str]:
     """The metrics ``campaign``'s comparisons cover, of any of its models: its answer gives their
     verdicts, and states none of them as held constant (:func:`constant_lines`)."""
-    frame = grouped(site, "comparisons", "campaign").get(campaign)
-    return set() if frame is None else {str(metric) for metric in frame["metric"].unique()}
+    metrics = grouped(site, "comparisons", "campaign").cells(campaign, "metric")
+    return set() if metrics is None else {str(metric) for metric in metrics.unique()}
 
 
 def answer_reads(site: SiteData, campaign: str) -> str:
@@ -1067,8 +1101,8 @@ def answer_reads(site: SiteData, campaign: str) -> str:
     memo = site.extra.setdefault("_answer_reads", {})
     said = memo.get(campaign)
     if said is None:
-        runs = grouped(site, "runs", "campaign").get(campaign)
-        levels = [] if runs is None else sorted(str(level) for level in runs["environment"].unique())
+        environments = grouped(site, "runs", "campaign").cells(campaign, "environment")
+        levels = [] if environments is None else sorted(str(level) for level in environments.unique())
         said = memo[campaign] = repr((sorted(compared_metrics(site, campaign)), levels))
     return str(said)
 
