@@ -397,7 +397,15 @@ class RecordCache:
     for files whose bytes did not change. Each shard is its own file under ``folder``, rewritten
     only when one of its records changed: one new run rewrites its campaign's records, not the
     whole store's (41 MB at 10 000 runs, ~0.3 s to pickle and write).
+
+    What the caller keeps with a shard (:meth:`put_extra`) is in two parts: a small head, read
+    with the records, and a body in a file of its own beside the shard's, read only when the
+    caller asks for it (:meth:`extra_body`) — a campaign's runs table, which a build after one new
+    run needs for that campaign alone.
     """
+
+    #: The suffix of a shard's body file (the shard's own file ends in ``.pickle``).
+    BODY = ".body"
 
     def __init__(self, folder: Path | None, salt: str = ""):
         self.folder = folder
@@ -406,15 +414,22 @@ class RecordCache:
         self.shards: dict[str, dict[str, Any]] = {}
         #: What else is kept with a shard's records (:meth:`extra`): saved and dropped with them.
         self.extras: dict[str, Any] = {}
+        #: Each extra's body (:meth:`extra_body`) once read or put, and what it was put with.
+        self.bodies: dict[str, Any] = {}
+        self.checks: dict[str, str] = {}
         self.changed: set[str] = set()
         #: Every shard file in the folder, read or not (another salt's, a damaged one): those no
         #: shard is saved to are removed by the next save.
-        self.found: set[Path] = set(folder.glob("*.pickle")) if folder is not None and folder.is_dir() else set()
-        for path in sorted(self.found):
+        self.found: set[Path] = set()
+        if folder is not None and folder.is_dir():
+            self.found = {*folder.glob("*.pickle"), *folder.glob(f"*{self.BODY}")}
+        for path in sorted(p for p in self.found if p.suffix == ".pickle"):
             shard = read_cache_pickle(path, salt, "shard")
             if isinstance(shard.get("name"), str) and isinstance(shard.get("records"), dict):
                 self.shards[shard["name"]] = shard["records"]
                 self.extras[shard["name"]] = shard.get("extra")
+                if isinstance(shard.get("check"), str):
+                    self.checks[shard["name"]] = shard["check"]
 
     def get(self, shard: str, digest: str) -> Any:
         return self.shards.get(shard, {}).get(digest)
@@ -424,12 +439,27 @@ class RecordCache:
         self.changed.add(shard)
 
     def extra(self, shard: str) -> Any:
-        """What the caller kept with ``shard``'s records (derived from them: a campaign's table
-        rows), None if nothing; the caller checks it is still what it wants."""
+        """The head of what the caller kept with ``shard``'s records (derived from them: a
+        campaign's key, its tables' columns), None if nothing; the caller checks it is still
+        what it wants."""
         return self.extras.get(shard)
 
-    def put_extra(self, shard: str, value: Any) -> None:
-        self.extras[shard] = value
+    def extra_body(self, shard: str) -> Any:
+        """The body kept with ``shard``'s head, read from its file when first asked for; None
+        when there is none, or its file is gone or was written with another head (a build
+        killed between the two writes): the caller makes it again."""
+        if shard not in self.bodies and shard in self.checks and self.folder is not None:
+            kept = read_cache_pickle(self.body_path(shard), self.salt, "body")
+            if kept.get("check") == self.checks[shard]:
+                self.bodies[shard] = kept.get("value")
+        return self.bodies.get(shard)
+
+    def put_extra(self, shard: str, head: Any, body: Any = None, check: str = "") -> None:
+        """Keep ``head`` with ``shard``'s records and ``body`` beside them, both made from what
+        ``check`` names (the caller's key of the records they were made from)."""
+        self.extras[shard] = head
+        self.bodies[shard] = body
+        self.checks[shard] = check
         self.changed.add(shard)
 
     def keep_only(self, digests: Mapping[str, set[str]]) -> None:
@@ -439,7 +469,8 @@ class RecordCache:
             wanted = digests.get(shard)
             if wanted is None:
                 del self.shards[shard]
-                self.extras.pop(shard, None)
+                for kept in (self.extras, self.bodies, self.checks):
+                    kept.pop(shard, None)
                 self.changed.add(shard)
                 continue
             entries = self.shards[shard]
@@ -453,17 +484,26 @@ class RecordCache:
         assert self.folder is not None
         return self.folder / f"{hashlib.sha256(shard.encode('utf-8', 'surrogateescape')).hexdigest()[:32]}.pickle"
 
+    def body_path(self, shard: str) -> Path:
+        return self.shard_path(shard).with_suffix(self.BODY)
+
     def save(self) -> None:
         if self.folder is None or not self.changed:
             return
         for shard in sorted(self.changed & set(self.shards)):
+            check = self.checks.get(shard)
+            if check is not None and shard in self.bodies:  # the body first: a shard names no body not yet written
+                body = {"version": CACHE_VERSION, "salt": self.salt,
+                        "body": {"check": check, "value": self.bodies[shard]}}
+                _atomic_bytes(self.body_path(shard), pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL))
             payload = {"version": CACHE_VERSION, "salt": self.salt,
-                       "shard": {"name": shard, "records": self.shards[shard], "extra": self.extras.get(shard)}}
+                       "shard": {"name": shard, "records": self.shards[shard], "extra": self.extras.get(shard),
+                                 "check": check}}
             _atomic_bytes(self.shard_path(shard), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-        kept = {self.shard_path(shard) for shard in self.shards}
+        kept = {path for shard in self.shards for path in (self.shard_path(shard), self.body_path(shard))}
         for stale in self.found - kept:  # a removed campaign's, another salt's, a damaged file
             stale.unlink(missing_ok=True)
-        self.found = kept
+        self.found = {path for path in kept if path.exists()}
         self.changed = set()
 
 

@@ -230,6 +230,46 @@ def test_stacked_tables_splice_a_changed_campaign_into_the_kept_tables(
     same_as_uncached("stacked")
 
 
+def test_a_spliced_load_reads_only_the_changed_campaigns_runs_table_and_a_lost_one_is_made_again(
+        tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each campaign's runs table is kept beside its shard (issue 16, thirty-fifth round) and read
+    only when the stacked tables need it: nothing changed reads none, a changed campaign makes
+    its own, and the tables still equal a read without the cache. A body file that is gone, or
+    was written for other records, is made again from the records."""
+    from sparkreport.cache import RecordCache
+    from sparkreport.dataset import StackedTables
+
+    runs = mixed_store(tmp_path, phase1_store, published_store)
+    cache = tmp_path / "cache"
+    read: list[str] = []
+    body = RecordCache.extra_body
+
+    def counted(self: RecordCache, shard: str) -> object:
+        read.append(shard)
+        return body(self, shard)
+
+    monkeypatch.setattr(RecordCache, "extra_body", counted)
+    assert_same_as_uncached(runs, cache)
+    assert sorted(p.suffix for p in (cache / "records").iterdir()) == [".body"] * 3 + [".pickle"] * 3
+    read.clear()
+    assert_same_as_uncached(runs, cache)
+    assert read == []  # the kept tables: no campaign's own runs table read
+    run_json = next(path for path in sorted(runs.glob("*/*/run.json"))
+                    if json.loads(path.read_text(encoding="utf-8")).get("record_type") == "run")
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] = 1.0
+    run_json.write_text(json.dumps(data), encoding="utf-8")
+    read.clear()
+    assert_same_as_uncached(runs, cache)
+    assert read == []  # the changed campaign's made afresh, the others' rows spliced from the kept tables
+    for path in (cache / "records").glob("*.body"):
+        path.unlink()
+    (cache / StackedTables.FILE).unlink()  # stacked again from every campaign's frames
+    read.clear()
+    assert_same_as_uncached(runs, cache)
+    assert len(read) == 3  # asked for, found gone, made from the records
+
+
 def test_writes_put_off_happen_when_run_and_keep_what_was_made(
         tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A build puts off writing the stacked tables and the analysis cache until it waits for its
@@ -370,6 +410,34 @@ def test_record_cache_drops_entries_of_another_salt(tmp_path: Path) -> None:
     cache.save()
     assert RecordCache(folder, salt="a").get("c1", "d1") == {"x": 1}
     assert RecordCache(folder, salt="b").get("c1", "d1") is None
+
+
+def test_record_cache_reads_a_shards_body_when_asked_and_only_if_written_for_its_head(tmp_path: Path) -> None:
+    """What is kept with a shard: its head read with the records, its body from its own file
+    when first asked for; a body file of another check (a kill between the two writes) or none
+    at all gives None (the caller makes it again), and a removed shard's body goes with it."""
+    folder = tmp_path / "records"
+    cache = RecordCache(folder, salt="a")
+    cache.put("c1", "d1", {"x": 1})
+    cache.put_extra("c1", ("k1", ["run_id"]), {"rows": 200}, check="k1")
+    cache.save()
+    again = RecordCache(folder, salt="a")
+    assert again.extra("c1") == ("k1", ["run_id"]) and not again.bodies  # the body not read yet
+    assert again.extra_body("c1") == {"rows": 200}
+    stale = RecordCache(folder, salt="a")
+    stale.put("c1", "d2", {"x": 2})
+    stale.put_extra("c1", ("k2", ["run_id"]), {"rows": 201}, check="k2")
+    body = stale.body_path("c1")
+    old = body.read_bytes()
+    stale.save()
+    body.write_bytes(old)  # the shard names k2, its body file is k1's
+    assert RecordCache(folder, salt="a").extra_body("c1") is None
+    body.unlink()
+    assert RecordCache(folder, salt="a").extra_body("c1") is None
+    gone = RecordCache(folder, salt="a")
+    gone.keep_only({})
+    gone.save()
+    assert list(folder.iterdir()) == []
 
 
 def test_record_cache_rewrites_only_the_shard_that_changed(tmp_path: Path) -> None:
