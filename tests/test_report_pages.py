@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparkreport.render import RenderOptions, RenderResult, render
 
@@ -470,3 +472,31 @@ def test_a_published_figure_of_one_run_is_named_alike_everywhere(shipped: Render
     assert ("| The unified-memory post, as published · model not named in the post (native, container) | "
             "Published from a single run — no spread, no confidence interval, no test. |") in quality
     assert "**Published without a spread, so not tested** (3 models)" in (docs / "index.md").read_text(encoding="utf-8")
+
+
+@settings(max_examples=30, deadline=None)
+@given(asked=st.lists(st.sampled_from([f"g{k}" for k in range(8)] + ["none"]), max_size=20),
+       sizes=st.lists(st.integers(min_value=0, max_value=5), min_size=8, max_size=8))
+def test_grouped_gives_each_groups_rows_as_groupby_does_whatever_is_asked_first(
+        asked: list[str], sizes: list[int]) -> None:
+    """``grouped``'s groups (a few taken one by one, then the rest in one pass) are the rows,
+    order and index ``groupby`` gives, whichever groups are asked for and in what order; a
+    value the table does not hold is not there; one column of a group reads the same rows."""
+    import pandas as pd
+    import pandas.testing as pdt
+
+    from sparkreport.render.report import Groups
+
+    keys = [f"g{k}" for k, size in enumerate(sizes) for _ in range(size)]
+    frame = pd.DataFrame({"key": keys[::-1], "value": range(len(keys))}, index=[f"r{i}" for i in range(len(keys))])
+    frame = frame.astype({"key": "string"})
+    expected = {str(k): g for k, g in frame.groupby("key", sort=False, observed=True)} if len(frame) else {}
+    groups = Groups(frame, "key")
+    for key in asked:
+        assert (key in groups) == (key in expected)
+        if key in expected:
+            pdt.assert_frame_equal(groups[key], expected[key])
+            pdt.assert_series_equal(groups.cells(key, "value"), expected[key]["value"])
+        else:
+            assert groups.get(key) is None and groups.cells(key, "value") is None
+    assert sorted(groups) == sorted(expected) and len(groups) == len(expected)
