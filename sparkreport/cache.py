@@ -454,7 +454,7 @@ class RecordCache:
                 self.bodies[shard] = kept.get("value")
         return self.bodies.get(shard)
 
-    def put_extra(self, shard: str, head: Any, body: Any = None, check: str = "") -> None:
+    def put_extra(self, shard: str, head: Any, body: Any, check: str) -> None:
         """Keep ``head`` with ``shard``'s records and ``body`` beside them, both made from what
         ``check`` names (the caller's key of the records they were made from)."""
         self.extras[shard] = head

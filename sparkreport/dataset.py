@@ -665,8 +665,7 @@ def _stacked_summaries(parts: Sequence[AnyFrames]) -> pd.DataFrame:
     import pandas as pd
 
     published = [part[1] for part in parts if len(part[1])]
-    stacked = pd.concat(published, ignore_index=True) if published else pd.DataFrame([], columns=list(SUMMARY_COLUMNS))
-    return stacked.astype(SUMMARY_COLUMNS)
+    return pd.concat(published, ignore_index=True).astype(SUMMARY_COLUMNS) if published else _no_summaries()
 
 
 class StackedTables:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from store_helpers import calls_recorded, put_campaign
 from test_design import interleaved, noisy, rec
 
 from sparkreport.config import AnalysisOptions, ProjectConfig, load_config
@@ -97,11 +98,7 @@ def test_one_changed_run_recomputes_its_campaign(tmp_path: Path) -> None:
     config = load_config(REPO / "sparkreport.yml")
     runs = tmp_path / "runs"
     shutil.copytree(REPO / "runs", runs)
-    for source in sorted(runs.glob("gpu-torch-native-vs-cgroup/*/run.json"))[:8]:  # a second campaign of runs
-        data = json.loads(source.read_text(encoding="utf-8"))
-        data["campaign"], data["run_id"] = "gpu-torch-copy", f"copy-{data['run_id']}"
-        (runs / "gpu-torch-copy" / data["run_id"]).mkdir(parents=True)
-        (runs / "gpu-torch-copy" / data["run_id"] / "run.json").write_text(json.dumps(data), encoding="utf-8")
+    put_campaign(runs, "gpu-torch-copy", sorted(runs.glob("gpu-torch-native-vs-cgroup/*/run.json")), list(range(8)))
     cache = tmp_path / "cache"
     _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)  # fills the cache folder
     first = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
@@ -194,14 +191,7 @@ def test_other_options_compute_the_whole_store_once(tmp_path: Path, monkeypatch:
     runs = tmp_path / "runs"
     shutil.copytree(REPO / "runs", runs)
     cache = tmp_path / "cache"
-    viewed: list[str] = []
-    view = Dataset.campaign_view
-
-    def counting(self: Dataset, campaign: str) -> Dataset:
-        viewed.append(campaign)
-        return view(self, campaign)
-
-    monkeypatch.setattr(Dataset, "campaign_view", counting)
+    viewed = calls_recorded(monkeypatch, Dataset, "campaign_view")
     _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
     config.analysis.alpha = 0.01  # every comparison, check and fact keyed anew
     other = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_helpers import calls_recorded, put_campaign
 
 from sparkreport.cache import BlobCache, HashMemo, RecordCache
 from sparkreport.dataset import load_dataset
@@ -236,19 +237,11 @@ def test_a_spliced_load_reads_only_the_changed_campaigns_runs_table_and_a_lost_o
     only when the stacked tables need it: nothing changed reads none, a changed campaign makes
     its own, and the tables still equal a read without the cache. A body file that is gone, or
     was written for other records, is made again from the records."""
-    from sparkreport.cache import RecordCache
     from sparkreport.dataset import StackedTables
 
     runs = mixed_store(tmp_path, phase1_store, published_store)
     cache = tmp_path / "cache"
-    read: list[str] = []
-    body = RecordCache.extra_body
-
-    def counted(self: RecordCache, shard: str) -> object:
-        read.append(shard)
-        return body(self, shard)
-
-    monkeypatch.setattr(RecordCache, "extra_body", counted)
+    read = calls_recorded(monkeypatch, RecordCache, "extra_body")
     assert_same_as_uncached(runs, cache)
     assert sorted(p.suffix for p in (cache / "records").iterdir()) == [".body"] * 3 + [".pickle"] * 3
     read.clear()
@@ -390,17 +383,6 @@ def test_spliced_tables_equal_an_uncached_read_whatever_campaigns_come_and_go(
             how.clear()
             assert_same_as_uncached(runs, cache)
             assert how in ([], ["kept"], ["spliced"])  # [] for one campaign: nothing to stack
-
-
-def put_campaign(runs: Path, name: str, sources: list[Path], picks: list[int]) -> None:
-    """Campaign ``name`` in ``runs``: copies of the Phase 1 runs at ``picks``, renamed into it."""
-    for pick in dict.fromkeys(picks):
-        data = json.loads(sources[pick % len(sources)].read_text(encoding="utf-8"))
-        data["campaign"] = name
-        data["run_id"] = f"{name}-{data['run_id']}"
-        folder = runs / name / data["run_id"]
-        folder.mkdir(parents=True)
-        (folder / "run.json").write_text(json.dumps(data), encoding="utf-8")
 
 
 def test_record_cache_drops_entries_of_another_salt(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from store_helpers import put_campaign
 from template_override import override_template
 
 from sparkreport.cli import main
@@ -696,8 +697,8 @@ def test_a_slice_digest_covers_the_columns_that_hold_a_value_in_it() -> None:
     from sparkreport.render.report import slice_digest
 
     def digests(frame: pd.DataFrame) -> tuple[str, str]:
-        site = SimpleNamespace(extra={}, runs=frame)
-        return slice_digest(site, "runs", "campaign", "a"), slice_digest(site, "runs", "campaign", "b")  # type: ignore[arg-type]
+        site = SimpleNamespace(extra={}, stats=frame)
+        return slice_digest(site, "stats", "campaign", "a"), slice_digest(site, "stats", "campaign", "b")  # type: ignore[arg-type]
 
     base = pd.DataFrame({"campaign": ["a", "a", "b"], "files": [["x"], ["y"], ["z"]], "value": [1.0, 2.0, 3.0]})
     a, b = digests(base)
@@ -708,34 +709,34 @@ def test_a_slice_digest_covers_the_columns_that_hold_a_value_in_it() -> None:
     assert digests(base.assign(value=["1.0", "2.0", "3.0"]))[0] != a  # a dtype
     assert digests(base.assign(files=[["x"], ["w"], ["z"]]))[0] != a  # a list cell
     assert digests(base.assign(**{"label.note": ["x", None, None]}))[0] != a  # a column with a value in a
-    assert slice_digest(SimpleNamespace(extra={}, runs=base), "runs", "campaign", "c") == "none"  # type: ignore[arg-type]
+    assert slice_digest(SimpleNamespace(extra={}, stats=base), "stats", "campaign", "c") == "none"  # type: ignore[arg-type]
 
 
-def test_a_campaigns_runs_digest_follows_its_runs_their_folders_and_what_is_included(
+def test_a_slice_of_the_runs_table_follows_its_runs_their_folders_and_what_is_included(
         tmp_path: Path, phase1_store: Path) -> None:
-    """The Campaign pages' key for their rows of the runs table (``campaign_runs_digest``, made
-    from the campaign's analysis key, its folders and its columns' heads instead of every cell)
-    changes with a run of the campaign, a folder's name, a column that gains a value, and which
-    runs the statistics use — and not with another campaign's run."""
+    """A page's key for its rows of the runs table (``slice_digest``, made from each row's run —
+    its run.json's digest, its folder, whether it is included and why not — and the heads of the
+    columns holding a value there, instead of every cell) changes with a run of the campaign, a
+    folder's name, a column that gains a value, and which runs the statistics use — and not
+    with another campaign's run."""
     import shutil
 
     from sparkreport.config import AnalysisOptions, ProjectConfig
     from sparkreport.dataset import load_dataset
     from sparkreport.render.context import build_site_data
-    from sparkreport.render.report import campaign_runs_digest
+    from sparkreport.render.report import slice_digest
 
     runs = tmp_path / "runs"
     shutil.copytree(phase1_store, runs)
-    for source in sorted(p for p in (runs / "phase1").iterdir() if (p / "run.json").is_file())[:6]:
-        data = json.loads((source / "run.json").read_text(encoding="utf-8"))
-        data["campaign"], data["run_id"] = "phase1b", f"b-{data['run_id']}"
-        (runs / "phase1b" / f"b-{source.name}").mkdir(parents=True)
-        (runs / "phase1b" / f"b-{source.name}" / "run.json").write_text(json.dumps(data), encoding="utf-8")
+    put_campaign(runs, "phase1b", sorted((runs / "phase1").glob("*/run.json")), list(range(6)))
 
     def digests(**analysis: Any) -> dict[str, str]:
         site = build_site_data(load_dataset(runs), ProjectConfig(analysis=AnalysisOptions(**analysis)), runs,
                                "test", tmp_path, commit="test")
-        return {name: campaign_runs_digest(site, name) for name in ("phase1", "phase1b", "no-such")}
+        by_model = {f"{campaign}/{model}": slice_digest(site, "runs", ("model", "campaign"), (model, campaign))
+                    for campaign in ("phase1", "phase1b") for model in sorted(set(site.runs["model"].astype(str)))}
+        return {**by_model, **{name: slice_digest(site, "runs", "campaign", name)
+                               for name in ("phase1", "phase1b", "no-such")}}
 
     def edit(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
         data = json.loads((folder / "run.json").read_text(encoding="utf-8"))
@@ -749,6 +750,8 @@ def test_a_campaigns_runs_digest_follows_its_runs_their_folders_and_what_is_incl
     edit(b_runs[0], lambda data: data["metrics"].update(output_throughput_tok_s=1.0))
     changed = digests()
     assert changed["phase1"] == first["phase1"] and changed["phase1b"] != first["phase1b"]
+    assert [key for key in first if first[key] != changed[key]] == [
+        "phase1b/" + json.loads((b_runs[0] / "run.json").read_text(encoding="utf-8"))["model"]["name"], "phase1b"]
     b_runs[1].rename(b_runs[1].with_name(b_runs[1].name + "-moved"))  # the same run.json, another folder
     moved = digests()
     assert moved["phase1b"] != changed["phase1b"] and moved["phase1"] == first["phase1"]

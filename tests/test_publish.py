@@ -111,6 +111,17 @@ def test_grep_prefilter_finds_what_the_full_scan_finds(tmp_path: Path) -> None:
     assert not any(f.path in (f"f{n}.txt", "plain.html") for f in full)
 
 
+def prefilter_picks(folder: Path, texts: list[str]) -> set[int]:
+    """The numbers (from 1) of the lines of ``texts`` that ``grep -E PREFILTER_ERE`` picks."""
+    from sparkreport.site.scan import PREFILTER_ERE
+
+    path = folder / "lines.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    grep = subprocess.run(["grep", "-anE", "-e", PREFILTER_ERE, "--", str(path)], capture_output=True,
+                          env={**os.environ, "LC_ALL": "C"}, check=False)
+    return {int(line.split(b":", 1)[0]) for line in grep.stdout.splitlines()}
+
+
 KEY_NAMES = ["AccountKey", "SharedAccessKey", "SharedAccessSignature", "password", "PASSWD", "secret",
              "client_secret", "api_key", "api-key", "apikey", "access_key", "accessKey", "auth_token", "authtoken",
              "_authToken", "_auth", "token", "sig", "HF_TOKEN", "my_password", "tokens", "max tokens", "keys"]
@@ -127,15 +138,10 @@ def test_the_key_value_prefilter_is_a_superset_line_by_line(tmp_path_factory: py
                                                             lines: list[tuple[str, ...]]) -> None:
     """Every line the Python scan finds a key-value secret in, ``grep -E PREFILTER_ERE`` picks."""
     from sparkreport.secrets import SHAPES
-    from sparkreport.site.scan import PREFILTER_ERE
 
     shape = next(s for s in SHAPES if s.name == "key-value-secret")
     texts = ["".join(parts) for parts in lines]
-    path = tmp_path_factory.mktemp("ere") / "lines.txt"
-    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
-    grep = subprocess.run(["grep", "-anE", "-e", PREFILTER_ERE, "--", str(path)], capture_output=True,
-                          env={**os.environ, "LC_ALL": "C"}, check=False)
-    picked = {int(line.split(b":", 1)[0]) for line in grep.stdout.splitlines()}
+    picked = prefilter_picks(tmp_path_factory.mktemp("ere"), texts)
     for number, text in enumerate(texts, start=1):
         if any(shape.matches(text, text.lower())):
             assert number in picked, text
@@ -161,11 +167,7 @@ def test_the_option_prefilter_is_a_superset_line_by_line(tmp_path_factory: pytes
     from sparkreport.site.scan import PREFILTER_ERE, scan_bytes
 
     texts = ["".join(parts) for parts in lines]
-    path = tmp_path_factory.mktemp("ere") / "lines.txt"
-    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
-    grep = subprocess.run(["grep", "-anE", "-e", PREFILTER_ERE, "--", str(path)], capture_output=True,
-                          env={**os.environ, "LC_ALL": "C"}, check=False)
-    picked = {int(line.split(b":", 1)[0]) for line in grep.stdout.splitlines()}
+    picked = prefilter_picks(tmp_path_factory.mktemp("ere"), texts)
     for number, text in enumerate(texts, start=1):
         if any(shape.name == "secret-option" for shape, _line in scan_bytes(text.encode())):
             assert number in picked, text

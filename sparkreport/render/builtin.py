@@ -724,18 +724,16 @@ class DownloadsAhead:
         self.folder = staging.with_name(f"{staging.name}.downloads")
         shutil.rmtree(self.folder, ignore_errors=True)  # left by a build that was killed
         self.task = Background(functools.partial(scanned_downloads, dataset, self.folder, chunks, vouch))
-        #: The sha256 of the files :meth:`take` moved that the scan found clean.
-        self.clean: set[str] = set()
 
-    def take(self, folder: Path) -> list[dict[str, Any]]:
-        """The files, moved into ``folder``, as :func:`write_downloads` describes them."""
+    def take(self, folder: Path) -> tuple[list[dict[str, Any]], set[str]]:
+        """The files, moved into ``folder``, as :func:`write_downloads` describes them, and the
+        sha256 of those the scan found clean (:func:`scanned_downloads`)."""
         files, clean = self.task.result()
-        self.clean = set(clean)
         folder.mkdir(parents=True, exist_ok=True)
         for file in files:
             os.replace(self.folder / file["name"], folder / file["name"])
         self.drop()
-        return files
+        return files, set(clean)
 
     def drop(self) -> None:
         """The task stopped if it still runs, and whatever it wrote removed."""
@@ -781,13 +779,7 @@ class CampaignPage(Page):
     order = 5
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
-        from sparkreport.render.report import (
-            campaign_runs_digest,
-            campaigns,
-            environment_colours,
-            grouped,
-            slice_digest,
-        )
+        from sparkreport.render.report import campaigns, environment_colours, grouped, slice_digest
 
         runs_of: dict[str, list[str]] = {}
         models_of: dict[str, set[str]] = {}
@@ -804,8 +796,7 @@ class CampaignPage(Page):
             # campaign), whether it carries its own Methodology section (an older campaign) and its
             # charts' environment colours (the site's)
             doc.also_reads = [repr(campaign), *(slice_digest(site, table, "campaign", campaign.name)
-                                                for table in ("stats", "comparisons")),
-                              campaign_runs_digest(site, campaign.name),
+                                                for table in ("stats", "comparisons", "runs")),
                               f"method here: {campaign.name in earlier}", repr(environment_colours(site))]
             doc.fill = functools.partial(self.fill_campaign, site, doc, campaign, campaign.name in earlier)
             docs.append(doc)

@@ -350,8 +350,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     scanned_clean: set[str] = set()
     if ahead is not None:  # the page written again takes them; a page kept keeps its files
         if DownloadsPage().path in fresh:
-            site.extra[DOWNLOADS_AHEAD] = ahead.take(docs_dir / DownloadsPage.folder)
-            scanned_clean = ahead.clean
+            site.extra[DOWNLOADS_AHEAD], scanned_clean = ahead.take(docs_dir / DownloadsPage.folder)
         else:
             ahead.drop()
     kept_charts = sum(len(entry.charts) for entry in cached.values())

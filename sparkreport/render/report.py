@@ -400,7 +400,9 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
 
     Only the columns holding a value in those rows count (each by its name, its dtype and its
     cells): a label key that a run of another campaign brings adds a column that is empty here,
-    which changes nothing a page of these rows shows — and so renders none of them again."""
+    which changes nothing a page of these rows shows — and so renders none of them again. Rows
+    of the runs table (:data:`RUN_ROW_TABLES`) count by their runs instead of their cells
+    (:func:`column_hashes`)."""
     import hashlib
 
     columns = [column] if isinstance(column, str) else list(column)
@@ -416,41 +418,10 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
                 name_key = str(name) if len(columns) == 1 else tuple(map(str, name))
                 shown = present[positions].any(axis=0)
                 head = "\0".join(h for h, keep in zip(heads, shown, strict=True) if keep).encode()
-                digests[name_key] = hashlib.sha256(head + b"\n" + hashes[positions][:, shown].tobytes()).hexdigest()
+                cells = hashes[positions] if table in RUN_ROW_TABLES else hashes[positions][:, shown]
+                digests[name_key] = hashlib.sha256(head + b"\n" + cells.tobytes()).hexdigest()
         site.extra[key] = digests
     return str(digests.get(value if isinstance(value, str) else tuple(value), "none"))
-
-
-def campaign_runs_digest(site: SiteData, campaign: str) -> str:
-    """What ``slice_digest(site, "runs", "campaign", campaign)`` stands for — a digest that
-    changes whenever a cell of the campaign's rows of the runs table does — made without hashing
-    the table's cells (84 columns of 10 000 rows: 0.09 s of a new run's build). A row of the
-    runs table is made from its run.json and its folder alone, typed as its whole column is,
-    and marked included or not by the analysis options (which another campaign's runs can
-    change): so the campaign's key in the analysis caches
-    (:func:`~sparkreport.analysis.arms.campaign_digests`: its runs' contents, whether each is
-    used and why not), its runs' folders in the table's order, and the name and dtype of each
-    column that holds a value in its rows stand for its cells. Made once per render; 'none' for
-    a campaign without runs."""
-    import hashlib
-
-    from sparkreport.analysis.arms import campaign_digests
-
-    memo = site.extra.get("_campaign_runs_digests")
-    if memo is None:
-        frame = site.runs
-        memo = site.extra["_campaign_runs_digests"] = {}
-        if not frame.empty:
-            keyed = campaign_digests(site.dataset, site.config.analysis)
-            present: Any = frame.notna().to_numpy()
-            heads = [f"{name}:{dtype}" for name, dtype in zip(frame.columns, frame.dtypes, strict=True)]
-            folders = frame["run_path"].astype(object).to_numpy()
-            for name, positions in frame.groupby("campaign", sort=False, observed=True).indices.items():
-                shown = present[positions].any(axis=0)
-                text = "\n".join(["\0".join(h for h, keep in zip(heads, shown, strict=True) if keep),
-                                  keyed[str(name)], *map(str, folders[positions])])
-                memo[str(name)] = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-    return str(memo.get(campaign, "none"))
 
 
 #: How many campaigns a page that spans campaigns shows in full: the newest, by the start of
@@ -548,10 +519,19 @@ def campaign_split(site: SiteData) -> tuple[set[str], set[str]]:
     return set(shown), set(earlier)
 
 
+#: The site's tables whose rows are rows of the runs table (``level_runs_frame``: with its
+#: factor's level as the environment). Such a row is made from its run.json alone, in its folder,
+#: typed as its whole column is, and marked included or not by the analysis options (which other
+#: campaigns' runs can change): the run.json's digest, the folder and the inclusion stand for
+#: its cells, the column heads for its types.
+RUN_ROW_TABLES = ("runs", "level_runs_frame")
+
+
 def column_hashes(site: SiteData, table: str) -> tuple[Any, Any, list[str]]:
     """Of ``site.<table>``, computed once per render whichever columns the pages group it by: one
     64-bit hash per cell (rows × columns; values and dtypes), whether each cell holds a value, and
-    each column's name and dtype."""
+    each column's name and dtype. For a table of :data:`RUN_ROW_TABLES`, one hash per row, of its
+    run (hashing the 84 columns of 10 000 runs' rows took 0.09 s of every build)."""
     key = f"_column_hashes:{table}"
     cached = site.extra.get(key)
     if cached is None:
@@ -559,14 +539,21 @@ def column_hashes(site: SiteData, table: str) -> tuple[Any, Any, list[str]]:
         import pandas as pd
 
         frame = getattr(site, table)
-        hashes = np.empty((len(frame), len(frame.columns)), dtype=np.uint64)
-        for position in range(len(frame.columns)):
-            cells = frame.iloc[:, position]
-            try:
-                hashes[:, position] = pd.util.hash_pandas_object(cells, index=False).to_numpy()
-            except TypeError:  # a cell pandas cannot hash (a list): hash the cells' text
-                hashes[:, position] = [hash_text([str(cell)]) for cell in cells]
         heads = [f"{name}:{dtype}" for name, dtype in zip(frame.columns, frame.dtypes, strict=True)]
+        if table in RUN_ROW_TABLES:
+            digests = site.dataset.run_digests
+            runs = [f"{digests[str(run)]}\0{folder}\0{included}\0{reason}" for run, folder, included, reason
+                    in zip(frame["run_id"].astype(object), frame["run_path"].astype(object),
+                           frame["included"].astype(object), frame["exclusion_reason"].astype(object), strict=True)]
+            hashes = pd.util.hash_pandas_object(pd.Series(runs, dtype=object), index=False).to_numpy()[:, None]
+        else:
+            hashes = np.empty((len(frame), len(frame.columns)), dtype=np.uint64)
+            for position in range(len(frame.columns)):
+                cells = frame.iloc[:, position]
+                try:
+                    hashes[:, position] = pd.util.hash_pandas_object(cells, index=False).to_numpy()
+                except TypeError:  # a cell pandas cannot hash (a list): hash the cells' text
+                    hashes[:, position] = [hash_text([str(cell)]) for cell in cells]
         cached = site.extra[key] = (hashes, frame.notna().to_numpy(), heads)
     return cached
 
