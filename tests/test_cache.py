@@ -459,6 +459,55 @@ def test_hash_memo_rehashes_a_rewritten_file(tmp_path: Path) -> None:
     assert HashMemo(tmp_path / "memo.json").digest(path) != first
 
 
+_ENTRIES = st.dictionaries(st.sampled_from([f"p{i}" for i in range(12)]),
+                           st.lists(st.integers(0, 3), min_size=1, max_size=3), max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(saves=st.lists(_ENTRIES, min_size=1, max_size=8), limit=st.integers(1, 6))
+def test_a_journaled_dict_reads_back_what_was_saved_last_whatever_the_journal_holds(
+        tmp_path_factory: pytest.TempPathFactory, saves: list[dict[str, list[int]]], limit: int) -> None:
+    """Whatever sequence of dicts is saved (entries set, changed, removed), a fresh load gives the
+    last one: whole pickles and appended journals alike; the journal never outgrows its limit."""
+    import sparkreport.cache as cache_module
+    from sparkreport.cache import JournaledDict
+
+    path = tmp_path_factory.mktemp("journaled") / "kept.pickle"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cache_module, "JOURNAL_LINES", limit)
+        for entries in saves:
+            JournaledDict(path, "salt", "files").save(dict(entries))
+            loaded = JournaledDict(path, "salt", "files")
+            assert loaded.entries == entries
+            lines = len(loaded.journal.read_text("utf-8").splitlines()) if loaded.journal.exists() else 0
+            assert lines <= limit
+
+
+def test_a_journaled_dict_appends_changes_passes_over_a_cut_line_and_starts_empty_for_other_code(
+        tmp_path: Path) -> None:
+    import json
+
+    from sparkreport.cache import JournaledDict
+
+    path = tmp_path / "kept.pickle"
+    JournaledDict(path, "v1", "files").save({"a": [1], "b": [2]})  # nothing read: written whole
+    whole = path.read_bytes()
+    kept = JournaledDict(path, "v1", "files")
+    kept.save({"a": [1], "c": [3]})  # b removed, c set: two lines, the pickle untouched
+    assert path.read_bytes() == whole
+    assert [json.loads(line) for line in kept.journal.read_text("utf-8").splitlines()] == [["c", [3]], ["b"]]
+    kept.save({"a": [1], "c": [3]})  # nothing changed: nothing written
+    assert len(kept.journal.read_text("utf-8").splitlines()) == 2
+    with kept.journal.open("a", encoding="utf-8") as handle:
+        handle.write('["a", [9')  # a save killed mid-line: the entry stays as it was
+    assert JournaledDict(path, "v1", "files").entries == {"a": [1], "c": [3]}
+    other = JournaledDict(path, "v2", "files")  # another version's code: nothing known
+    assert other.entries == {}
+    other.save({"z": [0]})  # written whole, the old journal gone with the old pickle
+    assert not other.journal.exists() and JournaledDict(path, "v2", "files").entries == {"z": [0]}
+    assert JournaledDict(path, "v1", "files").entries == {}
+
+
 def test_hash_memo_appends_what_it_learnt_and_rewrites_the_whole_memo_when_the_journal_is_long(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import hashlib

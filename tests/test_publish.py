@@ -793,10 +793,15 @@ def test_a_rebuild_publishes_only_the_changed_run_files(tiny: Path, tmp_path: Pa
     assert total >= 4 and first.published["linked"] == 0
     log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
     log.write_text(log.read_text(encoding="utf-8") + "one more line\n", encoding="utf-8")
+    scan_memo = root / "build" / "cache" / "scanned.pickle"
+    whole = scan_memo.read_bytes()
     again = build(_options(root), root / "site", builder=builder)
     # the live run-files folder is carried over whole: one file written, none linked one by one
     assert (again.published["copied"], again.published["kept"], again.published["linked"]) == (1, total - 1, 0)
     assert again.published["scanned"] < first.published["scanned"]  # kept files were scanned clean before
+    # what the scan learnt is appended to the memo's journal (the changed files), not written whole
+    journal = scan_memo.with_name("scanned.pickle.log").read_text(encoding="utf-8").splitlines()
+    assert scan_memo.read_bytes() == whole and 0 < len(journal) < first.published["scanned"]
     published = next((root / "site" / "runs").rglob("engine_backend_trt.log"))
     assert published.read_text(encoding="utf-8").endswith("one more line\n")
     incremental = _bytes(root / "site")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from sparkreport.render import RenderOptions, RenderResult
     from sparkreport.site.incremental import BuildKeys
     from sparkreport.site.run_files import Published
+    from sparkreport.site.scan import ScanMemo
 
 DEFAULT_SITE_DIR = Path("site")
 
@@ -211,15 +212,23 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                 reuse.previous = None
         Reuse.forget(cache_dir)  # until the new site is live
         started = time.perf_counter()
+        gathered: list[Gathered] = []
+
+        def meanwhile() -> None:  # while the builder builds: the caches' writes, publishing's first half
+            later.run()
+            assert run_files is not None
+            gathered.append(gather(result, target, run_files, cache_dir, memo))
+
         if standby is not None:
-            warnings, built = standby.run((config_file, staging, strict, reuse), meanwhile=later.run)
+            warnings, built = standby.run((config_file, staging, strict, reuse), meanwhile=meanwhile)
             reuse = built if reuse is not None else None  # what it converted and reused
         else:
             later.run()
             warnings = builder.build(config_file, staging, strict, reuse=reuse)
         timings["builder"] = time.perf_counter() - started
         started = time.perf_counter()
-        published = publish_steps(result, staging, target, run_files, cache_dir, memo)
+        published = publish_steps(result, staging, target, run_files, cache_dir, memo,
+                                  gathered[0] if gathered else None)
         timings["publish"] = time.perf_counter() - started
     if reuse is not None:
         reuse.save(cache_dir, target)
@@ -389,23 +398,29 @@ def kept_run_files(target: Path, cache_dir: Path, result: RenderResult) -> RunFi
                     clean={}, scanned=0)
 
 
-def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Callable[[], RunFiles],
-                  cache_dir: Path | None = None, hashes: HashMemo | None = None) -> dict[str, int]:
-    """After the builder, for any builder: the runs' files (published and scanned beside it
-    meanwhile: ``run_files()`` waits for them) are moved into the built site ``staging``, the
-    blog feed written, the rest scanned for credential shapes, and only then is it swapped in for ``target``.
-    With the build cache ``cache_dir``, this costs what changed: run files whose source is
-    unchanged stay where they are (the live run-files folder is carried over) or are
-    hard-linked from the live site, and files scanned clean before are not scanned again.
-    ``hashes``: the build key's file digests, which complete the record of what was published
-    (:func:`~sparkreport.site.run_files.complete_record`). Returns counts: files copied, linked,
-    kept and scanned."""
+@dataclass
+class Gathered:
+    """What publishing takes before the built pages (:func:`gather`): the runs' files as
+    published beside the new site, the manifest of what the pages list (the run store, the
+    files), the scan memo with what those files' scans found clean, and the record of the
+    published files for the next build."""
+
+    done: RunFiles
+    manifest: tuple[Path, list[tuple[str, str]]] | None
+    memo: ScanMemo
+    record: dict[str, list[Any]]
+
+
+def gather(result: RenderResult, target: Path, run_files: Callable[[], RunFiles], cache_dir: Path | None = None,
+           hashes: HashMemo | None = None) -> Gathered:
+    """The first half of :func:`publish_steps`, which needs no built page: a build calls it
+    while the builder builds. Waits for the runs' files (``run_files()``), publishes them again
+    if the pages list other files than the publisher did (the store changed under the build),
+    reads the scan memo, and completes the record of published files with ``hashes``."""
     from sparkreport.published import read_manifest
     from sparkreport.site import publish
-    from sparkreport.site.blog_feed import write_feed
-    from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config, site_url
-    from sparkreport.site.run_files import complete_record, save_record
-    from sparkreport.site.scan import ScanMemo, check_site
+    from sparkreport.site.run_files import complete_record
+    from sparkreport.site.scan import ScanMemo
 
     done = run_files()
     manifest = read_manifest(result.docs_dir)
@@ -414,6 +429,37 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
         shutil.rmtree(publish.side_dir(target))
         publish.side_dir(target).mkdir()
         done = publish_run_files_beside(manifest[0] if manifest is not None else Path(), target, cache_dir, listed)
+    memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
+    memo.adopt(done.clean)  # the run files, scanned where they were published
+    memo.trust(result.scanned_clean)  # the Downloads page's files, scanned where they were written
+    record = done.files.record
+    if manifest is not None and hashes is not None and done.files.unhashed:
+        record = complete_record(record, done.listed, manifest[0], hashes)
+    return Gathered(done, manifest, memo, record)
+
+
+def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Callable[[], RunFiles],
+                  cache_dir: Path | None = None, hashes: HashMemo | None = None,
+                  gathered: Gathered | None = None) -> dict[str, int]:
+    """After the builder, for any builder: the runs' files (published and scanned beside it
+    meanwhile: ``run_files()`` waits for them) are moved into the built site ``staging``, the
+    blog feed written, the rest scanned for credential shapes, and only then is it swapped in for ``target``.
+    With the build cache ``cache_dir``, this costs what changed: run files whose source is
+    unchanged stay where they are (the live run-files folder is carried over) or are
+    hard-linked from the live site, and files scanned clean before are not scanned again.
+    ``hashes``: the build key's file digests, which complete the record of what was published
+    (:func:`~sparkreport.site.run_files.complete_record`). ``gathered``: :func:`gather`'s
+    answer, when the build had it made while the builder built (else it is made here first).
+    Returns counts: files copied, linked, kept and scanned."""
+    from sparkreport.site import publish
+    from sparkreport.site.blog_feed import write_feed
+    from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config, site_url
+    from sparkreport.site.run_files import save_record
+    from sparkreport.site.scan import check_site
+
+    if gathered is None:
+        gathered = gather(result, target, run_files, cache_dir, hashes)
+    done, manifest, memo = gathered.done, gathered.manifest, gathered.memo
     files = done.files
     publish.merge_into(publish.side_dir(target), staging)
     if result.posts:
@@ -422,9 +468,6 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
         write_feed(staging, result.docs_dir, [post.path for post in result.posts], site_name=site_name,
                    site_description=str(project.get("site_description") or ""),
                    site_url=site_url(project))
-    memo = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
-    memo.adopt(done.clean)  # the run files, scanned where they were published
-    memo.trust(result.scanned_clean)  # the Downloads page's files, scanned where they were written
     check_site(staging, label=str(target), memo=memo)
     memo.scanned += done.scanned
     publish.swap(staging, target, carry=files.carry)
@@ -433,8 +476,7 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
         memo.keep(files.carry.kept)  # carried over unchanged: scanned clean when first published
     memo.save()
     if cache_dir is not None and manifest is not None:
-        record = complete_record(files.record, done.listed, manifest[0], hashes) if hashes is not None else files.record
-        save_record(cache_dir, manifest[0], target, record)
+        save_record(cache_dir, manifest[0], target, gathered.record)
     return {"copied": files.copied, "linked": files.linked, "kept": files.kept, "scanned": memo.scanned}
 
 

@@ -87,6 +87,9 @@ class Published:
     linked: int = 0
     record: dict[str, list[Any]] = field(default_factory=dict)
     carry: Carry | None = None
+    #: How many of ``record``'s entries name a file's mtime and inode, not its sha256
+    #: (:func:`complete_record` has something to do only when some do).
+    unhashed: int = 0
 
     @property
     def kept(self) -> int:
@@ -170,7 +173,9 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
         stat = store_stat(root, source, folders)
         if stat is not None:
             found.append((target, source, stat))
-            out.record[target] = [stat.st_size, _content_key(memo, os.path.join(root, source), stat, bool(record))]
+            key = _content_key(memo, os.path.join(root, source), stat, bool(record))
+            out.record[target] = [stat.st_size, key]
+            out.unhashed += key.startswith(STAT_KEY)
     before = str(previous) if previous is not None and record else None
     carried = carry_plan(Path(before), site, record, out.record) if before is not None else None
     jobs: list[tuple[str, str, int, bool]] = []

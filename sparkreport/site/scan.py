@@ -328,7 +328,8 @@ class ScanMemo:
     (inode, size, mtime_ns, sha256) of the file scanned clean. A file with the same inode, size
     and mtime (a hard link of the live site's file, which was scanned before it was published)
     is skipped without reading; any other file whose content digest was scanned clean is
-    skipped after hashing. Kept in the build cache (``scanned.pickle``); another version of the
+    skipped after hashing. Kept in the build cache (``scanned.pickle`` and its journal of what
+    each build changed, :class:`~sparkreport.cache.JournaledDict`); another version of the
     shapes or of this scanner starts it empty."""
 
     FILE = "scanned.pickle"
@@ -338,10 +339,10 @@ class ScanMemo:
         self.files: dict[str, list[Any]] = {}
         self.fresh: dict[str, list[Any]] = {}
         self.scanned = 0
-        if path is not None:
-            from sparkreport.cache import read_cache_pickle
+        from sparkreport.cache import JournaledDict
 
-            self.files = read_cache_pickle(path, scanner_signature(), "files")
+        self.kept = JournaledDict(path, scanner_signature(), "files")
+        self.files = dict(self.kept.entries)
         self.digests = {entry[3] for entry in self.files.values()}
 
     def known_clean(self, relative: str, path: str) -> bool:
@@ -386,9 +387,7 @@ class ScanMemo:
         """Record the files of a site that was scanned clean (call only then)."""
         if self.path is None:
             return
-        from sparkreport.cache import write_cache_pickle
-
-        write_cache_pickle(self.path, scanner_signature(), "files", self.fresh)
+        self.kept.save(self.fresh)  # what changed, appended to its journal (a new run: a few lines)
         self.path.with_name("scanned.json").unlink(missing_ok=True)  # the layout before the pickle
 
 
