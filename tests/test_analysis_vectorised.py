@@ -267,3 +267,24 @@ def test_frame_records_are_pandas_records_cell_for_cell(cells: list[float | None
     for row, want in zip(got, expected, strict=True):
         assert list(row) == list(want)
         assert all(_same_cell(row[key], want[key]) for key in want), (row, want)
+
+
+@SETTINGS
+@given(cells=hst.lists(hst.one_of(hst.none(), hst.integers(min_value=-5, max_value=5).map(float),
+                                  hst.sampled_from([math.inf, -math.inf])), max_size=12),
+       kinds=hst.lists(hst.sampled_from(sorted(_COLUMN_KINDS)), max_size=6))
+def test_frame_rows_are_plain_of_each_record_cell(cells: list[float | None], kinds: list[str]) -> None:
+    """``frame_rows`` makes its plain values a column at a time; each row is ``plain`` of every
+    cell of the pandas record, key as text (NaN, ±inf and NA as None, numpy scalars as Python's)."""
+    from sparkreport.dataset import frame_rows, plain
+
+    made = {kind: _COLUMN_KINDS[kind]([None if c is not None and math.isinf(c) and kind not in ("float64", "Float64",
+                                                                                                  "object") else c
+                                        for c in cells]) for kind in kinds}
+    frame = pd.DataFrame({f"{kind}{i}": made[kind] for i, kind in enumerate(kinds)}, index=range(len(cells)))
+    expected = [{str(k): plain(v) for k, v in record.items()} for record in frame.to_dict(orient="records")]
+    got = frame_rows(frame)
+    assert len(got) == len(expected)
+    for row, want in zip(got, expected, strict=True):
+        assert list(row) == list(want)
+        assert all(_same_cell(row[key], want[key]) for key in want), (row, want)

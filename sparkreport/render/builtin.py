@@ -453,9 +453,12 @@ def in_arm_order(site: SiteData, findings: list[Finding]) -> list[Finding]:
     baseline = site.config.baseline
     position = {code: i for i, code in enumerate(dict.fromkeys(f.code for f in findings))}
 
+    @functools.cache
+    def arm_place(campaign: str, model: str, level: str) -> tuple[object, ...]:  # 1 600 findings, ~100 arms
+        return arm_order(campaign, names.get((campaign, model), model), model, level, baseline)
+
     def place(finding: Finding) -> tuple[object, ...]:
-        arms = [arm_order(campaign, names.get((campaign, model), model), model, level, baseline)
-                for campaign, model, level in finding_arms(site, finding)]
+        arms = [arm_place(campaign, model, level) for campaign, model, level in finding_arms(site, finding)]
         return position[finding.code], min(arms, default=())
 
     return sorted(findings, key=place)  # stable: findings about one arm keep check()'s order
@@ -520,6 +523,7 @@ def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
 
     left = {m["code"]: m["count"] for m in more}
     out: dict[str, dict[str, Any]] = {}
+    listed: dict[int, set[str]] = {}  # each row's runs, as a set (a sentence said of many arms names many)
     for finding in shown:
         code = finding["code"]
         if code not in out:
@@ -536,7 +540,9 @@ def checks_of(shown: list[dict[str, Any]], more: list[dict[str, Any]],
         where = message_where(finding["message"])
         if where and where not in row["wheres"]:
             row["wheres"].append(where)
-        row["runs"] += [run for run in finding["runs"] if run not in row["runs"]]
+        seen = listed.setdefault(id(row), set())
+        row["runs"] += [run for run in finding["runs"] if run not in seen]
+        seen.update(finding["runs"])
     for group in out.values():
         for row in group["rows"]:
             row["where"] = compact_wheres(row.pop("wheres"), names=names, titles=titles, campaign=campaign)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.checks import check_title
-from sparkreport.dataset import frame_records, model_name_of, plain
+from sparkreport.dataset import frame_rows, model_name_of
 from sparkreport.names import campaign_order, level_order, model_order, name_order
 from sparkreport.render.markdown import margin_text
 from sparkreport.render.tables import metric_label
@@ -663,8 +663,7 @@ def _effect_rows(site: SiteData, frame: pd.DataFrame) -> list[dict[str, Any]]:
         return []
     order = {m: i for i, m in enumerate(site.config.primary_metrics)}
     out = []
-    for raw in frame_records(frame):
-        row = {str(k): plain(v) for k, v in raw.items()}
+    for row in frame_rows(frame):
         ratio, low, high = row.get("ratio"), row.get("ratio_ci_low"), row.get("ratio_ci_high")
         mean_b = row.get("mean_baseline")
         if (low is None or high is None) and mean_b and row.get("diff_ci_low") is not None:
