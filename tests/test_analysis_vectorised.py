@@ -288,3 +288,23 @@ def test_frame_rows_are_plain_of_each_record_cell(cells: list[float | None], kin
     for row, want in zip(got, expected, strict=True):
         assert list(row) == list(want)
         assert all(_same_cell(row[key], want[key]) for key in want), (row, want)
+
+
+@SETTINGS
+@given(pieces=hst.lists(hst.lists(hst.one_of(hst.none(), hst.integers(min_value=-5, max_value=5).map(float)),
+                                  min_size=1, max_size=5), min_size=1, max_size=4),
+       kinds=hst.lists(hst.sampled_from(sorted(_COLUMN_KINDS)), min_size=1, max_size=5))
+def test_one_chunk_joins_each_text_column_and_changes_no_value(pieces: list[list[float | None]],
+                                                              kinds: list[str]) -> None:
+    """A stack of frames holds a text column in a chunk a frame; ``one_chunk`` joins them: the
+    same frame (values, types, missing values), each Arrow-backed column in one chunk."""
+    from sparkreport.dataset import one_chunk
+
+    frames = [pd.DataFrame({f"{kind}{i}": _COLUMN_KINDS[kind](cells) for i, kind in enumerate(kinds)})
+              for cells in pieces]
+    stacked = pd.concat(frames, ignore_index=True)
+    joined = one_chunk(stacked.copy())
+    pd.testing.assert_frame_equal(joined, stacked)
+    for column in joined.columns:
+        if isinstance(joined[column].array, pd.arrays.ArrowExtensionArray):
+            assert joined[column].array.__arrow_array__().num_chunks == 1

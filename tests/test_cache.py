@@ -231,6 +231,30 @@ def test_stacked_tables_splice_a_changed_campaign_into_the_kept_tables(
     same_as_uncached("stacked")
 
 
+def test_a_spliced_runs_table_holds_each_text_column_in_one_chunk(
+        tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The splice stacks the kept rows and a changed campaign's as pieces; pyarrow would join a
+    text column's pieces again at every take of its rows (the pages' and the analysis'
+    selections: 0.28 s of a new run's build at 10 000 runs), so they are joined once."""
+    import pandas as pd
+
+    runs = tmp_path / "runs"
+    sources = sorted(phase1_store.glob("*/*/run.json"))
+    for name in ("a-first", "b-second", "c-third"):  # campaigns of runs alike: columns of the same types
+        put_campaign(runs, name, sources, list(range(len(sources))))
+    cache = tmp_path / "cache"
+    how = stacking_recorded(monkeypatch)
+    load_dataset(runs, cache_dir=cache)
+    run_json = sorted((runs / "b-second").glob("*/run.json"))[0]  # the middle one: three pieces
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["iteration"] = 999
+    run_json.write_text(json.dumps(data), encoding="utf-8")
+    table = load_dataset(runs, cache_dir=cache).runs
+    assert how == ["stacked", "spliced"]
+    text = [c for c in table.columns if isinstance(table[c].array, pd.arrays.ArrowExtensionArray)]
+    assert text and {c: table[c].array.__arrow_array__().num_chunks for c in text} == dict.fromkeys(text, 1)
+
+
 def test_a_spliced_load_reads_only_the_changed_campaigns_runs_table_and_a_lost_one_is_made_again(
         tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each campaign's runs table is kept beside its shard (issue 16, thirty-fifth round) and read

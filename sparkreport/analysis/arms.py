@@ -15,7 +15,7 @@ import numpy as np
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis.statistics import describe_many, describe_summary
 from sparkreport.config import AnalysisOptions
-from sparkreport.dataset import Dataset
+from sparkreport.dataset import Dataset, one_chunk
 from sparkreport.names import campaign_order, level_order, model_order
 
 T = TypeVar("T")
@@ -316,7 +316,8 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
         })
     if published or not blocks:
         blocks.append(_stats_frame(published, keys))
-    frame = pd.concat(blocks, ignore_index=True) if len(blocks) > 1 else blocks[0].copy()
+    # one block a campaign: its text columns joined into one chunk before the sort takes rows of them
+    frame = one_chunk(pd.concat(blocks, ignore_index=True)) if len(blocks) > 1 else blocks[0].copy()
     clip_to_range(frame)
     return in_page_order(frame, [*keys, "metric"], "environment", baseline)
 
