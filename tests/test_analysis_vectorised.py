@@ -7,6 +7,7 @@ figure. So the comparisons are exact (NaN equals NaN), not approximate.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -251,6 +252,14 @@ _COLUMN_KINDS = {
 }
 
 
+def _assert_same_rows(got: list[dict[Any, Any]], expected: list[dict[Any, Any]]) -> None:
+    """The same rows: the same keys in the same order, every cell :func:`_same_cell`."""
+    assert len(got) == len(expected)
+    for row, want in zip(got, expected, strict=True):
+        assert list(row) == list(want)
+        assert all(_same_cell(row[key], want[key]) for key in want), (row, want)
+
+
 @SETTINGS
 @given(cells=hst.lists(hst.one_of(hst.none(), hst.integers(min_value=-5, max_value=5).map(float)), max_size=12),
        kinds=hst.lists(hst.sampled_from(sorted(_COLUMN_KINDS)), max_size=6))
@@ -261,12 +270,7 @@ def test_frame_records_are_pandas_records_cell_for_cell(cells: list[float | None
 
     frame = pd.DataFrame({f"{kind}{i}": _COLUMN_KINDS[kind](cells) for i, kind in enumerate(kinds)},
                          index=range(len(cells)))
-    expected = frame.to_dict(orient="records")
-    got = frame_records(frame)
-    assert len(got) == len(expected)
-    for row, want in zip(got, expected, strict=True):
-        assert list(row) == list(want)
-        assert all(_same_cell(row[key], want[key]) for key in want), (row, want)
+    _assert_same_rows(frame_records(frame), frame.to_dict(orient="records"))
 
 
 @SETTINGS
@@ -282,12 +286,8 @@ def test_frame_rows_are_plain_of_each_record_cell(cells: list[float | None], kin
                                                                                                   "object") else c
                                         for c in cells]) for kind in kinds}
     frame = pd.DataFrame({f"{kind}{i}": made[kind] for i, kind in enumerate(kinds)}, index=range(len(cells)))
-    expected = [{str(k): plain(v) for k, v in record.items()} for record in frame.to_dict(orient="records")]
-    got = frame_rows(frame)
-    assert len(got) == len(expected)
-    for row, want in zip(got, expected, strict=True):
-        assert list(row) == list(want)
-        assert all(_same_cell(row[key], want[key]) for key in want), (row, want)
+    _assert_same_rows(frame_rows(frame),
+                      [{str(k): plain(v) for k, v in record.items()} for record in frame.to_dict(orient="records")])
 
 
 @SETTINGS
