@@ -192,7 +192,7 @@ class HashMemo:
         if self.path is None or not self.unsaved:
             return
         lines = len(self.unsaved)
-        if self.journaled is not None and self.journaled + lines <= max(JOURNAL_LINES, len(self.entries) // 8):
+        if self.journaled is not None and journal_has_room(self.journaled, lines, len(self.entries)):
             append_journal(self.journal, ([path, *entry] for path, entry in self.unsaved.items()))
             self.journaled += lines
         else:
@@ -219,6 +219,13 @@ def read_journal(path: Path) -> tuple[list[list[Any]], int]:
         if isinstance(row, list) and row:
             rows.append(row)
     return rows, len(lines)
+
+
+def journal_has_room(journaled: int, adding: int, entries: int) -> bool:
+    """Whether a save may append ``adding`` lines to a journal of ``journaled`` lines over a
+    file of ``entries`` entries (else it writes the whole file again): up to
+    :data:`JOURNAL_LINES` lines or an eighth of the entries, whichever is more."""
+    return journaled + adding <= max(JOURNAL_LINES, entries // 8)
 
 
 def append_journal(path: Path, rows: Iterable[list[Any]]) -> None:
@@ -271,7 +278,7 @@ class JournaledDict:
         old = self.entries
         rows: list[list[Any]] = [[key, value] for key, value in entries.items() if old.get(key, _ABSENT) != value]
         rows += [[key] for key in old if key not in entries]
-        if self.journaled is not None and self.journaled + len(rows) <= max(JOURNAL_LINES, len(entries) // 8):
+        if self.journaled is not None and journal_has_room(self.journaled, len(rows), len(entries)):
             if rows:
                 append_journal(self.journal, rows)
                 self.journaled += len(rows)

@@ -280,7 +280,7 @@ def frame_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
         return [{} for _ in range(len(frame))]
     values = []
     for column, dtype in zip(_record_columns(frame), frame.dtypes, strict=True):
-        kind = getattr(dtype, "kind", "O") if not _is_extension(dtype) else "O"
+        kind = "O" if _is_extension(dtype) else dtype.kind
         if kind == "f":  # Python floats: NaN and ±inf are None, as plain() says
             column = [value if math.isfinite(value) else None for value in column]
         elif kind not in "iub":  # (numpy integers and booleans are Python's already)

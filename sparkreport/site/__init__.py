@@ -227,8 +227,9 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             warnings = builder.build(config_file, staging, strict, reuse=reuse)
         timings["builder"] = time.perf_counter() - started
         started = time.perf_counter()
-        published = publish_steps(result, staging, target, run_files, cache_dir, memo,
-                                  gathered[0] if gathered else None)
+        published = publish_steps(result, staging, target,
+                                  gathered[0] if gathered else gather(result, target, run_files, cache_dir, memo),
+                                  cache_dir)
         timings["publish"] = time.perf_counter() - started
     if reuse is not None:
         reuse.save(cache_dir, target)
@@ -413,10 +414,12 @@ class Gathered:
 
 def gather(result: RenderResult, target: Path, run_files: Callable[[], RunFiles], cache_dir: Path | None = None,
            hashes: HashMemo | None = None) -> Gathered:
-    """The first half of :func:`publish_steps`, which needs no built page: a build calls it
-    while the builder builds. Waits for the runs' files (``run_files()``), publishes them again
-    if the pages list other files than the publisher did (the store changed under the build),
-    reads the scan memo, and completes the record of published files with ``hashes``."""
+    """The first half of publishing, which needs no built page: a build calls it while the
+    builder builds, then :func:`publish_steps`. Waits for the runs' files (``run_files()``),
+    publishes them again if the pages list other files than the publisher did (the store
+    changed under the build), reads the scan memo, and completes the record of published files
+    with ``hashes`` (the build key's file digests,
+    :func:`~sparkreport.site.run_files.complete_record`)."""
     from sparkreport.published import read_manifest
     from sparkreport.site import publish
     from sparkreport.site.run_files import complete_record
@@ -438,18 +441,14 @@ def gather(result: RenderResult, target: Path, run_files: Callable[[], RunFiles]
     return Gathered(done, manifest, memo, record)
 
 
-def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: Callable[[], RunFiles],
-                  cache_dir: Path | None = None, hashes: HashMemo | None = None,
-                  gathered: Gathered | None = None) -> dict[str, int]:
+def publish_steps(result: RenderResult, staging: Path, target: Path, gathered: Gathered,
+                  cache_dir: Path | None = None) -> dict[str, int]:
     """After the builder, for any builder: the runs' files (published and scanned beside it
-    meanwhile: ``run_files()`` waits for them) are moved into the built site ``staging``, the
-    blog feed written, the rest scanned for credential shapes, and only then is it swapped in for ``target``.
-    With the build cache ``cache_dir``, this costs what changed: run files whose source is
-    unchanged stay where they are (the live run-files folder is carried over) or are
+    meanwhile, then :func:`gather` ed) are moved into the built site ``staging``, the blog
+    feed written, the rest scanned for credential shapes, and only then is it swapped in for
+    ``target``. With the build cache ``cache_dir``, this costs what changed: run files whose
+    source is unchanged stay where they are (the live run-files folder is carried over) or are
     hard-linked from the live site, and files scanned clean before are not scanned again.
-    ``hashes``: the build key's file digests, which complete the record of what was published
-    (:func:`~sparkreport.site.run_files.complete_record`). ``gathered``: :func:`gather`'s
-    answer, when the build had it made while the builder built (else it is made here first).
     Returns counts: files copied, linked, kept and scanned."""
     from sparkreport.site import publish
     from sparkreport.site.blog_feed import write_feed
@@ -457,8 +456,6 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, run_files: 
     from sparkreport.site.run_files import save_record
     from sparkreport.site.scan import check_site
 
-    if gathered is None:
-        gathered = gather(result, target, run_files, cache_dir, hashes)
     done, manifest, memo = gathered.done, gathered.manifest, gathered.memo
     files = done.files
     publish.merge_into(publish.side_dir(target), staging)
