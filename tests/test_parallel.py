@@ -160,6 +160,37 @@ def built(root: Path, jobs: int, monkeypatch: pytest.MonkeyPatch, name: str) -> 
             for p in sorted(result.site_dir.rglob("*")) if p.is_file()}
 
 
+def test_pages_go_to_the_workers_longest_first_by_what_they_took_when_last_written() -> None:
+    """Pages never measured first (those that read every run, then by the runs they read), then
+    the measured ones by their last fill and write, longest first; ties keep the plan's order."""
+    from sparkreport.render.core import _weight
+    from sparkreport.render.pages import PageDoc
+
+    docs = [PageDoc("short.md", "", "t", inputs=None), PageDoc("model.md", "", "t", inputs=["r1"]),
+            PageDoc("new.md", "", "t", inputs=["r1", "r2"]), PageDoc("every.md", "", "t", inputs=None),
+            PageDoc("zero.md", "", "t", inputs=["r1"]), PageDoc("tie.md", "", "t", inputs=None)]
+    last = {"short.md": 0.02, "model.md": 0.1, "zero.md": 0.0, "tie.md": 0.02, "gone.md": 1.0}
+    order = [docs[i].path for i in sorted(range(len(docs)), key=lambda i: _weight(docs[i], last))]
+    assert order == ["every.md", "new.md", "zero.md", "model.md", "short.md", "tie.md"]
+    # Nothing measured (a cold build): the plan's order by the runs each page reads, as before.
+    assert [docs[i].path for i in sorted(range(len(docs)), key=lambda i: _weight(docs[i]))] == \
+        ["short.md", "every.md", "tie.md", "new.md", "model.md", "zero.md"]
+
+
+@needs_fork
+def test_the_page_cache_keeps_what_each_page_took(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each page filled in a worker, or in the build's own process, is kept with the seconds its
+    fill and write took, which the next render orders the workers' pages by."""
+    import json
+
+    from sparkreport.render.pagecache import PAGES_FILE
+
+    for jobs in (2, 1):
+        built(project, jobs, monkeypatch, f"site-{jobs}")
+        pages = json.loads((project / "build" / "cache" / PAGES_FILE).read_text(encoding="utf-8"))["pages"]
+        assert len(pages) > 10 and all(entry["seconds"] > 0 for entry in pages.values()), jobs
+
+
 @needs_fork
 @pytest.mark.parametrize("static", ["all", "posts", "auto", "auto-10"])
 def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monkeypatch: pytest.MonkeyPatch,

@@ -10,6 +10,7 @@ import os
 import posixpath
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -364,7 +365,8 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     # take along (and it re-renders a handful of pages at a time).
     static = fill_and_write([doc for _page, docs in planned for doc in docs if doc.path in fresh],
                             lambda charts: config.static_fallbacks(charts + kept_charts), write, svg_jobs,
-                            forked=session is None)
+                            forked=session is None,
+                            last_seconds={path: entry.seconds for path, entry in cache.pages.items()})
     if cached and cache.static != static:  # every kept page drew its charts the other way: draw them all again
         for _page, docs in planned:
             for doc in docs:
@@ -389,6 +391,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
                                                              for suffix in (("vl.json", "svg") if static
                                                                             else ("vl.json",)))]
             fresh[doc.path].charts = [[c.name, c.title, c.description, c.rows] for c in doc.charts]
+            fresh[doc.path].seconds = round(doc.seconds, 4)
         written += docs
         if docs:
             nav.append(page.nav(docs))
@@ -437,13 +440,16 @@ def read_records_per_campaign(site: SiteData) -> None:
 
 def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
                    write: Callable[[PageDoc, bool, list[tuple[Path, dict[str, Any] | None]]], None],
-                   svg_jobs: list[tuple[Path, dict[str, Any] | None]], *, forked: bool = True) -> bool:
+                   svg_jobs: list[tuple[Path, dict[str, Any] | None]], *, forked: bool = True,
+                   last_seconds: Mapping[str, float] | None = None) -> bool:
     """Fill ``docs``, decide from their charts whether charts get static fallbacks
     (``static_for(count)``), and write each one (``write``, which queues its SVG fallbacks in
-    ``svg_jobs``); returns that decision.
+    ``svg_jobs``); returns that decision. Each document's :attr:`~PageDoc.seconds` is set to what
+    its fill and write took.
 
     With enough pages (and ``forked``), forked workers do it (:func:`sparkreport.parallel.two_phase`):
-    each fills the next page as it finishes one (:func:`_weight` says which first), the chart
+    each fills the next page as it finishes one (:func:`_weight` says which first, from
+    ``last_seconds``: what each page took when it was last written), the chart
     count is summed here, each writes the pages it filled into the same folder; this process
     learns each page's files and charts (names, titles, descriptions: what the page cache and the
     posts read) and the SVG fallbacks to draw, whose specs it reads back from the written
@@ -458,36 +464,43 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     workers = workers_for(len(docs), per_worker=PAGES_PER_WORKER) if forked else 0
     if not workers:
         for doc in docs:
+            began = time.perf_counter()
             fill(doc)
+            doc.seconds = time.perf_counter() - began
         static = static_for(sum(len(doc.charts) for doc in docs))
         for doc in docs:
+            began = time.perf_counter()
             write(doc, static, svg_jobs)
+            doc.seconds += time.perf_counter() - began
         return static
     # Each worker takes the next page as it finishes one, the pages that read every run first (the
     # Downloads page exports the whole store: filled last, it kept one worker busy seconds after
     # the other ran out), and writes it at once when its own pages' charts already settle the
     # decision (see settled); the pages filled before that are written in the second phase.
-    claims = Claims(sorted(range(len(docs)), key=lambda index: _weight(docs[index])), workers)
+    claims = Claims(sorted(range(len(docs)), key=lambda index: _weight(docs[index], last_seconds)), workers)
     waiting: list[int] = []  # in each worker, its own: filled in the first phase, written in the second
 
     def write_one(index: int, static: bool) -> tuple[int, Any, BaseException | None]:
         doc = docs[index]
         jobs: list[tuple[Path, dict[str, Any] | None]] = []
+        began = time.perf_counter()
         try:
             write(doc, static, jobs)
         except Exception as exc:  # noqa: BLE001 — every page is tried; the earliest's is raised below
             return index, None, portable(exc)
         return index, (list(doc.files), [(c.name, c.title, c.description, c.rows) for c in doc.charts],
-                       [str(path) for path, _spec in jobs]), None
+                       [str(path) for path, _spec in jobs], doc.seconds + time.perf_counter() - began), None
 
     def first(worker: int) -> tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]:
         failed, written, charts = [], [], 0
         for index in claims.mine(worker):
+            began = time.perf_counter()
             try:
                 fill(docs[index])
             except Exception as exc:  # noqa: BLE001 — every page is tried; decide raises the earliest's
                 failed.append((index, portable(exc)))
                 continue
+            docs[index].seconds = time.perf_counter() - began
             charts += len(docs[index].charts)
             waiting.append(index)
             static = settled(static_for, charts)
@@ -506,10 +519,11 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
         return [write_one(index, static) for index in waiting]
 
     firsts, static, seconds = two_phase(workers, first, decide, second)
-    for index, (files, charts, svgs) in in_order([*(entry for _count, _errors, written in firsts for entry in written),
-                                                  *(entry for share in seconds for entry in share)]):
+    for index, (files, charts, svgs, spent) in in_order([
+            *(entry for _count, _errors, written in firsts for entry in written),
+            *(entry for share in seconds for entry in share)]):
         doc = docs[index]
-        doc.files = files
+        doc.files, doc.seconds = files, spent
         doc.charts = [ChartSpec(name=name, title=title, description=description, spec={}, rows=rows)
                       for name, title, description, rows in charts]
         svg_jobs += [(Path(path), None) for path in svgs]
@@ -526,10 +540,17 @@ def settled(static_for: Callable[[int], bool], charts: int) -> bool | None:
     return True if static_for(sys.maxsize) else None
 
 
-def _weight(doc: PageDoc) -> tuple[bool, int]:
-    """The order pages are handed to the workers: those that read every run first, then by the
-    runs they read, most first (a page's cost grows with them); ties keep the plan's order."""
-    return doc.inputs is not None, -len(doc.inputs or ())
+def _weight(doc: PageDoc, last_seconds: Mapping[str, float] | None = None) -> tuple[bool, bool, int, float]:
+    """The order pages are handed to the workers, so that the last one taken is short and both
+    finish about together: the pages never measured first — those that read every run, then by
+    the runs they read, most first (a page's cost grows with them) —, then the others by the
+    seconds they took when last written, longest first; ties keep the plan's order. (After a
+    new run the Results page of its model, ~0.1 s, was handed out after pages that read every
+    run but take 0.02 s, and one worker ended ~0.1 s after the other.)"""
+    seconds = last_seconds.get(doc.path) if last_seconds is not None else None
+    if not seconds:
+        return False, doc.inputs is not None, -len(doc.inputs or ()), 0.0
+    return True, False, 0, -seconds
 
 
 def _posts_and_svgs(env: jinja2.Environment | None, site: SiteData | None, root: Path, docs_dir: Path,

@@ -52,6 +52,9 @@ class CachedPage:
     files: list[str]
     #: (name, title, description, rows) of each chart, for posts that show one and the result.
     charts: list[list[Any]] = field(default_factory=list)
+    #: Seconds its fill and write took when it was last written (0: not measured): the next
+    #: render hands the workers the longest pages first (:func:`~sparkreport.render.core.fill_and_write`).
+    seconds: float = 0.0
 
 
 class PageCache:

@@ -61,6 +61,8 @@ class PageDoc:
     #: The footer names the whole dataset and the project commit (Home, Methodology, Downloads)
     #: rather than the page's own inputs.
     site_footer: bool = False
+    #: Seconds its fill and write took in this render (0 until written), which the page cache keeps.
+    seconds: float = 0.0
 
     @property
     def folder(self) -> str:
