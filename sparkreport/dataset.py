@@ -194,10 +194,17 @@ class Dataset:
 
     def digest_of(self, run_ids: Iterable[str]) -> str:
         """One sha256 over the named runs' digests, whatever their order (KeyError for an
-        unknown run id): the key of anything computed from exactly those runs."""
+        unknown run id): the key of anything computed from exactly those runs. Kept per set of
+        runs: a build asks for each campaign's six times or more (its analysis entries, its
+        pages' keys and footers: ~600 digests of 50 campaigns' runs, 0.05–0.1 s, at 10 000 runs)."""
         from sparkreport.cache import digest_of
 
-        return digest_of(self.run_digests, run_ids)
+        ids = frozenset(run_ids)
+        key = ("digest-of", ids)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = digest_of(self.run_digests, ids)
+        return str(found)
 
     @cached_property
     def metric_columns(self) -> list[str]:

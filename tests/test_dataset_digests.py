@@ -41,6 +41,11 @@ def test_digest_of_ignores_order_and_follows_exactly_the_named_runs(tmp_path: Pa
     assert before.digest_of(first) != before.digest_of(first[:2])
     with pytest.raises(KeyError):
         before.digest_of(["no-such-run"])
+    # Kept per set of runs: asked again (repeats, a generator, another order), the same digest;
+    # a set holding an unknown run still raises.
+    assert before.digest_of(iter([*first, first[0]])) == digest_of(before.run_digests, first)
+    with pytest.raises(KeyError):
+        before.digest_of([*first, "no-such-run"])
 
     run_json = next(runs.glob(f"*/{first[0]}/run.json"))
     data = json.loads(run_json.read_text(encoding="utf-8"))
