@@ -4,7 +4,11 @@ Prints figures; asserts nothing. Runs ``sparkreport build`` in this process, in 
 folder (a project: its ``sparkreport.yml``, ``runs/``), with a wrapper around each stage that
 prints one line to stderr when the stage ends: the process (``*PID`` for a forked one), the
 seconds since start at which it began and ended, its length and its name. ``--also
-MODULE:FUNCTION`` wraps more (``Class.method`` works too).
+MODULE:FUNCTION`` wraps more (``Class.method`` works too). ``--cpu`` adds, per stage, the CPU
+seconds (user + system) its process spent during it and the page faults it took (a forked
+stage's count from its fork), and a last line with the build process's totals and how long it
+waited, runnable, for a CPU (``/proc``'s schedstat): on two CPUs, a stage whose CPU is well
+under its length waited for its workers or for a CPU.
 
     cd build/bench/n10000/project && python /path/to/bench/timeline.py
     python bench/timeline.py --also sparkreport.render.core:write_page
@@ -13,10 +17,13 @@ MODULE:FUNCTION`` wraps more (``Class.method`` works too).
 from __future__ import annotations
 
 import argparse
+import atexit
 import functools
 import importlib
 import os
+import resource
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,20 +52,26 @@ STAGES = [
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--also", action="append", default=[], metavar="MODULE:FUNCTION")
+    parser.add_argument("--cpu", action="store_true", help="each stage's CPU seconds and page faults too")
     args, rest = parser.parse_known_args()
     start, parent = time.perf_counter(), os.getpid()
 
     def wrap(function: Callable[..., Any], label: str) -> Callable[..., Any]:
         @functools.wraps(function)
         def timed(*a: Any, **k: Any) -> Any:
-            began = time.perf_counter()
+            began, used = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
             try:
                 return function(*a, **k)
             finally:
                 ended = time.perf_counter()
                 who = "" if os.getpid() == parent else f"*{os.getpid()}"
-                print(f"[timeline] {who:>8} {began - start:6.3f}–{ended - start:6.3f} {ended - began:6.3f} s {label}",
-                      file=sys.stderr, flush=True)
+                cpu = ""
+                if args.cpu:
+                    now = resource.getrusage(resource.RUSAGE_SELF)
+                    cpu = (f"  cpu {now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime:6.3f} s"
+                           f" faults {now.ru_minflt - used.ru_minflt:6d}")
+                print(f"[timeline] {who:>8} {began - start:6.3f}–{ended - start:6.3f} {ended - began:6.3f} s"
+                      f"{cpu} {label}", file=sys.stderr, flush=True)
         return timed
 
     stages = [*STAGES, *(tuple(item.rsplit(":", 1)) for item in args.also)]
@@ -70,11 +83,29 @@ def main() -> None:
         setattr(owner, attribute, wrap(getattr(owner, attribute), f"{module_name.rsplit('.', 1)[-1]}.{name}"))
     from sparkreport.cli import entry
 
-    sys.argv = ["sparkreport", "build", *rest]
-    try:
-        entry()
-    finally:
+    def in_all() -> None:  # an exit handler: the command ends with os._exit once they have run
+        if os.getpid() != parent:
+            return
         print(f"[timeline] {'':>8} {'':>13} {time.perf_counter() - start:6.3f} s in all", file=sys.stderr)
+        if args.cpu:
+            print(f"[timeline] {'':>8} {'':>13} {own_cpu()}", file=sys.stderr, flush=True)
+
+    atexit.register(in_all)
+    sys.argv = ["sparkreport", "build", *rest]
+    entry()
+
+
+def own_cpu() -> str:
+    """This process' CPU seconds, page faults and seconds spent runnable but waiting for a CPU."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    waited = ""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat", encoding="ascii") as stat:
+            waited = f", waited {int(stat.read().split()[1]) / 1e9:.3f} s for a CPU"
+    except (OSError, ValueError, IndexError):  # not Linux, or no schedstat
+        pass
+    return (f"this process: user {used.ru_utime:.3f} s, system {used.ru_stime:.3f} s, "
+            f"{used.ru_minflt} page faults{waited}")
 
 
 if __name__ == "__main__":
