@@ -473,10 +473,11 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
             write(doc, static, svg_jobs)
             doc.seconds += time.perf_counter() - began
         return static
-    # Each worker takes the next page as it finishes one, the pages that read every run first (the
-    # Downloads page exports the whole store: filled last, it kept one worker busy seconds after
-    # the other ran out), and writes it at once when its own pages' charts already settle the
-    # decision (see settled); the pages filled before that are written in the second phase.
+    # Each worker takes the next page as it finishes one — the pages never measured first, those
+    # that read every run before the others (filled last, a page that read the whole store kept one
+    # worker busy seconds after the other ran out), then the longest by their last fill (_weight) —
+    # and writes it at once when its own pages' charts already settle the decision (see settled);
+    # the pages filled before that are written in the second phase.
     claims = Claims(sorted(range(len(docs)), key=lambda index: _weight(docs[index], last_seconds)), workers)
     waiting: list[int] = []  # in each worker, its own: filled in the first phase, written in the second
 
