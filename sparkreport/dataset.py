@@ -1024,6 +1024,20 @@ def csv_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def write_text_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """A CSV of text cells, each made safe for a spreadsheet (:func:`csv_cell`), written with the
+    csv module as ``csv_safe(frame).to_csv(path, index=False)`` writes the same cells (pandas
+    writes through it: minimal quoting, ``\n`` line ends) — without a DataFrame, whose text
+    columns pandas would first convert to Arrow strings and map back cell by cell (the Data
+    quality page's 1 600 findings: ~0.1 s of its fill against a few ms)."""
+    import csv
+
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows([csv_cell(cell) for cell in row] for row in rows)
+
+
 def csv_cell(value: Any) -> Any:
     """One CSV cell a spreadsheet will not take for a formula (a text starting with =, +, -, @ …
     that is not a plain number gets a leading apostrophe)."""

@@ -649,6 +649,28 @@ def test_formula_cells_are_neutralised_in_csv_downloads() -> None:
     assert frame["label"][0].startswith("=")  # the frame itself is left alone
 
 
+TEXT_CELL = st.one_of(st.text(), st.sampled_from(["=1+1", "+x", "-cmd", "@SUM(A1)", "-3.5", "1e5", "a,b", 'say "hi"',
+                                                  "two\nlines", "\r", "", " ", "é ☃"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.lists(TEXT_CELL, min_size=3, max_size=3), max_size=12))
+def test_a_text_csv_is_the_bytes_pandas_writes_for_the_same_safe_cells(tmp_path_factory: pytest.TempPathFactory,
+                                                                      rows: list[list[str]]) -> None:
+    """The Data quality page's findings CSV is written without a DataFrame (write_text_csv): the
+    same bytes as csv_safe(frame).to_csv, whatever the cells hold (quotes, commas, line breaks,
+    formula leads, plain numbers)."""
+    import pandas as pd
+
+    from sparkreport.dataset import csv_safe, write_text_csv
+
+    folder = tmp_path_factory.mktemp("csv")
+    header = ["severity", "check", "finding"]
+    write_text_csv(folder / "direct.csv", header, rows)
+    csv_safe(pd.DataFrame(rows, columns=header)).to_csv(folder / "pandas.csv", index=False)  # as the page did
+    assert (folder / "direct.csv").read_bytes() == (folder / "pandas.csv").read_bytes()
+
+
 @pytest.mark.browser
 def test_a_model_name_that_closes_the_title_is_inert_on_every_page(tiny: Path) -> None:
     """Headless Chromium over the whole built site: no dialog, no script with the name's body,

@@ -420,15 +420,12 @@ class QualityPage(Page):
         for check in checks:
             said_once(check)
         if more:  # every finding, for the reader who wants them all (and `sparkreport check --json`)
-            import pandas as pd
-
-            from sparkreport.dataset import csv_safe
+            from sparkreport.dataset import write_text_csv
 
             folder = out / self.folder
             folder.mkdir(parents=True, exist_ok=True)
-            every = pd.DataFrame([(f.severity, f.code, f.message, " ".join(f.runs)) for f in site.findings],
-                                 columns=["severity", "check", "finding", "runs"])
-            csv_safe(every).to_csv(folder / FINDINGS_FILE, index=False)  # no cell a spreadsheet runs
+            write_text_csv(folder / FINDINGS_FILE, ["severity", "check", "finding", "runs"],  # safe cells
+                           ((f.severity, f.code, f.message, " ".join(f.runs)) for f in site.findings))
             doc.files = [f"{self.folder}/{FINDINGS_FILE}"]
         return {
             # ``findings``: the listed ones, flat (a project's own quality.md may still read them)
