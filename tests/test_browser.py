@@ -519,7 +519,8 @@ def test_charts_survive_instant_navigation(tmp_path_factory: pytest.TempPathFact
             visit.page.wait_for_function(DRAWN, timeout=20_000)
             assert visit.page.evaluate("window.__sameDocument === true"), "the page was reloaded, not instant"
             charts = visit.charts()
-            assert charts and all(c["state"] == "drawn" and c["drawn"] == 1 for c in charts), charts
+            # (a chart that fell back says why in the console: the spec and the error)
+            assert charts and all(c["state"] == "drawn" and c["drawn"] == 1 for c in charts), (charts, visit.errors)
             assert not visit.errors
         finally:
             visit.close()
