@@ -41,17 +41,31 @@
     }
   }
 
+  /* The spec's address, resolved against the page's address once, when the page is shown
+   * (drawAll): with instant navigation the address bar already names the next page while this
+   * one's lazily drawn charts may still be drawn, and a relative spec would then be looked for
+   * under the wrong page. */
   function specUrl(el) {
-    var spec = el.getAttribute("data-spec");
-    var img = el.querySelector("img:not(.sparkreport-fallback)");
-    if (!spec && img) {
-      spec = img.getAttribute("src").replace(/\.svg$/, ".vl.json");
+    if (!el.sparkreportSpec) {
+      var spec = el.getAttribute("data-spec");
+      var img = el.querySelector("img:not(.sparkreport-fallback)");
+      if (!spec && img) {
+        spec = img.getAttribute("src").replace(/\.svg$/, ".vl.json");
+      }
+      el.sparkreportSpec = new URL(spec, window.location.href).href;
     }
-    return new URL(spec, window.location.href).href;
+    return el.sparkreportSpec;
   }
 
   function draw(el) {
     var url = specUrl(el);
+    // A chart drawn again before its last drawing ended (the colour scheme switched, the column
+    // resized): only the latest drawing says how it ended.
+    var drawing = (el.sparkreportDrawing || 0) + 1;
+    el.sparkreportDrawing = drawing;
+    function superseded() {
+      return el.sparkreportDrawing !== drawing;
+    }
     var old = el.querySelector(".sparkreport-chart-view");
     if (old) {
       old.parentNode.removeChild(old);
@@ -85,6 +99,9 @@
     }).then(function (result) {
       return width ? fit.settle(result, el, width, 3) : null;
     }).then(function () {
+      if (superseded()) {
+        return;
+      }
       el.setAttribute("data-state", "drawn");
       el.setAttribute("data-fitted", width ? String(width) : "");
       // Wider than its column (on a narrow screen, where the CSS does not scale a chart down): it
@@ -96,6 +113,9 @@
         }
       }
     }).catch(function (error) {
+      if (superseded()) {
+        return;
+      }
       el.setAttribute("data-state", "fallback");
       if (target.parentNode) {
         target.parentNode.removeChild(target);
@@ -124,6 +144,7 @@
       Array.prototype.forEach.call(nodes, showFallback);
       return;
     }
+    Array.prototype.forEach.call(nodes, specUrl);  // while the address is this page's
     if (nodes.length <= LAZY_ABOVE || typeof window.IntersectionObserver !== "function") {
       Array.prototype.forEach.call(nodes, draw);
       return;
