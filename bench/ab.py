@@ -9,7 +9,9 @@ the median and range.
 The older side is ``--old REF`` checked out in a git worktree (``WORK/ab-old``), run with that
 worktree first on ``PYTHONPATH``; it builds a copy of ``PROJECT`` (``WORK/ab-project-old``),
 the new side builds another (``WORK/ab-project-new``), each built once first so that both start
-from their own code's caches. ``PROJECT`` is a project that ``bench/run.py`` made (its
+from their own code's caches. The last line is the paired difference (new − old) of each pair:
+its median and in how many pairs the new side was faster. Redirect the output to keep it (``>
+ab.log``): each build's line is printed as it ends. ``PROJECT`` is a project that ``bench/run.py`` made (its
 ``runs/`` and ``sparkreport.yml``); its ``sources/`` beside it give the new runs, which this
 checkout's ``sparkreport ingest`` adds to both sides (what is compared is the build).
 
@@ -99,6 +101,17 @@ def compare(sides: dict[str, tuple[Path, str | None]], sources: Path, work: Path
     for side, walls in times.items():
         print(f"{side} ({old if side == 'old' else 'this checkout'}): median {statistics.median(walls):.2f} s, "
               f"range {min(walls):.2f}–{max(walls):.2f} s over {len(walls)} build{'' if len(walls) == 1 else 's'}")
+    print(paired_summary(times["old"], times["new"]))
+
+
+def paired_summary(old: list[float], new: list[float]) -> str:
+    """Each pair's difference (new − old; the two built minutes apart, in the same phase of the
+    machine): its median, and in how many pairs the new side was faster — what says more on a
+    noisy machine than the two medians apart."""
+    differences = [b - a for a, b in zip(old, new, strict=True)]
+    faster = sum(d < 0 for d in differences)
+    return (f"paired (new − old): median {statistics.median(differences):+.3f} s, "
+            f"range {min(differences):+.3f} to {max(differences):+.3f} s; new faster in {faster} of {len(differences)}")
 
 
 if __name__ == "__main__":
