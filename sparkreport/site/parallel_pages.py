@@ -127,13 +127,11 @@ def _convert(page: Any, config: Any, files: Any, index: Any = None) -> Converted
 def _index(index: Any, page: Any) -> Indexed | None:
     """The entries ``index`` (the search plugin's) adds for ``page``; None if indexing it failed
     (MkDocs' loop indexes it again, and any error is raised there)."""
-    from sparkreport.site.fast_search import add_entries
-
     entries = _entries_of(index)
     assert entries is not None
     before = len(entries)
     try:
-        add_entries(index, page)  # the search plugin's add_entry_from_context, faster for Material's
+        index.add_entry_from_context(page)
     except Exception:  # noqa: BLE001 — indexed again by the search plugin in MkDocs' loop
         return None
     finally:
