@@ -138,16 +138,20 @@ class HashMemo:
         self.entries[str(path)] = self.added[str(path)] = self.unsaved[str(path)] = entry
         return value
 
-    def ask_git(self, folder: Path, files: Iterable[tuple[str, os.stat_result]]) -> None:
-        """Ask git for the blob ids under ``folder`` (:meth:`use_git`) once :data:`GIT_AFTER` of
-        ``files`` (path, stat: the files about to be digested) have a stat the memo does not
-        know: a fresh checkout's, which would otherwise all be read."""
-        unknown = 0
-        for path, stat in files:
-            unknown += self.known(path, stat) is None
-            if unknown >= GIT_AFTER:
-                self.use_git(folder, git_clean_blobs(folder))
-                return
+    def digests(self, folder: Path, files: Sequence[tuple[str, os.stat_result]]) -> list[str]:
+        """Each of ``files``' sha256 (path, stat: files under ``folder``), in order: those the memo
+        knows by their stat, then the others (:meth:`digest`) — after asking git for the blob ids
+        under ``folder`` (:meth:`use_git`) when :data:`GIT_AFTER` or more are unknown: a fresh
+        checkout's, which would otherwise all be read. One lookup a known file (a store's 10 000
+        were looked up twice, once to count the unknown and once to digest)."""
+        found = [self.known(path, stat) for path, stat in files]
+        unknown = [i for i, value in enumerate(found) if value is None]
+        if len(unknown) >= GIT_AFTER:
+            self.use_git(folder, git_clean_blobs(folder))
+        for i in unknown:
+            path, stat = files[i]
+            found[i] = self.digest(path, stat)
+        return cast("list[str]", found)
 
     def use_git(self, folder: Path | str, blobs: dict[str, str]) -> None:
         """Take ``blobs`` (:func:`git_clean_blobs` of ``folder``: each clean tracked file's blob
@@ -363,7 +367,7 @@ def _folder_digests(files: list[tuple[str, str, os.stat_result]],
     return {top: digest.hexdigest() for top, digest in digests.items()}
 
 
-#: Files under a folder whose stat the memo no longer knows from which :meth:`HashMemo.ask_git`
+#: Files under a folder whose stat the memo no longer knows from which :meth:`HashMemo.digests`
 #: (and the name index) asks git for their blob ids (two git commands, ~0.1 s at 10 000 runs)
 #: instead of reading them all.
 GIT_AFTER = 64
@@ -374,11 +378,11 @@ def tree_digest(root: Path, memo: HashMemo, files: Sequence[tuple[str, str, os.s
     root's :func:`walk_files` already walked. When many files have a size, mtime or inode the
     memo does not know (a fresh checkout), the clean ones git tracks are known by blob id."""
     walked = sorted(walk_files(root) if files is None else files)
-    memo.ask_git(root, ((path, stat) for _relative, path, stat in walked))
+    contents = memo.digests(root, [(path, stat) for _relative, path, stat in walked])
     digest = hashlib.sha256()
-    for relative, path, stat in walked:
+    for (relative, _path, _stat), content in zip(walked, contents, strict=True):
         # A file name need not be UTF-8 (os.fsdecode keeps other bytes as surrogates): hash its bytes.
-        digest.update(f"{relative}\0{memo.digest(path, stat)}\n".encode("utf-8", "surrogateescape"))
+        digest.update(f"{relative}\0{content}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 

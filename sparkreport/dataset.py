@@ -617,12 +617,20 @@ class KeptFrames:
     unread. ``make``: the frames made afresh from the records, when that file is gone or was
     written for other records."""
 
-    def __init__(self, columns: list[str], summaries: pd.DataFrame, load: Callable[[], Any],
+    def __init__(self, columns: list[str], summaries: pd.DataFrame | None, load: Callable[[], Any],
                  make: Callable[[], Frames]):
         self.columns = columns
-        self.summaries = summaries
+        #: None: the campaign has none (most campaigns of a store of runs); an empty typed table is
+        #: made only when asked for (:attr:`summaries`, 0.5 ms each).
+        self.kept_summaries = summaries
         self._load, self._make = load, make
         self._runs: pd.DataFrame | None = None
+
+    @property
+    def summaries(self) -> pd.DataFrame:
+        if self.kept_summaries is None:
+            self.kept_summaries = _no_summaries()
+        return self.kept_summaries
 
     @property
     def runs(self) -> pd.DataFrame:
@@ -717,12 +725,20 @@ def _stack(parts: Sequence[AnyFrames]) -> tuple[pd.DataFrame, pd.DataFrame, np.n
     return runs.reset_index(drop=True), summaries, origin[runs.index.to_numpy()]
 
 
+def _has_summaries(frames: AnyFrames) -> bool:
+    """Whether a campaign has published summaries (a kept campaign without any is not given an
+    empty table to tell)."""
+    if isinstance(frames, KeptFrames) and frames.kept_summaries is None:
+        return False
+    return bool(len(frames[1]))
+
+
 def _stacked_summaries(parts: Sequence[AnyFrames]) -> pd.DataFrame:
     """The summaries of ``parts`` stacked in their order (only the campaigns that have some: a
     store of runs has fifty empty ones), typed."""
     import pandas as pd
 
-    published = [part[1] for part in parts if len(part[1])]
+    published = [part[1] for part in parts if _has_summaries(part)]
     return pd.concat(published, ignore_index=True).astype(SUMMARY_COLUMNS) if published else _no_summaries()
 
 
@@ -910,12 +926,12 @@ def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], pa
     memo = memo if memo is not None else HashMemo(cache_dir / HASHES_FILE)
     folder, salt = cache_dir / "records", f"flat-{FLAT_LAYOUT}:{package_digest(memo)}"
     cache = cache_of(held, RecordCache, folder, salt)
-    memo.ask_git(store.root, files)  # a fresh checkout (a command before any build): git knows them
+    # (a fresh checkout, a command before any build: git knows most of them)
+    contents = memo.digests(store.root, files)
     records: list[tuple[FlatRecord, str]] = []
     digests: dict[str, set[str]] = {}
     members: dict[str, list[int]] = {}  # shard → its records' positions, in store order
-    for (path, stat), run_path in zip(files, paths, strict=True):
-        digest = memo.digest(path, stat)
+    for (path, _stat), run_path, digest in zip(files, paths, contents, strict=True):
         shard = run_path.partition("/")[0]  # the campaign: one new run rewrites its campaign's shard
         digests.setdefault(shard, set()).add(digest)
         members.setdefault(shard, []).append(len(records))
@@ -931,9 +947,7 @@ def _cached_records(store: RunStore, files: list[tuple[str, os.stat_result]], pa
         make = functools.partial(_frames, [records[i][0] for i in positions], [paths[i] for i in positions])
         kept = cache.extra(shard)  # (key, the runs table's columns, the summaries or None when empty)
         if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == named:
-            summaries = kept[2] if kept[2] is not None else _no_summaries()
-            parts.append((shard, named, KeptFrames(kept[1], summaries, functools.partial(cache.extra_body, shard),
-                                                   make)))
+            parts.append((shard, named, KeptFrames(kept[1], kept[2], functools.partial(cache.extra_body, shard), make)))
             continue
         frames = make()
         cache.put_extra(shard, (named, list(frames[0].columns), frames[1] if len(frames[1]) else None), frames[0],

@@ -813,6 +813,34 @@ def _reads(monkeypatch: pytest.MonkeyPatch, module: object) -> list[str]:
     return opened
 
 
+def test_the_hash_memo_digests_files_in_order_reading_only_the_unknown_and_asks_git_for_many(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+    import os
+
+    from sparkreport import cache
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    names = [f"f{i:02d}" for i in range(10)]
+    for name in names:
+        (folder / name).write_text(name * 3, encoding="utf-8")
+    files = [(str(folder / name), os.stat(folder / name)) for name in names]
+    expected = [hashlib.sha256((name * 3).encode()).hexdigest() for name in names]
+    asked: list[Path] = []
+    monkeypatch.setattr(cache, "git_clean_blobs", lambda where: asked.append(where) or {})
+    monkeypatch.setattr(cache, "GIT_AFTER", 4)
+
+    memo = HashMemo(tmp_path / "hashes.pickle")
+    assert memo.digests(folder, files[:3]) == expected[:3] and asked == []  # 3 unknown: fewer than 4
+    opened = _reads(monkeypatch, cache)
+    assert memo.digests(folder, list(reversed(files))) == list(reversed(expected))  # in the order given
+    assert asked == [folder]  # 7 unknown
+    assert sorted(opened) == sorted(path for path, _stat in files[3:])  # the known three not read again
+    opened.clear()
+    assert memo.digests(folder, files) == expected and opened == [] and asked == [folder]
+
+
 def test_git_clean_blobs_name_the_tracked_files_git_reports_unchanged(tmp_path: Path) -> None:
     from sparkreport.cache import git_clean_blobs
 
