@@ -461,17 +461,23 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     from sparkreport.charts import ChartSpec
     from sparkreport.parallel import Claims, in_order, portable, two_phase, workers_for
 
+    def timed_fill(doc: PageDoc) -> None:  # (its seconds: the fill's, then the write's added)
+        began = time.perf_counter()
+        fill(doc)
+        doc.seconds = time.perf_counter() - began
+
+    def timed_write(doc: PageDoc, static: bool, jobs: list[tuple[Path, dict[str, Any] | None]]) -> None:
+        began = time.perf_counter()
+        write(doc, static, jobs)
+        doc.seconds += time.perf_counter() - began
+
     workers = workers_for(len(docs), per_worker=PAGES_PER_WORKER) if forked else 0
     if not workers:
         for doc in docs:
-            began = time.perf_counter()
-            fill(doc)
-            doc.seconds = time.perf_counter() - began
+            timed_fill(doc)
         static = static_for(sum(len(doc.charts) for doc in docs))
         for doc in docs:
-            began = time.perf_counter()
-            write(doc, static, svg_jobs)
-            doc.seconds += time.perf_counter() - began
+            timed_write(doc, static, svg_jobs)
         return static
     # Each worker takes the next page as it finishes one — the pages never measured first, those
     # that read every run before the others (filled last, a page that read the whole store kept one
@@ -484,24 +490,21 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
     def write_one(index: int, static: bool) -> tuple[int, Any, BaseException | None]:
         doc = docs[index]
         jobs: list[tuple[Path, dict[str, Any] | None]] = []
-        began = time.perf_counter()
         try:
-            write(doc, static, jobs)
+            timed_write(doc, static, jobs)
         except Exception as exc:  # noqa: BLE001 — every page is tried; the earliest's is raised below
             return index, None, portable(exc)
         return index, (list(doc.files), [(c.name, c.title, c.description, c.rows) for c in doc.charts],
-                       [str(path) for path, _spec in jobs], doc.seconds + time.perf_counter() - began), None
+                       [str(path) for path, _spec in jobs], doc.seconds), None
 
     def first(worker: int) -> tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]:
         failed, written, charts = [], [], 0
         for index in claims.mine(worker):
-            began = time.perf_counter()
             try:
-                fill(docs[index])
+                timed_fill(docs[index])
             except Exception as exc:  # noqa: BLE001 — every page is tried; decide raises the earliest's
                 failed.append((index, portable(exc)))
                 continue
-            docs[index].seconds = time.perf_counter() - began
             charts += len(docs[index].charts)
             waiting.append(index)
             static = settled(static_for, charts)
