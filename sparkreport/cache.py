@@ -488,6 +488,9 @@ class RecordCache:
 
     #: The suffix of a shard's body file (the shard's own file ends in ``.pickle``).
     BODY = ".body"
+    #: The suffix of a file the caller writes beside a shard itself (:meth:`texts_path`: the
+    #: dataset's records' canonical JSON, :class:`~sparkreport.dataset.ShardTexts`), removed with it.
+    TEXTS = ".texts"
 
     def __init__(self, folder: Path | None, salt: str = ""):
         self.folder = folder
@@ -504,7 +507,7 @@ class RecordCache:
         #: shard is saved to are removed by the next save.
         self.found: set[Path] = set()
         if folder is not None and folder.is_dir():
-            self.found = {*folder.glob("*.pickle"), *folder.glob(f"*{self.BODY}")}
+            self.found = {*folder.glob("*.pickle"), *folder.glob(f"*{self.BODY}"), *folder.glob(f"*{self.TEXTS}")}
         for path in sorted(p for p in self.found if p.suffix == ".pickle"):
             shard = read_cache_pickle(path, salt, "shard")
             if isinstance(shard.get("name"), str) and isinstance(shard.get("records"), dict):
@@ -569,6 +572,9 @@ class RecordCache:
     def body_path(self, shard: str) -> Path:
         return self.shard_path(shard).with_suffix(self.BODY)
 
+    def texts_path(self, shard: str) -> Path:
+        return self.shard_path(shard).with_suffix(self.TEXTS)
+
     def save(self) -> None:
         if self.folder is None or not self.changed:
             return
@@ -582,7 +588,8 @@ class RecordCache:
                        "shard": {"name": shard, "records": self.shards[shard], "extra": self.extras.get(shard),
                                  "check": check}}
             _atomic_bytes(self.shard_path(shard), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-        kept = {path for shard in self.shards for path in (self.shard_path(shard), self.body_path(shard))}
+        kept = {path for shard in self.shards
+                for path in (self.shard_path(shard), self.body_path(shard), self.texts_path(shard))}
         for stale in self.found - kept:  # a removed campaign's, another salt's, a damaged file
             stale.unlink(missing_ok=True)
         self.found = {path for path in kept if path.exists()}

@@ -267,7 +267,7 @@ def test_a_spliced_load_reads_only_the_changed_campaigns_runs_table_and_a_lost_o
     cache = tmp_path / "cache"
     read = calls_recorded(monkeypatch, RecordCache, "extra_body")
     assert_same_as_uncached(runs, cache)
-    assert sorted(p.suffix for p in (cache / "records").iterdir()) == [".body"] * 3 + [".pickle"] * 3
+    assert sorted(p.suffix for p in (cache / "records").iterdir()) == [".body"] * 3 + [".pickle"] * 3 + [".texts"] * 3
     read.clear()
     assert_same_as_uncached(runs, cache)
     assert read == []  # the kept tables: no campaign's own runs table read
@@ -285,6 +285,46 @@ def test_a_spliced_load_reads_only_the_changed_campaigns_runs_table_and_a_lost_o
     read.clear()
     assert_same_as_uncached(runs, cache)
     assert len(read) == 3  # asked for, found gone, made from the records
+
+
+def test_the_dataset_digest_is_hashed_from_the_texts_files_and_made_again_without_them(
+        tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each campaign's records' canonical JSON is kept in a texts file beside its shard, which the
+    dataset's digest reads (issue 16, thirty-ninth round): a load from the cache unpickles no
+    record to hash the dataset, a changed run rewrites its campaign's file only, and a file that
+    is gone, damaged, or holds another order of the runs (folders renamed) still gives the
+    digest of a read without the cache — made from the records, then written again."""
+    from sparkreport.dataset import RecordGraphs
+
+    runs = mixed_store(tmp_path, phase1_store, published_store)
+    cache = tmp_path / "cache"
+    assert_same_as_uncached(runs, cache)
+    texts = sorted((cache / "records").glob("*.texts"))
+    assert len(texts) == 3
+    unpickled = calls_recorded(monkeypatch, RecordGraphs, "record")
+    before = {path: path.read_bytes() for path in texts}
+    assert_same_as_uncached(runs, cache)
+    assert unpickled == []  # the digest read the texts files, not the records
+    run_json = sorted(runs.glob("phase1/*/run.json"))[0]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] = 1.0
+    run_json.write_text(json.dumps(data), encoding="utf-8")
+    assert_same_as_uncached(runs, cache)
+    assert sum(path.read_bytes() != before[path] for path in texts) == 1  # the changed campaign's only
+
+    phase1 = RecordCache(cache / "records").texts_path("phase1")
+    in_order = phase1.read_bytes()
+    others = [path for path in texts if path != phase1]
+    others[0].unlink()
+    others[1].write_bytes(others[1].read_bytes()[:-10])  # cut short: its length is not the one named
+    first, second = [path.parent for path in sorted(runs.glob("phase1/*/run.json"))[:2]]  # two runs' folders swapped
+    first.rename(tmp_path / "swap")
+    second.rename(first)
+    (tmp_path / "swap").rename(second)
+    for _ in range(2):  # made again from the records, then as kept
+        assert_same_as_uncached(runs, cache)
+        assert sorted((cache / "records").glob("*.texts")) == texts
+    assert phase1.read_bytes() != in_order  # written again in the runs' new order
 
 
 def test_writes_put_off_happen_when_run_and_keep_what_was_made(
