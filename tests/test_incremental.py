@@ -893,3 +893,38 @@ def test_a_finding_renders_only_the_pages_that_show_it(two_campaigns: Path, tmp_
     fourth = render(options)
     assert "results/deepseek/index.md" in fourth.rendered_pages
     assert set(groups) <= set(fourth.rendered_pages)
+
+
+def test_the_results_overview_makes_again_only_the_row_of_a_changed_model(two_campaigns: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The overview's row of each model is kept by the key of the model's page (issue 16,
+    thirty-ninth round): one changed run makes its model's row again, not the others', and the
+    overview reads as a render without any kept row (a copy of the project, no build cache)."""
+    import shutil
+
+    from sparkreport.render.results import ResultsPage
+
+    monkeypatch.setenv("SPARKREPORT_JOBS", "1")  # filled here, where the calls are counted
+    made: list[str] = []
+    overview_row = ResultsPage.overview_row
+
+    def counted(self: ResultsPage, site: Any, model: str, *args: Any) -> Any:
+        made.append(model)
+        return overview_row(self, site, model, *args)
+
+    monkeypatch.setattr(ResultsPage, "overview_row", counted)
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    render(options)
+    assert sorted(made) == ["deepseek", "gpt120b", "qwen72b", "unnamed"]
+    made.clear()
+    change_one_run(two_campaigns / "runs")
+    second = render(options)
+    assert "results/index.md" in second.rendered_pages
+    assert made == ["deepseek"]
+    copy = tmp_path / "copy"
+    shutil.copytree(two_campaigns / "runs", copy / "runs")
+    made.clear()
+    cold = render(RenderOptions(runs_dir=Path("runs"), project_root=copy))
+    assert sorted(made) == ["deepseek", "gpt120b", "qwen72b", "unnamed"]
+    overview = (second.docs_dir / "results" / "index.md").read_text(encoding="utf-8")
+    assert overview == (cold.docs_dir / "results" / "index.md").read_text(encoding="utf-8").replace(str(copy), str(two_campaigns))

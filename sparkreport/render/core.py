@@ -341,7 +341,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     for page, docs in planned:
         for doc in docs:
             footers[doc.path] = keys.footer(doc)
-            key = keys.key(page.name, doc, footers[doc.path])
+            key = doc.key = keys.key(page.name, doc, footers[doc.path])
             found = cache.lookup(doc.path, key, final_docs_dir)
             if found is not None:
                 cached[doc.path] = found

@@ -63,6 +63,10 @@ class PageDoc:
     site_footer: bool = False
     #: Seconds its fill and write took in this render (0 until written), which the page cache keeps.
     seconds: float = 0.0
+    #: Its key in this render (:meth:`~sparkreport.render.pagecache.PageKeys.key`: a digest of
+    #: everything it reads), set before any page is filled; "" outside a render. A page that
+    #: shows part of another's content may keep that part by the other's key.
+    key: str = ""
 
     @property
     def folder(self) -> str:
