@@ -24,7 +24,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -620,6 +620,39 @@ class WritesLater:
 #: The cyclic collector's thresholds for a command (:func:`batch_collector`); Python's own are
 #: (700, 10, 10).
 GC_THRESHOLDS = (50_000, 20, 20)
+
+#: The option of the allocator bundled with pyarrow (mimalloc 3) that lets it ask the kernel for
+#: transparent huge pages (:func:`import_arrow`).
+ARROW_THP_OPTION = "MIMALLOC_ALLOW_THP"
+
+
+def import_arrow() -> None:
+    """Import pyarrow (once a process; pandas imports it too) with its allocator told not to ask
+    for transparent huge pages, unless the environment says otherwise.
+
+    pyarrow 26's mimalloc reserves a 1 GiB arena and marks it ``MADV_HUGEPAGE``; with the kernel's
+    THP in ``madvise`` mode (these machines', and a common default), the first touch of each 2 MiB
+    of Arrow memory then waits for the kernel to find, compact and zero a huge page: from 3 ms to
+    0.25 s of system time for the same 10 MB text columns, at random, and a forked worker that
+    writes to one copies 2 MiB. Without them a build after one new run took 2.89 s instead of
+    3.15 s at 10 000 runs (medians of seven pairs, faster in seven of seven: bench/README.md,
+    issue 16, thirty-ninth round). mimalloc reads its options when pyarrow loads it: the variable
+    is set for the import only, so no process this one starts (a benchmark's) inherits it. Left
+    alone when other threads run (the environment is not theirs to see change)."""
+    import sys
+    import threading
+
+    if "pyarrow" in sys.modules or threading.active_count() > 1 or ARROW_THP_OPTION in os.environ:
+        with suppress(ImportError):
+            import pyarrow  # noqa: F401
+        return
+    os.environ[ARROW_THP_OPTION] = "0"
+    try:
+        import pyarrow  # noqa: F401, F811
+    except ImportError:  # raised again, where it is needed, by the import that needs it
+        pass
+    finally:
+        del os.environ[ARROW_THP_OPTION]
 
 
 def batch_collector() -> None:

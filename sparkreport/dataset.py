@@ -1006,11 +1006,12 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     :class:`~sparkreport.cache.Held`). ``later``: where the stacked tables' write is put off to
     (a build's :class:`~sparkreport.cache.WritesLater`).
     """
+    from sparkreport.cache import cache_of, gc_paused, import_arrow
     from sparkreport.early import check_store
 
+    import_arrow()  # before pandas does: its allocator without transparent huge pages
     store = RunStore(runs_dir)
     check_store(runs_dir)
-    from sparkreport.cache import cache_of, gc_paused
 
     scan = store.scan()
     files = [path for path, _stat in scan.files]

@@ -994,3 +994,26 @@ def test_after_a_fresh_checkout_a_cached_load_of_the_dataset_reads_no_run_file(
     opened = _reads(monkeypatch, cache)
     again = load_dataset(project / "runs", cache_dir=tmp_path / "cache")
     assert opened == [] and again.digest == first.digest
+
+
+@pytest.mark.parametrize("given_value", [None, "1"])
+def test_arrow_is_imported_without_transparent_huge_pages_and_the_environment_left_as_it_was(
+        given_value: str | None) -> None:
+    """pyarrow's allocator (mimalloc 3) marks its arena for transparent huge pages, whose first
+    touches cost a build ~0.2 s of kernel time at random (issue 16, thirty-ninth round):
+    :func:`import_arrow` loads it with the option off for the import only — nothing this process
+    starts later inherits the variable — and keeps a value the environment gives."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC_")} | {"MIMALLOC_VERBOSE": "1"}
+    if given_value is not None:
+        env["MIMALLOC_ALLOW_THP"] = given_value
+    script = ("import os; from sparkreport.cache import import_arrow; import_arrow(); "
+              "print('after:', os.environ.get('MIMALLOC_ALLOW_THP'))")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == f"after: {given_value}"
+    options = [line for line in done.stderr.splitlines() if line.startswith("option 'allow_thp'")]
+    if options:  # a pyarrow whose mimalloc has the option (pyarrow 26: mimalloc 3.4)
+        assert options == [f"option 'allow_thp': {given_value or 0} "]

@@ -267,6 +267,7 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
     the key, without imports."""
     import importlib
 
+    from sparkreport.cache import import_arrow
     from sparkreport.parallel import Background
     from sparkreport.render.preflight import refuse_early
     from sparkreport.site import incremental
@@ -283,7 +284,10 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
                 if going_on is not None:
                     going_on(answer)
             with contextlib.suppress(Exception):  # raised again where it is imported for use
-                importlib.import_module(module)
+                if module == "pyarrow":
+                    import_arrow()  # its allocator without transparent huge pages
+                else:
+                    importlib.import_module(module)
         return answer if answer is not None else walker.result()
 
 
