@@ -24,7 +24,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -639,20 +639,20 @@ def import_arrow() -> None:
     issue 16, thirty-ninth round). mimalloc reads its options when pyarrow loads it: the variable
     is set for the import only, so no process this one starts (a benchmark's) inherits it. Left
     alone when other threads run (the environment is not theirs to see change)."""
+    import importlib
     import sys
     import threading
 
-    if "pyarrow" in sys.modules or threading.active_count() > 1 or ARROW_THP_OPTION in os.environ:
-        with suppress(ImportError):
-            import pyarrow  # noqa: F401
-        return
-    os.environ[ARROW_THP_OPTION] = "0"
+    unset = "pyarrow" not in sys.modules and threading.active_count() == 1 and ARROW_THP_OPTION not in os.environ
+    if unset:
+        os.environ[ARROW_THP_OPTION] = "0"
     try:
-        import pyarrow  # noqa: F401, F811
+        importlib.import_module("pyarrow")
     except ImportError:  # raised again, where it is needed, by the import that needs it
         pass
     finally:
-        del os.environ[ARROW_THP_OPTION]
+        if unset:
+            del os.environ[ARROW_THP_OPTION]
 
 
 def batch_collector() -> None:

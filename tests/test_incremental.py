@@ -928,3 +928,34 @@ def test_the_results_overview_makes_again_only_the_row_of_a_changed_model(two_ca
     assert sorted(made) == ["deepseek", "gpt120b", "qwen72b", "unnamed"]
     overview = (second.docs_dir / "results" / "index.md").read_text(encoding="utf-8")
     assert overview == (cold.docs_dir / "results" / "index.md").read_text(encoding="utf-8").replace(str(copy), str(two_campaigns))
+
+
+def test_the_first_build_after_a_cold_one_finds_the_lists_its_publisher_kept(two_campaigns: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold build's publisher starts before the store's files are hashed, so it keeps each
+    campaign's list of published files by the folder's stat digest; the next build, keyed by
+    content, finds them by the stat digest its walk also gives (issue 16, thirty-ninth round):
+    after one changed run it reads that run's campaign again, not every campaign."""
+    from sparkreport.render import runs_index
+    from sparkreport.site import build
+
+    monkeypatch.setenv("SPARKREPORT_JOBS", "1")  # the publisher in this process, where reads are counted
+    read: list[str] = []
+    listed_files = runs_index._listed_files
+
+    def counting(store: object, path: str) -> tuple[list[str], list[str]]:
+        read.append(Path(path).parent.parent.name)
+        return listed_files(store, path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runs_index, "_listed_files", counting)
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    build(options)
+    assert {"phase1", "phase1-published"} <= set(read)
+    read.clear()
+    change_one_run(two_campaigns / "runs")
+    build(options)
+    assert set(read) == {"phase1"}
+    read.clear()
+    change_one_run(two_campaigns / "runs")
+    build(options)  # kept by content now
+    assert set(read) == {"phase1"}

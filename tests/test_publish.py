@@ -1103,12 +1103,12 @@ def test_the_walk_and_the_key_are_made_beside_the_imports(
     assert not set(imported) & set(DATA_MODULES)  # the kept site's key: no import
     assert answered == []  # nothing goes on: no publisher to start
     (root / "runs" / "tiny" / "notes.txt").write_text("x\n", encoding="utf-8")
-    folders, key, computed = _walked_and_keyed(project, root / "site", True, "mkdocs", answered.append)
-    assert key != here[1] and folders["tiny"] != here[0]["tiny"]
-    assert answered == [(folders, key, computed)]  # handed on before the imports: the publisher starts there
+    folders, key, computed, by_stat = _walked_and_keyed(project, root / "site", True, "mkdocs", answered.append)
+    assert key != here[1] and folders["tiny"] != here[0]["tiny"] and by_stat["tiny"] != here[3]["tiny"]
+    assert answered == [(folders, key, computed, by_stat)]  # handed on before the imports: the publisher starts there
     assert list(computed) == [str(root / "runs" / "tiny" / "notes.txt")]  # its digest, for the build to keep
     assert [name for name in imported if name in DATA_MODULES] == list(DATA_MODULES)
     monkeypatch.setenv(JOBS_ENV, "1")  # in one process: the same answer, no imports
     imported.clear()
-    assert _walked_and_keyed(project, root / "site", True, "mkdocs") == (folders, key, computed)
+    assert _walked_and_keyed(project, root / "site", True, "mkdocs") == (folders, key, computed, by_stat)
     assert not set(imported) & set(DATA_MODULES)

@@ -189,7 +189,8 @@ class RunsPage(Page):
 
     @classmethod
     def store_files(cls, runs_dir: Path, folders: Mapping[str, str | None] | None = None,
-                    cache: RecordCache | None = None) -> list[tuple[str, str]]:
+                    cache: RecordCache | None = None,
+                    stat_folders: Mapping[str, str | None] | None = None) -> list[tuple[str, str]]:
         """What :meth:`write_manifest` will list, read from the run store alone (each run.json's
         listed files, :func:`_listed_files`): a build starts publishing with this while it loads
         and analyses the dataset, and compares it with the manifest afterwards.
@@ -198,7 +199,10 @@ class RunsPage(Page):
         runs; with ``folders`` (each campaign folder's digest from the build's walk of the store,
         :func:`~sparkreport.cache.walk_store`) and ``cache``, a campaign's list is kept by that
         digest and only a campaign whose files changed is read again — never one holding a
-        symbolic link (its digest is None) or a run naming a file outside its folder."""
+        symbolic link (its digest is None) or a run naming a file outside its folder. A cold
+        build's publisher starts before the walk's files are hashed: it keeps each list by the
+        folder's stat digest, which the next build finds with ``stat_folders``
+        (:func:`kept_per_folder`'s ``also``)."""
         from sparkreport.store import RunStore
 
         store = RunStore(runs_dir)
@@ -222,7 +226,7 @@ class RunsPage(Page):
 
         kept = kept_per_folder(cache, folders or {}, by_campaign, read,
                                [("root", str(runs_dir)), ("prefix", cls.files_dir)],
-                               lambda runs: [run for _path, run in runs])
+                               lambda runs: [run for _path, run in runs], also=stat_folders)
         published = {(site_path, store_path) for pairs in kept.values() for site_path, store_path in pairs}
         return sorted(published)
 
@@ -426,7 +430,8 @@ def _rows_read(sections: list[dict[str, Any]], listed_by: Mapping[str, str]) -> 
 
 def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None], groups: Mapping[str, G],
                     compute: Callable[[str, G], tuple[list[Any], bool]], parts: list[tuple[str, str]],
-                    describe: Callable[[G], Any], kept_by: dict[str, str] | None = None) -> dict[str, list[Any]]:
+                    describe: Callable[[G], Any], kept_by: dict[str, str] | None = None,
+                    also: Mapping[str, str | None] | None = None) -> dict[str, list[Any]]:
     """What ``compute(folder, members)`` gives for each campaign folder of ``groups``, kept in
     ``cache`` (one shard a folder) by the cache's salt, the folder's digest from the build's walk
     of the store (``digests``, :meth:`~sparkreport.cache.StoreWalk.by_content`: the path and
@@ -436,17 +441,27 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
     ``compute`` says its result is not to be kept (a run naming a file outside its folder, whose
     changes the folder's digest would not see).
     Folders no longer in ``groups`` are forgotten; the cache is saved. ``kept_by``, if given,
-    gets each kept folder's key: a digest of everything its result was computed from."""
+    gets each kept folder's key: a digest of everything its result was computed from. ``also``:
+    another digest of each folder (its files' stat, where ``digests`` are by content), under
+    which a result kept by a build that had only that one is found too — and then kept under
+    both (a cold build's publisher keys by stat: the next build finds its lists)."""
     out: dict[str, list[Any]] = {}
     keys: dict[str, set[str]] = {}
     for folder, members in groups.items():
         digest = digests.get(folder)
         key = None
         if cache is not None and digest is not None:
-            key = inputs_digest([("code", cache.salt), ("folder", digest), *parts,
-                                 ("members", json.dumps(describe(members)))])
+            described = json.dumps(describe(members))
+            key = inputs_digest([("code", cache.salt), ("folder", digest), *parts, ("members", described)])
             keys[folder] = {key}
             found = cache.get(folder, key)
+            other = also.get(folder) if also is not None else None
+            if not isinstance(found, list) and other is not None:
+                other_key = inputs_digest([("code", cache.salt), ("folder", other), *parts, ("members", described)])
+                found = cache.get(folder, other_key)
+                if isinstance(found, list):  # kept under both from now on
+                    keys[folder].add(other_key)
+                    cache.put(folder, key, found)
             if isinstance(found, list):
                 out[folder] = found
                 if kept_by is not None:

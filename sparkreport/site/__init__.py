@@ -136,7 +136,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # The runs' files are published (and scanned) from the run store alone, in a forked
             # process that starts now, while this one renders and builds: see run_files_beside.
             return stack.enter_context(run_files_beside(project.runs_dir, target, cache_dir,
-                                                        folders, package_digest(memo), memo)).result
+                                                        folders, package_digest(memo), memo,
+                                                        stat_folders)).result
 
         def start() -> tuple[Path, Callable[[], RunFiles]]:
             return stack.enter_context(publish.staged(target)), publisher()
@@ -147,7 +148,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # build key, which hashes every run file (seconds on one CPU in a cold build).
             memo = HashMemo(cache_dir / HASHES_FILE)
             walk = walk_store(project.runs_path)
-            folders = walk.folders
+            folders, stat_folders = walk.folders, None
             started_early = start()
             key = incremental.build_key(project, target, strict, memo, name, walk)
             memo.save()
@@ -163,12 +164,12 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             def going_on(answer: Walked) -> None:
                 # The walk answered while this process imports, and the data changed: the
                 # publisher starts now, on the CPU the walk leaves idle (not after the imports).
-                nonlocal folders, memo, started_early
-                folders, memo = answer[0], memo_with(answer[2])
+                nonlocal folders, stat_folders, memo, started_early
+                folders, stat_folders, memo = answer[0], answer[3], memo_with(answer[2])
                 started_early = start()
 
             started_early = None
-            folders, key, computed = _walked_and_keyed(project, target, strict, name, going_on)
+            folders, key, computed, stat_folders = _walked_and_keyed(project, target, strict, name, going_on)
             if started_early is None:
                 memo = memo_with(computed)
             memo.save()
@@ -248,8 +249,9 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
 DATA_MODULES = ("numpy", "scipy.special", "pyarrow", "pandas", "sparkreport.analysis")
 
 
-#: What the store's walk answers: each campaign folder's digest, the build key, the new file digests.
-Walked = tuple[dict[str, "str | None"], "BuildKeys", dict[str, list[Any]]]
+#: What the store's walk answers: each campaign folder's digest (by content), the build key, the
+#: new file digests, and each campaign folder's digest by its files' stat (:attr:`StoreWalk.folders`).
+Walked = tuple[dict[str, "str | None"], "BuildKeys", dict[str, list[Any]], dict[str, "str | None"]]
 
 
 def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str,
@@ -302,7 +304,7 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str) ->
     memo = HashMemo(project.cache_dir / HASHES_FILE)
     walk = walk_store(project.runs_path)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
-    return walk.by_content(memo), key, memo.added
+    return walk.by_content(memo), key, memo.added, walk.folders
 
 
 def run_files_folder() -> str:
@@ -336,12 +338,15 @@ class RunFiles:
 def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
                              listed: list[tuple[str, str]] | None = None,
                              folders: Mapping[str, str | None] | None = None, salt: str = "",
-                             memo: HashMemo | None = None) -> RunFiles:
+                             memo: HashMemo | None = None,
+                             stat_folders: Mapping[str, str | None] | None = None) -> RunFiles:
     """Publish the runs' files (``listed``, else what the Runs pages will list, read from the
     run store: :meth:`~sparkreport.render.runs_index.RunsPage.store_files`, kept per campaign
-    in ``cache_dir`` by the walk's ``folders`` digests and ``salt``, the package's digest) into
-    the side folder of a build of ``target`` — linking or carrying over what the live site holds
-    unchanged — then scan them. ``memo``: the build's file digests, if read (else read here)."""
+    in ``cache_dir`` by the walk's ``folders`` digests — or, kept by a cold build, whose
+    publisher starts before the files are hashed, by ``stat_folders`` — and ``salt``, the
+    package's digest) into the side folder of a build of ``target`` — linking or carrying over
+    what the live site holds unchanged — then scan them. ``memo``: the build's file digests,
+    if read (else read here)."""
     from sparkreport.cache import RecordCache
     from sparkreport.render.runs_index import STORE_FILES_CACHE, RunsPage
     from sparkreport.site import publish
@@ -353,7 +358,7 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
         cache = None
         if cache_dir is not None and folders is not None:
             cache = RecordCache(cache_dir / STORE_FILES_CACHE, salt=f"store-files-1:{salt}")
-        listed = RunsPage.store_files(runs_dir, folders, cache)
+        listed = RunsPage.store_files(runs_dir, folders, cache, stat_folders)
     files = publish_listed(runs_dir, listed, side, previous=target if target.is_dir() else None,
                            cache_dir=cache_dir, memo=memo)
     scanned = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
@@ -363,7 +368,8 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
 
 def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
                      folders: Mapping[str, str | None] | None = None, salt: str = "",
-                     memo: HashMemo | None = None) -> Background[RunFiles]:
+                     memo: HashMemo | None = None,
+                     stat_folders: Mapping[str, str | None] | None = None) -> Background[RunFiles]:
     """:func:`publish_run_files_beside`, started now in a forked process: at the start of a
     build, which loads and analyses the dataset on one CPU and leaves the other idle, then while
     the builder converts the pages. In this process (when its result is asked for) where no
@@ -371,7 +377,7 @@ def run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | None,
     from sparkreport.parallel import Background
 
     return Background(functools.partial(publish_run_files_beside, runs_dir, target, cache_dir,
-                                        folders=folders, salt=salt, memo=memo))
+                                        folders=folders, salt=salt, memo=memo, stat_folders=stat_folders))
 
 
 def _given(value: RunFiles) -> Callable[[], RunFiles]:
