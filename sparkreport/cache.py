@@ -621,38 +621,43 @@ class WritesLater:
 #: (700, 10, 10).
 GC_THRESHOLDS = (50_000, 20, 20)
 
-#: The option of the allocator bundled with pyarrow (mimalloc 3) that lets it ask the kernel for
-#: transparent huge pages (:func:`import_arrow`).
-ARROW_THP_OPTION = "MIMALLOC_ALLOW_THP"
+#: What the native libraries a command loads read from the environment when they load, set for
+#: their import only (:func:`import_tuned`), unless the environment sets them. OpenBLAS (numpy's,
+#: and scipy's own, which ``scipy.special`` loads) starts a pool of threads per CPU that spin
+#: while the imports go on — 0.05 s of CPU for numpy's and 0.13 s for scipy's, taken from the
+#: store's walk beside them; nothing a build computes uses more than one thread of BLAS. pyarrow
+#: 26's mimalloc marks its 1 GiB arena for transparent huge pages (``allow_thp``): with the
+#: kernel's THP in ``madvise`` mode, each first touch of 2 MiB of Arrow memory then waited for
+#: the kernel to find, compact and zero a huge page — 3 ms to 0.25 s for the same 10 MB of text
+#: columns, at random — and a forked worker that writes to one copies 2 MiB (bench/README.md,
+#: issue 16, thirty-ninth round).
+TUNED_IMPORTS: dict[str, dict[str, str]] = {
+    "numpy": {"OPENBLAS_NUM_THREADS": "1"},
+    "scipy.special": {"OPENBLAS_NUM_THREADS": "1"},
+    "pyarrow": {"MIMALLOC_ALLOW_THP": "0"},
+}
 
 
-def import_arrow() -> None:
-    """Import pyarrow (once a process; pandas imports it too) with its allocator told not to ask
-    for transparent huge pages, unless the environment says otherwise.
-
-    pyarrow 26's mimalloc reserves a 1 GiB arena and marks it ``MADV_HUGEPAGE``; with the kernel's
-    THP in ``madvise`` mode (these machines', and a common default), the first touch of each 2 MiB
-    of Arrow memory then waits for the kernel to find, compact and zero a huge page: from 3 ms to
-    0.25 s of system time for the same 10 MB text columns, at random, and a forked worker that
-    writes to one copies 2 MiB. Without them a build after one new run took 2.89 s instead of
-    3.15 s at 10 000 runs (medians of seven pairs, faster in seven of seven: bench/README.md,
-    issue 16, thirty-ninth round). mimalloc reads its options when pyarrow loads it: the variable
-    is set for the import only, so no process this one starts (a benchmark's) inherits it. Left
-    alone when other threads run (the environment is not theirs to see change)."""
+def import_tuned(module: str) -> None:
+    """Import ``module`` (once a process) with the options :data:`TUNED_IMPORTS` names for its
+    native library in the environment for the import only: a library reads them when it loads,
+    and no process this one starts later — a benchmark's — inherits them. A value the
+    environment gives is kept; nothing is set while other threads run (the environment is not
+    theirs to see change). An import that fails is left to the import that needs the module."""
     import importlib
     import sys
     import threading
 
-    unset = "pyarrow" not in sys.modules and threading.active_count() == 1 and ARROW_THP_OPTION not in os.environ
-    if unset:
-        os.environ[ARROW_THP_OPTION] = "0"
+    options = {} if module in sys.modules or threading.active_count() > 1 else {
+        name: value for name, value in TUNED_IMPORTS.get(module, {}).items() if name not in os.environ}
+    os.environ.update(options)
     try:
-        importlib.import_module("pyarrow")
-    except ImportError:  # raised again, where it is needed, by the import that needs it
+        importlib.import_module(module)
+    except ImportError:
         pass
     finally:
-        if unset:
-            del os.environ[ARROW_THP_OPTION]
+        for name in options:
+            del os.environ[name]
 
 
 def batch_collector() -> None:

@@ -1006,10 +1006,11 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     :class:`~sparkreport.cache.Held`). ``later``: where the stacked tables' write is put off to
     (a build's :class:`~sparkreport.cache.WritesLater`).
     """
-    from sparkreport.cache import cache_of, gc_paused, import_arrow
+    from sparkreport.cache import cache_of, gc_paused, import_tuned
     from sparkreport.early import check_store
 
-    import_arrow()  # before pandas does: its allocator without transparent huge pages
+    for module in ("numpy", "pyarrow"):  # before pandas does: BLAS on one thread, no huge pages for Arrow
+        import_tuned(module)
     store = RunStore(runs_dir)
     check_store(runs_dir)
 

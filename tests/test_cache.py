@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -1001,19 +1002,32 @@ def test_arrow_is_imported_without_transparent_huge_pages_and_the_environment_le
         given_value: str | None) -> None:
     """pyarrow's allocator (mimalloc 3) marks its arena for transparent huge pages, whose first
     touches cost a build ~0.2 s of kernel time at random (issue 16, thirty-ninth round):
-    :func:`import_arrow` loads it with the option off for the import only — nothing this process
+    :func:`import_tuned` loads it with the option off for the import only — nothing this process
     starts later inherits the variable — and keeps a value the environment gives."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC_")} | {"MIMALLOC_VERBOSE": "1"}
-    if given_value is not None:
-        env["MIMALLOC_ALLOW_THP"] = given_value
-    script = ("import os; from sparkreport.cache import import_arrow; import_arrow(); "
-              "print('after:', os.environ.get('MIMALLOC_ALLOW_THP'))")
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    env = {"MIMALLOC_VERBOSE": "1"} | ({"MIMALLOC_ALLOW_THP": given_value} if given_value is not None else {})
+    done = tuned_import("pyarrow", "MIMALLOC_ALLOW_THP", env)
     assert done.stdout.strip() == f"after: {given_value}"
     options = [line for line in done.stderr.splitlines() if line.startswith("option 'allow_thp'")]
     if options:  # a pyarrow whose mimalloc has the option (pyarrow 26: mimalloc 3.4)
         assert options == [f"option 'allow_thp': {given_value or 0} "]
+
+
+def test_numpy_is_imported_with_blas_on_one_thread_and_the_environment_left_as_it_was() -> None:
+    """OpenBLAS starts a pool of threads per CPU that spin while the imports go on (~0.2 s of a
+    build's CPU for numpy's and scipy's): :func:`import_tuned` loads numpy with one thread of
+    BLAS, for the import only."""
+    done = tuned_import("numpy", "OPENBLAS_NUM_THREADS", {},
+                        "import numpy; print('threads:', len(os.listdir('/proc/self/task')))")
+    assert done.stdout.split("\n")[:2] == ["after: None", "threads: 1"]
+
+
+def tuned_import(module: str, variable: str, env: dict[str, str], then: str = "") -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter that imports ``module`` through :func:`import_tuned` and prints the
+    environment's ``variable`` afterwards (then runs ``then``)."""
+    import os
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MIMALLOC_", "OPENBLAS_", "OMP_"))}
+    script = (f"import os; from sparkreport.cache import import_tuned; import_tuned({module!r}); "
+              f"print('after:', os.environ.get({variable!r})); {then}")
+    return subprocess.run([sys.executable, "-c", script], env=clean | env, capture_output=True, text=True, check=True)

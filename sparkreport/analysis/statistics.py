@@ -17,8 +17,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
-from scipy import special
+from sparkreport.cache import import_tuned
+
+for _module in ("numpy", "scipy.special"):  # their BLAS on one thread (sparkreport.cache.TUNED_IMPORTS)
+    import_tuned(_module)
+
+import numpy as np  # noqa: E402
+from scipy import special  # noqa: E402
 
 NAN = float("nan")
 

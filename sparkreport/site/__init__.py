@@ -267,9 +267,7 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
     come between two imports, is handed to ``going_on`` at once (the build starts its run-files
     publisher there). In one process (``SPARKREPORT_JOBS=1``), the checks, then the walk and
     the key, without imports."""
-    import importlib
-
-    from sparkreport.cache import import_arrow
+    from sparkreport.cache import import_tuned
     from sparkreport.parallel import Background
     from sparkreport.render.preflight import refuse_early
     from sparkreport.site import incremental
@@ -286,10 +284,7 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
                 if going_on is not None:
                     going_on(answer)
             with contextlib.suppress(Exception):  # raised again where it is imported for use
-                if module == "pyarrow":
-                    import_arrow()  # its allocator without transparent huge pages
-                else:
-                    importlib.import_module(module)
+                import_tuned(module)  # numpy's and scipy's BLAS on one thread, pyarrow's allocator without huge pages
         return answer if answer is not None else walker.result()
 
 
