@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import math
 import os
@@ -478,13 +479,12 @@ def records_digest(flats: Sequence[FlatRecord], folder: Path | None = None) -> s
     while index < count:
         before = b", " if index else b""
         kept = flats[index].kept_text() if folder is not None else None
-        if kept is not None and kept[0].texts is not None:
-            graphs, texts = kept[0], kept[0].texts
+        texts = kept[0].texts if kept is not None else None
+        if folder is not None and kept is not None and texts is not None:
             stop = index + len(texts.order)
             run = [flat.kept_text() for flat in flats[index:stop]]
-            if len(run) == len(texts.order) and all(one is not None and one[0] is graphs for one in run) \
-                    and tuple(one[1] for one in run if one is not None) == texts.order:
-                assert folder is not None
+            if [(one[0] if one else None) for one in run] == [kept[0]] * len(texts.order) \
+                    and tuple(one[1] for one in run if one) == texts.order:
                 fed = texts.hashed(folder, digest, before)
                 if fed is not None:
                     digest, index = fed, stop
@@ -548,7 +548,7 @@ class ShardTexts(NamedTuple):
     def _size(self) -> int:
         return sum(self.lengths) + 2 * max(len(self.lengths) - 1, 0)
 
-    def _opened(self, folder: Path) -> Any:
+    def _opened(self, folder: Path) -> io.BufferedReader | None:
         """The file, open and past its first line; None when it is not there or not this one."""
         try:
             handle = open(folder / self.name, "rb")  # noqa: SIM115 (closed by the caller, or here)

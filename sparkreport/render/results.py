@@ -17,7 +17,7 @@ from sparkreport.render.tables import claims, metric_label, metric_order
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
     import pandas as pd
 
@@ -38,44 +38,6 @@ def arm_labels(frame: pd.DataFrame) -> pd.Series:
     if frame["campaign"].nunique() > 1:
         return frame["campaign"].astype(str) + " · " + frame["environment"].astype(str)
     return frame["environment"].astype(str)
-
-
-class KeptRows:
-    """Parts of a page that span many pages (the Results overview's row of each model), kept in
-    the build's cache (``build/cache/<name>.pickle``) by the key of the page each part is read
-    from and what else names it: a part whose page's key is unchanged shows what it showed, and
-    is not made again (at 10 000 runs the overview's ten models' rows were 0.13 s of each new
-    run's build). Written by the process that fills the page (only parts asked for this time are
-    kept); outside a build (no cache, or a page without a key) every part is made."""
-
-    def __init__(self, site: SiteData, name: str):
-        from sparkreport.cache import read_cache_pickle
-
-        memo = site.hash_memo
-        self.path = memo.path.parent / f"{name}.pickle" if memo is not None and memo.path is not None else None
-        self.kept: dict[str, Any] = read_cache_pickle(self.path, "", "parts")
-        self.used: dict[str, Any] = {}
-        self.made = 0
-
-    def get_or(self, names: list[str], make: Callable[[], Any]) -> Any:
-        """The part named by ``names`` (the first: its page's key), kept or made now."""
-        if self.path is None or not names or not names[0]:
-            return make()
-        from sparkreport.cache import inputs_digest
-
-        key = inputs_digest([("part", name) for name in names])
-        if key not in self.kept:
-            self.kept[key] = make()
-            self.made += 1
-        self.used[key] = self.kept[key]
-        return self.used[key]
-
-    def save(self) -> None:
-        from sparkreport.cache import write_cache_pickle
-
-        if self.path is not None and (self.made or self.used.keys() != self.kept.keys()):
-            write_cache_pickle(self.path, "", "parts", self.used)
-            self.kept, self.made = dict(self.used), 0
 
 
 @register
@@ -116,6 +78,8 @@ class ResultsPage(Page):
         pages = [(model, doc) for (model, _name), doc in zip(models, docs, strict=True)]
 
         def fill_overview() -> None:
+            from sparkreport.render.pagecache import KeptRows
+
             kept = KeptRows(site, "overview-rows")
             parts = [kept.get_or([doc.key, doc.path, doc.title, *split[model][0]],
                                  functools.partial(self.overview_row, site, model, doc, split[model][0]))
@@ -166,7 +130,7 @@ class ResultsPage(Page):
         primary metrics (``primary_metrics``) — the model page's order within each — and the
         campaign its rows come from, when they all come from one (``campaign``; else each row
         names its own). Read from the model's page's rows, so kept by that page's key
-        (:class:`KeptRows`): after one new run, only its model's part is made again."""
+        (:class:`~sparkreport.render.pagecache.KeptRows`): after one new run, only its model's part is made again."""
         from sparkreport.render.report import campaigns, grouped
 
         def of(table: str) -> pd.DataFrame | None:

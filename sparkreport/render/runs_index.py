@@ -445,6 +445,9 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
     another digest of each folder (its files' stat, where ``digests`` are by content), under
     which a result kept by a build that had only that one is found too — and then kept under
     both (a cold build's publisher keys by stat: the next build finds its lists)."""
+    def key_of(cache: RecordCache, digest: str, described: str) -> str:  # a folder's result, by one of its digests
+        return inputs_digest([("code", cache.salt), ("folder", digest), *parts, ("members", described)])
+
     out: dict[str, list[Any]] = {}
     keys: dict[str, set[str]] = {}
     for folder, members in groups.items():
@@ -452,12 +455,12 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
         key = None
         if cache is not None and digest is not None:
             described = json.dumps(describe(members))
-            key = inputs_digest([("code", cache.salt), ("folder", digest), *parts, ("members", described)])
+            key = key_of(cache, digest, described)
             keys[folder] = {key}
             found = cache.get(folder, key)
             other = also.get(folder) if also is not None else None
             if not isinstance(found, list) and other is not None:
-                other_key = inputs_digest([("code", cache.salt), ("folder", other), *parts, ("members", described)])
+                other_key = key_of(cache, other, described)
                 found = cache.get(folder, other_key)
                 if isinstance(found, list):  # kept under both from now on
                     keys[folder].add(other_key)

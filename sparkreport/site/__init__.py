@@ -14,7 +14,7 @@ import functools
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -165,7 +165,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                 # The walk answered while this process imports, and the data changed: the
                 # publisher starts now, on the CPU the walk leaves idle (not after the imports).
                 nonlocal folders, stat_folders, memo, started_early
-                folders, stat_folders, memo = answer[0], answer[3], memo_with(answer[2])
+                folders, stat_folders, memo = answer.folders, answer.by_stat, memo_with(answer.computed)
                 started_early = start()
 
             started_early = None
@@ -249,9 +249,17 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
 DATA_MODULES = ("numpy", "scipy.special", "pyarrow", "pandas", "sparkreport.analysis")
 
 
-#: What the store's walk answers: each campaign folder's digest (by content), the build key, the
-#: new file digests, and each campaign folder's digest by its files' stat (:attr:`StoreWalk.folders`).
-Walked = tuple[dict[str, "str | None"], "BuildKeys", dict[str, list[Any]], dict[str, "str | None"]]
+class Walked(NamedTuple):
+    """What the store's walk answers (:func:`_walk_and_key`)."""
+
+    #: Each campaign folder's digest by content (:meth:`~sparkreport.cache.StoreWalk.by_content`).
+    folders: dict[str, str | None]
+    key: BuildKeys
+    #: The file digests the key had to compute (``hashes.pickle``'s new entries).
+    computed: dict[str, list[Any]]
+    #: Each campaign folder's digest by its files' stat (:attr:`~sparkreport.cache.StoreWalk.folders`):
+    #: what a cold build's publisher kept its lists by.
+    by_stat: dict[str, str | None]
 
 
 def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str,
@@ -279,7 +287,7 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
         for module in DATA_MODULES if walker.forked else ():
             if answer is None and walker.ready():
                 answer = walker.result()
-                if kept_key is not None and (answer[1].key == kept_key.key or answer[1].data == kept_key.data):
+                if kept_key is not None and (answer.key.key == kept_key.key or answer.key.data == kept_key.data):
                     return answer
                 if going_on is not None:
                     going_on(answer)
@@ -299,7 +307,7 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str) ->
     memo = HashMemo(project.cache_dir / HASHES_FILE)
     walk = walk_store(project.runs_path)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
-    return walk.by_content(memo), key, memo.added, walk.folders
+    return Walked(walk.by_content(memo), key, memo.added, walk.folders)
 
 
 def run_files_folder() -> str:
