@@ -8,7 +8,11 @@ MODULE:FUNCTION`` wraps more (``Class.method`` works too). ``--cpu`` adds, per s
 seconds (user + system) its process spent during it and the page faults it took (a forked
 stage's count from its fork), and a last line with the build process's totals and how long it
 waited, runnable, for a CPU (``/proc``'s schedstat): on two CPUs, a stage whose CPU is well
-under its length waited for its workers or for a CPU.
+under its length waited for its workers or for a CPU. ``--procs`` adds a line per process the
+build forks, printed as it ends: its CPU seconds (user, system), page faults and task (a
+background task's function, a worker's share function and number), then the sum over every
+process, the build's own included: on two CPUs, a build whose CPU is near twice its wall time
+cannot be made faster by moving work between processes, only by doing less.
 
     cd build/bench/n10000/project && python /path/to/bench/timeline.py
     python bench/timeline.py --also sparkreport.render.core:write_page
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import functools
 import importlib
 import os
@@ -53,6 +58,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--also", action="append", default=[], metavar="MODULE:FUNCTION")
     parser.add_argument("--cpu", action="store_true", help="each stage's CPU seconds and page faults too")
+    parser.add_argument("--procs", action="store_true", help="each forked process's CPU seconds, as it ends")
     args, rest = parser.parse_known_args()
     start, parent = time.perf_counter(), os.getpid()
 
@@ -81,6 +87,7 @@ def main() -> None:
         for part in path:
             owner = getattr(owner, part)
         setattr(owner, attribute, wrap(getattr(owner, attribute), f"{module_name.rsplit('.', 1)[-1]}.{name}"))
+    collect = count_processes(parent) if args.procs else None
     from sparkreport.cli import entry
 
     def in_all() -> None:  # an exit handler: the command ends with os._exit once they have run
@@ -89,10 +96,70 @@ def main() -> None:
         print(f"[timeline] {'':>8} {'':>13} {time.perf_counter() - start:6.3f} s in all", file=sys.stderr)
         if args.cpu:
             print(f"[timeline] {'':>8} {'':>13} {own_cpu()}", file=sys.stderr, flush=True)
+        if collect is not None:
+            collect()
+            used = resource.getrusage(resource.RUSAGE_SELF)
+            print(f"[timeline] {'':>8} {'':>13} {cpu_line(used)}  the build's own process", file=sys.stderr)
+            print(f"[timeline] {'':>8} {'':>13} {sum(PROCESS_CPU) + used.ru_utime + used.ru_stime:6.3f} s of CPU "
+                  f"in {len(PROCESS_CPU) + 1} processes", file=sys.stderr, flush=True)
 
     atexit.register(in_all)
     sys.argv = ["sparkreport", "build", *rest]
     entry()
+
+
+#: The CPU seconds of each forked process that ended (each one reports it through a pipe).
+PROCESS_CPU: list[float] = []
+
+
+def cpu_line(used: Any) -> str:
+    return (f"cpu {used.ru_utime + used.ru_stime:6.3f} s (user {used.ru_utime:.3f}, system {used.ru_stime:.3f}) "
+            f"faults {used.ru_minflt:6d}")
+
+
+def count_processes(parent: int) -> Callable[[], None]:
+    """Each process the build forks (sparkreport.parallel's workers and background tasks, the
+    publish step's forks) prints its CPU when it ends, with os._exit, and sends the figure to
+    this one, which adds it to :data:`PROCESS_CPU` when the returned function is called (at
+    the end, once every process has ended: no thread reads meanwhile — the build tunes its
+    imports only where it runs no other thread)."""
+    import sparkreport.parallel as parallel
+
+    reader, writer = os.pipe()
+    task = ["a forked process"]
+    real_exit = os._exit
+
+    def reported_exit(code: int) -> None:
+        if os.getpid() != parent:
+            used = resource.getrusage(resource.RUSAGE_SELF)
+            print(f"[timeline] {'*' + str(os.getpid()):>8} {'':>13} {cpu_line(used)}  {task[0]}", file=sys.stderr,
+                  flush=True)
+            os.write(writer, f"{used.ru_utime + used.ru_stime}\n".encode())
+        real_exit(code)
+
+    def named(function: Any) -> str:
+        function = getattr(function, "func", function)  # a functools.partial's
+        return str(getattr(function, "__qualname__", function))
+
+    worker, background = parallel._worker, parallel._background
+
+    def counted_worker(connection: Any, index: int, first: Any, *rest: Any) -> None:
+        task[0] = f"worker {named(first)} [{index}]"
+        worker(connection, index, first, *rest)
+
+    def counted_background(connection: Any, job: Any, *rest: Any) -> None:
+        task[0] = f"background {named(job)}"
+        background(connection, job, *rest)
+
+    def collect() -> None:
+        os.set_blocking(reader, False)
+        with contextlib.suppress(BlockingIOError), os.fdopen(reader, encoding="ascii") as lines:
+            PROCESS_CPU.extend(float(line) for line in lines)
+
+    os._exit = reported_exit  # type: ignore[assignment]
+    setattr(parallel, "_worker", counted_worker)  # noqa: B010 (a module's private function, replaced)
+    setattr(parallel, "_background", counted_background)  # noqa: B010
+    return collect
 
 
 def own_cpu() -> str:
