@@ -807,6 +807,77 @@ def test_a_cold_builds_record_takes_the_build_keys_digests(tmp_path: Path) -> No
     assert record["runs/files/c/r/b.log"] == published.record["runs/files/c/r/b.log"]  # never hashed
 
 
+def test_a_store_folder_unchanged_since_publishing_is_not_stat_ed_file_by_file(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the walk's stat digest of each store folder kept beside the record, a rebuild takes
+    the entries of a folder whose digest is unchanged from the record: only the changed folder's
+    files are stat-ed, and the record, the files written and the site are what publishing
+    without the digests gives. An entry that names a stat (never hashed) and a file the live
+    site lost are still looked at."""
+    from sparkreport.cache import HashMemo
+    from sparkreport.site import run_files
+
+    runs = tmp_path / "runs"
+    listed = []
+    for folder in ("c1", "c2"):
+        for name in ("run.json", "a.log"):
+            (runs / folder / "r").mkdir(parents=True, exist_ok=True)
+            (runs / folder / "r" / name).write_text(f"{folder} {name}", encoding="utf-8")
+            listed.append((f"runs/files/{folder}/r/{name}", f"{folder}/r/{name}"))
+    memo = HashMemo(None)
+    for _target, source in listed:
+        memo.digest(str(runs / source))
+    live = tmp_path / "live"
+    first = run_files.publish_files(runs, live, listed, memo=memo, folders={"c1": "one", "c2": "two"})
+    assert first.folders == {"c1": "one", "c2": "two"} and first.copied == 4
+    (runs / "c2" / "r" / "a.log").write_text("c2 a.log, changed", encoding="utf-8")
+    memo.digest(str(runs / "c2" / "r" / "a.log"))
+    stat_ed: list[str] = []
+
+    def counted(root: str, relative: str, folders: Any = None) -> Any:
+        stat_ed.append(relative)
+        return store_stat(root, relative, folders)
+
+    store_stat = run_files.store_stat
+    monkeypatch.setattr(run_files, "store_stat", counted)
+
+    def again(name: str, folders: dict[str, str | None] | None) -> run_files.Published:
+        stat_ed.clear()
+        return run_files.publish_files(runs, tmp_path / name, listed, previous=live, record=first.record, memo=memo,
+                                       folders=folders, recorded_folders=first.folders)
+
+    plain = again("plain", None)
+    assert len(stat_ed) == 4
+    kept = again("kept", {"c1": "one", "c2": "two, changed"})
+    assert sorted(stat_ed) == ["c2/r/a.log", "c2/r/run.json"]
+    assert kept.record == plain.record and kept.folders == {"c1": "one", "c2": "two, changed"}
+    assert (kept.copied, kept.linked, kept.kept) == (plain.copied, plain.linked, plain.kept) == (1, 0, 3)
+    assert kept.carry is not None and plain.carry is not None and kept.carry.to_json() == plain.carry.to_json()
+    # a file the live site lost (nothing carried over then): the unchanged ones linked, that one copied
+    (live / "runs" / "files" / "c1" / "r" / "a.log").unlink()
+    lost = again("lost", {"c1": "one", "c2": "two, changed"})
+    assert (lost.copied, lost.linked, lost.carry) == (2, 2, None)
+    assert (tmp_path / "lost" / "runs" / "files" / "c1" / "r" / "a.log").read_text(encoding="utf-8") == "c1 a.log"
+    assert sorted(stat_ed) == ["c1/r/a.log", "c2/r/a.log", "c2/r/run.json"]
+    # an entry that names a stat, not a sha256: stat-ed (and hashed) as before
+    (live / "runs" / "files" / "c1" / "r" / "a.log").write_text("c1 a.log", encoding="utf-8")
+    record = dict(first.record, **{"runs/files/c1/r/run.json": [8, "stat:1:2"]})
+    stat_ed.clear()
+    run_files.publish_files(runs, tmp_path / "stat", listed, previous=live, record=record, memo=memo,
+                            folders={"c1": "one", "c2": "two, changed"}, recorded_folders=first.folders)
+    assert sorted(stat_ed) == ["c1/r/run.json", "c2/r/a.log", "c2/r/run.json"]
+
+
+def test_the_record_keeps_the_store_folders_it_was_published_from(tmp_path: Path) -> None:
+    from sparkreport.site.run_files import load_record, load_record_and_folders, save_record
+
+    save_record(tmp_path, tmp_path / "runs", tmp_path / "site", {"runs/files/c/r/run.json": [2, "ab"]}, {"c": "d"})
+    assert load_record_and_folders(tmp_path, tmp_path / "runs", tmp_path / "site") == (
+        {"runs/files/c/r/run.json": [2, "ab"]}, {"c": "d"})
+    assert load_record(tmp_path, tmp_path / "runs", tmp_path / "site") == {"runs/files/c/r/run.json": [2, "ab"]}
+    assert load_record_and_folders(tmp_path, tmp_path / "runs", tmp_path / "other") == ({}, {})
+
+
 @pytest.mark.parametrize("builder", ["mkdocs", "zensical"])
 def test_a_rebuild_publishes_only_the_changed_run_files(tiny: Path, tmp_path: Path, builder: str) -> None:
     root = _copy(tiny, tmp_path)

@@ -148,7 +148,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # build key, which hashes every run file (seconds on one CPU in a cold build).
             memo = HashMemo(cache_dir / HASHES_FILE)
             walk = walk_store(project.runs_path)
-            folders, stat_folders = walk.folders, None
+            folders = stat_folders = walk.folders
             started_early = start()
             key = incremental.build_key(project, target, strict, memo, name, walk)
             memo.save()
@@ -363,7 +363,7 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
             cache = RecordCache(cache_dir / STORE_FILES_CACHE, salt=f"store-files-1:{salt}")
         listed = RunsPage.store_files(runs_dir, folders, cache, stat_folders)
     files = publish_listed(runs_dir, listed, side, previous=target if target.is_dir() else None,
-                           cache_dir=cache_dir, memo=memo)
+                           cache_dir=cache_dir, memo=memo, folders=stat_folders)
     scanned = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
     findings = scan_site(side, memo=scanned, forked=False)
     return RunFiles(listed, files, scanned.clean_entries(findings), scanned.scanned)
@@ -486,7 +486,7 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, gathered: G
         memo.keep(files.carry.kept)  # carried over unchanged: scanned clean when first published
     memo.save()
     if cache_dir is not None and manifest is not None:
-        save_record(cache_dir, manifest[0], target, gathered.record)
+        save_record(cache_dir, manifest[0], target, gathered.record, files.folders)
     return {"copied": files.copied, "linked": files.linked, "kept": files.kept, "scanned": memo.scanned}
 
 

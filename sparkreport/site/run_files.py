@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from sparkreport.published import COMPRESS_LEVEL, RUN_FILE, published_env, store_stat
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from sparkreport.cache import HashMemo
 
 
@@ -90,6 +92,10 @@ class Published:
     #: How many of ``record``'s entries name a file's mtime and inode, not its sha256
     #: (:func:`complete_record` has something to do only when some do).
     unhashed: int = 0
+    #: Each store folder's stat digest from the build's walk (:attr:`~sparkreport.cache.StoreWalk.folders`),
+    #: kept with ``record``: the next build takes a folder's entries from the record, without
+    #: a system call per file, while its digest is the same (:func:`publish_files`).
+    folders: dict[str, str] = field(default_factory=dict)
 
     @property
     def kept(self) -> int:
@@ -134,16 +140,28 @@ def load_record(cache_dir: Path, runs_dir: Path, site_dir: Path) -> dict[str, li
     """The published files of the live site ``site_dir`` (as the last successful build recorded
     them); {} when there is no record, or it was made by other code, for another run store or
     for another site folder."""
+    return load_record_and_folders(cache_dir, runs_dir, site_dir)[0]
+
+
+def load_record_and_folders(cache_dir: Path, runs_dir: Path,
+                            site_dir: Path) -> tuple[dict[str, list[Any]], dict[str, str]]:
+    """:func:`load_record`, and the store folders' stat digests it was kept with
+    (:attr:`Published.folders`; {} with no record)."""
     from sparkreport.cache import read_cache_pickle
 
-    return read_cache_pickle(cache_dir / RECORD_FILE, _record_salt(runs_dir, site_dir), "files")
+    files, folders = read_cache_pickle(cache_dir / RECORD_FILE, _record_salt(runs_dir, site_dir), "files",
+                                       "folders")
+    return files, folders if files else {}
 
 
-def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[str, list[Any]]) -> None:
-    """Record what the site ``site_dir``, just published, holds of the runs' files."""
+def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[str, list[Any]],
+                folders: Mapping[str, str] | None = None) -> None:
+    """Record what the site ``site_dir``, just published, holds of the runs' files, and the
+    store folders' stat digests when they were published (``folders``)."""
     from sparkreport.cache import write_cache_pickle
 
-    write_cache_pickle(cache_dir / RECORD_FILE, _record_salt(runs_dir, site_dir), "files", record)
+    write_cache_pickle(cache_dir / RECORD_FILE, _record_salt(runs_dir, site_dir), "files", record,
+                       folders=dict(folders or {}))
     (cache_dir / "published-files.json").unlink(missing_ok=True)  # the layout before the pickle
 
 
@@ -153,7 +171,9 @@ def _record_salt(runs_dir: Path, site_dir: Path) -> str:
 
 
 def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, previous: Path | None = None,
-                  record: dict[str, list[Any]] | None = None, memo: HashMemo | None = None) -> Published:
+                  record: dict[str, list[Any]] | None = None, memo: HashMemo | None = None,
+                  folders: Mapping[str, str | None] | None = None,
+                  recorded_folders: Mapping[str, str] | None = None) -> Published:
     """Publish the manifest's files into ``site``. A file whose source is unchanged since it
     was published into ``previous`` (the live site: the same size and sha256 as ``record``
     says — content, not mtime or inode, so a fresh checkout of the same store counts as
@@ -163,19 +183,36 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
     folder is carried over at the swap (:class:`Carry`); otherwise each unchanged file is
     hard-linked from the live site. The others are copied (run.json filtered, large files
     compressed) on a few threads. Nothing is ever written through a link: every write goes to
-    a new file of ``site``. A file reached through a symbolic link is skipped."""
+    a new file of ``site``. A file reached through a symbolic link is skipped.
+
+    ``folders``: each store folder's stat digest from the build's walk of the store (None for a
+    folder with a symbolic link), kept with the record (:attr:`Published.folders`);
+    ``recorded_folders``: those the record was kept with. A folder whose digest is unchanged
+    holds the files it held, of the size, mtime and inode they had (what the file digests are
+    trusted by, :class:`~sparkreport.cache.HashMemo`): their entries are taken from the record
+    as they are, without stat-ing them one by one (at 10 000 runs, 30 000 system calls and
+    ~0.15 s of CPU beside the dataset and the analysis); an entry that names a file's stat
+    rather than its sha256, or a path that leaves its folder, is looked at as usual."""
     root = str(runs_dir)
     record = record or {}
     out = Published()
-    found: list[tuple[str, str, os.stat_result]] = []
-    folders: dict[str, bool] = {}
+    found: list[tuple[str, str, os.stat_result | None]] = []
+    checked: dict[str, bool] = {}
+    same_folders = {top for top, digest in (folders or {}).items()
+                 if digest is not None and (recorded_folders or {}).get(top) == digest} if record else set()
     for target, source in files:  # plain strings: 20 000 files at 10 000 runs
-        stat = store_stat(root, source, folders)
+        kept = record.get(target) if source.partition("/")[0] in same_folders else None
+        if kept is not None and not str(kept[1]).startswith(STAT_KEY) and "/../" not in f"/{source}/":
+            found.append((target, source, None))  # stat-ed only if it must be copied
+            out.record[target] = kept
+            continue
+        stat = store_stat(root, source, checked)
         if stat is not None:
             found.append((target, source, stat))
             key = _content_key(memo, os.path.join(root, source), stat, bool(record))
             out.record[target] = [stat.st_size, key]
             out.unhashed += key.startswith(STAT_KEY)
+    out.folders = {top: digest for top, digest in (folders or {}).items() if digest is not None}
     before = str(previous) if previous is not None and record else None
     carried = carry_plan(Path(before), site, record, out.record) if before is not None else None
     jobs: list[tuple[str, str, int, bool]] = []
@@ -197,6 +234,10 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
                 continue
             except OSError:  # gone from the previous site, or another file system: copy it
                 pass
+        stat = stat if stat is not None else store_stat(root, source, checked)
+        if stat is None:  # taken from the record, and gone since the walk: not published
+            del out.record[target]
+            continue
         jobs.append((os.path.join(root, source), destination, stat.st_size, os.path.basename(source) == RUN_FILE))
 
     def run(job: tuple[str, str, int, bool]) -> None:
@@ -285,14 +326,17 @@ def carry_plan(live: Path, site: Path, record: dict[str, list[Any]], now: dict[s
 
 
 def publish_listed(runs_dir: Path, files: list[tuple[str, str]], site_dir: Path, *, previous: Path | None = None,
-                   cache_dir: Path | None = None, memo: HashMemo | None = None) -> Published:
+                   cache_dir: Path | None = None, memo: HashMemo | None = None,
+                   folders: Mapping[str, str | None] | None = None) -> Published:
     """:func:`publish_files` of ``files`` (site path, store path), with the live site's record
     from the build cache ``cache_dir`` and its file digests (``memo``, the build's when it has
-    read them, else read here)."""
+    read them, else read here); ``folders``: the store folders' stat digests from the build's
+    walk, if it made one."""
     if cache_dir is None:
         return publish_files(runs_dir, site_dir, files)
     from sparkreport.cache import HASHES_FILE, HashMemo
 
-    record = load_record(cache_dir, runs_dir, previous) if previous is not None else {}
+    record, recorded = load_record_and_folders(cache_dir, runs_dir, previous) if previous is not None else ({}, {})
     return publish_files(runs_dir, site_dir, files, previous=previous if record else None, record=record,
-                         memo=memo if memo is not None else HashMemo(cache_dir / HASHES_FILE))
+                         memo=memo if memo is not None else HashMemo(cache_dir / HASHES_FILE),
+                         folders=folders, recorded_folders=recorded)
