@@ -878,6 +878,35 @@ def test_the_record_keeps_the_store_folders_it_was_published_from(tmp_path: Path
     assert load_record_and_folders(tmp_path, tmp_path / "runs", tmp_path / "other") == ({}, {})
 
 
+def test_the_store_folders_stay_recorded_through_builds(tiny: Path, tmp_path: Path) -> None:
+    """A build records each store folder's stat digest with its published files; a build that
+    keeps the data (only a hand-written page changed) keeps them too, and a changed run file
+    records its folder's new digest."""
+    from sparkreport.published import read_manifest
+    from sparkreport.site.run_files import load_record_and_folders
+
+    root = _copy(tiny, tmp_path)
+    build(_options(root), root / "site")
+
+    def recorded() -> tuple[dict[str, Any], dict[str, str]]:
+        manifest = read_manifest(root / "build" / "docs")
+        assert manifest is not None
+        return load_record_and_folders(root / "build" / "cache", manifest[0], root / "site")
+
+    record, folders = recorded()
+    assert record and list(folders) == ["tiny"]
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs" / "notes.md").write_text("# Notes\n\nBy hand.\n", encoding="utf-8")
+    kept = build(_options(root), root / "site")
+    assert kept.render.data_kept and recorded() == (record, folders)
+    log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
+    log.write_text(log.read_text(encoding="utf-8") + "one more line\n", encoding="utf-8")
+    build(_options(root), root / "site")
+    changed_record, changed_folders = recorded()
+    assert changed_folders.keys() == folders.keys() and changed_folders["tiny"] != folders["tiny"]
+    assert changed_record != record
+
+
 @pytest.mark.parametrize("builder", ["mkdocs", "zensical"])
 def test_a_rebuild_publishes_only_the_changed_run_files(tiny: Path, tmp_path: Path, builder: str) -> None:
     root = _copy(tiny, tmp_path)

@@ -397,19 +397,19 @@ def kept_run_files(target: Path, cache_dir: Path, result: RenderResult) -> RunFi
     live site was checked as a build with nothing changed checks it
     (:func:`~sparkreport.site.incremental.load_state`)."""
     from sparkreport.published import read_manifest
-    from sparkreport.site.run_files import Carry, Published, load_record
+    from sparkreport.site.run_files import Carry, Published, load_record_and_folders
 
     manifest = read_manifest(result.docs_dir)
     if manifest is None:
         return None
     runs_dir, listed = manifest
-    record = load_record(cache_dir, runs_dir, target)
+    record, folders = load_record_and_folders(cache_dir, runs_dir, target)
     root = run_files_folder()
     if not record or set(record) != {site_path for site_path, _store_path in listed} \
             or not all(name.startswith(f"{root}/") for name in record) or not (target / root).is_dir():
         return None
-    return RunFiles(listed, Published(record=record, carry=Carry(root, incoming=[], removed=[], kept=sorted(record))),
-                    clean={}, scanned=0)
+    return RunFiles(listed, Published(record=record, carry=Carry(root, incoming=[], removed=[], kept=sorted(record)),
+                                      folders=folders), clean={}, scanned=0)
 
 
 @dataclass
