@@ -14,6 +14,7 @@ so :mod:`sparkreport.render.preflight` can refuse a stale diff or post binding f
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sparkreport.cache import GIT_AFTER, git_clean_blobs
+from sparkreport.cache import GIT_AFTER, WritesLater, git_clean_blobs
 from sparkreport.errors import DataError, SparkreportError
 from sparkreport.names import shown, shown_values
 
@@ -247,12 +248,13 @@ def _shared(entry: IndexEntry, strings: dict[str, str], tuples: dict[tuple[str, 
     return entry.is_run, values, tuples.setdefault(entry.metrics, entry.metrics)
 
 
-def store_index(runs_dir: Path, cache_dir: Path | None = None) -> StoreIndex:
+def store_index(runs_dir: Path, cache_dir: Path | None = None, later: WritesLater | None = None) -> StoreIndex:
     """The names of every run in ``runs_dir``, from ``cache_dir/names.pickle`` where each run.json
     is unchanged (same size, mtime, ctime and inode — or, after a fresh checkout, the same git
     blob and size, :func:`~sparkreport.cache.git_clean_blobs`), else read from the file; the
     index file is then rewritten (best effort: an unwritable cache only makes the next call read
-    again)."""
+    again) — by ``later`` when given (a build's :class:`~sparkreport.cache.WritesLater`: 0.03–0.04 s
+    at 10 000 runs, off the build's path while its builder builds)."""
     path = cache_dir / INDEX_FILE if cache_dir is not None else None
     salt = _salt()
     known: dict[str, tuple[tuple[int, ...], tuple[bool, dict[str, str], tuple[str, ...]], str | None]] = {}
@@ -296,7 +298,11 @@ def store_index(runs_dir: Path, cache_dir: Path | None = None) -> StoreIndex:
         files[relative] = (signature, _shared(entry, strings, tuples), blob)
         index.entries.append(entry)
     if path is not None and (index.read or len(files) != len(known)):
-        _save_index(path, {"salt": salt, "runs_dir": str(runs_dir), "files": files})
+        payload = {"salt": salt, "runs_dir": str(runs_dir), "files": files}
+        if later is not None:
+            later.put(path, functools.partial(_save_index, path, payload))
+        else:
+            _save_index(path, payload)
     return index
 
 

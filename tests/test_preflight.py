@@ -232,6 +232,40 @@ def test_the_index_follows_every_change_to_the_store(tmp_path: Path, phase1_stor
     assert store_index(runs, cache).read == 63  # a damaged index is rebuilt, never trusted
 
 
+def test_the_index_written_later_is_written_once_the_build_says(tmp_path: Path, phase1_store: Path) -> None:
+    """A build puts the name index's write off until its builder builds (WritesLater): nothing
+    is written before, the same index after; an index unchanged is not written at all."""
+    from sparkreport.cache import WritesLater
+
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    shutil.copytree(phase1_store, runs)
+    later = WritesLater()
+    first = store_index(runs, cache, later)
+    assert first.read == 63 and not (cache / INDEX_FILE).exists()
+    later.run()
+    again = store_index(runs, cache, later)
+    assert again.read == 0 and [e.values for e in again.entries] == [e.values for e in first.entries]
+    written = (cache / INDEX_FILE).stat().st_mtime_ns
+    later.run()  # nothing was put: the index is as it was
+    assert (cache / INDEX_FILE).stat().st_mtime_ns == written
+
+
+def test_a_build_after_a_kept_one_writes_the_index_its_checks_read(tmp_path: Path, phase1_store: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks of a build after a kept one read a changed run.json into the name index; the
+    build writes the index while its builder builds, so the next call reads nothing again."""
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    root = project(tmp_path, "baseline: native\n")  # (a design line: the checks read the index)
+    monkeypatch.chdir(root)
+    first = CliRunner().invoke(main, ["build", "--runs-dir", str(runs)])
+    assert first.exit_code == 0, first.output
+    changed = sorted(runs.glob("*/*/run.json"))[0]
+    changed.write_text(changed.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert CliRunner().invoke(main, ["build", "--runs-dir", str(runs)]).exit_code == 0
+    assert store_index(runs, root / "build" / "cache").read == 0
+
+
 def test_a_broken_run_json_is_named_by_the_index_as_by_the_store(tmp_path: Path, phase1_store: Path) -> None:
     runs = tmp_path / "runs"
     shutil.copytree(phase1_store, runs)

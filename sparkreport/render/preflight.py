@@ -39,6 +39,7 @@ from sparkreport.render.posts import (
 )
 
 if TYPE_CHECKING:
+    from sparkreport.cache import WritesLater
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.early import StoreIndex
@@ -139,11 +140,12 @@ def preflight(dataset: Dataset, config: ProjectConfig, source_docs: Path) -> Non
     check_posts(names, config, source_docs)
 
 
-def refuse_early(options: RenderOptions | Project) -> None:
+def refuse_early(options: RenderOptions | Project, later: WritesLater | None = None) -> None:
     """The checks :func:`preflight` makes, before the dataset is loaded: ``sparkreport.yml``
     itself, the diffs' campaigns (folder names) and the diffs and post bindings against the
     store's name index. Raises the same one-line errors; an empty store is left to the render
-    (which says "no runs to render")."""
+    (which says "no runs to render"). ``later``: where the name index's write is put off to
+    (:func:`~sparkreport.early.store_index`)."""
     from sparkreport.early import check_selector_campaigns, store_campaigns, store_index
     from sparkreport.project import resolve_project
 
@@ -160,7 +162,7 @@ def refuse_early(options: RenderOptions | Project) -> None:
     check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
                                         for i, named in enumerate(config.diffs)
                                         for side, text in (("a", named.a), ("b", named.b))])
-    index = store_index(runs_dir, project.cache_dir)
+    index = store_index(runs_dir, project.cache_dir, later)
     if index.is_empty():
         return
     names = IndexNames(index)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from sparkreport.cache import HashMemo
+    from sparkreport.cache import HashMemo, WritesLater
     from sparkreport.parallel import Background
     from sparkreport.project import Project
     from sparkreport.render import RenderOptions, RenderResult
@@ -131,6 +131,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     builder = get_builder(name)
     cache_dir = project.cache_dir
     timings: dict[str, float] = {}
+    # The render's biggest cache files and the checks' name index, written while the builder works.
+    later = WritesLater()
     with contextlib.ExitStack() as stack:
         def publisher() -> Callable[[], RunFiles]:
             # The runs' files are published (and scanned) from the run store alone, in a forked
@@ -169,12 +171,13 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                 started_early = start()
 
             started_early = None
-            folders, key, computed, stat_folders = _walked_and_keyed(project, target, strict, name, going_on)
+            folders, key, computed, stat_folders = _walked_and_keyed(project, target, strict, name, going_on, later)
             if started_early is None:
                 memo = memo_with(computed)
             memo.save()
         state = None if full else incremental.load_state(cache_dir, key.key, target)
         if state is not None:
+            later.run()  # (the name index's write, when a run.json was touched)
             return BuildResult(site_dir=target, config_file=Path(state["config_file"]),
                                render=result_from_state(state, project),
                                warnings=list(state["warnings"]), cached=True, builder=name)
@@ -195,7 +198,6 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         standby = builder.standby(project.docs_dir.parent / PROJECT_CONFIG)
         if standby is not None:
             stack.enter_context(standby)
-        later = WritesLater()  # the render's biggest cache files, written while the builder works
         result = render(project, checked=True, store_folders=folders, hashes=memo,  # the checks ran above
                         build_data_key=key.data, same_data=same_data, commit=key.commit,
                         analysed=standby.wake if standby is not None else None, later=later, vouch=vouch)
@@ -263,7 +265,7 @@ class Walked(NamedTuple):
 
 
 def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str,
-                      going_on: Callable[[Walked], None] | None = None) -> Walked:
+                      going_on: Callable[[Walked], None] | None = None, later: WritesLater | None = None) -> Walked:
     """The store walked and the build key computed (:func:`_walk_and_key`) in a forked process,
     while this one refuses bad configuration (:func:`~sparkreport.render.preflight.refuse_early`)
     and imports what the dataset and the analysis need: the walk waits on the file system and
@@ -274,7 +276,7 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
     loads no dataset, unless a post's bindings changed). An answer that changes the data,
     come between two imports, is handed to ``going_on`` at once (the build starts its run-files
     publisher there). In one process (``SPARKREPORT_JOBS=1``), the checks, then the walk and
-    the key, without imports."""
+    the key, without imports. ``later``: where the checks put off writing their name index to."""
     from sparkreport.cache import import_tuned
     from sparkreport.parallel import Background
     from sparkreport.render.preflight import refuse_early
@@ -282,7 +284,7 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
 
     kept_key = incremental.kept_key(project.cache_dir)
     with Background(functools.partial(_walk_and_key, project, target, strict, builder)) as walker:
-        refuse_early(project)  # raises: the walker is stopped on the way out (it writes nothing)
+        refuse_early(project, later)  # raises: the walker is stopped on the way out (it writes nothing)
         answer = None
         for module in DATA_MODULES if walker.forked else ():
             if answer is None and walker.ready():
