@@ -866,6 +866,20 @@ def test_a_store_folder_unchanged_since_publishing_is_not_stat_ed_file_by_file(t
     run_files.publish_files(runs, tmp_path / "stat", listed, previous=live, record=record, memo=memo,
                             folders={"c1": "one", "c2": "two, changed"}, recorded_folders=first.folders)
     assert sorted(stat_ed) == ["c1/r/run.json", "c2/r/a.log", "c2/r/run.json"]
+    # a hidden file, which the walk's digest leaves out: stat-ed, and published again once changed
+    (runs / "c1" / "r" / ".hidden.log").write_text("before", encoding="utf-8")
+    hidden = [*listed, ("runs/files/c1/r/.hidden.log", "c1/r/.hidden.log")]
+    memo.digest(str(runs / "c1" / "r" / ".hidden.log"))
+    base = run_files.publish_files(runs, tmp_path / "hidden-1", hidden, memo=memo, folders={"c1": "one"})
+    (runs / "c1" / "r" / ".hidden.log").write_text("after!", encoding="utf-8")
+    memo.digest(str(runs / "c1" / "r" / ".hidden.log"))
+    stat_ed.clear()
+    changed = run_files.publish_files(runs, tmp_path / "hidden-2", hidden, previous=tmp_path / "hidden-1",
+                                      record=base.record, memo=memo, folders={"c1": "one"},
+                                      recorded_folders=base.folders)
+    assert "c1/r/.hidden.log" in stat_ed and "c1/r/a.log" not in stat_ed
+    assert changed.copied >= 1
+    assert (tmp_path / "hidden-2" / "runs" / "files" / "c1" / "r" / ".hidden.log").read_text(encoding="utf-8") == "after!"
 
 
 def test_the_record_keeps_the_store_folders_it_was_published_from(tmp_path: Path) -> None:

@@ -192,17 +192,18 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
     trusted by, :class:`~sparkreport.cache.HashMemo`): their entries are taken from the record
     as they are, without stat-ing them one by one (at 10 000 runs, 30 000 system calls and
     ~0.15 s of CPU beside the dataset and the analysis); an entry that names a file's stat
-    rather than its sha256, or a path that leaves its folder, is looked at as usual."""
+    rather than its sha256, or a path the walk's digest does not cover (:func:`_walked`), is
+    looked at as usual."""
     root = str(runs_dir)
     record = record or {}
     out = Published()
     found: list[tuple[str, str, os.stat_result | None]] = []
     checked: dict[str, bool] = {}
     same_folders = {top for top, digest in (folders or {}).items()
-                 if digest is not None and (recorded_folders or {}).get(top) == digest} if record else set()
+                    if digest is not None and (recorded_folders or {}).get(top) == digest} if record else set()
     for target, source in files:  # plain strings: 20 000 files at 10 000 runs
         kept = record.get(target) if source.partition("/")[0] in same_folders else None
-        if kept is not None and not str(kept[1]).startswith(STAT_KEY) and "/../" not in f"/{source}/":
+        if kept is not None and not str(kept[1]).startswith(STAT_KEY) and _walked(source):
             found.append((target, source, None))  # stat-ed only if it must be copied
             out.record[target] = kept
             continue
@@ -256,6 +257,14 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
         out.carry = Carry(carried, incoming=[t for t in out.record if t not in same],
                           removed=sorted(set(record) - set(out.record)), kept=sorted(same))
     return out
+
+
+def _walked(source: str) -> bool:
+    """Whether the store's walk (:func:`~sparkreport.cache.walk_files`) counts the file at
+    ``source`` in its folder's digest: not a path that leaves its folder, nor one through a
+    hidden file or folder or ``__pycache__``, which the walk leaves out."""
+    parts = source.split("/")
+    return not any(part == ".." or part.startswith(".") or part == "__pycache__" for part in parts)
 
 
 #: How a record names a file's content it did not hash: its mtime and inode (see complete_record).
