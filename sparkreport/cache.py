@@ -618,8 +618,11 @@ class WritesLater:
 
 
 #: The cyclic collector's thresholds for a command (:func:`batch_collector`); Python's own are
-#: (700, 10, 10).
-GC_THRESHOLDS = (50_000, 20, 20)
+#: (700, 10, 10). A young collection every 500 000 new objects: at 50 000 a new run's build at
+#: 10 000 runs made four that walked 35 000–73 000 objects each and freed ~600 in all
+#: (0.03–0.07 s of the build's CPU; a cold build 0.2 s), with the same peak memory either way
+#: (bench/README.md, issue 16, fortieth round).
+GC_THRESHOLDS = (500_000, 20, 20)
 
 #: What the native libraries a command loads read from the environment when they load, set for
 #: their import only (:func:`import_tuned`), unless the environment sets them. OpenBLAS (numpy's,
@@ -665,8 +668,9 @@ def batch_collector() -> None:
     which live until it ends (the dataset, the analysis, the MkDocs pages). With the default
     thresholds a collection runs every 700 new objects and every 100th walks the whole heap:
     at 10 000 runs a build spent 1.1–2.5 s in 13 full collections that freed next to nothing.
-    With these, cyclic garbage is still collected (every 50 000 new objects, the whole heap
-    rarely); peak memory measured the same (bench/README.md, issue 16, eighth round)."""
+    With these, cyclic garbage is still collected (every 500 000 new objects, the whole heap
+    rarely); peak memory measured the same (bench/README.md, issue 16, eighth and fortieth
+    rounds)."""
     gc.set_threshold(*GC_THRESHOLDS)
 
 
