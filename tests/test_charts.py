@@ -100,6 +100,17 @@ def test_memory_scatter_and_svg_fallback(phase1_dataset: Dataset) -> None:
     assert svg.startswith("<svg") and "KV cache (GiB)" in svg and "Memory before KV cache (GiB)" in svg
 
 
+def test_no_svg_to_draw_loads_no_vl_convert(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A render with no SVG fallback to draw (every build at 10 000 runs) does not load
+    vl-convert, a large native library; one with a fallback to draw loads it."""
+    from sparkreport.render.core import write_svgs
+
+    monkeypatch.setitem(sys.modules, "vl_convert", None)  # importing it now raises
+    write_svgs([], tmp_path)
+    with pytest.raises(ImportError):
+        write_svgs([(tmp_path / "a.svg", {"mark": "point"})], tmp_path)
+
+
 def test_metric_without_values_gives_no_chart(phase1_dataset: Dataset) -> None:
     assert charts.per_run_chart(phase1_dataset.runs, "ttft_ms_p99", name="x", title="x") is None
     empty = phase1_dataset.runs.assign(kv_cache_gib=None)

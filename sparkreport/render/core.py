@@ -889,7 +889,10 @@ def template_line(exc: BaseException) -> str | None:
 
 def write_svgs(jobs: list[tuple[Path, dict[str, Any]]], cache_dir: Path | None) -> None:
     """Write each chart's SVG fallback: from the cache when the same spec was drawn before
-    (keyed by the spec's sha256 and the vl-convert version), else drawn in a thread pool."""
+    (keyed by the spec's sha256 and the vl-convert version), else drawn in a thread pool.
+    Without any, vl-convert (a large native library) is not even imported."""
+    if not jobs:
+        return
     from concurrent.futures import ThreadPoolExecutor
 
     import vl_convert
