@@ -274,7 +274,7 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
                     with pages.building():
                         build(config)
                 else:
-                    from sparkreport.site.reuse import ReusePlugin
+                    from sparkreport.site.reuse_plugin import ReusePlugin
 
                     config.plugins["sparkreport/reuse"] = ReusePlugin(reuse)  # type: ignore[assignment]
                     with _without_dirty_notice(), pages.building():

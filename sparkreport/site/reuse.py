@@ -6,12 +6,15 @@ than its Markdown, but it writes over an existing site (ours is published whole,
 it skips. A build here always starts from an empty folder; when the previous site was built
 from the same *shell* — the generated config (nav and titles included), the project's
 mkdocs.yml and theme overrides, the MkDocs / Material / Markdown versions, strictness, the
-same set of pages — :class:`ReusePlugin` hard-links into that folder, before MkDocs writes
-anything, the previous output of every file MkDocs will find unmodified (its Markdown or
-asset not newer than that output; ``render`` keeps an unchanged page's mtime). MkDocs then
-runs with ``dirty`` and converts only the rest; afterwards the search index is merged: the
-previous entries of the reused pages plus the new ones, in the order a full build writes
-them. The result equals a full build of the same sources (``tests/test_reuse.py``).
+same set of pages — :class:`~sparkreport.site.reuse_plugin.ReusePlugin` hard-links into
+that folder, before MkDocs writes anything, the previous output of every file MkDocs will
+find unmodified (its Markdown or asset not newer than that output; ``render`` keeps an
+unchanged page's mtime). MkDocs then runs with ``dirty`` and converts only the rest;
+afterwards the search index is merged: the previous entries of the reused pages plus the new
+ones, in the order a full build writes them. The result equals a full build of the same
+sources (``tests/test_reuse.py``). This module is what a build reads and keeps between builds
+(:class:`Reuse`), without MkDocs; the plugin, which MkDocs runs, is in
+:mod:`sparkreport.site.reuse_plugin`.
 
 A linked file is never written through: MkDocs writes a page only when it is modified, and
 copies an asset only when it is modified, which is exactly what was not linked. What is not
@@ -26,12 +29,9 @@ an unchanged page is not re-checked for links into pages that changed.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from mkdocs.plugins import event_priority
 
 RECORD_FILE = "site-shell.json"
 #: Plugins whose output is all in Files, the search index or the blog folder.
@@ -123,98 +123,3 @@ def blog_roots(config: Any) -> list[str]:
         if name in ("blog", "material/blog"):
             roots.append(str(plugin.config.blog_dir).strip("/"))
     return roots
-
-
-def _page_url(url: str) -> str:
-    """A file's URL as its page (and the search index) spells it: the home page is ''."""
-    return "" if url in (".", "./") else url
-
-
-class ReusePlugin:
-    """Registered by :func:`sparkreport.site.mkdocs_site.build_site`; see the module docstring."""
-
-    def __init__(self, reuse: Reuse) -> None:
-        self.reuse = reuse
-        self.site_dir = Path()
-        self.order: dict[str, int] = {}
-        self.linked_pages: set[str] = set()
-        self.outputs: list[str] = []
-
-    def _eligible(self, config: Any) -> str:
-        """'' when this project's site may be reused, else the reason it may not."""
-        if _untitled(config.nav):
-            return "a nav entry without a title"
-        return why_not_reused(config)
-
-    @event_priority(-100)  # after the blog plugin has placed its files
-    def on_files(self, files: Any, *, config: Any) -> Any:
-        reuse = self.reuse
-        self.site_dir = Path(config.site_dir)
-        self.outputs = [file.dest_uri for file in files if file.generated_by is None and file.abs_src_path is not None]
-        why_not = self._eligible(config)
-        # Every page, whatever its inclusion now (the blog plugin excludes posts until on_nav).
-        pages = sorted(file.src_uri for file in files.documentation_pages(inclusion=lambda _level: True))
-        reuse.key = None if why_not else _digest(reuse.shell, pages)
-        if why_not or reuse.previous is None or reuse.key != reuse.previous_key:
-            return files  # convert everything
-        blog = tuple(f"{root}/" for root in blog_roots(config))
-        for file in files:
-            if file.generated_by is not None or file.abs_src_path is None:
-                continue
-            if blog and (file.src_uri.startswith(blog) or file.dest_uri.startswith(blog)):
-                continue
-            before = reuse.previous / file.dest_uri
-            try:
-                found = before.stat()
-                if found.st_mtime < os.stat(file.abs_src_path).st_mtime:
-                    continue  # MkDocs' own test for a modified file (File.is_modified)
-            except OSError:
-                continue
-            if reuse.previous_files.get(file.dest_uri) != [found.st_size, found.st_mtime_ns]:
-                continue  # not as the last build wrote it
-            Path(file.abs_dest_path).parent.mkdir(parents=True, exist_ok=True)
-            os.link(before, file.abs_dest_path)
-            if file.is_documentation_page():
-                self.linked_pages.add(_page_url(file.url))
-        return files
-
-    @event_priority(-100)  # after the nav: every page MkDocs will build, in its order
-    def on_env(self, env: Any, *, config: Any, files: Any) -> Any:
-        from mkdocs.structure.files import InclusionLevel
-
-        built = [_page_url(file.url) for file in files.documentation_pages(inclusion=InclusionLevel.is_included)]
-        self.order = {url: index for index, url in enumerate(built)}
-        self.reuse.reused = len(self.linked_pages & self.order.keys())
-        self.reuse.converted = len(built) - self.reuse.reused
-        return env
-
-    @event_priority(-100)  # after the search plugin wrote the entries of the pages it converted
-    def on_post_build(self, *, config: Any) -> None:
-        self._merge_search_index()
-        for dest in self.outputs:  # what this build wrote, as it wrote it (for the next build)
-            try:
-                found = os.stat(self.site_dir / dest)
-            except OSError:
-                continue
-            self.reuse.files[dest] = [found.st_size, found.st_mtime_ns]
-
-    def _merge_search_index(self) -> None:
-        if not self.linked_pages or self.reuse.previous is None:
-            return
-        path = self.site_dir / SEARCH_INDEX
-        before = self.reuse.previous / SEARCH_INDEX
-        if not path.is_file() or not before.is_file():
-            return
-        new = json.loads(path.read_text(encoding="utf-8"))
-        old = json.loads(before.read_text(encoding="utf-8"))
-        kept = [entry for entry in old.get("docs", [])
-                if str(entry.get("location", "")).split("#", 1)[0] in self.linked_pages]
-        docs = kept + list(new.get("docs", []))
-        last = len(self.order)
-        docs.sort(key=lambda entry: self.order.get(str(entry.get("location", "")).split("#", 1)[0], last))
-        new["docs"] = docs
-        # The search plugin's own serialisation, so the file equals a full build's.
-        text = json.dumps(new, separators=(",", ":"), default=str)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
