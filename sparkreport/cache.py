@@ -296,6 +296,12 @@ class JournaledDict:
 _ABSENT = object()
 
 
+def walked_name(name: str) -> bool:
+    """Whether :func:`walk_files` enters or yields a file or folder of this name: not a hidden
+    one (``.name``), nor ``__pycache__`` (written by imports)."""
+    return not name.startswith(".") and name != "__pycache__"
+
+
 def walk_files(root: Path, links: set[str] | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
     """(posix path relative to root, path, stat) of every regular file under ``root``, sorted,
     hidden files and folders (``.name``) and ``__pycache__`` (written by imports) left out.
@@ -310,7 +316,7 @@ def walk_files(root: Path, links: set[str] | None = None) -> Iterator[tuple[str,
         with os.scandir(folder) as scan:
             entries = sorted(scan, key=lambda e: e.name, reverse=True)
         for entry in entries:
-            if entry.name.startswith(".") or entry.name == "__pycache__":
+            if not walked_name(entry.name):
                 continue
             relative = f"{prefix}{entry.name}"
             if links is not None and entry.is_symlink():

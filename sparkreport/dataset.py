@@ -483,7 +483,7 @@ def records_digest(flats: Sequence[FlatRecord], folder: Path | None = None) -> s
         if folder is not None and kept is not None and texts is not None:
             stop = index + len(texts.order)
             run = [flat.kept_text() for flat in flats[index:stop]]
-            if [(one[0] if one else None) for one in run] == [kept[0]] * len(texts.order) \
+            if len(run) == len(texts.order) and all(one is not None and one[0] is kept[0] for one in run) \
                     and tuple(one[1] for one in run if one) == texts.order:
                 fed = texts.hashed(folder, digest, before)
                 if fed is not None:

@@ -459,7 +459,7 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
             keys[folder] = {key}
             found = cache.get(folder, key)
             other = also.get(folder) if also is not None else None
-            if not isinstance(found, list) and other is not None:
+            if not isinstance(found, list) and other is not None and other != digest:
                 other_key = key_of(cache, other, described)
                 found = cache.get(folder, other_key)
                 if isinstance(found, list):  # kept under both from now on

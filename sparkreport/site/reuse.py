@@ -88,23 +88,6 @@ class Reuse:
         _atomic_bytes(cache_dir / RECORD_FILE, json.dumps(record, separators=(",", ":")).encode())
 
 
-def _digest(*parts: object) -> str:
-    import hashlib
-
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _untitled(nav: Any) -> bool:
-    """True when a nav entry takes its title from its page (a bare path)."""
-    if isinstance(nav, str):
-        return True
-    if isinstance(nav, list):
-        return any(_untitled(item) for item in nav)
-    if isinstance(nav, dict):
-        return any(isinstance(value, list) and _untitled(value) for value in nav.values())
-    return False
-
-
 def why_not_reused(config: Any) -> str:
     """'' when every plugin's page events are known (search, blog, ours) and there are no hooks,
     so that pages may be reused (or converted ahead, :mod:`sparkreport.site.parallel_pages`);

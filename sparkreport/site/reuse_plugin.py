@@ -11,7 +11,24 @@ from typing import Any
 
 from mkdocs.plugins import event_priority
 
-from sparkreport.site.reuse import SEARCH_INDEX, Reuse, _digest, _untitled, blog_roots, why_not_reused
+from sparkreport.site.reuse import SEARCH_INDEX, Reuse, blog_roots, why_not_reused
+
+
+def _digest(*parts: object) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _untitled(nav: Any) -> bool:
+    """True when a nav entry takes its title from its page (a bare path)."""
+    if isinstance(nav, str):
+        return True
+    if isinstance(nav, list):
+        return any(_untitled(item) for item in nav)
+    if isinstance(nav, dict):
+        return any(isinstance(value, list) and _untitled(value) for value in nav.values())
+    return False
 
 
 def _page_url(url: str) -> str:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkreport.cache import walked_name
 from sparkreport.published import COMPRESS_LEVEL, RUN_FILE, published_env, store_stat
 
 if TYPE_CHECKING:
@@ -260,11 +261,10 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
 
 
 def _walked(source: str) -> bool:
-    """Whether the store's walk (:func:`~sparkreport.cache.walk_files`) counts the file at
-    ``source`` in its folder's digest: not a path that leaves its folder, nor one through a
-    hidden file or folder or ``__pycache__``, which the walk leaves out."""
-    parts = source.split("/")
-    return not any(part == ".." or part.startswith(".") or part == "__pycache__" for part in parts)
+    """Whether the store's walk counts the file at ``source`` in its folder's digest: every part
+    of its path one the walk enters (:func:`~sparkreport.cache.walked_name`: ``..``, leaving the
+    folder, is hidden-named too)."""
+    return all(walked_name(part) for part in source.split("/"))
 
 
 #: How a record names a file's content it did not hash: its mtime and inode (see complete_record).
