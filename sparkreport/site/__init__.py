@@ -260,7 +260,8 @@ class Walked(NamedTuple):
     #: The file digests the key had to compute (``hashes.pickle``'s new entries).
     computed: dict[str, list[Any]]
     #: Each campaign folder's digest by its files' stat (:attr:`~sparkreport.cache.StoreWalk.folders`):
-    #: what a cold build's publisher kept its lists by.
+    #: what a cold build's publisher kept its lists by, and what the record of published files
+    #: keeps (a folder unchanged since is not stat-ed file by file).
     by_stat: dict[str, str | None]
 
 
@@ -351,7 +352,9 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
     publisher starts before the files are hashed, by ``stat_folders`` — and ``salt``, the
     package's digest) into the side folder of a build of ``target`` — linking or carrying over
     what the live site holds unchanged — then scan them. ``memo``: the build's file digests,
-    if read (else read here)."""
+    if read (else read here). ``stat_folders`` are also kept with the record of published files:
+    the next build takes a folder's entries from it while its digest is the same
+    (:func:`~sparkreport.site.run_files.publish_files`)."""
     from sparkreport.cache import RecordCache
     from sparkreport.render.runs_index import STORE_FILES_CACHE, RunsPage
     from sparkreport.site import publish
