@@ -632,17 +632,17 @@ GC_THRESHOLDS = (500_000, 20, 20)
 
 #: What the native libraries a command loads read from the environment when they load, set for
 #: their import only (:func:`import_tuned`), unless the environment sets them. OpenBLAS (numpy's,
-#: and scipy's own, which ``scipy.special`` loads) starts a pool of threads per CPU that spin
-#: while the imports go on — 0.05 s of CPU for numpy's and 0.13 s for scipy's, taken from the
-#: store's walk beside them; nothing a build computes uses more than one thread of BLAS. pyarrow
-#: 26's mimalloc marks its 1 GiB arena for transparent huge pages (``allow_thp``): with the
-#: kernel's THP in ``madvise`` mode, each first touch of 2 MiB of Arrow memory then waited for
-#: the kernel to find, compact and zero a huge page — 3 ms to 0.25 s for the same 10 MB of text
-#: columns, at random — and a forked worker that writes to one copies 2 MiB (bench/README.md,
-#: issue 16, thirty-ninth round).
+#: and scipy's own, which :mod:`sparkreport.scipy_ufuncs` loads with scipy.special's functions)
+#: starts a pool of threads per CPU that spin while the imports go on — 0.05 s of CPU for numpy's
+#: and 0.13 s for scipy's, taken from the store's walk beside them; nothing a build computes uses
+#: more than one thread of BLAS. pyarrow 26's mimalloc marks its 1 GiB arena for transparent huge
+#: pages (``allow_thp``): with the kernel's THP in ``madvise`` mode, each first touch of 2 MiB of
+#: Arrow memory then waited for the kernel to find, compact and zero a huge page — 3 ms to 0.25 s
+#: for the same 10 MB of text columns, at random — and a forked worker that writes to one copies
+#: 2 MiB (bench/README.md, issue 16, thirty-ninth round).
 TUNED_IMPORTS: dict[str, dict[str, str]] = {
     "numpy": {"OPENBLAS_NUM_THREADS": "1"},
-    "scipy.special": {"OPENBLAS_NUM_THREADS": "1"},
+    "sparkreport.scipy_ufuncs": {"OPENBLAS_NUM_THREADS": "1"},
     "pyarrow": {"MIMALLOC_ALLOW_THP": "0"},
 }
 

@@ -1021,6 +1021,36 @@ def test_numpy_is_imported_with_blas_on_one_thread_and_the_environment_left_as_i
     assert done.stdout.split("\n")[:2] == ["after: None", "threads: 1"]
 
 
+def test_scipys_special_functions_load_without_its_package_set_up_and_are_its_own() -> None:
+    """Importing ``scipy.special`` sets up SciPy's array-API layer, which loads numpy's lazy
+    submodules (0.16–0.23 s of a build's critical path; issue 16, forty-first round): the
+    statistics take SciPy's compiled functions without it, on one thread of BLAS — and they are
+    the very objects ``scipy.special`` exports once something imports it (``scipy.stats``)."""
+    names = ["stdtr", "stdtrit", "ndtr", "binom"]
+    done = tuned_import("sparkreport.scipy_ufuncs", "OPENBLAS_NUM_THREADS", {}, "; ".join([
+        "import sys", "from sparkreport.scipy_ufuncs import ufuncs",
+        "print('threads:', len(os.listdir('/proc/self/task')))",
+        "print('loaded:', ufuncs.__name__, 'scipy.special' in sys.modules, 'numpy.f2py' in sys.modules)",
+        "import scipy.special, scipy.stats",
+        f"print('same:', all(getattr(ufuncs, n) is getattr(scipy.special, n) for n in {names!r}))",
+        "print('t:', ufuncs.stdtrit(4.0, 0.975) == scipy.stats.t.ppf(0.975, 4.0))"]))
+    assert done.stdout.split("\n")[:5] == [
+        "after: None", "threads: 1", "loaded: scipy.special._ufuncs False False", "same: True", "t: True"]
+
+
+@pytest.mark.parametrize("before", ["import scipy.special",
+                                    "import threading; threading.Thread(target=threading.Event().wait, daemon=True).start()"])
+def test_scipys_special_functions_come_from_its_package_when_it_is_imported_or_threads_run(before: str) -> None:
+    """With ``scipy.special`` imported already, or another thread running (which could import it
+    while the package's stand-in is in ``sys.modules``), the functions come from its public
+    import."""
+    import sys
+
+    script = f"{before}; from sparkreport.scipy_ufuncs import ufuncs; print(ufuncs.__name__)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "scipy.special"
+
+
 def tuned_import(module: str, variable: str, env: dict[str, str], then: str = "") -> subprocess.CompletedProcess[str]:
     """A fresh interpreter that imports ``module`` through :func:`import_tuned` and prints the
     environment's ``variable`` afterwards (then runs ``then``)."""

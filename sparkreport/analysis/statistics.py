@@ -19,11 +19,12 @@ from typing import Any
 
 from sparkreport.cache import import_tuned
 
-for _module in ("numpy", "scipy.special"):  # their BLAS on one thread (sparkreport.cache.TUNED_IMPORTS)
+for _module in ("numpy", "sparkreport.scipy_ufuncs"):  # their BLAS on one thread (sparkreport.cache.TUNED_IMPORTS)
     import_tuned(_module)
 
 import numpy as np  # noqa: E402
-from scipy import special  # noqa: E402
+
+from sparkreport.scipy_ufuncs import ufuncs as special  # noqa: E402 (scipy.special's functions, its set-up left out)
 
 NAN = float("nan")
 

@@ -244,11 +244,11 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                        reused=reuse.reused if reuse is not None else 0)
 
 
-#: What loading and analysing the dataset imports (numpy 0.05 s, scipy.special 0.10, pyarrow
-#: 0.04, pandas 0.20, the analysis 0.05 on this machine), each after what it imports; scipy.special
-#: (which needs numpy alone) before pandas, so that the walk's answer, looked at between two
-#: imports, is seen about when it comes (the walk takes 0.25–0.45 s at 10 000 runs).
-DATA_MODULES = ("numpy", "scipy.special", "pyarrow", "pandas", "sparkreport.analysis")
+#: What loading and analysing the dataset imports (numpy 0.05 s, scipy.special's compiled functions
+#: 0.02 (:mod:`sparkreport.scipy_ufuncs`), pyarrow 0.04, pandas 0.20, the analysis 0.05 on this
+#: machine), each after what it imports, so that the walk's answer, looked at between two imports,
+#: is seen about when it comes (the walk takes 0.25–0.45 s at 10 000 runs).
+DATA_MODULES = ("numpy", "sparkreport.scipy_ufuncs", "pyarrow", "pandas", "sparkreport.analysis")
 
 
 class Walked(NamedTuple):
