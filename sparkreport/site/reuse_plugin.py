@@ -64,6 +64,7 @@ class ReusePlugin:
         if why_not or reuse.previous is None or reuse.key != reuse.previous_key:
             return files  # convert everything
         blog = tuple(f"{root}/" for root in blog_roots(config))
+        made: set[str] = set()  # folders made in the new site (one mkdir each, not one a file)
         for file in files:
             if file.generated_by is not None or file.abs_src_path is None:
                 continue
@@ -78,7 +79,10 @@ class ReusePlugin:
                 continue
             if reuse.previous_files.get(file.dest_uri) != [found.st_size, found.st_mtime_ns]:
                 continue  # not as the last build wrote it
-            Path(file.abs_dest_path).parent.mkdir(parents=True, exist_ok=True)
+            folder = os.path.dirname(file.abs_dest_path)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
             os.link(before, file.abs_dest_path)
             if file.is_documentation_page():
                 self.linked_pages.add(_page_url(file.url))
