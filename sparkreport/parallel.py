@@ -221,76 +221,41 @@ def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]],
     state: ``first(i)`` in every worker; ``decide(firsts)`` here, with all their results; then
     ``second(i, decided)`` in every worker. Returns (firsts, decided, seconds). The first
     exception (by share) raised in a worker is raised here; the workers are always reaped."""
-    return TwoPhase(count, first, second).finish(decide)
+    import multiprocessing
 
-
-class TwoPhase(Generic[T]):
-    """:func:`two_phase` started now and finished later: the workers are forked at once and run
-    ``first``, while this process goes on; :meth:`finish` takes their first results, decides and
-    waits for ``second``. Whatever the workers share with this process (a :class:`Claims`
-    counter, say) must be kept alive here until :meth:`finish` or :meth:`cancel` reaped them:
-    ``multiprocessing`` drops a started process's arguments, and an object only they held would
-    be freed here, its shared memory handed to the next one made. :meth:`cancel` (or leaving a
-    ``with`` block) stops workers that have not been finished."""
-
-    def __init__(self, count: int, first: Callable[[int], T], second: Callable[[int, Any], Any]):
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork")
-        self._pipes: list[Any] = []
-        self._processes: list[Any] = []
-        self._answered = False
+    context = multiprocessing.get_context("fork")
+    pipes: list[Any] = []
+    processes = []
+    answered = False
+    try:
+        gc.freeze()  # the workers' collector leaves the build's objects (and their pages) alone
         try:
-            gc.freeze()  # the workers' collector leaves the build's objects (and their pages) alone
-            try:
-                for index in range(count):
-                    mine, theirs = context.Pipe()
-                    # The worker closes the build's ends, its own among them: else, the build gone, a
-                    # worker writing a large answer would wait forever for a reader (itself).
-                    process = context.Process(target=_worker, daemon=True,
-                                              args=(theirs, index, first, second, os.getpid(), [*self._pipes, mine]))
-                    with signals_held():
-                        process.start()
-                    theirs.close()
-                    self._pipes.append(mine)
-                    self._processes.append(process)
-            finally:
-                gc.unfreeze()
-        except BaseException:
-            self.cancel()
-            raise
-
-    def finish(self, decide: Callable[[list[T]], Any],
-               meanwhile: Callable[[Any], object] | None = None) -> tuple[list[T], Any, list[Any]]:
-        """(firsts, decided, seconds), as :func:`two_phase` returns them; ``meanwhile(decided)``
-        is called while the workers run ``second``."""
-        try:
-            firsts = [_answer(pipe) for pipe in self._pipes]
-            decided = decide(firsts)
-            for pipe in self._pipes:
-                pipe.send(decided)
-            if meanwhile is not None:
-                meanwhile(decided)
-            seconds = [_answer(pipe) for pipe in self._pipes]
-            self._answered = True
-            return firsts, decided, seconds
+            for index in range(count):
+                mine, theirs = context.Pipe()
+                # The worker closes the build's ends, its own among them: else, the build gone, a
+                # worker writing a large answer would wait forever for a reader (itself).
+                process = context.Process(target=_worker, daemon=True,
+                                          args=(theirs, index, first, second, os.getpid(), [*pipes, mine]))
+                with signals_held():
+                    process.start()
+                theirs.close()
+                pipes.append(mine)
+                processes.append(process)
         finally:
-            self.cancel()
-
-    def cancel(self) -> None:
-        """Close the pipes and reap the workers: those that answered are ending; else (a worker's
-        error, Ctrl-C, SIGTERM here, an error in this process meanwhile) their work is not
-        wanted, and a worker ignores SIGINT: it is stopped now, not waited for."""
-        for pipe in self._pipes:
+            gc.unfreeze()
+        firsts = [_answer(pipe) for pipe in pipes]
+        decided = decide(firsts)
+        for pipe in pipes:
+            pipe.send(decided)
+        seconds = [_answer(pipe) for pipe in pipes]
+        answered = True
+        return firsts, decided, seconds
+    finally:
+        for pipe in pipes:
             pipe.close()
-        processes, self._pipes, self._processes = self._processes, [], []
-        _reap(processes, wait=5 if self._answered else 0)
-
-    def __enter__(self) -> TwoPhase[T]:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.cancel()
+        # Every worker answered: each is ending. Else (a worker's error, Ctrl-C, SIGTERM here) their
+        # work is not wanted, and a worker ignores SIGINT: it is stopped now, not waited for.
+        _reap(processes, wait=5 if answered else 0)
 
 
 def _reap(processes: Iterable[Any], wait: float) -> None:

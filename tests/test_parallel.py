@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from blog_project import blog_project
@@ -208,13 +207,12 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
                                              encoding="utf-8")
     # Counted in a file: MkDocs converts the pages in the build's standby process (Standby).
     log = project.parent / "calls.log"
-    fork_map = parallel.fork_map
+    two_phase, fork_map = parallel.two_phase, parallel.fork_map
 
-    class CountingTwoPhase(parallel.TwoPhase):  # type: ignore[type-arg]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            with log.open("a", encoding="utf-8") as out:
-                out.write("pages\n")
-            super().__init__(*args, **kwargs)
+    def counting_two_phase(*args: object, **kwargs: object) -> object:
+        with log.open("a", encoding="utf-8") as out:
+            out.write("pages\n")
+        return two_phase(*args, **kwargs)  # type: ignore[arg-type]
 
     def counting_fork_map(*args: object, **kwargs: object) -> object:
         with log.open("a", encoding="utf-8") as out:
@@ -222,14 +220,14 @@ def test_a_build_in_workers_publishes_what_one_process_does(project: Path, monke
         return fork_map(*args, **kwargs)  # type: ignore[arg-type]
 
     one = built(project, 1, monkeypatch, "site-one")
-    monkeypatch.setattr(parallel, "TwoPhase", CountingTwoPhase)
+    monkeypatch.setattr(parallel, "two_phase", counting_two_phase)
     monkeypatch.setattr(parallel, "fork_map", counting_fork_map)
     monkeypatch.setattr("sparkreport.site.scan.fork_map", counting_fork_map)
     two = built(project, 2, monkeypatch, "site-two")
     calls = log.read_text(encoding="utf-8").split()
     # The pages' fill and write, MkDocs' conversion and page building and the publish scan all went
     # to workers.
-    # (fork_map runs on two_phase, two_phase on TwoPhase: the render's own and one under each fork_map)
+    # (fork_map runs on two_phase: the render's own call and one under each fork_map)
     assert calls.count("forked") == 3 and calls.count("pages") == 4
     assert sorted(one) == sorted(two)
     assert [name for name in one if one[name] != two[name]] == []
@@ -312,57 +310,6 @@ def test_errors_in_workers_read_as_in_one_process(project: Path, monkeypatch: py
     (project / "docs" / "notes.md").write_text("# Notes\n\nSee [the missing page](missing.md).\n", encoding="utf-8")
     message = the_same_error_either_way(project, monkeypatch)
     assert "missing.md" in message and "\n" not in message
-
-
-@needs_fork
-def test_pages_planned_while_the_others_fill_fail_in_plan_order(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Runs pages are planned, and filled in the build's process, while workers fill the pages
-    planned before them: an error on one of those pages still comes first (plan order), one on
-    a Runs page reads as in one process, and a Runs page colliding with a hand-written one stops
-    the workers already filling (none is left running)."""
-    import multiprocessing
-
-    (project / "templates").mkdir()
-    (project / "templates" / "results.md").write_text("# Results\n\n{{ nope() }}\n", encoding="utf-8")
-    (project / "templates" / "runs.md").write_text("# Runs\n\n{{ nor_this() }}\n", encoding="utf-8")
-    assert the_same_error_either_way(project, monkeypatch).startswith(
-        f"{project / 'templates' / 'results.md'}:3: cannot render results/")
-    (project / "templates" / "results.md").unlink()
-    assert the_same_error_either_way(project, monkeypatch).startswith(
-        f"{project / 'templates' / 'runs.md'}:3: cannot render runs/index.md")
-    shutil.rmtree(project / "templates")
-    (project / "docs" / "runs").mkdir(parents=True)
-    (project / "docs" / "runs" / "index.md").write_text("# My runs\n", encoding="utf-8")
-    assert "collides with the generated Runs page" in the_same_error_either_way(project, monkeypatch)
-    assert multiprocessing.active_children() == []
-
-
-@needs_fork
-def test_two_phase_started_now_runs_its_first_step_while_this_process_goes_on(tmp_path: Path) -> None:
-    """TwoPhase forks at once: the workers' first step runs before finish is called; finish's
-    ``meanwhile`` runs with the decision while they take their second; cancel stops workers
-    that were never finished."""
-    import multiprocessing
-    import time
-
-    marks = tmp_path / "marks"
-    marks.mkdir()
-
-    def first(index: int) -> int:
-        (marks / f"first-{index}").touch()
-        return index + 1
-
-    phases = parallel.TwoPhase(2, first, lambda index, decided: decided * 10 + index)
-    deadline = time.monotonic() + 30
-    while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert sorted(p.name for p in marks.iterdir()) == ["first-0", "first-1"]  # finish not called yet
-    seen: list[int] = []
-    assert phases.finish(sum, seen.append) == ([1, 2], 3, [30, 31])
-    assert seen == [3] and multiprocessing.active_children() == []
-    waiting = parallel.TwoPhase(2, lambda index: time.sleep(60), lambda index, decided: None)
-    waiting.cancel()
-    assert multiprocessing.active_children() == []
 
 
 @needs_fork

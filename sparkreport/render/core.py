@@ -11,13 +11,13 @@ import posixpath
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkreport.errors import BuildError, file_system_error
-from sparkreport.render.pages import NavItem, Page, PageDoc, fill
+from sparkreport.render.pages import NavItem, PageDoc, fill
 from sparkreport.render.posts import PostDoc
 
 if TYPE_CHECKING:
@@ -311,68 +311,8 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     compiled = template_cache(cache_dir, package_digest(memo))
     env = make_environment(root / "templates", compiled)
     read_records_per_campaign(site)
-    cache = PageCache(cache_dir)
-    footers: dict[str, dict[str, Any] | None] = {}
-    fresh: dict[str, CachedPage] = {}
-    cached: dict[str, CachedPage] = {}
-    planned: list[tuple[Page, list[PageDoc]]] = []
-    keyed: list[tuple[Page, list[PageDoc]]] = []
-    keys: PageKeys | None = None
-
-    def key_planned() -> PageKeys:
-        """Each document planned since the last call keyed: a document whose key is unchanged and
-        whose files are still in the docs folder is neither filled nor written; its files are
-        kept as they are."""
-        nonlocal keys
-        if keys is None:
-            keys = PageKeys(site, env, [
-                ("package", package_digest(memo)), ("command", command), ("root", str(root)),
-                ("runs", str(runs_dir)), ("config_path", str(config_path)),
-                ("config", memo.digest(config_path) if config_path is not None and config_path.is_file()
-                 else "default"),
-                ("newest_by", newest_rule(site)),  # every page may say how the newest campaigns were chosen
-                # what a page calls each campaign (and its question): from sparkreport.yml (in "config"),
-                # but also from a campaign file kept beside the runs, which no page's inputs hold
-                ("campaigns", json.dumps([[c.name, c.title, c.description] for c in campaigns(site)])),
-            ], includes_file=compiled / INCLUDES_FILE if compiled is not None else None)
-        for page, docs in planned[len(keyed):]:
-            for doc in docs:
-                footers[doc.path] = keys.footer(doc)
-                key = doc.key = keys.key(page.name, doc, footers[doc.path])
-                found = cache.lookup(doc.path, key, final_docs_dir)
-                if found is not None:
-                    cached[doc.path] = found
-                else:
-                    fresh[doc.path] = CachedPage(key=key, files=[])
-            keyed.append((page, docs))
-        return keys
-
-    svg_jobs: list[tuple[Path, dict[str, Any] | None]] = []
-
-    def write(doc: PageDoc, static: bool, jobs: list[tuple[Path, dict[str, Any] | None]]) -> None:
-        env.globals["chart"] = functools.partial(chart_html, static=static)
-        write_page(env, site, doc, docs_dir, jobs, footer=footers[doc.path])
-
-    def fresh_docs(pages: list[tuple[Page, list[PageDoc]]]) -> list[PageDoc]:
-        return [doc for _page, docs in pages for doc in docs if doc.path in fresh]
-
-    last_seconds = {path: entry.seconds for path, entry in cache.pages.items()}
-    # Plan, key, fill. A page whose planning is long (planned_while_filling) is planned, with the
-    # pages after it, while forked workers fill those planned before it (not in a serve session:
-    # its process has the live server's threads, which a fork would not take along, and it
-    # re-renders a handful of pages at a time); the charts counted so far are a lower bound of the
-    # site's, which may only settle the static-fallback decision early (see settled).
-    filling: Filling | None = None
+    planned = []
     for page in registered_pages():
-        if page.planned_while_filling and filling is None and session is None and planned:
-            key_planned()
-            filling = Filling(fresh_docs(planned), functools.partial(_static_for, config, sum(
-                len(entry.charts) for entry in cached.values())), write, last_seconds=last_seconds)
-            held_until_done.callback(filling.cancel)  # an error meanwhile: its workers stopped
-            if not filling.workers:  # too few pages for workers: filled with the rest, below
-                filling = None
-            else:
-                ahead_of = len(planned)
         docs = page.docs(site, docs_dir)
         for doc in docs:
             if doc.path in handwritten:
@@ -382,20 +322,51 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
         planned.append((page, docs))
     if site.analysis_cache is not None:  # the analysis and what planning added (the history)
         site.analysis_cache.save()
-    key_planned().save_includes()
+    # Plan, then fill: a document whose key is unchanged and whose files are still in the docs
+    # folder is neither filled nor written; its files are kept as they are.
+    keys = PageKeys(site, env, [
+        ("package", package_digest(memo)), ("command", command), ("root", str(root)), ("runs", str(runs_dir)),
+        ("config_path", str(config_path)),
+        ("config", memo.digest(config_path) if config_path is not None and config_path.is_file() else "default"),
+        ("newest_by", newest_rule(site)),  # every page may say how the newest campaigns were chosen
+        # what a page calls each campaign (and its question): from sparkreport.yml (in "config"),
+        # but also from a campaign file kept beside the runs, which no page's inputs hold
+        ("campaigns", json.dumps([[c.name, c.title, c.description] for c in campaigns(site)])),
+    ], includes_file=compiled / INCLUDES_FILE if compiled is not None else None)
     memo.save()
+    cache = PageCache(cache_dir)
+    footers: dict[str, dict[str, Any] | None] = {}
+    fresh: dict[str, CachedPage] = {}
+    cached: dict[str, CachedPage] = {}
+    for page, docs in planned:
+        for doc in docs:
+            footers[doc.path] = keys.footer(doc)
+            key = doc.key = keys.key(page.name, doc, footers[doc.path])
+            found = cache.lookup(doc.path, key, final_docs_dir)
+            if found is not None:
+                cached[doc.path] = found
+            else:
+                fresh[doc.path] = CachedPage(key=key, files=[])
+    keys.save_includes()
     scanned_clean: set[str] = set()
     if ahead is not None:  # the page written again takes them; a page kept keeps its files
         if DownloadsPage().path in fresh:
             site.extra[DOWNLOADS_AHEAD], scanned_clean = ahead.take(docs_dir / DownloadsPage.folder)
         else:
             ahead.drop()
-    static_for = functools.partial(_static_for, config, sum(len(entry.charts) for entry in cached.values()))
-    if filling is None:
-        static = fill_and_write(fresh_docs(planned), static_for, write, svg_jobs, forked=session is None,
-                                last_seconds=last_seconds)
-    else:  # the rest filled here while the workers go on
-        static = filling.finish(svg_jobs, also=fresh_docs(planned[ahead_of:]), static_for=static_for)
+    kept_charts = sum(len(entry.charts) for entry in cached.values())
+    svg_jobs: list[tuple[Path, dict[str, Any] | None]] = []
+
+    def write(doc: PageDoc, static: bool, jobs: list[tuple[Path, dict[str, Any] | None]]) -> None:
+        env.globals["chart"] = functools.partial(chart_html, static=static)
+        write_page(env, site, doc, docs_dir, jobs, footer=footers[doc.path])
+
+    # Not in a serve session: its process has the live server's threads, which a fork would not
+    # take along (and it re-renders a handful of pages at a time).
+    static = fill_and_write([doc for _page, docs in planned for doc in docs if doc.path in fresh],
+                            lambda charts: config.static_fallbacks(charts + kept_charts), write, svg_jobs,
+                            forked=session is None,
+                            last_seconds={path: entry.seconds for path, entry in cache.pages.items()})
     if cached and cache.static != static:  # every kept page drew its charts the other way: draw them all again
         for _page, docs in planned:
             for doc in docs:
@@ -473,157 +444,94 @@ def fill_and_write(docs: list[PageDoc], static_for: Callable[[int], bool],
                    last_seconds: Mapping[str, float] | None = None) -> bool:
     """Fill ``docs``, decide from their charts whether charts get static fallbacks
     (``static_for(count)``), and write each one (``write``, which queues its SVG fallbacks in
-    ``svg_jobs``); returns that decision: :class:`Filling` started and finished at once."""
-    return Filling(docs, static_for, write, forked=forked, last_seconds=last_seconds).finish(svg_jobs)
+    ``svg_jobs``); returns that decision. Each document's :attr:`~PageDoc.seconds` is set to what
+    its fill and write took.
 
+    With enough pages (and ``forked``), forked workers do it (:func:`sparkreport.parallel.two_phase`):
+    each fills the next page as it finishes one (:func:`_weight` says which first, from
+    ``last_seconds``: what each page took when it was last written), the chart
+    count is summed here, each writes the pages it filled into the same folder; this process
+    learns each page's files and charts (names, titles, descriptions: what the page cache and the
+    posts read) and the SVG fallbacks to draw, whose specs it reads back from the written
+    ``.vl.json`` when it draws them (None in ``svg_jobs``). Same files, same
+    order of errors (the first page's, in plan order), as filling and writing here. A page's
+    context (DataFrames, read by nothing after its template) stays in the worker: such a page
+    keeps its ``fill``, and :func:`~sparkreport.render.pages.fill` computes it again on demand.
+    """
+    from sparkreport.charts import ChartSpec
+    from sparkreport.parallel import Claims, in_order, portable, two_phase, workers_for
 
-class Filling:
-    """``docs`` filled and written, started now and finished by :meth:`finish`, which can fill
-    and write more documents (``also``) in this process while the workers go on. Each
-    document's :attr:`~PageDoc.seconds` is set to what its fill and write took.
-
-    With enough pages (and ``forked``), forked workers (:class:`sparkreport.parallel.TwoPhase`,
-    forked here) fill ``docs``: each fills the next page as it finishes one (:func:`_weight` says
-    which first, from ``last_seconds``: what each page took when it was last written), and writes
-    it at once when the charts it has seen settle whether charts get static fallbacks
-    (:func:`settled`, with ``static_for``: a count of the site's charts known so far — it may only
-    turn from True to False as the count grows); the pages filled before that are written once
-    :meth:`finish` has decided, from every chart. This process learns each page's files and
-    charts (names, titles, descriptions: what the page cache and the posts read) and the SVG
-    fallbacks to draw, whose specs it reads back from the written ``.vl.json`` when it draws them
-    (None in ``svg_jobs``). Same files, same order of errors (the first page's, in plan order:
-    ``docs``, then ``also``), as filling and writing here. A page's context (DataFrames, read by
-    nothing after its template) stays in the worker: such a page keeps its ``fill``, and
-    :func:`~sparkreport.render.pages.fill` computes it again on demand."""
-
-    def __init__(self, docs: list[PageDoc], static_for: Callable[[int], bool],
-                 write: Callable[[PageDoc, bool, list[tuple[Path, dict[str, Any] | None]]], None], *,
-                 forked: bool = True, last_seconds: Mapping[str, float] | None = None):
-        from sparkreport.parallel import Claims, TwoPhase, portable, workers_for
-
-        self.docs = docs
-        self.write = write
-        self.static_for = static_for
-        self.workers = workers_for(len(docs), per_worker=PAGES_PER_WORKER) if forked else 0
-        self._phases: TwoPhase[Any] | None = None
-        if not self.workers:
-            return
-        # Each worker takes the next page as it finishes one — the pages never measured first, those
-        # that read every run before the others (filled last, a page that read the whole store kept one
-        # worker busy seconds after the other ran out), then the longest by their last fill (_weight) —
-        # and writes it at once when its own pages' charts already settle the decision (see settled);
-        # the pages filled before that are written in the second phase. The claims are kept here
-        # until the workers are reaped (see TwoPhase).
-        self._claims = claims = Claims(sorted(range(len(docs)), key=lambda index: _weight(docs[index], last_seconds)),
-                                       self.workers)
-        waiting: list[int] = []  # in each worker, its own: filled in the first phase, written in the second
-
-        def write_one(index: int, static: bool) -> tuple[int, Any, BaseException | None]:
-            doc = docs[index]
-            jobs: list[tuple[Path, dict[str, Any] | None]] = []
-            try:
-                self._timed_write(doc, static, jobs)
-            except Exception as exc:  # noqa: BLE001 — every page is tried; the earliest's is raised below
-                return index, None, portable(exc)
-            return index, (list(doc.files), [(c.name, c.title, c.description, c.rows) for c in doc.charts],
-                           [str(path) for path, _spec in jobs], doc.seconds), None
-
-        def first(worker: int) -> tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]:
-            failed, written, charts = [], [], 0
-            for index in claims.mine(worker):
-                try:
-                    _timed_fill(docs[index])
-                except Exception as exc:  # noqa: BLE001 — every page is tried; finish raises the earliest's
-                    failed.append((index, portable(exc)))
-                    continue
-                charts += len(docs[index].charts)
-                waiting.append(index)
-                static = settled(static_for, charts)
-                if static is not None:
-                    written += [write_one(waiting_index, static) for waiting_index in waiting]
-                    waiting.clear()
-            return charts, failed, written
-
-        def second(_worker: int, static: bool) -> list[tuple[int, Any, BaseException | None]]:
-            return [write_one(index, static) for index in waiting]
-
-        self._phases = TwoPhase(self.workers, first, second)
-
-    def _timed_write(self, doc: PageDoc, static: bool, jobs: list[tuple[Path, dict[str, Any] | None]]) -> None:
+    def timed_fill(doc: PageDoc) -> None:  # (its seconds: the fill's, then the write's added)
         began = time.perf_counter()
-        self.write(doc, static, jobs)
+        fill(doc)
+        doc.seconds = time.perf_counter() - began
+
+    def timed_write(doc: PageDoc, static: bool, jobs: list[tuple[Path, dict[str, Any] | None]]) -> None:
+        began = time.perf_counter()
+        write(doc, static, jobs)
         doc.seconds += time.perf_counter() - began
 
-    def finish(self, svg_jobs: list[tuple[Path, dict[str, Any] | None]], also: Sequence[PageDoc] = (),
-               static_for: Callable[[int], bool] | None = None) -> bool:
-        """Fill ``also`` here (while the workers fill ``docs``), decide — from every chart of
-        ``docs`` and ``also``, with ``static_for``, by default the one given at the start — and
-        write what is left; returns the decision, or raises the first error in plan order."""
-        from sparkreport.charts import ChartSpec
-        from sparkreport.parallel import in_order
-
-        decide_for = static_for if static_for is not None else self.static_for
-        if self._phases is None:
-            docs = [*self.docs, *also]
-            for doc in docs:
-                _timed_fill(doc)
-            static = decide_for(sum(len(doc.charts) for doc in docs))
-            for doc in docs:
-                self._timed_write(doc, static, svg_jobs)
-            return static
-        here_failed: list[BaseException] = []
-        for doc in also:
-            try:
-                _timed_fill(doc)
-            except Exception as exc:  # noqa: BLE001 — raised below, after the workers' (earlier in plan order)
-                here_failed.append(exc)
-        here_charts = sum(len(doc.charts) for doc in also)
-
-        def decide(firsts: list[tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]]) -> bool:
-            failed = sorted((entry for _count, errors, _written in firsts for entry in errors), key=lambda e: e[0])
-            if failed:
-                raise failed[0][1]
-            if here_failed:
-                raise here_failed[0]
-            return decide_for(here_charts + sum(count for count, _errors, _written in firsts))
-
-        def write_here(static: bool) -> None:  # while the workers write theirs
-            try:
-                for doc in also:
-                    self._timed_write(doc, static, svg_jobs)
-            except Exception as exc:  # noqa: BLE001 — raised below, after the workers' (earlier in plan order)
-                here_failed.append(exc)
-
-        phases, self._phases = self._phases, None
-        firsts, static, seconds = phases.finish(decide, write_here)
-        for index, (files, charts, svgs, spent) in in_order([
-                *(entry for _count, _errors, written in firsts for entry in written),
-                *(entry for share in seconds for entry in share)]):
-            doc = self.docs[index]
-            doc.files, doc.seconds = files, spent
-            doc.charts = [ChartSpec(name=name, title=title, description=description, spec={}, rows=rows)
-                          for name, title, description, rows in charts]
-            svg_jobs += [(Path(path), None) for path in svgs]
-        if here_failed:
-            raise here_failed[0]
+    workers = workers_for(len(docs), per_worker=PAGES_PER_WORKER) if forked else 0
+    if not workers:
+        for doc in docs:
+            timed_fill(doc)
+        static = static_for(sum(len(doc.charts) for doc in docs))
+        for doc in docs:
+            timed_write(doc, static, svg_jobs)
         return static
+    # Each worker takes the next page as it finishes one — the pages never measured first, those
+    # that read every run before the others (filled last, a page that read the whole store kept one
+    # worker busy seconds after the other ran out), then the longest by their last fill (_weight) —
+    # and writes it at once when its own pages' charts already settle the decision (see settled);
+    # the pages filled before that are written in the second phase.
+    claims = Claims(sorted(range(len(docs)), key=lambda index: _weight(docs[index], last_seconds)), workers)
+    waiting: list[int] = []  # in each worker, its own: filled in the first phase, written in the second
 
-    def cancel(self) -> None:
-        """Stop the workers if :meth:`finish` has not run (an error meanwhile)."""
-        if self._phases is not None:
-            self._phases.cancel()
-            self._phases = None
+    def write_one(index: int, static: bool) -> tuple[int, Any, BaseException | None]:
+        doc = docs[index]
+        jobs: list[tuple[Path, dict[str, Any] | None]] = []
+        try:
+            timed_write(doc, static, jobs)
+        except Exception as exc:  # noqa: BLE001 — every page is tried; the earliest's is raised below
+            return index, None, portable(exc)
+        return index, (list(doc.files), [(c.name, c.title, c.description, c.rows) for c in doc.charts],
+                       [str(path) for path, _spec in jobs], doc.seconds), None
 
+    def first(worker: int) -> tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]:
+        failed, written, charts = [], [], 0
+        for index in claims.mine(worker):
+            try:
+                timed_fill(docs[index])
+            except Exception as exc:  # noqa: BLE001 — every page is tried; decide raises the earliest's
+                failed.append((index, portable(exc)))
+                continue
+            charts += len(docs[index].charts)
+            waiting.append(index)
+            static = settled(static_for, charts)
+            if static is not None:
+                written += [write_one(waiting_index, static) for waiting_index in waiting]
+                waiting.clear()
+        return charts, failed, written
 
-def _static_for(config: ProjectConfig, kept_charts: int, charts: int) -> bool:
-    """Whether charts get static fallbacks, ``charts`` filled now and ``kept_charts`` on the pages kept."""
-    return config.static_fallbacks(charts + kept_charts)
+    def decide(firsts: list[tuple[int, list[tuple[int, BaseException]], list[tuple[int, Any, Any]]]]) -> bool:
+        failed = sorted((entry for _count, errors, _written in firsts for entry in errors), key=lambda e: e[0])
+        if failed:
+            raise failed[0][1]
+        return static_for(sum(count for count, _errors, _written in firsts))
 
+    def second(_worker: int, static: bool) -> list[tuple[int, Any, BaseException | None]]:
+        return [write_one(index, static) for index in waiting]
 
-def _timed_fill(doc: PageDoc) -> None:  # (its seconds: the fill's, then the write's added)
-    began = time.perf_counter()
-    fill(doc)
-    doc.seconds = time.perf_counter() - began
+    firsts, static, seconds = two_phase(workers, first, decide, second)
+    for index, (files, charts, svgs, spent) in in_order([
+            *(entry for _count, _errors, written in firsts for entry in written),
+            *(entry for share in seconds for entry in share)]):
+        doc = docs[index]
+        doc.files, doc.seconds = files, spent
+        doc.charts = [ChartSpec(name=name, title=title, description=description, spec={}, rows=rows)
+                      for name, title, description, rows in charts]
+        svg_jobs += [(Path(path), None) for path in svgs]
+    return static
 
 
 def settled(static_for: Callable[[int], bool], charts: int) -> bool | None:

@@ -95,10 +95,6 @@ class Page:
     banner: ClassVar[bool] = True
     #: Whether the footer names the whole dataset (pages that read every run and describe it).
     site_footer: ClassVar[bool] = False
-    #: Whether a render may plan this page, and those after it, while the pages planned before it
-    #: are being filled in forked workers (:class:`~sparkreport.render.core.Filling`): a page
-    #: whose planning is long (the Runs pages: every run's row).
-    planned_while_filling: ClassVar[bool] = False
 
     @property
     def path(self) -> str:
