@@ -531,6 +531,31 @@ def byte_compile() -> None:
     compileall.compile_dir(Path(sparkreport.__file__).parent, quiet=1)
 
 
+def file_creation_us(folder: Path, count: int = 200) -> tuple[float, float]:
+    """Microseconds to make a folder and to create an empty file in ``folder`` (the median of
+    ``count`` each, in a fresh folder removed afterwards), printed before the figures: a cold
+    build makes ~25 000 of them at 10 000 runs, a new run's build ~1 000, so a phase where they
+    are slow weighs on the cold build more (on one machine of this kind 350–450 µs for a while,
+    20–110 µs later on the same disk: bench/README.md, issue 16, forty-first round)."""
+    import statistics
+    import tempfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".file-creation-", dir=folder))
+    try:
+        made, created = [], []
+        for index in range(count):
+            began = time.perf_counter()
+            (scratch / str(index)).mkdir()
+            made.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            (scratch / str(index) / "f").touch()
+            created.append(time.perf_counter() - began)
+        return statistics.median(made) * 1e6, statistics.median(created) * 1e6
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[100, 1000, 10000])
@@ -551,6 +576,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown stage {unknown[0]!r} — stages: {', '.join(STAGES)}")
     work = args.work.resolve()
     byte_compile()
+    made, created = file_creation_us(work)
+    print(f"{work}: a folder made in {made:.0f} µs, a file created in {created:.0f} µs (medians of 200)",
+          file=sys.stderr)
     earlier: dict[int, dict[str, object]] = {}
     if only is not None and args.json and args.json.exists():
         earlier = {int(r["runs"]): r for r in json.loads(args.json.read_text())}
