@@ -44,6 +44,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -537,9 +538,6 @@ def file_creation_us(folder: Path, count: int = 200) -> tuple[float, float]:
     build makes ~25 000 of them at 10 000 runs, a new run's build ~1 000, so a phase where they
     are slow weighs on the cold build more (on one machine of this kind 350–450 µs for a while,
     20–110 µs later on the same disk: bench/README.md, issue 16, forty-first round)."""
-    import statistics
-    import tempfile
-
     folder.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".file-creation-", dir=folder))
     try:
@@ -576,8 +574,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown stage {unknown[0]!r} — stages: {', '.join(STAGES)}")
     work = args.work.resolve()
     byte_compile()
-    made, created = file_creation_us(work)
-    print(f"{work}: a folder made in {made:.0f} µs, a file created in {created:.0f} µs (medians of 200)",
+    probes = 200
+    made, created = file_creation_us(work, probes)
+    print(f"{work}: a folder made in {made:.0f} µs, a file created in {created:.0f} µs (medians of {probes})",
           file=sys.stderr)
     earlier: dict[int, dict[str, object]] = {}
     if only is not None and args.json and args.json.exists():
