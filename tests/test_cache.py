@@ -1038,6 +1038,19 @@ def test_scipys_special_functions_load_without_its_package_set_up_and_are_its_ow
         "after: None", "threads: 1", "loaded: scipy.special._ufuncs False False", "same: True", "t: True"]
 
 
+def test_the_statistics_call_only_the_special_functions_the_light_load_checks() -> None:
+    """A function the statistics start to call must be named in ``scipy_ufuncs.NAMES``: the
+    light load falls back to ``scipy.special`` unless the compiled module has every name there,
+    and tests that import ``scipy.stats`` first would never see one it lacks."""
+    import re
+
+    from sparkreport import scipy_ufuncs
+    from sparkreport.analysis import statistics
+
+    called = set(re.findall(r"\bspecial\.(\w+)", Path(statistics.__file__).read_text(encoding="utf-8")))
+    assert called and called <= set(scipy_ufuncs.NAMES)
+
+
 @pytest.mark.parametrize("before", ["import scipy.special",
                                     "import threading; threading.Thread(target=threading.Event().wait, daemon=True).start()"])
 def test_scipys_special_functions_come_from_its_package_when_it_is_imported_or_threads_run(before: str) -> None:
