@@ -912,7 +912,8 @@ def cache_of(held: Held | None, kind: type[C], where: Path | None, salt: str) ->
     return held.cache(kind, where, salt) if held is not None else kind(where, salt=salt)
 
 
-def analysis_cache(cache_dir: Path | None, held: Held | None = None) -> AnalysisCache | None:
+def analysis_cache(cache_dir: Path | None, held: Held | None = None,
+                   hashes: HashMemo | None = None) -> AnalysisCache | None:
     """The analysis cache of a build (``build/cache/analysis.pickle``), salted with the
     package's digest like the record cache; None without a cache folder. ``held``: the one
     kept in memory by a process that renders again and again (``serve``'s session,

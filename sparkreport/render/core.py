@@ -298,7 +298,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
         site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
     else:
         site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir, save=False, held=held,
-                               commit=commit)
+                               commit=commit, hashes=memo)
     if site.analysis_cache is not None and later is not None:
         site.analysis_cache.later = later  # its saves (planning's, the one below) put off, until the render ends
         held_until_done.callback(setattr, site.analysis_cache, "later", None)
