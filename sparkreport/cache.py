@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import pickle
+import struct
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -744,16 +745,34 @@ class AnalysisCache:
     run.json digests), the options and whatever global context the result depends on. The
     salt (the package digest) drops everything when the code changes. ``computed`` and
     ``reused`` count entries per kind, so a test can see that one new run recomputed one arm.
+
+    A save after a new run changes a few entries of thousands: it appends them, and the keys
+    it forgot, as one frame to a journal beside the pickle (``analysis.pickle.journal``), which
+    reading applies in order; only when the journal would outgrow :attr:`JOURNAL_SHARE` of the
+    pickle is the whole written again (8 MB at 10 000 runs: 0.05–0.09 s of CPU while MkDocs
+    converts the pages, against ~0.01 s for a frame). Every entry is keyed by what it was computed
+    from, so a frame lost to a kill only costs the next build the time to compute it again.
     """
 
     #: The share of the campaigns whose entries of a per-campaign kind are missing above which
     #: :meth:`campaign_parts` computes the whole store at once instead of campaign by campaign.
     WHOLE_WHEN_MISSING = 0.5
+    #: A save appends what changed to the journal beside the pickle while the journal stays
+    #: within this share of the pickle's size; beyond it, the whole cache is written again.
+    JOURNAL_SHARE = 0.5
 
     def __init__(self, path: Path | None, salt: str = ""):
         self.path = path
         self.salt = salt
-        self.entries: dict[str, dict[str, Any]] = read_cache_pickle(path, salt, "entries")
+        #: The written pickle's own mark, which each journal frame repeats (None: nothing was
+        #: read, or a pickle of older code: the next save writes the whole cache).
+        self.token: str | None = None
+        self.pickle_bytes = 0
+        self.journal_bytes = 0
+        self.entries: dict[str, dict[str, Any]] = self._read()
+        #: What changed since the cache was read or last saved: entries set, and entries removed.
+        self.put_since: dict[tuple[str, str], Any] = {}
+        self.dropped: set[tuple[str, str]] = set()
         self.changed = False
         #: Where :meth:`save` puts its write off to (a build's: while it waits for its builder);
         #: None: it writes at once.
@@ -791,8 +810,12 @@ class AnalysisCache:
 
     def put(self, kind: str, key: str, value: Any) -> None:
         self.used.setdefault(kind, set()).add(key)
-        self.entries.setdefault(kind, {})[key] = Pickled.of(value) if kind in self.PICKLED_KINDS else value
+        self._set(kind, key, Pickled.of(value) if kind in self.PICKLED_KINDS else value)
         self.computed[kind] += 1
+
+    def _set(self, kind: str, key: str, stored: Any) -> None:
+        self.entries.setdefault(kind, {})[key] = self.put_since[kind, key] = stored
+        self.dropped.discard((kind, key))
         self.changed = True
 
     def primed(self, kind: str) -> bool:
@@ -805,8 +828,7 @@ class AnalysisCache:
         self.used.setdefault(kind, set()).add(marker)
         if marker in self.entries.get(kind, {}):
             return True
-        self.entries.setdefault(kind, {})[marker] = True
-        self.changed = True
+        self._set(kind, marker, True)
         return False
 
     def get_or(self, kind: str, key: str, compute: Callable[[], T]) -> T:
@@ -860,11 +882,100 @@ class AnalysisCache:
             stale = [key for key in stored if key not in keys]
             for key in stale:
                 del stored[key]
+                self.put_since.pop((kind, key), None)
+                self.dropped.add((kind, key))
             self.changed = self.changed or bool(stale)
-        if self.path is not None and self.changed:
-            payload = {"version": CACHE_VERSION, "salt": self.salt, "entries": self.entries}
-            _atomic_bytes(self.path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-            self.changed = False
+        if self.path is None or not self.changed:
+            return
+        if self.token is not None:
+            frame = pickle.dumps({"token": self.token, "put": [(kind, key, value) for (kind, key), value
+                                                                in self.put_since.items()],
+                                  "drop": sorted(self.dropped)}, protocol=pickle.HIGHEST_PROTOCOL)
+            size = _FRAME_HEAD.size + len(frame)
+            if self.journal_bytes + size <= self.JOURNAL_SHARE * self.pickle_bytes:
+                with self.journal.open("ab") as handle:  # one write: a concurrent append stays whole
+                    handle.write(_FRAME_HEAD.pack(len(frame)) + frame)
+                self.journal_bytes += size
+                self._saved()
+                return
+        # The journal goes first: a pickle is never read with frames that were not written on it
+        # (each frame names the pickle it follows, too).
+        self.journal.unlink(missing_ok=True)
+        self.token = os.urandom(12).hex()
+        data = pickle.dumps({"version": CACHE_VERSION, "salt": self.salt, "token": self.token,
+                             "entries": self.entries}, protocol=pickle.HIGHEST_PROTOCOL)
+        _atomic_bytes(self.path, data)
+        self.pickle_bytes, self.journal_bytes = len(data), 0
+        self._saved()
+
+    def _saved(self) -> None:
+        self.put_since, self.dropped = {}, set()
+        self.changed = False
+
+    @property
+    def journal(self) -> Path:
+        """The frames appended since the pickle was written (``analysis.pickle.journal``)."""
+        assert self.path is not None
+        return self.path.with_name(self.path.name + ".journal")
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        """The entries as the last save left them: the pickle, then each journal frame written on
+        it (entries put, entries removed), in order. {} when the pickle is missing, unreadable,
+        damaged or from other code; a frame cut short (a kill while it was appended) ends the
+        journal, and a frame of another pickle (written by a process that read the cache before
+        it was written again) is passed over."""
+        if self.path is None:
+            return {}
+        try:
+            raw = self.path.read_bytes()
+            with gc_paused():
+                data = pickle.loads(raw)  # noqa: S301 (our own cache file under build/)
+            entries = data["entries"] if data.get("version") == CACHE_VERSION and data.get("salt") == self.salt \
+                else None
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, ValueError, TypeError,
+                IndexError, ImportError):
+            return {}
+        if not isinstance(entries, dict):
+            return {}
+        token = data.get("token")
+        if not isinstance(token, str):
+            return entries  # written by code before the journal: the next save writes it whole
+        self.token, self.pickle_bytes = token, len(raw)
+        try:
+            journal = self.journal.read_bytes()
+        except OSError:
+            return entries
+        self.journal_bytes = len(journal)
+        for frame in _frames(journal):
+            try:
+                with gc_paused():
+                    item = pickle.loads(frame)  # noqa: S301 (our own cache file under build/)
+                if item.get("token") != token:
+                    continue
+                for kind, key, value in item["put"]:
+                    entries.setdefault(kind, {})[key] = value
+                for kind, key in item["drop"]:
+                    entries.get(kind, {}).pop(key, None)
+            except (pickle.UnpicklingError, EOFError, AttributeError, KeyError, ValueError, TypeError, IndexError,
+                    ImportError):
+                break
+        return entries
+
+
+#: Each journal frame's head: the length of the pickle that follows (8 bytes, little-endian).
+_FRAME_HEAD = struct.Struct("<Q")
+
+
+def _frames(journal: bytes) -> Iterator[bytes]:
+    """The whole frames of a journal, in order; a frame cut short ends it."""
+    at = 0
+    while at + _FRAME_HEAD.size <= len(journal):
+        (length,) = _FRAME_HEAD.unpack_from(journal, at)
+        at += _FRAME_HEAD.size
+        if at + length > len(journal):
+            return
+        yield journal[at:at + length]
+        at += length
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,8 @@ def test_one_changed_run_recomputes_its_campaign(tmp_path: Path) -> None:
 
 def test_a_render_writes_the_analysis_cache_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The analysis and the history (computed while the pages are planned) go into one pickle,
-    written once a render: a 5 MB file at 10 000 runs, pickled twice before."""
+    written once a render (a 5 MB file at 10 000 runs, pickled twice before) — whole, or as one
+    frame of what changed appended to its journal."""
     from history_store import write_history_store
 
     from sparkreport import cache as cache_module
@@ -148,7 +149,9 @@ def test_a_render_writes_the_analysis_cache_once(tmp_path: Path, monkeypatch: py
     run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
     written.clear()
     render(options)
-    assert written.count("analysis.pickle") == 1
+    journal = tmp_path / "build" / "cache" / "analysis.pickle.journal"
+    frames = list(cache_module._frames(journal.read_bytes())) if journal.exists() else []
+    assert written.count("analysis.pickle") + len(frames) == 1  # written whole, or one frame appended
     entries = cache_module.AnalysisCache(tmp_path / "build" / "cache" / "analysis.pickle",
                                          salt=cache_module.package_digest(cache_module.HashMemo(None))).entries
     assert {"arm_stats", "compare", "check", "facts", "history"} <= set(entries)  # all in the one save
@@ -216,7 +219,6 @@ def test_the_first_build_keeps_each_campaigns_share_as_its_view_computes_it(tmp_
     """What the first build of a cache folder keeps per campaign, cut from its whole-store pass,
     is what computing each campaign's view gives (bit for bit, as ``repr`` writes the floats): so
     a later build that recomputes one campaign and reuses the others equals an uncached one."""
-    import pickle
 
     from sparkreport.cache import AnalysisCache, HashMemo, package_digest
 
@@ -236,9 +238,8 @@ def test_the_first_build_keeps_each_campaigns_share_as_its_view_computes_it(tmp_
     ds = build_dataset(_planted()) if store == "planted" else load_dataset(REPO / "runs")
     _site(ds, config, tmp_path, viewed)  # primed but empty: campaign by campaign, from the views
 
-    def entries(folder: Path) -> dict[str, object]:
-        with (folder / "analysis.pickle").open("rb") as handle:
-            return pickle.load(handle)["entries"]  # type: ignore[no-any-return]
+    def entries(folder: Path) -> dict[str, dict[str, object]]:
+        return AnalysisCache(folder / "analysis.pickle", salt=package_digest(HashMemo(None))).entries
 
     a, b = entries(cut), entries(viewed)
     for kind in ("compare", "check", "facts"):

@@ -367,6 +367,99 @@ def test_writes_put_off_happen_when_run_and_keep_what_was_made(
     assert AnalysisCache(tmp_path / "analysis.pickle", salt="s").entries == {"kind": {"first": 1, "second": 2}}
 
 
+def test_the_analysis_cache_appends_what_changed_and_reads_back_what_was_saved_last(tmp_path: Path) -> None:
+    """A save after a few changes appends them (entries put, keys forgotten) to the journal
+    beside the pickle; a reader gets exactly the entries of the last save, whichever way each
+    save went; past the journal's share of the pickle, the whole is written again and the
+    journal goes."""
+    import random
+
+    from sparkreport.cache import AnalysisCache
+
+    path = tmp_path / "analysis.pickle"
+    chance = random.Random(16)
+    first = AnalysisCache(path, salt="s")
+    for i in range(200):
+        first.put("arm_stats", f"k{i}", ["a value", i] * 20)
+    first.save()
+    assert path.is_file() and not first.journal.exists()
+    cache = AnalysisCache(path, salt="s")
+    ways = []
+    for _round in range(40):
+        cache.renew()
+        keys = list(cache.entries["arm_stats"])
+        for key in keys:  # most entries asked for again (the others are forgotten by the save)
+            if chance.random() < 0.97:
+                cache.get("arm_stats", key)
+        for _new in range(chance.randrange(4)):
+            cache.put("arm_stats", f"n{chance.randrange(10**9)}", ["new", chance.random()])
+        cache.put("history", "whole", ("the store's", chance.random()))  # a kind keyed by the whole store
+        journaled = cache.journal.stat().st_size if cache.journal.exists() else 0
+        cache.save()
+        ways.append("appended" if cache.journal.exists() and cache.journal.stat().st_size > journaled else "whole")
+        read = AnalysisCache(path, salt="s")
+        assert {k: {key: read.get(k, key) for key in v} for k, v in read.entries.items()} \
+            == {k: {key: cache.get(k, key) for key in v} for k, v in cache.entries.items()}
+    assert "appended" in ways and "whole" in ways[1:]
+    assert cache.journal_bytes <= AnalysisCache.JOURNAL_SHARE * cache.pickle_bytes
+
+
+def test_the_analysis_caches_journal_survives_a_kill_and_another_writer(tmp_path: Path) -> None:
+    """A frame cut short by a kill ends the journal (the frames before it count); a frame
+    appended on an older pickle (a process that read the cache before it was written whole
+    again) is passed over; a pickle of the code before the journal is read, then written whole."""
+    import pickle
+
+    from sparkreport.cache import CACHE_VERSION, AnalysisCache
+
+    path = tmp_path / "analysis.pickle"
+
+    def opened() -> AnalysisCache:  # as a build opens it: every entry asked for again
+        cache = AnalysisCache(path, salt="s")
+        for key in list(cache.entries.get("kind", {})):
+            cache.get("kind", key)
+        return cache
+
+    base = opened()
+    for i in range(50):
+        base.put("kind", f"k{i}", f"{i:03}" * 40)
+    base.save()
+    one = opened()
+    one.put("kind", "added", 1)
+    one.save()
+    assert one.journal.exists() and opened().get("kind", "added") == 1
+    whole = one.journal.read_bytes()
+    two = opened()
+    two.put("kind", "second", 2)
+    two.save()
+    appended = two.journal.read_bytes()
+    assert len(appended) > len(whole)
+    two.journal.write_bytes(appended[:len(whole) + 12])  # the second frame cut short
+    cut = opened()
+    assert cut.get("kind", "added") == 1 and cut.get("kind", "second") is None and len(cut.entries["kind"]) == 51
+
+    stale = opened()  # reads the cache, then another process writes it whole
+    other = opened()
+    other.pickle_bytes = 0  # no room in its journal: the whole cache again, under a new token
+    other.put("kind", "other", 3)
+    other.save()
+    assert not other.journal.exists()
+    stale.put("kind", "stale", 4)
+    stale.save()  # appended on the older pickle
+    assert stale.journal.exists()
+    read = opened()
+    assert read.get("kind", "other") == 3 and read.get("kind", "stale") is None
+
+    old = {"version": CACHE_VERSION, "salt": "s", "entries": {"kind": {"old": 5}}}  # no token
+    path.write_bytes(pickle.dumps(old))
+    read = opened()
+    assert read.get("kind", "old") == 5 and read.token is None
+    read.put("kind", "new", 6)
+    read.save()
+    assert not read.journal.exists() and pickle.loads(path.read_bytes())["token"] == read.token
+    assert AnalysisCache(path, salt="other").entries == {}
+
+
 def test_a_cache_write_put_off_that_fails_is_one_line_and_leaves_the_site(
         tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The analysis cache is written while MkDocs builds (WritesLater): a full disk there is the

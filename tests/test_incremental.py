@@ -342,11 +342,11 @@ def test_the_campaign_runs_pages_are_keyed_by_their_folders_listing(
 
 
 def analysis_entries(path: Path) -> dict[str, set[str]]:
-    """The keys of each kind in a build's analysis cache file."""
-    import pickle
+    """The keys of each kind in a build's analysis cache file (and its journal)."""
+    from sparkreport.cache import AnalysisCache, HashMemo, package_digest
 
-    with path.open("rb") as handle:
-        return {kind: set(entries) for kind, entries in pickle.load(handle)["entries"].items()}
+    return {kind: set(entries)
+            for kind, entries in AnalysisCache(path, salt=package_digest(HashMemo(None))).entries.items()}
 
 
 def test_the_commands_that_read_the_store_go_through_a_builds_cache(
