@@ -968,6 +968,136 @@ def test_a_run_files_folder_changed_by_hand_is_not_carried_over(tiny: Path, tmp_
     assert (third.published["copied"], third.published["kept"], third.published["linked"]) == (2, 0, total - 2)
 
 
+def _recorded_dirs(root: Path) -> dict[str, Any]:
+    from sparkreport.published import read_manifest
+    from sparkreport.site.run_files import load_published_record
+
+    manifest = read_manifest(root / "build" / "docs")
+    assert manifest is not None
+    return load_published_record(root / "build" / "cache", manifest[0], root / "site")[2]
+
+
+def _count_listings(monkeypatch: pytest.MonkeyPatch, log: Path) -> Callable[[], list[str]]:
+    """The folders of the run files the publisher lists from now on (it runs in a forked
+    process: each listing is appended to ``log``), as a call that reads them and starts again."""
+    from sparkreport.site import run_files
+
+    listing = run_files._listing
+
+    def counting(path: str) -> dict[str, bool] | None:
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(path + "\n")
+        return listing(path)
+
+    def listed() -> list[str]:
+        lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+        log.unlink(missing_ok=True)
+        return lines
+
+    monkeypatch.setattr(run_files, "_listing", counting)
+    return listed
+
+
+def test_the_carried_folder_is_checked_by_its_folders_stats(tiny: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record keeps every folder of the published run files with its inode, mtime and ctime
+    (none while they are within RACY_NS of being taken: here 0, and the builds wait past the
+    file system's clock tick); a rebuild lists only the folders that changed since (the root, and
+    the folders the last swap moved files into), carries the folder over, and publishes what a
+    cold build publishes."""
+    from sparkreport.site import run_files
+
+    monkeypatch.setattr(run_files, "RACY_NS", 0)
+    root = _copy(tiny, tmp_path)
+    first = build(_options(root), root / "site")
+    dirs = _recorded_dirs(root)
+    folders = {str(p.relative_to(root / "site")) for p in (root / "site" / "runs" / "files").rglob("*") if p.is_dir()}
+    assert set(dirs) == folders | {"runs/files"} and dirs["runs/files"] is None
+    assert all(dirs[f] is not None for f in folders)
+    log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
+    listed = _count_listings(monkeypatch, tmp_path / "listed.txt")
+    time.sleep(0.05)
+    log.write_text(log.read_text(encoding="utf-8") + "one more line\n", encoding="utf-8")
+    again = build(_options(root), root / "site")
+    assert (again.published["copied"], again.published["kept"]) == (1, first.published["copied"] - 1)
+    assert [Path(p).relative_to(root / "site").as_posix() for p in listed()] == ["runs/files"]
+    after = _recorded_dirs(root)
+    moved_into = posixpath.dirname(next(p for p in after if p.endswith(log.parent.name)))  # (its campaign's)
+    assert after["runs/files"] is None and after[f"{moved_into}/{log.parent.name}"] is None
+    assert after[moved_into] is None and sum(v is None for v in after.values()) == 3
+    time.sleep(0.05)
+    log.write_text(log.read_text(encoding="utf-8") + "and another\n", encoding="utf-8")
+    third = build(_options(root), root / "site")
+    assert third.published["kept"] == first.published["copied"] - 1 and len(listed()) == 3
+    carried = _bytes(root / "site")
+    shutil.rmtree(root / "build")
+    shutil.rmtree(root / "site")
+    build(_options(root), root / "site")
+    assert _bytes(root / "site") == carried
+
+
+@pytest.mark.parametrize("change", ["file added", "folder added", "file removed", "file made a link",
+                                    "folder made a link", "file renamed"])
+def test_a_change_by_hand_deep_in_the_carried_folder_is_found_by_its_folder(
+        tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """Whatever is added, removed or replaced by hand in a folder of the live run files changes
+    that folder's mtime and ctime: the rebuild lists it, finds it is not what was published, and
+    links the unchanged files one by one instead of carrying the folder over; the new site holds
+    only what the build published."""
+    from sparkreport.site import run_files
+
+    monkeypatch.setattr(run_files, "RACY_NS", 0)
+    root = _copy(tiny, tmp_path)
+    first = build(_options(root), root / "site")
+    total = first.published["copied"]
+    run = next(p.parent for p in (root / "site" / "runs" / "files").rglob("run.json"))
+    time.sleep(0.05)
+    victim = next(p for p in run.iterdir() if p.name != "run.json")
+    if change == "file added":
+        (run / "added-by-hand.txt").write_text("by hand\n", encoding="utf-8")
+    elif change == "folder added":
+        (run / "by-hand").mkdir()
+    elif change == "file removed":
+        victim.unlink()
+    elif change == "file made a link":
+        victim.unlink()
+        victim.symlink_to(root / "sparkreport.yml")
+    elif change == "folder made a link":
+        shutil.rmtree(run)
+        run.symlink_to(root / "runs", target_is_directory=True)
+    else:
+        victim.rename(run / f"{victim.name}.renamed")
+    log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
+    log.write_text(log.read_text(encoding="utf-8") + "one more line\n", encoding="utf-8")
+    again = build(_options(root), root / "site")
+    assert again.published["kept"] == 0 and again.published["copied"] + again.published["linked"] == total
+    published = {p.relative_to(root / "site").as_posix() for p in (root / "site" / "runs" / "files").rglob("*")
+                 if p.is_file() or p.is_symlink()}
+    assert published == set(run_files.load_record(root / "build" / "cache", root / "runs", root / "site"))
+    assert _recorded_dirs(root)  # recorded again, for the next build
+    assert not any(p.is_symlink() for p in (root / "site" / "runs" / "files").rglob("*"))
+
+
+def test_checked_folders_refuses_a_record_that_does_not_describe_the_folder(tmp_path: Path) -> None:
+    """Folders recorded for another root, a folder missing from the record's folders, a recorded
+    folder now a file: not checked (the build lists every folder instead, or links file by file)."""
+    from sparkreport.site.run_files import checked_folders, folder_stats
+
+    live = tmp_path / "site"
+    (live / "runs" / "files" / "c" / "r").mkdir(parents=True)
+    (live / "runs" / "files" / "c" / "r" / "run.json").write_text("{}", encoding="utf-8")
+    record = ["runs/files/c/r/run.json"]
+    dirs = folder_stats(live, "runs/files", record)
+    assert dirs is not None and set(dirs) == {"runs/files", "runs/files/c", "runs/files/c/r"}
+    assert checked_folders(live, "runs/files", record, dirs) is not None
+    assert checked_folders(live, "runs/files", record, {**dirs, "elsewhere": None}) is None
+    assert checked_folders(live, "runs/files", record, {k: v for k, v in dirs.items() if k != "runs/files/c/r"}) is None
+    assert folder_stats(live, "runs/files", [*record, "runs/files/c/r/missing.log"]) is None
+    assert folder_stats(live, "runs/files", ["runs/files/c/r"]) is None  # a folder where a file is listed
+    (live / "runs" / "files" / "c" / "empty").mkdir()
+    assert folder_stats(live, "runs/files", record) is None  # an empty folder the record does not need
+
+
 def test_a_removed_run_leaves_nothing_behind_in_the_carried_folder(tiny: Path, tmp_path: Path) -> None:
     root = _copy(tiny, tmp_path)
     build(_options(root), root / "site")

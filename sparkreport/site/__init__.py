@@ -358,7 +358,7 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
     from sparkreport.cache import RecordCache
     from sparkreport.render.runs_index import STORE_FILES_CACHE, RunsPage
     from sparkreport.site import publish
-    from sparkreport.site.run_files import publish_listed
+    from sparkreport.site.run_files import folder_stats, publish_listed
     from sparkreport.site.scan import ScanMemo, scan_site
 
     side = publish.side_dir(target)
@@ -371,6 +371,10 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
                            cache_dir=cache_dir, memo=memo, folders=stat_folders)
     scanned = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
     findings = scan_site(side, memo=scanned, forked=False)
+    if files.carry is None and cache_dir is not None:
+        # Published afresh (a cold build): its folders recorded for the next build's carry_plan —
+        # listed after the scan, which leaves seconds between making a folder and taking its stat.
+        files.dirs = folder_stats(side, run_files_folder(), list(files.record))
     return RunFiles(listed, files, scanned.clean_entries(findings), scanned.scanned)
 
 
@@ -402,19 +406,19 @@ def kept_run_files(target: Path, cache_dir: Path, result: RenderResult) -> RunFi
     live site was checked as a build with nothing changed checks it
     (:func:`~sparkreport.site.incremental.load_state`)."""
     from sparkreport.published import read_manifest
-    from sparkreport.site.run_files import Carry, Published, load_record_and_folders
+    from sparkreport.site.run_files import Carry, Published, load_published_record
 
     manifest = read_manifest(result.docs_dir)
     if manifest is None:
         return None
     runs_dir, listed = manifest
-    record, folders = load_record_and_folders(cache_dir, runs_dir, target)
+    record, folders, dirs = load_published_record(cache_dir, runs_dir, target)
     root = run_files_folder()
     if not record or set(record) != {site_path for site_path, _store_path in listed} \
             or not all(name.startswith(f"{root}/") for name in record) or not (target / root).is_dir():
         return None
     return RunFiles(listed, Published(record=record, carry=Carry(root, incoming=[], removed=[], kept=sorted(record)),
-                                      folders=folders), clean={}, scanned=0)
+                                      folders=folders, dirs=dirs or None), clean={}, scanned=0)
 
 
 @dataclass
@@ -471,7 +475,7 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, gathered: G
     from sparkreport.site import publish
     from sparkreport.site.blog_feed import write_feed
     from sparkreport.site.mkdocs_site import PROJECT_CONFIG, read_project_config, site_url
-    from sparkreport.site.run_files import save_record
+    from sparkreport.site.run_files import save_record, swapped_folders
     from sparkreport.site.scan import check_site
 
     done, manifest, memo = gathered.done, gathered.manifest, gathered.memo
@@ -491,7 +495,9 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, gathered: G
         memo.keep(files.carry.kept)  # carried over unchanged: scanned clean when first published
     memo.save()
     if cache_dir is not None and manifest is not None:
-        save_record(cache_dir, manifest[0], target, gathered.record, files.folders)
+        dirs = swapped_folders(files.carry, files.dirs, target) if files.carry is not None and files.dirs is not None \
+            else files.dirs
+        save_record(cache_dir, manifest[0], target, gathered.record, files.folders, dirs)
     return {"copied": files.copied, "linked": files.linked, "kept": files.kept, "scanned": memo.scanned}
 
 
