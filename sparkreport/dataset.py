@@ -26,7 +26,7 @@ from sparkreport.errors import DataError
 from sparkreport.execute.guard import guard_event_of
 from sparkreport.names import shown
 from sparkreport.schema import SCHEMA_VERSION, RunRecord
-from sparkreport.store import RunStore, check_identities
+from sparkreport.store import RunStore, StoreScan, check_identities
 
 if TYPE_CHECKING:
     import numpy as np
@@ -993,7 +993,8 @@ def _splice(runs: pd.DataFrame, old_names: list[str], origin: np.ndarray, old_ke
 
 
 def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashMemo | None = None,
-                 held: Held | None = None, later: WritesLater | None = None) -> Dataset:
+                 held: Held | None = None, later: WritesLater | None = None,
+                 scan: StoreScan | None = None) -> Dataset:
     """Read every run.json under ``runs_dir`` into a Dataset (errors name the bad file).
 
     With ``cache_dir`` (a build's ``build/cache``), each record is kept (:class:`FlatRecord`: the
@@ -1004,7 +1005,9 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     file digests (``cache_dir``'s ``hashes.pickle``), if already read. ``held``: the record cache
     kept in memory by a process that loads again and again (``serve``'s session,
     :class:`~sparkreport.cache.Held`). ``later``: where the stacked tables' write is put off to
-    (a build's :class:`~sparkreport.cache.WritesLater`).
+    (a build's :class:`~sparkreport.cache.WritesLater`). ``scan``: the store's scan
+    (:meth:`~sparkreport.store.RunStore.scan`) if made already — by the build's walk, after it
+    walked the store for the build key — else the store is scanned here.
     """
     from sparkreport.cache import cache_of, gc_paused, import_tuned
     from sparkreport.early import check_store
@@ -1014,7 +1017,7 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     store = RunStore(runs_dir)
     check_store(runs_dir)
 
-    scan = store.scan()
+    scan = scan if scan is not None else store.scan()
     files = [path for path, _stat in scan.files]
     paths = [f"{campaign}/{run}" for campaign, run in scan.folders]
     with gc_paused():  # every object made here stays alive: nothing for the collector to find

@@ -147,6 +147,49 @@ class StoreScan:
     folders: list[tuple[str, str]] = field(default_factory=list)
 
 
+@dataclass
+class PackedScan:
+    """A :class:`StoreScan` as one process hands it to another (a build's store walk, forked,
+    to the build): the paths and folder names as one string each, and each run.json's stat as
+    the four numbers the scan's readers use — mode, inode, size and mtime (ns) — in one array.
+    Ten thousand ``os.stat_result`` objects pickle in ~0.07 s and unpickle in ~0.06; these
+    take a few milliseconds each way, and ~0.015 s to make a scan again (each stat an
+    ``os.stat_result`` with those four fields, the others zero: nothing that reads a scan uses
+    them)."""
+
+    paths: str
+    folders: str
+    numbers: bytes
+    incomplete: list[str]
+
+    @classmethod
+    def of(cls, scan: StoreScan) -> PackedScan:
+        from array import array
+
+        numbers = array("Q", [n for _path, stat in scan.files
+                              for n in (stat.st_mode, stat.st_ino, stat.st_size, stat.st_mtime_ns)])
+        return cls("\0".join(path for path, _stat in scan.files),
+                   "\0".join(f"{campaign}\0{run}" for campaign, run in scan.folders), numbers.tobytes(),
+                   list(scan.incomplete))
+
+    def unpacked(self) -> StoreScan:
+        from array import array
+
+        from sparkreport.cache import gc_paused
+
+        if not self.paths:
+            return StoreScan([], list(self.incomplete), [])
+        numbers = array("Q")
+        numbers.frombytes(self.numbers)
+        n = numbers.tolist()
+        names = self.folders.split("\0")
+        with gc_paused():
+            stats = [os.stat_result((mode, inode, 0, 0, 0, 0, size, 0, 0, 0, 0.0, 0.0, 0.0, 0, mtime, 0))
+                     for mode, inode, size, mtime in zip(n[0::4], n[1::4], n[2::4], n[3::4], strict=True)]
+            return StoreScan(list(zip(self.paths.split("\0"), stats, strict=True)), list(self.incomplete),
+                             list(zip(names[0::2], names[1::2], strict=True)))
+
+
 class RunStore:
     """A folder of campaigns, each a folder of runs."""
 

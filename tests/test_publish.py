@@ -1078,6 +1078,63 @@ def test_a_change_by_hand_deep_in_the_carried_folder_is_found_by_its_folder(
     assert not any(p.is_symlink() for p in (root / "site" / "runs" / "files").rglob("*"))
 
 
+def test_a_packed_scan_is_the_scan(tmp_path: Path) -> None:
+    """What the build's walk hands over (:class:`~sparkreport.store.PackedScan`) makes the scan
+    it was made from again: paths, folders, incomplete runs, and each stat's mode, inode, size
+    and mtime."""
+    import pickle
+
+    from sparkreport.store import PackedScan, RunStore
+
+    runs = tmp_path / "runs"
+    for campaign, run in [("c1", "r1"), ("c1", "r2"), ("c 2", "r-ü")]:
+        (runs / campaign / run).mkdir(parents=True)
+        (runs / campaign / run / "run.json").write_text("{}", encoding="utf-8")
+    (runs / "c1" / "half-written").mkdir()
+    scan = RunStore(runs).scan()
+    again = pickle.loads(pickle.dumps(PackedScan.of(scan))).unpacked()
+    assert [path for path, _stat in again.files] == [path for path, _stat in scan.files]
+    assert (again.folders, again.incomplete) == (scan.folders, scan.incomplete) == (
+        [("c 2", "r-ü"), ("c1", "r1"), ("c1", "r2")], ["c1/half-written"])
+    assert [(s.st_mode, s.st_ino, s.st_size, s.st_mtime_ns) for _path, s in again.files] \
+        == [(s.st_mode, s.st_ino, s.st_size, s.st_mtime_ns) for _path, s in scan.files]
+    empty = RunStore(tmp_path / "none").scan()
+    assert PackedScan.of(empty).unpacked() == empty
+
+
+def test_a_build_after_a_new_run_scans_the_store_once_beside_its_walk(
+        tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's scan (every run.json and its stat) is made once, by the process that walked the
+    store for the build key, right after that walk: the dataset and the publisher take it from
+    there. The site is what a build that scans for itself makes."""
+    from sparkreport import store
+
+    root = _copy(tiny, tmp_path)
+    build(_options(root), root / "site")
+    log = tmp_path / "scans.txt"
+    scan = store.RunStore.scan
+
+    def logged(self: store.RunStore) -> store.StoreScan:
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
+        return scan(self)
+
+    monkeypatch.setattr(store.RunStore, "scan", logged)
+    run_json = next((root / "runs" / "tiny").glob("*/run.json"))
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] *= 1.01
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    build(_options(root), root / "site")
+    scans = log.read_text(encoding="utf-8").split()
+    assert len(scans) == 1 and scans != [str(os.getpid())]
+    built = _bytes(root / "site")
+    monkeypatch.setattr(store.RunStore, "scan", scan)
+    shutil.rmtree(root / "build")
+    shutil.rmtree(root / "site")
+    build(_options(root), root / "site")
+    assert _bytes(root / "site") == built
+
+
 def test_checked_folders_refuses_a_record_that_does_not_describe_the_folder(tmp_path: Path) -> None:
     """Folders recorded for another root, a folder missing from the record's folders, a recorded
     folder now a file: not checked (the build lists every folder instead, or links file by file)."""
@@ -1328,10 +1385,14 @@ def test_the_walk_and_the_key_are_made_beside_the_imports(
     from sparkreport.project import resolve_project
     from sparkreport.site import DATA_MODULES, _walk_and_key, _walked_and_keyed
 
+    from sparkreport.site import incremental
+    from sparkreport.store import RunStore
+
     root = _copy(tiny, tmp_path)
     build(_options(root), root / "site")
     project = resolve_project(_options(root))
-    here = _walk_and_key(project, root / "site", True, "mkdocs")
+    here = _walk_and_key(project, root / "site", True, "mkdocs", incremental.kept_key(project.cache_dir))
+    assert here.scan is None  # the kept site's key: no scan, nothing is loaded
     monkeypatch.setenv(JOBS_ENV, "2")
     imported: list[str] = []
     real_import = importlib.import_module
@@ -1347,12 +1408,14 @@ def test_the_walk_and_the_key_are_made_beside_the_imports(
     assert not set(imported) & set(DATA_MODULES)  # the kept site's key: no import
     assert answered == []  # nothing goes on: no publisher to start
     (root / "runs" / "tiny" / "notes.txt").write_text("x\n", encoding="utf-8")
-    folders, key, computed, by_stat = _walked_and_keyed(project, root / "site", True, "mkdocs", answered.append)
+    walked = _walked_and_keyed(project, root / "site", True, "mkdocs", answered.append)
+    folders, key, computed, by_stat = walked.folders, walked.key, walked.computed, walked.by_stat
     assert key != here[1] and folders["tiny"] != here[0]["tiny"] and by_stat["tiny"] != here[3]["tiny"]
-    assert answered == [(folders, key, computed, by_stat)]  # handed on before the imports: the publisher starts there
+    assert answered == [walked]  # handed on before the imports: the publisher starts there
     assert list(computed) == [str(root / "runs" / "tiny" / "notes.txt")]  # its digest, for the build to keep
+    assert walked.scan is not None and walked.scan.unpacked().folders == RunStore(project.runs_dir).scan().folders
     assert [name for name in imported if name in DATA_MODULES] == list(DATA_MODULES)
     monkeypatch.setenv(JOBS_ENV, "1")  # in one process: the same answer, no imports
     imported.clear()
-    assert _walked_and_keyed(project, root / "site", True, "mkdocs") == (folders, key, computed, by_stat)
+    assert _walked_and_keyed(project, root / "site", True, "mkdocs") == walked
     assert not set(imported) & set(DATA_MODULES)

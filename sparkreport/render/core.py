@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from sparkreport.project import Project
     from sparkreport.render.context import SiteData
     from sparkreport.render.posts import KeptPosts
+    from sparkreport.store import StoreScan
 
 #: Marks a folder as written by ``render``: only such a folder is ever emptied.
 MARKER = ".sparkreport-generated"
@@ -155,7 +156,8 @@ class RenderSession:
 
 
 def render(options: RenderOptions | Project, *, session: RenderSession | None = None, checked: bool = False,
-           store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
+           store_folders: Mapping[str, str | None] | None = None, store_scan: StoreScan | None = None,
+           hashes: HashMemo | None = None,
            build_data_key: str | None = None, same_data: dict[str, Any] | None = None,
            commit: str | None = None, analysed: Callable[[], object] | None = None,
            later: WritesLater | None = None, vouch: Vouch | None = None) -> RenderResult:
@@ -176,7 +178,9 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     folder's digest from the walk ``build`` made of the store for its key
     (:func:`~sparkreport.cache.walk_store`), which lets the Runs pages keep the rows of the
     campaigns whose files did not change (a session walks the store itself, for its own key and
-    these rows); ``hashes``: the build's file digests (``build/cache/hashes.pickle``), already read.
+    these rows); ``store_scan``: the store's scan that walk was followed by, for the dataset
+    (:func:`~sparkreport.dataset.load_dataset`); ``hashes``: the build's file digests
+    (``build/cache/hashes.pickle``), already read.
 
     ``build_data_key``: what ``build`` computed of everything it reads but the hand-written docs
     (:func:`~sparkreport.site.incremental.build_key`); the posts' bindings and results are kept
@@ -213,7 +217,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
                 if kept is not None:
                     return kept
             return _render(project, held_until_done, session, store_folders, hashes, build_data_key, commit,
-                           analysed, later, vouch)
+                           analysed, later, vouch, store_scan)
     except OSError as exc:
         raise file_system_error(exc, "the docs folder") from None
 
@@ -238,7 +242,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
             store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
             build_data_key: str | None = None, commit: str | None = None,
             analysed: Callable[[], object] | None = None, later: WritesLater | None = None,
-            vouch: Vouch | None = None) -> RenderResult:
+            vouch: Vouch | None = None, store_scan: StoreScan | None = None) -> RenderResult:
     """The render under the lock; what it starts beside itself (:class:`~sparkreport.render.builtin.DownloadsAhead`)
     is stopped on ``held_until_done``'s exit, when the render ends or fails."""
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
@@ -277,9 +281,10 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     # The store is listed here, after the build key's walk, never from an earlier listing (the
     # early checks make one): a run ingested meanwhile then shows in this site and changes the
     # next key; the other way round the key would count a run this site lacks, and the next
-    # build, finding the key unchanged, would keep the site without it.
+    # build, finding the key unchanged, would keep the site without it. (``store_scan``: the
+    # listing the walk made right after it, in its own process.)
     dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo,
-                                                                     held=held, later=later)
+                                                                     held=held, later=later, scan=store_scan)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # what the name index could not decide, before any heavy work

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sparkreport.charts import ChartSpec
     from sparkreport.render.context import SiteData
     from sparkreport.schema import RunRecord
-    from sparkreport.store import RunStore
+    from sparkreport.store import RunStore, StoreScan
 
 #: Rows per Runs page (about 400 bytes of Markdown each: pages stay far below 1.5 MB).
 PAGE_SIZE = 250
@@ -190,7 +190,8 @@ class RunsPage(Page):
     @classmethod
     def store_files(cls, runs_dir: Path, folders: Mapping[str, str | None] | None = None,
                     cache: RecordCache | None = None,
-                    stat_folders: Mapping[str, str | None] | None = None) -> list[tuple[str, str]]:
+                    stat_folders: Mapping[str, str | None] | None = None,
+                    scan: StoreScan | None = None) -> list[tuple[str, str]]:
         """What :meth:`write_manifest` will list, read from the run store alone (each run.json's
         listed files, :func:`_listed_files`): a build starts publishing with this while it loads
         and analyses the dataset, and compares it with the manifest afterwards.
@@ -202,11 +203,12 @@ class RunsPage(Page):
         symbolic link (its digest is None) or a run naming a file outside its folder. A cold
         build's publisher starts before the walk's files are hashed: it keeps each list by the
         folder's stat digest, which the next build finds with ``stat_folders``
-        (:func:`kept_per_folder`'s ``also``)."""
+        (:func:`kept_per_folder`'s ``also``). ``scan``: the store's scan, if made already (by the
+        build's walk), else it is made here."""
         from sparkreport.store import RunStore
 
         store = RunStore(runs_dir)
-        scan = store.scan()
+        scan = scan if scan is not None else store.scan()
         by_campaign: dict[str, list[tuple[str, str]]] = {}
         for (path, _stat), (campaign, run) in zip(scan.files, scan.folders, strict=True):
             by_campaign.setdefault(campaign, []).append((path, run))
