@@ -26,12 +26,13 @@ import struct
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 if TYPE_CHECKING:
     from sparkreport.dataset import StackedTables
+    from sparkreport.store import StoreScan
 
 #: Bump to drop every cache written by an older layout.
 CACHE_VERSION = 1
@@ -303,12 +304,14 @@ def walked_name(name: str) -> bool:
     return not name.startswith(".") and name != "__pycache__"
 
 
-def walk_files(root: Path, links: set[str] | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
+def walk_files(root: Path, links: set[str] | None = None,
+               folders: list[str] | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
     """(posix path relative to root, path, stat) of every regular file under ``root``, sorted,
     hidden files and folders (``.name``) and ``__pycache__`` (written by imports) left out.
     Paths are strings: a build walks 20 000 run files, and a Path for each cost half the walk.
     ``links`` collects the relative path of every symbolic link met (a linked folder is not
-    entered; a linked file is yielded with its target's stat)."""
+    entered; a linked file is yielded with its target's stat); ``folders``, the relative path of
+    every folder entered, and of every ``__pycache__`` left out (with a trailing ``/``)."""
     if not root.is_dir():
         return
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
@@ -318,12 +321,16 @@ def walk_files(root: Path, links: set[str] | None = None) -> Iterator[tuple[str,
             entries = sorted(scan, key=lambda e: e.name, reverse=True)
         for entry in entries:
             if not walked_name(entry.name):
+                if folders is not None and entry.name == "__pycache__":
+                    folders.append(f"{prefix}{entry.name}/")
                 continue
             relative = f"{prefix}{entry.name}"
             if links is not None and entry.is_symlink():
                 links.add(relative)
             if entry.is_dir(follow_symlinks=False):
                 stack.append((entry.path, relative + "/"))
+                if folders is not None:
+                    folders.append(relative)
             elif entry.is_file():
                 yield relative, entry.path, entry.stat()
 
@@ -338,6 +345,42 @@ class StoreWalk:
     #: mtime and inode of every file in it (hidden ones left out), or None when it is, or holds,
     #: a symbolic link (what is kept by this key could not tell where a link points now).
     folders: dict[str, str | None]
+    #: Every folder the walk entered (relative paths), and each ``__pycache__`` it left out
+    #: (``name/``), for :meth:`scan`.
+    dirs: list[str] = field(default_factory=list)
+    #: Whether the walk met a symbolic link.
+    linked: bool = False
+
+    def scan(self, runs_dir: Path) -> StoreScan | None:
+        """The store's scan (:meth:`~sparkreport.store.RunStore.scan` of ``runs_dir``, the store
+        walked) from what the walk listed, without a system call: each run folder's run.json and
+        its stat, the run folders without one. None where the walk cannot tell what the scan
+        would find: a symbolic link (the scan follows links to run.json and refuses those that
+        leave the store), a ``__pycache__`` folder (the walk leaves it out, the scan does not), a
+        run.json that is a folder."""
+        from sparkreport.published import RUN_FILE
+        from sparkreport.store import StoreScan, shown
+
+        if self.linked or any(folder.endswith("/") for folder in self.dirs):
+            return None
+        runs: dict[tuple[str, str], os.stat_result | None] = {}
+        for folder in self.dirs:
+            if folder.count("/") == 1:
+                campaign, _slash, run = folder.partition("/")
+                runs[campaign, run] = None
+            elif folder.count("/") == 2 and folder.endswith(f"/{RUN_FILE}"):
+                return None
+        suffix = f"/{RUN_FILE}"
+        for relative, _path, stat in self.files:
+            if relative.endswith(suffix) and relative.count("/") == 2:
+                campaign, run, _name = relative.split("/")
+                runs[campaign, run] = stat
+        root = os.fspath(runs_dir)
+        found = sorted((names, stat) for names, stat in runs.items() if stat is not None)
+        incomplete = sorted(shown(f"{campaign}/{run}") for (campaign, run), stat in runs.items()
+                            if stat is None and not run.startswith("_"))
+        return StoreScan([(os.path.join(root, campaign, run, RUN_FILE), stat) for (campaign, run), stat in found],
+                         incomplete, [names for names, _stat in found])
 
     def by_content(self, memo: HashMemo) -> dict[str, str | None]:
         """:attr:`folders` keyed by content instead: one sha256 over the path and sha256 of every
@@ -351,11 +394,12 @@ def walk_store(root: Path) -> StoreWalk:
     """Walk the run store once: what the build key hashes, and a key per campaign folder that a
     cache of what is read from the folder's files can be kept by, without reading a file."""
     links: set[str] = set()
-    files = list(walk_files(root, links))
+    dirs: list[str] = []
+    files = list(walk_files(root, links, dirs))
     folders = _folder_digests(files, lambda _path, stat: f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}")
     for link in links:
         folders[link.partition("/")[0]] = None
-    return StoreWalk(files, folders)
+    return StoreWalk(files, folders, dirs, bool(links))
 
 
 def _folder_digests(files: list[tuple[str, str, os.stat_result]],

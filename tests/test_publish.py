@@ -1102,11 +1102,68 @@ def test_a_packed_scan_is_the_scan(tmp_path: Path) -> None:
     assert PackedScan.of(empty).unpacked() == empty
 
 
-def test_a_build_after_a_new_run_scans_the_store_once_beside_its_walk(
+@pytest.mark.parametrize("layout", ["runs", "incomplete", "hidden and odd", "pycache", "linked", "folder run.json",
+                                    "empty", "missing"])
+def test_the_walks_scan_is_the_stores_scan(tmp_path: Path, layout: str) -> None:
+    """What the build key's walk lists gives the store's scan — the same run.json paths (as the
+    store names them), stats, run folders and incomplete runs — or, where the walk cannot tell
+    (a link, a ``__pycache__``, a run.json that is a folder), None."""
+    from sparkreport.cache import walk_store
+    from sparkreport.store import RunStore
+
+    runs = tmp_path / "runs"
+
+    def run(campaign: str, name: str, *files: str) -> None:
+        folder = runs / campaign / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for file in files:
+            (folder / file).write_text("{}", encoding="utf-8")
+
+    if layout != "missing":
+        runs.mkdir()
+    if layout not in ("empty", "missing"):
+        run("c1", "r2", "run.json", "engine.log")
+        run("c1", "r1", "run.json")
+        run("c 2", "r-ü", "run.json")
+    if layout == "incomplete":
+        run("c1", "half", "engine.log")
+        (runs / "c1" / "empty").mkdir()
+        run("c1", "_sources", "engine.log")
+    if layout == "hidden and odd":
+        run(".staging", "r9", "run.json")
+        run("c1", ".r8", "run.json")
+        (runs / "notes.txt").write_text("x", encoding="utf-8")
+        (runs / "c1" / "notes.txt").write_text("x", encoding="utf-8")
+        run("c1", "r1", "extra")
+        (runs / "c1" / "r1" / "deep").mkdir()
+        (runs / "c1" / "r1" / "deep" / "run.json").write_text("{}", encoding="utf-8")
+    if layout == "pycache":
+        run("c1", "__pycache__", "run.json")
+    if layout == "linked":
+        (runs / "c1" / "r3").mkdir()
+        (runs / "c1" / "r3" / "run.json").symlink_to(runs / "c1" / "r1" / "run.json")
+    if layout == "folder run.json":
+        (runs / "c1" / "r4" / "run.json").mkdir(parents=True)
+    walked = walk_store(runs).scan(runs)
+    if layout in ("pycache", "linked", "folder run.json"):
+        assert walked is None
+        return
+    assert walked is not None
+    scan = RunStore(runs).scan()
+    assert [path for path, _stat in walked.files] == [path for path, _stat in scan.files]
+    assert (walked.folders, walked.incomplete) == (scan.folders, scan.incomplete)
+    assert [(s.st_ino, s.st_size, s.st_mtime_ns) for _path, s in walked.files] \
+        == [(s.st_ino, s.st_size, s.st_mtime_ns) for _path, s in scan.files]
+    if layout == "incomplete":
+        assert scan.incomplete == ["c1/empty", "c1/half"]
+
+
+def test_a_build_after_a_new_run_lists_the_store_once(
         tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The store's scan (every run.json and its stat) is made once, by the process that walked the
-    store for the build key, right after that walk: the dataset and the publisher take it from
-    there. The site is what a build that scans for itself makes."""
+    """The store's scan (every run.json and its stat) is taken from the listing the build key's
+    walk made, in its process: the dataset and the publisher list the store no more (no
+    ``RunStore.scan`` in any process of the build). The site is what a build that scans for
+    itself makes."""
     from sparkreport import store
 
     root = _copy(tiny, tmp_path)
@@ -1125,8 +1182,7 @@ def test_a_build_after_a_new_run_scans_the_store_once_beside_its_walk(
     data["metrics"]["output_throughput_tok_s"] *= 1.01
     run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
     build(_options(root), root / "site")
-    scans = log.read_text(encoding="utf-8").split()
-    assert len(scans) == 1 and scans != [str(os.getpid())]
+    assert not log.exists()
     built = _bytes(root / "site")
     monkeypatch.setattr(store.RunStore, "scan", scan)
     shutil.rmtree(root / "build")

@@ -282,7 +282,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     # early checks make one): a run ingested meanwhile then shows in this site and changes the
     # next key; the other way round the key would count a run this site lacks, and the next
     # build, finding the key unchanged, would keep the site without it. (``store_scan``: the
-    # listing the walk made right after it, in its own process.)
+    # build key's walk's own listing, made in its process: the key and the site count the same runs.)
     dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo,
                                                                      held=held, later=later, scan=store_scan)
     if dataset.is_empty():

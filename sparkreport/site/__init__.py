@@ -318,9 +318,10 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
     file digests it had to compute (``hashes.pickle``'s new entries: the build saves them; this
     writes no file, so it may be stopped at any moment) — then, when the data changed since the
     ``kept`` build, the store's scan for the dataset and the publisher (0.07–0.1 s of the build's
-    path at 10 000 runs, here beside its imports). The scan is made after the walk, as the
-    dataset's own would be: what the key counts, the site shows, or a run ingested meanwhile
-    is in the site and changes the next key."""
+    path at 10 000 runs), from what the walk listed (:meth:`~sparkreport.cache.StoreWalk.scan`).
+    The scan is the walk's own listing, as the dataset's own scan would come after it: what the
+    key counts, the site shows, or a run ingested meanwhile is in the site and changes the next
+    key."""
     from sparkreport.cache import HASHES_FILE, HashMemo, walk_store
     from sparkreport.site import incremental
     from sparkreport.store import PackedScan, RunStore
@@ -330,8 +331,8 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
     key = incremental.build_key(project, target, strict, memo, builder, walk)
     scan = None
     if kept is None or (key.key != kept.key and key.data != kept.data):
-        try:
-            scan = PackedScan.of(RunStore(project.runs_dir).scan())
+        try:  # from the walk's listing where it can tell (no link, no __pycache__), else listed again
+            scan = PackedScan.of(walk.scan(project.runs_dir) or RunStore(project.runs_dir).scan())
         except Exception:  # noqa: BLE001 — the dataset's own scan raises it, as a one-line error
             scan = None
     return Walked(walk.by_content(memo), key, memo.added, walk.folders, scan)
