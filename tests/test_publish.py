@@ -1439,9 +1439,7 @@ def test_the_walk_and_the_key_are_made_beside_the_imports(
 
     from sparkreport.parallel import JOBS_ENV, Background
     from sparkreport.project import resolve_project
-    from sparkreport.site import DATA_MODULES, _walk_and_key, _walked_and_keyed
-
-    from sparkreport.site import incremental
+    from sparkreport.site import DATA_MODULES, _walk_and_key, _walked_and_keyed, incremental
     from sparkreport.store import RunStore
 
     root = _copy(tiny, tmp_path)
