@@ -134,7 +134,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     timings: dict[str, float] = {}
     # The render's biggest cache files and the checks' name index, written while the builder works.
     later = WritesLater()
-    # The store's scan (each run.json and its stat) the walk made after it, or None: then the
+    # The store's scan (each run.json and its stat) from the build key's walk, or None: then the
     # dataset and the publisher each scan the store themselves.
     store_scan: StoreScan | None = None
     with contextlib.ExitStack() as stack:
@@ -271,9 +271,9 @@ class Walked(NamedTuple):
     #: what a cold build's publisher kept its lists by, and what the record of published files
     #: keeps (a folder unchanged since is not stat-ed file by file).
     by_stat: dict[str, str | None]
-    #: The store's scan (:meth:`~sparkreport.store.RunStore.scan`), made after the walk when the
-    #: data changed, for the dataset and the publisher; None when it was not made, or failed (they
-    #: then scan the store themselves, and a failure is raised there).
+    #: The store's scan (:meth:`~sparkreport.store.RunStore.scan`) from the walk's listing (or
+    #: listed again after it), when the data changed, for the dataset and the publisher; None when
+    #: it was not made, or failed (they then scan the store themselves; a failure is raised there).
     scan: PackedScan | None = None
 
 
