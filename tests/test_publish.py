@@ -1209,6 +1209,10 @@ def test_checked_folders_refuses_a_record_that_does_not_describe_the_folder(tmp_
     assert folder_stats(live, "runs/files", ["runs/files/c/r"]) is None  # a folder where a file is listed
     (live / "runs" / "files" / "c" / "empty").mkdir()
     assert folder_stats(live, "runs/files", record) is None  # an empty folder the record does not need
+    (live / "runs" / "files" / "c" / "empty").rmdir()
+    (live / "runs" / "files" / "c" / "r" / "run.json").unlink()  # emptied by hand: listed, refused
+    assert checked_folders(live, "runs/files", record, {**dirs, "runs/files/c/r": None}) is None
+    assert checked_folders(live, "runs/files", [], {**dirs, "runs/files/c/r": None}) is None
 
 
 def test_a_removed_run_leaves_nothing_behind_in_the_carried_folder(tiny: Path, tmp_path: Path) -> None:

@@ -425,7 +425,8 @@ FEW_FOLDERS = 8
 
 
 def _children_of(names: Collection[str], folders: Collection[str]) -> dict[str, dict[str, bool]] | None:
-    """:func:`_expected` for ``folders`` only: what each holds, by the names below it (none: {});
+    """:func:`_expected` for ``folders`` only: what each holds, by the names below it (a folder
+    with none is left out, as :func:`_expected` leaves it out: no folder is published empty);
     None when a name is a file and a folder both."""
     out: dict[str, dict[str, bool]] = {folder: {} for folder in folders}
     prefixes = [(f"{folder}/", out[folder]) for folder in folders]
@@ -435,7 +436,7 @@ def _children_of(names: Collection[str], folders: Collection[str]) -> dict[str, 
                 head, slash, _rest = name[len(prefix):].partition("/")
                 if not head or children.setdefault(head, bool(slash)) != bool(slash):
                     return None
-    return out
+    return {folder: children for folder, children in out.items() if children}
 
 
 def folder_stats(top: Path, root: str, names: Collection[str]) -> dict[str, FolderStat | None] | None:
