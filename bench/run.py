@@ -57,7 +57,9 @@ PAGE_LIMIT = 1.5 * 2**20
 
 
 STAGES = ("ingest", "dataset", "dataset_cached", "analysis", "render", "build", "rebuild", "scan", "rebuild1", "newrun",
-          "post", "refuse", "gates", "ci", "mkdocs")
+          "post", "refuse", "gates", "ci", "mkdocs", "series")
+#: Stages run only when named in ``--only`` (minutes each at 10 000 runs).
+OPT_IN = {"series"}
 #: Stages that need a site built before them (``--only`` builds one, untimed, when there is none).
 NEEDS_SITE = {"rebuild", "scan", "rebuild1", "newrun", "post", "refuse", "gates"}
 #: The CI gates timed by the ``gates`` stage.
@@ -256,7 +258,7 @@ def add_one_run(source: Path, project: Path, work: Path) -> None:
 
 
 def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[str],
-          only: set[str] | None = None) -> dict[str, object]:
+          only: set[str] | None = None, rounds: tuple[int, int] = (3, 4)) -> dict[str, object]:
     source = generate(work, n, sampled, hours, seed)
     project = work / f"n{n}" / "project"
     runs = project / "runs"
@@ -264,7 +266,7 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
     shutil.copyfile(source / "sparkreport.yml", project / "sparkreport.yml")
     sparkreport = [sys.executable, "-m", "sparkreport"]
     row: dict[str, object] = {"runs": n, "sampled": min(sampled, n)}
-    wanted = set(STAGES) - skip if only is None else set(only)
+    wanted = set(STAGES) - skip - OPT_IN if only is None else set(only)
     if only is not None and not runs.exists():
         wanted.add("ingest")  # nothing to re-run on: make the store first
 
@@ -330,6 +332,8 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         gates(n, project, row)
     if "ci" in wanted:
         ci_jobs(n, project, source, work, row, post)
+    if "series" in wanted:
+        series(n, project, source, work, row, clean_build, *rounds)
     shutil.rmtree(work / ".trash", ignore_errors=True)
     site = project / "site"
     if site.exists():
@@ -355,6 +359,34 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
         if key in row and "ci_cold_s" in row:
             row[key.replace("_s", "_pct")] = round(100 * float(row[key]) / float(row["ci_cold_s"]), 1)  # type: ignore[arg-type]
     return row
+
+
+def series(n: int, project: Path, source: Path, work: Path, row: dict[str, object],
+           clean_build: Callable[[], None], rounds: int, after: int) -> None:
+    """``rounds`` times, a cold build (no ``build/``, no ``site/``) and then ``after`` new runs,
+    each ingested and built in turn: the median cold build, the median new run's build and the
+    one as a share of the other. On a machine whose speed drifts between minutes, one cold build
+    and the new run after it (the ``build`` and ``newrun`` stages) can land anywhere within the
+    drift; the medians of a series say where the share is."""
+    colds: list[float] = []
+    news: list[float] = []
+    command = [sys.executable, "-m", "sparkreport", "build"]
+    for _round in range(rounds):
+        clean_build()
+        wall, _rss, cpu = run_child(command, project)
+        colds.append(wall)
+        print(f"  n={n:>6} series    cold build {wall:8.2f} s ({cpu:7.2f} s CPU)", file=sys.stderr)
+        for _run in range(after):
+            add_one_run(source, project, work)
+            wall, _rss, cpu = run_child(command, project)
+            news.append(wall)
+            print(f"  n={n:>6} series    one new run {wall:7.2f} s ({cpu:7.2f} s CPU)", file=sys.stderr)
+    cold, new = statistics.median(colds), statistics.median(news)
+    row["series_cold_s"], row["series_newrun_s"] = round(cold, 2), round(new, 2)
+    row["series_newrun_pct"] = round(100 * new / cold, 1)
+    print(f"  n={n:>6} series    median cold build {cold:.2f} s ({min(colds):.2f}–{max(colds):.2f}, {len(colds)}), "
+          f"median new run {new:.2f} s ({min(news):.2f}–{max(news):.2f}, {len(news)}): "
+          f"{100 * new / cold:.1f}% of the cold build", file=sys.stderr)
 
 
 #: What a CI job commits before its build (``ci`` stage), after the cold job.
@@ -567,6 +599,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"run only these stages on the stores of an earlier run ({', '.join(STAGES)}); "
                              "with --json, the figures are merged into that file's rows")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--series", type=int, nargs=2, default=(3, 4), metavar=("ROUNDS", "RUNS"),
+                        help="the series stage (only with --only series): ROUNDS cold builds, each followed "
+                             "by RUNS new runs built one at a time (default 3 4)")
     args = parser.parse_args(argv)
     only = None if args.only is None else {s for s in args.only.split(",") if s}
     unknown = sorted((only or set()) - set(STAGES)) + sorted({s for s in args.skip.split(",") if s} - set(STAGES))
@@ -584,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in args.runs:
         row = bench(n, work, args.sampled, args.sample_hours, args.seed,
-                    {s for s in args.skip.split(",") if s}, only)
+                    {s for s in args.skip.split(",") if s}, only, tuple(args.series))
         rows.append({**earlier.pop(n, {}), **row})
         print(table(rows), file=sys.stderr)
     rows += earlier.values()
