@@ -304,14 +304,14 @@ def walked_name(name: str) -> bool:
     return not name.startswith(".") and name != "__pycache__"
 
 
-def walk_files(root: Path, links: set[str] | None = None,
-               folders: list[str] | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
+def walk_files(root: Path, links: set[str] | None = None, folders: list[str] | None = None,
+               left_out: list[str] | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
     """(posix path relative to root, path, stat) of every regular file under ``root``, sorted,
     hidden files and folders (``.name``) and ``__pycache__`` (written by imports) left out.
     Paths are strings: a build walks 20 000 run files, and a Path for each cost half the walk.
     ``links`` collects the relative path of every symbolic link met (a linked folder is not
     entered; a linked file is yielded with its target's stat); ``folders``, the relative path of
-    every folder entered, and of every ``__pycache__`` left out (with a trailing ``/``)."""
+    every folder entered; ``left_out``, that of every ``__pycache__`` left out."""
     if not root.is_dir():
         return
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
@@ -321,8 +321,8 @@ def walk_files(root: Path, links: set[str] | None = None,
             entries = sorted(scan, key=lambda e: e.name, reverse=True)
         for entry in entries:
             if not walked_name(entry.name):
-                if folders is not None and entry.name == "__pycache__":
-                    folders.append(f"{prefix}{entry.name}/")
+                if left_out is not None and entry.name == "__pycache__":
+                    left_out.append(f"{prefix}{entry.name}")
                 continue
             relative = f"{prefix}{entry.name}"
             if links is not None and entry.is_symlink():
@@ -345,11 +345,10 @@ class StoreWalk:
     #: mtime and inode of every file in it (hidden ones left out), or None when it is, or holds,
     #: a symbolic link (what is kept by this key could not tell where a link points now).
     folders: dict[str, str | None]
-    #: Every folder the walk entered (relative paths), and each ``__pycache__`` it left out
-    #: (``name/``), for :meth:`scan`.
+    #: Every folder the walk entered (relative paths), for :meth:`scan`.
     dirs: list[str] = field(default_factory=list)
-    #: Whether the walk met a symbolic link.
-    linked: bool = False
+    #: Every ``__pycache__`` folder it left out (relative paths), for :meth:`scan`.
+    left_out: list[str] = field(default_factory=list)
 
     def scan(self, runs_dir: Path) -> StoreScan | None:
         """The store's scan (:meth:`~sparkreport.store.RunStore.scan` of ``runs_dir``, the store
@@ -361,7 +360,7 @@ class StoreWalk:
         from sparkreport.published import RUN_FILE
         from sparkreport.store import StoreScan, shown
 
-        if self.linked or any(folder.endswith("/") for folder in self.dirs):
+        if None in self.folders.values() or self.left_out:  # (a folder's digest is None where it holds a link)
             return None
         runs: dict[tuple[str, str], os.stat_result | None] = {}
         for folder in self.dirs:
@@ -395,11 +394,12 @@ def walk_store(root: Path) -> StoreWalk:
     cache of what is read from the folder's files can be kept by, without reading a file."""
     links: set[str] = set()
     dirs: list[str] = []
-    files = list(walk_files(root, links, dirs))
+    left_out: list[str] = []
+    files = list(walk_files(root, links, dirs, left_out))
     folders = _folder_digests(files, lambda _path, stat: f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}")
     for link in links:
         folders[link.partition("/")[0]] = None
-    return StoreWalk(files, folders, dirs, bool(links))
+    return StoreWalk(files, folders, dirs, left_out)
 
 
 def _folder_digests(files: list[tuple[str, str, os.stat_result]],
@@ -946,10 +946,8 @@ class AnalysisCache:
         # (each frame names the pickle it follows, too).
         self.journal.unlink(missing_ok=True)
         self.token = os.urandom(12).hex()
-        data = pickle.dumps({"version": CACHE_VERSION, "salt": self.salt, "token": self.token,
-                             "entries": self.entries}, protocol=pickle.HIGHEST_PROTOCOL)
-        _atomic_bytes(self.path, data)
-        self.pickle_bytes, self.journal_bytes = len(data), 0
+        write_cache_pickle(self.path, self.salt, "entries", self.entries, journal={"token": self.token})
+        self.pickle_bytes, self.journal_bytes = self.path.stat().st_size, 0
         self._saved()
 
     def _saved(self) -> None:
@@ -970,21 +968,14 @@ class AnalysisCache:
         it was written again) is passed over."""
         if self.path is None:
             return {}
+        entries, meta = read_cache_pickle(self.path, self.salt, "entries", "journal")
+        token = meta.get("token")
+        if not entries or not isinstance(token, str):
+            return entries  # nothing read, or code before the journal wrote it: the next save writes it whole
         try:
-            raw = self.path.read_bytes()
-            with gc_paused():
-                data = pickle.loads(raw)  # noqa: S301 (our own cache file under build/)
-            entries = data["entries"] if data.get("version") == CACHE_VERSION and data.get("salt") == self.salt \
-                else None
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, ValueError, TypeError,
-                IndexError, ImportError):
-            return {}
-        if not isinstance(entries, dict):
-            return {}
-        token = data.get("token")
-        if not isinstance(token, str):
-            return entries  # written by code before the journal: the next save writes it whole
-        self.token, self.pickle_bytes = token, len(raw)
+            self.token, self.pickle_bytes = token, self.path.stat().st_size
+        except OSError:
+            return entries
         try:
             journal = self.journal.read_bytes()
         except OSError:

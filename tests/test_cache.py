@@ -456,7 +456,7 @@ def test_the_analysis_caches_journal_survives_a_kill_and_another_writer(tmp_path
     assert read.get("kind", "old") == 5 and read.token is None
     read.put("kind", "new", 6)
     read.save()
-    assert not read.journal.exists() and pickle.loads(path.read_bytes())["token"] == read.token
+    assert not read.journal.exists() and pickle.loads(path.read_bytes())["journal"] == {"token": read.token}
     assert AnalysisCache(path, salt="other").entries == {}
 
 

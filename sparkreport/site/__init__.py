@@ -172,7 +172,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                 # publisher starts now, on the CPU the walk leaves idle (not after the imports).
                 nonlocal folders, stat_folders, memo, started_early, store_scan
                 folders, stat_folders, memo = answer.folders, answer.by_stat, memo_with(answer.computed)
-                store_scan = answer.scan.unpacked() if answer.scan is not None else None
+                store_scan = answer.store_scan()
                 started_early = start()
 
             started_early = None
@@ -180,7 +180,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             folders, key, stat_folders = walked.folders, walked.key, walked.by_stat
             if started_early is None:
                 memo = memo_with(walked.computed)
-                store_scan = walked.scan.unpacked() if walked.scan is not None else None
+                store_scan = walked.store_scan()
             memo.save()
         state = None if full else incremental.load_state(cache_dir, key.key, target)
         if state is not None:
@@ -275,6 +275,10 @@ class Walked(NamedTuple):
     #: listed again after it), when the data changed, for the dataset and the publisher; None when
     #: it was not made, or failed (they then scan the store themselves; a failure is raised there).
     scan: PackedScan | None = None
+
+    def store_scan(self) -> StoreScan | None:
+        """:attr:`scan` unpacked (~0.01 s at 10 000 runs), or None."""
+        return self.scan.unpacked() if self.scan is not None else None
 
 
 def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str,

@@ -419,26 +419,6 @@ def _expected(root: str, names: Collection[str]) -> dict[str, dict[str, bool]] |
     return expected
 
 
-#: Up to this many folders to list, :func:`checked_folders` reads what each should hold from the
-#: record's names one folder at a time (a new run: three) rather than all folders' at once.
-FEW_FOLDERS = 8
-
-
-def _children_of(names: Collection[str], folders: Collection[str]) -> dict[str, dict[str, bool]] | None:
-    """:func:`_expected` for ``folders`` only: what each holds, by the names below it (a folder
-    with none is left out, as :func:`_expected` leaves it out: no folder is published empty);
-    None when a name is a file and a folder both."""
-    out: dict[str, dict[str, bool]] = {folder: {} for folder in folders}
-    prefixes = [(f"{folder}/", out[folder]) for folder in folders]
-    for name in names:
-        for prefix, children in prefixes:
-            if name.startswith(prefix):
-                head, slash, _rest = name[len(prefix):].partition("/")
-                if not head or children.setdefault(head, bool(slash)) != bool(slash):
-                    return None
-    return {folder: children for folder, children in out.items() if children}
-
-
 def folder_stats(top: Path, root: str, names: Collection[str]) -> dict[str, FolderStat | None] | None:
     """Every folder under ``top / root`` with its stat (site paths; :data:`FolderStat`, or None
     when it changed lately or while it was listed), when ``top / root`` holds exactly the files
@@ -492,14 +472,14 @@ def checked_folders(live: Path, root: str, record: Collection[str],
             again.append(folder)
     if not again:
         return out
-    expected = _expected(root, record) if len(again) > FEW_FOLDERS else _children_of(record, again)
+    expected = _expected(root, record)  # one pass over the record's names (0.03 s at 10 000 runs)
     if expected is None:
         return None
     taken_ns = time.time_ns()
     for folder in again:
         children = expected.get(folder)
-        if children is None or any(is_folder and f"{folder}/{name}" not in dirs
-                                   for name, is_folder in children.items()):
+        if children is None or any(holds_folder and f"{folder}/{name}" not in dirs
+                                   for name, holds_folder in children.items()):
             return None  # a folder the record needs that the last build did not record
         held, now = _listed_as_stated(live, folder, children, taken_ns)
         if not held:
