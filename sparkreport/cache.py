@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import pickle
+import stat as stat_module
 import struct
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -304,35 +305,113 @@ def walked_name(name: str) -> bool:
     return not name.startswith(".") and name != "__pycache__"
 
 
+#: A folder's inode, mtime and ctime (nanoseconds), as a walk or the publisher recorded them.
+FolderStat = tuple[int, int, int]
+#: A folder whose mtime or ctime is this close to the moment its stat was taken is recorded as
+#: not verified: a file system's clock ticks (a few milliseconds for ext4's; two seconds for
+#: FAT's), so an entry added just after the stat could leave both times as they were.
+RACY_NS = 2_000_000_000
+
+
+def folder_signature(stat: os.stat_result, taken_ns: int) -> FolderStat | None:
+    """A folder's (inode, mtime, ctime), or None when it changed too recently to vouch that a
+    later change would change them (:data:`RACY_NS`)."""
+    if max(stat.st_mtime_ns, stat.st_ctime_ns) >= taken_ns - RACY_NS:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns
+
+
+#: The kinds of a folder's entries in a :data:`Listing`: a folder, a regular file, a symbolic
+#: link, ``__pycache__``, anything else the walk passes over (hidden, a device, a socket).
+_DIR, _FILE, _LINK, _PYCACHE, _SKIP = "d", "f", "l", "p", "s"
+#: A folder's stat, then its entries' names in the walk's order (by name, descending) and their
+#: kinds, one letter each: what :func:`walk_files` listed, for the next walk.
+Listing = tuple[FolderStat, tuple[str, ...], str]
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    if not walked_name(entry.name):
+        return _PYCACHE if entry.name == "__pycache__" else _SKIP
+    if entry.is_symlink():
+        return _LINK
+    if entry.is_dir(follow_symlinks=False):
+        return _DIR
+    return _FILE if entry.is_file() else _SKIP
+
+
+def _entries(folder: str, relative: str, kept: Mapping[str, Listing] | None, listing: dict[str, Listing] | None,
+             taken_ns: int) -> tuple[tuple[str, ...], str]:
+    """A folder's names and kinds: from ``kept`` while the folder's stat is the one listed there
+    (an entry added, removed or renamed changes its folder's mtime and ctime), else listed; what
+    can be vouched for next time goes into ``listing``."""
+    if listing is None:
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda e: e.name, reverse=True)
+        return tuple(entry.name for entry in entries), "".join(_kind(entry) for entry in entries)
+    stat = os.stat(folder)  # before it is listed: a change after this changes what the next walk sees
+    signature = (stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns)
+    known = kept.get(relative) if kept is not None else None
+    if known is not None and known[0] == signature:
+        listing[relative] = known
+        return known[1], known[2]
+    with os.scandir(folder) as scan:
+        entries = sorted(scan, key=lambda e: e.name, reverse=True)
+    names, kinds = tuple(entry.name for entry in entries), "".join(_kind(entry) for entry in entries)
+    vouched = folder_signature(stat, taken_ns)
+    if vouched is not None and _LINK not in kinds:  # (where a link points can change in no folder here)
+        listing[relative] = (vouched, names, kinds)
+    return names, kinds
+
+
 def walk_files(root: Path, links: set[str] | None = None, folders: list[str] | None = None,
-               left_out: list[str] | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
+               left_out: list[str] | None = None, kept: Mapping[str, Listing] | None = None,
+               listing: dict[str, Listing] | None = None) -> Iterator[tuple[str, str, os.stat_result]]:
     """(posix path relative to root, path, stat) of every regular file under ``root``, sorted,
     hidden files and folders (``.name``) and ``__pycache__`` (written by imports) left out.
     Paths are strings: a build walks 20 000 run files, and a Path for each cost half the walk.
     ``links`` collects the relative path of every symbolic link met (a linked folder is not
     entered; a linked file is yielded with its target's stat); ``folders``, the relative path of
-    every folder entered; ``left_out``, that of every ``__pycache__`` left out."""
+    every folder entered; ``left_out``, that of every ``__pycache__`` left out.
+
+    With ``listing``, each folder's stat and entries (:data:`Listing`, by its relative path with a
+    trailing slash, the root's "") are put there, and a folder whose stat is the one ``kept``
+    (an earlier walk's ``listing``) holds is not listed again: its entries are taken from there
+    (10 000 run folders stat-ed instead of listed: 0.05–0.06 s less at 10 000 runs). Every file is
+    still stat-ed: a file written in place changes no folder. A folder holding a link, or changed
+    within :data:`RACY_NS` of the walk, is not put there (it is listed again next time)."""
     if not root.is_dir():
         return
+    import time
+
+    taken_ns = time.time_ns()
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
     while stack:
         folder, prefix = stack.pop()
-        with os.scandir(folder) as scan:
-            entries = sorted(scan, key=lambda e: e.name, reverse=True)
-        for entry in entries:
-            if not walked_name(entry.name):
-                if left_out is not None and entry.name == "__pycache__":
-                    left_out.append(f"{prefix}{entry.name}")
+        names, kinds = _entries(folder, prefix, kept, listing, taken_ns)
+        for name, kind in zip(names, kinds, strict=True):
+            if kind == _SKIP:
                 continue
-            relative = f"{prefix}{entry.name}"
-            if links is not None and entry.is_symlink():
-                links.add(relative)
-            if entry.is_dir(follow_symlinks=False):
-                stack.append((entry.path, relative + "/"))
+            if kind == _PYCACHE:
+                if left_out is not None:
+                    left_out.append(f"{prefix}{name}")
+                continue
+            relative = f"{prefix}{name}"
+            path = os.path.join(folder, name)
+            if kind == _FILE:
+                yield relative, path, os.stat(path)
+            elif kind == _DIR:
+                stack.append((path, relative + "/"))
                 if folders is not None:
                     folders.append(relative)
-            elif entry.is_file():
-                yield relative, entry.path, entry.stat()
+            else:  # a link: its target's stat, when that is a regular file
+                if links is not None:
+                    links.add(relative)
+                try:
+                    target = os.stat(path)
+                except OSError:
+                    continue
+                if stat_module.S_ISREG(target.st_mode):
+                    yield relative, path, target
 
 
 @dataclass
@@ -349,6 +428,15 @@ class StoreWalk:
     dirs: list[str] = field(default_factory=list)
     #: Every ``__pycache__`` folder it left out (relative paths), for :meth:`scan`.
     left_out: list[str] = field(default_factory=list)
+    #: What the next walk may take from this one (:class:`WalkRecord`), when a record was asked for.
+    record: WalkRecord | None = None
+    #: The record this walk took its listings from (each campaign folder's digest by content).
+    kept: WalkRecord | None = None
+    #: The folder walked (for the memo's git lookups: a fresh checkout's files are known by blob id).
+    root: str = ""
+    #: :attr:`folders` before the link folders were set to None.
+    stat_digests: dict[str, str] = field(default_factory=dict, repr=False)
+    _contents: dict[str, str] | None = field(default=None, repr=False)
 
     def scan(self, runs_dir: Path) -> StoreScan | None:
         """The store's scan (:meth:`~sparkreport.store.RunStore.scan` of ``runs_dir``, the store
@@ -381,31 +469,112 @@ class StoreWalk:
         return StoreScan([(os.path.join(root, campaign, run, RUN_FILE), stat) for (campaign, run), stat in found],
                          incomplete, [names for names, _stat in found])
 
+    def contents(self, memo: HashMemo) -> dict[str, str]:
+        """Each folder directly under the store that holds files, by content: one sha256 over the
+        path and sha256 of every file in it. A folder whose stat digest is the one the kept
+        record's walk found (:attr:`kept`) has the content digest recorded with it — the memo's own
+        rule (a file of the same size, mtime and inode holds the same bytes) — and only the other
+        folders' files are looked up in ``memo`` (read, or known by git's blob ids, when it does not
+        know them), in one call (0.03 s at 10 000 runs, 10 000 lookups, when every folder is)."""
+        if self._contents is not None:
+            return self._contents
+        kept = self.kept.contents if self.kept is not None else {}
+        stat_digests = self.stat_digests or _folder_digests(self.files, _stat_description)  # (link folders' too)
+        same = {top for top, digest in stat_digests.items()
+                if self.folders.get(top) is not None and kept.get(top, ("",))[0] == digest}
+        rest = [entry for entry in self.files if "/" in entry[0] and entry[0].partition("/")[0] not in same]
+        found = dict(zip((entry[0] for entry in rest),
+                         memo.digests(Path(self.root), [(path, stat) for _relative, path, stat in rest]), strict=True))
+        computed = _folder_digests(rest, None, found)
+        contents = {top: kept[top][1] if top in same else computed[top] for top in stat_digests}
+        self._contents = contents
+        if self.record is not None:
+            self.record.contents = {top: (stat_digests[top], contents[top]) for top in stat_digests
+                                    if self.folders.get(top) is not None}
+        return contents
+
     def by_content(self, memo: HashMemo) -> dict[str, str | None]:
-        """:attr:`folders` keyed by content instead: one sha256 over the path and sha256 of every
-        file in each folder (``memo`` knows them all once the build key is made), so that a fresh
-        checkout, which gives every file a new mtime and inode, keys each folder as before."""
-        content = _folder_digests(self.files, lambda path, stat: memo.digest(path, stat))
+        """:attr:`folders` keyed by content instead (:meth:`contents`), so that a fresh checkout,
+        which gives every file a new mtime and inode, keys each folder as before."""
+        content = self.contents(memo)
         return {top: None if digest is None else content[top] for top, digest in self.folders.items()}
 
+    def content_key(self, memo: HashMemo) -> str:
+        """One sha256 over the store's content: each folder under it (:meth:`contents`) and each file
+        beside them (relative path and sha256) — what changes when any file's path or bytes do."""
+        digest = hashlib.sha256()
+        beside = [(relative, path, stat) for relative, path, stat in self.files if "/" not in relative]
+        known = memo.digests(Path(self.root), [(path, stat) for _relative, path, stat in beside])
+        for (relative, _path, _stat), content in sorted(zip(beside, known, strict=True)):
+            digest.update(f"file\0{relative}\0{content}\n".encode("utf-8", "surrogateescape"))
+        for top, content in sorted(self.contents(memo).items()):
+            digest.update(f"folder\0{top}\0{content}\n".encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
 
-def walk_store(root: Path) -> StoreWalk:
+
+#: What a build kept of the store's last walk (:class:`WalkRecord`), in its cache folder.
+WALK_FILE = "walk.pickle"
+
+
+@dataclass
+class WalkRecord:
+    """What a walk of the run store found, for the next walk (:func:`walk_store`): each folder's
+    stat and entries (:data:`Listing`: a folder whose stat is unchanged is not listed again) and
+    each campaign folder's digests, by stat and by content (a folder whose files' stats are
+    unchanged is not looked up file by file again). A cache: whatever it lacks is listed or
+    looked up, and a record of another store, or of other code, is not read."""
+
+    folders: dict[str, Listing] = field(default_factory=dict)
+    #: Each campaign folder without a link: (its stat digest, its content digest).
+    contents: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path | None, root: Path) -> WalkRecord:
+        folders, contents = read_cache_pickle(path, f"walk-1:{os.fspath(root)}", "folders", "contents")
+        return cls(folders, contents)
+
+    def payload(self, root: Path) -> bytes:
+        """The record as its file holds it (:func:`write_cache_pickle`'s layout): made where it is
+        walked (a forked process), written where the build writes its caches."""
+        return pickle.dumps({"version": CACHE_VERSION, "salt": f"walk-1:{os.fspath(root)}",
+                             "folders": self.folders, "contents": self.contents},
+                            protocol=pickle.HIGHEST_PROTOCOL)
+
+    @staticmethod
+    def write(path: Path, payload: bytes) -> None:
+        _atomic_bytes(path, payload)
+
+    def same(self, other: WalkRecord | None) -> bool:
+        return other is not None and self.folders == other.folders and self.contents == other.contents
+
+
+def _stat_description(_path: str, stat: os.stat_result) -> str:
+    return f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}"
+
+
+def walk_store(root: Path, kept: WalkRecord | None = None) -> StoreWalk:
     """Walk the run store once: what the build key hashes, and a key per campaign folder that a
-    cache of what is read from the folder's files can be kept by, without reading a file."""
+    cache of what is read from the folder's files can be kept by, without reading a file. With
+    ``kept`` (the last walk's :class:`WalkRecord`, maybe empty), the folders it vouches for are
+    not listed again, and the walk's own record is made (:attr:`StoreWalk.record`)."""
     links: set[str] = set()
     dirs: list[str] = []
     left_out: list[str] = []
-    files = list(walk_files(root, links, dirs, left_out))
-    folders = _folder_digests(files, lambda _path, stat: f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}")
+    record = WalkRecord() if kept is not None else None
+    files = list(walk_files(root, links, dirs, left_out, kept.folders if kept is not None else None,
+                            record.folders if record is not None else None))
+    stat_digests = _folder_digests(files, _stat_description)
+    folders: dict[str, str | None] = dict(stat_digests)
     for link in links:
         folders[link.partition("/")[0]] = None
-    return StoreWalk(files, folders, dirs, left_out)
+    return StoreWalk(files, folders, dirs, left_out, record, kept, root=os.fspath(root), stat_digests=stat_digests)
 
 
-def _folder_digests(files: list[tuple[str, str, os.stat_result]],
-                    describe: Callable[[str, os.stat_result], str]) -> dict[str, str | None]:
+def _folder_digests(files: Sequence[tuple[str, str, os.stat_result]],
+                    describe: Callable[[str, os.stat_result], str] | None,
+                    known: Mapping[str, str] | None = None) -> dict[str, str]:
     """One sha256 per folder directly under a walked root over the relative path and
-    ``describe(path, stat)`` of each file in it."""
+    ``describe(path, stat)`` of each file in it (or ``known[relative]``)."""
     digests: dict[str, Any] = {}
     for relative, path, stat in files:
         top, slash, rest = relative.partition("/")
@@ -414,7 +583,8 @@ def _folder_digests(files: list[tuple[str, str, os.stat_result]],
         digest = digests.get(top)
         if digest is None:
             digest = digests[top] = hashlib.sha256()
-        digest.update(f"{rest}\0{describe(path, stat)}\n".encode("utf-8", "surrogateescape"))
+        described = describe(path, stat) if describe is not None else cast("Mapping[str, str]", known)[relative]
+        digest.update(f"{rest}\0{described}\n".encode("utf-8", "surrogateescape"))
     return {top: digest.hexdigest() for top, digest in digests.items()}
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -1167,3 +1169,170 @@ def tuned_import(module: str, variable: str, env: dict[str, str], then: str = ""
     script = (f"import os; from sparkreport.cache import import_tuned; import_tuned({module!r}); "
               f"print('after:', os.environ.get({variable!r})); {then}")
     return subprocess.run([sys.executable, "-c", script], env=clean | env, capture_output=True, text=True, check=True)
+
+
+def _store_tree(root: Path) -> None:
+    """A run store's shape: campaigns of run folders with a run.json and a log each, a file beside
+    the campaigns, a hidden file, a ``__pycache__`` and a linked file in a folder of its own."""
+    for campaign in ("c1", "c2", "c3"):
+        for run in range(4):
+            folder = root / campaign / f"r{run}"
+            folder.mkdir(parents=True)
+            (folder / "run.json").write_text(f'{{"run": "{campaign}/{run}"}}', encoding="utf-8")
+            (folder / "bench.log").write_text("x" * (run + 1), encoding="utf-8")
+    (root / "README.md").write_text("the store\n", encoding="utf-8")
+    (root / "c1" / ".hidden").write_text("left out\n", encoding="utf-8")
+    (root / "c4" / "r0").mkdir(parents=True)
+    (root / "c4" / "r0" / "run.json").symlink_to(root / "c1" / "r0" / "run.json")
+
+
+def _walked(walk: Any) -> tuple[Any, ...]:
+    files = [(relative, path, (stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_mode))
+             for relative, path, stat in walk.files]
+    return files, walk.folders, sorted(walk.dirs), sorted(walk.left_out)
+
+
+# Each step changes the tree as an operator or a tool might; the walk from the last walk's record
+# must see exactly what a walk that lists every folder sees.
+def _append(root: Path) -> None:
+    with (root / "c2" / "r1" / "bench.log").open("a", encoding="utf-8") as handle:  # in place: no folder changes
+        handle.write("more\n")
+
+
+def _add_run(root: Path) -> None:
+    (root / "c3" / "r9").mkdir()
+    (root / "c3" / "r9" / "run.json").write_text("{}", encoding="utf-8")
+
+
+def _remove_run(root: Path) -> None:
+    shutil.rmtree(root / "c1" / "r2")
+
+
+def _rename_file(root: Path) -> None:
+    (root / "c2" / "r0" / "bench.log").rename(root / "c2" / "r0" / "bench.txt")
+
+
+def _file_to_folder(root: Path) -> None:
+    (root / "c3" / "r0" / "bench.log").unlink()
+    (root / "c3" / "r0" / "bench.log").mkdir()
+    (root / "c3" / "r0" / "bench.log" / "inner.log").write_text("inner\n", encoding="utf-8")
+
+
+def _add_link(root: Path) -> None:
+    (root / "c2" / "r2" / "other.log").symlink_to(root / "c2" / "r3" / "bench.log")
+
+
+def _retarget_link_content(root: Path) -> None:
+    (root / "c2" / "r3" / "bench.log").write_text("the link's target, changed\n", encoding="utf-8")
+
+
+def _pycache(root: Path) -> None:
+    (root / "c1" / "r1" / "__pycache__").mkdir()
+
+
+def _new_campaign(root: Path) -> None:
+    (root / "c5" / "r0").mkdir(parents=True)
+    (root / "c5" / "r0" / "run.json").write_text("{}", encoding="utf-8")
+
+
+def _replace_atomically(root: Path) -> None:
+    target = root / "c1" / "r3" / "run.json"
+    (root / "c1" / "r3" / ".run.json.tmp").write_text('{"new": 1}', encoding="utf-8")
+    (root / "c1" / "r3" / ".run.json.tmp").replace(target)
+
+
+STEPS = [_append, _add_run, _remove_run, _rename_file, _file_to_folder, _add_link, _retarget_link_content,
+         _pycache, _new_campaign, _replace_atomically]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=st.permutations(STEPS))
+def test_a_walk_from_the_last_walks_record_sees_what_a_full_listing_sees(
+        tmp_path_factory: pytest.TempPathFactory, order: list[Any]) -> None:
+    """Every folder whose inode, mtime and ctime are those the record holds keeps the entries the
+    record holds (an entry added, removed or renamed changes its folder's times); files are stat-ed
+    all the same (a file written in place changes no folder). RACY_NS is 0 here: each step waits
+    out the file system's clock tick instead, so that its change shows in its folder's times."""
+    import time
+
+    from sparkreport import cache
+    from sparkreport.cache import WalkRecord, walk_store
+
+    root = tmp_path_factory.mktemp("walk") / "runs"
+    _store_tree(root)
+    saved = cache.RACY_NS
+    cache.RACY_NS = 0
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counted(path: Any) -> Any:
+        listed.append(os.path.relpath(path, root))
+        return real_scandir(path)
+
+    try:
+        record = walk_store(root, WalkRecord()).record
+        assert record is not None and "c4/r0/" not in record.folders  # (a folder holding a link is not kept)
+        for step in order:
+            time.sleep(0.03)
+            step(root)
+            time.sleep(0.03)
+            listed.clear()
+            os.scandir = counted
+            try:
+                walk = walk_store(root, record)
+            finally:
+                os.scandir = real_scandir
+            assert _walked(walk) == _walked(walk_store(root)), step.__name__
+            # only the folders that changed, those holding a link, and the new ones are listed
+            assert len(listed) <= 6, (step.__name__, listed)
+            record = walk.record
+            assert record is not None
+    finally:
+        cache.RACY_NS = saved
+
+
+def test_a_folder_changed_within_racy_ns_of_the_walk_is_listed_again(tmp_path: Path) -> None:
+    """A folder whose times are within RACY_NS of the walk cannot vouch for a change right after
+    it (the clock ticks in steps): it is not kept, so the next walk lists it again."""
+    from sparkreport.cache import WalkRecord, walk_store
+
+    root = tmp_path / "runs"
+    _store_tree(root)
+    record = walk_store(root, WalkRecord()).record
+    assert record is not None and record.folders == {}  # all made just now
+
+
+def test_the_content_digests_are_looked_up_only_for_the_folders_that_changed(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A campaign folder whose files' stats are those the record holds has the content digest
+    recorded with them; the others are looked up in the memo — and the digests, the folders'
+    and the whole store's, equal those of a walk without a record."""
+    from sparkreport import cache
+    from sparkreport.cache import WalkRecord, walk_store
+
+    monkeypatch.setattr(cache, "RACY_NS", 0)
+    root = tmp_path / "runs"
+    _store_tree(root)
+    memo = HashMemo(tmp_path / "hashes.pickle")
+    first = walk_store(root, WalkRecord())
+    key = first.content_key(memo)
+    assert first.by_content(memo) == walk_store(root).by_content(memo)
+    record = first.record
+    assert record is not None and set(record.contents) == {"c1", "c2", "c3"}  # (c4 holds a link)
+    looked_up: list[str] = []
+    digests = HashMemo.digests
+
+    def counted(self: HashMemo, folder: Path, files: Any) -> list[str]:
+        looked_up.extend(os.path.relpath(path, root) for path, _stat in files)
+        return digests(self, folder, files)
+
+    monkeypatch.setattr(HashMemo, "digests", counted)
+    again = walk_store(root, record)
+    assert again.content_key(memo) == key and again.by_content(memo) == first.by_content(memo)
+    assert sorted(looked_up) == ["README.md", "c4/r0/run.json"]  # the file beside them, the linked folder
+    (root / "c2" / "r1" / "bench.log").write_text("changed in place\n", encoding="utf-8")
+    looked_up.clear()
+    changed = walk_store(root, again.record)
+    assert changed.content_key(memo) != key
+    assert {path.split("/")[0] for path in looked_up} == {"README.md", "c2", "c4"}
+    assert changed.by_content(memo) == walk_store(root).by_content(memo)

@@ -374,3 +374,48 @@ def test_home_never_names_another_level_the_baseline(tmp_path: Path, phase1_stor
     assert "against the baseline" not in home
     assert "bare, container, none of them the baseline **native**, 3 models," in home
     assert "(bare, container; none of them the baseline **native**)" in campaign
+
+
+def test_a_build_checks_against_the_kept_index_and_the_store_decides(tmp_path: Path, phase1_store: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build after a kept one checks the posts against the name index the last build left,
+    without a stat of every run.json: a binding the kept index cannot answer (a model added
+    since) is checked against the store itself and passes; one only the kept index can answer (a
+    model removed since) passes there and is refused, in the same one line, once the dataset is
+    loaded — and the build brings the index up to date for the next one."""
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    root = project(tmp_path, post='value("kv_cache_gib", model="deepseek", environment="native")')
+    post = root / "docs" / "blog" / "posts" / "post.md"
+    monkeypatch.chdir(root)
+    assert CliRunner().invoke(main, ["build", "--runs-dir", str(runs)]).exit_code == 0
+
+    source = next(run for run in sorted(runs.glob("*/*/run.json"))
+                  if '"native"' in run.read_text(encoding="utf-8"))
+    added = source.parent.parent / "run-added"
+    shutil.copytree(source.parent, added)
+    data = json.loads((added / "run.json").read_text(encoding="utf-8"))
+    data["model"]["name"], data["run_id"] = "added", "run-added"
+    (added / "run.json").write_text(json.dumps(data), encoding="utf-8")
+    post.write_text(post.read_text(encoding="utf-8").replace('model="deepseek"', 'model="added"'), encoding="utf-8")
+    from sparkreport import early
+
+    checked: list[Path] = []
+    monkeypatch.setattr(early, "store_index", lambda *args: checked.append(args[0]) or store_index(*args))
+    result = CliRunner().invoke(main, ["build", "--runs-dir", str(runs)])
+    assert result.exit_code == 0, result.output
+    assert checked == [runs]  # the kept index did not know the model: the store was asked
+    assert store_index(runs, root / "build" / "cache").read == 0  # the build wrote the index it found
+
+    for run in runs.glob("*/*/run.json"):
+        if json.loads(run.read_text(encoding="utf-8"))["model"]["name"] == "gpt120b":
+            shutil.rmtree(run.parent)
+    post.write_text(post.read_text(encoding="utf-8").replace('model="added"', 'model="gpt120b"'), encoding="utf-8")
+    site = {path: path.stat().st_mtime_ns for path in (root / "site").rglob("*")}
+    checked.clear()
+    result = CliRunner().invoke(main, ["build", "--runs-dir", str(runs)])
+    assert result.exit_code == 1 and result.output == (
+        "Error: docs/blog/posts/post.md:7: {{ value(\"kv_cache_gib\", model=\"gpt120b\", environment=\"native\") }}: "
+        "no arm with kv_cache_gib has model='gpt120b' — model values here: added, deepseek, qwen72b\n")
+    assert checked == []  # passed on the kept index; refused by the dataset's own check
+    assert {path: path.stat().st_mtime_ns for path in (root / "site").rglob("*")} == site

@@ -1005,9 +1005,9 @@ def test_the_carried_folder_is_checked_by_its_folders_stats(tiny: Path, tmp_path
     file system's clock tick); a rebuild lists only the folders that changed since (the root, and
     the folders the last swap moved files into), carries the folder over, and publishes what a
     cold build publishes."""
-    from sparkreport.site import run_files
+    from sparkreport import cache
 
-    monkeypatch.setattr(run_files, "RACY_NS", 0)
+    monkeypatch.setattr(cache, "RACY_NS", 0)
     root = _copy(tiny, tmp_path)
     first = build(_options(root), root / "site")
     dirs = _recorded_dirs(root)
@@ -1044,9 +1044,10 @@ def test_a_change_by_hand_deep_in_the_carried_folder_is_found_by_its_folder(
     that folder's mtime and ctime: the rebuild lists it, finds it is not what was published, and
     links the unchanged files one by one instead of carrying the folder over; the new site holds
     only what the build published."""
+    from sparkreport import cache
     from sparkreport.site import run_files
 
-    monkeypatch.setattr(run_files, "RACY_NS", 0)
+    monkeypatch.setattr(cache, "RACY_NS", 0)
     root = _copy(tiny, tmp_path)
     first = build(_options(root), root / "site")
     total = first.published["copied"]

@@ -145,8 +145,13 @@ def refuse_early(options: RenderOptions | Project, later: WritesLater | None = N
     itself, the diffs' campaigns (folder names) and the diffs and post bindings against the
     store's name index. Raises the same one-line errors; an empty store is left to the render
     (which says "no runs to render"). ``later``: where the name index's write is put off to
-    (:func:`~sparkreport.early.store_index`)."""
-    from sparkreport.early import check_selector_campaigns, store_campaigns, store_index
+    (:func:`~sparkreport.early.store_index`) — given by a build that walks the store beside these
+    checks, which then check against the index the last build left first, without a stat of
+    every run.json (:func:`~sparkreport.early.kept_index`; the walk brings it up to date): only
+    what fails there is checked against the store itself before it is refused, and what passes
+    is checked again against the dataset once it is loaded (:func:`preflight`)."""
+    from sparkreport.early import check_selector_campaigns, kept_index, store_campaigns, store_index
+    from sparkreport.errors import SparkreportError
     from sparkreport.project import resolve_project
 
     project = resolve_project(options)
@@ -162,10 +167,20 @@ def refuse_early(options: RenderOptions | Project, later: WritesLater | None = N
     check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
                                         for i, named in enumerate(config.diffs)
                                         for side, text in (("a", named.a), ("b", named.b))])
+    kept = kept_index(runs_dir, project.cache_dir) if later is not None else None
+    if kept is not None and not kept.is_empty():
+        try:
+            _check_names(IndexNames(kept), config, root)
+            return
+        except SparkreportError:
+            pass  # maybe stale (a run edited or removed since): checked against the store itself
     index = store_index(runs_dir, project.cache_dir, later)
     if index.is_empty():
         return
-    names = IndexNames(index)
+    _check_names(IndexNames(index), config, root)
+
+
+def _check_names(names: Names, config: ProjectConfig, root: Path) -> None:
     check_design(names, config)
     check_diffs(names, config)
     check_posts(names, config, root / "docs")

@@ -118,7 +118,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     (then the configuration checks are made here, beside the store's walk)."""
     import time
 
-    from sparkreport.cache import HASHES_FILE, HashMemo, WritesLater, package_digest, walk_store
+    from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, WritesLater, package_digest, walk_store
+    from sparkreport.early import INDEX_FILE, refresh_index
     from sparkreport.render import render
     from sparkreport.render.core import result_from_state
     from sparkreport.site import incremental, publish
@@ -153,7 +154,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # published files' and the Runs pages' rows), then the publisher starts before the
             # build key, which hashes every run file (seconds on one CPU in a cold build).
             memo = HashMemo(cache_dir / HASHES_FILE)
-            walk = walk_store(project.runs_path)
+            walk = walk_store(project.runs_path, WalkRecord.read(cache_dir / WALK_FILE, project.runs_path))
             folders = stat_folders = walk.folders
             started_early = start()
             key = incremental.build_key(project, target, strict, memo, name, walk)
@@ -161,6 +162,9 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # The publisher went on the stat keys (a cold build's caches have nothing to match);
             # the render keys what it keeps by content, as every later build does.
             folders = walk.by_content(memo)
+            if walk.record is not None:
+                later.put(cache_dir / WALK_FILE, functools.partial(
+                    WalkRecord.write, cache_dir / WALK_FILE, walk.record.payload(project.runs_path)))
         else:
             def memo_with(computed: dict[str, list[Any]]) -> HashMemo:
                 memo = HashMemo(cache_dir / HASHES_FILE)
@@ -178,9 +182,15 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             started_early = None
             walked = _walked_and_keyed(project, target, strict, name, going_on, later)
             folders, key, stat_folders = walked.folders, walked.key, walked.by_stat
+            if walked.record is not None:  # (the walk's process writes no file)
+                later.put(cache_dir / WALK_FILE, functools.partial(WalkRecord.write, cache_dir / WALK_FILE,
+                                                                   walked.record))
             if started_early is None:
                 memo = memo_with(walked.computed)
                 store_scan = walked.store_scan()
+            if store_scan is not None:  # the early checks' name index, for the next build's (kept_index)
+                later.put(cache_dir / INDEX_FILE, functools.partial(refresh_index, project.runs_dir, cache_dir,
+                                                                    store_scan))
             memo.save()
         state = None if full else incremental.load_state(cache_dir, key.key, target)
         if state is not None:
@@ -275,6 +285,9 @@ class Walked(NamedTuple):
     #: listed again after it), when the data changed, for the dataset and the publisher; None when
     #: it was not made, or failed (they then scan the store themselves; a failure is raised there).
     scan: PackedScan | None = None
+    #: The walk's record (:class:`~sparkreport.cache.WalkRecord`, as its file's bytes) when it
+    #: differs from the one the walk read: the build writes it (the walk writes no file).
+    record: bytes | None = None
 
     def store_scan(self) -> StoreScan | None:
         """:attr:`scan` unpacked (~0.01 s at 10 000 runs), or None."""
@@ -326,12 +339,13 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
     The scan is the walk's own listing, as the dataset's own scan would come after it: what the
     key counts, the site shows, or a run ingested meanwhile is in the site and changes the next
     key."""
-    from sparkreport.cache import HASHES_FILE, HashMemo, walk_store
+    from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, walk_store
     from sparkreport.site import incremental
     from sparkreport.store import PackedScan, RunStore
 
     memo = HashMemo(project.cache_dir / HASHES_FILE)
-    walk = walk_store(project.runs_path)
+    kept_walk = WalkRecord.read(project.cache_dir / WALK_FILE, project.runs_path)
+    walk = walk_store(project.runs_path, kept_walk)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
     scan = None
     if kept is None or (key.key != kept.key and key.data != kept.data):
@@ -339,7 +353,10 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
             scan = PackedScan.of(walk.scan(project.runs_dir) or RunStore(project.runs_dir).scan())
         except Exception:  # noqa: BLE001 — the dataset's own scan raises it, as a one-line error
             scan = None
-    return Walked(walk.by_content(memo), key, memo.added, walk.folders, scan)
+    folders = walk.by_content(memo)
+    record = walk.record.payload(project.runs_path) if walk.record is not None and not walk.record.same(kept_walk) \
+        else None
+    return Walked(folders, key, memo.added, walk.folders, scan, record)
 
 
 def run_files_folder() -> str:

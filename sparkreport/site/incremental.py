@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from sparkreport.cache import HashMemo, StoreWalk, inputs_digest, package_digest, tree_digest
+from sparkreport.cache import HashMemo, StoreWalk, inputs_digest, package_digest, tree_digest, walk_store
 
 if TYPE_CHECKING:
     from sparkreport.project import Project
@@ -53,7 +53,7 @@ def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashM
     commit = git_commit(root)
     parts: list[tuple[str, str]] = [
         ("version", __version__), ("package", package_digest(memo)),
-        ("runs", tree_digest(runs, memo, runs_walk.files if runs_walk is not None else None)),
+        ("runs", (runs_walk if runs_walk is not None else walk_store(runs)).content_key(memo)),
         ("mkdocs", mkdocs.__version__), ("material", _material_version("mkdocs-material")),
         ("builder", builder), ("zensical", _material_version("zensical") if builder == "zensical" else ""),
         ("commit", commit or ""), ("strict", str(strict)), ("site_dir", str(site_dir)),

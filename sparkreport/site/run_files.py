@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.cache import walked_name
+from sparkreport.cache import FolderStat, folder_signature, walked_name
 from sparkreport.published import COMPRESS_LEVEL, RUN_FILE, published_env, store_stat
 
 if TYPE_CHECKING:
@@ -353,20 +353,6 @@ def carry_plan(live: Path, site: Path, record: dict[str, list[Any]], now: dict[s
     return (root, checked) if checked is not None else None
 
 
-#: A folder's inode, mtime and ctime (nanoseconds) as :func:`folder_stats` recorded them.
-FolderStat = tuple[int, int, int]
-#: A folder whose mtime or ctime is this close to the moment its stat was taken is recorded as
-#: not verified (None): a file system's clock ticks (a few milliseconds for ext4's; two seconds
-#: for FAT's), so a file added just after the stat could leave both times as they were.
-RACY_NS = 2_000_000_000
-
-
-def _recorded(stat: os.stat_result, taken_ns: int) -> FolderStat | None:
-    if max(stat.st_mtime_ns, stat.st_ctime_ns) >= taken_ns - RACY_NS:
-        return None
-    return stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns
-
-
 def _listing(path: str) -> dict[str, bool] | None:
     """A folder's entries, each name → whether it is a folder; None when it holds anything but
     regular files and folders (a link, a device)."""
@@ -397,7 +383,7 @@ def _listed_as_stated(top: Path, folder: str, children: Mapping[str, bool],
         return False, None
     same = (before.st_ino, before.st_mtime_ns, before.st_ctime_ns) == (after.st_ino, after.st_mtime_ns,
                                                                        after.st_ctime_ns)
-    return True, _recorded(before, taken_ns) if same else None
+    return True, folder_signature(before, taken_ns) if same else None
 
 
 def _expected(root: str, names: Collection[str]) -> dict[str, dict[str, bool]] | None:
