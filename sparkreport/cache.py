@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import stat as stat_module
 import struct
 import tempfile
@@ -313,6 +314,38 @@ FolderStat = tuple[int, int, int]
 RACY_NS = 2_000_000_000
 
 
+#: File systems whose folders' mtime and ctime change whenever an entry is added, removed or
+#: renamed, on this host's own clock (POSIX asks it of every file system, but some network and
+#: FUSE mounts — object stores, cloud drives — show fixed folder times, and a remote server's
+#: clock may lag this one's): only on these is a folder's stat trusted to say it holds the
+#: entries it held (:func:`folder_times_trusted`).
+LOCAL_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs", "f2fs", "jfs",
+                                "bcachefs", "reiserfs"})
+
+
+def folder_times_trusted(path: Path, mountinfo: str = "/proc/self/mountinfo") -> bool:
+    """Whether ``path`` lies on one of :data:`LOCAL_FILE_SYSTEMS` (by Linux's mount table: the
+    mount point that is the longest prefix of its real path). False elsewhere, or when it cannot
+    tell: then folders are listed every time."""
+    try:
+        real = os.path.realpath(path)
+        with open(mountinfo, encoding="utf-8", errors="replace") as table:
+            mounts = table.read().splitlines()
+    except OSError:
+        return False
+    best, kind = -1, ""
+    for line in mounts:
+        fields, _dash, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 5 or not rest:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[4])  # (octal escapes)
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) > best:
+            best, kind = len(point), rest.split()[0]
+    return kind in LOCAL_FILE_SYSTEMS
+
+
 def folder_signature(stat: os.stat_result, taken_ns: int) -> FolderStat | None:
     """A folder's (inode, mtime, ctime), or None when it changed too recently to vouch that a
     later change would change them (:data:`RACY_NS`)."""
@@ -528,17 +561,26 @@ class WalkRecord:
     #: Each campaign folder without a link: (its stat digest, its content digest).
     contents: dict[str, tuple[str, str]] = field(default_factory=dict)
 
-    @classmethod
-    def read(cls, path: Path | None, root: Path) -> WalkRecord:
-        folders, contents = read_cache_pickle(path, f"walk-1:{os.fspath(root)}", "folders", "contents")
-        return cls(folders, contents)
+    #: What a record depends on besides the store's path: the code that lists a folder's entries
+    #: and digests a campaign (set by :meth:`read`).
+    salt: str = ""
 
-    def payload(self, root: Path) -> bytes:
+    @classmethod
+    def read(cls, path: Path | None, root: Path, code: str) -> WalkRecord | None:
+        """The record kept at ``path`` for the store ``root`` by this ``code`` (the package's
+        digest), or an empty one; None where folder times cannot be trusted
+        (:func:`folder_times_trusted`): then the store is listed in full and no record is made."""
+        if not folder_times_trusted(root):
+            return None
+        salt = f"walk-1:{os.fspath(root)}:{code}"
+        folders, contents = read_cache_pickle(path, salt, "folders", "contents")
+        return cls(folders, contents, salt)
+
+    def payload(self) -> bytes:
         """The record as its file holds it (:func:`write_cache_pickle`'s layout): made where it is
         walked (a forked process), written where the build writes its caches."""
-        return pickle.dumps({"version": CACHE_VERSION, "salt": f"walk-1:{os.fspath(root)}",
-                             "folders": self.folders, "contents": self.contents},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps({"version": CACHE_VERSION, "salt": self.salt, "folders": self.folders,
+                             "contents": self.contents}, protocol=pickle.HIGHEST_PROTOCOL)
 
     @staticmethod
     def write(path: Path, payload: bytes) -> None:
@@ -560,7 +602,7 @@ def walk_store(root: Path, kept: WalkRecord | None = None) -> StoreWalk:
     links: set[str] = set()
     dirs: list[str] = []
     left_out: list[str] = []
-    record = WalkRecord() if kept is not None else None
+    record = WalkRecord(salt=kept.salt) if kept is not None else None
     files = list(walk_files(root, links, dirs, left_out, kept.folders if kept is not None else None,
                             record.folders if record is not None else None))
     stat_digests = _folder_digests(files, _stat_description)

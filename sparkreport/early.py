@@ -292,7 +292,7 @@ def refresh_index(runs_dir: Path, cache_dir: Path, scan: StoreScan) -> None:
         scan.folders, scan.files, strict=True))
     try:
         _index, payload = _indexed(runs_dir, listed, _read_index(path, runs_dir), entries=False)
-    except SparkreportError:
+    except (SparkreportError, OSError, ValueError):  # (a run removed or changed since the scan, say)
         return
     if payload is not None:
         _save_index(path, payload)

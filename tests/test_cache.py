@@ -1336,3 +1336,56 @@ def test_the_content_digests_are_looked_up_only_for_the_folders_that_changed(tmp
     assert changed.content_key(memo) != key
     assert {path.split("/")[0] for path in looked_up} == {"README.md", "c2", "c4"}
     assert changed.by_content(memo) == walk_store(root).by_content(memo)
+
+
+def test_folder_times_are_trusted_only_on_local_file_systems(tmp_path: Path) -> None:
+    """The walk keeps no record (and the publisher lists the live run files in full) on a mount
+    whose folder times may not follow its entries: a FUSE object store, a network share; the
+    mount point is the longest prefix of the path, its octal escapes read."""
+    from sparkreport.cache import folder_times_trusted
+
+    table = tmp_path / "mountinfo"
+    table.write_text(
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+        "30 22 0:40 / /mnt/bucket rw,nosuid shared:9 - fuse.goofys bucket rw,user_id=0\n"
+        "31 22 0:41 / /srv/my\\040share rw shared:10 - nfs4 server:/export rw\n"
+        "32 30 253:2 / /mnt/bucket/local rw shared:11 - xfs /dev/vdb rw\n", encoding="utf-8")
+    assert folder_times_trusted(Path("/home/me/runs"), str(table))
+    assert not folder_times_trusted(Path("/mnt/bucket/runs"), str(table))
+    assert not folder_times_trusted(Path("/srv/my share/runs"), str(table))
+    assert folder_times_trusted(Path("/mnt/bucket/local/runs"), str(table))
+    assert not folder_times_trusted(Path("/home/me/runs"), str(tmp_path / "no such table"))
+
+
+def test_a_walk_record_is_neither_read_nor_made_where_folder_times_are_not_trusted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkreport import cache
+    from sparkreport.cache import WalkRecord, walk_store
+
+    root = tmp_path / "runs"
+    _store_tree(root)
+    assert WalkRecord.read(tmp_path / "walk.pickle", root, "code") is not None  # (tmp_path: a local disk)
+    monkeypatch.setattr(cache, "LOCAL_FILE_SYSTEMS", frozenset())
+    kept = WalkRecord.read(tmp_path / "walk.pickle", root, "code")
+    assert kept is None and walk_store(root, kept).record is None
+
+
+def test_a_walk_record_of_other_code_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a record holds (each entry's kind, each campaign's digests) is what this code made of
+    the folders: a record written by other code is not read."""
+    from sparkreport import cache
+    from sparkreport.cache import WalkRecord, walk_store
+
+    monkeypatch.setattr(cache, "RACY_NS", 0)
+    root = tmp_path / "runs"
+    _store_tree(root)
+    path = tmp_path / "walk.pickle"
+    kept = WalkRecord.read(path, root, "code-1")
+    assert kept is not None
+    record = walk_store(root, kept).record
+    assert record is not None and record.folders
+    WalkRecord.write(path, record.payload())
+    again = WalkRecord.read(path, root, "code-1")
+    assert again is not None and again.folders == record.folders
+    other = WalkRecord.read(path, root, "code-2")
+    assert other is not None and other.folders == {} and other.contents == {}

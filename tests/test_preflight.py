@@ -419,3 +419,32 @@ def test_a_build_checks_against_the_kept_index_and_the_store_decides(tmp_path: P
         "no arm with kv_cache_gib has model='gpt120b' — model values here: added, deepseek, qwen72b\n")
     assert checked == []  # passed on the kept index; refused by the dataset's own check
     assert {path: path.stat().st_mtime_ns for path in (root / "site").rglob("*")} == site
+
+    post.write_text(post.read_text(encoding="utf-8").replace('model="gpt120b"', 'model="qwen72b"'), encoding="utf-8")
+    assert CliRunner().invoke(main, ["build", "--runs-dir", str(runs)]).exit_code == 0  # (after a failed build:
+    checked.clear()  # no state kept, so the checks ran against the store, as in a first build)
+    again = next(iter(sorted(runs.glob("*/*/run.json"))))
+    shutil.copytree(again.parent, again.parent.parent / "run-again")
+    data = json.loads((again.parent.parent / "run-again" / "run.json").read_text(encoding="utf-8"))
+    data["run_id"] = "run-again"
+    (again.parent.parent / "run-again" / "run.json").write_text(json.dumps(data), encoding="utf-8")
+    assert CliRunner().invoke(main, ["build", "--runs-dir", str(runs)]).exit_code == 0
+    assert checked == []  # the kept index answered every check: the build alone brought it up to date
+    assert store_index(runs, root / "build" / "cache").read == 0
+
+
+def test_the_index_refresh_passes_over_a_run_removed_since_the_scan(tmp_path: Path) -> None:
+    """The build refreshes the name index while MkDocs builds, seconds after its scan of the
+    store: a run removed meanwhile is passed over (a cache; the next build reads the store again),
+    never an error that fails the build."""
+    from sparkreport.early import refresh_index
+    from sparkreport.store import StoreScan
+
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    run = runs / "c1" / "r1" / "run.json"
+    run.parent.mkdir(parents=True)
+    run.write_text("{}", encoding="utf-8")
+    scan = StoreScan([(str(run), os.stat(run))], [], [("c1", "r1")])
+    run.unlink()
+    refresh_index(runs, cache, scan)
+    assert not (cache / INDEX_FILE).exists()

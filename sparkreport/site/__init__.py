@@ -154,7 +154,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # published files' and the Runs pages' rows), then the publisher starts before the
             # build key, which hashes every run file (seconds on one CPU in a cold build).
             memo = HashMemo(cache_dir / HASHES_FILE)
-            walk = walk_store(project.runs_path, WalkRecord.read(cache_dir / WALK_FILE, project.runs_path))
+            walk = walk_store(project.runs_path,
+                              WalkRecord.read(cache_dir / WALK_FILE, project.runs_path, package_digest(memo)))
             folders = stat_folders = walk.folders
             started_early = start()
             key = incremental.build_key(project, target, strict, memo, name, walk)
@@ -163,8 +164,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # the render keys what it keeps by content, as every later build does.
             folders = walk.by_content(memo)
             if walk.record is not None:
-                later.put(cache_dir / WALK_FILE, functools.partial(
-                    WalkRecord.write, cache_dir / WALK_FILE, walk.record.payload(project.runs_path)))
+                later.put(cache_dir / WALK_FILE, functools.partial(WalkRecord.write, cache_dir / WALK_FILE,
+                                                                   walk.record.payload()))
         else:
             def memo_with(computed: dict[str, list[Any]]) -> HashMemo:
                 memo = HashMemo(cache_dir / HASHES_FILE)
@@ -339,12 +340,12 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
     The scan is the walk's own listing, as the dataset's own scan would come after it: what the
     key counts, the site shows, or a run ingested meanwhile is in the site and changes the next
     key."""
-    from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, walk_store
+    from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, package_digest, walk_store
     from sparkreport.site import incremental
     from sparkreport.store import PackedScan, RunStore
 
     memo = HashMemo(project.cache_dir / HASHES_FILE)
-    kept_walk = WalkRecord.read(project.cache_dir / WALK_FILE, project.runs_path)
+    kept_walk = WalkRecord.read(project.cache_dir / WALK_FILE, project.runs_path, package_digest(memo))
     walk = walk_store(project.runs_path, kept_walk)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
     scan = None
@@ -354,8 +355,7 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
         except Exception:  # noqa: BLE001 — the dataset's own scan raises it, as a one-line error
             scan = None
     folders = walk.by_content(memo)
-    record = walk.record.payload(project.runs_path) if walk.record is not None and not walk.record.same(kept_walk) \
-        else None
+    record = walk.record.payload() if walk.record is not None and not walk.record.same(kept_walk) else None
     return Walked(folders, key, memo.added, walk.folders, scan, record)
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.cache import FolderStat, folder_signature, walked_name
+from sparkreport.cache import FolderStat, folder_signature, folder_times_trusted, walked_name
 from sparkreport.published import COMPRESS_LEVEL, RUN_FILE, published_env, store_stat
 
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ def carry_plan(live: Path, site: Path, record: dict[str, list[Any]], now: dict[s
     folder = live / root
     if folder.is_symlink() or not folder.is_dir():
         return None
-    checked = checked_folders(live, root, record, dirs) if dirs else None
+    checked = checked_folders(live, root, record, dirs) if dirs and folder_times_trusted(folder) else None
     if checked is None:
         checked = folder_stats(live, root, record)
     return (root, checked) if checked is not None else None
