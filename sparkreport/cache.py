@@ -26,6 +26,7 @@ import re
 import stat as stat_module
 import struct
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -372,24 +373,27 @@ def _kind(entry: os.DirEntry[str]) -> str:
     return _FILE if entry.is_file() else _SKIP
 
 
+def _listed(folder: str) -> tuple[tuple[str, ...], str]:
+    """A folder's entries' names in the walk's order (by name, descending) and their kinds."""
+    with os.scandir(folder) as scan:
+        entries = sorted(scan, key=lambda e: e.name, reverse=True)
+    return tuple(entry.name for entry in entries), "".join(_kind(entry) for entry in entries)
+
+
 def _entries(folder: str, relative: str, kept: Mapping[str, Listing] | None, listing: dict[str, Listing] | None,
              taken_ns: int) -> tuple[tuple[str, ...], str]:
     """A folder's names and kinds: from ``kept`` while the folder's stat is the one listed there
     (an entry added, removed or renamed changes its folder's mtime and ctime), else listed; what
     can be vouched for next time goes into ``listing``."""
     if listing is None:
-        with os.scandir(folder) as scan:
-            entries = sorted(scan, key=lambda e: e.name, reverse=True)
-        return tuple(entry.name for entry in entries), "".join(_kind(entry) for entry in entries)
+        return _listed(folder)
     stat = os.stat(folder)  # before it is listed: a change after this changes what the next walk sees
     signature = (stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns)
     known = kept.get(relative) if kept is not None else None
     if known is not None and known[0] == signature:
         listing[relative] = known
         return known[1], known[2]
-    with os.scandir(folder) as scan:
-        entries = sorted(scan, key=lambda e: e.name, reverse=True)
-    names, kinds = tuple(entry.name for entry in entries), "".join(_kind(entry) for entry in entries)
+    names, kinds = _listed(folder)
     vouched = folder_signature(stat, taken_ns)
     if vouched is not None and _LINK not in kinds:  # (where a link points can change in no folder here)
         listing[relative] = (vouched, names, kinds)
@@ -414,8 +418,6 @@ def walk_files(root: Path, links: set[str] | None = None, folders: list[str] | N
     within :data:`RACY_NS` of the walk, is not put there (it is listed again next time)."""
     if not root.is_dir():
         return
-    import time
-
     taken_ns = time.time_ns()
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
     while stack:
@@ -467,7 +469,7 @@ class StoreWalk:
     kept: WalkRecord | None = None
     #: The folder walked (for the memo's git lookups: a fresh checkout's files are known by blob id).
     root: str = ""
-    #: :attr:`folders` before the link folders were set to None.
+    #: :attr:`folders` before the folders holding a link were set to None.
     stat_digests: dict[str, str] = field(default_factory=dict, repr=False)
     _contents: dict[str, str] | None = field(default=None, repr=False)
 
@@ -512,7 +514,7 @@ class StoreWalk:
         if self._contents is not None:
             return self._contents
         kept = self.kept.contents if self.kept is not None else {}
-        stat_digests = self.stat_digests or _folder_digests(self.files, _stat_description)  # (link folders' too)
+        stat_digests = self.stat_digests
         same = {top for top, digest in stat_digests.items()
                 if self.folders.get(top) is not None and kept.get(top, ("",))[0] == digest}
         rest = [entry for entry in self.files if "/" in entry[0] and entry[0].partition("/")[0] not in same]
@@ -579,8 +581,7 @@ class WalkRecord:
     def payload(self) -> bytes:
         """The record as its file holds it (:func:`write_cache_pickle`'s layout): made where it is
         walked (a forked process), written where the build writes its caches."""
-        return pickle.dumps({"version": CACHE_VERSION, "salt": self.salt, "folders": self.folders,
-                             "contents": self.contents}, protocol=pickle.HIGHEST_PROTOCOL)
+        return cache_pickle_bytes(self.salt, "folders", self.folders, contents=self.contents)
 
     @staticmethod
     def write(path: Path, payload: bytes) -> None:
@@ -962,8 +963,13 @@ def write_cache_pickle(path: Path, salt: str, field: str, value: dict[str, Any],
     ``more`` as a field of its name, written atomically: what :func:`read_cache_pickle` reads
     back. A pickle, not JSON, for the files a build reads and writes whole every time: a third
     to a half of JSON's time each way at 10 000 runs."""
-    _atomic_bytes(path, pickle.dumps({"version": CACHE_VERSION, "salt": salt, field: value, **more},
-                                     protocol=pickle.HIGHEST_PROTOCOL))
+    _atomic_bytes(path, cache_pickle_bytes(salt, field, value, **more))
+
+
+def cache_pickle_bytes(salt: str, field: str, value: dict[str, Any], **more: dict[str, Any]) -> bytes:
+    """What :func:`write_cache_pickle` writes, as bytes (for a process that writes no file)."""
+    return pickle.dumps({"version": CACHE_VERSION, "salt": salt, field: value, **more},
+                        protocol=pickle.HIGHEST_PROTOCOL)
 
 
 @overload

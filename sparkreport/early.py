@@ -274,8 +274,8 @@ def kept_index(runs_dir: Path, cache_dir: Path | None) -> StoreIndex | None:
     stat-ed: 0.06–0.1 s less at 10 000 runs); None without one. What passes against it is
     checked again against the dataset itself once it is loaded
     (:func:`~sparkreport.render.preflight.preflight`); what fails against it is checked against
-    the store (:func:`store_index`) before it is refused. A build keeps it current
-    (:func:`refresh_index`)."""
+    the store (:func:`store_index`) before it is refused. Any full check writes it, and a build
+    keeps it current (:func:`refresh_index`)."""
     known = _read_index(cache_dir / INDEX_FILE if cache_dir is not None else None, runs_dir)
     if not known:
         return None

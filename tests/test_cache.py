@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -1253,8 +1254,6 @@ def test_a_walk_from_the_last_walks_record_sees_what_a_full_listing_sees(
     record holds (an entry added, removed or renamed changes its folder's times); files are stat-ed
     all the same (a file written in place changes no folder). RACY_NS is 0 here: each step waits
     out the file system's clock tick instead, so that its change shows in its folder's times."""
-    import time
-
     from sparkreport import cache
     from sparkreport.cache import WalkRecord, walk_store
 
@@ -1291,15 +1290,25 @@ def test_a_walk_from_the_last_walks_record_sees_what_a_full_listing_sees(
         cache.RACY_NS = saved
 
 
-def test_a_folder_changed_within_racy_ns_of_the_walk_is_listed_again(tmp_path: Path) -> None:
+def test_a_folder_changed_within_racy_ns_of_the_walk_is_listed_again(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A folder whose times are within RACY_NS of the walk cannot vouch for a change right after
-    it (the clock ticks in steps): it is not kept, so the next walk lists it again."""
+    it (the clock ticks in steps): it is not kept, so the next walk lists it again — and an entry
+    added right after the first walk is seen."""
     from sparkreport.cache import WalkRecord, walk_store
 
     root = tmp_path / "runs"
     _store_tree(root)
     record = walk_store(root, WalkRecord()).record
     assert record is not None and record.folders == {}  # all made just now
+    (root / "c1" / "r0" / "late.log").write_text("added right after\n", encoding="utf-8")
+    listed: list[str] = []
+    scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or scandir(path))
+    again = walk_store(root, record)
+    monkeypatch.undo()
+    assert len(listed) == 18  # the root, four campaigns, thirteen run folders: every one
+    assert "c1/r0/late.log" in {relative for relative, _path, _stat in again.files}
 
 
 def test_the_content_digests_are_looked_up_only_for_the_folders_that_changed(tmp_path: Path,
@@ -1330,7 +1339,11 @@ def test_the_content_digests_are_looked_up_only_for_the_folders_that_changed(tmp
     again = walk_store(root, record)
     assert again.content_key(memo) == key and again.by_content(memo) == first.by_content(memo)
     assert sorted(looked_up) == ["README.md", "c4/r0/run.json"]  # the file beside them, the linked folder
-    (root / "c2" / "r1" / "bench.log").write_text("changed in place\n", encoding="utf-8")
+    log = root / "c2" / "r1" / "bench.log"
+    size = log.stat().st_size
+    time.sleep(0.03)  # past the file system's clock tick
+    log.write_text("y" * size, encoding="utf-8")  # in place, the same size: only its mtime tells
+    assert log.stat().st_size == size
     looked_up.clear()
     changed = walk_store(root, again.record)
     assert changed.content_key(memo) != key

@@ -168,7 +168,7 @@ def refuse_early(options: RenderOptions | Project, later: WritesLater | None = N
                                         for i, named in enumerate(config.diffs)
                                         for side, text in (("a", named.a), ("b", named.b))])
     kept = kept_index(runs_dir, project.cache_dir) if later is not None else None
-    if kept is not None and not kept.is_empty():
+    if kept is not None:
         try:
             _check_names(IndexNames(kept), config, root)
             return

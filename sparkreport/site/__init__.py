@@ -163,9 +163,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # The publisher went on the stat keys (a cold build's caches have nothing to match);
             # the render keys what it keeps by content, as every later build does.
             folders = walk.by_content(memo)
-            if walk.record is not None:
-                later.put(cache_dir / WALK_FILE, functools.partial(WalkRecord.write, cache_dir / WALK_FILE,
-                                                                   walk.record.payload()))
+            walk_record = walk.record.payload() if walk.record is not None else None
         else:
             def memo_with(computed: dict[str, list[Any]]) -> HashMemo:
                 memo = HashMemo(cache_dir / HASHES_FILE)
@@ -182,10 +180,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
 
             started_early = None
             walked = _walked_and_keyed(project, target, strict, name, going_on, later)
-            folders, key, stat_folders = walked.folders, walked.key, walked.by_stat
-            if walked.record is not None:  # (the walk's process writes no file)
-                later.put(cache_dir / WALK_FILE, functools.partial(WalkRecord.write, cache_dir / WALK_FILE,
-                                                                   walked.record))
+            folders, key, stat_folders, walk_record = walked.folders, walked.key, walked.by_stat, walked.record
             if started_early is None:
                 memo = memo_with(walked.computed)
                 store_scan = walked.store_scan()
@@ -193,6 +188,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                 later.put(cache_dir / INDEX_FILE, functools.partial(refresh_index, project.runs_dir, cache_dir,
                                                                     store_scan))
             memo.save()
+        if walk_record is not None:  # the walk's record, for the next build's walk (written meanwhile)
+            later.put(cache_dir / WALK_FILE, functools.partial(WalkRecord.write, cache_dir / WALK_FILE, walk_record))
         state = None if full else incremental.load_state(cache_dir, key.key, target)
         if state is not None:
             later.run()  # (the name index's write, when a run.json was touched)
