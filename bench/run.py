@@ -53,6 +53,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: This checkout (the folder above bench/): the code every measured command runs (:func:`checkout_env`).
+ROOT = HERE.parent
 PAGE_LIMIT = 1.5 * 2**20
 
 
@@ -92,9 +94,19 @@ def _tree_pss_kib(pid: int) -> int:
     return total
 
 
+def checkout_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (else this process's environment) with this checkout first on ``PYTHONPATH``: a
+    measured ``python -m sparkreport`` runs the code beside this script, not whatever copy of the
+    package is installed (an editable install of another clone, or of a folder since removed,
+    would otherwise be measured, or fail, without a word)."""
+    out = dict(os.environ if env is None else env)
+    out["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([out["PYTHONPATH"]] if out.get("PYTHONPATH") else [])])
+    return out
+
+
 def run_child(command: list[str], cwd: Path, expect_error: str | None = None,
               env: dict[str, str] | None = None) -> tuple[float, float, float]:
-    """Run ``command`` (in ``env``, else this process's environment); returns (wall seconds, peak
+    """Run ``command`` (in ``env``, else in :func:`checkout_env`'s); returns (wall seconds, peak
     RSS MiB, CPU seconds of that child and the workers it forked). Fails loudly. Sets
     :data:`LAST_TREE_PSS_MIB` (sampled every :data:`PSS_INTERVAL_S`).
 
@@ -107,7 +119,8 @@ def run_child(command: list[str], cwd: Path, expect_error: str | None = None,
     peak = [0]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, env=env)
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err,
+                                   env=checkout_env() if env is None else env)
         done = threading.Event()
 
         def sample() -> None:

@@ -37,6 +37,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from run import checkout_env  # noqa: E402 (bench/ is not a package)
+
 POST = Path("docs/blog/posts/bench.md")
 POST_URL = "blog/2026/01/01/bench-post/"
 POLL_S = 0.05
@@ -48,10 +52,6 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def cli_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
-    return env
 
 
 def one_run(runs_dir: Path) -> tuple[Path, dict[str, Any]]:
@@ -85,7 +85,7 @@ class Served:
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sparkreport", "serve", "--dev-addr", self.url[7:-1]],
-            cwd=project, env=cli_env(), stdout=self._out, stderr=subprocess.STDOUT)
+            cwd=project, env=checkout_env(), stdout=self._out, stderr=subprocess.STDOUT)
 
     def text(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -184,7 +184,7 @@ def bench(n: int, stores: Path, work: Path, repeat: int, timeout_s: float) -> di
         offset = len(served.text())
         since = time.perf_counter()
         subprocess.run([sys.executable, "-m", "sparkreport", "ingest", str(extra), "--campaign", campaign,
-                        "--environment", record["environment"]["name"], *labels], cwd=project, env=cli_env(),
+                        "--environment", record["environment"]["name"], *labels], cwd=project, env=checkout_env(),
                        check=True, capture_output=True)
         row["ingest_s"] = time.perf_counter() - since
         total = sum(1 for _ in (project / "runs").glob("*/*/run.json"))

@@ -33,6 +33,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+# This checkout's code, whatever copy of sparkreport is installed (the script runs in a project's folder).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 STAGES = [
     ("sparkreport.render.preflight", "refuse_early"),
     ("sparkreport.site", "_walked_and_keyed"),
