@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import posixpath
 import re
 import sys
@@ -277,3 +278,25 @@ def test_large_run_files_are_published_gzipped_and_reproducibly(tmp_path: Path, 
     assert [(f["source"], f["href"]) for f in links] == [
         ("run.json", "files/c/r1/run.json"), ("notes.md", "files/c/r1/notes.md.txt"),
         ("samples.csv", "files/c/r1/samples.csv.gz")]
+
+
+def test_the_bench_measures_this_checkout(tmp_path: Path) -> None:
+    """bench/run.py runs every measured command with this checkout first on PYTHONPATH (kept
+    after it what was there): `python -m sparkreport` in a project folder imports the code beside
+    the bench, not an installed copy of the package."""
+    import subprocess
+
+    spec = importlib.util.spec_from_file_location("bench_run", BENCH / "run.py")
+    assert spec is not None and spec.loader is not None
+    bench_run = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = bench_run
+    spec.loader.exec_module(bench_run)
+    root = BENCH.parent
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "sparkreport").mkdir(parents=True)
+    (elsewhere / "sparkreport" / "__init__.py").write_text("raise ImportError('not this one')\n", encoding="utf-8")
+    env = bench_run.checkout_env({**os.environ, "PYTHONPATH": str(elsewhere)})
+    assert env["PYTHONPATH"] == os.pathsep.join([str(root), str(elsewhere)])
+    found = subprocess.run([sys.executable, "-c", "import sparkreport; print(sparkreport.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(found) == root / "sparkreport" / "__init__.py"
