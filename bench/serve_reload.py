@@ -52,8 +52,6 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-
-
 def one_run(runs_dir: Path) -> tuple[Path, dict[str, Any]]:
     """A stored per-run record with a log beside it (not a published summary): (folder, run.json)."""
     for campaign in sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):

@@ -695,8 +695,9 @@ def package_digest(memo: HashMemo) -> str:
     """The sparkreport package's own files: a code or template change invalidates every cache.
 
     Computed once a process (a build asked for it eight times, each a walk of the package and a
-    stat of each of its files, ~0.005 s): the code a process runs is what it imported, whatever
-    happens to the files meanwhile. ``memo`` only spares reading the files; the memo a later
+    stat of each of its files: 1.6 ms with the build's memo, 18.7 ms with a memo of no file,
+    which reads them all): the code a process runs is what it imported, whatever happens to the
+    files meanwhile. ``memo`` only spares reading the files; the memo a later
     call gives learns nothing, which costs nothing (a memo keeps what it learnt before)."""
     import sparkreport
 
