@@ -762,6 +762,10 @@ class RecordCache:
     with the records, and a body in a file of its own beside the shard's, read only when the
     caller asks for it (:meth:`extra_body`) — a campaign's runs table, which a build after one new
     run needs for that campaign alone.
+
+    A ``lazy`` cache reads each shard's file only when that shard is first asked for: the Runs
+    pages' rows (:mod:`sparkreport.render.runs_index`), of which a build after one new run needs
+    one campaign's.
     """
 
     #: The suffix of a shard's body file (the shard's own file ends in ``.pickle``).
@@ -770,7 +774,7 @@ class RecordCache:
     #: dataset's records' canonical JSON, :class:`~sparkreport.dataset.ShardTexts`), removed with it.
     TEXTS = ".texts"
 
-    def __init__(self, folder: Path | None, salt: str = ""):
+    def __init__(self, folder: Path | None, salt: str = "", *, lazy: bool = False):
         self.folder = folder
         #: What else the records depend on (the package's code): a different salt drops them all.
         self.salt = salt
@@ -784,20 +788,44 @@ class RecordCache:
         #: Every shard file in the folder, read or not (another salt's, a damaged one): those no
         #: shard is saved to are removed by the next save.
         self.found: set[Path] = set()
+        #: Lazy: each shard's file is read when the shard is first asked for (a build that needs
+        #: a few campaigns' shards reads only theirs); the shards asked for so far.
+        self.lazy = lazy
+        self.asked: set[str] = set()
+        #: The shards :meth:`keep_only` kept without reading them (lazy): their files stay.
+        self.unread_kept: set[str] = set()
         if folder is not None and folder.is_dir():
             self.found = {*folder.glob("*.pickle"), *folder.glob(f"*{self.BODY}"), *folder.glob(f"*{self.TEXTS}")}
-        for path in sorted(p for p in self.found if p.suffix == ".pickle"):
-            shard = read_cache_pickle(path, salt, "shard")
-            if isinstance(shard.get("name"), str) and isinstance(shard.get("records"), dict):
-                self.shards[shard["name"]] = shard["records"]
-                self.extras[shard["name"]] = shard.get("extra")
-                if isinstance(shard.get("check"), str):
-                    self.checks[shard["name"]] = shard["check"]
+        for path in [] if lazy else sorted(p for p in self.found if p.suffix == ".pickle"):
+            self._read(path)
+
+    def _read(self, path: Path, name: str | None = None) -> None:
+        """Take in the shard kept at ``path`` (when it is the one named ``name``, if given)."""
+        shard = read_cache_pickle(path, self.salt, "shard")
+        if isinstance(shard.get("name"), str) and isinstance(shard.get("records"), dict) \
+                and (name is None or shard["name"] == name):
+            self.shards[shard["name"]] = shard["records"]
+            self.extras[shard["name"]] = shard.get("extra")
+            if isinstance(shard.get("check"), str):
+                self.checks[shard["name"]] = shard["check"]
+
+    def _ask(self, shard: str) -> None:
+        """A lazy cache reads ``shard``'s file the first time it is asked for."""
+        if self.lazy and shard not in self.asked:
+            self.asked.add(shard)
+            if shard not in self.shards and self.has_file(shard):
+                self._read(self.shard_path(shard), shard)
+
+    def has_file(self, shard: str) -> bool:
+        """Whether ``shard`` has a file in the folder (read or not)."""
+        return self.folder is not None and self.shard_path(shard) in self.found
 
     def get(self, shard: str, digest: str) -> Any:
+        self._ask(shard)
         return self.shards.get(shard, {}).get(digest)
 
     def put(self, shard: str, digest: str, record: Any) -> None:
+        self._ask(shard)
         self.shards.setdefault(shard, {})[digest] = record
         self.changed.add(shard)
 
@@ -805,12 +833,14 @@ class RecordCache:
         """The head of what the caller kept with ``shard``'s records (derived from them: a
         campaign's key, its tables' columns), None if nothing; the caller checks it is still
         what it wants."""
+        self._ask(shard)
         return self.extras.get(shard)
 
     def extra_body(self, shard: str) -> Any:
         """The body kept with ``shard``'s head, read from its file when first asked for; None
         when there is none, or its file is gone or was written with another head (a build
         killed between the two writes): the caller makes it again."""
+        self._ask(shard)
         if shard not in self.bodies and shard in self.checks and self.folder is not None:
             kept = read_cache_pickle(self.body_path(shard), self.salt, "body")
             if kept.get("check") == self.checks[shard]:
@@ -820,6 +850,7 @@ class RecordCache:
     def put_extra(self, shard: str, head: Any, body: Any, check: str) -> None:
         """Keep ``head`` with ``shard``'s records and ``body`` beside them, both made from what
         ``check`` names (the caller's key of the records they were made from)."""
+        self._ask(shard)
         self.extras[shard] = head
         self.bodies[shard] = body
         self.checks[shard] = check
@@ -827,7 +858,10 @@ class RecordCache:
 
     def keep_only(self, digests: Mapping[str, set[str]]) -> None:
         """Forget records no longer in the store, and shards no longer in it (the cache does not
-        grow without bound)."""
+        grow without bound). A lazy cache's shard never read keeps its file when it is wanted
+        (what it holds beyond the wanted records goes when it is next read and saved)."""
+        self.unread_kept = {shard for shard in digests if shard not in self.asked and self.has_file(shard)} \
+            if self.lazy else set()
         for shard in list(self.shards):
             wanted = digests.get(shard)
             if wanted is None:
@@ -866,7 +900,7 @@ class RecordCache:
                        "shard": {"name": shard, "records": self.shards[shard], "extra": self.extras.get(shard),
                                  "check": check}}
             _atomic_bytes(self.shard_path(shard), pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-        kept = {path for shard in self.shards
+        kept = {path for shard in (*self.shards, *self.unread_kept)
                 for path in (self.shard_path(shard), self.body_path(shard), self.texts_path(shard))}
         for stale in self.found - kept:  # a removed campaign's, another salt's, a damaged file
             stale.unlink(missing_ok=True)

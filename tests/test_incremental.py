@@ -341,6 +341,60 @@ def test_the_campaign_runs_pages_are_keyed_by_their_folders_listing(
     rendered()
 
 
+def test_a_campaign_whose_rows_did_not_change_keeps_its_runs_pages_plan(
+        two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large store's campaign Runs pages are planned from their rows only for a campaign whose
+    rows changed (issue 16, forty-fifth round): after one run changed, the other campaign's pages
+    are planned from the plan the last build kept, without reading its rows, and keyed as before
+    (nothing of it rendered again). A page of a kept plan whose Markdown is gone is filled from
+    its rows; without the plans' file every campaign is planned from its rows again. The docs
+    folder is a cold render's every time."""
+    from sparkreport.cache import walk_store
+    from sparkreport.render import runs_index
+
+    monkeypatch.setattr(runs_index, "PAGE_SIZE", 10)
+    monkeypatch.setenv("SPARKREPORT_JOBS", "1")  # filled here, where the rows asked for are counted
+    runs = two_campaigns / "runs"
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    asked: list[str] = []
+    campaign_entries = runs_index.RunsRows.campaign_entries
+
+    def counted(self: runs_index.RunsRows, campaign: str) -> list[dict[str, Any]]:
+        asked.append(campaign)
+        return campaign_entries(self, campaign)
+
+    monkeypatch.setattr(runs_index.RunsRows, "campaign_entries", counted)
+
+    def rendered() -> RenderResult:  # (``asked``: the campaigns whose rows it asked for)
+        asked.clear()
+        result = render(options, store_folders=walk_store(runs).folders)
+        by_it = list(asked)
+        cold = render(RenderOptions(runs_dir=runs, project_root=two_campaigns,
+                                    docs_dir=tmp_path / f"cold-{len(list(tmp_path.iterdir()))}" / "docs"))
+        assert tree(result.docs_dir) == tree(cold.docs_dir)
+        asked[:] = by_it
+        return result
+
+    first = rendered()
+    published = [p.path for p in first.pages if p.path.startswith("runs/phase1-published/")]
+    campaigns = {p.name for p in runs.iterdir() if p.is_dir()}
+    assert published and set(asked) == campaigns and len(campaigns) > 2
+    assert (two_campaigns / "build" / "cache" / runs_index.PLANS_CACHE).is_file()
+    change_one_run(runs)
+    again = rendered()
+    assert asked == ["phase1"]  # the others planned from the kept plans
+    assert not set(published) & set(again.rendered_pages)
+    assert "runs/index.md" in again.rendered_pages and any(p.startswith("runs/phase1/") for p in again.rendered_pages)
+    keys = {p.path: p.key for p in again.pages}
+    (two_campaigns / "build" / "docs" / published[0]).unlink()
+    gone = rendered()
+    assert gone.rendered_pages == [published[0]] and asked == ["phase1-published"]  # its fill reads its rows
+    (two_campaigns / "build" / "cache" / runs_index.PLANS_CACHE).unlink()
+    without = rendered()
+    assert set(asked) == campaigns and without.rendered_pages == []
+    assert {p.path: p.key for p in without.pages} == keys
+
+
 def analysis_entries(path: Path) -> dict[str, set[str]]:
     """The keys of each kind in a build's analysis cache file (and its journal)."""
     from sparkreport.cache import AnalysisCache, HashMemo, package_digest

@@ -52,6 +52,8 @@ LISTING_CACHE = "runs-listing"
 STORE_FILES_CACHE = "store-files"
 #: The monitoring charts, one file per run with samples (see :meth:`RunsPage.sample_charts`).
 SAMPLE_CHARTS_CACHE = "sample-charts"
+#: Each campaign's Runs pages as planned, in a build's cache folder (see :meth:`RunsPage.campaign_docs`).
+PLANS_CACHE = "runs-plans.pickle"
 #: A campaign folder's members, as :func:`kept_per_folder` groups them.
 G = TypeVar("G")
 #: Sample columns drawn, when present, and what the chart calls each (its panel's name).
@@ -71,68 +73,148 @@ class RunsPage(Page):
 
     def docs(self, site: SiteData, out: Path) -> list[PageDoc]:
         campaigns = site.dataset.campaigns()
-        listed_by: dict[str, str] = {}
-        entries = self.entries(site, site.runs_dir, listed_by)
-        self.key_sample_charts(site, entries)
+        rows = RunsRows(self, site, site.runs_dir)
         index = PageDoc(self.path, self.title, self.template, banner=False)
-        # The index writes the manifest of every published file: a raw file added or removed
-        # beside an unchanged run.json changes it (and, on a small store, the rows it shows).
-        # Where every row was kept by its folder's listing key, those keys stand for the rows.
-        slim = all(e["run_id"] in listed_by for e in entries)
-        index.also_reads = [json.dumps(sorted(set(listed_by.values())) if slim
-                                       else [[f["path"], f["store_path"]] for e in entries for f in e["files"]])]
         if len(site.dataset.records) <= PAGE_SIZE:
-            index.also_reads += [_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
-                                 for e in entries if e["samples"]]
+            entries = rows.entries()
+            self.key_sample_charts(site, entries)
+            self.keep_sample_charts(site, {e["samples_key"] for e in entries if "samples_key" in e})
+            rows.save()
+            # The index writes the manifest of every published file: a raw file added or removed
+            # beside an unchanged run.json changes it (and, on a small store, the rows it shows).
+            # Where every row was kept by its folder's listing key, those keys stand for the rows.
+            index.also_reads = [rows.files_read(entries),
+                                *(_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
+                                  for e in entries if e["samples"])]
 
             def fill_small() -> None:
                 self.write_manifest(site, out, index, entries)
-                rows = {c: [e for e in entries if e["campaign"] == c] for c in campaigns}
-                index.context = {"campaigns": rows, "sections": self.small_sections(index, rows),
+                by_campaign = {c: [e for e in entries if e["campaign"] == c] for c in campaigns}
+                index.context = {"campaigns": by_campaign, "sections": self.small_sections(index, by_campaign),
                                  "summaries": None, **self.limits()}
                 index.charts = self.sample_charts(site, index, entries)
 
             index.fill = fill_small
             return [index]
-        docs: list[PageDoc] = []
-        summaries: list[dict[str, Any]] = []
-        by_campaign: dict[str, list[dict[str, Any]]] = {}
-        for entry in entries:  # in (campaign, model, environment, iteration, run id) order
-            by_campaign.setdefault(entry["campaign"], []).append(entry)
-        anchors = unique_slugs(name for entry in entries for name in (entry["model_name"], entry["environment"]))
-        from sparkreport.render.report import campaign_title
-
-        for campaign, members in by_campaign.items():
-            chunks = [members[i:i + PAGE_SIZE] for i in range(0, len(members), PAGE_SIZE)]
-            base = f"{self.folder}/{slug(campaign)}"
-            paths = [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(len(chunks))]
-            title = campaign_title(site, campaign)
-            pages = [PageDoc(path, title + (f" ({k + 1}/{len(paths)})" if len(paths) > 1 else ""),
-                             self.group_template, banner=False) for k, path in enumerate(paths)]
-            per_page, groups = self.campaign_groups(chunks, pages, anchors)
-            summaries.append(_campaign_summary(campaign, groups, len(paths), index.href(paths[0])))
-            for k, (doc, (chunk, sections)) in enumerate(zip(pages, per_page, strict=True)):
-                doc.inputs = [e["run_id"] for e in chunk]
-                doc.reads_findings = "none"  # no banner; each row's inclusion is in also_reads
-                shown_groups = groups if k == 0 else None  # the campaign's groups open its first page
-                # the rows as listed (inclusion, files, sections), the sibling pages, the groups
-                # table, and each samples.csv drawn. Keys in the order the rows are made (every
-                # row, fresh or kept, has the same keys in the same order; a different order
-                # would only render the page again): sorting them was a third of this JSON's
-                # time, ~10 MB at 10 000 runs.
-                doc.also_reads = [json.dumps([_rows_read(sections, listed_by), paths, shown_groups], default=str,
-                                             separators=(",", ":"), check_circular=False),
-                                  *(_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
-                                    for e in chunk if e["samples"])]
-                doc.fill = functools.partial(self.fill_group, site, doc, sections, k, paths, campaign, shown_groups)
-                docs.append(doc)
+        docs, summaries = self.campaign_docs(site, rows)
+        index.also_reads = [rows.files_read()]
 
         def fill_index() -> None:
-            self.write_manifest(site, out, index, entries)
+            self.write_manifest(site, out, index, rows.listed_rows())
             index.context = {"campaigns": None, "summaries": summaries, **self.limits()}
 
         index.fill = fill_index
         return [index, *docs]
+
+    def campaign_docs(self, site: SiteData, rows: RunsRows) -> tuple[list[PageDoc], list[dict[str, Any]]]:
+        """A large store's campaign pages (each cut into pages of :data:`PAGE_SIZE` rows) and the
+        index's row of each campaign.
+
+        A campaign's documents are planned from its rows — or, where the rows it was planned from
+        last time are still its rows (:meth:`RunsRows.plan_key`: its folders' listing keys, its runs'
+        inclusion, the baseline) and its sections' anchors are the same, from that plan (kept in
+        ``build/cache/runs-plans.pickle``) without reading a row: a build after one new run plans
+        the new run's campaign from its rows and takes the others' plans (at 10 000 runs, 0.1 s of
+        planning that was spent on the 49 campaigns nothing changed in). A page planned that way
+        reads its rows only if it is filled (its Markdown gone from the docs folder, say)."""
+        from sparkreport.render.report import campaign_title
+
+        kept = rows.read_plans()
+        plans: dict[str, dict[str, Any]] = {}  # the plans taken
+        listed: dict[str, list[dict[str, Any]]] = {}  # the rows of the campaigns planned from them
+        keys = {campaign: rows.plan_key(campaign) for campaign in rows.campaigns}
+        for campaign, key in keys.items():
+            found = kept.get(campaign)
+            if key is not None and found is not None and found[0] == key and rows.shards_present(campaign):
+                plans[campaign] = found[1]
+            else:
+                listed[campaign] = rows.campaign_entries(campaign)
+        anchors = unique_slugs([*(name for plan in plans.values() for name in plan["anchors"]),
+                                *(name for entries in listed.values() for name in _names(entries))])
+        for campaign, plan in list(plans.items()):
+            if any(anchors[name] != anchor for name, anchor in plan["anchors"].items()):
+                del plans[campaign]  # a name new to the store now collides with one of its names
+                listed[campaign] = rows.campaign_entries(campaign)
+        docs: list[PageDoc] = []
+        summaries: list[dict[str, Any]] = []
+        new_plans: dict[str, tuple[str, dict[str, Any]]] = {}
+        for campaign, key in keys.items():
+            title = campaign_title(site, campaign)
+            if campaign in plans:
+                plan = plans[campaign]
+                campaign_docs = self.planned_campaign(site, rows, campaign, title, plan, anchors)
+            else:
+                entries = listed[campaign]
+                self.key_sample_charts(site, entries)
+                plan, campaign_docs = self.plan_campaign(site, rows, campaign, title, entries, anchors)
+            if key is not None and rows.all_kept(campaign):
+                new_plans[campaign] = (key, plan)
+            rows.samples_keys.update(plan["samples"])
+            summaries.append(plan["summary"])
+            docs += campaign_docs
+        self.keep_sample_charts(site, set(rows.samples_keys.values()))
+        rows.save()
+        rows.save_plans(new_plans, kept)
+        return docs, summaries
+
+    def plan_campaign(self, site: SiteData, rows: RunsRows, campaign: str, title: str,
+                      entries: list[dict[str, Any]], anchors: Mapping[str, str]
+                      ) -> tuple[dict[str, Any], list[PageDoc]]:
+        """A campaign's documents planned from its rows (each page's fill set), and the plan that
+        stands for them (:meth:`planned_campaign`): the pages' paths, run ids and what each
+        reads, the index's row, the anchors of its names, its runs' chart keys."""
+        chunks = [entries[i:i + PAGE_SIZE] for i in range(0, len(entries), PAGE_SIZE)]
+        paths = self.campaign_paths(campaign, len(chunks))
+        pages = [PageDoc(path, _numbered(title, k, len(paths)), self.group_template, banner=False)
+                 for k, path in enumerate(paths)]
+        per_page, groups = self.campaign_groups(chunks, pages, anchors)
+        summary = _campaign_summary(campaign, groups, len(paths), posixpath.relpath(paths[0], self.folder))
+        for k, (doc, (chunk, sections)) in enumerate(zip(pages, per_page, strict=True)):
+            doc.inputs = [e["run_id"] for e in chunk]
+            doc.reads_findings = "none"  # no banner; each row's inclusion is in also_reads
+            shown_groups = groups if k == 0 else None  # the campaign's groups open its first page
+            # the rows as listed (inclusion, files, sections), the sibling pages, the groups
+            # table, and each samples.csv drawn. Keys in the order the rows are made (every
+            # row, fresh or kept, has the same keys in the same order; a different order
+            # would only render the page again): sorting them was a third of this JSON's
+            # time, ~10 MB at 10 000 runs.
+            doc.also_reads = [json.dumps([_rows_read(sections, rows.listed_by), paths, shown_groups], default=str,
+                                         separators=(",", ":"), check_circular=False),
+                              *(_signature(site.runs_dir / e["run_path"] / "samples.csv", site.hash_memo)
+                                for e in chunk if e["samples"])]
+            doc.fill = functools.partial(self.fill_group, site, doc, sections, k, paths, campaign, shown_groups)
+        names = _names(entries)
+        plan = {"paths": paths, "inputs": [doc.inputs for doc in pages], "reads": [doc.also_reads for doc in pages],
+                "summary": summary, "anchors": {name: anchors[name] for name in names},
+                "samples": {e["run_id"]: e["samples_key"] for e in entries if "samples_key" in e}}
+        return plan, pages
+
+    def planned_campaign(self, site: SiteData, rows: RunsRows, campaign: str, title: str, plan: dict[str, Any],
+                         anchors: Mapping[str, str]) -> list[PageDoc]:
+        """A campaign's documents as :meth:`plan_campaign` planned them from the same rows; a
+        page's fill reads its campaign's rows then (a page whose key is unchanged is not filled)."""
+        paths = plan["paths"]
+        pages = [PageDoc(path, _numbered(title, k, len(paths)), self.group_template, banner=False,
+                         inputs=list(inputs), also_reads=list(reads), reads_findings="none")
+                 for k, (path, inputs, reads) in enumerate(zip(paths, plan["inputs"], plan["reads"], strict=True))]
+
+        def fill(k: int) -> None:
+            entries = rows.campaign_entries(campaign)
+            for entry in entries:
+                if entry["run_id"] in plan["samples"]:
+                    entry["samples_key"] = plan["samples"][entry["run_id"]]
+            chunks = [entries[i:i + PAGE_SIZE] for i in range(0, len(entries), PAGE_SIZE)]
+            per_page, groups = self.campaign_groups(chunks, pages, anchors)
+            self.fill_group(site, pages[k], per_page[k][1], k, paths, campaign, groups if k == 0 else None)
+
+        for k, doc in enumerate(pages):
+            doc.fill = functools.partial(fill, k)
+        return pages
+
+    def campaign_paths(self, campaign: str, count: int) -> list[str]:
+        """The paths of a campaign's ``count`` pages: its folder's index, then ``page-N``."""
+        base = f"{self.folder}/{slug(campaign)}"
+        return [f"{base}/index.md" if k == 0 else f"{base}/page-{k + 1}/index.md" for k in range(count)]
 
     def small_sections(self, index: PageDoc,
                        rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]] | None]:
@@ -256,65 +338,16 @@ class RunsPage(Page):
         """Only the index: the campaign pages are reached from its table (the nav stays short)."""
         return (self.title, docs[0].path)
 
-    def entries(self, site: SiteData, files_root: Path,
-                listed_by: dict[str, str] | None = None) -> list[dict[str, Any]]:
-        """One row per record, in (campaign, model, environment, iteration, run id) order.
-
-        A row's files are each listed file's lstat (one per file, a third of a second at 10 000
-        runs, with the rest of a row): in a build, the rows of a campaign folder are kept
-        (``build/cache/runs-listing/``) by the path and sha256 of every file in it
-        (from the walk the build key made, :meth:`~sparkreport.cache.StoreWalk.by_content`) and the
-        package's digest, and only a folder that changed, or holds a symbolic link, is listed
-        again. Whether each run is included (the analysis) is set on every row afterwards,
-        cached or not. ``listed_by``, if given, gets the run id of each row that was kept → its
-        folder and the key its folder's rows are kept by (which determines the row but for
-        ``included`` and ``reason``)."""
-        runs = site.runs
-        run_ids = runs["run_id"].tolist() if not runs.empty else []
-        included = dict(zip(run_ids, runs["included"].tolist(), strict=True)) if not runs.empty else {}
-        reasons = dict(zip(run_ids, runs["exclusion_reason"].tolist(), strict=True)) if not runs.empty else {}
-        # Each folder's members as (record's position, run path): a folder whose rows are kept
-        # reads none of its records (only those of a folder listed again are read).
-        records, run_keys = site.dataset.records, site.dataset.record_keys()
-        by_folder: dict[str, list[tuple[int, str]]] = {}
-        for index, run_path in enumerate(site.dataset.paths):
-            by_folder.setdefault(run_path.partition("/")[0], []).append((index, run_path))
-        folders: dict[str, bool] = {}
-
-        def listed(folder: str, members: list[tuple[int, str]]) -> tuple[list[Any], bool]:
-            pairs = [(records[index], run_path) for index, run_path in members]
-            return ([(_order(record), self._entry(record, run_path, files_root, folders))
-                     for record, run_path in pairs], _lists_within(folder, pairs))
-
-        keys: dict[str, str] = {}
-        kept = kept_per_folder(self._listing_cache(site, files_root), site.store_folders or {}, by_folder, listed,
-                               [("root", str(files_root)), ("prefix", self.files_dir)],
-                               lambda members: [[run_keys[index].run_id, run_path] for index, run_path in members],
-                               kept_by=keys)
-        if listed_by is not None:
-            for folder, key in keys.items():
-                listed_by.update(dict.fromkeys((run_keys[index].run_id for index, _path in by_folder[folder]),
-                                               f"{folder}\0{key}"))
-        # (kept before any row is changed below)
-        out = [row for rows in kept.values() for row in rows]
-        baseline = site.config.baseline_of("environment")
-        out.sort(key=lambda pair: _placed(pair[0], baseline))
-        conditions = design_conditions(runs)
-        for _order_key, entry in out:
-            entry["included"] = plain(included.get(entry["run_id"]))
-            entry["reason"] = plain(reasons.get(entry["run_id"]))
-            entry["condition"] = conditions.get(entry["run_id"], {})
-        return [entry for _order_key, entry in out]
-
     def _listing_cache(self, site: SiteData, files_root: Path) -> RecordCache | None:
         """The rows' cache, salted with the package's digest; None outside a build (no walk of the
-        store to key the rows by) or for runs published from elsewhere than the store."""
+        store to key the rows by) or for runs published from elsewhere than the store. Lazy: a
+        folder's shard is read when its rows are first asked for."""
         from sparkreport.cache import RecordCache, package_digest
 
         memo = site.hash_memo
         if memo is None or memo.path is None or site.store_folders is None or files_root != site.runs_dir:
             return None
-        return RecordCache(memo.path.parent / LISTING_CACHE, salt=f"runs-listing-2:{package_digest(memo)}")
+        return RecordCache(memo.path.parent / LISTING_CACHE, salt=f"runs-listing-2:{package_digest(memo)}", lazy=True)
 
     def _entry(self, record: RunRecord, run_path: str, files_root: Path, folders: dict[str, bool]) -> dict[str, Any]:
         """A record's row, but for ``included`` and ``reason`` (set by :meth:`entries`)."""
@@ -334,27 +367,32 @@ class RunsPage(Page):
 
     def key_sample_charts(self, site: SiteData, entries: list[dict[str, Any]]) -> None:
         """Each row with samples gets the key its chart is kept by (``samples_key``: the run, the
-        samples.csv's sha256 from the build's hash memo, the package), and charts kept for other
-        keys are removed. Reading an hour of 10 Hz samples and downsampling it is ~35 ms a run;
-        every run of a small store is on the one Runs page, which one new run renders again (a
-        hundred charts drawn again: 3.5 s of a 5.6 s build at 100 runs, bench/README.md)."""
-        folder = _sample_charts_folder(site)
-        if folder is None:
+        samples.csv's sha256 from the build's hash memo, the package). Reading an hour of 10 Hz
+        samples and downsampling it is ~35 ms a run; every run of a small store is on the one
+        Runs page, which one new run renders again (a hundred charts drawn again: 3.5 s of a
+        5.6 s build at 100 runs, bench/README.md). :meth:`keep_sample_charts` then removes the
+        charts kept for other keys."""
+        if _sample_charts_folder(site) is None:
             return
         from sparkreport.cache import package_digest
 
         assert site.hash_memo is not None
         salt = f"{SAMPLE_CHARTS_CACHE}-1:{package_digest(site.hash_memo)}"
-        keys: set[str] = set()
         for entry in entries:
             if entry["samples"]:
                 path = site.runs_dir / entry["run_path"] / "samples.csv"
-                entry["samples_key"] = key = inputs_digest([("code", salt), ("run", entry["run_id"]),
-                                                            ("file", _signature(path, site.hash_memo))])
-                keys.add(f"{key}.pickle")
-        if folder.is_dir():
+                entry["samples_key"] = inputs_digest([("code", salt), ("run", entry["run_id"]),
+                                                      ("file", _signature(path, site.hash_memo))])
+
+    @staticmethod
+    def keep_sample_charts(site: SiteData, keys: set[str]) -> None:
+        """Remove the monitoring charts kept for keys other than ``keys`` (every row's
+        ``samples_key``)."""
+        folder = _sample_charts_folder(site)
+        names = {f"{key}.pickle" for key in keys}
+        if folder is not None and folder.is_dir():
             for stale in folder.iterdir():
-                if stale.name not in keys:
+                if stale.name not in names:
                     stale.unlink(missing_ok=True)
 
     def sample_charts(self, site: SiteData, doc: PageDoc, entries: list[dict[str, Any]]) -> list[ChartSpec]:
@@ -448,7 +486,7 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
     which a result kept by a build that had only that one is found too — and then kept under
     both (a cold build's publisher keys by stat: the next build finds its lists)."""
     def key_of(cache: RecordCache, digest: str, described: str) -> str:  # a folder's result, by one of its digests
-        return inputs_digest([("code", cache.salt), ("folder", digest), *parts, ("members", described)])
+        return folder_key(cache.salt, digest, parts, described)
 
     out: dict[str, list[Any]] = {}
     keys: dict[str, set[str]] = {}
@@ -482,6 +520,196 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
         cache.keep_only(keys)
         cache.save()
     return out
+
+
+def folder_key(salt: str, digest: str, parts: list[tuple[str, str]], described: str) -> str:
+    """What :func:`kept_per_folder` keeps a folder's result by: the cache's salt, the folder's
+    digest, the caller's ``parts`` and its members as ``described``."""
+    return inputs_digest([("code", salt), ("folder", digest), *parts, ("members", described)])
+
+
+class RunsRows:
+    """A build's Runs rows (one per record, :meth:`RunsPage._entry`), listed per campaign folder
+    when first asked for.
+
+    A row's files are each listed file's lstat (one per file, a third of a second at 10 000 runs,
+    with the rest of a row): in a build, the rows of a campaign folder are kept
+    (``build/cache/runs-listing/``, one shard a folder, read only when the folder's rows are
+    asked for) by the folder's listing key — the path and sha256 of every file in it, from the
+    walk the build key made (:meth:`~sparkreport.cache.StoreWalk.by_content`), the package's
+    digest and its runs — and a folder is listed again only when that changed, or when it holds
+    a symbolic link or a run naming a file outside it (never kept). Whether each run is included
+    (the analysis) is set on copies of its campaign's rows when they are asked for
+    (:meth:`campaign_entries`): what is kept is the listing alone."""
+
+    def __init__(self, page: RunsPage, site: SiteData, files_root: Path):
+        self.page, self.site, self.files_root = page, site, files_root
+        self.record_keys = site.dataset.record_keys()
+        #: Each folder's members as (record's position, run path), and each campaign's folders.
+        self.by_folder: dict[str, list[tuple[int, str]]] = {}
+        folders_of: dict[str, set[str]] = {}
+        for index, (key, run_path) in enumerate(zip(self.record_keys, site.dataset.paths, strict=True)):
+            folder = run_path.partition("/")[0]
+            self.by_folder.setdefault(folder, []).append((index, run_path))
+            folders_of.setdefault(key.campaign, set()).add(folder)
+        #: The campaigns, in the Runs pages' order (by name), each with its folders.
+        self.campaigns = {campaign: sorted(folders_of[campaign]) for campaign in sorted(folders_of)}
+        self.cache = page._listing_cache(site, files_root)
+        self.parts = [("root", str(files_root)), ("prefix", page.files_dir)]
+        #: Each folder's listing key, where it has one (a cache, and a digest from the walk).
+        self.keys: dict[str, str] = {}
+        if self.cache is not None:
+            digests = site.store_folders or {}
+            for folder, members in self.by_folder.items():
+                digest = digests.get(folder)
+                if digest is not None:
+                    described = json.dumps([[self.record_keys[index].run_id, run_path] for index, run_path in members])
+                    self.keys[folder] = folder_key(self.cache.salt, digest, self.parts, described)
+        #: The folders whose rows are kept by their listing key (listed or not), and that key.
+        self.kept: dict[str, str] = {}
+        #: The run id of each row listed and kept → its folder and the key its folder's rows are
+        #: kept by (which determines the row but for ``included``, ``reason`` and ``condition``).
+        self.listed_by: dict[str, str] = {}
+        #: Each run's chart key (``samples_key``), as the pages planned so far have them.
+        self.samples_keys: dict[str, str] = {}
+        self._listed: dict[str, list[Any]] = {}
+        self._folders: dict[str, bool] = {}
+        self._analysis: tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, str]]] | None = None
+
+    def folder_rows(self, folder: str) -> list[Any]:
+        """A folder's rows as listed, each with its place (:func:`_order`), kept or listed now."""
+        found = self._listed.get(folder)
+        if found is not None:
+            return found
+        key = self.keys.get(folder)
+        assert self.cache is not None or key is None
+        rows = self.cache.get(folder, key) if self.cache is not None and key is not None else None
+        if not isinstance(rows, list):
+            records = self.site.dataset.records
+            pairs = [(records[index], run_path) for index, run_path in self.by_folder[folder]]
+            rows = [(_order(record), self.page._entry(record, run_path, self.files_root, self._folders))
+                    for record, run_path in pairs]
+            if self.cache is not None and key is not None and _lists_within(folder, pairs):
+                self.cache.put(folder, key, rows)
+            else:
+                key = None
+                self.kept.pop(folder, None)
+        if key is not None:
+            self.kept[folder] = key
+            members = self.by_folder[folder]
+            self.listed_by.update(dict.fromkeys((self.record_keys[index].run_id for index, _path in members),
+                                                f"{folder}\0{key}"))
+        self._listed[folder] = rows
+        return rows
+
+    def campaign_entries(self, campaign: str) -> list[dict[str, Any]]:
+        """A campaign's rows, in (model, environment, iteration, run id) order — the environment
+        placed by :func:`_placed` — each a copy with its inclusion and design labels set."""
+        pairs = [(order, dict(entry)) for folder in self.campaigns[campaign]
+                 for order, entry in self.folder_rows(folder) if entry["campaign"] == campaign]
+        baseline = self.site.config.baseline_of("environment")
+        pairs.sort(key=lambda pair: _placed(pair[0], baseline))
+        included, reasons, conditions = self.analysis()
+        for _order_key, entry in pairs:
+            entry["included"] = plain(included.get(entry["run_id"]))
+            entry["reason"] = plain(reasons.get(entry["run_id"]))
+            entry["condition"] = conditions.get(entry["run_id"], {})
+        return [entry for _order_key, entry in pairs]
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every row, campaign by campaign (:meth:`campaign_entries`)."""
+        return [entry for campaign in self.campaigns for entry in self.campaign_entries(campaign)]
+
+    def listed_rows(self) -> list[dict[str, Any]]:
+        """Every row as listed (no inclusion set, in no particular order): what the manifest of
+        published files reads."""
+        return [entry for folder in self.by_folder for _order_key, entry in self.folder_rows(folder)]
+
+    def analysis(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, str]]]:
+        """Each run's inclusion, the reason it is left out and its design labels (made once)."""
+        if self._analysis is None:
+            runs = self.site.runs
+            run_ids = runs["run_id"].tolist() if not runs.empty else []
+            included = dict(zip(run_ids, runs["included"].tolist(), strict=True)) if not runs.empty else {}
+            reasons = dict(zip(run_ids, runs["exclusion_reason"].tolist(), strict=True)) if not runs.empty else {}
+            self._analysis = included, reasons, design_conditions(runs)
+        return self._analysis
+
+    def plan_key(self, campaign: str) -> str | None:
+        """What a campaign's Runs pages are planned from, but for the anchors of its names: its
+        folders' listing keys (its rows as listed), its runs' rows of the runs table (their
+        inclusion and labels: :func:`~sparkreport.render.report.slice_digest`), the baseline
+        (the rows' order) and the page size. None when a folder of it has no listing key."""
+        folders = self.campaigns[campaign]
+        if self.cache is None or any(folder not in self.keys for folder in folders):
+            return None
+        from sparkreport.render.report import slice_digest
+
+        return inputs_digest([
+            ("code", f"runs-plans-1:{self.cache.salt}"), ("page_size", str(PAGE_SIZE)),
+            ("baseline", str(self.site.config.baseline_of("environment"))),
+            ("folders", json.dumps([f"{folder}\0{self.keys[folder]}" for folder in folders])),
+            ("runs", slice_digest(self.site, "runs", "campaign", campaign))])
+
+    def shards_present(self, campaign: str) -> bool:
+        """Whether each folder of the campaign has its rows' shard in the cache (a plan taken
+        without them would list them again in every build that fills one of its pages); the
+        folders then count as kept by their keys."""
+        folders = self.campaigns[campaign]
+        if self.cache is None or not all(self.cache.has_file(folder) for folder in folders):
+            return False
+        self.kept.update((folder, self.keys[folder]) for folder in folders)
+        return True
+
+    def all_kept(self, campaign: str) -> bool:
+        """Whether every folder of the campaign has its rows kept by its listing key."""
+        return all(folder in self.kept for folder in self.campaigns[campaign])
+
+    def files_read(self, entries: list[dict[str, Any]] | None = None) -> str:
+        """What the index is keyed by for the manifest of every published file (a raw file added
+        or removed beside an unchanged run.json changes it): where every folder's rows are kept by
+        its listing key, those keys; else every row's files (``entries``, or all the rows)."""
+        if all(folder in self.kept for folder in self.by_folder):
+            return json.dumps(sorted({f"{folder}\0{key}" for folder, key in self.kept.items()}))
+        rows = entries if entries is not None else self.entries()
+        return json.dumps([[f["path"], f["store_path"]] for e in rows for f in e["files"]])
+
+    def save(self) -> None:
+        """Forget the rows of folders no longer in the store; write the shards listed again."""
+        if self.cache is not None:
+            self.cache.keep_only({folder: {key} for folder, key in self.keys.items()})
+            self.cache.save()
+
+    def _plans_path(self) -> Path | None:
+        memo = self.site.hash_memo
+        return memo.path.parent / PLANS_CACHE if self.cache is not None and memo is not None \
+            and memo.path is not None else None
+
+    def read_plans(self) -> dict[str, Any]:
+        """The campaigns' plans the last build kept: campaign → (plan key, plan)."""
+        from sparkreport.cache import read_cache_pickle
+
+        return read_cache_pickle(self._plans_path(), self.cache.salt if self.cache is not None else "", "plans")
+
+    def save_plans(self, plans: dict[str, tuple[str, dict[str, Any]]], kept: Mapping[str, Any]) -> None:
+        """Keep ``plans`` (only when they are not the ones ``kept``)."""
+        path = self._plans_path()
+        if path is None or self.cache is None:
+            return
+        if {c: entry[0] for c, entry in plans.items()} != {c: entry[0] for c, entry in kept.items()}:
+            from sparkreport.cache import write_cache_pickle
+
+            write_cache_pickle(path, self.cache.salt, "plans", plans)
+
+
+def _names(entries: list[dict[str, Any]]) -> list[str]:
+    """The model names and environments of ``entries`` (what the sections' anchors are made of)."""
+    return sorted({name for entry in entries for name in (entry["model_name"], entry["environment"])})
+
+
+def _numbered(title: str, k: int, count: int) -> str:
+    """The title of a campaign's page ``k`` of ``count``."""
+    return title + (f" ({k + 1}/{count})" if count > 1 else "")
 
 
 #: A kept chart that is not there (a chart may be kept as None: its run's samples draw nothing).
