@@ -156,9 +156,14 @@ class Dataset:
         return found
 
     def campaign_run_ids(self) -> dict[str, list[str]]:
-        """Each campaign's run ids (published arms too), in record order."""
-        keys = self.record_keys()
-        return {campaign: [keys[i].run_id for i in kept] for campaign, kept in self.record_positions().items()}
+        """Each campaign's run ids (published arms too), in record order; made once (a build asks
+        six times), each call a copy."""
+        if "campaign-run-ids" not in self.memo:
+            keys = self.record_keys()
+            self.memo["campaign-run-ids"] = {campaign: [keys[i].run_id for i in kept]
+                                             for campaign, kept in self.record_positions().items()}
+        found: dict[str, list[str]] = self.memo["campaign-run-ids"]
+        return {campaign: list(run_ids) for campaign, run_ids in found.items()}
 
     def campaign_records(self, campaign: str) -> list[RunRecord]:
         """The records of one campaign, in record order (only theirs are read)."""

@@ -53,6 +53,37 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
+#: The nice value :func:`behind` runs its work at (the lowest priority).
+BEHIND_NICE = 19
+
+
+def behind(work: Callable[[], object]) -> None:
+    """``work()`` run at the lowest CPU priority, this thread waiting for it: in a thread of its
+    own (on Linux a nice value is a thread's own, so this thread's is untouched and nothing needs
+    the privilege to raise it again), whose exception is raised here. For what a build's process
+    does while its builder's processes build (the caches' writes): it takes a CPU only when they
+    leave one idle, instead of slowing the build's longest path. With one job, or where a thread's
+    priority cannot be set apart (not Linux), it runs here."""
+    if jobs() < 2 or not sys.platform.startswith("linux"):
+        work()
+        return
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BEHIND_NICE)
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 — raised in the waiting thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="sparkreport-behind", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+
+
 def workers_for(count: int, *, per_worker: int = 1) -> int:
     """How many workers ``count`` pieces get: one per ``per_worker`` pieces, at most :func:`jobs`
     (a 64-CPU runner does not fork 17 workers for 17 pages); none (0) when that is fewer than

@@ -354,6 +354,37 @@ def test_an_exception_that_cannot_travel_is_named() -> None:
 # Background: one task beside the build; no worker outlives a build killed outright
 
 
+def test_behind_runs_its_work_at_the_lowest_priority_in_a_thread_and_raises_its_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``behind`` runs the build's writes while MkDocs builds at nice 19, in a thread of its own
+    (the calling thread's priority untouched), and raises what the work raised; with one job it
+    runs in the calling thread as it is."""
+    import threading
+
+    monkeypatch.setenv(parallel.JOBS_ENV, "2")
+    seen: list[tuple[bool, int]] = []
+
+    def work() -> None:
+        native = threading.get_native_id()
+        seen.append((threading.current_thread() is threading.main_thread(),
+                     os.getpriority(os.PRIO_PROCESS, native)))
+
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    parallel.behind(work)
+    assert seen == [(False, parallel.BEHIND_NICE)]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+
+    def failing() -> None:
+        raise BuildError("a write failed")
+
+    with pytest.raises(BuildError, match="a write failed"):
+        parallel.behind(failing)
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    seen.clear()
+    parallel.behind(work)
+    assert seen == [(True, before)]
+
+
 def test_background_returns_raises_and_runs_in_process_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     parent = os.getpid()
     with parallel.Background(lambda: (os.getpid(), 42)) as pending:

@@ -414,10 +414,13 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
         if not frame.empty and set(columns) <= set(frame.columns):
             hashes, present, heads = column_hashes(site, table)
             by = columns[0] if len(columns) == 1 else columns
+            named: dict[bytes, bytes] = {}  # each set of columns with a value, named once (most groups share one)
             for name, positions in frame.groupby(by, sort=False, observed=True).indices.items():
                 name_key = str(name) if len(columns) == 1 else tuple(map(str, name))
                 shown = present[positions].any(axis=0)
-                head = "\0".join(h for h, keep in zip(heads, shown, strict=True) if keep).encode()
+                head = named.get(pattern := shown.tobytes())
+                if head is None:
+                    head = named[pattern] = "\0".join(h for h, keep in zip(heads, shown, strict=True) if keep).encode()
                 cells = hashes[positions] if table in RUN_ROW_TABLES else hashes[positions][:, shown]
                 digests[name_key] = hashlib.sha256(head + b"\n" + cells.tobytes()).hexdigest()
         site.extra[key] = digests

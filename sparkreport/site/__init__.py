@@ -120,6 +120,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
 
     from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, WritesLater, package_digest, walk_store
     from sparkreport.early import INDEX_FILE, refresh_index
+    from sparkreport.parallel import behind
     from sparkreport.render import render
     from sparkreport.render.core import result_from_state
     from sparkreport.site import incremental, publish
@@ -234,7 +235,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         gathered: list[Gathered] = []
 
         def meanwhile() -> None:  # while the builder builds: the caches' writes, publishing's first half
-            later.run()
+            behind(later.run)  # on the CPU MkDocs' processes leave idle
             assert run_files is not None
             gathered.append(gather(result, target, run_files, cache_dir, memo))
 
