@@ -213,8 +213,8 @@ class PageKeys:
         found: set[int] = set()
         if reads != "none":
             found.update(self.unscoped)
-            for run in self.by_run.keys() & doc.inputs:  # (the runs it reads that have findings)
-                found.update(self.by_run[run])
+            by_run = self.by_run  # (the runs it reads that have findings, in one update)
+            found.update(*[by_run[run] for run in by_run.keys() & doc.inputs])
             if reads in ("errors", "caveats"):
                 from sparkreport.analysis.checks import READ_WITH_CARE
 
