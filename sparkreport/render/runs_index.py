@@ -13,6 +13,10 @@ build for what 50 pages hold.) Runs with monitoring samples get a time-series ch
 section, downsampled with LTTB (the full series is linked: the run's ``samples.csv``). Every
 run's files are published verbatim beside the pages, copied into the site after the builder
 (:mod:`sparkreport.site.run_files`).
+
+The rows are listed per campaign folder and kept by the folder's files (:class:`RunsRows`); a
+large store's campaign pages are planned from their rows only for a campaign whose rows changed,
+the others from the plan the last build kept (:meth:`RunsPage.campaign_docs`).
 """
 
 from __future__ import annotations
@@ -350,7 +354,8 @@ class RunsPage(Page):
         return RecordCache(memo.path.parent / LISTING_CACHE, salt=f"runs-listing-2:{package_digest(memo)}", lazy=True)
 
     def _entry(self, record: RunRecord, run_path: str, files_root: Path, folders: dict[str, bool]) -> dict[str, Any]:
-        """A record's row, but for ``included`` and ``reason`` (set by :meth:`entries`)."""
+        """A record's row, but for ``included``, ``reason`` and ``condition`` (set on a copy by
+        :meth:`RunsRows.campaign_entries`)."""
         return {
             "run_id": record.run_id, "campaign": record.campaign,
             "published": record.record_type == "arm_summary",
