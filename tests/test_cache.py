@@ -555,6 +555,33 @@ def test_record_cache_drops_entries_of_another_salt(tmp_path: Path) -> None:
     assert RecordCache(folder, salt="b").get("c1", "d1") is None
 
 
+def test_a_lazy_record_cache_reads_only_the_shards_asked_for_and_keeps_the_others_files(tmp_path: Path) -> None:
+    """A lazy cache (the Runs rows') reads a shard's file when that shard is first asked for;
+    a shard still wanted but never read keeps its file through a save, one no longer wanted
+    loses it, and a put into a shard not yet read keeps what the shard's file held."""
+    folder = tmp_path / "listing"
+    cache = RecordCache(folder, salt="a")
+    for shard in ("c1", "c2", "c3"):
+        cache.put(shard, f"{shard}-old", [shard])
+    cache.save()
+    lazy = RecordCache(folder, salt="a", lazy=True)
+    assert lazy.shards == {} and lazy.has_file("c2") and not lazy.has_file("c4")
+    assert lazy.get("c1", "c1-old") == ["c1"] and set(lazy.shards) == {"c1"}
+    lazy.put("c2", "c2-new", ["c2 again"])  # c2 read first: its old entry is still there
+    assert set(lazy.shards["c2"]) == {"c2-old", "c2-new"}
+    lazy.keep_only({"c1": {"c1-old"}, "c2": {"c2-new"}})  # c3 gone from the store
+    lazy.save()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        RecordCache(folder).shard_path(s).name for s in ("c1", "c2"))
+    again = RecordCache(folder, salt="a")
+    assert again.shards == {"c1": {"c1-old": ["c1"]}, "c2": {"c2-new": ["c2 again"]}}
+    lazy = RecordCache(folder, salt="a", lazy=True)
+    lazy.put("c1", "c1-new", ["c1 again"])
+    lazy.keep_only({"c1": {"c1-new"}, "c2": {"c2-new"}})  # c2 never read: its file stays as it is
+    lazy.save()
+    assert RecordCache(folder, salt="a").shards == {"c1": {"c1-new": ["c1 again"]}, "c2": {"c2-new": ["c2 again"]}}
+
+
 def test_record_cache_reads_a_shards_body_when_asked_and_only_if_written_for_its_head(tmp_path: Path) -> None:
     """What is kept with a shard: its head read with the records, its body from its own file
     when first asked for; a body file of another check (a kill between the two writes) or none
