@@ -62,8 +62,10 @@ def behind(work: Callable[[], object]) -> None:
     own (on Linux a nice value is a thread's own, so this thread's is untouched and nothing needs
     the privilege to raise it again), whose exception is raised here. For what a build's process
     does while its builder's processes build (the caches' writes): it takes a CPU only when they
-    leave one idle, instead of slowing the build's longest path. With one job, or where a thread's
-    priority cannot be set apart (not Linux), it runs here."""
+    leave one idle, instead of slowing the build's longest path. An interrupt (Ctrl-C) waits for
+    the work to end (a write cut short in its thread would leave its temporary file behind), then
+    goes on. With one job,
+    or where a thread's priority cannot be set apart (not Linux), it runs here."""
     if jobs() < 2 or not sys.platform.startswith("linux"):
         work()
         return
@@ -79,7 +81,11 @@ def behind(work: Callable[[], object]) -> None:
 
     thread = threading.Thread(target=run, name="sparkreport-behind", daemon=True)
     thread.start()
-    thread.join()
+    try:
+        thread.join()
+    except BaseException:  # an interrupt: the work ends first (its writes leave no temporary file)
+        thread.join()
+        raise
     if failed:
         raise failed[0]
 
