@@ -64,8 +64,8 @@ def behind(work: Callable[[], object]) -> None:
     does while its builder's processes build (the caches' writes): it takes a CPU only when they
     leave one idle, instead of slowing the build's longest path. An interrupt (Ctrl-C) waits for
     the work to end (a write cut short in its thread would leave its temporary file behind), then
-    goes on. With one job,
-    or where a thread's priority cannot be set apart (not Linux), it runs here."""
+    goes on. With one job, or where a thread's priority cannot be set apart (not Linux), it runs
+    here."""
     if jobs() < 2 or not sys.platform.startswith("linux"):
         work()
         return

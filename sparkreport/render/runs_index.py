@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 PAGE_SIZE = 250
 #: Points per series in a samples chart (LTTB); the full series is in samples.csv.
 SAMPLE_POINTS = 400
-#: The Runs rows' cache in a build's cache folder (see :meth:`RunsPage.entries`).
+#: The Runs rows' cache in a build's cache folder (see :class:`RunsRows`).
 LISTING_CACHE = "runs-listing"
 #: The published files' list per campaign, read from the store (see :meth:`RunsPage.store_files`).
 STORE_FILES_CACHE = "store-files"
@@ -460,7 +460,7 @@ def design_conditions(runs: Any) -> dict[str, dict[str, str]]:
 
 def _rows_read(sections: list[dict[str, Any]], listed_by: Mapping[str, str]) -> Any:
     """What a Runs page's sections are keyed by: the sections themselves, or — where every row
-    was kept by its folder's listing key (:meth:`RunsPage.entries`) — those keys, each section's
+    was kept by its folder's listing key (:meth:`RunsRows.folder_rows`) — those keys, each section's
     heading and each row's run id, inclusion and chart key (what can change in a kept row). The
     page's rows then cost a few short lists to key instead of their files' whole listing (two
     thirds of a Runs page's planning at 10 000 runs)."""

@@ -235,15 +235,15 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         gathered: list[Gathered] = []
 
         def meanwhile() -> None:  # while the builder builds: the caches' writes, publishing's first half
-            read: list[Any] = []
+            read: list[tuple[Any, ScanMemo]] = []
 
             def reads_and_writes() -> None:  # the caches' writes, what publishing reads back
                 later.run()
-                read.extend(read_for_gather(result, cache_dir))
+                read.append(read_for_gather(result, cache_dir))
 
             behind(reads_and_writes)  # on the CPU MkDocs' processes leave idle
             assert run_files is not None
-            gathered.append(gather(result, target, run_files, cache_dir, memo, read=(read[0], read[1])))
+            gathered.append(gather(result, target, run_files, cache_dir, memo, read=read[0]))
 
         if standby is not None:
             warnings, built = standby.run((config_file, staging, strict, reuse), meanwhile=meanwhile)
