@@ -1476,5 +1476,9 @@ def test_the_walk_and_the_key_are_made_beside_the_imports(
     assert [name for name in imported if name in DATA_MODULES] == list(DATA_MODULES)
     monkeypatch.setenv(JOBS_ENV, "1")  # in one process: the same answer, no imports
     imported.clear()
-    assert _walked_and_keyed(project, root / "site", True, "mkdocs") == walked
+    # (but for the walk's record for the next walk, which vouches only for folders unchanged for
+    # RACY_NS before it: the folder notes.txt was written into enters it when the walks are
+    # seconds apart, as on a loaded CI runner)
+    assert _walked_and_keyed(project, root / "site", True, "mkdocs")._replace(record=None) \
+        == walked._replace(record=None)
     assert not set(imported) & set(DATA_MODULES)
