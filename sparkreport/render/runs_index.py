@@ -142,10 +142,12 @@ class RunsPage(Page):
         docs: list[PageDoc] = []
         summaries: list[dict[str, Any]] = []
         new_plans: dict[str, tuple[str, dict[str, Any]]] = {}
+        samples_keys: set[str] = set()
         for campaign, key in keys.items():
             title = campaign_title(site, campaign)
             if campaign in plans:
                 plan = plans[campaign]
+                rows.vouch(campaign)
                 campaign_docs = self.planned_campaign(site, rows, campaign, title, plan, anchors)
             else:
                 entries = listed[campaign]
@@ -153,10 +155,10 @@ class RunsPage(Page):
                 plan, campaign_docs = self.plan_campaign(site, rows, campaign, title, entries, anchors)
             if key is not None and rows.all_kept(campaign):
                 new_plans[campaign] = (key, plan)
-            rows.samples_keys.update(plan["samples"])
+            samples_keys.update(plan["samples"].values())
             summaries.append(plan["summary"])
             docs += campaign_docs
-        self.keep_sample_charts(site, set(rows.samples_keys.values()))
+        self.keep_sample_charts(site, samples_keys)
         rows.save()
         rows.save_plans(new_plans, kept)
         return docs, summaries
@@ -167,11 +169,10 @@ class RunsPage(Page):
         """A campaign's documents planned from its rows (each page's fill set), and the plan that
         stands for them (:meth:`planned_campaign`): the pages' paths, run ids and what each
         reads, the index's row, the anchors of its names, its runs' chart keys."""
-        chunks = [entries[i:i + PAGE_SIZE] for i in range(0, len(entries), PAGE_SIZE)]
-        paths = self.campaign_paths(campaign, len(chunks))
+        paths = self.campaign_paths(campaign, len(_chunks(entries)))
         pages = [PageDoc(path, _numbered(title, k, len(paths)), self.group_template, banner=False)
                  for k, path in enumerate(paths)]
-        per_page, groups = self.campaign_groups(chunks, pages, anchors)
+        per_page, groups = self.campaign_groups(_chunks(entries), pages, anchors)
         summary = _campaign_summary(campaign, groups, len(paths), posixpath.relpath(paths[0], self.folder))
         for k, (doc, (chunk, sections)) in enumerate(zip(pages, per_page, strict=True)):
             doc.inputs = [e["run_id"] for e in chunk]
@@ -204,11 +205,8 @@ class RunsPage(Page):
 
         def fill(k: int) -> None:
             entries = rows.campaign_entries(campaign)
-            for entry in entries:
-                if entry["run_id"] in plan["samples"]:
-                    entry["samples_key"] = plan["samples"][entry["run_id"]]
-            chunks = [entries[i:i + PAGE_SIZE] for i in range(0, len(entries), PAGE_SIZE)]
-            per_page, groups = self.campaign_groups(chunks, pages, anchors)
+            self.key_sample_charts(site, entries)
+            per_page, groups = self.campaign_groups(_chunks(entries), pages, anchors)
             self.fill_group(site, pages[k], per_page[k][1], k, paths, campaign, groups if k == 0 else None)
 
         for k, doc in enumerate(pages):
@@ -475,7 +473,7 @@ def _rows_read(sections: list[dict[str, Any]], listed_by: Mapping[str, str]) -> 
 
 def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None], groups: Mapping[str, G],
                     compute: Callable[[str, G], tuple[list[Any], bool]], parts: list[tuple[str, str]],
-                    describe: Callable[[G], Any], kept_by: dict[str, str] | None = None,
+                    describe: Callable[[G], Any],
                     also: Mapping[str, str | None] | None = None) -> dict[str, list[Any]]:
     """What ``compute(folder, members)`` gives for each campaign folder of ``groups``, kept in
     ``cache`` (one shard a folder) by the cache's salt, the folder's digest from the build's walk
@@ -485,14 +483,10 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
     folder without a digest (it holds a symbolic link, or there was no walk) or one whose
     ``compute`` says its result is not to be kept (a run naming a file outside its folder, whose
     changes the folder's digest would not see).
-    Folders no longer in ``groups`` are forgotten; the cache is saved. ``kept_by``, if given,
-    gets each kept folder's key: a digest of everything its result was computed from. ``also``:
+    Folders no longer in ``groups`` are forgotten; the cache is saved. ``also``:
     another digest of each folder (its files' stat, where ``digests`` are by content), under
     which a result kept by a build that had only that one is found too — and then kept under
     both (a cold build's publisher keys by stat: the next build finds its lists)."""
-    def key_of(cache: RecordCache, digest: str, described: str) -> str:  # a folder's result, by one of its digests
-        return folder_key(cache.salt, digest, parts, described)
-
     out: dict[str, list[Any]] = {}
     keys: dict[str, set[str]] = {}
     for folder, members in groups.items():
@@ -500,26 +494,22 @@ def kept_per_folder(cache: RecordCache | None, digests: Mapping[str, str | None]
         key = None
         if cache is not None and digest is not None:
             described = json.dumps(describe(members))
-            key = key_of(cache, digest, described)
+            key = folder_key(cache.salt, digest, parts, described)
             keys[folder] = {key}
             found = cache.get(folder, key)
             other = also.get(folder) if also is not None else None
             if not isinstance(found, list) and other is not None and other != digest:
-                other_key = key_of(cache, other, described)
+                other_key = folder_key(cache.salt, other, parts, described)
                 found = cache.get(folder, other_key)
                 if isinstance(found, list):  # kept under both from now on
                     keys[folder].add(other_key)
                     cache.put(folder, key, found)
             if isinstance(found, list):
                 out[folder] = found
-                if kept_by is not None:
-                    kept_by[folder] = key
                 continue
         rows, keep = compute(folder, members)
         if cache is not None and key is not None and keep:
             cache.put(folder, key, rows)
-            if kept_by is not None:
-                kept_by[folder] = key
         out[folder] = rows
     if cache is not None:
         cache.keep_only(keys)
@@ -575,8 +565,6 @@ class RunsRows:
         #: The run id of each row listed and kept → its folder and the key its folder's rows are
         #: kept by (which determines the row but for ``included``, ``reason`` and ``condition``).
         self.listed_by: dict[str, str] = {}
-        #: Each run's chart key (``samples_key``), as the pages planned so far have them.
-        self.samples_keys: dict[str, str] = {}
         self._listed: dict[str, list[Any]] = {}
         self._folders: dict[str, bool] = {}
         self._analysis: tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, str]]] | None = None
@@ -658,13 +646,13 @@ class RunsRows:
 
     def shards_present(self, campaign: str) -> bool:
         """Whether each folder of the campaign has its rows' shard in the cache (a plan taken
-        without them would list them again in every build that fills one of its pages); the
-        folders then count as kept by their keys."""
-        folders = self.campaigns[campaign]
-        if self.cache is None or not all(self.cache.has_file(folder) for folder in folders):
-            return False
-        self.kept.update((folder, self.keys[folder]) for folder in folders)
-        return True
+        without them would list them again in every build that fills one of its pages)."""
+        return self.cache is not None and all(self.cache.has_file(folder) for folder in self.campaigns[campaign])
+
+    def vouch(self, campaign: str) -> None:
+        """The campaign's folders count as kept by their listing keys (its plan was taken: its
+        rows, not read, are those its folders' shards hold under those keys)."""
+        self.kept.update((folder, self.keys[folder]) for folder in self.campaigns[campaign])
 
     def all_kept(self, campaign: str) -> bool:
         """Whether every folder of the campaign has its rows kept by its listing key."""
@@ -705,6 +693,11 @@ class RunsRows:
             from sparkreport.cache import write_cache_pickle
 
             write_cache_pickle(path, self.cache.salt, "plans", plans)
+
+
+def _chunks(entries: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A campaign's rows cut into its pages' (:data:`PAGE_SIZE` each)."""
+    return [entries[i:i + PAGE_SIZE] for i in range(0, len(entries), PAGE_SIZE)]
 
 
 def _names(entries: list[dict[str, Any]]) -> list[str]:
