@@ -543,12 +543,10 @@ def column_hashes(site: SiteData, table: str) -> tuple[Any, Any, list[str]]:
 
         frame = getattr(site, table)
         heads = [f"{name}:{dtype}" for name, dtype in zip(frame.columns, frame.dtypes, strict=True)]
-        if table in RUN_ROW_TABLES:
-            digests = site.dataset.run_digests
-            runs = [f"{digests[str(run)]}\0{folder}\0{included}\0{reason}" for run, folder, included, reason
-                    in zip(frame["run_id"].astype(object), frame["run_path"].astype(object),
-                           frame["included"].astype(object), frame["exclusion_reason"].astype(object), strict=True)]
-            hashes = pd.util.hash_pandas_object(pd.Series(runs, dtype=object), index=False).to_numpy()[:, None]
+        if table in RUN_ROW_TABLES:  # (column by column, combined per row: no Python loop over the runs)
+            runs = pd.DataFrame({"digest": frame["run_id"].map(site.dataset.run_digests), "folder": frame["run_path"],
+                                 "included": frame["included"], "reason": frame["exclusion_reason"]})
+            hashes = pd.util.hash_pandas_object(runs, index=False).to_numpy()[:, None]
         else:
             hashes = np.empty((len(frame), len(frame.columns)), dtype=np.uint64)
             for position in range(len(frame.columns)):
