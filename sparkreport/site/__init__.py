@@ -126,7 +126,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
     from sparkreport.site.mkdocs_site import PROJECT_CONFIG, write_config
-    from sparkreport.site.reuse import Reuse
+    from sparkreport.site.reuse import Reuse, ReusePlan
     from sparkreport.site.scan import vouch
     from sparkreport.site.titles import make_titles_inert
 
@@ -224,13 +224,11 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         config_file = write_config(result, target)
         make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
         timings["render"] = time.perf_counter() - started
-        reuse = None
-        if builder.reuses:
-            shell = incremental.shell_key(config_file, result.project_root, strict, name, memo)
-            reuse = Reuse.load(cache_dir, target, shell)
-            if full:
-                reuse.previous = None
-        Reuse.forget(cache_dir)  # until the new site is live
+        # What the builder may reuse of the live site, read where it builds (its versions are
+        # looked up there, while it waits); none but what it built is kept until the new site is live.
+        plan = ReusePlan(cache_dir, target, result.project_root, name, full) if builder.reuses else None
+        if plan is None:
+            Reuse.forget(cache_dir)
         started = time.perf_counter()
         gathered: list[Gathered] = []
 
@@ -245,10 +243,11 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             assert run_files is not None
             gathered.append(gather(result, target, run_files, cache_dir, memo, read=read[0]))
 
+        reuse: Reuse | None
         if standby is not None:
-            warnings, built = standby.run((config_file, staging, strict, reuse), meanwhile=meanwhile)
-            reuse = built if reuse is not None else None  # what it converted and reused
+            warnings, reuse = standby.run((config_file, staging, strict, plan), meanwhile=meanwhile)
         else:
+            reuse = Reuse.taken(plan, config_file, strict) if plan is not None else None
             later.run()
             warnings = builder.build(config_file, staging, strict, reuse=reuse)
         timings["builder"] = time.perf_counter() - started

@@ -34,7 +34,7 @@ from sparkreport.errors import BuildError
 
 if TYPE_CHECKING:
     from sparkreport.parallel import Standby
-    from sparkreport.site.reuse import Reuse
+    from sparkreport.site.reuse import Reuse, ReusePlan
 
 
 class Builder:
@@ -98,7 +98,7 @@ class MkDocsBuilder(Builder):
         ``reuse`` it filled in (where no worker may be forked, the build runs here, unwarmed)."""
         from sparkreport.parallel import Standby
 
-        return Standby(functools.partial(_warm_mkdocs, previous_config), _build_beside)
+        return Standby(functools.partial(_warm_mkdocs, previous_config), build_reusing)
 
     def serve(self, config_file: Path, dev_addr: str | None = None) -> None:
         from sparkreport.site.mkdocs_site import mkdocs_serve
@@ -106,20 +106,27 @@ class MkDocsBuilder(Builder):
         mkdocs_serve(config_file, dev_addr)
 
 
-#: What a standby builder is handed: the config, the folder to build into, strict, the reuse.
-BuildArguments = tuple[Path, Path, bool, "Reuse | None"]
+#: What a standby builder is handed: the config, the folder to build into, strict, where to find
+#: what it may reuse (None: nothing).
+BuildArguments = tuple[Path, Path, bool, "ReusePlan | None"]
 
 
 def _warm_mkdocs(previous_config: Path) -> None:
+    from sparkreport.site.incremental import warm_versions
     from sparkreport.site.mkdocs_site import warm_up
 
     warm_up(previous_config)
+    warm_versions()
 
 
-def _build_beside(arguments: BuildArguments) -> tuple[list[str], Reuse | None]:
-    """:meth:`MkDocsBuilder.build` in its standby process: the warnings, and ``reuse`` as the
+def build_reusing(arguments: BuildArguments) -> tuple[list[str], Reuse | None]:
+    """:meth:`MkDocsBuilder.build` with what the plan lets it reuse (:meth:`Reuse.taken`, read
+    here: in a build's standby process, after its warm-up): the warnings, and the reuse as the
     build left it (what it converted and reused: the build's process saves it)."""
-    config_file, out_dir, strict, reuse = arguments
+    from sparkreport.site.reuse import Reuse
+
+    config_file, out_dir, strict, plan = arguments
+    reuse = Reuse.taken(plan, config_file, strict) if plan is not None else None
     return MkDocsBuilder().build(config_file, out_dir, strict, reuse=reuse), reuse
 
 

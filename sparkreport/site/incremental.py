@@ -17,6 +17,7 @@ a full build (whose dataset and chart caches still skip the unchanged runs and c
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -99,7 +100,7 @@ def shell_key(config_file: Path, project_root: Path, strict: bool, builder: str,
         ("config", memo.digest(config_file)), ("builder", builder), ("strict", str(strict)),
         ("mkdocs", mkdocs.__version__),
     ]
-    for distribution in ("mkdocs-material", "markdown", "pymdown-extensions", "pygments"):
+    for distribution in SHELL_DISTRIBUTIONS:
         parts.append((distribution, _material_version(distribution)))
     project = project_root / "mkdocs.yml"
     parts.append(("project", memo.digest(project) if project.is_file() else "absent"))
@@ -113,6 +114,7 @@ def shell_key(config_file: Path, project_root: Path, strict: bool, builder: str,
     return inputs_digest(parts)
 
 
+@functools.cache
 def _material_version(distribution: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -120,6 +122,17 @@ def _material_version(distribution: str) -> str:
         return version(distribution)
     except PackageNotFoundError:
         return ""
+
+
+#: The distributions whose versions :func:`shell_key` names.
+SHELL_DISTRIBUTIONS = ("mkdocs-material", "markdown", "pymdown-extensions", "pygments")
+
+
+def warm_versions() -> None:
+    """Look up the versions :func:`shell_key` names, once a process (a build's standby
+    builder does it while it waits: ~0.03 s, most of it importing ``importlib.metadata``)."""
+    for distribution in SHELL_DISTRIBUTIONS:
+        _material_version(distribution)
 
 
 def kept_key(cache_dir: Path) -> BuildKeys | None:
