@@ -239,6 +239,32 @@ def test_a_changed_run_converts_the_pages_that_read_it(project: Path, tmp_path: 
     assert len(pages) == len(set(pages)) and "notes/" in pages
 
 
+def test_the_docs_folders_assets_are_linked_not_copied_and_a_new_render_never_writes_through_them(
+        project: Path, tmp_path: Path) -> None:
+    """A chart's spec or a download is the generated docs folder's file, hard-linked into the
+    site (not copied): the next render moves its new files over by rename, so the published
+    file keeps what it held until the site is swapped."""
+    first = build(options(project), project / "site")
+    docs = first.render.docs_dir
+    specs = sorted(docs.rglob("*.vl.json"))
+    assert specs
+    for spec in specs:
+        published = project / "site" / spec.relative_to(docs)
+        assert os.path.samefile(published, spec), spec
+    kept = keep_a_copy(project / "site", tmp_path / "before")
+    path = min((project / "runs").glob("*/*/run.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["labels"]["note"] = "rerun"
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+    second = build(options(project), project / "site")
+
+    assert digests(tmp_path / "before") == kept  # nothing written through a link of the old site
+    assert_equals_a_full_build(project, second, tmp_path)
+    for spec in sorted(docs.rglob("*.vl.json")):
+        assert os.path.samefile(project / "site" / spec.relative_to(docs), spec), spec
+
+
 def test_a_changed_shell_converts_every_page(project: Path, tmp_path: Path) -> None:
     build(options(project), project / "site")
     config = project / "mkdocs.yml"

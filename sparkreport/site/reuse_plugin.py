@@ -61,10 +61,20 @@ class ReusePlugin:
         # Every page, whatever its inclusion now (the blog plugin excludes posts until on_nav).
         pages = sorted(file.src_uri for file in files.documentation_pages(inclusion=lambda _level: True))
         reuse.key = None if why_not else _digest(reuse.shell, pages)
-        if why_not or reuse.previous is None or reuse.key != reuse.previous_key:
-            return files  # convert everything
-        blog = tuple(f"{root}/" for root in blog_roots(config))
         made: set[str] = set()  # folders made in the new site (one mkdir each, not one a file)
+        if why_not:
+            return files  # convert and copy everything
+        if reuse.previous is not None and reuse.key == reuse.previous_key:
+            self._link_previous(files, config, made)
+        self._link_assets(files, config, made)
+        return files
+
+    def _link_previous(self, files: Any, config: Any, made: set[str]) -> None:
+        """Hard-link into the new site the previous site's output of every file MkDocs would
+        find unmodified (see the module docstring)."""
+        reuse = self.reuse
+        assert reuse.previous is not None
+        blog = tuple(f"{root}/" for root in blog_roots(config))
         for file in files:
             if file.generated_by is not None or file.abs_src_path is None:
                 continue
@@ -86,7 +96,29 @@ class ReusePlugin:
             os.link(before, file.abs_dest_path)
             if file.is_documentation_page():
                 self.linked_pages.add(_page_url(file.url))
-        return files
+
+    @staticmethod
+    def _link_assets(files: Any, config: Any, made: set[str]) -> None:
+        """Hard-link, instead of MkDocs' copy, each file of the docs folder that MkDocs would
+        copy as it is (a chart's spec, the Downloads page's data: 24 files and ~23 ms of every
+        new run's build at 10 000 runs, the cold build's ~550 charts): the link has the source's
+        mtime, so MkDocs finds it unmodified and leaves it. Safe because nothing writes a file of
+        the generated docs folder in place (a render moves new files over, by rename) and MkDocs
+        writes an asset only when it is modified; where a link cannot be made (another file
+        system), MkDocs copies it."""
+        docs = os.path.join(os.path.normpath(os.path.abspath(config.docs_dir)), "")
+        for file in files:
+            if file.is_documentation_page() or file.generated_by is not None or file.abs_src_path is None \
+                    or getattr(file, "_content", None) is not None or not file.abs_src_path.startswith(docs):
+                continue  # (content set by a plugin: MkDocs writes that)
+            folder = os.path.dirname(file.abs_dest_path)
+            try:
+                if folder not in made:
+                    os.makedirs(folder, exist_ok=True)
+                    made.add(folder)
+                os.link(file.abs_src_path, file.abs_dest_path)
+            except OSError:  # linked from the previous site already (FileExistsError), or no link here
+                continue
 
     @event_priority(-100)  # after the nav: every page MkDocs will build, in its order
     def on_env(self, env: Any, *, config: Any, files: Any) -> Any:
