@@ -1304,8 +1304,35 @@ def test_the_downloads_scan_vouches_only_for_the_text_files_it_found_clean(tmp_p
     monkeypatch.setattr(builtin, "write_downloads", written)
     files, clean = builtin.scanned_downloads(cast(Any, None), tmp_path / "downloads", None, vouch)
     assert [f["name"] for f in files] == ["dataset.csv", "dataset.json", "dataset.parquet"]
-    assert clean == [files[0]["sha256"]]
-    assert builtin.scanned_downloads(cast(Any, None), tmp_path / "again", None)[1] == []  # no scan: none vouched for
+    written = os.stat(tmp_path / "downloads" / "dataset.csv")  # (its stamp: publishing knows it by that)
+    assert clean == {"dataset.csv": [written.st_ino, written.st_size, written.st_mtime_ns, files[0]["sha256"]]}
+    assert builtin.scanned_downloads(cast(Any, None), tmp_path / "again", None)[1] == {}  # no scan: none vouched for
+
+
+def test_publishing_reads_no_downloads_file_the_render_scanned(tiny: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a new run, the Downloads page's files (tens of MB at 10 000 runs) were scanned where
+    they were written and are linked into the site as they are: publishing knows them by their
+    inode, size and mtime and neither reads nor hashes them again."""
+    from sparkreport.site import scan
+
+    root = _copy(tiny, tmp_path)
+    build(_options(root), root / "site")
+    run_json = next((root / "runs" / "tiny").glob("*/run.json"))
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["model"]["display_name"] = "llama, again"
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    hashed: list[str] = []
+    digest = scan.hashlib.file_digest
+
+    def spy(handle: Any, name: str) -> Any:
+        hashed.append(handle.name)
+        return digest(handle, name)
+
+    monkeypatch.setattr(scan.hashlib, "file_digest", spy)
+    build(_options(root), root / "site")
+    assert "llama, again" in (root / "site" / "downloads" / "dataset.csv").read_text(encoding="utf-8")
+    assert hashed and not [path for path in hashed if "/downloads/dataset." in path]
 
 
 def test_a_credential_in_the_downloads_still_fails_the_build(tiny: Path, tmp_path: Path) -> None:

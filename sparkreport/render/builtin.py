@@ -702,14 +702,23 @@ def write_downloads(dataset: Dataset, folder: Path, chunks: ExportChunks | None)
 
 
 def scanned_downloads(dataset: Dataset, folder: Path, chunks: ExportChunks | None,
-                      vouch: Vouch | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+                      vouch: Vouch | None = None) -> tuple[list[dict[str, Any]], dict[str, list[Any]]]:
     """:func:`write_downloads`, then the publish-time scan of what it wrote (``vouch``, which
     the site hands the render: the CSV and JSON, tens of MB at 10 000 runs, new bytes after
-    every new run): the files and the sha256 of those the scan read and found clean. Run where
-    they are written, beside the render, it leaves the build's publishing only their hashing."""
+    every new run): the files, and of each the scan read and found clean, its name → its
+    (inode, size, mtime_ns, sha256) as written. Run where they are written, beside the render,
+    it leaves the build's publishing nothing to read: the file is moved into the docs folder
+    and linked into the site (:mod:`sparkreport.site.reuse_plugin`) as it is, so publishing
+    knows it by that stamp (:class:`~sparkreport.site.scan.ScanMemo`), and by its sha256 where
+    it was copied."""
     files = write_downloads(dataset, folder, chunks)
     clean = vouch([(f["name"], str(folder / f["name"])) for f in files]) if vouch is not None else set()
-    return files, [f["sha256"] for f in files if f["name"] in clean]
+    stamps: dict[str, list[Any]] = {}
+    for file in files:
+        if file["name"] in clean:
+            found = os.stat(folder / file["name"])
+            stamps[file["name"]] = [found.st_ino, found.st_size, found.st_mtime_ns, file["sha256"]]
+    return files, stamps
 
 
 class DownloadsAhead:
@@ -728,15 +737,16 @@ class DownloadsAhead:
         shutil.rmtree(self.folder, ignore_errors=True)  # left by a build that was killed
         self.task = Background(functools.partial(scanned_downloads, dataset, self.folder, chunks, vouch))
 
-    def take(self, folder: Path) -> tuple[list[dict[str, Any]], set[str]]:
-        """The files, moved into ``folder``, as :func:`write_downloads` describes them, and the
-        sha256 of those the scan found clean (:func:`scanned_downloads`)."""
+    def take(self, folder: Path) -> tuple[list[dict[str, Any]], dict[str, list[Any]]]:
+        """The files, moved into ``folder`` (by rename: the same inodes), as
+        :func:`write_downloads` describes them, and what the scan found clean
+        (:func:`scanned_downloads`), by their paths in the site (the docs folder's)."""
         files, clean = self.task.result()
         folder.mkdir(parents=True, exist_ok=True)
         for file in files:
             os.replace(self.folder / file["name"], folder / file["name"])
         self.drop()
-        return files, set(clean)
+        return files, {f"{DownloadsPage.folder}/{name}": entry for name, entry in clean.items()}
 
     def drop(self) -> None:
         """The task stopped if it still runs, and whatever it wrote removed."""

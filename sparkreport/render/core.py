@@ -86,9 +86,10 @@ class RenderResult:
     #: True when only hand-written docs had changed since the last build: every generated page
     #: and the posts' results were kept, and the dataset was not loaded.
     data_kept: bool = False
-    #: The sha256 of files this render wrote that the publish-time scan already found clean (the
-    #: Downloads page's, scanned where they were written): publishing hashes them, not scans.
-    scanned_clean: set[str] = field(default_factory=set)
+    #: The files this render wrote that the publish-time scan already found clean (the Downloads
+    #: page's, scanned where they were written), by site path: (inode, size, mtime_ns, sha256)
+    #: as written. Publishing knows them by that stamp (linked as they are), else by the sha256.
+    scanned_clean: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def chart_count(self) -> int:
@@ -353,7 +354,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
             else:
                 fresh[doc.path] = CachedPage(key=key, files=[])
     keys.save_includes()
-    scanned_clean: set[str] = set()
+    scanned_clean: dict[str, list[Any]] = {}
     if ahead is not None:  # the page written again takes them; a page kept keeps its files
         if DownloadsPage().path in fresh:
             site.extra[DOWNLOADS_AHEAD], scanned_clean = ahead.take(docs_dir / DownloadsPage.folder)

@@ -517,7 +517,9 @@ def gather(result: RenderResult, target: Path, run_files: Callable[[], RunFiles]
         publish.side_dir(target).mkdir()
         done = publish_run_files_beside(manifest[0] if manifest is not None else Path(), target, cache_dir, listed)
     memo.adopt(done.clean)  # the run files, scanned where they were published
-    memo.trust(result.scanned_clean)  # the Downloads page's files, scanned where they were written
+    # the Downloads page's files, scanned where they were written: by their stamp, else by content
+    memo.adopt(result.scanned_clean)
+    memo.trust({entry[3] for entry in result.scanned_clean.values()})
     record = done.files.record
     if manifest is not None and hashes is not None and done.files.unhashed:
         record = complete_record(record, done.listed, manifest[0], hashes)
