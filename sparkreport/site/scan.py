@@ -16,6 +16,7 @@ same data is in the CSV downloads, which are. Without ``grep`` every file gets t
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import os
@@ -115,9 +116,11 @@ class PublishScanError(SparkreportError):
         super().__init__("\n".join([head, *listed]))
 
 
+@functools.cache
 def vendored_files() -> dict[str, int]:
     """Site-relative paths of the assets a build copies unchanged from installed packages
-    (Material's scripts, styles and images; sparkreport's Vega builds), with their sizes."""
+    (Material's scripts, styles and images; sparkreport's Vega builds), with their sizes (listed
+    once a process: the packages a process has imported do not change under it)."""
     from sparkreport.published import ASSETS, TARGET
 
     out: dict[str, int] = {}
@@ -304,22 +307,30 @@ def site_files(site_dir: Path) -> list[tuple[str, str]]:
     the vendored assets left out when unchanged. Plain strings, not Paths: a 10 000-run site
     has tens of thousands of files."""
     vendored = vendored_files()
-    root = str(site_dir)
-    cut = len(root) + 1
     out: list[tuple[str, str]] = []
-    for folder, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if is_binary(name):
-                continue
-            path = os.path.join(folder, name)
-            relative = path[cut:].replace(os.sep, "/")
-            size = vendored.get(relative)
-            if size is not None and size == os.path.getsize(path):
-                continue
-            if os.path.islink(path):
+
+    def walk(folder: str, prefix: str) -> None:  # as os.walk, top-down, names sorted: no stat a file
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError:  # (as os.walk: a folder that cannot be listed is passed over)
+            return
+        folders = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry)
+            elif entry.is_symlink():
                 continue  # the site's own files are never links; a link is not published content
-            out.append((relative, path))
+            elif not is_binary(entry.name):
+                relative = prefix + entry.name
+                size = vendored.get(relative)
+                if size is not None and size == entry.stat(follow_symlinks=False).st_size:
+                    continue
+                out.append((relative, entry.path))
+        for entry in folders:
+            walk(entry.path, f"{prefix}{entry.name}/")
+
+    walk(str(site_dir), "")
     return out
 
 
