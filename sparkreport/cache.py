@@ -1114,13 +1114,15 @@ class AnalysisCache:
         value = self.entries.get(kind, {}).get(key)
         if value is not None:
             self.reused[kind] += 1
+            if isinstance(value, PickledLater):  # put by this process (a held cache's earlier render)
+                value = value.pickled()
             if isinstance(value, Pickled):
                 return value.value()
         return value
 
     def put(self, kind: str, key: str, value: Any) -> None:
         self.used.setdefault(kind, set()).add(key)
-        self._set(kind, key, Pickled.of(value) if kind in self.PICKLED_KINDS else value)
+        self._set(kind, key, PickledLater(value) if kind in self.PICKLED_KINDS else value)
         self.computed[kind] += 1
 
     def _set(self, kind: str, key: str, stored: Any) -> None:
@@ -1294,6 +1296,23 @@ class Pickled:
     def value(self) -> Any:
         with gc_paused():
             return pickle.loads(self.data)
+
+
+class PickledLater:
+    """A value put into a cache as :class:`Pickled`, pickled only when the cache is written
+    (which a build puts off until its builder runs: the history, ~0.5 MB pickled at 10 000
+    runs, is put while the build plans its pages); read back as the :class:`Pickled` it makes."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any):
+        self._value = value
+
+    def pickled(self) -> Pickled:
+        return Pickled.of(self._value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Pickled, (self.pickled().data,))
 
 
 C = TypeVar("C", RecordCache, AnalysisCache, "StackedTables")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
 from sparkreport.analysis import statistics as st
-from sparkreport.analysis.arms import included_runs
+from sparkreport.analysis.arms import included_frame
 from sparkreport.analysis.changepoints import METHOD, find_steps
 from sparkreport.config import AnalysisOptions
 from sparkreport.errors import DataError
@@ -189,7 +189,7 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
     each model's environments in :func:`~sparkreport.names.level_order`: ``baseline`` (the
     site's, :meth:`~sparkreport.config.ProjectConfig.baseline_of` the ``environment``) first,
     then the others by name, as every page lists them."""
-    runs = included_runs(ds, opts)
+    runs = included_frame(ds, opts)
     runs = runs[runs["included"]]
     if campaigns:
         present = sorted(set(runs["campaign"].astype(str)))
@@ -221,16 +221,18 @@ def history(ds: Dataset, opts: AnalysisOptions, *, by: str = "version", metrics:
             digests = {ACROSS: "\0".join(f"{c}={digests[c]}" for c in sorted(runs["campaign"].unique()))}
     if across_campaigns:
         runs = runs.assign(campaign=ACROSS)
-    groups = runs.groupby("campaign", sort=False, observed=True)
-    for campaign, rows in sorted(groups, key=lambda group: campaign_order(str(group[0]))):  # as the pages list them
+    # each campaign's rows cut out only where its series are computed (a kept campaign's are not)
+    groups = runs.groupby("campaign", sort=False, observed=True).indices
+    for campaign in sorted(groups, key=lambda name: campaign_order(str(name))):  # as the pages list them
+        series = functools.partial(_campaign_series_at, runs, groups[campaign], versions, present, opts, min_effect,
+                                   effect_default, baseline)
         if cache is None or digests is None:
-            out += _campaign_series(rows, versions, present, opts, min_effect, effect_default, baseline)
+            out += series()
             continue
         key = cache.key(("kind", "history-4"), ("runs", digests[str(campaign)]), ("versions", versions),
                         ("column", column), ("metrics", present), ("opts", opts), ("min_effect", min_effect),
                         ("baseline", baseline))
-        out += cache.get_or("history-campaign", key, functools.partial(
-            _campaign_series, rows, versions, present, opts, min_effect, effect_default, baseline))
+        out += cache.get_or("history-campaign", key, series)
     effect_text = effect_default
     return History(by=by, column=column, order=order, versions=versions, series=out, alpha=opts.alpha,
                    min_effect=effect_text, across_campaigns=across_campaigns)
@@ -248,6 +250,11 @@ def _one_campaign_per_version(runs: pd.DataFrame, column: str) -> None:
                 f"history.across_campaigns: version {version} of {model} in {environment} is in campaigns "
                 f"{names} — a version's runs must come from one campaign (campaigns are never pooled): "
                 "give the runs different versions, or compare the campaigns with a diff")
+
+
+def _campaign_series_at(runs: pd.DataFrame, positions: Any, *args: Any) -> list[Series]:
+    """:func:`_campaign_series` of the rows of ``runs`` at ``positions`` (one campaign's)."""
+    return _campaign_series(runs.iloc[positions], *args)
 
 
 def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str], opts: AnalysisOptions,
