@@ -100,16 +100,18 @@ class ReusePlugin:
     @staticmethod
     def _link_assets(files: Any, config: Any, made: set[str]) -> None:
         """Hard-link, instead of MkDocs' copy, each file of the docs folder that MkDocs would
-        copy as it is (a chart's spec, the Downloads page's data: 24 files and ~23 ms of every
-        new run's build at 10 000 runs, the cold build's ~550 charts): the link has the source's
-        mtime, so MkDocs finds it unmodified and leaves it. Safe because nothing writes a file of
-        the generated docs folder in place (a render moves new files over, by rename) and MkDocs
-        writes an asset only when it is modified; where a link cannot be made (another file
-        system), MkDocs copies it."""
+        copy as it is — an included file that is not a page (a chart's spec, the Downloads page's
+        data: 24 files and ~23 ms of every new run's build at 10 000 runs, the cold build's ~550
+        charts); never an excluded one (a dot-file: MkDocs leaves it out). The link has the
+        source's mtime, so MkDocs finds it unmodified and leaves it. Safe because nothing writes a
+        file of the generated docs folder in place (a render moves new files over, by rename) and
+        MkDocs writes an asset only when it is modified; where a link cannot be made (another
+        file system), MkDocs copies it."""
         docs = os.path.join(os.path.normpath(os.path.abspath(config.docs_dir)), "")
         for file in files:
-            if file.is_documentation_page() or file.generated_by is not None or file.abs_src_path is None \
-                    or getattr(file, "_content", None) is not None or not file.abs_src_path.startswith(docs):
+            if file.is_documentation_page() or not file.inclusion.is_included() or file.generated_by is not None \
+                    or file.abs_src_path is None or getattr(file, "_content", None) is not None \
+                    or not file.abs_src_path.startswith(docs):
                 continue  # (content set by a plugin: MkDocs writes that)
             folder = os.path.dirname(file.abs_dest_path)
             try:
