@@ -59,6 +59,14 @@ def keep_a_copy(site: Path, into: Path) -> dict[str, str]:
     return digests(into)
 
 
+def relabel_a_run(root: Path) -> None:
+    """One run of the store changed (a label added): the pages that read it change."""
+    path = min((root / "runs").glob("*/*/run.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["labels"]["note"] = "rerun"
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
 def test_a_post_edit_converts_the_blog_and_reuses_the_rest(project: Path, tmp_path: Path) -> None:
     first = build(options(project), project / "site")
     assert first.reused == 0 and first.converted > 10
@@ -223,10 +231,7 @@ def test_a_post_edit_that_breaks_a_binding_is_refused_as_in_a_full_render(
 def test_a_changed_run_converts_the_pages_that_read_it(project: Path, tmp_path: Path) -> None:
     build(options(project), project / "site")
     before = keep_a_copy(project / "site", tmp_path / "before")
-    path = min((project / "runs").glob("*/*/run.json"))
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data["labels"]["note"] = "rerun"
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    relabel_a_run(project)
 
     second = build(options(project), project / "site")
 
@@ -252,10 +257,7 @@ def test_the_docs_folders_assets_are_linked_not_copied_and_a_new_render_never_wr
         published = project / "site" / spec.relative_to(docs)
         assert os.path.samefile(published, spec), spec
     kept = keep_a_copy(project / "site", tmp_path / "before")
-    path = min((project / "runs").glob("*/*/run.json"))
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data["labels"]["note"] = "rerun"
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    relabel_a_run(project)
 
     second = build(options(project), project / "site")
 
