@@ -1509,3 +1509,24 @@ def test_the_walk_and_the_key_are_made_beside_the_imports(
     assert _walked_and_keyed(project, root / "site", True, "mkdocs")._replace(record=None) \
         == walked._replace(record=None)
     assert not set(imported) & set(DATA_MODULES)
+
+
+def test_the_scan_memo_adopts_another_scans_clean_files_by_stamp_and_by_content(tmp_path: Path) -> None:
+    """What another scan found clean (the Downloads files, scanned where they were written) is
+    known by its stamp where the same file is published (linked), by its content where a copy
+    is, and nothing else is taken for clean."""
+    from sparkreport.site.scan import ScanMemo
+    from sparkreport.store import sha256_file
+
+    written = tmp_path / "written.csv"
+    written.write_text("run_id,model\nr1,llama\n", encoding="utf-8")
+    stat = os.stat(written)
+    memo = ScanMemo(None)
+    memo.adopt({"downloads/dataset.csv": [stat.st_ino, stat.st_size, stat.st_mtime_ns, sha256_file(written)]})
+    linked, copied, other = tmp_path / "linked.csv", tmp_path / "copied.csv", tmp_path / "other.csv"
+    os.link(written, linked)
+    shutil.copyfile(written, copied)
+    other.write_text("run_id,model\nr2,llama\n", encoding="utf-8")
+    assert memo.known_clean("downloads/dataset.csv", str(linked))
+    assert memo.known_clean("downloads/dataset.csv", str(copied))
+    assert not memo.known_clean("downloads/dataset.csv", str(other))

@@ -169,10 +169,11 @@ class RunsPage(Page):
         """A campaign's documents planned from its rows (each page's fill set), and the plan that
         stands for them (:meth:`planned_campaign`): the pages' paths, run ids and what each
         reads, the index's row, the anchors of its names, its runs' chart keys."""
-        paths = self.campaign_paths(campaign, len(_chunks(entries)))
+        chunks = _chunks(entries)
+        paths = self.campaign_paths(campaign, len(chunks))
         pages = [PageDoc(path, _numbered(title, k, len(paths)), self.group_template, banner=False)
                  for k, path in enumerate(paths)]
-        per_page, groups = self.campaign_groups(_chunks(entries), pages, anchors)
+        per_page, groups = self.campaign_groups(chunks, pages, anchors)
         summary = _campaign_summary(campaign, groups, len(paths), posixpath.relpath(paths[0], self.folder))
         for k, (doc, (chunk, sections)) in enumerate(zip(pages, per_page, strict=True)):
             doc.inputs = [e["run_id"] for e in chunk]

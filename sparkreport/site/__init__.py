@@ -224,8 +224,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         config_file = write_config(result, target)
         make_titles_inert(result.docs_dir, config_nav(config_file), cache_dir / "titles.json")
         timings["render"] = time.perf_counter() - started
-        # What the builder may reuse of the live site, read where it builds (its versions are
-        # looked up there, while it waits); none but what it built is kept until the new site is live.
+        # What the builder may reuse of the live site: read, then forgotten until the new site is
+        # live, by the builder's own process (which looks the shell's versions up while it waits).
         plan = ReusePlan(cache_dir, target, result.project_root, name, full) if builder.reuses else None
         if plan is None:
             Reuse.forget(cache_dir)
@@ -517,9 +517,7 @@ def gather(result: RenderResult, target: Path, run_files: Callable[[], RunFiles]
         publish.side_dir(target).mkdir()
         done = publish_run_files_beside(manifest[0] if manifest is not None else Path(), target, cache_dir, listed)
     memo.adopt(done.clean)  # the run files, scanned where they were published
-    # the Downloads page's files, scanned where they were written: by their stamp, else by content
-    memo.adopt(result.scanned_clean)
-    memo.trust({entry[3] for entry in result.scanned_clean.values()})
+    memo.adopt(result.scanned_clean)  # the Downloads page's files, scanned where they were written
     record = done.files.record
     if manifest is not None and hashes is not None and done.files.unhashed:
         record = complete_record(record, done.listed, manifest[0], hashes)

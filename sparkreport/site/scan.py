@@ -369,17 +369,13 @@ class ScanMemo:
         self.fresh[relative] = [*stamp, digest]
         return digest in self.digests
 
-    def trust(self, digests: set[str]) -> None:
-        """Take the content digests of files another scan found clean (the Downloads page's,
-        scanned by the process that wrote them): a file with one of these digests is hashed,
-        not scanned again."""
-        self.digests |= digests
-
     def adopt(self, clean: dict[str, list[Any]]) -> None:
-        """Take what another scan (of the same files, in another folder: the run files scanned
-        where they were published) found clean: a file with the same inode, size and mtime is
-        then not read again."""
+        """Take what another scan found clean (site path → inode, size, mtime_ns, sha256: the
+        run files scanned where they were published, the Downloads files where they were
+        written): a file with the same inode, size and mtime is then not read again, and one
+        with the same content (a copy) is hashed, not scanned."""
         self.files.update(clean)
+        self.digests.update(entry[3] for entry in clean.values())
 
     def clean_entries(self, findings: list[Finding]) -> dict[str, list[Any]]:
         """What this scan learnt of the files it found nothing in (for :meth:`adopt`)."""
