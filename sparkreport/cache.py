@@ -420,10 +420,16 @@ def walk_files(root: Path, links: set[str] | None = None, folders: list[str] | N
         return
     taken_ns = time.time_ns()
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
+    stat = os.stat
     while stack:
         folder, prefix = stack.pop()
         names, kinds = _entries(folder, prefix, kept, listing, taken_ns)
+        base = folder if folder.endswith("/") else f"{folder}/"  # (os.path.join's path, joined once a folder)
         for name, kind in zip(names, kinds, strict=True):
+            if kind == _FILE:
+                path = base + name
+                yield prefix + name, path, stat(path)
+                continue
             if kind == _SKIP:
                 continue
             if kind == _PYCACHE:
@@ -431,10 +437,8 @@ def walk_files(root: Path, links: set[str] | None = None, folders: list[str] | N
                     left_out.append(f"{prefix}{name}")
                 continue
             relative = f"{prefix}{name}"
-            path = os.path.join(folder, name)
-            if kind == _FILE:
-                yield relative, path, os.stat(path)
-            elif kind == _DIR:
+            path = base + name
+            if kind == _DIR:
                 stack.append((path, relative + "/"))
                 if folders is not None:
                     folders.append(relative)
@@ -618,17 +622,24 @@ def _folder_digests(files: Sequence[tuple[str, str, os.stat_result]],
                     known: Mapping[str, str] | None = None) -> dict[str, str]:
     """One sha256 per folder directly under a walked root over the relative path and
     ``describe(path, stat)`` of each file in it (or ``known[relative]``)."""
-    digests: dict[str, Any] = {}
+    # Each folder's lines joined, then hashed at once: the same digest as one update per line.
+    lines: dict[str, list[str]] = {}
     for relative, path, stat in files:
         top, slash, rest = relative.partition("/")
         if not slash:
             continue  # a file beside the campaigns
-        digest = digests.get(top)
-        if digest is None:
-            digest = digests[top] = hashlib.sha256()
-        described = describe(path, stat) if describe is not None else cast("Mapping[str, str]", known)[relative]
-        digest.update(f"{rest}\0{described}\n".encode("utf-8", "surrogateescape"))
-    return {top: digest.hexdigest() for top, digest in digests.items()}
+        if describe is _stat_description:  # (the walk's: 20 000 files at 10 000 runs, no call each)
+            described = f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}"
+        elif describe is not None:
+            described = describe(path, stat)
+        else:
+            described = cast("Mapping[str, str]", known)[relative]
+        folder = lines.get(top)
+        if folder is None:
+            folder = lines[top] = []
+        folder.append(f"{rest}\0{described}\n")
+    return {top: hashlib.sha256("".join(folder).encode("utf-8", "surrogateescape")).hexdigest()
+            for top, folder in lines.items()}
 
 
 #: Files under a folder whose stat the memo no longer knows from which :meth:`HashMemo.digests`

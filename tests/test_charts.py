@@ -250,6 +250,46 @@ def test_per_run_spec_is_what_altair_builds() -> None:
                                                              colours=colours, arms=["docker", "native"], zero=zero))
 
 
+_CELLS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, width=32),
+                  st.integers(min_value=0, max_value=10**6))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.sampled_from(["native", "docker", "cgroup"]), _CELLS,
+                               st.one_of(st.none(), st.integers(1, 20)), st.booleans()), max_size=25),
+       arm=st.booleans(), included=st.booleans(), dtypes=st.sampled_from(["numpy", "nullable", "category"]))
+def test_per_run_rows_read_as_lists_are_the_frames_rows(rows: list[tuple[str, object, int | None, bool]],
+                                                        arm: bool, included: bool, dtypes: str) -> None:
+    """The per-run chart reads its rows a column at a time (``_per_run_rows``): the chart is the
+    one its frame's own way gives, whatever the runs' values — missing, infinite, whole numbers,
+    excluded runs, an ``arm`` column or not — and the columns' dtypes (numpy, pandas' nullable,
+    categorical environments)."""
+    frame = pd.DataFrame({"environment": [r[0] for r in rows], "run_id": [f"run-{i}" for i in range(len(rows))],
+                          "iteration": [r[2] for r in rows], "value_metric": [r[1] for r in rows]})
+    frame["value_metric"] = pd.to_numeric(frame["value_metric"], errors="coerce")
+    if dtypes == "nullable":
+        frame["iteration"] = frame["iteration"].astype("Int64")
+        frame["value_metric"] = frame["value_metric"].astype("Float64")
+        frame["environment"] = frame["environment"].astype("string")
+    elif dtypes == "category":
+        frame["environment"] = frame["environment"].astype("category")
+    if arm:
+        frame["arm"] = "c1 · " + frame["environment"].astype(str)
+    if included:
+        frame["included"] = [r[3] for r in rows]
+    fast = charts.per_run_chart(frame, "value_metric", name="r", title="Runs", order=["docker"])
+    original = charts._per_run_rows
+    try:
+        charts._per_run_rows = lambda *_args: None  # the frame's own way
+        framed = charts.per_run_chart(frame, "value_metric", name="r", title="Runs", order=["docker"])
+    finally:
+        charts._per_run_rows = original
+    assert (fast is None) == (framed is None)
+    if fast is not None and framed is not None:
+        assert (spec_json(fast.spec), fast.rows, fast.description) == \
+            (spec_json(framed.spec), framed.rows, framed.description)
+
+
 @pytest.mark.parametrize("arms", [1, 3])
 @pytest.mark.parametrize("low", [0.0, 500.0])
 def test_quantile_spec_is_what_altair_builds(arms: int, low: float) -> None:
