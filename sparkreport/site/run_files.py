@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.cache import FolderStat, folder_signature, folder_times_trusted, walked_name
+from sparkreport.cache import FolderStat, folder_signature, folder_times_trusted
 from sparkreport.published import COMPRESS_LEVEL, RUN_FILE, published_env, store_stat
 
 if TYPE_CHECKING:
@@ -283,7 +283,9 @@ def _walked(source: str) -> bool:
     """Whether the store's walk counts the file at ``source`` in its folder's digest: every part
     of its path one the walk enters (:func:`~sparkreport.cache.walked_name`: ``..``, leaving the
     folder, is hidden-named too)."""
-    return all(walked_name(part) for part in source.split("/"))
+    # (walked_name of each part, as two substring tests: 20 000 files at 10 000 runs)
+    framed = f"/{source}/"
+    return "/." not in framed and "/__pycache__/" not in framed
 
 
 #: How a record names a file's content it did not hash: its mtime and inode (see complete_record).
