@@ -419,7 +419,7 @@ def _per_run_rows(runs: pd.DataFrame, metric: str) -> tuple[list[dict[str, Any]]
     import pandas as pd
 
     wanted = ["environment", "run_id", "iteration", metric]
-    if any(column not in runs.columns for column in wanted):
+    if not runs.columns.is_unique or any(column not in runs.columns for column in wanted):
         return None
     picked = [index for index, value in enumerate(runs[metric].tolist())
               if value is not None and value is not pd.NA and value == value]
