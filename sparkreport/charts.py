@@ -135,18 +135,8 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Plain JSON-safe rows (pandas NA → None)."""
     from sparkreport.dataset import frame_records
 
-    rows = []
-    for record in frame_records(frame.astype(object)):
-        clean: dict[str, Any] = {}
-        for key, value in record.items():
-            if isinstance(value, float | int) and not isinstance(value, bool):
-                clean[str(key)] = _finite(value)
-            elif value is None or (not isinstance(value, str) and value != value):
-                clean[str(key)] = None
-            else:
-                clean[str(key)] = value if isinstance(value, str | bool) else str(value)
-        rows.append(clean)
-    return rows
+    return [{str(key): _clean_cell(value) for key, value in record.items()}
+            for record in frame_records(frame.astype(object))]
 
 
 def top_level(body: dict[str, Any], **properties: Any) -> dict[str, Any]:
@@ -374,37 +364,37 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
 
     if metric not in runs.columns:
         return None
+    # The rows as column lists where they can be read so (no pandas step per column), else the
+    # frame's own way: the same rows either way.
     fast = _per_run_rows(runs, metric)
-    if fast is not None:  # (the rows the frame below would give, without a pandas step per column)
+    frame = None
+    values: Iterable[Any]
+    if fast is not None:
         data, values = fast
         if not data:
             return None
-        note = above_zero_note(min(values), max(values))
-        axis = metric_title(metric) + note
-        description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
-                       "the included runs.")
-        number = tooltip_format(values, digits_for(metric) if places is None else places)
-        return ChartSpec(name=name, title=title, description=description, rows=len(data),
-                         spec=per_run_spec(data, axis=axis, title=title, colours=colours, zero=not note, order=order,
-                                           number_format=number))
-    frame = runs[runs[metric].notna()].copy()
-    if frame.empty:
-        return None
-    frame["included"] = frame["included"].astype(bool) if "included" in frame else True
-    frame["arm"] = frame["arm"].astype(str) if "arm" in frame else frame["environment"].astype(str)
-    frame["status"] = frame["included"].map({True: "included", False: "excluded"})
-    note = above_zero_note(float(frame[metric].min()), float(frame[metric].max()))
+        low, high = min(values), max(values)
+    else:
+        frame = runs[runs[metric].notna()].copy()
+        if frame.empty:
+            return None
+        frame["included"] = frame["included"].astype(bool) if "included" in frame else True
+        frame["arm"] = frame["arm"].astype(str) if "arm" in frame else frame["environment"].astype(str)
+        frame["status"] = frame["included"].map({True: "included", False: "excluded"})
+        values, low, high = frame[metric], float(frame[metric].min()), float(frame[metric].max())
+    note = above_zero_note(low, high)
     axis = metric_title(metric) + note
     description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
                    "the included runs.")
-    number = tooltip_format(frame[metric], digits_for(metric) if places is None else places)
-    if len(frame) > MAX_ROWS:
-        return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours, zero=not note,
-                               order=order, number_format=number)
-    # Deterministic jitter (same output on every render): spread each arm's runs in order.
-    frame["jitter"] = frame.groupby("arm", sort=False).cumcount() % 7 / 6
-    data = _records(frame[["arm", "environment", "run_id", "iteration", "status", "jitter", metric]].rename(
-        columns={metric: "value"}))
+    number = tooltip_format(values, digits_for(metric) if places is None else places)
+    if frame is not None:
+        if len(frame) > MAX_ROWS:
+            return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours, zero=not note,
+                                   order=order, number_format=number)
+        # Deterministic jitter (same output on every render): spread each arm's runs in order.
+        frame["jitter"] = frame.groupby("arm", sort=False).cumcount() % 7 / 6
+        data = _records(frame[["arm", "environment", "run_id", "iteration", "status", "jitter", metric]].rename(
+            columns={metric: "value"}))
     return ChartSpec(name=name, title=title, description=description, rows=len(data),
                      spec=per_run_spec(data, axis=axis, title=title, colours=colours, zero=not note, order=order,
                                        number_format=number))
@@ -453,7 +443,8 @@ def _per_run_rows(runs: pd.DataFrame, metric: str) -> tuple[list[dict[str, Any]]
 
 
 def _clean_cell(value: Any) -> Any:
-    """One cell as :func:`_records` leaves it (numbers finite or None, NA None, other values text)."""
+    """One cell of a chart's rows: a number finite or None, a missing value (None, NA, NaN, NaT)
+    None, text and booleans as they are, anything else as text; a numpy scalar as Python's."""
     import numpy as np
     import pandas as pd
 
@@ -609,14 +600,10 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
         lambda s: " (published)" if s == "published" else "")
     data = _records(frame[["arm", "environment", "origin", "n", "mean", "ci_low", "ci_high"]])
     from sparkreport.config import confidence_label
+    from sparkreport.dataset import frame_records
     from sparkreport.render.precision import table_places, tooltip_format
 
-    if places is None:
-        from sparkreport.dataset import frame_records  # (to_dict's rows, a column at a time)
-
-        count = table_places(frame_records(frame), metric)
-    else:
-        count = places
+    count = table_places(frame_records(frame), metric) if places is None else places
     number = tooltip_format([row[key] for row in data for key in ("mean", "ci_low", "ci_high")], count)
 
     level = confidence_label(confidence)
