@@ -824,9 +824,19 @@ def _typed_runs(runs: pd.DataFrame) -> pd.DataFrame:
             runs[column] = None
     metric_cols = sorted(c for c in runs.columns if metric_catalog.is_metric(c) and c not in CORE_METRICS)
     labels = sorted(c for c in runs.columns if c.startswith("label."))
-    runs = runs[[*RUN_COLUMNS, *CORE_METRICS, *metric_cols, *labels]]
-    return runs.astype({**RUN_COLUMNS, **{c: "Float64" for c in (*CORE_METRICS, *metric_cols)},
-                        **{c: "string" for c in labels}})
+    order = [*RUN_COLUMNS, *CORE_METRICS, *metric_cols, *labels]
+    types = {**RUN_COLUMNS, **{c: "Float64" for c in (*CORE_METRICS, *metric_cols)}, **{c: "string" for c in labels}}
+    if list(runs.columns) == order and all(dtype == _dtype(types[column]) for column, dtype in runs.dtypes.items()):
+        return runs  # typed already (a kept campaign's frame, a stack of typed frames): astype of 84 columns is ~15 ms
+    return runs[order].astype(types)
+
+
+@functools.cache
+def _dtype(name: str) -> Any:
+    """The pandas dtype ``astype(name)`` gives (``string``: its storage too, which ``==`` tells apart)."""
+    import pandas as pd
+
+    return pd.api.types.pandas_dtype(name)
 
 
 #: The runs table's order: by campaign, model, environment, iteration, run.

@@ -265,3 +265,45 @@ def test_a_finding_placed_in_no_single_campaign_leaves_the_checks_to_the_views()
     # no runs and no campaign: a message that starts like one does not place it
     unnamed = Finding("info", "y", "beta/n/docker: no campaign set")
     assert _by_campaign(ds, [one, both]) is None and _by_campaign(ds, [unnamed]) is None
+
+
+def _effects(site: SiteData) -> list[dict[str, object]]:
+    from sparkreport.render.report import effect_rows
+
+    site.effects = None
+    return json.loads(json.dumps(effect_rows(site), default=str))  # (NaN and numpy numbers as text, the same both ways)
+
+
+@pytest.mark.parametrize("margins", [{}, {"output_throughput_tok_s": 0.05}])
+def test_effect_rows_from_the_cache_are_the_whole_tables(tmp_path: Path, margins: dict[str, float]) -> None:
+    """The site's effect rows (Home, Memory, the Campaigns overview) made campaign by campaign
+    from the analysis cache are those made from the whole comparisons table, in its order; one
+    changed run makes its campaign's rows again and takes every other campaign's from the cache."""
+    from sparkreport.render.report import _effect_rows, prime_effect_rows
+
+    config = load_config(REPO / "sparkreport.yml")
+    config.analysis.margins = margins
+    runs = tmp_path / "runs"
+    shutil.copytree(REPO / "runs", runs)
+    put_campaign(runs, "gpu-torch-copy", sorted(runs.glob("gpu-torch-native-vs-cgroup/*/run.json")), list(range(8)))
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        site = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
+        prime_effect_rows(site)
+        assert site.analysis_cache is not None
+        site.analysis_cache.save()
+        whole = json.loads(json.dumps(_effect_rows(site, site.comparisons), default=str))
+        assert _effects(site) == whole and len(whole) > 10
+        assert len({row["campaign"] for row in whole}) >= 3
+    assert not site.analysis_cache.computed.get("effect-rows")
+
+    run_json = sorted(runs.glob("gpu-torch-native-vs-cgroup/*/run.json"))[3]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] *= 1.01
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    again = _site(load_dataset(runs, cache_dir=cache), config, tmp_path, cache)
+    prime_effect_rows(again)
+    assert again.analysis_cache is not None and again.analysis_cache.computed["effect-rows"] == 1
+    assert _effects(again) == json.loads(json.dumps(_effect_rows(again, again.comparisons), default=str))
+    plain = _site(load_dataset(runs), config, tmp_path, None)  # no cache: the whole table's rows
+    assert _effects(plain) == _effects(again)

@@ -256,7 +256,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     from sparkreport.render.pages import registered_pages
     from sparkreport.render.posts import KeptPosts
     from sparkreport.render.preflight import preflight
-    from sparkreport.render.report import campaigns, newest_rule
+    from sparkreport.render.report import campaigns, newest_rule, prime_effect_rows
 
     root, config_path, runs_dir, docs_dir = project.root, project.config_path, project.runs_dir, project.docs_dir
     # The project root's sparkreport.yml, not the current directory's: render may run elsewhere.
@@ -317,6 +317,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     compiled = template_cache(cache_dir, package_digest(memo))
     env = make_environment(root / "templates", compiled)
     read_records_per_campaign(site)
+    prime_effect_rows(site)  # (before planning, whose history saves the analysis cache: one write a render)
     planned = []
     for page in registered_pages():
         docs = page.docs(site, docs_dir)
