@@ -826,7 +826,8 @@ def _typed_runs(runs: pd.DataFrame) -> pd.DataFrame:
     labels = sorted(c for c in runs.columns if c.startswith("label."))
     order = [*RUN_COLUMNS, *CORE_METRICS, *metric_cols, *labels]
     types = {**RUN_COLUMNS, **{c: "Float64" for c in (*CORE_METRICS, *metric_cols)}, **{c: "string" for c in labels}}
-    if list(runs.columns) == order and all(dtype == _dtype(types[column]) for column, dtype in runs.dtypes.items()):
+    typed = list(runs.columns) == order
+    if typed and all(dtype == _dtype(types[name]) for name, dtype in zip(order, runs.dtypes, strict=True)):
         return runs  # typed already (a kept campaign's frame, a stack of typed frames): astype of 84 columns is ~15 ms
     return runs[order].astype(types)
 

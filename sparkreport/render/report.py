@@ -669,7 +669,8 @@ def _site_effect_rows(site: SiteData) -> list[dict[str, Any]]:
     cache = site.analysis_cache
     if cache is None or frame.empty or "campaign" not in frame.columns:
         return _effect_rows(site, frame)
-    groups = {str(name): rows for name, rows in frame.groupby("campaign", sort=False, observed=True).indices.items()}
+    groups: dict[str, Any] = {str(name): rows for name, rows
+                              in frame.groupby("campaign", sort=False, observed=True).indices.items()}
     layout = [(str(column), str(dtype)) for column, dtype in frame.dtypes.items()]
     settings = (sorted(site.config.analysis.margins.items()), site.config.analysis.equivalence_margin,
                 list(site.config.primary_metrics))
