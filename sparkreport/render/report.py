@@ -678,8 +678,13 @@ def _site_effect_rows(site: SiteData) -> list[dict[str, Any]]:
     for campaign in sorted(groups, key=campaign_order):
         key = cache.key(("kind", "effect-rows-1"), ("rows", slice_digest(site, "comparisons", "campaign", campaign)),
                         ("layout", layout), ("settings", settings))
-        out += cache.get_or("effect-rows", key, functools.partial(_effect_rows, site, frame.take(groups[campaign])))
+        out += cache.get_or("effect-rows", key, functools.partial(_campaign_effect_rows, site, groups[campaign]))
     return out
+
+
+def _campaign_effect_rows(site: SiteData, positions: Any) -> list[dict[str, Any]]:
+    """:func:`_effect_rows` of the comparisons at ``positions`` (one campaign's), taken only when made."""
+    return _effect_rows(site, site.comparisons.take(positions))
 
 
 def prime_effect_rows(site: SiteData) -> None:
