@@ -403,7 +403,9 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
     cells): a label key that a run of another campaign brings adds a column that is empty here,
     which changes nothing a page of these rows shows — and so renders none of them again. Rows
     of the runs table (:data:`RUN_ROW_TABLES`) count by their runs instead of their cells
-    (:func:`column_hashes`)."""
+    (:func:`column_hashes`). Each group's digest is of its rows' hashes (:func:`row_hashes`), in
+    order: one sha256 of a few hundred bytes per group (the 1 650 groups a build's planning asks
+    for at 10 000 runs: 0.02 s, against 0.07–0.1 s when each group's cells were cut out)."""
     import hashlib
 
     columns = [column] if isinstance(column, str) else list(column)
@@ -413,19 +415,45 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
         frame = getattr(site, table)
         digests = {}
         if not frame.empty and set(columns) <= set(frame.columns):
-            hashes, present, heads = column_hashes(site, table)
+            rows = row_hashes(site, table)
             by = columns[0] if len(columns) == 1 else columns
-            named: dict[bytes, bytes] = {}  # each set of columns with a value, named once (most groups share one)
             for name, positions in frame.groupby(by, sort=False, observed=True).indices.items():
                 name_key = str(name) if len(columns) == 1 else tuple(map(str, name))
-                shown = present[positions].any(axis=0)
-                head = named.get(pattern := shown.tobytes())
-                if head is None:
-                    head = named[pattern] = "\0".join(h for h, keep in zip(heads, shown, strict=True) if keep).encode()
-                cells = hashes[positions] if table in RUN_ROW_TABLES else hashes[positions][:, shown]
-                digests[name_key] = hashlib.sha256(head + b"\n" + cells.tobytes()).hexdigest()
+                digests[name_key] = hashlib.sha256(rows[positions].tobytes()).hexdigest()
         site.extra[key] = digests
     return str(digests.get(value if isinstance(value, str) else tuple(value), "none"))
+
+
+def row_hashes(site: SiteData, table: str) -> Any:
+    """One 64-bit hash per row of ``site.<table>`` (once per render), of the cells that hold a
+    value, each by its column's name and dtype: the sum of each such cell's hash
+    (:func:`column_hashes`) times its column's odd multiplier (from the sha256 of the column's
+    name and dtype), modulo 2⁶⁴. A missing cell adds nothing, so a column empty in a row is as
+    if the table had no such column; a value moved to another column, or another dtype, changes
+    the row's hash. A row of :data:`RUN_ROW_TABLES` is its run's hash (:func:`column_hashes`) and
+    which columns hold a value in it (the sum of their multipliers)."""
+    import hashlib
+
+    import numpy as np
+
+    key = f"_row_hashes:{table}"
+    cached = site.extra.get(key)
+    if cached is None:
+        hashes, present, heads = column_hashes(site, table)
+        multipliers = np.array([int.from_bytes(hashlib.sha256(head.encode()).digest()[:8], "big") | 1
+                                for head in heads], dtype=np.uint64)
+        if table in RUN_ROW_TABLES:
+            shown = np.where(present, multipliers, np.uint64(0)).sum(axis=1, dtype=np.uint64)
+            cached = hashes[:, 0] * np.uint64(RUN_ROW_MIX) + shown
+        else:
+            cached = np.where(present, hashes * multipliers, np.uint64(0)).sum(axis=1, dtype=np.uint64)
+        site.extra[key] = cached
+    return cached
+
+
+#: An odd 64-bit constant (2⁶⁴ over the golden ratio) that a run's hash is multiplied by before
+#: the columns holding a value in its row are added (:func:`row_hashes`).
+RUN_ROW_MIX = 0x9E3779B97F4A7C15
 
 
 #: How many campaigns a page that spans campaigns shows in full: the newest, by the start of
