@@ -706,7 +706,8 @@ def _site_effect_rows(site: SiteData) -> list[dict[str, Any]]:
     for campaign in sorted(groups, key=campaign_order):
         key = cache.key(("kind", "effect-rows-1"), ("rows", slice_digest(site, "comparisons", "campaign", campaign)),
                         ("layout", layout), ("settings", settings))
-        out += cache.get_or("effect-rows", key, functools.partial(_campaign_effect_rows, site, groups[campaign]))
+        kept = cache.get_or("effect-rows", key, functools.partial(_campaign_effect_rows, site, groups[campaign]))
+        out += [dict(row) for row in kept]  # (copies: what a page does with a row never reaches the cache)
     return out
 
 
