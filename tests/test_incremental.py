@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from store_helpers import put_campaign
 from template_override import override_template
 
@@ -764,6 +766,45 @@ def test_a_slice_digest_covers_the_columns_that_hold_a_value_in_it() -> None:
     assert digests(base.assign(files=[["x"], ["w"], ["z"]]))[0] != a  # a list cell
     assert digests(base.assign(**{"label.note": ["x", None, None]}))[0] != a  # a column with a value in a
     assert slice_digest(SimpleNamespace(extra={}, stats=base), "stats", "campaign", "c") == "none"  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]),
+                                 st.one_of(st.none(), st.floats(allow_nan=False, width=32)),
+                                 st.one_of(st.none(), st.sampled_from(["x", "y", ""]))), min_size=1, max_size=12),
+       where=st.integers(min_value=0, max_value=11))
+def test_slice_digests_follow_exactly_the_rows_of_their_group(values: list[tuple[str, float | None, str | None]],
+                                                              where: int) -> None:
+    """For any table: a column that holds no value (in any row) leaves every digest as it was; a
+    cell changed (a missing value made 0.0, which pandas hashes as 0, too), or its group's rows in
+    another order, changes that group's digest and no other's."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from sparkreport.render.report import slice_digest
+
+    def digests(frame: pd.DataFrame) -> dict[str, str]:
+        site = SimpleNamespace(extra={}, stats=frame)
+        return {name: slice_digest(site, "stats", "campaign", name) for name in ("a", "b", "c")}  # type: ignore[arg-type]
+
+    base = pd.DataFrame(values, columns=["campaign", "value", "note"]).astype(
+        {"value": "Float64", "note": "string"})
+    first = digests(base)
+    assert digests(base.assign(**{"label.empty": pd.array([None] * len(base), dtype="string")})) == first
+    row = where % len(base)
+    group = str(base.loc[row, "campaign"])
+    changed = base.copy()
+    old = changed.loc[row, "value"]
+    changed.loc[row, "value"] = 0.0 if pd.isna(old) else (None if old == 0 else -old)
+    after = digests(changed)
+    assert after[group] != first[group]
+    assert {name: digest for name, digest in after.items() if name != group} == \
+        {name: digest for name, digest in first.items() if name != group}
+    rows = [i for i in range(len(base)) if base.loc[i, "campaign"] == group]
+    swapped = base.iloc[[*rows[::-1], *(i for i in range(len(base)) if i not in rows)]].reset_index(drop=True)
+    shown = [tuple(map(repr, base.iloc[i, 1:])) for i in rows]
+    assert (digests(swapped)[group] != first[group]) == (shown != shown[::-1])  # (the same rows in the same order)
 
 
 def test_a_slice_of_the_runs_table_follows_its_runs_their_folders_and_what_is_included(

@@ -426,12 +426,13 @@ def slice_digest(site: SiteData, table: str, column: str | tuple[str, ...], valu
 
 def row_hashes(site: SiteData, table: str) -> Any:
     """One 64-bit hash per row of ``site.<table>`` (once per render), of the cells that hold a
-    value, each by its column's name and dtype: the sum of each such cell's hash
-    (:func:`column_hashes`) times its column's odd multiplier (from the sha256 of the column's
-    name and dtype), modulo 2⁶⁴. A missing cell adds nothing, so a column empty in a row is as
-    if the table had no such column; a value moved to another column, or another dtype, changes
-    the row's hash. A row of :data:`RUN_ROW_TABLES` is its run's hash (:func:`column_hashes`) and
-    which columns hold a value in it (the sum of their multipliers)."""
+    value, each by its column's name and dtype: the sum, modulo 2⁶⁴, of each such cell's hash
+    (:func:`column_hashes`) times its column's odd multiplier plus its column's offset (both
+    from the sha256 of the column's name and dtype; the offset, so that a value whose hash is 0 —
+    pandas hashes 0.0 so — still counts). A missing cell adds nothing, so a column empty in a row
+    is as if the table had no such column; a value moved to another column, or another dtype,
+    changes the row's hash. A row of :data:`RUN_ROW_TABLES` is its run's hash
+    (:func:`column_hashes`) and which columns hold a value in it (the sum of their offsets)."""
     import hashlib
 
     import numpy as np
@@ -440,13 +441,15 @@ def row_hashes(site: SiteData, table: str) -> Any:
     cached = site.extra.get(key)
     if cached is None:
         hashes, present, heads = column_hashes(site, table)
-        multipliers = np.array([int.from_bytes(hashlib.sha256(head.encode()).digest()[:8], "big") | 1
-                                for head in heads], dtype=np.uint64)
+        digests = [hashlib.sha256(head.encode()).digest() for head in heads]
+        multipliers = np.array([int.from_bytes(d[:8], "big") | 1 for d in digests], dtype=np.uint64)
+        offsets = np.array([int.from_bytes(d[8:16], "big") for d in digests], dtype=np.uint64)
         if table in RUN_ROW_TABLES:
-            shown = np.where(present, multipliers, np.uint64(0)).sum(axis=1, dtype=np.uint64)
+            shown = np.where(present, offsets, np.uint64(0)).sum(axis=1, dtype=np.uint64)
             cached = hashes[:, 0] * np.uint64(RUN_ROW_MIX) + shown
         else:
-            cached = np.where(present, hashes * multipliers, np.uint64(0)).sum(axis=1, dtype=np.uint64)
+            cells = hashes * multipliers + offsets
+            cached = np.where(present, cells, np.uint64(0)).sum(axis=1, dtype=np.uint64)
         site.extra[key] = cached
     return cached
 
