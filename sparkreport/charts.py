@@ -364,48 +364,48 @@ def per_run_chart(runs: pd.DataFrame, metric: str, *, name: str, title: str,
 
     if metric not in runs.columns:
         return None
-    # The rows as column lists where they can be read so (no pandas step per column), else the
-    # frame's own way: the same rows either way.
-    fast = _per_run_rows(runs, metric)
-    frame = None
-    values: Iterable[Any]
-    if fast is not None:
-        data, values = fast
-        if not data:
-            return None
-        low, high = min(values), max(values)
-    else:
+    frame = None  # the runs as a frame: only above MAX_ROWS, where quantiles are drawn
+    read = _per_run_rows(runs, metric)
+    if read is None:  # an arm that is not text, an `included` that is not a boolean: made so
         frame = runs[runs[metric].notna()].copy()
         if frame.empty:
             return None
         frame["included"] = frame["included"].astype(bool) if "included" in frame else True
         frame["arm"] = frame["arm"].astype(str) if "arm" in frame else frame["environment"].astype(str)
-        frame["status"] = frame["included"].map({True: "included", False: "excluded"})
-        values, low, high = frame[metric], float(frame[metric].min()), float(frame[metric].max())
-    note = above_zero_note(low, high)
+        if len(frame) <= MAX_ROWS:
+            read = _per_run_rows(frame, metric)
+            if read is None:
+                return None  # (values that are not numbers, columns named twice: nothing to draw)
+            frame = None
+    if read is not None:
+        data, values = read
+        if not data:
+            return None
+    else:
+        assert frame is not None
+        values = [float(value) for value in frame[metric]]
+    note = above_zero_note(min(values), max(values))
     axis = metric_title(metric) + note
-    description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
-                   "the included runs.")
     number = tooltip_format(values, digits_for(metric) if places is None else places)
     if frame is not None:
-        if len(frame) > MAX_ROWS:
-            return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours, zero=not note,
-                                   order=order, number_format=number)
-        # Deterministic jitter (same output on every render): spread each arm's runs in order.
-        frame["jitter"] = frame.groupby("arm", sort=False).cumcount() % 7 / 6
-        data = _records(frame[["arm", "environment", "run_id", "iteration", "status", "jitter", metric]].rename(
-            columns={metric: "value"}))
+        return _quantile_chart(frame, metric, name=name, title=title, axis=axis, colours=colours, zero=not note,
+                               order=order, number_format=number)
+    description = (f"{axis} of every run, one row per environment; boxes span the quartiles of "
+                   "the included runs.")
     return ChartSpec(name=name, title=title, description=description, rows=len(data),
                      spec=per_run_spec(data, axis=axis, title=title, colours=colours, zero=not note, order=order,
                                        number_format=number))
 
 
 def _per_run_rows(runs: pd.DataFrame, metric: str) -> tuple[list[dict[str, Any]], list[float]] | None:
-    """:func:`per_run_chart`'s rows, as its frame gives them through :func:`_records`, and the
-    metric's values, read a column at a time as Python lists (a model's Results page drew five
-    such charts in ~0.1 s of pandas steps on ~100 rows). None where the frame's own way is
-    needed: more than :data:`MAX_ROWS` runs (quantiles instead of points), a column missing, a
-    missing or non-boolean ``included``, an arm that is not text, a value that is not a number."""
+    """:func:`per_run_chart`'s rows — each run that reports the metric: its arm (``arm``, else its
+    environment), environment, id, iteration, status (included or excluded), jitter (its place
+    among its arm's runs, modulo 7, over 6: the same spread on every render) and value, cleaned
+    as every chart's cells are (:func:`_clean_cell`) — and the metric's values, read a column at a
+    time as Python lists (pandas steps on ~100 rows were ~0.1 s of a model page's five charts).
+    None for more than :data:`MAX_ROWS` runs (quantiles instead of points), a column missing or
+    named twice, an ``included`` that is not a boolean, an arm that is not text, a value that is
+    not a number."""
     import pandas as pd
 
     wanted = ["environment", "run_id", "iteration", metric]

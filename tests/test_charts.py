@@ -254,16 +254,30 @@ _CELLS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, wid
                   st.integers(min_value=0, max_value=10**6))
 
 
-@settings(max_examples=60, deadline=None)
+def _frame_rows(runs: pd.DataFrame, metric: str) -> list[dict[str, object]]:
+    """The per-run chart's rows as pandas steps state the rule (what the chart drew them with
+    before it read them as lists): the runs that report the metric, ``included`` as a boolean,
+    the arm as text, each arm's runs spread in order (jitter), every cell cleaned as a chart's."""
+    frame = runs[runs[metric].notna()].copy()
+    frame["included"] = frame["included"].astype(bool) if "included" in frame else True
+    frame["arm"] = frame["arm"].astype(str) if "arm" in frame else frame["environment"].astype(str)
+    frame["status"] = frame["included"].map({True: "included", False: "excluded"})
+    frame["jitter"] = frame.groupby("arm", sort=False).cumcount() % 7 / 6
+    return charts._records(frame[["arm", "environment", "run_id", "iteration", "status", "jitter", metric]].rename(
+        columns={metric: "value"}))
+
+
+@settings(max_examples=80, deadline=None)
 @given(rows=st.lists(st.tuples(st.sampled_from(["native", "docker", "cgroup"]), _CELLS,
                                st.one_of(st.none(), st.integers(1, 20)), st.booleans()), max_size=25),
-       arm=st.booleans(), included=st.booleans(), dtypes=st.sampled_from(["numpy", "nullable", "category"]))
-def test_per_run_rows_read_as_lists_are_the_frames_rows(rows: list[tuple[str, object, int | None, bool]],
-                                                        arm: bool, included: bool, dtypes: str) -> None:
-    """The per-run chart reads its rows a column at a time (``_per_run_rows``): the chart is the
-    one its frame's own way gives, whatever the runs' values — missing, infinite, whole numbers,
-    excluded runs, an ``arm`` column or not — and the columns' dtypes (numpy, pandas' nullable,
-    categorical environments)."""
+       arm=st.sampled_from(["none", "text", "category"]), included=st.sampled_from(["none", "bool", "int"]),
+       dtypes=st.sampled_from(["numpy", "nullable", "category"]))
+def test_per_run_chart_draws_the_rows_the_rule_states(rows: list[tuple[str, object, int | None, bool]],
+                                                      arm: str, included: str, dtypes: str) -> None:
+    """The per-run chart reads its rows a column at a time (``_per_run_rows``), after making an
+    arm that is not text text and an ``included`` that is not a boolean a boolean: its points are
+    the rows :func:`_frame_rows` states, whatever the runs' values — missing, infinite, whole
+    numbers, excluded runs — and the columns' dtypes (numpy, pandas' nullable, categorical)."""
     frame = pd.DataFrame({"environment": [r[0] for r in rows], "run_id": [f"run-{i}" for i in range(len(rows))],
                           "iteration": [r[2] for r in rows], "value_metric": [r[1] for r in rows]})
     frame["value_metric"] = pd.to_numeric(frame["value_metric"], errors="coerce")
@@ -273,21 +287,24 @@ def test_per_run_rows_read_as_lists_are_the_frames_rows(rows: list[tuple[str, ob
         frame["environment"] = frame["environment"].astype("string")
     elif dtypes == "category":
         frame["environment"] = frame["environment"].astype("category")
-    if arm:
+    if arm != "none":
         frame["arm"] = "c1 · " + frame["environment"].astype(str)
-    if included:
-        frame["included"] = [r[3] for r in rows]
-    fast = charts.per_run_chart(frame, "value_metric", name="r", title="Runs", order=["docker"])
-    original = charts._per_run_rows
-    try:
-        charts._per_run_rows = lambda *_args: None  # the frame's own way
-        framed = charts.per_run_chart(frame, "value_metric", name="r", title="Runs", order=["docker"])
-    finally:
-        charts._per_run_rows = original
-    assert (fast is None) == (framed is None)
-    if fast is not None and framed is not None:
-        assert (spec_json(fast.spec), fast.rows, fast.description) == \
-            (spec_json(framed.spec), framed.rows, framed.description)
+        if arm == "category":
+            frame["arm"] = frame["arm"].astype("category")
+    if included != "none":
+        frame["included"] = [r[3] if included == "bool" else int(r[3]) for r in rows]
+    chart = charts.per_run_chart(frame, "value_metric", name="r", title="Runs", order=["docker"])
+    expected = _frame_rows(frame, "value_metric")
+    if chart is None:
+        assert not expected
+        return
+    assert chart.spec["data"]["values"] == expected and chart.rows == len(expected)
+    values = [float(value) for value in frame["value_metric"] if pd.notna(value)]  # (infinite ones too)
+    assert chart.description.startswith(charts.metric_title("value_metric"))
+    assert chart.description.endswith("of every run, one row per environment; boxes span the quartiles of the "
+                                      "included runs.")
+    assert ("does not start at 0" in chart.description) == bool(
+        charts.above_zero_note(min(values), max(values)))
 
 
 @pytest.mark.parametrize("arms", [1, 3])
