@@ -307,6 +307,14 @@ def walked_name(name: str) -> bool:
     return not name.startswith(".") and name != "__pycache__"
 
 
+def walked_path(path: str) -> bool:
+    """Whether :func:`walk_files` reaches the file at ``path`` (relative, ``/``-separated):
+    :func:`walked_name` of every part (``..``, leaving the folder, is hidden-named too), as two
+    substring tests (the publisher asks it of 20 000 files at 10 000 runs)."""
+    framed = f"/{path}/"
+    return "/." not in framed and "/__pycache__/" not in framed
+
+
 #: A folder's inode, mtime and ctime (nanoseconds), as a walk or the publisher recorded them.
 FolderStat = tuple[int, int, int]
 #: A folder whose mtime or ctime is this close to the moment its stat was taken is recorded as

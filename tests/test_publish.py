@@ -1536,10 +1536,9 @@ def test_the_scan_memo_adopts_another_scans_clean_files_by_stamp_and_by_content(
                 min_size=1, max_size=5))
 def test_a_published_files_path_counts_in_its_folders_digest_as_the_walk_enters_it(parts: list[str]) -> None:
     """The publisher takes a file's entry from the record only where the store's walk counts it
-    (``_walked``, two substring tests): every part of its path one the walk enters — no hidden
-    part (``..`` too), no ``__pycache__``."""
-    from sparkreport.cache import walked_name
-    from sparkreport.site.run_files import _walked
+    (``walked_path``, two substring tests): every part of its path one the walk enters — no
+    hidden part (``..`` too), no ``__pycache__``."""
+    from sparkreport.cache import walked_name, walked_path
 
     source = "/".join(parts)
-    assert _walked(source) == all(walked_name(part) for part in source.split("/"))
+    assert walked_path(source) == all(walked_name(part) for part in source.split("/"))

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkreport.cache import FolderStat, folder_signature, folder_times_trusted
+from sparkreport.cache import FolderStat, folder_signature, folder_times_trusted, walked_path
 from sparkreport.published import COMPRESS_LEVEL, RUN_FILE, published_env, store_stat
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
     trusted by, :class:`~sparkreport.cache.HashMemo`): their entries are taken from the record
     as they are, without stat-ing them one by one (at 10 000 runs, 30 000 system calls and
     ~0.15 s of CPU beside the dataset and the analysis); an entry that names a file's stat
-    rather than its sha256, or a path the walk's digest does not cover (:func:`_walked`), is
+    rather than its sha256, or a path the walk's digest does not cover (:func:`~sparkreport.cache.walked_path`), is
     looked at as usual. ``recorded_dirs``: the live run-files folder's folders as the record
     was kept with them (:func:`carry_plan` checks the live folder by them)."""
     root = str(runs_dir)
@@ -221,7 +221,7 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
                     if digest is not None and (recorded_folders or {}).get(top) == digest} if record else set()
     for target, source in files:  # plain strings: 20 000 files at 10 000 runs
         kept = record.get(target) if source.partition("/")[0] in same_folders else None
-        if kept is not None and not str(kept[1]).startswith(STAT_KEY) and _walked(source):
+        if kept is not None and not str(kept[1]).startswith(STAT_KEY) and walked_path(source):
             found.append((target, source, None))  # stat-ed only if it must be copied
             out.record[target] = kept
             continue
@@ -277,15 +277,6 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
         out.carry = Carry(carried, incoming=[t for t in out.record if t not in same],
                           removed=sorted(set(record) - set(out.record)), kept=sorted(same))
     return out
-
-
-def _walked(source: str) -> bool:
-    """Whether the store's walk counts the file at ``source`` in its folder's digest: every part
-    of its path one the walk enters (:func:`~sparkreport.cache.walked_name`: ``..``, leaving the
-    folder, is hidden-named too)."""
-    # (walked_name of each part, as two substring tests: 20 000 files at 10 000 runs)
-    framed = f"/{source}/"
-    return "/." not in framed and "/__pycache__/" not in framed
 
 
 #: How a record names a file's content it did not hash: its mtime and inode (see complete_record).
