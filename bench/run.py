@@ -33,7 +33,9 @@ Stages (all cold unless named otherwise):
 * ``mkdocs``   — a bare ``mkdocs build`` (Material) of as many plain pages as ``build`` made.
 
 ``--only refuse,newrun`` re-runs just those stages on the stores of an earlier run (an untimed
-build first where a stage needs a built site and there is none).
+build first where a stage needs a built site and there is none). The runs that an earlier
+bench's ``newrun`` or ``series`` stage ingested are taken out of such a store first
+(:func:`drop_added_runs`): every bench measures the store ``synth.py`` generated.
 
 No figure is asserted here: the targets are in bench/README.md, next to the latest figures.
 """
@@ -247,6 +249,18 @@ def break_project(project: Path, case: str) -> tuple[str, Callable[[], object]]:
     return "has model='retired-model'", lambda: stale.unlink()
 
 
+def drop_added_runs(runs: Path) -> int:
+    """Take out of the store the runs that :func:`add_one_run` ingested (those whose source log
+    is named ``…-new<ns>.log``), so that every bench measures the store ``synth.py`` generated:
+    otherwise each ``newrun`` and ``series`` stage leaves its runs behind, all in the newest
+    group's arm (it had grown from 10 runs to 196 by the forty-eighth round, and with it the
+    model page a new run changes). Returns how many run folders were removed."""
+    added = {log.parent for log in runs.glob("*/*/*-new*.log") if log.stem.rsplit("-new", 1)[-1].isdigit()}
+    for folder in sorted(added):
+        shutil.rmtree(folder)
+    return len(added)
+
+
 def add_one_run(source: Path, project: Path, work: Path) -> None:
     """``sparkreport ingest`` ONE new run: a copy of the newest group's first log with one more
     line at its end (so a new source hash and run id), into that group's campaign with its labels.
@@ -312,6 +326,9 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
     if "ingest" in wanted or not runs.exists():
         wanted.add("ingest")
         stage("ingest", [sys.executable, str(HERE / "stages.py"), "ingest", str(source), str(runs)], clean_store)
+    if "ingest" not in wanted and (dropped := drop_added_runs(runs)):
+        print(f"took out {dropped} runs that earlier benches added: the store is the generated one again",
+              file=sys.stderr)
     post = write_post(project)
     stage("dataset", [sys.executable, str(HERE / "stages.py"), "dataset", str(runs)])
     dataset_cache = project.parent / "dataset-cache"  # filled by an untimed load first

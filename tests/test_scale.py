@@ -8,6 +8,7 @@ import posixpath
 import re
 import sys
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
@@ -280,17 +281,38 @@ def test_large_run_files_are_published_gzipped_and_reproducibly(tmp_path: Path, 
         ("samples.csv", "files/c/r1/samples.csv.gz")]
 
 
+def _bench_run() -> Any:
+    """bench/run.py, imported as a module."""
+    spec = importlib.util.spec_from_file_location("bench_run", BENCH / "run.py")
+    assert spec is not None and spec.loader is not None
+    bench_run = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = bench_run
+    spec.loader.exec_module(bench_run)
+    return bench_run
+
+
+def test_the_bench_measures_the_store_it_generated(tmp_path: Path) -> None:
+    """The runs a bench's `newrun` and `series` stages ingest (a log named `…-new<ns>.log`) are
+    taken out again when the next bench starts on that store, and nothing else is: otherwise
+    each bench leaves its new runs in one arm, which grows from bench to bench."""
+    runs = tmp_path / "runs"
+    for campaign, run, source in [("c", "trtllm-1", "a-it001.log"), ("c", "trtllm-2", "a-it001-new17000.log"),
+                                  ("d", "trtllm-3", "a-it002-newer.log"), ("d", "trtllm-4", "b-new42.log")]:
+        (runs / campaign / run).mkdir(parents=True)
+        (runs / campaign / run / "run.json").write_text("{}\n", encoding="utf-8")
+        (runs / campaign / run / source).write_text("log\n", encoding="utf-8")
+    assert _bench_run().drop_added_runs(runs) == 2
+    assert sorted(p.relative_to(runs).as_posix() for p in runs.glob("*/*")) == ["c/trtllm-1", "d/trtllm-3"]
+    assert _bench_run().drop_added_runs(runs) == 0
+
+
 def test_the_bench_measures_this_checkout(tmp_path: Path) -> None:
     """bench/run.py runs every measured command with this checkout first on PYTHONPATH (kept
     after it what was there): `python -m sparkreport` in a project folder imports the code beside
     the bench, not an installed copy of the package."""
     import subprocess
 
-    spec = importlib.util.spec_from_file_location("bench_run", BENCH / "run.py")
-    assert spec is not None and spec.loader is not None
-    bench_run = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = bench_run
-    spec.loader.exec_module(bench_run)
+    bench_run = _bench_run()
     root = BENCH.parent
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "sparkreport").mkdir(parents=True)
