@@ -24,13 +24,18 @@ from sparkreport.render.pages import fill
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
-def _synth():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_synth", BENCH / "synth.py")
+def _bench_module(name: str) -> Any:
+    """bench/NAME.py, imported as the module ``bench_NAME``."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_synth"] = module
+    sys.modules[f"bench_{name}"] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _synth() -> Any:
+    return _bench_module("synth")
 
 
 @pytest.fixture(scope="module")
@@ -282,13 +287,7 @@ def test_large_run_files_are_published_gzipped_and_reproducibly(tmp_path: Path, 
 
 
 def _bench_run() -> Any:
-    """bench/run.py, imported as a module."""
-    spec = importlib.util.spec_from_file_location("bench_run", BENCH / "run.py")
-    assert spec is not None and spec.loader is not None
-    bench_run = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = bench_run
-    spec.loader.exec_module(bench_run)
-    return bench_run
+    return _bench_module("run")
 
 
 def test_the_bench_measures_the_store_it_generated(tmp_path: Path) -> None:
