@@ -35,7 +35,8 @@ Stages (all cold unless named otherwise):
 ``--only refuse,newrun`` re-runs just those stages on the stores of an earlier run (an untimed
 build first where a stage needs a built site and there is none). The runs that an earlier
 bench's ``newrun`` or ``series`` stage ingested are taken out of such a store first
-(:func:`drop_added_runs`): every bench measures the store ``synth.py`` generated.
+(:func:`drop_added_runs`), and the run.json its ``rebuild1`` stage touched is put back
+(:func:`put_back_touched`): every bench measures the store ``synth.py`` generated.
 
 No figure is asserted here: the targets are in bench/README.md, next to the latest figures.
 """
@@ -261,6 +262,33 @@ def drop_added_runs(runs: Path) -> int:
     return len(added)
 
 
+#: The copy of the run.json the ``rebuild1`` stage touched, as it was before (put back by :func:`put_back_touched`).
+UNTOUCHED = "untouched-run.json"
+
+
+def keep_untouched(runs: Path, run_json: Path, work: Path) -> None:
+    """Keep ``run_json`` as it is now (once: the first touch's copy is the generated file) and
+    where it is, for :func:`put_back_touched`."""
+    kept = work / UNTOUCHED
+    if not kept.exists():
+        kept.write_text(json.dumps({"path": run_json.relative_to(runs).as_posix(), "text": run_json.read_text()}))
+
+
+def put_back_touched(runs: Path, work: Path) -> int:
+    """The run.json the ``rebuild1`` stage gave a ``touched`` label, as it was generated; 1 if
+    one was put back, else 0."""
+    kept = work / UNTOUCHED
+    if not kept.exists():
+        return 0
+    found = json.loads(kept.read_text())
+    target = runs / found["path"]
+    put = target.exists()
+    if put:
+        target.write_text(found["text"])
+    kept.unlink()
+    return int(put)
+
+
 def add_one_run(source: Path, project: Path, work: Path) -> None:
     """``sparkreport ingest`` ONE new run: a copy of the newest group's first log with one more
     line at its end (so a new source hash and run id), into that group's campaign with its labels.
@@ -326,9 +354,8 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
     if "ingest" in wanted or not runs.exists():
         wanted.add("ingest")
         stage("ingest", [sys.executable, str(HERE / "stages.py"), "ingest", str(source), str(runs)], clean_store)
-    if "ingest" not in wanted and (dropped := drop_added_runs(runs)):
-        print(f"took out {dropped} runs that earlier benches added: the store is the generated one again",
-              file=sys.stderr)
+    if "ingest" not in wanted and (dropped := drop_added_runs(runs) + put_back_touched(runs, work)):
+        print(f"put back {dropped} runs as generated (added or touched by earlier benches)", file=sys.stderr)
         if (project / "site").exists():  # built once, untimed: the next timed build is its stage's alone
             run_child([*sparkreport, "build"], project)
     post = write_post(project)
@@ -350,6 +377,7 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
 
     def touch_one() -> None:
         first = min(runs.glob("*/*/run.json"))
+        keep_untouched(runs, first, work)
         data = json.loads(first.read_text())
         data["labels"]["touched"] = str(time.time())
         first.write_text(json.dumps(data, indent=2) + "\n")

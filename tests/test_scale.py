@@ -292,17 +292,28 @@ def _bench_run() -> Any:
 
 def test_the_bench_measures_the_store_it_generated(tmp_path: Path) -> None:
     """The runs a bench's `newrun` and `series` stages ingest (a log named `…-new<ns>.log`) are
-    taken out again when the next bench starts on that store, and nothing else is: otherwise
-    each bench leaves its new runs in one arm, which grows from bench to bench."""
+    taken out again when the next bench starts on that store, and nothing else is (otherwise
+    each bench leaves its new runs in one arm, which grows from bench to bench); the run.json
+    the `rebuild1` stage touched is put back as generated."""
     runs = tmp_path / "runs"
     for campaign, run, source in [("c", "trtllm-1", "a-it001.log"), ("c", "trtllm-2", "a-it001-new17000.log"),
                                   ("d", "trtllm-3", "a-it002-newer.log"), ("d", "trtllm-4", "b-new42.log")]:
         (runs / campaign / run).mkdir(parents=True)
         (runs / campaign / run / "run.json").write_text("{}\n", encoding="utf-8")
         (runs / campaign / run / source).write_text("log\n", encoding="utf-8")
-    assert _bench_run().drop_added_runs(runs) == 2
+    bench_run = _bench_run()
+    assert bench_run.drop_added_runs(runs) == 2
     assert sorted(p.relative_to(runs).as_posix() for p in runs.glob("*/*")) == ["c/trtllm-1", "d/trtllm-3"]
-    assert _bench_run().drop_added_runs(runs) == 0
+    assert bench_run.drop_added_runs(runs) == 0
+    # The run.json the `rebuild1` stage touches is put back as it was before the first touch.
+    work, first = tmp_path / "work", runs / "c" / "trtllm-1" / "run.json"
+    work.mkdir()
+    for touch in ("1", "2"):
+        bench_run.keep_untouched(runs, first, work)
+        first.write_text(f'{{"labels": {{"touched": "{touch}"}}}}\n', encoding="utf-8")
+    assert bench_run.put_back_touched(runs, work) == 1
+    assert first.read_text(encoding="utf-8") == "{}\n"
+    assert bench_run.put_back_touched(runs, work) == 0
 
 
 def test_the_bench_measures_this_checkout(tmp_path: Path) -> None:
