@@ -18,7 +18,7 @@ from template_override import override_template
 
 from sparkreport.cli import main
 from sparkreport.render import RenderOptions
-from sparkreport.site import BuildResult, build
+from sparkreport.site import BuildResult, build, search_pieces
 
 POST = "---\ndate: 2026-02-03\ncategories: [Notes]\n---\n\n# Fish & chips\n\nText about fish.\n"
 
@@ -233,10 +233,18 @@ def test_a_changed_run_converts_the_pages_that_read_it(project: Path, tmp_path: 
     before = keep_a_copy(project / "site", tmp_path / "before")
     relabel_a_run(project)
 
+    kept = project / "build" / "cache" / search_pieces.PIECES_FILE
+    first_pieces = search_pieces.KeptPieces(kept)
+    assert first_pieces.pieces and "" in first_pieces.pages  # Home's pieces among them
+
     second = build(options(project), project / "site")
 
-    assert second.reused > 0 and second.converted > 0
+    assert second.reused > 0 and second.converted >= 8, second.converted  # enough for two workers
     assert digests(tmp_path / "before") == before
+    # The converted pages' search entries took the pieces they had in common with the last
+    # build's; a full build, its pieces all parsed now, writes the same site.
+    assert search_pieces.KeptPieces(kept).pieces.keys() & first_pieces.pieces.keys()
+    kept.unlink()
     assert_equals_a_full_build(project, second, tmp_path)
     # The search index holds every page once, in the order a full build writes it.
     index = json.loads((project / "site" / "search" / "search_index.json").read_text(encoding="utf-8"))

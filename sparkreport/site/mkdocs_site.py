@@ -258,6 +258,7 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
+    from sparkreport.site import search_pieces
     from sparkreport.site.parallel_pages import ParallelPagesPlugin
 
     with _mkdocs_logs() as logs, theme_environment(config_file.parent / "cache" / "jinja"):
@@ -265,7 +266,8 @@ def build_site(config_file: Path, *, strict: bool = True, site_dir: Path | None 
             overrides = {"site_dir": str(site_dir)} if site_dir is not None else {}
             _forget_plugins()
             config = load_config(config_file=str(config_file), strict=strict, **overrides)
-            pages = ParallelPagesPlugin(dirty=reuse is not None)
+            pages = ParallelPagesPlugin(dirty=reuse is not None,
+                                        pieces=config_file.parent / "cache" / search_pieces.PIECES_FILE)
             config.plugins["sparkreport/parallel-pages"] = pages  # type: ignore[assignment]
             # As `mkdocs build` runs them: a build, not a dirty one (the reuse below is ours).
             config.plugins.on_startup(command="build", dirty=False)

@@ -28,7 +28,10 @@ reaches the page (``on_page_context``: ~20 ms for a Runs page of 50 runs, pure-P
 parsing), in the build's process unless the pages are built ahead. The conversion workers
 index each page they convert with the same plugin's own code right after converting it; when
 MkDocs' loop reaches the page, the entries are taken only if the page is still what was
-indexed (its HTML, URL, title and metadata equal), else it is indexed there as always.
+indexed (its HTML, URL, title and metadata equal), else it is indexed there as always. With
+Material's index and a place to keep them (a build's cache folder), a worker's parse reuses the
+pieces of HTML an earlier build parsed (:mod:`sparkreport.site.search_pieces`); the build's
+process keeps what the workers parsed, after the build (``on_post_build``).
 
 Converted ahead: the pages MkDocs will convert (in a reusing build, only the modified ones),
 except the blog's (its plugin changes posts' Markdown before conversion), and only when every
@@ -43,12 +46,16 @@ import functools
 import inspect
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mkdocs.plugins import event_priority
+
+if TYPE_CHECKING:
+    from sparkreport.site.search_pieces import KeptPieces
 
 #: Pages a worker converts at least (fewer than twice this: MkDocs converts them itself).
 PAGES_PER_WORKER = 4
@@ -86,6 +93,9 @@ class Indexed:
     title: str | None
     meta: dict[str, Any]
     entries: list[Any]
+    #: The pieces of its HTML that may be kept, by digest (:mod:`sparkreport.site.search_pieces`);
+    #: None when the page was indexed by the search plugin's own parse.
+    pieces: dict[str, bytes] | None = None
 
     def matches(self, page: Any) -> bool:
         return (page.content == self.content and page.url == self.url and page.title == self.title
@@ -104,9 +114,12 @@ class _Capture(logging.Handler):
         self.records.append(record)
 
 
-def _convert(page: Any, config: Any, files: Any, index: Any = None) -> Converted:
+def _convert(page: Any, config: Any, files: Any, index: Any = None, kept: Mapping[str, bytes] | None = None
+             ) -> Converted:
     """Read and convert one page as MkDocs' loop would (no plugin events), capturing its log;
-    with the search plugin's ``index``, index the converted page (:class:`Indexed`)."""
+    with the search plugin's ``index``, index the converted page (:class:`Indexed`), with
+    ``kept`` pieces from an earlier build where the index is Material's
+    (:mod:`sparkreport.site.search_pieces`)."""
     logger = logging.getLogger("mkdocs")
     capture = _Capture()
     logger.addHandler(capture)
@@ -121,23 +134,31 @@ def _convert(page: Any, config: Any, files: Any, index: Any = None) -> Converted
     return Converted(
         content=page.content, toc=page.toc, title=page._title_from_render, anchors=set(page.present_anchor_ids),
         links=None if links is None else {target.src_uri: dict(found) for target, found in links.items()},
-        records=capture.records, indexed=_index(index, page) if index is not None else None)
+        records=capture.records, indexed=_index(index, page, kept) if index is not None else None)
 
 
-def _index(index: Any, page: Any) -> Indexed | None:
+def _index(index: Any, page: Any, kept: Mapping[str, bytes] | None = None) -> Indexed | None:
     """The entries ``index`` (the search plugin's) adds for ``page``; None if indexing it failed
-    (MkDocs' loop indexes it again, and any error is raised there)."""
+    (MkDocs' loop indexes it again, and any error is raised there). With ``kept``, Material's
+    parse is made piece by piece (:func:`~sparkreport.site.search_pieces.add_entries`)."""
+    from sparkreport.site import search_pieces
+
     entries = _entries_of(index)
     assert entries is not None
     before = len(entries)
+    found: dict[str, bytes] | None = {} if kept is not None else None
     try:
-        index.add_entry_from_context(page)
+        if found is not None and kept is not None:
+            search_pieces.add_entries(index, page, kept, found)
+        else:
+            index.add_entry_from_context(page)
     except Exception:  # noqa: BLE001 — indexed again by the search plugin in MkDocs' loop
         return None
     finally:
         added = entries[before:]
         del entries[before:]
-    return Indexed(content=page.content, url=page.url, title=page.title, meta=dict(page.meta), entries=added)
+    return Indexed(content=page.content, url=page.url, title=page.title, meta=dict(page.meta), entries=added,
+                   pieces=found)
 
 
 def _apply(page: Any, converted: Converted, config: Any, files: Any) -> None:
@@ -217,8 +238,14 @@ def _build_one(build_page: Any, page: Any, config: Any, doc_files: Any, nav: Any
 class ParallelPagesPlugin:
     """See the module docstring. ``dirty``: the build converts only modified pages."""
 
-    def __init__(self, *, dirty: bool = False) -> None:
+    def __init__(self, *, dirty: bool = False, pieces: Path | None = None) -> None:
         self.dirty = dirty
+        #: Where the search entries' pieces are kept between builds (None: not kept).
+        self.pieces_path = pieces
+        self.kept: KeptPieces | None = None
+        #: Each page indexed ahead with pieces: its URL → its pieces; the site's pages' URLs.
+        self.indexed_pieces: dict[str, dict[str, bytes]] = {}
+        self.urls: set[str] = set()
         self.converted = 0
         self.workers = 0
         #: The pages converted ahead, which workers may also build.
@@ -306,12 +333,18 @@ class ParallelPagesPlugin:
         self.built_ahead = len(built)
         return built
 
+    def on_post_build(self, *, config: Any) -> None:
+        """Keep the search entries' pieces this build parsed (:mod:`sparkreport.site.search_pieces`)."""
+        if self.kept is not None:
+            self.kept.save(self.indexed_pieces, self.urls)
+
     @event_priority(-100)  # after every other plugin's nav (the blog places its posts there)
     def on_nav(self, nav: Any, *, config: Any, files: Any) -> Any:
         from mkdocs.structure.files import InclusionLevel
         from mkdocs.structure.pages import Page
 
         from sparkreport.parallel import fork_map, workers_for
+        from sparkreport.site import search_pieces
         from sparkreport.site.reuse import blog_roots, why_not_reused
 
         if why_not_reused(config):
@@ -337,15 +370,23 @@ class ParallelPagesPlugin:
         shares = _shares(pages, self.workers)
         index = _search_index(config)
         entries = _entries_of(index) if index is not None and self._original is not None else None
+        kept = None
+        if entries is not None and self.pieces_path is not None and search_pieces.available(index):
+            self.kept = search_pieces.KeptPieces(self.pieces_path)
+            self.urls = {file.url for file in files.documentation_pages(inclusion=InclusionLevel.is_included)}
+            kept = self.kept.pieces
 
         def convert(share: int) -> list[Converted]:
-            return [_convert(page, config, files, index if entries is not None else None) for page in shares[share]]
+            return [_convert(page, config, files, index if entries is not None else None, kept)
+                    for page in shares[share]]
 
         for share, results in zip(shares, fork_map(convert, len(shares), self.workers), strict=True):
             for page, converted in zip(share, results, strict=True):
                 page.render = functools.partial(_apply, page, converted)
                 if converted.indexed is not None:
                     self.indexed[page.file.src_uri] = converted.indexed
+                    if converted.indexed.pieces is not None:
+                        self.indexed_pieces[converted.indexed.url] = converted.indexed.pieces
         if entries is not None and self.indexed:
             index.add_entry_from_context = functools.partial(self._add_entry, index.add_entry_from_context, entries)
             self._index = index
