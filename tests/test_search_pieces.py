@@ -29,6 +29,20 @@ def shape(sections: list[Any]) -> list[tuple[Any, ...]]:
 TEXT = st.sampled_from(["plain words", "a &amp; b", "x &lt; 3", "tail &am", "  ", "ünïcode", "1,234.5 ms"])
 
 
+#: Blocks made of their words alone. "fake": cut before, as if it had an id, but it has none —
+#: its text is the section before's.
+SIMPLE = {
+    "fake": '<h2 title="see id=x">{words}</h2>',
+    "p": "<p>{words} <code>{more}</code></p>",
+    "table": "<table>\n<tr><th>{words}</th></tr>\n<tr><td>{more}</td></tr>\n</table>",
+    "script": "<script>var x = '{words}';</script>",
+    "exclude": "<div data-search-exclude>{words}</div>",
+    "pre": "<pre><code>{words}\n  {more}</code></pre>",
+    "list": "<ul>\n<li>{words}</li>\n<li></li>\n</ul>",
+    "text": "{words}",
+}
+
+
 @st.composite
 def blocks(draw: Any, depth: int = 0) -> str:
     kind = draw(st.sampled_from(["h", "hx", "fake", "p", "table", "script", "exclude", "div", "pre", "list", "text"]
@@ -40,22 +54,8 @@ def blocks(draw: Any, depth: int = 0) -> str:
         return f'<h{level} id="{name}">{words}{link}</h{level}>'
     if kind == "hx":  # a heading without an id: no section of its own
         return f"<h{draw(st.integers(1, 6))}>{words}</h{draw(st.integers(1, 6))}>"
-    if kind == "fake":  # cut before, as if it had an id, but it has none: its text is the section before's
-        return f'<h2 title="see id=x">{words}</h2>'
-    if kind == "p":
-        return f"<p>{words} <code>{draw(TEXT)}</code></p>"
-    if kind == "table":
-        return f"<table>\n<tr><th>{words}</th></tr>\n<tr><td>{draw(TEXT)}</td></tr>\n</table>"
-    if kind == "script":
-        return f"<script>var x = '{words}';</script>"
-    if kind == "exclude":
-        return f'<div data-search-exclude>{words}</div>'
-    if kind == "pre":
-        return f"<pre><code>{words}\n  {draw(TEXT)}</code></pre>"
-    if kind == "list":
-        return f"<ul>\n<li>{words}</li>\n<li></li>\n</ul>"
-    if kind == "text":
-        return words
+    if kind in SIMPLE:
+        return SIMPLE[kind].format(words=words, more=draw(TEXT))
     inner = draw(st.lists(blocks(depth + 1), max_size=4))  # a div holding headings (an admonition)
     return '<div class="admonition">\n' + "\n".join(inner) + "\n</div>"
 
