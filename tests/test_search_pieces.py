@@ -70,6 +70,12 @@ PAGES = st.lists(st.tuples(blocks(), st.sampled_from(["\n", "\n", "\n", ""])), m
 # A piece cut before a heading that only looks as if it had an id: its text belongs to the
 # section before, so the piece is never kept.
 @example(earlier="", html='<h1 id="t">T</h1>\n<p>x</p>\n<h2 title="see id=x">words</h2><h2 id="a">A</h2>\n')
+# A piece whose parse ends inside an element (an admonition opened on its heading's line).
+@example(earlier="", html='<h1 id="t">T</h1>\n<h2 id="a">A</h2><div class="admonition">\n<h3 id="b">B</h3>\n'
+                          '</div>\n<p>after</p>\n')
+# A piece kept from a page where it stood outside every element, met inside an admonition.
+@example(earlier='<h1 id="t">T</h1>\n<h2 id="a">A</h2>\n<p>x</p>\n<h2 id="b">B</h2>\n',
+         html='<h1 id="t">T</h1>\n<div class="admonition">\n<h2 id="a">A</h2>\n<p>x</p>\n<h2 id="b">B</h2>\n</div>\n')
 def test_the_sections_are_materials_parse_of_the_whole_page(earlier: str, html: str) -> None:
     """Whatever was kept (pieces of another page, of the same page, nothing), the sections are
     those Material's parser makes of the whole page; a piece kept is one whose parse depends on
