@@ -1,7 +1,7 @@
 """A page's search entries parsed piece by piece, each piece's sections kept by its bytes.
 
 Material's search plugin indexes a page by parsing its whole HTML (``Parser``, an
-``HTMLParser``, in pure Python) into sections — one a heading — and that parse is about half of
+``HTMLParser``, in pure Python) into sections, one for each heading, and that parse is about half of
 what converting a generated page costs. A new run changes a few figures on each page it
 touches; most of each page's HTML is what it was. So the HTML is cut into pieces before each
 heading with an id that starts a line (:func:`pieces`), and one of Material's own parsers reads
