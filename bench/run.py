@@ -354,8 +354,8 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
     if "ingest" in wanted or not runs.exists():
         wanted.add("ingest")
         stage("ingest", [sys.executable, str(HERE / "stages.py"), "ingest", str(source), str(runs)], clean_store)
-    if "ingest" not in wanted and (dropped := drop_added_runs(runs) + put_back_touched(runs, work)):
-        print(f"put back {dropped} runs as generated (added or touched by earlier benches)", file=sys.stderr)
+    if "ingest" not in wanted and (restored := drop_added_runs(runs) + put_back_touched(runs, work)):
+        print(f"put back {restored} runs as generated (added or touched by earlier benches)", file=sys.stderr)
         if (project / "site").exists():  # built once, untimed: the next timed build is its stage's alone
             run_child([*sparkreport, "build"], project)
     post = write_post(project)

@@ -146,9 +146,9 @@ def _index(index: Any, page: Any, kept: Mapping[str, bytes] | None = None) -> In
     entries = _entries_of(index)
     assert entries is not None
     before = len(entries)
-    found: dict[str, bytes] | None = {} if kept is not None else None
+    found: dict[str, bytes] = {}
     try:
-        if found is not None and kept is not None:
+        if kept is not None:
             search_pieces.add_entries(index, page, kept, found)
         else:
             index.add_entry_from_context(page)
@@ -158,7 +158,7 @@ def _index(index: Any, page: Any, kept: Mapping[str, bytes] | None = None) -> In
         added = entries[before:]
         del entries[before:]
     return Indexed(content=page.content, url=page.url, title=page.title, meta=dict(page.meta), entries=added,
-                   pieces=found)
+                   pieces=found if kept is not None else None)
 
 
 def _apply(page: Any, converted: Converted, config: Any, files: Any) -> None:

@@ -22,7 +22,6 @@ replaces what was kept for its pages, and pieces no page names any more are drop
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 import re
 from collections.abc import Mapping
@@ -34,17 +33,16 @@ PIECES_FILE = "search-pieces.pickle"
 #: Where a page's HTML is cut: before a heading that starts a line and names an id.
 CUT = re.compile(r"\n(?=<h[1-6]\s[^>]*?\bid=)")
 #: The kept file's layout (part of its salt: a file of another layout is not read).
-LAYOUT = 1
+LAYOUT = 2
 
 
 def available(index: Any) -> bool:
     """Whether ``index`` is Material's search index, whose parser and entries this module knows."""
     try:
-        from material.plugins.search.plugin import Parser, SearchIndex
+        from material.plugins.search.plugin import Parser, SearchIndex  # noqa: F401 (the parser used below)
     except ImportError:
         return False
-    return type(index) is SearchIndex and callable(getattr(index, "create_entry_for_section", None)) \
-        and callable(Parser)
+    return type(index) is SearchIndex and callable(getattr(index, "create_entry_for_section", None))
 
 
 def pieces(html: str) -> list[str]:
@@ -56,7 +54,10 @@ def pieces(html: str) -> list[str]:
 
 
 def digest(piece: str) -> str:
-    return hashlib.blake2b(piece.encode("utf-8"), digest_size=16).hexdigest()
+    """What a piece is kept by."""
+    from sparkreport.cache import sha256_bytes
+
+    return sha256_bytes(piece.encode("utf-8"))
 
 
 def parse_sections(html: str, kept: Mapping[str, bytes], found: dict[str, bytes]) -> list[Any]:
