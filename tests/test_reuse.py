@@ -234,22 +234,46 @@ def test_a_changed_run_converts_the_pages_that_read_it(project: Path, tmp_path: 
     relabel_a_run(project)
 
     kept = project / "build" / "cache" / search_pieces.PIECES_FILE
-    first_pieces = search_pieces.KeptPieces(kept)
-    assert first_pieces.pieces and "" in first_pieces.pages  # Home's pieces among them
+    assert "" in search_pieces.KeptPieces(kept).pages  # Home's search pieces kept
 
     second = build(options(project), project / "site")
 
     assert second.reused > 0 and second.converted >= 8, second.converted  # enough for two workers
     assert digests(tmp_path / "before") == before
-    # The converted pages' search entries took the pieces they had in common with the last
-    # build's; a full build, its pieces all parsed now, writes the same site.
-    assert search_pieces.KeptPieces(kept).pieces.keys() & first_pieces.pieces.keys()
+    # The converted pages' search entries took the pieces kept by the last build (shown by the
+    # next test); a full build, with every piece parsed now, writes the same site.
     kept.unlink()
     assert_equals_a_full_build(project, second, tmp_path)
     # The search index holds every page once, in the order a full build writes it.
     index = json.loads((project / "site" / "search" / "search_index.json").read_text(encoding="utf-8"))
     pages = [doc["location"] for doc in index["docs"] if "#" not in doc["location"]]
     assert len(pages) == len(set(pages)) and "notes/" in pages
+
+
+def test_a_rebuild_takes_the_search_pieces_an_earlier_build_kept(project: Path, tmp_path: Path) -> None:
+    """The conversion workers take a kept piece instead of parsing it: every kept piece's text
+    made "kept-piece" shows in the next build's search index, for pages that build converts."""
+    import pickle
+
+    build(options(project), project / "site")
+    path = project / "build" / "cache" / search_pieces.PIECES_FILE
+    kept = search_pieces.KeptPieces(path)
+    assert kept.pieces
+    marked = {}
+    for key, frozen in kept.pieces.items():
+        sections, current = pickle.loads(frozen)  # noqa: S301
+        for section in sections:
+            section.text = ["kept-piece"]
+        marked[key] = pickle.dumps((sections, current))
+    kept.pieces = {}  # (so that save writes the marked ones)
+    kept.save({url: {key: marked[key] for key in keys} for url, keys in kept.pages.items()}, set(kept.pages))
+    relabel_a_run(project)
+
+    second = build(options(project), project / "site")
+
+    assert second.converted >= 8
+    index = json.loads((project / "site" / "search" / "search_index.json").read_text(encoding="utf-8"))
+    assert any(doc["text"] == "kept-piece" for doc in index["docs"])
 
 
 def test_the_docs_folders_assets_are_linked_not_copied_and_a_new_render_never_writes_through_them(
