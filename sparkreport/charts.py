@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sparkreport import metrics as metric_catalog
+from sparkreport.figures import is_missing
 from sparkreport.names import level_order, name_order
 
 if TYPE_CHECKING:
@@ -592,18 +593,33 @@ def means_chart(stats: pd.DataFrame, metric: str, *, name: str, title: str,
     Altair copying its objects); ``tests/test_charts.py`` checks it equals Altair's spec of the
     same layers.
     """
-    frame = stats[(stats["metric"] == metric) & stats["mean"].notna()].copy()
-    if frame.empty:
-        return None
-    frame["origin"] = frame["source"].map(lambda s: PUBLISHED if s == "published" else MEASURED)
-    frame["arm"] = (frame["arm"] if "arm" in frame else frame["environment"]).astype(str) + frame["source"].map(
-        lambda s: " (published)" if s == "published" else "")
-    data = _records(frame[["arm", "environment", "origin", "n", "mean", "ci_low", "ci_high"]])
+    from sparkreport.dataset import frame_rows
+
+    return means_chart_of_rows(frame_rows(stats[(stats["metric"] == metric) & stats["mean"].notna()]), metric,
+                               name=name, title=title, confidence=confidence, band=band, colours=colours,
+                               places=places)
+
+
+def means_chart_of_rows(stats: Sequence[Mapping[str, Any]], metric: str, *, name: str, title: str,
+                        confidence: float = 0.95, band: tuple[float, float] | None = None,
+                        colours: Mapping[str, str] | None = None, places: int | None = None) -> ChartSpec | None:
+    """:func:`means_chart` of statistics rows as :func:`~sparkreport.dataset.frame_rows` gives
+    them (a model page has each metric's arms as rows already: no frame is cut and converted
+    again for its chart)."""
     from sparkreport.config import confidence_label
-    from sparkreport.dataset import frame_records
     from sparkreport.render.precision import table_places, tooltip_format
 
-    count = table_places(frame_records(frame), metric) if places is None else places
+    shown = [row for row in stats if row["metric"] == metric and not is_missing(row["mean"])]
+    if not shown:
+        return None
+    data = []
+    for row in shown:
+        published = row["source"] == "published"
+        label = str(row["arm"] if "arm" in row else row["environment"])
+        data.append({"arm": label + (" (published)" if published else ""),
+                     "environment": _clean_cell(row["environment"]), "origin": PUBLISHED if published else MEASURED,
+                     **{key: _clean_cell(row[key]) for key in ("n", "mean", "ci_low", "ci_high")}})
+    count = table_places(shown, metric) if places is None else places
     number = tooltip_format([row[key] for row in data for key in ("mean", "ci_low", "ci_high")], count)
 
     level = confidence_label(confidence)

@@ -92,6 +92,29 @@ def test_means_chart_without_any_interval_draws_means_only() -> None:
     assert charts.means_chart(stats, "kv_cache_gib", name="m", title="t") is None
 
 
+def test_means_chart_of_rows_is_the_frames_chart() -> None:
+    """A model page hands its arms as rows (frame_rows): the chart is the one of the frame, a
+    missing mean left out, a published arm marked, an arm label taken where the rows have one."""
+    from sparkreport.dataset import frame_rows
+
+    stats = pd.DataFrame({
+        "environment": ["native", "docker", "paper", "docker"], "metric": ["kv_cache_gib"] * 3 + ["tpot_ms_mean"],
+        "n": [10, 9, 1, 9], "mean": [44.3, 16.6, math.nan, 3.0], "sd": [0.5, 0.25, math.nan, 0.1],
+        "ci_low": [43.7, 15.5, math.nan, 2.9], "ci_high": [45.0, 17.6, math.nan, 3.1],
+        "source": ["runs", "published", "published", "runs"]})
+    for frame in (stats, stats.assign(arm=["a · native", "a · docker", "a · paper", "a · docker"])):
+        for band in (None, (40.0, 48.0)):
+            kwargs = {"name": "m", "title": "t", "confidence": 0.9, "band": band}
+            by_frame = charts.means_chart(frame, "kv_cache_gib", **kwargs)
+            by_rows = charts.means_chart_of_rows(frame_rows(frame), "kv_cache_gib", **kwargs)
+            assert by_frame is not None and by_rows is not None
+            assert json.dumps(by_rows.spec) == json.dumps(by_frame.spec)
+            points = (by_rows.spec.get("data") or by_rows.spec["layer"][-1]["data"])["values"]
+            assert [r["arm"] for r in points] == [arm + suffix for arm, suffix in zip(
+                frame["arm"] if "arm" in frame else frame["environment"], ["", " (published)"], strict=False)]
+    assert charts.means_chart_of_rows(frame_rows(stats), "ttft_ms_mean", name="m", title="t") is None
+
+
 def test_memory_scatter_and_svg_fallback(phase1_dataset: Dataset) -> None:
     points = phase1_dataset.runs.assign(origin=charts.MEASURED)
     chart = charts.memory_scatter(points, name="mem", title="KV cache against memory before it")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkreport.analysis.checks import check_title
 from sparkreport.dataset import frame_rows, model_name_of
+from sparkreport.figures import is_missing
 from sparkreport.names import campaign_order, level_order, model_order, name_order
 from sparkreport.render.markdown import margin_text
 from sparkreport.render.tables import metric_label
@@ -1067,21 +1068,23 @@ def _round(value: float | None, places: int = 3) -> float | None:
     return None if value is None else round(value, places)
 
 
-def means_with_band(site: SiteData, arms: pd.DataFrame, metric: str, *, name: str, title: str) -> ChartSpec | None:
+def means_with_band(site: SiteData, arms: list[dict[str, Any]], metric: str, *, name: str,
+                    title: str) -> ChartSpec | None:
     """Arm means with their CIs on an axis that starts at zero, or says that it does not, each row
     labelled by ``arms``' ``arm`` where it has one and in its environment's colour on the site
     (:func:`environment_colours`); the baseline's equivalence band (± margin) is drawn when the
-    metric is compared."""
-    from sparkreport.charts import means_chart
+    metric is compared. ``arms``: statistics rows as :func:`~sparkreport.dataset.frame_rows`
+    gives them."""
+    from sparkreport.charts import means_chart_of_rows
 
     margin = site.config.analysis.margins.get(metric, site.config.analysis.equivalence_margin)
-    base = arms[(arms["environment"].astype(str) == site.config.baseline) & arms["mean"].notna()]
+    base = [arm for arm in arms if str(arm["environment"]) == site.config.baseline and not is_missing(arm["mean"])]
     band = None
     if len(base) == 1 and metric in site.config.analysis.tested_metrics:
-        mean = float(base["mean"].iloc[0])
+        mean = float(base[0]["mean"])
         band = (mean * (1 - margin), mean * (1 + margin))
-    return means_chart(arms, metric, name=name, title=title, confidence=site.config.analysis.confidence, band=band,
-                       colours=environment_colours(site))
+    return means_chart_of_rows(arms, metric, name=name, title=title, confidence=site.config.analysis.confidence,
+                               band=band, colours=environment_colours(site))
 
 
 def cgroup_peaks(records: list[RunRecord]) -> tuple[list[float], set[float], int]:

@@ -26,11 +26,12 @@ if TYPE_CHECKING:
     from sparkreport.render.context import SiteData
 
 
-def _by(frame: pd.DataFrame, column: str) -> dict[str, pd.DataFrame]:
-    """``frame`` split by ``column`` (rows in their order)."""
-    if frame.empty:
-        return {}
-    return {str(key): group for key, group in frame.groupby(column, sort=False, observed=True)}
+def _rows_by(rows: list[dict[str, Any]], column: str) -> dict[str, list[dict[str, Any]]]:
+    """``rows`` split by their ``column`` (as text; rows in their order)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(str(row[column]), []).append(row)
+    return out
 
 
 def arm_labels(frame: pd.DataFrame) -> pd.Series:
@@ -147,8 +148,8 @@ class ResultsPage(Page):
             set(compared.loc[compared["verdict"] != "untested", "metric"].astype(str))
         primary, in_page_order = page_order(site, stats["metric"])
         shown_metrics = [m for m in in_page_order if m in tested] + [m for m in primary if m not in tested]
-        by_metric = _by(stats, "metric")
-        arms_of = {metric: rows(by_metric[metric]) for metric in shown_metrics}
+        by_metric = _rows_by(rows(stats), "metric")
+        arms_of = {metric: by_metric[metric] for metric in shown_metrics}
         # each metric's figures with the decimals of its table on the model's page
         found = [{**row, "label": metric_label(metric), "tested": metric in tested,
                   "places": table_places(arms_of[metric], metric)}
@@ -206,25 +207,25 @@ class ResultsPage(Page):
 
         primary, in_page_order = page_order(site, stats["metric"])
         facts = {(fact.campaign, fact.metric): fact for fact in facts_of(site).get(model, [])}
-        arms_of = _by(stats, "metric")
-        compared_of = _by(compared, "metric")
+        # every row made plain once, then split by metric (rows in their order): a frame cut and
+        # converted per metric, and again for its chart, was a fifth of a model page's fill
+        arms_of = _rows_by(rows(stats), "metric")
+        compared_of = _rows_by(claims(compared, site.findings, site.level_runs()), "metric")
         for metric in in_page_order:
-            arms = arms_of.get(metric, stats.iloc[0:0])
+            arm_rows = arms_of.get(metric, [])
             label = metric_label(metric)
-            arm_rows = rows(arms)
-            section = {"metric": metric, "label": label, "unit": arms["unit"].iloc[0] if len(arms) else "",
-                       "arms": arm_rows, "published": bool((arms["source"] == "published").any()),
+            section = {"metric": metric, "label": label, "unit": arm_rows[0]["unit"] if arm_rows else "",
+                       "arms": arm_rows, "published": any(arm["source"] == "published" for arm in arm_rows),
                        "primary": metric in primary}
             # A quantity that did not vary is a sentence, with neither a table nor a chart of it.
             section["constant"], section["fact"] = held_constant(site, facts, section) or (None, None)
             # the decimals of every figure of the metric in its tables (the site's precision rule)
             section["places"] = table_places(arm_rows, metric)
-            section_charts = (self.metric_charts(site, runs, arms, metric, label)
+            section_charts = (self.metric_charts(site, runs, arm_rows, metric, label)
                               if with_charts and site.config.charted(metric) and not section["constant"] else [])
             charts += section_charts
             section["charts"] = section_charts
-            section["comparisons"] = [] if compared.empty or section["constant"] else claims(
-                compared_of.get(metric, compared.iloc[0:0]), site.findings, site.level_runs())
+            section["comparisons"] = [] if section["constant"] else compared_of.get(metric, [])
             sections.append(section)
         effects = effect_rows(site, compared) if not compared.empty else []
         by_effect = {(e["campaign"], e["metric"], e["candidate"]): e for e in effects}
@@ -279,10 +280,11 @@ class ResultsPage(Page):
         return context, charts
 
     @staticmethod
-    def metric_charts(site: SiteData, runs: pd.DataFrame, arms: pd.DataFrame, metric: str,
+    def metric_charts(site: SiteData, runs: pd.DataFrame, arms: list[dict[str, Any]], metric: str,
                       label: str) -> list[ChartSpec]:
         """Every run per arm, and the arm means with their CIs, each arm in its environment's
-        colour on the site and in the order of ``arms`` (the statistics' rows: the baseline first)."""
+        colour on the site and in the order of ``arms`` (the statistics' rows of ``metric``, as
+        :func:`~sparkreport.dataset.frame_rows` gives them: the baseline first)."""
         from sparkreport.charts import per_run_chart
         from sparkreport.render.report import environment_colours, means_with_band
 
@@ -290,10 +292,11 @@ class ResultsPage(Page):
         if not runs.empty:
             # a run's value in its tooltip with the decimals of the metric's table (the precision rule)
             charts.append(per_run_chart(runs, metric, name=f"{slug(metric)}-runs", title=f"{label}: every run",
-                                        colours=environment_colours(site), order=arms["arm"].astype(str).tolist(),
-                                        places=table_places(rows(arms), metric)))
+                                        colours=environment_colours(site), order=[str(arm["arm"]) for arm in arms],
+                                        places=table_places(arms, metric)))
 
-        if not runs.empty or arms["ci_low"].notna().any():  # bare means without an interval: the table says it
+        # bare means without an interval: the table says it
+        if not runs.empty or any(not is_missing(arm["ci_low"]) for arm in arms):
             charts.append(means_with_band(site, arms, metric, name=f"{slug(metric)}-means",
                                           title=f"{label}: mean and {site.confidence_label} CI"))
         return [chart for chart in charts if chart is not None]
