@@ -481,7 +481,8 @@ def test_grouped_gives_each_groups_rows_as_groupby_does_whatever_is_asked_first(
         asked: list[str], sizes: list[int]) -> None:
     """``grouped``'s groups (a few taken one by one, then the rest in one pass) are the rows,
     order and index ``groupby`` gives, whichever groups are asked for and in what order; a
-    value the table does not hold is not there; one column of a group reads the same rows."""
+    value the table does not hold is not there; one column of a group reads the same rows, and
+    ``among`` the rows a filter of the group keeps."""
     import pandas as pd
     import pandas.testing as pdt
 
@@ -497,6 +498,11 @@ def test_grouped_gives_each_groups_rows_as_groupby_does_whatever_is_asked_first(
         if key in expected:
             pdt.assert_frame_equal(groups[key], expected[key])
             pdt.assert_series_equal(groups.cells(key, "value"), expected[key]["value"])
+            # some of a group's rows, by another column's text (a model page's shown campaigns)
+            for wanted in ({"0", "2"}, set(map(str, expected[key]["value"])), set()):
+                rows = expected[key]
+                pdt.assert_frame_equal(groups.among(key, "value", wanted), rows[rows["value"].astype(str).isin(wanted)])
         else:
             assert groups.get(key) is None and groups.cells(key, "value") is None
+            assert groups.among(key, "value", {"0"}) is None
     assert sorted(groups) == sorted(expected) and len(groups) == len(expected)

@@ -362,6 +362,20 @@ class Groups(Mapping[str, "pd.DataFrame"]):
                 found = self.taken[key]
         return found
 
+    def among(self, key: str, column: str, values: Iterable[str]) -> pd.DataFrame | None:
+        """``self[key]``'s rows whose ``column`` (as text) is one of ``values``, in their order
+        (None: the table has no rows for ``key``), taken from the table once: a model page that
+        shows some of its model's campaigns took the model's rows, then cut them again (two
+        takes of the runs table's 84 columns, a third of the page's fill). When every row is
+        kept, the group itself (as ``self[key]``): copy it before changing it."""
+        rows = self.positions.get(key)
+        if rows is None:
+            return None
+        found = self.taken.get(key)
+        cells = self.frame[column].take(rows) if found is None else found[column]
+        keep = cells.astype(str).isin(set(values)).to_numpy()
+        return self[key] if keep.all() else self.frame.take(rows[keep])
+
     def cells(self, key: str, column: str) -> pd.Series | None:
         """One column of ``key``'s rows (None: no such rows), without taking the others: what
         a page's key asks of every campaign (its environments, the metrics it compares)."""
@@ -1193,7 +1207,8 @@ def constant_lines(site: SiteData, campaign: str, metrics: Sequence[str], compar
     from sparkreport.render.markdown import counted
 
     names = model_names(site)
-    levels = {str(level) for level in site.runs.loc[site.runs["campaign"] == campaign, "environment"].unique()}
+    environments = grouped(site, "runs", "campaign").cells(campaign, "environment")
+    levels = set() if environments is None else {str(level) for level in environments.unique()}
     facts = [f for f in site.facts if f.campaign == campaign and (model is None or f.model == model)
              and f.metric in metrics and f.metric not in compared and set(f.values) >= levels and len(levels) > 1]
     same = [f for f in facts if len(set(f.values.values())) == 1]

@@ -135,8 +135,7 @@ class ResultsPage(Page):
         from sparkreport.render.report import campaigns, grouped
 
         def of(table: str) -> pd.DataFrame | None:
-            frame = grouped(site, table, "model").get(model)
-            return None if frame is None else frame[frame["campaign"].astype(str).isin(set(shown))]
+            return grouped(site, table, "model").among(model, "campaign", shown)
 
         stats_table, _runs_table, level_name = model_tables(site, model)
         stats = of(stats_table)
@@ -181,10 +180,9 @@ class ResultsPage(Page):
         from sparkreport.render.report import grouped
 
         def of(table: str) -> pd.DataFrame:
-            frame = grouped(site, table, "model").get(model, getattr(site, table).iloc[0:0])
-            if campaigns is not None and not frame.empty:
-                frame = frame[frame["campaign"].astype(str).isin(set(campaigns))]
-            return frame
+            groups = grouped(site, table, "model")
+            frame = groups.get(model) if campaigns is None else groups.among(model, "campaign", campaigns)
+            return getattr(site, table).iloc[0:0] if frame is None else frame
 
         stats_table, runs_table, level_name = model_tables(site, model)
         stats = of(stats_table).copy()  # an arm per level of the factor, as the comparisons have
