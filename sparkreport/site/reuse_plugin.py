@@ -36,6 +36,18 @@ def _page_url(url: str) -> str:
     return "" if url in (".", "./") else url
 
 
+def _make_folder(folder: str) -> None:
+    """``os.makedirs(folder, exist_ok=True)``, in one system call where the parent exists (the
+    new site's page folders, made in the files' order: their parents first)."""
+    try:
+        os.mkdir(folder)
+    except FileExistsError:
+        if not os.path.isdir(folder):
+            raise
+    except FileNotFoundError:
+        os.makedirs(folder, exist_ok=True)
+
+
 class ReusePlugin:
     """Registered by :func:`sparkreport.site.mkdocs_site.build_site`; see the module docstring."""
 
@@ -75,25 +87,29 @@ class ReusePlugin:
         reuse = self.reuse
         assert reuse.previous is not None
         blog = tuple(f"{root}/" for root in blog_roots(config))
+        previous = os.path.join(reuse.previous, "")  # (plain strings: ~700 files at 10 000 runs)
+        recorded = reuse.previous_files
         for file in files:
             if file.generated_by is not None or file.abs_src_path is None:
                 continue
-            if blog and (file.src_uri.startswith(blog) or file.dest_uri.startswith(blog)):
+            dest_uri = file.dest_uri
+            if blog and (file.src_uri.startswith(blog) or dest_uri.startswith(blog)):
                 continue
-            before = reuse.previous / file.dest_uri
+            before = previous + dest_uri
             try:
-                found = before.stat()
+                found = os.stat(before)
                 if found.st_mtime < os.stat(file.abs_src_path).st_mtime:
                     continue  # MkDocs' own test for a modified file (File.is_modified)
             except OSError:
                 continue
-            if reuse.previous_files.get(file.dest_uri) != [found.st_size, found.st_mtime_ns]:
+            if recorded.get(dest_uri) != [found.st_size, found.st_mtime_ns]:
                 continue  # not as the last build wrote it
-            folder = os.path.dirname(file.abs_dest_path)
+            target = file.abs_dest_path
+            folder = os.path.dirname(target)
             if folder not in made:
-                os.makedirs(folder, exist_ok=True)
+                _make_folder(folder)
                 made.add(folder)
-            os.link(before, file.abs_dest_path)
+            os.link(before, target)
             if file.is_documentation_page():
                 self.linked_pages.add(_page_url(file.url))
 
@@ -116,7 +132,7 @@ class ReusePlugin:
             folder = os.path.dirname(file.abs_dest_path)
             try:
                 if folder not in made:
-                    os.makedirs(folder, exist_ok=True)
+                    _make_folder(folder)
                     made.add(folder)
                 os.link(file.abs_src_path, file.abs_dest_path)
             except OSError:  # linked from the previous site already (FileExistsError), or no link here
