@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,7 @@ def store_stat(runs_dir: str, relative: str, folders: dict[str, bool] | None = N
     return found if stat_module.S_ISREG(found.st_mode) else None
 
 
-def write_manifest(docs_dir: Path, runs_dir: Path, files: list[tuple[str, str]]) -> None:
+def write_manifest(docs_dir: Path, runs_dir: Path, files: Collection[tuple[str, str]]) -> None:
     """Record the files the site publishes: (site path, path relative to the run store). One
     line of JSON: an indented one goes through json's Python encoder (0.05 s for the 20 000
     files of 10 000 runs, in every build that adds a run), this one through its C encoder."""

@@ -269,7 +269,7 @@ class RunsPage(Page):
         from sparkreport.published import MANIFEST
 
         published = {(f"{self.folder}/{f['path']}", f["store_path"]) for e in entries for f in e["files"]}
-        write_manifest(out, site.runs_dir, sorted(published))
+        write_manifest(out, site.runs_dir, published)  # (which sorts them)
         index.files = [MANIFEST]
 
     @classmethod
