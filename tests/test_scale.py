@@ -332,3 +332,22 @@ def test_the_bench_measures_this_checkout(tmp_path: Path) -> None:
     found = subprocess.run([sys.executable, "-c", "import sparkreport; print(sparkreport.__file__)"], cwd=tmp_path,
                            env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert Path(found) == root / "sparkreport" / "__init__.py"
+
+
+def test_the_fill_bench_fills_each_page_asked_for_in_a_fork(campaign: tuple[Path, Path], tmp_path: Path) -> None:
+    """bench/fill.py, in a project: one line per page asked for (its fill's CPU seconds), then
+    their sum; a page the site does not have is refused with the pages it has."""
+    import shutil
+    import subprocess
+
+    project = tmp_path / "project"
+    shutil.copytree(campaign[1], project)
+    command = [sys.executable, str(BENCH / "fill.py"), "--repeat", "1", "--pages"]
+    done = subprocess.run([*command, "index.md,methodology/index.md"], cwd=project, capture_output=True, text=True,
+                          check=True, timeout=600)
+    lines = done.stdout.splitlines()
+    assert sorted(line.split()[-1] for line in lines[:2]) == ["index.md", "methodology/index.md"]
+    assert all(float(line.split()[0]) > 0 for line in lines[:2])
+    assert lines[2].endswith("in all (2 pages, each in a fork of its own)") and len(lines) == 3
+    refused = subprocess.run([*command, "nope/index.md"], cwd=project, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 1 and refused.stderr.startswith("no such page: nope/index.md (the pages: ")
