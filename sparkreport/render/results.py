@@ -26,14 +26,6 @@ if TYPE_CHECKING:
     from sparkreport.render.context import SiteData
 
 
-def _rows_by(rows: list[dict[str, Any]], column: str) -> dict[str, list[dict[str, Any]]]:
-    """``rows`` split by their ``column`` (as text; rows in their order)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        out.setdefault(str(row[column]), []).append(row)
-    return out
-
-
 def arm_labels(frame: pd.DataFrame) -> pd.Series:
     """The label of each row's arm: the environment, prefixed by the campaign when several."""
     if frame["campaign"].nunique() > 1:
@@ -132,7 +124,7 @@ class ResultsPage(Page):
         campaign its rows come from, when they all come from one (``campaign``; else each row
         names its own). Read from the model's page's rows, so kept by that page's key
         (:class:`~sparkreport.render.pagecache.KeptRows`): after one new run, only its model's part is made again."""
-        from sparkreport.render.report import campaigns, grouped
+        from sparkreport.render.report import campaigns, grouped, grouped_by
 
         def of(table: str) -> pd.DataFrame | None:
             return grouped(site, table, "model").among(model, "campaign", shown)
@@ -147,7 +139,7 @@ class ResultsPage(Page):
             set(compared.loc[compared["verdict"] != "untested", "metric"].astype(str))
         primary, in_page_order = page_order(site, stats["metric"])
         shown_metrics = [m for m in in_page_order if m in tested] + [m for m in primary if m not in tested]
-        by_metric = _rows_by(rows(stats), "metric")
+        by_metric = dict(grouped_by(rows(stats), "metric"))
         arms_of = {metric: by_metric[metric] for metric in shown_metrics}
         # each metric's figures with the decimals of its table on the model's page
         found = [{**row, "label": metric_label(metric), "tested": metric in tested,
@@ -177,7 +169,7 @@ class ResultsPage(Page):
                       with_charts: bool = True) -> tuple[dict[str, Any], list[ChartSpec]]:
         """The sections (one per metric) and charts of one model's page, over ``campaigns`` (None:
         all of the model's); ``with_charts=False``: the tables alone."""
-        from sparkreport.render.report import grouped
+        from sparkreport.render.report import grouped, grouped_by
 
         def of(table: str) -> pd.DataFrame:
             groups = grouped(site, table, "model")
@@ -207,8 +199,8 @@ class ResultsPage(Page):
         facts = {(fact.campaign, fact.metric): fact for fact in facts_of(site).get(model, [])}
         # every row made plain once, then split by metric (rows in their order): a frame cut and
         # converted per metric, and again for its chart, was a fifth of a model page's fill
-        arms_of = _rows_by(rows(stats), "metric")
-        compared_of = _rows_by(claims(compared, site.findings, site.level_runs()), "metric")
+        arms_of = dict(grouped_by(rows(stats), "metric"))
+        compared_of = dict(grouped_by(claims(compared, site.findings, site.level_runs()), "metric"))
         for metric in in_page_order:
             arm_rows = arms_of.get(metric, [])
             label = metric_label(metric)
