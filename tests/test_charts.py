@@ -93,8 +93,10 @@ def test_means_chart_without_any_interval_draws_means_only() -> None:
 
 
 def test_means_chart_of_rows_is_the_frames_chart() -> None:
-    """A model page hands its arms as rows (frame_rows): the chart is the one of the frame, a
-    missing mean left out, a published arm marked, an arm label taken where the rows have one."""
+    """A model page hands its arms as rows (frame_rows, with columns the chart does not read):
+    the chart is the one of the frame, another metric's rows and a missing mean left out, a
+    published arm marked, an arm label taken where the rows have one; a metric without rows has
+    no chart."""
     from sparkreport.dataset import frame_rows
 
     stats = pd.DataFrame({
@@ -112,6 +114,10 @@ def test_means_chart_of_rows_is_the_frames_chart() -> None:
             points = (by_rows.spec.get("data") or by_rows.spec["layer"][-1]["data"])["values"]
             assert [r["arm"] for r in points] == [arm + suffix for arm, suffix in zip(
                 frame["arm"] if "arm" in frame else frame["environment"], ["", " (published)"], strict=False)]
+            # the point's row as the chart's data holds it: a count as a number, the interval's ends
+            assert points[0] == {"arm": points[0]["arm"], "environment": "native", "origin": charts.MEASURED,
+                                 "n": 10.0, "mean": 44.3, "ci_low": 43.7, "ci_high": 45.0}
+            assert points[1]["origin"] == charts.PUBLISHED
     assert charts.means_chart_of_rows(frame_rows(stats), "ttft_ms_mean", name="m", title="t") is None
 
 
