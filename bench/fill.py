@@ -115,4 +115,9 @@ def _fill_in_a_fork(doc: PageDoc, profile: Path | None) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    from sparkreport.errors import SparkreportError
+
+    try:
+        main()
+    except SparkreportError as error:  # (not a project here, say: the same one line the CLI prints)
+        sys.exit(f"Error: {error}")

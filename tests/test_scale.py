@@ -336,7 +336,8 @@ def test_the_bench_measures_this_checkout(tmp_path: Path) -> None:
 
 def test_the_fill_bench_fills_each_page_asked_for_in_a_fork(campaign: tuple[Path, Path], tmp_path: Path) -> None:
     """bench/fill.py, in a project: one line per page asked for (its fill's CPU seconds), then
-    their sum; a page the site does not have is refused with the pages it has."""
+    their sum; a page the site does not have is refused with the pages it has, and a folder that
+    is no project with the command's own one-line error."""
     import shutil
     import subprocess
 
@@ -351,3 +352,7 @@ def test_the_fill_bench_fills_each_page_asked_for_in_a_fork(campaign: tuple[Path
     assert lines[2].endswith("in all (2 pages, each in a fork of its own)") and len(lines) == 3
     refused = subprocess.run([*command, "nope/index.md"], cwd=project, capture_output=True, text=True, timeout=600)
     assert refused.returncode == 1 and refused.stderr.startswith("no such page: nope/index.md (the pages: ")
+    elsewhere = subprocess.run([sys.executable, str(BENCH / "fill.py")], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=600)
+    assert elsewhere.returncode == 1 and elsewhere.stderr.startswith("Error: ") and "no such run store" in elsewhere.stderr
+    assert "Traceback" not in elsewhere.stderr
