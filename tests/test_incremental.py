@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +299,57 @@ def test_the_runs_rows_are_listed_again_only_for_a_campaign_whose_files_changed(
     result = rendered()
     cold = render(RenderOptions(runs_dir=runs, project_root=two_campaigns, docs_dir=tmp_path / "cold" / "docs"))
     assert tree(result.docs_dir) == tree(cold.docs_dir)
+
+
+def test_the_manifest_keeps_each_campaign_folders_piece_by_its_listing_key(
+        two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large store's manifest of published files is made of one piece per campaign folder, kept
+    by the folder's listing key: a build that changed one folder makes that folder's piece only,
+    and the manifest is a cold render's byte for byte each time — also once a run names a file in
+    another campaign's folder, when the pieces cannot be placed and every file is sorted again."""
+    from sparkreport import published
+    from sparkreport.cache import walk_store
+    from sparkreport.published import MANIFEST
+    from sparkreport.render import runs_index
+
+    monkeypatch.setattr(runs_index, "PAGE_SIZE", 10)  # a large store's index (its fill keeps pieces)
+    monkeypatch.setenv("SPARKREPORT_JOBS", "1")  # the fills in this process, where the calls are counted
+    made: list[list[str]] = []  # each piece's folders
+    piece = published.manifest_piece
+
+    def counting(files: Iterable[tuple[str, str]]) -> str:
+        files = list(files)
+        made.append(sorted({store.partition("/")[0] for _site, store in files}))
+        return piece(files)
+
+    monkeypatch.setattr(published, "manifest_piece", counting)
+    runs = two_campaigns / "runs"
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+
+    def rendered() -> tuple[str, list[list[str]]]:  # as a build renders (with its walk of the store)
+        made.clear()
+        result = render(options, store_folders=walk_store(runs).folders)
+        pieces = list(made)  # (the folders whose pieces this render made, before the cold one's)
+        cold = render(RenderOptions(runs_dir=runs, project_root=two_campaigns,
+                                    docs_dir=tmp_path / f"cold-{len(list(tmp_path.iterdir()))}" / "docs"))
+        manifest = (result.docs_dir / MANIFEST).read_bytes()
+        assert manifest == (cold.docs_dir / MANIFEST).read_bytes()
+        return manifest.decode(), pieces
+
+    folders = sorted(p.name for p in runs.iterdir() if p.is_dir())
+    assert sorted(rendered()[1]) == [[folder] for folder in folders] and "phase1" in folders
+    assert (two_campaigns / "build" / "cache" / runs_index.MANIFEST_CACHE).is_file()
+    assert rendered()[1] == []  # nothing changed: every piece kept
+    run = sorted(p for p in (runs / "phase1").iterdir() if (p / "record.json").is_file())[0]
+    (run / "record.json").unlink()  # a raw file gone, its run.json unchanged
+    manifest, pieces = rendered()
+    assert pieces == [["phase1"]]  # the other folders' pieces were kept
+    assert f"{run.name}/record.json" not in manifest and "record.json" in manifest
+    (runs / "phase1-published" / "notes.txt").write_text("notes\n", encoding="utf-8")
+    name_another_campaigns_file(run)
+    manifest, pieces = rendered()
+    assert '"phase1-published/notes.txt"' in manifest
+    assert pieces[-1] == folders  # phase1 has no piece of its own: every file sorted at once
 
 
 def test_the_campaign_runs_pages_are_keyed_by_their_folders_listing(

@@ -391,6 +391,30 @@ def test_runs_page_links_to_every_runs_raw_files(rendered: RenderResult, phase1_
     assert "files/phase1/_sources/" in text  # the shared aggregate source, published once
 
 
+_NAME = st.text(alphabet="ab.-_1é", min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(_NAME, st.lists(st.tuples(st.text(alphabet="ab./-_é", max_size=5), st.booleans()),
+                                       max_size=6), max_size=5))
+def test_the_manifests_pieces_make_the_whole_manifest(tmp_path_factory: pytest.TempPathFactory,
+                                                      folders: dict[str, list[tuple[str, bool]]]) -> None:
+    """Each campaign folder's piece of the manifest (its files sorted, each once), joined in the
+    order of the folders' names with a slash, is the manifest of all of them sorted at once, byte
+    for byte — folder names that begin another's (``a``, ``a.b``, ``a-b``) included."""
+    from sparkreport.published import MANIFEST, manifest_piece, write_manifest, write_manifest_pieces
+
+    out = tmp_path_factory.mktemp("manifest")
+    (out / "whole").mkdir()
+    (out / "pieces").mkdir()
+    files = {folder: [(f"runs/files/{folder}/{name}{'.txt' if suffixed else ''}", f"{folder}/{name}")
+                      for name, suffixed in listed] * 2 for folder, listed in folders.items()}  # (each twice)
+    write_manifest(out / "whole", out, {pair for pairs in files.values() for pair in pairs})
+    write_manifest_pieces(out / "pieces", out, [manifest_piece(files[folder])
+                                                for folder in sorted(files, key=lambda name: f"{name}/")])
+    assert (out / "pieces" / MANIFEST).read_bytes() == (out / "whole" / MANIFEST).read_bytes()
+
+
 def test_small_runs_page_gives_each_model_and_environment_a_section(rendered: RenderResult,
                                                                     rendered_summaries: RenderResult) -> None:
     """On a small store's one Runs page, a campaign whose model × environment groups hold more than
