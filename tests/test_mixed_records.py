@@ -126,7 +126,8 @@ def test_a_run_with_a_local_start_time_only_counts_by_it() -> None:
 
     def times_of(rows: list[tuple[str, str | None, str | None]]) -> tuple[dict[str, object], bool, bool]:
         runs = pd.DataFrame(rows, columns=["campaign", "started_at", "started_at_local"])
-        return _run_times(SimpleNamespace(dataset=SimpleNamespace(runs=runs), extra={}))  # type: ignore[arg-type]
+        site = SimpleNamespace(dataset=SimpleNamespace(runs=runs), extra={}, analysis_cache=None)
+        return _run_times(site)  # type: ignore[arg-type]
 
     times, naive, untimed = times_of([("a", None, "2026-01-05T08:37:11"), ("a", None, None),
                                       ("b", "2026-01-04T10:00:00Z", None), ("b", None, "2026-01-04T23:00:00+02:00")])
@@ -136,6 +137,51 @@ def test_a_run_with_a_local_start_time_only_counts_by_it() -> None:
                                       ("p", None, None)])
     assert times["a"] == pd.Timestamp("2026-01-05T07:37:11Z") and pd.isna(times["p"])
     assert not naive and not untimed  # a published campaign has no times at all: it counts as oldest
+
+
+def test_the_campaigns_run_times_are_kept_per_campaign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the build's analysis cache, each campaign's last run time and flags are kept by the
+    digest of its runs: a render after a change to one campaign's runs parses that campaign's
+    start times only, and the times are those of the whole table parsed at once."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from sparkreport.cache import AnalysisCache
+    from sparkreport.render import report
+
+    parsed: list[list[str]] = []
+    parse = report._campaign_run_times
+
+    def counting(runs: pd.DataFrame, campaigns: list[str]) -> dict[str, tuple[object, bool, bool]]:
+        parsed.append(sorted(campaigns))
+        return parse(runs, campaigns)
+
+    monkeypatch.setattr(report, "_campaign_run_times", counting)
+    rows = [("a", None, "2026-01-05T08:37:11"), ("a", None, None), ("b", "2026-01-04T10:00:00Z", None),
+            ("b", None, "2026-01-04T23:00:00+02:00"), ("p", None, None)]
+
+    def times_of(rows: list[tuple[str, str | None, str | None]],
+                 cache: AnalysisCache | None) -> tuple[dict[str, object], bool, bool]:
+        runs = pd.DataFrame(rows, columns=["campaign", "started_at", "started_at_local"])
+        runs["run_id"] = [f"r{i}-{started}-{local}" for i, (_c, started, local) in enumerate(rows)]
+        digests = {run_id: run_id for run_id in runs["run_id"]}
+
+        def digest_of(run_ids: list[str]) -> str:
+            return ",".join(sorted(digests[run_id] for run_id in run_ids))
+
+        dataset = SimpleNamespace(runs=runs, digest_of=digest_of, campaign_run_ids=lambda: {
+            str(c): list(group["run_id"]) for c, group in runs.groupby("campaign", sort=False)})
+        return report._run_times(SimpleNamespace(dataset=dataset, extra={}, analysis_cache=cache))  # type: ignore[arg-type]
+
+    cache = AnalysisCache(tmp_path / "analysis.pickle")
+    whole = times_of(rows, None)
+    assert times_of(rows, cache) == whole and parsed == [["a", "b", "p"], ["a", "b", "p"]]
+    parsed.clear()
+    assert times_of(rows, cache) == whole and parsed == []  # every campaign's kept
+    changed = [*rows[:4], ("p", "2026-01-06T00:00:00Z", None)]
+    assert times_of(changed, cache) == times_of(changed, None)
+    assert parsed[0] == ["p"]  # only the campaign whose runs changed
 
 
 #: Campaign → the day its vLLM runs ran: in name order c1 is the oldest, in time the newest.

@@ -484,29 +484,55 @@ CAMPAIGNS_IN_FULL = 5
 def _run_times(site: SiteData) -> tuple[dict[str, Any], bool, bool]:
     """:func:`campaign_times`; whether any run's time is a local start time with no time zone (a
     vLLM result file's ``date``); and whether a campaign with run times has runs without one (its
-    trtllm-bench logs, beside vLLM results that have one). Computed once per render."""
+    trtllm-bench logs, beside vLLM results that have one). Computed once per render, campaign by
+    campaign: with the build's analysis cache, each campaign's three are kept by the digest of its
+    runs (:func:`_campaign_run_times`), so a new run reads its own campaign's times only (parsing
+    10 000 runs' start times was 0.015–0.025 s of every build's planning)."""
     cached = site.extra.get("_campaign_times")
     if cached is None:
-        import pandas as pd
-
-        runs = site.dataset.runs
+        dataset, cache = site.dataset, site.analysis_cache
         times: dict[str, Any] = {}
         naive = untimed = False
-        if not runs.empty:
-            started = pd.to_datetime(runs["started_at"], utc=True, errors="coerce", format="ISO8601")
-            # A run with no UTC start (a vLLM result file's date, an ingested study's timestamp)
-            # counts by its local one: exact where it carries its offset, else off by the time
-            # zone's hours, which orders campaigns run days apart all the same.
-            local_text = runs["started_at_local"].astype("string")
-            local = pd.to_datetime(local_text, utc=True, errors="coerce", format="ISO8601")
-            used_local = started.isna() & local.notna()
-            naive = bool((used_local & ~local_text.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", na=False)).any())
-            started = started.fillna(local)
-            by_campaign = started.groupby(runs["campaign"].astype(str), sort=False)
-            times = {str(c): t for c, t in by_campaign.max().items()}
-            untimed = bool(((by_campaign.transform("count") > 0) & started.isna()).any())
+        if not dataset.runs.empty:
+            keys = {campaign: cache.key(("kind", "campaign-times-1"), ("runs", dataset.digest_of(run_ids)))
+                    for campaign, run_ids in dataset.campaign_run_ids().items()} if cache is not None else {}
+            kept = {campaign: cache.get("campaign-times", key) for campaign, key in keys.items()} \
+                if cache is not None else {}
+            missing = [campaign for campaign in dataset.runs["campaign"].astype(str).unique()
+                       if kept.get(campaign) is None]
+            found = _campaign_run_times(dataset.runs, missing) if missing else {}
+            for campaign, value in found.items():
+                if cache is not None and campaign in keys:
+                    cache.put("campaign-times", keys[campaign], value)
+            for campaign in dict.fromkeys(dataset.runs["campaign"].astype(str).tolist()):
+                last, campaign_naive, campaign_untimed = found.get(campaign) or kept[campaign]
+                times[campaign] = last
+                naive, untimed = naive or campaign_naive, untimed or campaign_untimed
         cached = site.extra["_campaign_times"] = (times, naive, untimed)
     return cached
+
+
+def _campaign_run_times(runs: pd.DataFrame, campaigns: list[str]) -> dict[str, tuple[Any, bool, bool]]:
+    """Of each of ``campaigns`` (their rows of the runs table): the start of its last run that
+    records one, whether a run's time was a local one with no time zone, and whether it has runs
+    without a time beside runs with one."""
+    import pandas as pd
+
+    runs = runs[runs["campaign"].astype(str).isin(campaigns)]
+    started = pd.to_datetime(runs["started_at"], utc=True, errors="coerce", format="ISO8601")
+    # A run with no UTC start (a vLLM result file's date, an ingested study's timestamp)
+    # counts by its local one: exact where it carries its offset, else off by the time
+    # zone's hours, which orders campaigns run days apart all the same.
+    local_text = runs["started_at_local"].astype("string")
+    local = pd.to_datetime(local_text, utc=True, errors="coerce", format="ISO8601")
+    used_local = started.isna() & local.notna()
+    naive = used_local & ~local_text.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", na=False)
+    started = started.fillna(local)
+    by = started.groupby(runs["campaign"].astype(str), sort=False)
+    last, timed, rows = by.max(), by.count(), by.size()
+    naive_in = naive.groupby(runs["campaign"].astype(str), sort=False).any()
+    return {str(campaign): (last[campaign], bool(naive_in[campaign]), bool(0 < timed[campaign] < rows[campaign]))
+            for campaign in last.index}
 
 
 def campaign_times(site: SiteData) -> dict[str, Any]:
