@@ -1088,6 +1088,8 @@ class AnalysisCache:
         self.pickle_bytes = 0
         self.journal_bytes = 0
         self.entries: dict[str, dict[str, Any]] = self._read()
+        #: The values unpickled so far (:meth:`get`), by kind and key.
+        self._values: dict[tuple[str, str], Any] = {}
         #: What changed since the cache was read or last saved: entries set, and entries removed.
         self.put_since: dict[tuple[str, str], Any] = {}
         self.dropped: set[tuple[str, str]] = set()
@@ -1111,30 +1113,32 @@ class AnalysisCache:
         """One key from named parts (each rendered with ``repr`` unless it is a string)."""
         return inputs_digest((name, value if isinstance(value, str) else repr(value)) for name, value in parts)
 
-    #: Kinds kept as their own pickle inside the cache's, unpickled only when asked for: a value
-    #: keyed by the whole store (the history: ~4 700 series at 10 000 runs, 0.06–0.1 s to
-    #: unpickle) is of no use to the build after a new run, which loaded it with the rest.
-    PICKLED_KINDS = frozenset({"history"})
-
     def get(self, kind: str, key: str) -> Any:
-        """The stored value, or None (a miss)."""
+        """The stored value, or None (a miss). Each value is kept pickled on its own inside the
+        cache's pickle (:class:`Pickled`) and unpickled the first time it is asked for: what an
+        entry of the journal replaced or dropped, or a kind a build does not ask for, is never
+        unpickled (a new run's build read a journal of up to 4 MB of entries that later frames
+        had replaced), and writing the whole cache again copies bytes instead of pickling every
+        frame and list anew."""
         self.used.setdefault(kind, set()).add(key)
         value = self.entries.get(kind, {}).get(key)
         if value is not None:
             self.reused[kind] += 1
-            if isinstance(value, PickledLater):  # put by this process (a held cache's earlier render)
-                value = value.pickled()
-            if isinstance(value, Pickled):
-                return value.value()
+            if isinstance(value, (Pickled, PickledLater)):
+                found = self._values.get((kind, key))
+                if found is None:
+                    found = self._values[kind, key] = value.value()
+                return found
         return value
 
     def put(self, kind: str, key: str, value: Any) -> None:
         self.used.setdefault(kind, set()).add(key)
-        self._set(kind, key, PickledLater(value) if kind in self.PICKLED_KINDS else value)
+        self._set(kind, key, PickledLater(value))
         self.computed[kind] += 1
 
     def _set(self, kind: str, key: str, stored: Any) -> None:
         self.entries.setdefault(kind, {})[key] = self.put_since[kind, key] = stored
+        self._values.pop((kind, key), None)
         self.dropped.discard((kind, key))
         self.changed = True
 
@@ -1202,6 +1206,7 @@ class AnalysisCache:
             stale = [key for key in stored if key not in keys]
             for key in stale:
                 del stored[key]
+                self._values.pop((kind, key), None)
                 self.put_since.pop((kind, key), None)
                 self.dropped.add((kind, key))
             self.changed = self.changed or bool(stale)
@@ -1292,8 +1297,8 @@ def _frames(journal: bytes) -> Iterator[bytes]:
 @dataclass(frozen=True)
 class Pickled:
     """A value kept pickled inside a cache's own pickle, unpickled by :meth:`value` (each time:
-    the caller keeps what it uses) — the analysis cache's :attr:`AnalysisCache.PICKLED_KINDS`,
-    each campaign's records (:class:`~sparkreport.dataset.RecordGraphs`)."""
+    the caller keeps what it uses) — each value of the analysis cache (:meth:`AnalysisCache.get`
+    keeps what it unpickled), each campaign's records (:class:`~sparkreport.dataset.RecordGraphs`)."""
 
     data: bytes
 
@@ -1309,7 +1314,8 @@ class Pickled:
 class PickledLater:
     """A value put into a cache as :class:`Pickled`, pickled only when the cache is written
     (which a build puts off until its builder runs: the history, ~0.5 MB pickled at 10 000
-    runs, is put while the build plans its pages); read back as the :class:`Pickled` it makes."""
+    runs, is put while the build plans its pages); read back as the :class:`Pickled` it makes,
+    and as itself (:meth:`value`) by the process that put it."""
 
     __slots__ = ("_value",)
 
@@ -1318,6 +1324,10 @@ class PickledLater:
 
     def pickled(self) -> Pickled:
         return Pickled.of(self._value)
+
+    def value(self) -> Any:
+        """The value put (not a copy: as :meth:`AnalysisCache.get` hands out what it unpickled)."""
+        return self._value
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Pickled, (self.pickled().data,))

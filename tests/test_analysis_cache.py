@@ -157,11 +157,11 @@ def test_a_render_writes_the_analysis_cache_once(tmp_path: Path, monkeypatch: py
     assert {"arm_stats", "compare", "check", "facts", "history"} <= set(entries)  # all in the one save
 
 
-def test_the_history_stays_pickled_until_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A kind keyed by the whole store (the history) is kept as its own pickle inside the cache's:
-    loading the cache leaves it unread, a miss (the build after a new run) never unpickles it, a
-    hit gives the value that was put, each time, and a value put is pickled when the cache is
-    written, not when it is put."""
+def test_each_value_stays_pickled_until_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each value is kept as its own pickle inside the cache's: loading the cache leaves it
+    unread, a miss (the build after a new run, for the history keyed by the whole store) never
+    unpickles it, nor one the journal replaced; a hit gives the value that was put, unpickled
+    once; and a value put is pickled when the cache is written, not when it is put."""
     from sparkreport.cache import AnalysisCache, Pickled, PickledLater
 
     path = tmp_path / "analysis.pickle"
@@ -169,7 +169,10 @@ def test_the_history_stays_pickled_until_asked_for(tmp_path: Path, monkeypatch: 
     value = ({"series": [("c", "m", 1.5)] * 3, "versions": ["v1", "v2"]},)
     cache.put("history", "k1", value)
     cache.put("compare", "k2", ["kept as it is"])
+    cache.put("compare", "k4", ["replaced before it is asked for"])
     cache.save()
+    cache.put("compare", "k4", ["the journal's"])
+    cache.save()  # (a frame of the journal)
     unpickled: list[bytes] = []
     original = Pickled.value
 
@@ -179,16 +182,20 @@ def test_the_history_stays_pickled_until_asked_for(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(Pickled, "value", counting)
     loaded = AnalysisCache(path, salt="s")
-    assert isinstance(loaded.entries["history"]["k1"], Pickled) and loaded.entries["compare"]["k2"] == ["kept as it is"]
+    assert all(isinstance(entry, Pickled) for entries in loaded.entries.values() for entry in entries.values())
     assert loaded.get("history", "another dataset") is None and unpickled == []
-    assert loaded.get("history", "k1") == value and loaded.get("history", "k1") == value and len(unpickled) == 2
+    assert loaded.get("history", "k1") == value and loaded.get("history", "k1") == value and len(unpickled) == 1
+    assert loaded.get("history", "k1") is loaded.get("history", "k1")  # (unpickled once, then kept)
+    assert loaded.get("compare", "k4") == ["the journal's"] and len(unpickled) == 2  # the pickle's k4 never
     assert loaded.get_or("history", "k3", lambda: ("new",)) == ("new",)
     # a value put now is pickled when the cache is written (a build writes it while its builder runs)
     assert isinstance(loaded.entries["history"]["k3"], PickledLater)
-    assert loaded.get("history", "k3") == ("new",)
+    assert loaded.get("history", "k3") == ("new",) and len(unpickled) == 2
+    assert loaded.get("compare", "k2") == ["kept as it is"]
     loaded.save()
     again = AnalysisCache(path, salt="s")
     assert isinstance(again.entries["history"]["k3"], Pickled) and again.get("history", "k3") == ("new",)
+    assert again.get("compare", "k2") == ["kept as it is"] and again.get("compare", "k4") == ["the journal's"]
 
 
 def test_other_options_compute_the_whole_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -244,8 +251,9 @@ def test_the_first_build_keeps_each_campaigns_share_as_its_view_computes_it(tmp_
     ds = build_dataset(_planted()) if store == "planted" else load_dataset(REPO / "runs")
     _site(ds, config, tmp_path, viewed)  # primed but empty: campaign by campaign, from the views
 
-    def entries(folder: Path) -> dict[str, dict[str, object]]:
-        return AnalysisCache(folder / "analysis.pickle", salt=package_digest(HashMemo(None))).entries
+    def entries(folder: Path) -> dict[str, dict[str, object]]:  # (each value unpickled)
+        read = AnalysisCache(folder / "analysis.pickle", salt=package_digest(HashMemo(None)))
+        return {kind: {key: read.get(kind, key) for key in keys} for kind, keys in read.entries.items()}
 
     a, b = entries(cut), entries(viewed)
     for kind in ("compare", "check", "facts"):
