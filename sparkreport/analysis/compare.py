@@ -269,10 +269,16 @@ def why_untested(row: Mapping[Any, Any]) -> str | None:
     return SINGLE_RUN_IN.format(arm=single[0]) if reason == ONE_SINGLE_RUN and len(single) == 1 else reason
 
 
+#: The columns :func:`judged` reads (:func:`_verdict`'s and :func:`why_untested`'s): the rows as
+#: records of these only (of all 32 they were 0.01 s of each build's analysis at 10 000 runs).
+JUDGED_BY = ("p_welch", "p_blocked", "equivalent", "p_holm", "diff", "n_baseline", "n_candidate", "skipped",
+             "baseline", "candidate")
+
+
 def judged(frame: pd.DataFrame, opts: AnalysisOptions) -> pd.DataFrame:
     """``frame``, comparisons with their tests done (blocks, Holm), with each one's ``verdict``
     (:func:`_verdict`) and ``why_untested`` (:func:`why_untested`)."""
-    records = frame_records(frame)
+    records = frame_records(frame[[column for column in JUDGED_BY if column in frame.columns]])
     for row in records:
         row["verdict"] = _verdict(row, opts)
     frame["verdict"] = [row["verdict"] for row in records]

@@ -365,22 +365,22 @@ def apply_design(frame: pd.DataFrame, ds: Dataset, opts: AnalysisOptions, factor
     if frame.empty:
         return frame
     blocked = blocked_pairs(ds, opts, factor, baseline, sorted(set(frame["metric"])))
-    p_blocked, design = [], []
+    p_blocked, design = [st.NAN] * len(frame), ["independent: Welch t"] * len(frame)
     replaced: dict[str, list[Any]] = {column: frame[column].tolist() for column in PAIRED_COLUMNS}
-    for i, row in enumerate(frame_records(frame)):
+    # Only the rows of a blocked pair change: their keys are read from the five columns they need
+    # (every row as a record was 0.02 s of each build's analysis at 10 000 runs, blocks or none).
+    rows = frame_records(frame[["campaign", "model", "candidate", "metric", "margin"]]) if blocked else []
+    for i, row in enumerate(rows):
         found = blocked.get((str(row["campaign"]), str(row["model"]), str(row["candidate"]), str(row["metric"])))
         result = st.paired(*found, float(row["margin"]), opts.confidence, opts.alpha) if found else None
         if result is not None and math.isfinite(result.p):
-            p_blocked.append(result.p)
-            design.append(f"blocked: paired t over {result.k} plan blocks")
+            p_blocked[i] = result.p
+            design[i] = f"blocked: paired t over {result.k} plan blocks"
             equivalent = bool(math.isfinite(result.p_tost) and result.p_tost < opts.alpha)
             for column, value in zip(PAIRED_COLUMNS, (result.diff_low, result.diff_high, result.ratio_low,
                                                       result.ratio_high, result.p_tost, result.mde, equivalent),
                                      strict=True):
                 replaced[column][i] = value
-        else:
-            p_blocked.append(st.NAN)
-            design.append("independent: Welch t")
     for column, values in replaced.items():
         frame[column] = values
     frame["p_blocked"] = p_blocked
