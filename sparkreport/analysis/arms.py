@@ -373,8 +373,9 @@ def in_page_order(frame: pd.DataFrame, by: list[str], level: str, baseline: str 
     if "campaign" in by:
         ranks["campaign"] = _ranks(frame["campaign"], campaign_order)
     if "model" in by:
-        first = frame.drop_duplicates("model")  # a model's first name, as SiteData.models names it
-        names = dict(zip(first["model"].astype(str), first.get("model_name", first["model"]).astype(str), strict=True))
+        first = ~frame["model"].duplicated().to_numpy()  # a model's first name, as SiteData.models names it
+        named = frame["model_name"] if "model_name" in frame.columns else frame["model"]
+        names = dict(zip(frame["model"][first].astype(str), named[first].astype(str), strict=True))
         ranks["model"] = _ranks(frame["model"], lambda model: model_order(names[model], model))
     return frame.sort_values(by, key=lambda column: ranks.get(str(column.name), column),
                              kind="stable").reset_index(drop=True)
@@ -398,10 +399,13 @@ def clip_to_range(frame: pd.DataFrame) -> None:
     a throughput is not negative, a utilisation not above 100%) and say so in ``ci_clipped``.
     A few runs give t-intervals wider than that (n = 2: 12.7 standard errors each side); the
     cut interval holds the true mean whenever the uncut one does, so its coverage is kept."""
-    ranges = {m: metric_catalog.physical_range(str(m)) for m in frame["metric"].unique()}
-    metrics = frame["metric"].tolist()
-    low = np.array([ranges[m][0] for m in metrics], dtype=float)
-    high = np.array([ranges[m][1] for m in metrics], dtype=float)
+    import pandas as pd
+
+    # each metric's range looked up once, spread to its rows by their codes (a list of 24 000
+    # Arrow strings and a lookup per row were 0.01 s of each build at 10 000 runs)
+    codes, metrics = pd.factorize(frame["metric"], use_na_sentinel=False)
+    bounds = np.array([metric_catalog.physical_range(str(m)) for m in metrics], dtype=float).reshape(-1, 2)
+    low, high = bounds[codes, 0], bounds[codes, 1]
     ci_low, ci_high = frame["ci_low"].to_numpy(dtype=float), frame["ci_high"].to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):
         frame["ci_clipped"] = (ci_low < low) | (ci_high > high)
