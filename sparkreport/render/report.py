@@ -518,13 +518,14 @@ def _campaign_run_times(runs: pd.DataFrame, campaigns: list[str]) -> dict[str, t
     without a time beside runs with one."""
     import pandas as pd
 
-    runs = runs[runs["campaign"].astype(str).isin(campaigns)]
-    started = pd.to_datetime(runs["started_at"], utc=True, errors="coerce", format="ISO8601")
+    wanted = runs["campaign"].astype(str).isin(campaigns).to_numpy()
+    runs = runs.loc[wanted, ["campaign", "started_at", "started_at_local"]]  # (these columns only)
+    started = pd.to_datetime(runs["started_at"], utc=True, errors="coerce", format="ISO8601", cache=False)
     # A run with no UTC start (a vLLM result file's date, an ingested study's timestamp)
     # counts by its local one: exact where it carries its offset, else off by the time
     # zone's hours, which orders campaigns run days apart all the same.
     local_text = runs["started_at_local"].astype("string")
-    local = pd.to_datetime(local_text, utc=True, errors="coerce", format="ISO8601")
+    local = pd.to_datetime(local_text, utc=True, errors="coerce", format="ISO8601", cache=False)
     used_local = started.isna() & local.notna()
     naive = used_local & ~local_text.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", na=False)
     started = started.fillna(local)
