@@ -858,6 +858,31 @@ def test_slice_digests_follow_exactly_the_rows_of_their_group(values: list[tuple
     assert (digests(swapped)[group] != first[group]) == (shown != shown[::-1])  # (the same rows in the same order)
 
 
+@settings(max_examples=80, deadline=None)
+@given(floats=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=9),
+       integers=st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), min_size=1, max_size=9))
+def test_numbers_are_hashed_as_pandas_hashes_each_column(floats: list[float], integers: list[int]) -> None:
+    """The table hashes' pass over numpy's numbers and booleans (a dtype at a time) gives each
+    column the hashes ``pd.util.hash_pandas_object`` gives it alone — NaN, -0.0 and infinities
+    included —, so the pages' keys did not change with it."""
+    import numpy as np
+    import pandas as pd
+
+    from sparkreport.render.report import hash_numbers, numpy_hashable
+
+    n = min(len(floats), len(integers))
+    columns = {"f": [*floats[:n - 1], -0.0][-n:], "g": [float("nan")] * n, "i": integers[:n],
+               "b": [value > 0 for value in integers[:n]], "u": [abs(value) for value in integers[:n]]}
+    frame = pd.DataFrame(columns).astype({"u": "uint64"})
+    for dtype in {frame[name].dtype for name in frame}:
+        assert numpy_hashable(dtype)
+        names = [name for name in frame if frame[name].dtype == dtype]
+        stacked = hash_numbers(np.column_stack([frame[name].to_numpy(dtype=dtype) for name in names]))
+        for j, name in enumerate(names):
+            assert np.array_equal(stacked[:, j], pd.util.hash_pandas_object(frame[name], index=False).to_numpy())
+    assert not numpy_hashable(pd.Float64Dtype()) and not numpy_hashable(np.dtype("float32"))
+
+
 def test_a_slice_of_the_runs_table_follows_its_runs_their_folders_and_what_is_included(
         tmp_path: Path, phase1_store: Path) -> None:
     """A page's key for its rows of the runs table (``slice_digest``, made from each row's run —

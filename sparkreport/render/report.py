@@ -623,7 +623,15 @@ def column_hashes(site: SiteData, table: str) -> tuple[Any, Any, list[str]]:
             hashes = pd.util.hash_pandas_object(runs, index=False).to_numpy()[:, None]
         else:
             hashes = np.empty((len(frame), len(frame.columns)), dtype=np.uint64)
-            for position in range(len(frame.columns)):
+            by_dtype: dict[Any, list[int]] = {}  # numpy's numbers and booleans, a pass per dtype
+            for position, dtype in enumerate(frame.dtypes):
+                if numpy_hashable(dtype):
+                    by_dtype.setdefault(dtype, []).append(position)
+            for dtype, numbers in by_dtype.items():
+                stacked = np.column_stack([frame.iloc[:, p].to_numpy(dtype=dtype) for p in numbers])
+                hashes[:, numbers] = hash_numbers(stacked)
+            done = {position for numbers in by_dtype.values() for position in numbers}
+            for position in (p for p in range(len(frame.columns)) if p not in done):
                 cells = frame.iloc[:, position]
                 try:
                     hashes[:, position] = pd.util.hash_pandas_object(cells, index=False).to_numpy()
@@ -631,6 +639,40 @@ def column_hashes(site: SiteData, table: str) -> tuple[Any, Any, list[str]]:
                     hashes[:, position] = [hash_text([str(cell)]) for cell in cells]
         cached = site.extra[key] = (hashes, frame.notna().to_numpy(), heads)
     return cached
+
+
+def numpy_hashable(dtype: Any) -> bool:
+    """Whether a column of ``dtype`` is one :func:`hash_numbers` hashes (numpy's 64-bit floats and
+    integers, its booleans), not an extension type pandas hashes its own way."""
+    import numpy as np
+
+    return isinstance(dtype, np.dtype) and (dtype.kind == "b" or (dtype.kind in "fiu" and dtype.itemsize == 8))
+
+
+def hash_numbers(values: Any) -> Any:
+    """``pd.util.hash_pandas_object(column, index=False)`` of each column of ``values`` (a 2-D
+    array of columns of one :func:`numpy_hashable` dtype: float64, int64, uint64 or bool), the
+    same 64-bit hashes in one pass: a float's bits with NaN and -0.0 made canonical, an
+    integer's or boolean's value, each mixed as pandas' ``_hash_ndarray`` mixes them (the
+    splitmix64 finaliser). :func:`column_hashes` stacks the columns of each dtype apart (stacked
+    together, integers would be floats, whose hashes differ)."""
+    import numpy as np
+
+    if values.dtype == bool:
+        bits = values.astype(np.uint64)
+    elif values.dtype.kind == "f":
+        bits = values.view(np.uint64).copy()
+        bits[np.isnan(values)] = np.array(np.nan, dtype=values.dtype).view(np.uint64)
+        bits[bits == np.array(-0.0, dtype=values.dtype).view(np.uint64)] = 0
+    else:
+        bits = values.view(np.uint64).copy()
+    with np.errstate(over="ignore"):
+        bits ^= bits >> np.uint64(30)
+        bits *= np.uint64(0xBF58476D1CE4E5B9)
+        bits ^= bits >> np.uint64(27)
+        bits *= np.uint64(0x94D049BB133111EB)
+        bits ^= bits >> np.uint64(31)
+    return bits
 
 
 def hash_text(row: Iterable[str]) -> int:
