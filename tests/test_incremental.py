@@ -883,6 +883,25 @@ def test_numbers_are_hashed_as_pandas_hashes_each_column(floats: list[float], in
     assert not numpy_hashable(pd.Float64Dtype()) and not numpy_hashable(np.dtype("float32"))
 
 
+@pytest.mark.parametrize("dtype", ["float64", "Float64"])
+def test_a_negative_zero_changes_its_slices_digest(dtype: str) -> None:
+    """pandas hashes -0.0 as 0.0, but a page shows the sign: a cell that turns from 0.0 to -0.0
+    changes its group's digest (numpy's floats and pandas' own alike), and no other group's."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from sparkreport.render.report import slice_digest
+
+    def digests(values: list[float]) -> dict[str, str]:
+        frame = pd.DataFrame({"campaign": ["a", "b"], "value": values}).astype({"value": dtype})
+        site = SimpleNamespace(extra={}, stats=frame)
+        return {name: slice_digest(site, "stats", "campaign", name) for name in ("a", "b")}  # type: ignore[arg-type]
+
+    before, after = digests([0.0, 1.5]), digests([-0.0, 1.5])
+    assert before["a"] != after["a"] and before["b"] == after["b"]
+
+
 def test_a_slice_of_the_runs_table_follows_its_runs_their_folders_and_what_is_included(
         tmp_path: Path, phase1_store: Path) -> None:
     """A page's key for its rows of the runs table (``slice_digest``, made from each row's run —

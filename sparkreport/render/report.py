@@ -637,8 +637,17 @@ def column_hashes(site: SiteData, table: str) -> tuple[Any, Any, list[str]]:
                     hashes[:, position] = pd.util.hash_pandas_object(cells, index=False).to_numpy()
                 except TypeError:  # a cell pandas cannot hash (a list): hash the cells' text
                     hashes[:, position] = [hash_text([str(cell)]) for cell in cells]
+            # pandas hashes -0.0 as 0.0, which a page shows otherwise ("-0.0"): a cell's sign counts
+            for position, dtype in enumerate(frame.dtypes):
+                if pd.api.types.is_float_dtype(dtype):
+                    values = frame.iloc[:, position].to_numpy(dtype=float, na_value=np.nan)
+                    hashes[(values == 0) & np.signbit(values), position] ^= np.uint64(NEGATIVE_ZERO)
         cached = site.extra[key] = (hashes, frame.notna().to_numpy(), heads)
     return cached
+
+
+#: Mixed into the hash of a cell holding -0.0 (:func:`column_hashes`), which pandas hashes as 0.0.
+NEGATIVE_ZERO = 0x5BD1E9955BD1E995
 
 
 def numpy_hashable(dtype: Any) -> bool:
