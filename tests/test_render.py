@@ -1258,3 +1258,24 @@ def test_downloads_says_what_the_json_holds(rendered: RenderResult, rendered_sum
 
     assert json_contents(80, 28) == ("the runs (80 rows) and the published summaries (28 rows, one per arm and "
                                      "metric), with schema version and hash")
+
+
+def test_the_quality_page_lists_the_runs_the_statistics_leave_out(tmp_path: Path) -> None:
+    """A failed run is left out of the statistics, and Data quality lists it under "Runs the
+    statistics leave out" — its run id, model, environment and why — and only it."""
+    from sparkreport.schema import Environment, Model, RunRecord, Status
+
+    store = RunStore(tmp_path / "runs")
+    for env in ("native", "docker"):
+        for i in range(1, 5):
+            failed = env == "docker" and i == 4
+            store.write(RunRecord(run_id=f"m.{env}.i{i}", campaign="smoke", iteration=i, model=Model(name="m"),
+                                  environment=Environment(name=env),
+                                  metrics={"output_throughput_tok_s": 100.0 + i + (env == "docker")},
+                                  status=Status(exit_code=1 if failed else 0, ok=not failed)), [])
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    text = page(render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path,
+                                     docs_dir=tmp_path / "build" / "docs")), "quality/index.md")
+    left_out = text.split("## Runs the statistics leave out", 1)[1].split("\n## ", 1)[0]
+    assert table_rows(left_out, ("`m.docker.i4`",)) == [["`m.docker.i4`", "m", "docker", "failed run (exit code 1)"]]
+    assert len([line for line in left_out.splitlines() if line.startswith("| `")]) == 1

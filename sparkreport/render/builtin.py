@@ -405,8 +405,8 @@ class QualityPage(Page):
     banner = False
 
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
-        shown = ["run_id", "model_name", "environment", "exclusion_reason"]  # (these columns only)
-        excluded = site.runs.loc[~site.runs["included"].astype(bool).to_numpy(), shown] \
+        listed = ["run_id", "model_name", "environment", "exclusion_reason"]  # (these columns only)
+        excluded = site.runs.loc[~site.runs["included"].astype(bool).to_numpy(), listed] \
             if not site.runs.empty else site.runs
         # the assumption a finding rests on is stated once, under "What the physical checks assume"
         from sparkreport.render.report import campaign_titles, model_names
@@ -435,7 +435,7 @@ class QualityPage(Page):
             "more": more, "findings_total": len(findings), "findings_file": FINDINGS_FILE,
             "per_check": FINDINGS_PER_CHECK, "check_command": command_line(site.command("check", "--json")),
             "assumption_groups": site.assumption_groups,
-            "excluded": rows(excluded[shown]) if not excluded.empty else [],
+            "excluded": rows(excluded) if not excluded.empty else [],
             "runs_href": doc.href("runs/index.md"),
         }
 
