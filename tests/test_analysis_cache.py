@@ -315,3 +315,21 @@ def test_effect_rows_from_the_cache_are_the_whole_tables(tmp_path: Path, margins
     assert _effects(again) == json.loads(json.dumps(_effect_rows(again, again.comparisons), default=str))
     plain = _site(load_dataset(runs), config, tmp_path, None)  # no cache: the whole table's rows
     assert _effects(plain) == _effects(again)
+
+
+def test_a_findings_digest_is_made_once_and_kept_with_it() -> None:
+    """A finding's digest (what a page's key counts it by) is the sha256 of its exported form
+    with the keys sorted, made once, and pickled with the finding once made: the analysis cache
+    keeps it with each campaign's findings, which a later build does not serialise again."""
+    import hashlib
+    import json
+    import pickle
+
+    from sparkreport.analysis.checks import Finding
+
+    finding = Finding("warning", "drift", "alpha/m/native: drifts", ["a.native.0"], {"slope": 0.5}, ["x"])
+    expected = hashlib.sha256(json.dumps(finding.to_dict(), sort_keys=True).encode()).hexdigest()
+    assert pickle.loads(pickle.dumps(finding)).__dict__.get("digest") is None  # not made: not kept
+    assert finding.digest == expected
+    kept = pickle.loads(pickle.dumps(finding))
+    assert kept.__dict__["digest"] == expected and kept == finding and kept.to_dict() == finding.to_dict()

@@ -8,6 +8,7 @@ says which runs they use.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -59,6 +60,20 @@ class Finding:
     def to_dict(self) -> dict[str, object]:
         return {"severity": self.severity, "code": self.code, "message": self.message, "runs": self.runs,
                 "numbers": self.numbers, "assumes": self.assumes}
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The sha256 of the finding as exported (:meth:`to_dict`, its keys sorted): what a page's
+        key counts it by (:class:`~sparkreport.render.pagecache.PageKeys`). Made once and kept
+        with the finding — in the analysis cache too, which pickles it with the finding after the
+        pages are planned: a build after one new run serialises its campaign's findings only
+        (all 1 600 of them were 0.015 s of every build's planning at 10 000 runs). A finding is
+        never changed once made."""
+        import hashlib
+        import json
+
+        text = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 CheckFn = Callable[[Dataset, "pd.DataFrame", AnalysisOptions], list[Finding]]

@@ -138,7 +138,7 @@ class PageKeys:
         self.all_ids = [r.run_id for r in keys]
         self.all_digest = dataset.digest_of(self.all_ids)
         # each finding once, as a digest; indexed by the runs it names
-        self.finding_digests = [_sha(json.dumps(f.to_dict(), sort_keys=True, default=str)) for f in site.findings]
+        self.finding_digests = [f.digest for f in site.findings]
         self.by_run: dict[str, list[int]] = {}
         self.unscoped: list[int] = []
         for i, finding in enumerate(site.findings):
