@@ -1067,9 +1067,10 @@ class AnalysisCache:
     A save after a new run changes a few entries of thousands: it appends them, and the keys
     it forgot, as one frame to a journal beside the pickle (``analysis.pickle.journal``), which
     reading applies in order; only when the journal would outgrow :attr:`JOURNAL_SHARE` of the
-    pickle is the whole written again (8 MB at 10 000 runs: 0.05–0.09 s of CPU while MkDocs
-    converts the pages, against ~0.01 s for a frame). Every entry is keyed by what it was computed
-    from, so a frame lost to a kill only costs the next build the time to compute it again.
+    pickle is the whole written again (8 MB at 10 000 runs, while MkDocs converts the pages: each
+    value kept pickled on its own, the rewrite copies their bytes). Every entry is keyed by what it
+    was computed from, so a frame lost to a kill only costs the next build the time to compute it
+    again. Reading leaves each value pickled until :meth:`get` asks for it (:class:`Pickled`).
     """
 
     #: The share of the campaigns whose entries of a per-campaign kind are missing above which
