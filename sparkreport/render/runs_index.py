@@ -39,7 +39,7 @@ from sparkreport.render.pages import NavItem, Page, PageDoc, register
 from sparkreport.schema import slug
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from sparkreport.cache import HashMemo, RecordCache
     from sparkreport.charts import ChartSpec
@@ -108,12 +108,8 @@ class RunsPage(Page):
         index.also_reads = [rows.files_read()]
 
         def fill_index() -> None:
-            pieces = rows.manifest_pieces()
-            if pieces is None:
-                self.write_manifest(site, out, index, rows.listed_rows())
-            else:
-                write_manifest_pieces(out, site.runs_dir, pieces)
-                index.files = [MANIFEST]
+            write_manifest_pieces(out, site.runs_dir, rows.manifest_pieces())
+            index.files = [MANIFEST]
             index.context = {"campaigns": None, "summaries": summaries, **self.limits()}
 
         index.fill = fill_index
@@ -275,9 +271,12 @@ class RunsPage(Page):
 
     def write_manifest(self, site: SiteData, out: Path, index: PageDoc, entries: list[dict[str, Any]]) -> None:
         """The files the site publishes (copied in after the site generator's build)."""
-        published = {(f"{self.folder}/{f['path']}", f["store_path"]) for e in entries for f in e["files"]}
-        write_manifest(out, site.runs_dir, published)  # (which sorts them)
+        write_manifest(out, site.runs_dir, self.published(entries))  # (which sorts them)
         index.files = [MANIFEST]
+
+    def published(self, entries: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
+        """The rows' files as the manifest lists them: (site path, path in the run store)."""
+        return {(f"{self.folder}/{f['path']}", f["store_path"]) for e in entries for f in e["files"]}
 
     @classmethod
     def store_files(cls, runs_dir: Path, folders: Mapping[str, str | None] | None = None,
@@ -621,7 +620,7 @@ class RunsRows:
         """Every row, campaign by campaign (:meth:`campaign_entries`)."""
         return [entry for campaign in self.campaigns for entry in self.campaign_entries(campaign)]
 
-    def manifest_pieces(self) -> list[str] | None:
+    def manifest_pieces(self) -> list[str]:
         """The manifest of the files the Runs pages publish (:meth:`RunsPage.write_manifest`'s) as
         one :func:`~sparkreport.published.manifest_piece` per folder, in the order the manifest's
         sorted list takes them: each folder's files lie under its own path in the site, so the
@@ -629,12 +628,12 @@ class RunsRows:
         listing key keeps its piece by that key (``build/cache/runs-manifest.pickle``), and its rows
         are not read: after one new run, the manifest of 20 000 files is one folder's piece and a
         join (0.07 s of the Runs index's fill at 10 000 runs, were all of them listed and sorted).
-        None when a folder lists a file outside itself (:meth:`RunsPage.write_manifest` then sorts
-        them all)."""
+        Where a folder lists a file outside itself, the folders do not sort apart: one piece of
+        every row's files, sorted at once."""
         from sparkreport.cache import read_cache_pickle, write_cache_pickle
         from sparkreport.published import manifest_piece
 
-        path = self._manifest_path()
+        path = self._cache_file(MANIFEST_CACHE)
         salt = f"runs-manifest-1:{self.cache.salt}" if self.cache is not None else ""
         kept = read_cache_pickle(path, salt, "pieces") if path is not None else {}
         pieces: list[str] = []
@@ -647,10 +646,9 @@ class RunsRows:
                 keep[folder] = found
                 continue
             within = f"{self.page.folder}/{self.page.files_dir}/{folder}/"
-            files = {(f"{self.page.folder}/{f['path']}", f["store_path"])
-                     for _order_key, entry in self.folder_rows(folder) for f in entry["files"]}
+            files = self.page.published(entry for _order_key, entry in self.folder_rows(folder))
             if not all(site_path.startswith(within) for site_path, _store_path in files):
-                return None
+                return [manifest_piece(self.page.published(self.listed_rows()))]
             pieces.append(manifest_piece(files))
             if self.kept.get(folder) == key and key is not None:  # (its rows were kept by the same key)
                 keep[folder] = (key, pieces[-1])
@@ -658,11 +656,6 @@ class RunsRows:
             with contextlib.suppress(OSError):
                 write_cache_pickle(path, salt, "pieces", keep)
         return pieces
-
-    def _manifest_path(self) -> Path | None:
-        memo = self.site.hash_memo
-        return memo.path.parent / MANIFEST_CACHE if self.cache is not None and memo is not None \
-            and memo.path is not None else None
 
     def listed_rows(self) -> list[dict[str, Any]]:
         """Every row as listed (no inclusion set, in no particular order): what the manifest of
@@ -724,20 +717,22 @@ class RunsRows:
             self.cache.keep_only({folder: {key} for folder, key in self.keys.items()})
             self.cache.save()
 
-    def _plans_path(self) -> Path | None:
+    def _cache_file(self, name: str) -> Path | None:
+        """``name`` in the build's cache folder, where the rows are kept (None: they are not)."""
         memo = self.site.hash_memo
-        return memo.path.parent / PLANS_CACHE if self.cache is not None and memo is not None \
+        return memo.path.parent / name if self.cache is not None and memo is not None \
             and memo.path is not None else None
 
     def read_plans(self) -> dict[str, Any]:
         """The campaigns' plans the last build kept: campaign → (plan key, plan)."""
         from sparkreport.cache import read_cache_pickle
 
-        return read_cache_pickle(self._plans_path(), self.cache.salt if self.cache is not None else "", "plans")
+        salt = self.cache.salt if self.cache is not None else ""
+        return read_cache_pickle(self._cache_file(PLANS_CACHE), salt, "plans")
 
     def save_plans(self, plans: dict[str, tuple[str, dict[str, Any]]], kept: Mapping[str, Any]) -> None:
         """Keep ``plans`` (only when they are not the ones ``kept``)."""
-        path = self._plans_path()
+        path = self._cache_file(PLANS_CACHE)
         if path is None or self.cache is None:
             return
         if {c: entry[0] for c, entry in plans.items()} != {c: entry[0] for c, entry in kept.items()}:
