@@ -142,8 +142,7 @@ def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
             unified[key] = unified_memory
     out = []
     for key in sorted(key for key, row in means.items() if row):  # (an arm with no mean: none in a pivot)
-        index, row = key, means[key]
-        values = {m: plain(row.get(m)) for m in BUDGET_METRICS}
+        values = {m: plain(means[key].get(m)) for m in BUDGET_METRICS}
         kv = values["kv_cache_gib"]
         pre_kv = values["pre_kv_memory_gib"]
         peak = values["peak_memory_gib"]
@@ -165,8 +164,8 @@ def _budget_rows(site: SiteData) -> list[dict[str, Any]]:
         fraction = values["kv_cache_fraction"] or fractions.get(key)
         expected = fraction * free if fraction is not None and free is not None else None
         out.append({
-            "campaign": key[0], "model": key[1], "model_name": names.get(index, math.nan), "environment": key[2],
-            "published": sources.get(index) == "published", "pool": pool, "pre_kv": pre_kv,
+            "campaign": key[0], "model": key[1], "model_name": names.get(key, math.nan), "environment": key[2],
+            "published": sources.get(key) == "published", "pool": pool, "pre_kv": pre_kv,
             # memory in use before the KV cache (recorded, else derived: pre_kv_from says how) is
             # what the budget starts from; "peak" is the peak with the KV cache, when recorded.
             "pre_kv_from": pre_kv_from, "peak": peak,

@@ -494,17 +494,18 @@ def _run_times(site: SiteData) -> tuple[dict[str, Any], bool, bool]:
         times: dict[str, Any] = {}
         naive = untimed = False
         if not dataset.runs.empty:
-            keys = {campaign: cache.key(("kind", "campaign-times-1"), ("runs", dataset.digest_of(run_ids)))
-                    for campaign, run_ids in dataset.campaign_run_ids().items()} if cache is not None else {}
-            kept = {campaign: cache.get("campaign-times", key) for campaign, key in keys.items()} \
-                if cache is not None else {}
-            missing = [campaign for campaign in dataset.runs["campaign"].astype(str).unique()
-                       if kept.get(campaign) is None]
+            named = list(dict.fromkeys(dataset.runs["campaign"].astype(str).tolist()))  # (in the runs' order)
+            keys, kept = {}, {}
+            if cache is not None:
+                keys = {campaign: cache.key(("kind", "campaign-times-1"), ("runs", dataset.digest_of(run_ids)))
+                        for campaign, run_ids in dataset.campaign_run_ids().items()}
+                kept = {campaign: cache.get("campaign-times", key) for campaign, key in keys.items()}
+            missing = [campaign for campaign in named if kept.get(campaign) is None]
             found = _campaign_run_times(dataset.runs, missing) if missing else {}
             for campaign, value in found.items():
                 if cache is not None and campaign in keys:
                     cache.put("campaign-times", keys[campaign], value)
-            for campaign in dict.fromkeys(dataset.runs["campaign"].astype(str).tolist()):
+            for campaign in named:
                 last, campaign_naive, campaign_untimed = found.get(campaign) or kept[campaign]
                 times[campaign] = last
                 naive, untimed = naive or campaign_naive, untimed or campaign_untimed
@@ -518,8 +519,9 @@ def _campaign_run_times(runs: pd.DataFrame, campaigns: list[str]) -> dict[str, t
     without a time beside runs with one."""
     import pandas as pd
 
-    wanted = runs["campaign"].astype(str).isin(campaigns).to_numpy()
-    runs = runs.loc[wanted, ["campaign", "started_at", "started_at_local"]]  # (these columns only)
+    named = runs["campaign"].astype(str)
+    wanted = named.isin(campaigns).to_numpy()
+    runs, named = runs.loc[wanted, ["started_at", "started_at_local"]], named[wanted]  # (these columns only)
     started = pd.to_datetime(runs["started_at"], utc=True, errors="coerce", format="ISO8601", cache=False)
     # A run with no UTC start (a vLLM result file's date, an ingested study's timestamp)
     # counts by its local one: exact where it carries its offset, else off by the time
@@ -529,9 +531,9 @@ def _campaign_run_times(runs: pd.DataFrame, campaigns: list[str]) -> dict[str, t
     used_local = started.isna() & local.notna()
     naive = used_local & ~local_text.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", na=False)
     started = started.fillna(local)
-    by = started.groupby(runs["campaign"].astype(str), sort=False)
+    by = started.groupby(named, sort=False)
     last, timed, rows = by.max(), by.count(), by.size()
-    naive_in = naive.groupby(runs["campaign"].astype(str), sort=False).any()
+    naive_in = naive.groupby(named, sort=False).any()
     return {str(campaign): (last[campaign], bool(naive_in[campaign]), bool(0 < timed[campaign] < rows[campaign]))
             for campaign in last.index}
 
