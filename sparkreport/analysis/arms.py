@@ -85,8 +85,55 @@ def arm_rows(runs: pd.DataFrame, keys: list[str], *, dropna: bool = True) -> lis
     """
     import pandas as pd
 
+    if len(runs) and keys and all(isinstance(runs[k].dtype, pd.StringDtype) for k in keys):
+        found = _text_arm_rows(runs, keys, dropna)
+        if found is not None:
+            return found
     positions = pd.Series(np.arange(len(runs)), index=runs.index)
     return [(arm, rows.to_numpy()) for arm, rows in positions.groupby([runs[k] for k in keys], dropna=dropna)]
+
+
+def _text_arm_rows(runs: pd.DataFrame, keys: list[str], dropna: bool) -> list[tuple[Any, np.ndarray]] | None:
+    """:func:`arm_rows` where every key is a text column, from each key's sorted codes
+    (``pd.factorize``, as the groupby sorts) combined into one number per row, the rows sorted
+    by it (stable): the same arms, keys and positions, without a groupby (1.2–1.6 ms a call on a
+    campaign's 200 runs, which a new run's checks and comparisons make ~20 times). A missing
+    value is the key column's missing value, last in its column's order (``dropna=False``), or
+    leaves its row out. None when the combined number could overflow."""
+    import pandas as pd
+
+    combined = np.zeros(len(runs), dtype=np.int64)
+    kept = np.ones(len(runs), dtype=bool)
+    values: list[tuple[list[Any], int]] = []
+    span = 1
+    for key in keys:
+        column = runs[key]
+        dtype = column.dtype
+        assert isinstance(dtype, pd.StringDtype)
+        codes, uniques = pd.factorize(column, sort=True)
+        size = len(uniques) + 1  # the last code: a missing value
+        span *= size
+        if span >= 2 ** 62:
+            return None
+        missing = codes < 0
+        if dropna:
+            kept &= ~missing
+        combined = combined * size + np.where(missing, size - 1, codes)
+        values.append(([*uniques.tolist(), dtype.na_value], size))
+    rows = np.flatnonzero(kept) if dropna else np.arange(len(runs))
+    if not len(rows):
+        return []
+    order = rows[np.argsort(combined[rows], kind="stable")]
+    ordered = combined[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    out: list[tuple[Any, np.ndarray]] = []
+    for start, end in zip(starts.tolist(), [*starts[1:].tolist(), len(order)], strict=True):
+        number, arm = int(ordered[start]), []
+        for names, size in reversed(values):
+            number, code = divmod(number, size)
+            arm.append(names[code])
+        out.append((tuple(reversed(arm)), order[start:end]))
+    return out
 
 
 def float_matrix(runs: pd.DataFrame, columns: list[str]) -> np.ndarray:
