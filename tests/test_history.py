@@ -13,7 +13,7 @@ from history_store import VERSIONS, write_history_store
 
 from sparkreport.analysis import AnalysisOptions
 from sparkreport.analysis.changepoints import find_steps
-from sparkreport.analysis.history import history, order_versions
+from sparkreport.analysis.history import history, history_json, history_payload, order_versions
 from sparkreport.cli import main
 from sparkreport.config import load_config
 from sparkreport.dataset import load_dataset
@@ -244,5 +244,13 @@ def test_history_with_a_cache_equals_history_without_and_recomputes_one_campaign
     assert cache.computed["history-campaign"] == len(ds.campaigns()) == 2
     cache.save()
     again = AnalysisCache(tmp_path / "analysis.pickle")
-    assert history(ds, FAST, cache=again) == history(ds, FAST)
+    kept = history(ds, FAST, cache=again)
+    assert kept == history(ds, FAST)
     assert again.computed["history-campaign"] == 0 and again.reused["history-campaign"] == 2
+    # the site's history.json from each series' kept entry: the text of the whole payload
+    assert all(s.text is not None for s in kept.series)
+    expected = json.dumps(history_payload(kept), separators=(",", ":"))
+    assert history_json(kept) == expected
+    for s in kept.series:
+        s.text = None  # (a series without its entry: encoded here)
+    assert history_json(kept) == expected

@@ -15,6 +15,7 @@ versions around it with the ratio of their means and its Fieller CI (the numbers
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -87,6 +88,10 @@ class Series:
     metric: str
     points: list[VersionPoint]
     changes: list[ChangePoint] = field(default_factory=list)
+    #: Its entry of ``history.json`` (:func:`series_text`), made with it once its change points are
+    #: found: kept with the series in the analysis cache, so a new run's History page encodes its
+    #: campaign's series only (the 4 700 entries of 10 000 runs were ~0.04 s of its fill).
+    text: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -316,6 +321,7 @@ def _campaign_series(runs: pd.DataFrame, versions: list[str], present: list[str]
                 direction="improvement" if (step.change > 0) == higher_is_better else "regression",
                 newest=ordered[step.index] == versions[-1],
             ))
+        series.text = series_text(series)
         out.append(series)
     return out
 
@@ -326,6 +332,11 @@ def _num(value: float) -> float | None:
 
 def history_payload(result: History) -> dict[str, Any]:
     """The JSON contract of ``sparkreport history --json`` (schema_version 1; README documents it)."""
+    return {**_payload_head(result), "series": [series_entry(s) for s in result.series]}
+
+
+def _payload_head(result: History) -> dict[str, Any]:
+    """:func:`history_payload` but its last key, ``series``."""
     return {
         "schema_version": SCHEMA_VERSION,
         "by": result.by,
@@ -336,14 +347,32 @@ def history_payload(result: History) -> dict[str, Any]:
         "alpha": result.alpha,
         "min_effect": result.min_effect,
         "change_points": [change_row(c) for c in result.changes],
-        "series": [
-            {"campaign": s.campaign, "model": s.model, "environment": s.environment, "metric": s.metric,
-             "unit": metric_catalog.unit_of(s.metric),
-             "points": [{"version": p.version, "n": p.n, "mean": _num(p.mean), "ci_low": _num(p.ci_low),
-                         "ci_high": _num(p.ci_high), "single_run": p.single_run} for p in s.points]}
-            for s in result.series
-        ],
     }
+
+
+def series_entry(s: Series) -> dict[str, Any]:
+    """One series as the JSON contract writes it."""
+    return {"campaign": s.campaign, "model": s.model, "environment": s.environment, "metric": s.metric,
+            "unit": metric_catalog.unit_of(s.metric),
+            "points": [{"version": p.version, "n": p.n, "mean": _num(p.mean), "ci_low": _num(p.ci_low),
+                        "ci_high": _num(p.ci_high), "single_run": p.single_run} for p in s.points]}
+
+
+#: How ``history.json`` is written: compact (the site's file, not the CLI's indented output).
+COMPACT = (",", ":")
+
+
+def series_text(s: Series) -> str:
+    """:func:`series_entry` as ``history.json`` writes it (:data:`COMPACT`)."""
+    return json.dumps(series_entry(s), separators=COMPACT)
+
+
+def history_json(result: History) -> str:
+    """``json.dumps(history_payload(result), separators=COMPACT)``, the same text, with each series'
+    entry its kept :attr:`Series.text` where it has one."""
+    text = json.dumps({**_payload_head(result), "series": []}, separators=COMPACT)  # ends '"series":[]}'
+    entries = ",".join(s.text if s.text is not None else series_text(s) for s in result.series)
+    return f"{text[:-2]}{entries}]}}"
 
 
 def change_row(c: ChangePoint) -> dict[str, Any]:

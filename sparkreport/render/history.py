@@ -10,7 +10,6 @@ contract), so a history of hundreds of versions keeps the page itself small.
 from __future__ import annotations
 
 import functools
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -164,7 +163,7 @@ class HistoryPage(Page):
     def fill_main(self, site: SiteData, main: PageDoc, result: History, changes: list[ChangePoint],
                   diff_docs: dict[tuple[str, str, str], PageDoc], out: Path) -> None:
         """The History page itself: its table of change points, charts and ``history.json``."""
-        from sparkreport.analysis.history import change_row, change_sentence, history_payload
+        from sparkreport.analysis.history import change_row, change_sentence, history_json
         from sparkreport.render.diff_text import command_line
         from sparkreport.render.report import campaign_title
 
@@ -197,8 +196,7 @@ class HistoryPage(Page):
             rows.append(row)
         folder = out / self.folder
         folder.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps(history_payload(result), separators=(",", ":"))
-        (folder / "history.json").write_text(payload + "\n", encoding="utf-8")
+        (folder / "history.json").write_text(history_json(result) + "\n", encoding="utf-8")
         main.files = [f"{self.folder}/history.json"]
         # A series measured in one version has no history: counted, not listed (history.json has it).
         listed = [s for s in result.series if len(s.points) > 1]
