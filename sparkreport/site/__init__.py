@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,6 +239,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             def reads_and_writes() -> None:  # the caches' writes, what publishing reads back
                 later.run()
                 read.append(read_for_gather(result, cache_dir))
+                if result.posts:  # the feed's writer, imported now rather than after the builder
+                    importlib.import_module("sparkreport.site.blog_feed")
 
             behind(reads_and_writes)  # on the CPU MkDocs' processes leave idle
             assert run_files is not None
