@@ -157,15 +157,16 @@ def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, w
     """The comparison rows before the design step (blocks, Holm, verdicts), and the levels of
     ``factor`` seen (the caller refuses a baseline that none has); then the same two per
     campaign (what :meth:`Dataset.campaign_view` of each would give)."""
-    from sparkreport.analysis.design import held_constant
+    from sparkreport.analysis.design import every_fact
 
     arms = _arms(ds, opts, factor)
     levels = sorted({key[2] for key in arms})
     if baseline not in levels:
         return [], levels, {}
-    # what is held constant is stated, never tested: one rule, the facts' (design.held_constant)
+    # what is held constant is stated, never tested: one rule, the facts' (design.held_constant),
+    # of every metric (those tested are looked up), found once with the site's (design.every_fact)
     facts = {(fact.campaign, fact.model, fact.metric): fact.values
-             for fact in held_constant(ds, opts, factor, sorted(wanted), baseline)}
+             for fact in every_fact(ds, opts, factor, baseline)}
     pairs = []
     for (campaign, model, level, metric), base in sorted(arms.items()):
         if level != baseline:

@@ -202,10 +202,8 @@ def constant_facts(ds: Dataset, opts: AnalysisOptions | None = None, factor: str
 def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: AnalysisCache | None,
                 baseline: str | None) -> list[Fact]:
     """:func:`constant_facts` of every metric, per campaign through ``cache`` where there is one."""
-    published = {str(metric) for metric in ds.summaries["metric"].unique()}
-    metrics = [*opts.tested_metrics, *sorted(set(ds.metric_columns) | published)]
     if cache is None:
-        return held_constant(ds, opts, factor, metrics, baseline)
+        return every_fact(ds, opts, factor, baseline)
     from sparkreport.analysis.arms import campaign_digests
 
     digests = campaign_digests(ds, opts)
@@ -218,7 +216,7 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
 
     def whole() -> tuple[list[Fact], dict[str, list[Fact]]]:
         # Each fact belongs to one campaign, so each campaign's share is what its view computes.
-        facts = held_constant(ds, opts, factor, metrics, baseline)
+        facts = every_fact(ds, opts, factor, baseline)
         shares: dict[str, list[Fact]] = {}
         for fact in facts:
             shares.setdefault(fact.campaign, []).append(fact)
@@ -226,9 +224,27 @@ def _every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, cache: Analysis
 
     # the campaigns in the order held_constant lists them, so that a cached result is listed alike
     found, parts = cache.campaign_parts("facts", sorted(ds.campaigns(), key=campaign_order), key, whole,
-                                        lambda campaign: held_constant(ds.campaign_view(campaign), opts, factor,
-                                                                         metrics, baseline), list[Fact])
+                                        lambda campaign: every_fact(ds.campaign_view(campaign), opts, factor,
+                                                                      baseline), list[Fact])
     return found if found is not None else [fact for part in parts for fact in part]
+
+
+def every_fact(ds: Dataset, opts: AnalysisOptions, factor: str, baseline: str | None = None) -> list[Fact]:
+    """:func:`held_constant` of every metric — the tested ones first, then every metric the whole
+    dataset's runs or published figures hold (a campaign view's whole: a view's facts are then
+    the whole's facts of its campaign) — once per dataset (a view is one), options, factor and
+    baseline: ``compare`` reads the facts of the metrics it tests, the facts of every metric
+    (:func:`constant_facts`), and a build asks both of a new run's campaign (each metric's facts
+    are its own, whatever other metrics are asked for). A fresh list each call."""
+    key = ("every-fact", repr(opts), factor, baseline)
+    if key not in ds.memo:
+        whole = ds.whole or ds
+        published = {str(metric) for metric in whole.summaries["metric"].unique()}
+        metrics = [*opts.tested_metrics, *sorted(set(whole.metric_columns) | published)]
+        ds.memo[key] = held_constant(ds, opts, factor, metrics, baseline)
+    facts = ds.memo[key]
+    assert isinstance(facts, list)
+    return list(facts)
 
 
 def held_constant(ds: Dataset, opts: AnalysisOptions, factor: str, metrics: list[str],
