@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from sparkreport.analysis import Finding
     from sparkreport.analysis.design import Fact
-    from sparkreport.cache import AnalysisCache, HashMemo, Held
+    from sparkreport.cache import AnalysisCache, HashMemo, Held, WritesLater
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.schema import RunRecord
@@ -72,6 +72,10 @@ class SiteData:
     #: Each campaign folder's stat digest from the build's walk of the store
     #: (:attr:`sparkreport.cache.StoreWalk.folders`), set by a build's render; None otherwise.
     store_folders: dict[str, str | None] | None = field(default=None, repr=False)
+    #: Where a build's render puts off writing cache files that nothing reads before the next
+    #: build (:class:`~sparkreport.cache.WritesLater`: written while the builder builds); None:
+    #: they are written at once.
+    later: WritesLater | None = field(default=None, repr=False)
     #: The project's folder, which the commands the pages print run in (None: the runs' parent).
     project_root: Path | None = None
     _arm_runs: dict[tuple[str, str, str], list[str]] | None = field(default=None, init=False, repr=False)

@@ -314,6 +314,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
         analysed()  # (a second call, after a kept render that could not be kept, does nothing)
     site.hash_memo = memo
     site.store_folders = dict(store_folders) if store_folders is not None else None
+    site.later = later
     compiled = template_cache(cache_dir, package_digest(memo))
     env = make_environment(root / "templates", compiled)
     read_records_per_campaign(site)

@@ -712,10 +712,11 @@ class RunsRows:
         return json.dumps([[f["path"], f["store_path"]] for e in rows for f in e["files"]])
 
     def save(self) -> None:
-        """Forget the rows of folders no longer in the store; write the shards listed again."""
+        """Forget the rows of folders no longer in the store; write the shards listed again (a
+        build: while its builder builds, :attr:`~sparkreport.render.context.SiteData.later`)."""
         if self.cache is not None:
             self.cache.keep_only({folder: {key} for folder, key in self.keys.items()})
-            self.cache.save()
+            self._write(self.cache.folder, self.cache.save)
 
     def _cache_file(self, name: str) -> Path | None:
         """``name`` in the build's cache folder, where the rows are kept (None: they are not)."""
@@ -738,7 +739,14 @@ class RunsRows:
         if {c: entry[0] for c, entry in plans.items()} != {c: entry[0] for c, entry in kept.items()}:
             from sparkreport.cache import write_cache_pickle
 
-            write_cache_pickle(path, self.cache.salt, "plans", plans)
+            self._write(path, functools.partial(write_cache_pickle, path, self.cache.salt, "plans", plans))
+
+    def _write(self, path: Path | None, write: Callable[[], None]) -> None:
+        """``write()`` of ``path`` now, or where the build puts its cache writes off to."""
+        if self.site.later is not None and path is not None:
+            self.site.later.put(path, write)
+        else:
+            write()
 
 
 def _chunks(entries: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
