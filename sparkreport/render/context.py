@@ -241,7 +241,7 @@ def git_commit(root: Path) -> str | None:
 
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,
                     project_root: Path, cache_dir: Path | None = None, *, save: bool = True,
-                    held: Held | None = None, commit: str | None = None,
+                    held: Held | None = None, commit: str | None = None, commit_known: bool = False,
                     hashes: HashMemo | None = None) -> SiteData:
     """Run the analysis over ``dataset`` once and bundle what the pages need.
 
@@ -252,10 +252,11 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     ``save`` the cache is left for the caller to save (``site.analysis_cache.save()``) once what
     else goes into it is in: the render saves it after planning its pages, which computes the
     history (one 5 MB pickle a build at 10 000 runs instead of two). ``held``: see
-    :func:`~sparkreport.cache.analysis_cache`. ``commit``: the project's commit as the caller found it (a build:
-    the one its key was made with, which saves asking git again — a status of every tracked
-    file); None asks git. ``hashes``: the build's file digests, which know the package's files
-    (the cache's salt is their digest: 0.02–0.03 s to read and hash them all without).
+    :func:`~sparkreport.cache.analysis_cache`. ``commit``: the project's commit as the caller found
+    it (a build: the one its key was made with, which saves asking git again — a status of every
+    tracked file); None asks git, unless ``commit_known`` (the caller asked: the project is not in
+    git). ``hashes``: the build's file digests, which know the package's files (the cache's salt
+    is their digest: 0.02–0.03 s to read and hash them all without).
     """
     import pandas as pd
     from markupsafe import Markup
@@ -280,7 +281,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
         summary_count=int(dataset.summaries["run_id"].nunique()) if not dataset.summaries.empty else 0,
         version=__version__,
         command=command,
-        git_commit=commit if commit is not None else git_commit(project_root),
+        git_commit=commit if commit is not None or commit_known else git_commit(project_root),
     )
     site = SiteData(
         dataset=dataset, config=config, runs_dir=runs_dir, stats=stats, comparisons=comparisons,

@@ -161,7 +161,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
            hashes: HashMemo | None = None,
            build_data_key: str | None = None, same_data: dict[str, Any] | None = None,
            commit: str | None = None, analysed: Callable[[], object] | None = None,
-           later: WritesLater | None = None, vouch: Vouch | None = None) -> RenderResult:
+           later: WritesLater | None = None, vouch: Vouch | None = None, commit_known: bool = False) -> RenderResult:
     """Render every registered page into the docs folder; returns what was written.
 
     ``options`` are resolved once into a :class:`~sparkreport.project.Project` (paths, the
@@ -190,7 +190,8 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     which the render keeps every generated page as it is and fills the posts from what they gave
     then, without loading the dataset; or, when a post's bindings changed, renders in full.
     ``commit``: the project's commit the build key was made with, which the pages print (git is
-    not asked again); a kept page or post footer that printed another one prints it instead
+    not asked again; None asks git, unless ``commit_known`` says git was asked: a project outside
+    git, ~0.01 s of a build's path spared); a kept page or post footer that printed another one prints it instead
     (:func:`restamped`). ``analysed``: called once the analysis is done and the pages are about to
     be planned (``build`` wakes its standby builder then: :class:`~sparkreport.parallel.Standby`).
     ``later``: where the render puts off writing its biggest cache files (the stacked tables, the
@@ -218,7 +219,7 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
                 if kept is not None:
                     return kept
             return _render(project, held_until_done, session, store_folders, hashes, build_data_key, commit,
-                           analysed, later, vouch, store_scan)
+                           analysed, later, vouch, store_scan, commit_known)
     except OSError as exc:
         raise file_system_error(exc, "the docs folder") from None
 
@@ -243,7 +244,8 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
             store_folders: Mapping[str, str | None] | None = None, hashes: HashMemo | None = None,
             build_data_key: str | None = None, commit: str | None = None,
             analysed: Callable[[], object] | None = None, later: WritesLater | None = None,
-            vouch: Vouch | None = None, store_scan: StoreScan | None = None) -> RenderResult:
+            vouch: Vouch | None = None, store_scan: StoreScan | None = None,
+            commit_known: bool = False) -> RenderResult:
     """The render under the lock; what it starts beside itself (:class:`~sparkreport.render.builtin.DownloadsAhead`)
     is stopped on ``held_until_done``'s exit, when the render ends or fails."""
     from sparkreport.cache import HASHES_FILE, HashMemo, package_digest
@@ -304,7 +306,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
         site.provenance.git_commit = git_commit(root)  # a post edit can make the project dirty
     else:
         site = build_site_data(dataset, config, runs_dir, command, root, cache_dir=cache_dir, save=False, held=held,
-                               commit=commit, hashes=memo)
+                               commit=commit, commit_known=commit_known, hashes=memo)
     if site.analysis_cache is not None and later is not None:
         site.analysis_cache.later = later  # its saves (planning's, the one below) put off, until the render ends
         held_until_done.callback(setattr, site.analysis_cache, "later", None)

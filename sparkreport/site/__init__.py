@@ -217,7 +217,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             stack.enter_context(standby)
         result = render(project, checked=True, store_folders=folders, store_scan=store_scan, hashes=memo,
                         # (the checks ran above)
-                        build_data_key=key.data, same_data=same_data, commit=key.commit,
+                        build_data_key=key.data, same_data=same_data, commit=key.commit, commit_known=True,
                         analysed=standby.wake if standby is not None else None, later=later, vouch=vouch)
         if run_files is None:
             carried = kept_run_files(target, cache_dir, result) if result.data_kept else None
