@@ -720,8 +720,10 @@ def digest_of(run_digests: Mapping[str, str], run_ids: Iterable[str]) -> str:
     """One sha256 over the named runs' content digests (``Dataset.run_digests``), independent
     of their order and of repeats; KeyError for a run id that is not in ``run_digests``."""
     digest = hashlib.sha256(b"sparkreport-runs-1\n")
-    for run_id in sorted(set(run_ids)):
-        digest.update(f"{run_id}\0{run_digests[run_id]}\n".encode("utf-8", "surrogateescape"))
+    # one text, hashed at once: the digest of the lines one after the other (an update per run was
+    # most of the 10 ms a build spent on its 50 campaigns' first digests at 10 000 runs)
+    digest.update("".join([f"{run_id}\0{run_digests[run_id]}\n"
+                           for run_id in sorted(set(run_ids))]).encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
