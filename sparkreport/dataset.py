@@ -812,24 +812,58 @@ def _frames(flats: list[FlatRecord], paths: list[str]) -> Frames:
     summary_rows: list[dict[str, object]] = []
     for flat, path in zip(flats, paths, strict=True):
         (run_rows if flat.record.record_type == "run" else summary_rows).extend(flat.rows(path))
-    return _typed_runs(pd.DataFrame(run_rows)), pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)).astype(
-        SUMMARY_COLUMNS)
+    runs = _typed_rows(run_rows)
+    return runs if runs is not None else _typed_runs(pd.DataFrame(run_rows)), \
+        pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS)
+
+
+def _layout(columns: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+    """The runs table's columns in their order, and their types, given the columns its rows hold:
+    the run columns, the core metrics, the other metrics, the labels (the last two sorted by name)."""
+    metric_cols = sorted(c for c in columns if metric_catalog.is_metric(c) and c not in CORE_METRICS)
+    labels = sorted(c for c in columns if c.startswith("label."))
+    order = [*RUN_COLUMNS, *CORE_METRICS, *metric_cols, *labels]
+    types = {**RUN_COLUMNS, **{c: "Float64" for c in (*CORE_METRICS, *metric_cols)}, **{c: "string" for c in labels}}
+    return order, types
 
 
 def _typed_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs table's columns in their order and types: the run columns, the core metrics, the
-    other metrics, the labels (the last two sorted by name)."""
+    """The runs table's columns in their order and types (:func:`_layout`)."""
     for column in (*RUN_COLUMNS, *CORE_METRICS):
         if column not in runs.columns:
             runs[column] = None
-    metric_cols = sorted(c for c in runs.columns if metric_catalog.is_metric(c) and c not in CORE_METRICS)
-    labels = sorted(c for c in runs.columns if c.startswith("label."))
-    order = [*RUN_COLUMNS, *CORE_METRICS, *metric_cols, *labels]
-    types = {**RUN_COLUMNS, **{c: "Float64" for c in (*CORE_METRICS, *metric_cols)}, **{c: "string" for c in labels}}
+    order, types = _layout(runs.columns)
     typed = list(runs.columns) == order
     if typed and all(dtype == _dtype(types[name]) for name, dtype in zip(order, runs.dtypes, strict=True)):
         return runs  # typed already (a kept campaign's frame, a stack of typed frames): astype of 84 columns is ~15 ms
     return runs[order].astype(types)
+
+
+#: The Python types a column of each type may hold for :func:`_typed_rows` to build it directly.
+_PLAIN_TYPES: dict[str, frozenset[type]] = {
+    "Float64": frozenset({float, int, type(None)}), "Int64": frozenset({int, type(None)}),
+    "boolean": frozenset({bool, type(None)}), "string": frozenset({str, type(None)}),
+}
+
+
+def _typed_rows(rows: list[dict[str, object]]) -> pd.DataFrame | None:
+    """``_typed_runs(pd.DataFrame(rows))``, the same table, each column made at once in its type
+    from its values (a campaign's 200 rows: ~9 ms against ~40 ms for a frame of objects and the
+    astype of its 84 columns, on every new run's build); None when a value is not the plain kind
+    its column's type takes (a bool among numbers, a number among text: the astype decides those)
+    or there are no rows."""
+    import pandas as pd
+
+    if not rows:
+        return None
+    order, types = _layout(dict.fromkeys(key for row in rows for key in row))
+    columns = {}
+    for column in order:
+        values = [row.get(column) for row in rows]
+        if not set(map(type, values)) <= _PLAIN_TYPES[types[column]]:
+            return None
+        columns[column] = pd.array(values, dtype=_dtype(types[column]))
+    return pd.DataFrame(columns)
 
 
 @functools.cache
