@@ -813,9 +813,11 @@ def _frames(flats: list[FlatRecord], paths: list[str]) -> Frames:
     for flat, path in zip(flats, paths, strict=True):
         (run_rows if flat.record.record_type == "run" else summary_rows).extend(flat.rows(path))
     runs = _typed_rows(run_rows)
-    return runs if runs is not None else _typed_runs(pd.DataFrame(run_rows)), \
-        pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS) if summary_rows \
-        else _no_summaries()
+    if runs is None:
+        runs = _typed_runs(pd.DataFrame(run_rows))
+    summaries = (pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)).astype(SUMMARY_COLUMNS) if summary_rows
+                 else _no_summaries())
+    return runs, summaries
 
 
 def _layout(columns: Iterable[str]) -> tuple[list[str], dict[str, str]]:
