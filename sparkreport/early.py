@@ -120,6 +120,10 @@ INDEXED_COLUMNS: dict[str, tuple[str, str]] = {
 SUMMARY_INDEXED = ("campaign", "model", "model_name", "model_id", "environment", "environment_kind",
                    "gpu_name")
 INDEX_FILE = "names.pickle"
+#: Beside the index file, written with it: its entries in its order, each distinct one once, and
+#: each run's place among them (:func:`kept_index` reads this: ~0.005 s against ~0.04 s for the
+#: index file's 10 000 entries, stats and blobs, on the early checks' path of every build).
+ENTRIES_FILE = "names-entries.pickle"
 #: Bump when what an entry holds changes (the code's own hash below also drops old indexes).
 INDEX_VERSION = 2
 
@@ -276,10 +280,36 @@ def kept_index(runs_dir: Path, cache_dir: Path | None) -> StoreIndex | None:
     (:func:`~sparkreport.render.preflight.preflight`); what fails against it is checked against
     the store (:func:`store_index`) before it is refused. Any full check writes it, and a build
     keeps it current (:func:`refresh_index`)."""
-    known = _read_index(cache_dir / INDEX_FILE if cache_dir is not None else None, runs_dir)
-    if not known:
+    if cache_dir is None:
         return None
-    return StoreIndex(entries=[IndexEntry(*cached[1]) for cached in known.values()])
+    entries = _read_entries(cache_dir, runs_dir)
+    if entries is None:
+        known = _read_index(cache_dir / INDEX_FILE, runs_dir)
+        entries = [IndexEntry(*cached[1]) for cached in known.values()]
+    return StoreIndex(entries=entries) if entries else None
+
+
+def _read_entries(cache_dir: Path, runs_dir: Path) -> list[IndexEntry] | None:
+    """The index file's entries, in its order, from :data:`ENTRIES_FILE` — each distinct entry
+    one object, in the list as often as runs hold it; None when that file is missing, damaged,
+    of other code or another store, or was not written with the index file as it is now."""
+    from array import array
+
+    from sparkreport.cache import gc_paused
+
+    try:
+        index = (cache_dir / INDEX_FILE).stat()
+        with (cache_dir / ENTRIES_FILE).open("rb") as handle, gc_paused():
+            stored = pickle.load(handle)
+        if stored.get("salt") != _salt() or stored.get("runs_dir") != str(runs_dir) \
+                or tuple(stored.get("index", ())) != _signature(index):
+            return None
+        distinct = [IndexEntry(*entry) for entry in stored["entries"]]
+        places = array("I")
+        places.frombytes(stored["places"])
+        return [distinct[place] for place in places]
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, TypeError, ValueError, IndexError):
+        return None
 
 
 def refresh_index(runs_dir: Path, cache_dir: Path, scan: StoreScan) -> None:
@@ -411,15 +441,38 @@ READ_BATCHES = 32
 
 
 def _save_index(path: Path, payload: dict[str, Any]) -> None:
-    """Write the index file atomically; an unwritable cache is not an error (read again next time)."""
+    """Write the index file atomically, then :data:`ENTRIES_FILE` beside it (stamped with the
+    index file's stat: an entries file not written with the index file as it is is not read); an
+    unwritable cache is not an error (read again next time)."""
+    from array import array
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(payload, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        _write_pickle(path, payload)
+        distinct: dict[Any, int] = {}
+        entries: list[Any] = []
+        places = array("I")
+        for _signature_of, entry, _blob in payload["files"].values():
+            is_run, values, metrics = entry
+            key = (is_run, tuple(values.items()), metrics)
+            place = distinct.get(key)
+            if place is None:
+                place = distinct[key] = len(entries)
+                entries.append(entry)
+            places.append(place)
+        _write_pickle(path.parent / ENTRIES_FILE, {
+            "salt": payload["salt"], "runs_dir": payload["runs_dir"], "index": _signature(path.stat()),
+            "entries": entries, "places": places.tobytes()})
     except OSError:
         pass
+
+
+def _write_pickle(path: Path, payload: dict[str, Any]) -> None:
+    """``payload`` pickled into ``path``, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(payload, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)

@@ -16,7 +16,14 @@ from click.testing import CliRunner
 from sparkreport.cli import main
 from sparkreport.config import load_config
 from sparkreport.dataset import load_dataset
-from sparkreport.early import INDEX_FILE, _entry_from_json, _entry_from_record, store_index
+from sparkreport.early import (
+    ENTRIES_FILE,
+    INDEX_FILE,
+    _entry_from_json,
+    _entry_from_record,
+    kept_index,
+    store_index,
+)
 from sparkreport.errors import BuildError, SparkreportError
 from sparkreport.render import RenderOptions
 from sparkreport.render.preflight import DatasetNames, IndexNames, check_diffs, check_posts, refuse_early
@@ -264,6 +271,34 @@ def test_a_build_after_a_kept_one_writes_the_index_its_checks_read(tmp_path: Pat
     changed.write_text(changed.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     assert CliRunner().invoke(main, ["build", "--runs-dir", str(runs)]).exit_code == 0
     assert store_index(runs, root / "build" / "cache").read == 0
+
+
+def test_the_kept_index_reads_its_entries_file_as_the_index_file_says(tmp_path: Path, phase1_store: Path) -> None:
+    """The entries file written beside the index gives the index file's entries, in its order (each
+    distinct entry one object, as often as runs hold it); one not written with the index file as
+    it is now (a stale copy), damaged or gone is not read: the index file itself is."""
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    shutil.copytree(phase1_store, runs)
+    whole = store_index(runs, cache)
+    read = kept_index(runs, cache)
+    assert (cache / ENTRIES_FILE).is_file() and read is not None
+    assert read.entries == whole.entries and len(read.entries) == 63
+    assert len({id(entry) for entry in read.entries}) < len(read.entries)  # shared where equal
+    stale = (cache / ENTRIES_FILE).read_bytes()
+    changed = sorted(runs.glob("*/*/run.json"))[0]
+    data = json.loads(changed.read_text(encoding="utf-8"))
+    data["model"]["name"] = "renamed-model"
+    changed.write_text(json.dumps(data), encoding="utf-8")
+    now = store_index(runs, cache)  # the index file and its entries file written again
+    assert kept_index(runs, cache).entries == now.entries  # type: ignore[union-attr]
+    for replaced in (stale, b"damaged", None):
+        if replaced is None:
+            (cache / ENTRIES_FILE).unlink()
+        else:
+            (cache / ENTRIES_FILE).write_bytes(replaced)
+        kept = kept_index(runs, cache)
+        assert kept is not None and kept.entries == now.entries
+        assert "renamed-model" in {entry.values.get("model") for entry in kept.entries}
 
 
 def test_a_broken_run_json_is_named_by_the_index_as_by_the_store(tmp_path: Path, phase1_store: Path) -> None:
