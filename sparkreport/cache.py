@@ -939,6 +939,15 @@ class WritesLater:
             write()
 
 
+def write_later(later: WritesLater | None, path: Path | None, write: Callable[[], None]) -> None:
+    """``write()`` (of ``path``) put off to ``later`` — a build's writes, made while its builder
+    builds —, or made now without one (or without a path to keep it by)."""
+    if later is not None and path is not None:
+        later.put(path, write)
+    else:
+        write()
+
+
 #: The cyclic collector's thresholds for a command (:func:`batch_collector`); Python's own are
 #: (700, 10, 10). A young collection every 500 000 new objects: at 50 000 a new run's build at
 #: 10 000 runs made four that walked 35 000–73 000 objects each and freed ~600 in all
@@ -1198,10 +1207,7 @@ class AnalysisCache:
         ``forget`` (a command that reads the store with its own options, between two builds),
         the new entries are added to all that was kept, which the next build's save trims. With
         :attr:`later`, all of it happens there (the entries then asked for are the ones kept)."""
-        if self.later is not None and self.path is not None:
-            self.later.put(self.path, functools.partial(self._save, forget))
-            return
-        self._save(forget)
+        write_later(self.later, self.path, functools.partial(self._save, forget))
 
     def _save(self, forget: bool) -> None:
         for kind, keys in self.used.items() if forget else ():

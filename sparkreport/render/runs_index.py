@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
-from sparkreport.cache import inputs_digest
+from sparkreport.cache import inputs_digest, write_later
 from sparkreport.dataset import model_name_of, plain
 from sparkreport.execute.guard import GUARD_NAMES, guard_event_of
 from sparkreport.names import level_order, model_order, shown, unique_slugs
@@ -716,7 +716,7 @@ class RunsRows:
         build: while its builder builds, :attr:`~sparkreport.render.context.SiteData.later`)."""
         if self.cache is not None:
             self.cache.keep_only({folder: {key} for folder, key in self.keys.items()})
-            self._write(self.cache.folder, self.cache.save)
+            write_later(self.site.later, self.cache.folder, self.cache.save)
 
     def _cache_file(self, name: str) -> Path | None:
         """``name`` in the build's cache folder, where the rows are kept (None: they are not)."""
@@ -739,14 +739,8 @@ class RunsRows:
         if {c: entry[0] for c, entry in plans.items()} != {c: entry[0] for c, entry in kept.items()}:
             from sparkreport.cache import write_cache_pickle
 
-            self._write(path, functools.partial(write_cache_pickle, path, self.cache.salt, "plans", plans))
-
-    def _write(self, path: Path | None, write: Callable[[], None]) -> None:
-        """``write()`` of ``path`` now, or where the build puts its cache writes off to."""
-        if self.site.later is not None and path is not None:
-            self.site.later.put(path, write)
-        else:
-            write()
+            write_later(self.site.later, path, functools.partial(write_cache_pickle, path, self.cache.salt, "plans",
+                                                                  plans))
 
 
 def _chunks(entries: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
