@@ -5,14 +5,16 @@ folder (a project: its ``sparkreport.yml``, ``runs/``), with a wrapper around ea
 prints one line to stderr when the stage ends: the process (``*PID`` for a forked one), the
 seconds since start at which it began and ended, its length and its name. ``--also
 MODULE:FUNCTION`` wraps more (``Class.method`` works too). ``--cpu`` adds, per stage, the CPU
-seconds (user + system) its process spent during it and the page faults it took (a forked
+seconds (user + system, and the system's apart) its process spent during it and the page faults it took (a forked
 stage's count from its fork), and a last line with the build process's totals and how long it
 waited, runnable, for a CPU (``/proc``'s schedstat): on two CPUs, a stage whose CPU is well
 under its length waited for its workers or for a CPU. ``--procs`` adds a line per process the
 build forks, printed as it ends: its CPU seconds (user, system), page faults and task (a
 background task's function, a worker's share function and number), then the sum over every
 process, the build's own included: on two CPUs, a build whose CPU is near twice its wall time
-cannot be made faster by moving work between processes, only by doing less.
+cannot be made faster by moving work between processes, only by doing less. The last line
+gives the moment the build started on the monotonic clock (``time.perf_counter``), to line the
+stages up with a sampler of ``/proc/stat`` run beside it.
 
     cd build/bench/n10000/project && python /path/to/bench/timeline.py
     python bench/timeline.py --also sparkreport.render.core:write_page
@@ -78,6 +80,7 @@ def main() -> None:
                 if args.cpu:
                     now = resource.getrusage(resource.RUSAGE_SELF)
                     cpu = (f"  cpu {now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime:6.3f} s"
+                           f" (sys {now.ru_stime - used.ru_stime:5.3f})"
                            f" faults {now.ru_minflt - used.ru_minflt:6d}")
                 print(f"[timeline] {who:>8} {began - start:6.3f}–{ended - start:6.3f} {ended - began:6.3f} s"
                       f"{cpu} {label}", file=sys.stderr, flush=True)
@@ -96,7 +99,8 @@ def main() -> None:
     def in_all() -> None:  # an exit handler: the command ends with os._exit once they have run
         if os.getpid() != parent:
             return
-        print(f"[timeline] {'':>8} {'':>13} {time.perf_counter() - start:6.3f} s in all", file=sys.stderr)
+        print(f"[timeline] {'':>8} {'':>13} {time.perf_counter() - start:6.3f} s in all "
+              f"(started at {start:.4f} s of the monotonic clock)", file=sys.stderr)
         if args.cpu:
             print(f"[timeline] {'':>8} {'':>13} {own_cpu()}", file=sys.stderr, flush=True)
         if collect is not None:

@@ -389,13 +389,15 @@ def _listed(folder: str) -> tuple[tuple[str, ...], str]:
 
 
 def _entries(folder: str, relative: str, kept: Mapping[str, Listing] | None, listing: dict[str, Listing] | None,
-             taken_ns: int) -> tuple[tuple[str, ...], str]:
+             taken_ns: int, at: tuple[str, int | None] | None = None) -> tuple[tuple[str, ...], str]:
     """A folder's names and kinds: from ``kept`` while the folder's stat is the one listed there
     (an entry added, removed or renamed changes its folder's mtime and ctime), else listed; what
-    can be vouched for next time goes into ``listing``."""
+    can be vouched for next time goes into ``listing``. ``at``: the folder as a path relative to
+    an open folder (:func:`walk_files`), for its stat."""
     if listing is None:
         return _listed(folder)
-    stat = os.stat(folder)  # before it is listed: a change after this changes what the next walk sees
+    # before it is listed: a change after this changes what the next walk sees
+    stat = os.stat(at[0], dir_fd=at[1]) if at is not None else os.stat(folder)
     signature = (stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns)
     known = kept.get(relative) if kept is not None else None
     if known is not None and known[0] == signature:
@@ -427,35 +429,85 @@ def walk_files(root: Path, links: set[str] | None = None, folders: list[str] | N
     if not root.is_dir():
         return
     taken_ns = time.time_ns()
-    stack: list[tuple[str, str]] = [(os.fspath(root), "")]
-    while stack:
-        folder, prefix = stack.pop()
-        names, kinds = _entries(folder, prefix, kept, listing, taken_ns)
-        base = folder if folder.endswith("/") else f"{folder}/"  # (os.path.join's, joined once a folder)
-        for name, kind in zip(names, kinds, strict=True):
-            if kind == _SKIP:
-                continue
-            if kind == _PYCACHE:
-                if left_out is not None:
-                    left_out.append(f"{prefix}{name}")
-                continue
-            relative = f"{prefix}{name}"
-            path = base + name
-            if kind == _FILE:
-                yield relative, path, os.stat(path)
-            elif kind == _DIR:
-                stack.append((path, relative + "/"))
-                if folders is not None:
-                    folders.append(relative)
-            else:  # a link: its target's stat, when that is a regular file
-                if links is not None:
-                    links.add(relative)
-                try:
-                    target = os.stat(path)
-                except OSError:
+    anchors = _Anchors()
+    # Each folder to walk: its path, its path relative to the root, and where it is stat-ed from:
+    # (its path relative to an open ancestor, that ancestor's descriptor), else None (by its path).
+    stack: list[tuple[str, str, tuple[str, int | None] | None]] = [(os.fspath(root), "", None)]
+    try:
+        while stack:
+            folder, prefix, at = stack.pop()
+            names, kinds = _entries(folder, prefix, kept, listing, taken_ns, at)
+            base = folder if folder.endswith("/") else f"{folder}/"  # (os.path.join's, joined once a folder)
+            # A folder holding folders is opened, and what lies under it is stat-ed from there (a
+            # run folder's files by "run/run.json" from their campaign's folder): the kernel then
+            # resolves two names, not the whole path (20 000 run files: 0.06 → 0.04 s).
+            here: tuple[str, int | None] | None = None  # (None: by their paths)
+            if _DIR in kinds:
+                opened = anchors.open(folder, at, kinds.count(_DIR))
+                if opened is not None:
+                    here = ("", opened)
+            elif at is not None:
+                here = (f"{at[0]}/", at[1])
+            for name, kind in zip(names, kinds, strict=True):
+                if kind == _SKIP:
                     continue
-                if stat_module.S_ISREG(target.st_mode):
-                    yield relative, path, target
+                if kind == _PYCACHE:
+                    if left_out is not None:
+                        left_out.append(f"{prefix}{name}")
+                    continue
+                relative = f"{prefix}{name}"
+                path = base + name
+                if kind == _FILE:
+                    yield relative, path, os.stat(here[0] + name, dir_fd=here[1]) if here is not None \
+                        else os.stat(path)
+                elif kind == _DIR:
+                    stack.append((path, relative + "/", (here[0] + name, here[1]) if here is not None else None))
+                    if folders is not None:
+                        folders.append(relative)
+                else:  # a link: its target's stat, when that is a regular file
+                    if links is not None:
+                        links.add(relative)
+                    try:
+                        target = os.stat(path)
+                    except OSError:
+                        continue
+                    if stat_module.S_ISREG(target.st_mode):
+                        yield relative, path, target
+            if at is not None:
+                anchors.done(at[1])  # one more of the open folder's subfolders walked
+    finally:
+        anchors.close()
+
+
+class _Anchors:
+    """The folders :func:`walk_files` holds open, each until its last subfolder is walked."""
+
+    def __init__(self) -> None:
+        self.left: dict[int, int] = {}
+
+    def open(self, folder: str, at: tuple[str, int | None] | None, subfolders: int) -> int | None:
+        """``folder`` opened (from ``at`` where given) for its ``subfolders``; None where it
+        cannot be (they are then stat-ed by their paths)."""
+        try:
+            descriptor = os.open(at[0] if at is not None else folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC,
+                                 dir_fd=at[1] if at is not None else None)
+        except OSError:
+            return None
+        self.left[descriptor] = subfolders
+        return descriptor
+
+    def done(self, descriptor: int | None) -> None:
+        if descriptor is None or descriptor not in self.left:
+            return
+        self.left[descriptor] -= 1
+        if not self.left[descriptor]:
+            del self.left[descriptor]
+            os.close(descriptor)
+
+    def close(self) -> None:
+        for descriptor in self.left:
+            os.close(descriptor)
+        self.left.clear()
 
 
 @dataclass

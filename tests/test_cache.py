@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -1452,3 +1453,63 @@ def test_the_package_digest_is_computed_once_a_process(monkeypatch: pytest.Monke
     assert [cache.package_digest(cache.HashMemo(None)) for _ in range(3)] == [first] * 3
     assert len(walks) == 1 and walks[0] == Path(cache.__file__).resolve().parent
     assert first == tree_digest(walks[0], cache.HashMemo(None))  # what it was before: the same digest
+
+
+def _open_descriptors() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def _make_shape(root: Path, shape: list[tuple[list[str], bool]]) -> None:
+    """Files (True) and folders (False) at the given paths under ``root``, each skipped where an
+    earlier one makes it impossible (a file where a folder must be, or the other way round)."""
+    root.mkdir()
+    for parts, is_file in shape:
+        path = root.joinpath(*parts)
+        if path.exists() or any(parent.is_file() for parent in path.parents):
+            continue
+        if is_file:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("/".join(parts), encoding="utf-8")
+        else:
+            path.mkdir(parents=True)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.lists(st.tuples(st.lists(st.sampled_from("abc"), min_size=1, max_size=4), st.booleans()),
+                      min_size=1, max_size=25),
+       stop=st.integers(min_value=0, max_value=30))
+def test_walk_files_stats_from_open_folders_what_a_plain_walk_stats(
+        tmp_path_factory: pytest.TempPathFactory, shape: list[tuple[list[str], bool]], stop: int) -> None:
+    """walk_files stats what lies under a folder of folders from that folder, held open (fewer
+    names for the kernel to resolve): the files, their stats and the folders are those of a walk
+    by full paths, at any depth and mix of files and folders — listing every folder, and from
+    the record of a walk before; every folder it opened is closed, when the walk ends and when
+    it is left half-way."""
+    from sparkreport.cache import walk_files
+
+    root = tmp_path_factory.mktemp("deep") / "runs"
+    _make_shape(root, shape)
+    expected, folders_expected = [], []
+    for folder, dirs, names in os.walk(root):
+        relative = Path(folder).relative_to(root).as_posix()
+        prefix = "" if relative == "." else f"{relative}/"
+        folders_expected += [f"{prefix}{name}" for name in dirs]
+        for name in names:
+            stat = os.stat(os.path.join(folder, name))
+            expected.append((f"{prefix}{name}", os.path.join(folder, name), (stat.st_ino, stat.st_size,
+                                                                             stat.st_mtime_ns)))
+    before = _open_descriptors()
+    kept = None
+    for listing in ({}, {}, None):  # listed, then from the first walk's record, then without one
+        folders: list[str] = []
+        walked = [(relative, path, (stat.st_ino, stat.st_size, stat.st_mtime_ns))
+                  for relative, path, stat in walk_files(root, folders=folders, kept=kept, listing=listing)]
+        assert sorted(walked) == sorted(expected)
+        assert sorted(folders) == sorted(folders_expected)
+        assert _open_descriptors() == before
+        kept = listing
+    walk = walk_files(root)
+    for _found in itertools.islice(walk, stop):
+        pass
+    walk.close()  # left half-way
+    assert _open_descriptors() == before
