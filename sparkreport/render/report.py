@@ -1382,12 +1382,18 @@ def answer(site: SiteData, effects: list[dict[str, Any]], *, count_models: bool 
         else:  # a sentence per reason: published without a spread, one run per arm
             from sparkreport.analysis.compare import UNTESTED_REASONS
 
+            def ranged(rs: list[dict[str, Any]]) -> str:  # each metric's effect, or its range over the models
+                labelled = grouped_by(rs, "label")
+                # two numbers are the models' least and greatest effect, not an interval (these
+                # effects have none): said so
+                ranges = any(len({r["delta_pct"] for r in items if r["delta_pct"] is not None}) > 1
+                             for _label, items in labelled)
+                return join_and([f"{label} {span(items, intervals=False)}" for label, items in labelled]) \
+                    + (" across the models" if ranges else "")
+
             for why, untested in sorted(grouped_by(rows, "untested_reason"),
                                         key=lambda item: UNTESTED_REASONS.index(item[0])):
-                said = "; ".join(
-                    f"{cand} against {base}, "
-                    + join_and([f"{label} {span(items, intervals=False)}" for label, items in grouped_by(rs, "label")])
-                    for (cand, base), rs in by_comparison(untested))
+                said = "; ".join(f"{cand} against {base}, {ranged(rs)}" for (cand, base), rs in by_comparison(untested))
                 out.append(f"**{why[:1].upper()}{why[1:]}, so not tested**{counted(untested)}: {said}.")
     flagged = flagged_models(site, primary) if flag_models else {}
     if flagged:
