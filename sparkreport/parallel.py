@@ -325,12 +325,20 @@ class Background(Generic[T]):
     """``task()`` in one forked process, started at once; :meth:`result` waits for its value (or
     raises what it raised, or :class:`WorkerError` when it was killed). Where no worker may be
     forked (:func:`jobs` is 1, not Linux) the task runs in :meth:`result`, in this process: the
-    same value, later. :meth:`cancel` (or leaving the ``with`` block) kills it if it still runs."""
+    same value, later. :meth:`cancel` (or leaving the ``with`` block) kills it if it still runs.
 
-    def __init__(self, task: Callable[[], T]):
+    With ``then``, the process goes on once it has handed :meth:`result` the task's value: it
+    runs ``then(value)``, whose value :meth:`then_result` waits for — a second step that the
+    first one's answer starts at once in the same process, whenever this one reads that answer
+    (in this process, without a fork: in :meth:`then_result`)."""
+
+    def __init__(self, task: Callable[[], T], then: Callable[[T], Any] | None = None):
         self._task: Callable[[], T] | None = task
+        self._then = then
+        self._value: Any = None
         self._pipe: Any = None
         self._file: Any = None
+        self._then_file: Any = None
         self._process: Any = None
         if jobs() < 2 or not can_fork():
             return
@@ -342,11 +350,14 @@ class Background(Generic[T]):
         # The value's file, made before the fork and without a name (unlinked at once): the child
         # writes it, this process reads it, and a kill of either at any moment leaves nothing.
         self._file = tempfile.TemporaryFile(prefix=".sparkreport-background.")  # noqa: SIM115 (closed in cancel)
+        if then is not None:  # (the second value's own: the first is read while the second is written)
+            self._then_file = tempfile.TemporaryFile(prefix=".sparkreport-background.")  # noqa: SIM115
         gc.freeze()  # the child's collector leaves the build's objects (and their pages) alone
         try:
             # Not a daemon, so that a task may fork workers of its own; it never outlives the
             # build (PR_SET_PDEATHSIG, and cancel() when the build leaves the block).
-            self._process = context.Process(target=_background, args=(theirs, task, os.getpid(), self._file, mine))
+            self._process = context.Process(target=_background, args=(theirs, task, os.getpid(), self._file, mine,
+                                                                       then, self._then_file))
             with signals_held():
                 self._process.start()
         finally:
@@ -367,13 +378,29 @@ class Background(Generic[T]):
     def result(self) -> T:
         if self._task is not None:
             task, self._task = self._task, None
-            return task()
+            self._value = task()
+            return self._value
         try:
             value = _answer(self._pipe, self._file)
         except BaseException:  # its error, a killed task, Ctrl-C: the task is stopped, not waited for
             self.cancel()
             raise
-        self.cancel(wait=5)  # it answered: it is ending
+        if self._then is None:
+            self.cancel(wait=5)  # it answered: it is ending
+        return value
+
+    def then_result(self) -> Any:
+        """``then(value)``'s value (after :meth:`result`), or what it raised."""
+        assert self._then is not None
+        if self._pipe is None:  # in this process
+            then, self._then = self._then, None
+            return then(self._value)
+        try:
+            value = _answer(self._pipe, self._then_file)
+        except BaseException:
+            self.cancel()
+            raise
+        self.cancel(wait=5)
         return value
 
     def cancel(self, wait: float = 0) -> None:
@@ -385,6 +412,9 @@ class Background(Generic[T]):
         if self._file is not None:
             self._file.close()  # nameless: closing it is all there is to remove
             self._file = None
+        if self._then_file is not None:
+            self._then_file.close()
+            self._then_file = None
         if self._process is not None:
             _reap([self._process], wait)
             self._process = None
@@ -474,18 +504,23 @@ def _standing_by(prepare: Callable[[], object], task: Callable[[Any], Any], read
     return task(argument)
 
 
-def _background(connection: Any, task: Callable[[], Any], parent: int, file: Any, builds_end: Any) -> None:
+def _background(connection: Any, task: Callable[[], Any], parent: int, file: Any, builds_end: Any,
+                then: Callable[[Any], Any] | None = None, then_file: Any = None) -> None:
     _quiet_signals(parent)
     builds_end.close()  # when the build is gone, a send here fails instead of waiting for a reader
     try:
-        value = task()
-        # The value goes through a file, so that this process ends (and frees its memory) as
-        # soon as it is done instead of waiting, in send(), for the build to read a pipe.
+        # Each value goes through a file, so that this process goes on (or ends, and frees its
+        # memory) as soon as it is done instead of waiting, in send(), for the build to read a pipe.
         import pickle
 
+        value = task()
         pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
         file.flush()
         connection.send(("file", None))
+        if then is not None:
+            pickle.dump(then(value), then_file, protocol=pickle.HIGHEST_PROTOCOL)
+            then_file.flush()
+            connection.send(("file", None))
     except BaseException as exc:  # noqa: BLE001 — handed to the build's process, raised there
         connection.send(("error", portable(exc)))
     finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -404,6 +405,50 @@ def test_background_returns_raises_and_runs_in_process_without_workers(monkeypat
     with parallel.Background(lambda: ran.append(1)):
         pass  # never asked for: never run
     assert ran == []
+
+
+def test_background_then_goes_on_in_the_same_process_once_the_task_has_answered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Background(task, then=…): the task's value first (result()), then, in the same forked
+    process, ``then(value)`` (then_result()) — started as soon as the task answered, before this
+    process reads that answer; what ``then`` raises is raised by then_result(); a task that
+    raises runs no ``then``; without workers both run here, in order, when asked for."""
+    parent = os.getpid()
+    went_on = tmp_path / "went-on"
+
+    def then(value: tuple[int, int]) -> tuple[int, int]:
+        went_on.write_text(str(os.getpid()), encoding="utf-8")
+        return os.getpid(), value[1] + 1
+
+    with parallel.Background(lambda: (os.getpid(), 41), then=then) as pending:
+        if parallel.can_fork():
+            deadline = time.monotonic() + 30
+            while not went_on.exists() and time.monotonic() < deadline:  # not waiting for result()
+                time.sleep(0.01)
+            assert went_on.exists()
+        pid, value = pending.result()
+        assert value == 41 and pending.then_result() == (pid, 42)
+    assert (pid != parent) == parallel.can_fork()
+
+    def fails(_value: object) -> None:
+        raise BuildError("runs/x/run.json: cannot publish")
+
+    with parallel.Background(lambda: 1, then=fails) as pending:
+        assert pending.result() == 1
+        with pytest.raises(BuildError, match=r"^runs/x/run.json: cannot publish$"):
+            pending.then_result()
+    went_on.unlink()
+
+    def broken() -> tuple[int, int]:
+        raise BuildError("runs: cannot walk")
+
+    with pytest.raises(BuildError, match="^runs: cannot walk$"), parallel.Background(broken, then=then) as pending:
+        pending.result()
+    assert not went_on.exists()
+    monkeypatch.setenv(parallel.JOBS_ENV, "1")
+    with parallel.Background(lambda: (os.getpid(), 1), then=then) as pending:
+        assert not went_on.exists()  # nothing runs before it is asked for
+        assert pending.result() == (parent, 1) and pending.then_result() == (parent, 2)
 
 
 def test_standby_prepares_when_woken_then_runs_its_task_on_the_argument(tmp_path: Path,

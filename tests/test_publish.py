@@ -1514,6 +1514,56 @@ def test_the_walk_and_the_key_are_made_beside_the_imports(
     assert not set(imported) & set(DATA_MODULES)
 
 
+def test_the_walks_process_publishes_the_run_files_once_it_has_answered(
+        tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a kept build and workers, the store's walk and key and then, when the data changed,
+    the runs' files' publishing run in one forked process: the publisher starts as the walk
+    answers, the build forks none. What it publishes is what the build's own process would;
+    a build that keeps its site, or fails, leaves no side folder; a credential the publisher
+    finds fails the build and leaves the live site as it was."""
+    from sparkreport import site as site_module
+    from sparkreport.parallel import JOBS_ENV, can_fork
+
+    root = _copy(tiny, tmp_path)
+    site = root / "site"
+    build(_options(root), site)
+    monkeypatch.setenv(JOBS_ENV, "2")
+    where = tmp_path / "where"
+    where.mkdir()
+    real_walk, real_publish = site_module._walk_and_key, site_module.publish_run_files_beside
+
+    def walk(*args: Any, **kwargs: Any) -> Any:
+        (where / "walk").write_text(str(os.getpid()), encoding="utf-8")
+        return real_walk(*args, **kwargs)
+
+    def publish_files(*args: Any, **kwargs: Any) -> Any:
+        (where / "publish").write_text(str(os.getpid()), encoding="utf-8")
+        return real_publish(*args, **kwargs)
+
+    monkeypatch.setattr(site_module, "_walk_and_key", walk)
+    monkeypatch.setattr(site_module, "publish_run_files_beside", publish_files)
+    build(_options(root), site)  # nothing changed: the site is kept, nothing published
+    assert (where / "walk").is_file() and not (where / "publish").exists()
+    assert not publish.side_dir(site).exists()
+    log = next((root / "runs" / "tiny").glob("*/engine_backend_trt.log"))
+    text = log.read_text(encoding="utf-8")
+    log.write_text(text + "one more line\n", encoding="utf-8")
+    result = build(_options(root), site)
+    walked, published = ((where / name).read_text(encoding="utf-8") for name in ("walk", "publish"))
+    if can_fork():
+        assert walked == published != str(os.getpid())  # one process, not the build's
+    assert result.published["copied"] == 1  # the changed log; the rest linked or carried over
+    copies = [path for path in site.rglob("engine_backend_trt.log")]
+    assert len(copies) == 1 and copies[0].read_text(encoding="utf-8").endswith("one more line\n")
+    assert not publish.side_dir(site).exists() and not publish.staging_dir(site).exists()
+    before = {path: (site / path).read_bytes() for path in _files(site)}
+    log.write_text(text + f"proxy {PLANTED['url-userinfo']}\n", encoding="utf-8")
+    with pytest.raises(PublishScanError, match="engine_backend_trt.log"):
+        build(_options(root), site)
+    assert {path: (site / path).read_bytes() for path in _files(site)} == before
+    assert not publish.side_dir(site).exists() and not publish.staging_dir(site).exists()
+
+
 def test_the_scan_memo_adopts_another_scans_clean_files_by_stamp_and_by_content(tmp_path: Path) -> None:
     """What another scan found clean (the Downloads files, scanned where they were written) is
     known by its stamp where the same file is published (linked), by its content where a copy

@@ -121,7 +121,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
 
     from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, WritesLater, package_digest, walk_store
     from sparkreport.early import INDEX_FILE, refresh_index
-    from sparkreport.parallel import behind
+    from sparkreport.parallel import behind, can_fork, jobs
     from sparkreport.render import render
     from sparkreport.render.core import result_from_state
     from sparkreport.site import incremental, publish
@@ -148,8 +148,11 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                                                         folders, package_digest(memo), memo,
                                                         stat_folders, store_scan)).result
 
-        def start() -> tuple[Path, Callable[[], RunFiles]]:
-            return stack.enter_context(publish.staged(target)), publisher()
+        side_made = False  # the side folder made before the walk, for a publisher the walk starts
+
+        def start(published: Callable[[], RunFiles] | None = None) -> tuple[Path, Callable[[], RunFiles]]:
+            # (``published``: the publisher the walk's own process went on to, see _walked_and_keyed)
+            return stack.enter_context(publish.staged(target, side_made=side_made)), published or publisher()
 
         if not kept:
             # Without a kept state no build is skipped: one walk of the store (the key, the
@@ -172,16 +175,25 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                 memo.merge(computed)  # the digests the key had to compute
                 return memo
 
-            def going_on(answer: Walked) -> None:
-                # The walk answered while this process imports, and the data changed: the
-                # publisher starts now, on the CPU the walk leaves idle (not after the imports).
+            def going_on(answer: Walked, published: Callable[[], RunFiles] | None = None) -> None:
+                # The walk answered, and the data changed: the publisher has started (in the walk's
+                # own process, ``published``), or starts now (not after the imports).
                 nonlocal folders, stat_folders, memo, started_early, store_scan
                 folders, stat_folders, memo = answer.folders, answer.by_stat, memo_with(answer.computed)
                 store_scan = answer.store_scan()
-                started_early = start()
+                started_early = start(published)
 
             started_early = None
-            walked = _walked_and_keyed(project, target, strict, name, going_on, later)
+            # The walk's process publishes the runs' files itself once it has answered, when the
+            # data changed (it has the store's listing, the key and the file digests at hand): the
+            # publisher starts as the walk ends, on the CPU the walk leaves while this process still
+            # imports, and this process forks none. Its side folder is made now (a killed build's
+            # leftovers cleared first), and removed on the way out unless the build publishes it.
+            if jobs() >= 2 and can_fork():
+                stack.enter_context(publish.side_first(target))
+                side_made = True
+            walked = _walked_and_keyed(project, target, strict, name, going_on, later,
+                                       stack if side_made else None)
             folders, key, stat_folders, walk_record = walked.folders, walked.key, walked.by_stat, walked.record
             if started_early is None:
                 memo = memo_with(walked.computed)
@@ -302,7 +314,8 @@ class Walked(NamedTuple):
 
 
 def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str,
-                      going_on: Callable[[Walked], None] | None = None, later: WritesLater | None = None) -> Walked:
+                      going_on: Callable[..., None] | None = None, later: WritesLater | None = None,
+                      publishing: contextlib.ExitStack | None = None) -> Walked:
     """The store walked and the build key computed (:func:`_walk_and_key`) in a forked process,
     while this one refuses bad configuration (:func:`~sparkreport.render.preflight.refuse_early`)
     and imports what the dataset and the analysis need: the walk waits on the file system and
@@ -313,30 +326,82 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
     loads no dataset, unless a post's bindings changed). An answer that changes the data,
     come between two imports, is handed to ``going_on`` at once (the build starts its run-files
     publisher there). In one process (``SPARKREPORT_JOBS=1``), the checks, then the walk and
-    the key, without imports. ``later``: where the checks put off writing their name index to."""
+    the key, without imports. ``later``: where the checks put off writing their name index to.
+
+    With ``publishing`` (the build's exit stack; the side folder made), the walk's process goes
+    on to publish the runs' files once it has answered, when the data changed
+    (:meth:`_Walker.publish`): ``going_on`` is then handed the answer and that publisher's
+    result (when the answer comes, between two imports or after them), and the process lives
+    on in ``publishing`` until the build takes the result or leaves."""
     from sparkreport.cache import import_tuned
     from sparkreport.parallel import Background
     from sparkreport.render.preflight import refuse_early
     from sparkreport.site import incremental
 
     kept_key = incremental.kept_key(project.cache_dir)
-    with Background(functools.partial(_walk_and_key, project, target, strict, builder, kept_key)) as walker:
-        refuse_early(project, later)  # raises: the walker is stopped on the way out (it writes nothing)
-        answer = None
+    walking = _Walker(project, target, strict, builder, kept_key)
+    with contextlib.ExitStack() as own:
+        walker = Background(walking.walk, then=walking.publish if publishing is not None else None)
+        (publishing or own).enter_context(walker)
+        refuse_early(project, later)  # raises: the walker is stopped on the way out (it writes nothing yet)
+
+        def changed(answer: Walked) -> bool:
+            return kept_key is None or (answer.key.key != kept_key.key and answer.key.data != kept_key.data)
+
+        def handed(answer: Walked) -> Walked:
+            if going_on is not None and changed(answer):
+                going_on(answer, walker.then_result) if publishing is not None else going_on(answer)
+            return answer
+
         for module in DATA_MODULES if walker.forked else ():
-            if answer is None and walker.ready():
+            if walker.ready():
                 answer = walker.result()
-                if kept_key is not None and (answer.key.key == kept_key.key or answer.key.data == kept_key.data):
+                if not changed(answer):
                     return answer
-                if going_on is not None:
-                    going_on(answer)
+                handed(answer)
+                for rest in DATA_MODULES[DATA_MODULES.index(module):]:
+                    with contextlib.suppress(Exception):
+                        import_tuned(rest)
+                return answer
             with contextlib.suppress(Exception):  # raised again where it is imported for use
                 import_tuned(module)  # numpy's and scipy's BLAS on one thread, pyarrow's allocator without huge pages
-        return answer if answer is not None else walker.result()
+        answer = walker.result()
+        return handed(answer) if publishing is not None else answer
+
+
+class _Walker:
+    """The store's walk and key (:meth:`walk`), then, in the same process, the runs' files
+    published when the data changed (:meth:`publish`), from what the walk had at hand: its file
+    digests, its listing of the store."""
+
+    def __init__(self, project: Project, target: Path, strict: bool, builder: str, kept: BuildKeys | None):
+        self.project, self.target, self.strict, self.builder, self.kept = project, target, strict, builder, kept
+        self.memo: HashMemo | None = None
+        self.scan: StoreScan | None = None
+
+    def walk(self) -> Walked:
+        held: dict[str, Any] = {}
+        walked = _walk_and_key(self.project, self.target, self.strict, self.builder, self.kept, held)
+        self.memo, self.scan = held.get("memo"), held.get("scan")
+        return walked
+
+    def publish(self, walked: Walked) -> RunFiles | None:
+        """:func:`publish_run_files_beside` as the build would start it on this answer; None
+        when the data did not change (the build keeps the site, or only its docs changed)."""
+        from sparkreport.cache import package_digest
+
+        kept = self.kept
+        if kept is not None and (walked.key.key == kept.key or walked.key.data == kept.data):
+            return None
+        assert self.memo is not None
+        project = self.project
+        return publish_run_files_beside(project.runs_dir, self.target, project.cache_dir, folders=walked.folders,
+                                        salt=package_digest(self.memo), memo=self.memo,
+                                        stat_folders=walked.by_stat, scan=self.scan)
 
 
 def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
-                  kept: BuildKeys | None = None) -> Walked:
+                  kept: BuildKeys | None = None, held: dict[str, Any] | None = None) -> Walked:
     """One walk of the store (:func:`~sparkreport.cache.walk_store`: each campaign folder's
     digest, for the published files' and the Runs pages' rows), the build key over it, and the
     file digests it had to compute (``hashes.pickle``'s new entries: the build saves them; this
@@ -345,7 +410,8 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
     path at 10 000 runs), from what the walk listed (:meth:`~sparkreport.cache.StoreWalk.scan`).
     The scan is the walk's own listing, as the dataset's own scan would come after it: what the
     key counts, the site shows, or a run ingested meanwhile is in the site and changes the next
-    key."""
+    key. ``held``: where the walk's file digests (``memo``) and its scan, unpacked (``scan``),
+    are left for what goes on in this process (:class:`_Walker`)."""
     from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, package_digest, walk_store
     from sparkreport.site import incremental
     from sparkreport.store import PackedScan, RunStore
@@ -357,9 +423,14 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
     scan = None
     if kept is None or (key.key != kept.key and key.data != kept.data):
         try:  # from the walk's listing where it can tell (no link, no __pycache__), else listed again
-            scan = PackedScan.of(walk.scan(project.runs_dir) or RunStore(project.runs_dir).scan())
+            listed = walk.scan(project.runs_dir) or RunStore(project.runs_dir).scan()
+            scan = PackedScan.of(listed)
+            if held is not None:
+                held["scan"] = listed
         except Exception:  # noqa: BLE001 — the dataset's own scan raises it, as a one-line error
             scan = None
+    if held is not None:
+        held["memo"] = memo
     folders = walk.by_content(memo)
     record = walk.record.payload() if walk.record is not None and not walk.record.same(kept_walk) else None
     return Walked(folders, key, memo.added, walk.folders, scan, record)

@@ -255,14 +255,33 @@ def _carry_over(staging: Path, target: Path, plan: dict[str, Any]) -> None:
 
 
 @contextmanager
-def staged(target: Path) -> Iterator[Path]:
-    """A fresh temporary folder for a build of ``target`` (and an empty :func:`side_dir`);
-    both removed again unless the build swapped it in (on any error, KeyboardInterrupt or SIGTERM)."""
+def side_first(target: Path) -> Iterator[Path]:
+    """A killed build's leftovers cleared (:func:`recover`), then the empty :func:`side_dir` of a
+    build of ``target``, made before the build knows whether it will publish: a process started
+    now may publish the runs' files into it. Removed on the way out unless the build moved it into
+    its site (:func:`merge_into`); :func:`staged` then takes ``side_made``."""
     recover(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    side = side_dir(target)
+    side.mkdir()
+    try:
+        yield side
+    finally:
+        shutil.rmtree(side, ignore_errors=True)  # (gone already when the build published it)
+
+
+@contextmanager
+def staged(target: Path, side_made: bool = False) -> Iterator[Path]:
+    """A fresh temporary folder for a build of ``target`` (and an empty :func:`side_dir`);
+    both removed again unless the build swapped it in (on any error, KeyboardInterrupt or SIGTERM).
+    ``side_made``: the side folder was made already, after the clean-up (:func:`side_first`)."""
+    if not side_made:
+        recover(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_dir(target)
     staging.mkdir()
-    side_dir(target).mkdir()
+    if not side_made:
+        side_dir(target).mkdir()
     try:
         with interruptible():
             yield staging
