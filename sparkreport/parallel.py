@@ -340,6 +340,7 @@ class Background(Generic[T]):
         self._file: Any = None
         self._then_file: Any = None
         self._process: Any = None
+        self._in_process = True  # (False once forked: then_result never runs ``then`` here)
         if jobs() < 2 or not can_fork():
             return
         import multiprocessing
@@ -365,6 +366,7 @@ class Background(Generic[T]):
         theirs.close()
         self._pipe = mine
         self._task = None
+        self._in_process = False
 
     @property
     def forked(self) -> bool:
@@ -392,9 +394,11 @@ class Background(Generic[T]):
     def then_result(self) -> Any:
         """``then(value)``'s value (after :meth:`result`), or what it raised."""
         assert self._then is not None
-        if self._pipe is None:  # in this process
+        if self._in_process:
             then, self._then = self._then, None
             return then(self._value)
+        if self._pipe is None:
+            raise WorkerError("a build worker was stopped before it answered — build again")
         try:
             value = _answer(self._pipe, self._then_file)
         except BaseException:

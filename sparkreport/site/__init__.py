@@ -345,28 +345,31 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
         (publishing or own).enter_context(walker)
         refuse_early(project, later)  # raises: the walker is stopped on the way out (it writes nothing yet)
 
-        def changed(answer: Walked) -> bool:
-            return kept_key is None or (answer.key.key != kept_key.key and answer.key.data != kept_key.data)
-
-        def handed(answer: Walked) -> Walked:
-            if going_on is not None and changed(answer):
+        def hand_on(answer: Walked) -> None:
+            if going_on is not None and data_changed(kept_key, answer.key):
                 going_on(answer, walker.then_result) if publishing is not None else going_on(answer)
-            return answer
 
+        answer = None
         for module in DATA_MODULES if walker.forked else ():
-            if walker.ready():
+            if answer is None and walker.ready():
                 answer = walker.result()
-                if not changed(answer):
+                if not data_changed(kept_key, answer.key):
                     return answer
-                handed(answer)
-                for rest in DATA_MODULES[DATA_MODULES.index(module):]:
-                    with contextlib.suppress(Exception):
-                        import_tuned(rest)
-                return answer
+                hand_on(answer)
             with contextlib.suppress(Exception):  # raised again where it is imported for use
                 import_tuned(module)  # numpy's and scipy's BLAS on one thread, pyarrow's allocator without huge pages
-        answer = walker.result()
-        return handed(answer) if publishing is not None else answer
+        if answer is None:
+            answer = walker.result()
+            if publishing is not None:  # (it publishes already: the build must take that result)
+                hand_on(answer)
+        return answer
+
+
+def data_changed(kept: BuildKeys | None, key: BuildKeys) -> bool:
+    """Whether a build whose key is ``key`` loads the data and publishes the runs' files: no
+    kept build, or neither its whole key nor its data key is the kept one's (the same whole key
+    keeps the site; the same data key, only hand-written docs changed)."""
+    return kept is None or (key.key != kept.key and key.data != kept.data)
 
 
 class _Walker:
@@ -390,8 +393,7 @@ class _Walker:
         when the data did not change (the build keeps the site, or only its docs changed)."""
         from sparkreport.cache import package_digest
 
-        kept = self.kept
-        if kept is not None and (walked.key.key == kept.key or walked.key.data == kept.data):
+        if not data_changed(self.kept, walked.key):
             return None
         assert self.memo is not None
         project = self.project
@@ -421,7 +423,7 @@ def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
     walk = walk_store(project.runs_path, kept_walk)
     key = incremental.build_key(project, target, strict, memo, builder, walk)
     scan = None
-    if kept is None or (key.key != kept.key and key.data != kept.data):
+    if data_changed(kept, key):
         try:  # from the walk's listing where it can tell (no link, no __pycache__), else listed again
             listed = walk.scan(project.runs_dir) or RunStore(project.runs_dir).scan()
             scan = PackedScan.of(listed)
