@@ -41,7 +41,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STAGES = [
     ("sparkreport.render.preflight", "refuse_early"),
     ("sparkreport.site", "_walked_and_keyed"),
-    ("sparkreport.site", "_walk_and_key"),
+    ("sparkreport.site", "_Walker.walk"),
+    ("sparkreport.site", "_Walker.publish"),
     ("sparkreport.site.incremental", "build_key"),
     ("sparkreport.site", "publish_run_files_beside"),
     ("sparkreport.dataset", "load_dataset"),

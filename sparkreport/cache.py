@@ -389,7 +389,7 @@ def _listed(folder: str) -> tuple[tuple[str, ...], str]:
 
 
 def _entries(folder: str, relative: str, kept: Mapping[str, Listing] | None, listing: dict[str, Listing] | None,
-             taken_ns: int, at: tuple[str, int | None] | None = None) -> tuple[tuple[str, ...], str]:
+             taken_ns: int, at: tuple[str, int] | None = None) -> tuple[tuple[str, ...], str]:
     """A folder's names and kinds: from ``kept`` while the folder's stat is the one listed there
     (an entry added, removed or renamed changes its folder's mtime and ctime), else listed; what
     can be vouched for next time goes into ``listing``. ``at``: the folder as a path relative to
@@ -432,7 +432,7 @@ def walk_files(root: Path, links: set[str] | None = None, folders: list[str] | N
     anchors = _Anchors()
     # Each folder to walk: its path, its path relative to the root, and where it is stat-ed from:
     # (its path relative to an open ancestor, that ancestor's descriptor), else None (by its path).
-    stack: list[tuple[str, str, tuple[str, int | None] | None]] = [(os.fspath(root), "", None)]
+    stack: list[tuple[str, str, tuple[str, int] | None]] = [(os.fspath(root), "", None)]
     try:
         while stack:
             folder, prefix, at = stack.pop()
@@ -441,7 +441,7 @@ def walk_files(root: Path, links: set[str] | None = None, folders: list[str] | N
             # A folder holding folders is opened, and what lies under it is stat-ed from there (a
             # run folder's files by "run/run.json" from their campaign's folder): the kernel then
             # resolves two names, not the whole path (20 000 run files: 0.06 → 0.04 s).
-            here: tuple[str, int | None] | None = None  # (None: by their paths)
+            here: tuple[str, int] | None = None  # (None: by their paths)
             if _DIR in kinds:
                 opened = anchors.open(folder, at, kinds.count(_DIR))
                 if opened is not None:
@@ -485,7 +485,7 @@ class _Anchors:
     def __init__(self) -> None:
         self.left: dict[int, int] = {}
 
-    def open(self, folder: str, at: tuple[str, int | None] | None, subfolders: int) -> int | None:
+    def open(self, folder: str, at: tuple[str, int] | None, subfolders: int) -> int | None:
         """``folder`` opened (from ``at`` where given) for its ``subfolders``; None where it
         cannot be (they are then stat-ed by their paths)."""
         try:
@@ -496,9 +496,8 @@ class _Anchors:
         self.left[descriptor] = subfolders
         return descriptor
 
-    def done(self, descriptor: int | None) -> None:
-        if descriptor is None or descriptor not in self.left:
-            return
+    def done(self, descriptor: int) -> None:
+        """One more of the folder's subfolders walked: closed after its last."""
         self.left[descriptor] -= 1
         if not self.left[descriptor]:
             del self.left[descriptor]

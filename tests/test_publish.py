@@ -1530,17 +1530,17 @@ def test_the_walks_process_publishes_the_run_files_once_it_has_answered(
     monkeypatch.setenv(JOBS_ENV, "2")
     where = tmp_path / "where"
     where.mkdir()
-    real_walk, real_publish = site_module._walk_and_key, site_module.publish_run_files_beside
+    real_walk, real_publish = site_module._Walker.walk, site_module.publish_run_files_beside
 
-    def walk(*args: Any, **kwargs: Any) -> Any:
+    def walk(self: Any) -> Any:
         (where / "walk").write_text(str(os.getpid()), encoding="utf-8")
-        return real_walk(*args, **kwargs)
+        return real_walk(self)
 
     def publish_files(*args: Any, **kwargs: Any) -> Any:
         (where / "publish").write_text(str(os.getpid()), encoding="utf-8")
         return real_publish(*args, **kwargs)
 
-    monkeypatch.setattr(site_module, "_walk_and_key", walk)
+    monkeypatch.setattr(site_module._Walker, "walk", walk)
     monkeypatch.setattr(site_module, "publish_run_files_beside", publish_files)
     build(_options(root), site)  # nothing changed: the site is kept, nothing published
     assert (where / "walk").is_file() and not (where / "publish").exists()

@@ -346,8 +346,12 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
         refuse_early(project, later)  # raises: the walker is stopped on the way out (it writes nothing yet)
 
         def hand_on(answer: Walked) -> None:
-            if going_on is not None and data_changed(kept_key, answer.key):
-                going_on(answer, walker.then_result) if publishing is not None else going_on(answer)
+            if going_on is None or not data_changed(kept_key, answer.key):
+                return
+            if publishing is not None:
+                going_on(answer, walker.then_result)
+            else:
+                going_on(answer)
 
         answer = None
         for module in DATA_MODULES if walker.forked else ():
@@ -375,7 +379,7 @@ def data_changed(kept: BuildKeys | None, key: BuildKeys) -> bool:
 class _Walker:
     """The store's walk and key (:meth:`walk`), then, in the same process, the runs' files
     published when the data changed (:meth:`publish`), from what the walk had at hand: its file
-    digests, its listing of the store."""
+    digests and its listing of the store."""
 
     def __init__(self, project: Project, target: Path, strict: bool, builder: str, kept: BuildKeys | None):
         self.project, self.target, self.strict, self.builder, self.kept = project, target, strict, builder, kept
@@ -383,10 +387,35 @@ class _Walker:
         self.scan: StoreScan | None = None
 
     def walk(self) -> Walked:
-        held: dict[str, Any] = {}
-        walked = _walk_and_key(self.project, self.target, self.strict, self.builder, self.kept, held)
-        self.memo, self.scan = held.get("memo"), held.get("scan")
-        return walked
+        """One walk of the store (:func:`~sparkreport.cache.walk_store`: each campaign folder's
+        digest, for the published files' and the Runs pages' rows), the build key over it, and
+        the file digests it had to compute (``hashes.pickle``'s new entries: the build saves
+        them; this writes no file, so it may be stopped at any moment) — then, when the data
+        changed since the ``kept`` build, the store's scan for the dataset and the publisher
+        (0.07–0.1 s of the build's path at 10 000 runs), from what the walk listed
+        (:meth:`~sparkreport.cache.StoreWalk.scan`). The scan is the walk's own listing, as the
+        dataset's own scan would come after it: what the key counts, the site shows, or a run
+        ingested meanwhile is in the site and changes the next key. The digests and the scan
+        stay here for :meth:`publish`."""
+        from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, package_digest, walk_store
+        from sparkreport.site import incremental
+        from sparkreport.store import PackedScan, RunStore
+
+        project = self.project
+        memo = self.memo = HashMemo(project.cache_dir / HASHES_FILE)
+        kept_walk = WalkRecord.read(project.cache_dir / WALK_FILE, project.runs_path, package_digest(memo))
+        walk = walk_store(project.runs_path, kept_walk)
+        key = incremental.build_key(project, self.target, self.strict, memo, self.builder, walk)
+        scan = None
+        if data_changed(self.kept, key):
+            try:  # from the walk's listing where it can tell (no link, no __pycache__), else listed again
+                self.scan = walk.scan(project.runs_dir) or RunStore(project.runs_dir).scan()
+                scan = PackedScan.of(self.scan)
+            except Exception:  # noqa: BLE001 — the dataset's own scan raises it, as a one-line error
+                scan = None
+        folders = walk.by_content(memo)
+        record = walk.record.payload() if walk.record is not None and not walk.record.same(kept_walk) else None
+        return Walked(folders, key, memo.added, walk.folders, scan, record)
 
     def publish(self, walked: Walked) -> RunFiles | None:
         """:func:`publish_run_files_beside` as the build would start it on this answer; None
@@ -403,39 +432,9 @@ class _Walker:
 
 
 def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
-                  kept: BuildKeys | None = None, held: dict[str, Any] | None = None) -> Walked:
-    """One walk of the store (:func:`~sparkreport.cache.walk_store`: each campaign folder's
-    digest, for the published files' and the Runs pages' rows), the build key over it, and the
-    file digests it had to compute (``hashes.pickle``'s new entries: the build saves them; this
-    writes no file, so it may be stopped at any moment) — then, when the data changed since the
-    ``kept`` build, the store's scan for the dataset and the publisher (0.07–0.1 s of the build's
-    path at 10 000 runs), from what the walk listed (:meth:`~sparkreport.cache.StoreWalk.scan`).
-    The scan is the walk's own listing, as the dataset's own scan would come after it: what the
-    key counts, the site shows, or a run ingested meanwhile is in the site and changes the next
-    key. ``held``: where the walk's file digests (``memo``) and its scan, unpacked (``scan``),
-    are left for what goes on in this process (:class:`_Walker`)."""
-    from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, package_digest, walk_store
-    from sparkreport.site import incremental
-    from sparkreport.store import PackedScan, RunStore
-
-    memo = HashMemo(project.cache_dir / HASHES_FILE)
-    kept_walk = WalkRecord.read(project.cache_dir / WALK_FILE, project.runs_path, package_digest(memo))
-    walk = walk_store(project.runs_path, kept_walk)
-    key = incremental.build_key(project, target, strict, memo, builder, walk)
-    scan = None
-    if data_changed(kept, key):
-        try:  # from the walk's listing where it can tell (no link, no __pycache__), else listed again
-            listed = walk.scan(project.runs_dir) or RunStore(project.runs_dir).scan()
-            scan = PackedScan.of(listed)
-            if held is not None:
-                held["scan"] = listed
-        except Exception:  # noqa: BLE001 — the dataset's own scan raises it, as a one-line error
-            scan = None
-    if held is not None:
-        held["memo"] = memo
-    folders = walk.by_content(memo)
-    record = walk.record.payload() if walk.record is not None and not walk.record.same(kept_walk) else None
-    return Walked(folders, key, memo.added, walk.folders, scan, record)
+                  kept: BuildKeys | None = None) -> Walked:
+    """:meth:`_Walker.walk` of ``project``'s store (its key against the ``kept`` build's)."""
+    return _Walker(project, target, strict, builder, kept).walk()
 
 
 def run_files_folder() -> str:

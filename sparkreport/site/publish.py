@@ -260,14 +260,20 @@ def side_first(target: Path) -> Iterator[Path]:
     build of ``target``, made before the build knows whether it will publish: a process started
     now may publish the runs' files into it. Removed on the way out unless the build moved it into
     its site (:func:`merge_into`); :func:`staged` then takes ``side_made``."""
-    recover(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    side = side_dir(target)
-    side.mkdir()
+    side = _cleared(target)
     try:
         yield side
     finally:
         shutil.rmtree(side, ignore_errors=True)  # (gone already when the build published it)
+
+
+def _cleared(target: Path) -> Path:
+    """A killed build's leftovers cleared (:func:`recover`), then the build's empty side folder."""
+    recover(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    side = side_dir(target)
+    side.mkdir()
+    return side
 
 
 @contextmanager
@@ -276,12 +282,9 @@ def staged(target: Path, side_made: bool = False) -> Iterator[Path]:
     both removed again unless the build swapped it in (on any error, KeyboardInterrupt or SIGTERM).
     ``side_made``: the side folder was made already, after the clean-up (:func:`side_first`)."""
     if not side_made:
-        recover(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+        _cleared(target)
     staging = staging_dir(target)
     staging.mkdir()
-    if not side_made:
-        side_dir(target).mkdir()
     try:
         with interruptible():
             yield staging
