@@ -73,7 +73,8 @@ GATES = {"history": ["history"], "diff": ["diff", "--a", "environment=native", "
 
 #: Peak PSS (MiB) of the last :func:`run_child`'s process tree: a build's forked workers share
 #: most of their pages with it, which ``ru_maxrss`` (the largest single process) does not show.
-LAST_TREE_PSS_MIB = 0.0
+#: None when the command ended before the first sample (:data:`PSS_INTERVAL_S`).
+LAST_TREE_PSS_MIB: float | None = None
 #: Seconds between two PSS samples. Reading ``smaps_rollup`` of a 600 MB process costs ~14 ms
 #: of CPU: every 0.2 s over a build's four processes that was a quarter of one CPU taken from the
 #: build it measured (cold builds 10–20% slower here than the same build alone). A build's peak
@@ -136,7 +137,7 @@ def run_child(command: list[str], cwd: Path, expect_error: str | None = None,
         _pid, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         done.set()
-        LAST_TREE_PSS_MIB = peak[0] / 1024
+        LAST_TREE_PSS_MIB = peak[0] / 1024 if peak[0] else None
         process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -332,9 +333,11 @@ def bench(n: int, work: Path, sampled: int, hours: float, seed: int, skip: set[s
             before()
         wall, rss, cpu = run_child(command, project)
         row[f"{name}_s"], row[f"{name}_mib"], row[f"{name}_cpu_s"] = round(wall, 2), round(rss), round(cpu, 2)
-        row[f"{name}_tree_mib"] = round(LAST_TREE_PSS_MIB)
-        print(f"  n={n:>6} {name:<9} {wall:8.2f} s ({cpu:7.2f} s CPU) {rss:7.0f} MiB, "
-              f"{LAST_TREE_PSS_MIB:5.0f} MiB PSS with its workers", file=sys.stderr)
+        tree = LAST_TREE_PSS_MIB
+        row[f"{name}_tree_mib"] = round(tree) if tree is not None else None
+        pss = f"{tree:5.0f} MiB PSS with its workers" if tree is not None \
+            else f"PSS not sampled (ended within {PSS_INTERVAL_S:g} s)"
+        print(f"  n={n:>6} {name:<9} {wall:8.2f} s ({cpu:7.2f} s CPU) {rss:7.0f} MiB, {pss}", file=sys.stderr)
 
     def set_aside(path: Path) -> None:
         # Deleting 10 000 run folders keeps ext4 busy for seconds after rmtree returns, which
@@ -472,7 +475,10 @@ def ci_jobs(n: int, project: Path, source: Path, work: Path, row: dict[str, obje
         shutil.copytree(project / name, origin / name)
     shutil.copyfile(project / "sparkreport.yml", origin / "sparkreport.yml")
     (origin / ".gitignore").write_text("build/\nsite/\n")
-    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.org"]
+    # No automatic housekeeping: after a commit of 10 000 runs, `git gc --auto` repacks in the
+    # background for a minute or more, on one of the two CPUs the timed build runs on.
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.org", "-c", "gc.auto=0",
+           "-c", "maintenance.auto=false"]
 
     def commit(message: str) -> None:
         subprocess.run([*git, "add", "-A"], cwd=origin, check=True)

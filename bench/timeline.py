@@ -14,10 +14,15 @@ background task's function, a worker's share function and number), then the sum 
 process, the build's own included: on two CPUs, a build whose CPU is near twice its wall time
 cannot be made faster by moving work between processes, only by doing less. The last line
 gives the moment the build started on the monotonic clock (``time.perf_counter``), to line the
-stages up with a sampler of ``/proc/stat`` run beside it.
+stages up with a sampler of ``/proc/stat`` run beside it. ``--idle`` runs such a sampler (a
+small process reading ``/proc/stat`` every 10 ms, ~1% of a CPU) and ends with the CPU-seconds
+left idle machine-wide in each stretch of the build, a stretch ending where a stage of the
+build's own process ends: where moving work could still use a CPU, and how far below the wall
+time a build with no idle CPU would get (the CPU-seconds used, over the CPUs).
 
     cd build/bench/n10000/project && python /path/to/bench/timeline.py
     python bench/timeline.py --also sparkreport.render.core:write_page
+    python bench/timeline.py --idle
 """
 
 from __future__ import annotations
@@ -65,8 +70,11 @@ def main() -> None:
     parser.add_argument("--also", action="append", default=[], metavar="MODULE:FUNCTION")
     parser.add_argument("--cpu", action="store_true", help="each stage's CPU seconds and page faults too")
     parser.add_argument("--procs", action="store_true", help="each forked process's CPU seconds, as it ends")
+    parser.add_argument("--idle", action="store_true", help="the idle CPU-seconds of each stretch of the build")
     args, rest = parser.parse_known_args()
+    sampler = Sampler() if args.idle else None
     start, parent = time.perf_counter(), os.getpid()
+    ends: list[tuple[float, str]] = []  # the build's own stages: (when each ended, its name)
 
     def wrap(function: Callable[..., Any], label: str) -> Callable[..., Any]:
         @functools.wraps(function)
@@ -77,6 +85,8 @@ def main() -> None:
             finally:
                 ended = time.perf_counter()
                 who = "" if os.getpid() == parent else f"*{os.getpid()}"
+                if not who:
+                    ends.append((ended - start, label))
                 cpu = ""
                 if args.cpu:
                     now = resource.getrusage(resource.RUSAGE_SELF)
@@ -110,10 +120,70 @@ def main() -> None:
             print(f"[timeline] {'':>8} {'':>13} {cpu_line(used)}  the build's own process", file=sys.stderr)
             print(f"[timeline] {'':>8} {'':>13} {sum(PROCESS_CPU) + used.ru_utime + used.ru_stime:6.3f} s of CPU "
                   f"in {len(PROCESS_CPU) + 1} processes", file=sys.stderr, flush=True)
+        if sampler is not None:
+            print(sampler.stretches(start, time.perf_counter() - start, ends), file=sys.stderr, flush=True)
 
     atexit.register(in_all)
     sys.argv = ["sparkreport", "build", *rest]
     entry()
+
+
+class Sampler:
+    """A process beside the build that reads ``/proc/stat`` every :data:`EVERY` seconds and
+    writes, a line each, the moment (``time.perf_counter``: the monotonic clock, the same in
+    every process) and how many CPUs were busy since the line before (machine-wide)."""
+
+    EVERY = 0.01
+    CODE = """
+import sys, time
+def ticks():
+    with open("/proc/stat") as stat:
+        values = [int(v) for v in stat.readline().split()[1:]]
+    return sum(values) - values[3] - values[4], sum(values)
+cpus, every = int(sys.argv[1]), float(sys.argv[2])
+busy0, all0 = ticks()
+while True:
+    time.sleep(every)
+    busy, all_ = ticks()
+    print(f"{time.perf_counter():.4f} {cpus * (busy - busy0) / max(all_ - all0, 1):.3f}", flush=True)
+    busy0, all0 = busy, all_
+"""
+
+    def __init__(self) -> None:
+        import subprocess
+        import tempfile
+
+        self.cpus = os.cpu_count() or 1
+        self.out = tempfile.TemporaryFile(mode="w+", encoding="ascii")  # noqa: SIM115 (read at the build's end)
+        self.process = subprocess.Popen([sys.executable, "-c", self.CODE, str(self.cpus), str(self.EVERY)],
+                                        stdout=self.out)
+        time.sleep(2 * self.EVERY)  # its first line before the build starts
+
+    def stretches(self, start: float, length: float, ends: list[tuple[float, str]]) -> str:
+        """One line: the idle CPU-seconds up to the end of each stage in ``ends`` (seconds since
+        ``start``, the build's own stages), from the end of the one before, then in all."""
+        self.process.terminate()
+        self.process.wait()
+        self.out.seek(0)
+        samples = []  # (when the slice ended, its length, busy CPUs in it): a slice lasts a little over EVERY
+        last = None
+        for line in self.out.read().splitlines():
+            moment, busy = float(line.split()[0]) - start, float(line.split()[1])
+            if last is not None:
+                samples.append((moment, moment - last, busy))
+            last = moment
+        marks = sorted({end for end, _label in ends if end < length} | {length})
+        names = {end: label for end, label in sorted(ends)}
+        parts, before, used = [], 0.0, 0.0
+        for mark in marks:
+            inside = [(span, busy) for moment, span, busy in samples if before < moment <= mark]
+            idle = sum((self.cpus - busy) * span for span, busy in inside)
+            used += sum(busy * span for span, busy in inside)
+            parts.append(f"{names.get(mark, 'the end')} {idle:.3f}")
+            before = mark
+        return (f"[timeline] {'':>8} {'':>13} idle CPU-seconds up to the end of: {', '.join(parts)}; "
+                f"in all {self.cpus * length - used:.3f} of {self.cpus * length:.3f} "
+                f"(with none idle: {used / self.cpus:.3f} s)")
 
 
 #: The CPU seconds of each forked process that ended (each one reports it through a pipe).
