@@ -580,9 +580,10 @@ def table(rows: list[dict[str, object]]) -> str:
         lines.append("| " + " | ".join(str(row.get(key, "—")) for key, _title in COLUMNS) + " |")
     # Every N carries the same fixed part (the sampled runs, MkDocs' own pages), so linear growth
     # shows as a constant marginal cost: seconds per 1 000 extra runs between consecutive N.
-    lines += ["", "Marginal cost, seconds per 1 000 more runs (linear time = a flat column):", "",
-              "| from → to | ingest | dataset | analysis | build |", "|---|---|---|---|---|"]
     ordered = sorted(rows, key=lambda r: int(r["runs"]))  # type: ignore[call-overload]
+    if len(ordered) > 1:  # (one store size: no step to take a marginal cost over)
+        lines += ["", "Marginal cost, seconds per 1 000 more runs (linear time = a flat column):", "",
+                  "| from → to | ingest | dataset | analysis | build |", "|---|---|---|---|---|"]
     for low, high in zip(ordered, ordered[1:], strict=False):
         n0, n1 = int(low["runs"]), int(high["runs"])  # type: ignore[call-overload]
         per = [f"{(float(high[k]) - float(low[k])) / (n1 - n0) * 1000:.2f}"  # type: ignore[arg-type]
