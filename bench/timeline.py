@@ -134,15 +134,16 @@ class Sampler:
     every process) and how many CPUs were busy since the line before (machine-wide)."""
 
     EVERY = 0.01
+    # (it ends when the build's process does, whatever way that ends: it is its parent's child)
     CODE = """
-import sys, time
+import os, sys, time
 def ticks():
     with open("/proc/stat") as stat:
         values = [int(v) for v in stat.readline().split()[1:]]
     return sum(values) - values[3] - values[4], sum(values)
-cpus, every = int(sys.argv[1]), float(sys.argv[2])
+cpus, every, parent = int(sys.argv[1]), float(sys.argv[2]), os.getppid()
 busy0, all0 = ticks()
-while True:
+while os.getppid() == parent:
     time.sleep(every)
     busy, all_ = ticks()
     print(f"{time.perf_counter():.4f} {cpus * (busy - busy0) / max(all_ - all0, 1):.3f}", flush=True)
@@ -168,22 +169,22 @@ while True:
         samples = []  # (when the slice ended, its length, busy CPUs in it): a slice lasts a little over EVERY
         last = None
         for line in self.out.read().splitlines():
-            moment, busy = float(line.split()[0]) - start, float(line.split()[1])
+            moment, busy = (float(value) for value in line.split())
             if last is not None:
-                samples.append((moment, moment - last, busy))
+                samples.append((moment - start, moment - last, busy))
             last = moment
         marks = sorted({end for end, _label in ends if end < length} | {length})
         names = {end: label for end, label in sorted(ends)}
-        parts, before, used = [], 0.0, 0.0
+        parts, before, idle_in_all = [], 0.0, 0.0
         for mark in marks:
-            inside = [(span, busy) for moment, span, busy in samples if before < moment <= mark]
-            idle = sum((self.cpus - busy) * span for span, busy in inside)
-            used += sum(busy * span for span, busy in inside)
+            idle = sum((self.cpus - busy) * span for moment, span, busy in samples if before < moment <= mark)
+            idle_in_all += idle
             parts.append(f"{names.get(mark, 'the end')} {idle:.3f}")
             before = mark
+        offered = self.cpus * length
+        none_idle = (offered - idle_in_all) / self.cpus
         return (f"[timeline] {'':>8} {'':>13} idle CPU-seconds up to the end of: {', '.join(parts)}; "
-                f"in all {self.cpus * length - used:.3f} of {self.cpus * length:.3f} "
-                f"(with none idle: {used / self.cpus:.3f} s)")
+                f"in all {idle_in_all:.3f} of {offered:.3f} (with none idle: {none_idle:.3f} s)")
 
 
 #: The CPU seconds of each forked process that ended (each one reports it through a pipe).
