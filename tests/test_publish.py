@@ -1553,7 +1553,7 @@ def test_the_walks_process_publishes_the_run_files_once_it_has_answered(
     if can_fork():
         assert walked == published != str(os.getpid())  # one process, not the build's
     assert result.published["copied"] == 1  # the changed log; the rest linked or carried over
-    copies = [path for path in site.rglob("engine_backend_trt.log")]
+    copies = list(site.rglob("engine_backend_trt.log"))
     assert len(copies) == 1 and copies[0].read_text(encoding="utf-8").endswith("one more line\n")
     assert not publish.side_dir(site).exists() and not publish.staging_dir(site).exists()
     before = {path: (site / path).read_bytes() for path in _files(site)}
