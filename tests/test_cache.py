@@ -920,6 +920,28 @@ def test_walk_store_keys_each_campaign_by_its_files_stats(tmp_path: Path) -> Non
     assert by_content["a"] is not None
 
 
+def test_a_walk_vouches_for_the_stat_of_each_file_it_reached_without_a_link(tmp_path: Path) -> None:
+    """What the publisher takes instead of stat-ing a store file again: the walk's own stat of a
+    regular file in a campaign folder without a link; nothing for a folder holding one, a file
+    beside the campaigns, a hidden file or a path the walk never reached."""
+    from sparkreport.cache import walk_store
+
+    for campaign in ("a", "b"):
+        (tmp_path / campaign / "run-1").mkdir(parents=True)
+        (tmp_path / campaign / "run-1" / "run.json").write_text("{}\n", encoding="utf-8")
+    (tmp_path / "a" / "run-1" / ".hidden").write_text("x\n", encoding="utf-8")
+    (tmp_path / "b" / "run-1" / "link.json").symlink_to(tmp_path / "a" / "run-1" / "run.json")
+    (tmp_path / "loose.txt").write_text("x\n", encoding="utf-8")
+    walk = walk_store(tmp_path)
+    found = walk.stat_of("a/run-1/run.json")
+    now = os.lstat(tmp_path / "a" / "run-1" / "run.json")
+    assert found is not None and (found.st_ino, found.st_size, found.st_mtime_ns) == (
+        now.st_ino, now.st_size, now.st_mtime_ns)
+    for unvouched in ("b/run-1/run.json", "b/run-1/link.json", "loose.txt", "a/run-1/.hidden",
+                      "a/run-1/../run-1/run.json", "a/run-1/missing.log"):
+        assert walk.stat_of(unvouched) is None, unvouched
+
+
 def test_what_a_paused_collector_saw_made_goes_to_the_oldest_generation() -> None:
     """Objects made while the collector was paused (a loaded dataset, an unpickled cache) are
     moved into the oldest generation at the end, not left for the next young collection to walk

@@ -435,6 +435,54 @@ def test_a_ci_runner_with_the_caches_restored_rebuilds_only_what_changed(project
     assert_equals_a_full_build(project, second, tmp_path)
 
 
+def test_on_a_ci_runner_the_publisher_stats_no_store_file_the_walk_did(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh checkout gives every store folder a new digest, so no entry of the published
+    files' record is taken as it is: each file's stat comes from the walk that keyed the build,
+    whose process publishes them, not from a second lstat of the store (20 000 at 10 000 runs).
+    The restored run-files folder is listed once, each of its folders stat-ed once. The site
+    equals a full build."""
+    from sparkreport.site import run_files
+
+    build(options(project), project / "site")
+    path = min((project / "runs").glob("*/*/run.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["labels"]["note"] = "rerun"
+    for folder in ("runs", "docs"):
+        _fresh_checkout(project / folder)
+    for folder in ("build", "site"):
+        _restored_from_cache(project / folder)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    # (logged to files: the walk's process publishes, forked from this one)
+    store_stats, stated = tmp_path / "store-stats.txt", tmp_path / "checked-lstats.txt"
+    store_stat, lstat, checked_folders = run_files.store_stat, os.lstat, run_files.checked_folders
+
+    def logged(log: Path, text: str) -> None:
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(f"{text}\n")
+
+    def counted(*arguments: Any) -> Any:  # what the check of the restored run-files folder lstat-s
+        monkeypatch.setattr(os, "lstat", lambda path, *rest: logged(stated, os.fspath(path)) or lstat(path, *rest))
+        try:
+            return checked_folders(*arguments)
+        finally:
+            monkeypatch.setattr(os, "lstat", lstat)
+
+    monkeypatch.setattr(run_files, "store_stat",
+                        lambda root, source, *rest: logged(store_stats, source) or store_stat(root, source, *rest))
+    monkeypatch.setattr(run_files, "checked_folders", counted)
+
+    second = build(options(project), project / "site")
+
+    assert not store_stats.exists()
+    assert second.published["copied"] == 1 and second.published["kept"] > 1
+    folders = stated.read_text(encoding="utf-8").splitlines()
+    assert folders and len(folders) == len(set(folders))  # each once
+    monkeypatch.setattr(run_files, "store_stat", store_stat)
+    monkeypatch.setattr(run_files, "checked_folders", checked_folders)
+    assert_equals_a_full_build(project, second, tmp_path)
+
+
 def test_in_git_a_fresh_checkout_of_the_same_commit_reads_no_run_file(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A CI job after a push that changed nothing the site reads: the checkout gives every file a

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Callable, Mapping
 
     from sparkreport.cache import HashMemo, WritesLater
@@ -385,6 +386,7 @@ class _Walker:
         self.project, self.target, self.strict, self.builder, self.kept = project, target, strict, builder, kept
         self.memo: HashMemo | None = None
         self.scan: StoreScan | None = None
+        self.stat_of: Callable[[str], os.stat_result | None] | None = None
 
     def walk(self) -> Walked:
         """One walk of the store (:func:`~sparkreport.cache.walk_store`: each campaign folder's
@@ -414,6 +416,7 @@ class _Walker:
             except Exception:  # noqa: BLE001 — the dataset's own scan raises it, as a one-line error
                 scan = None
         folders = walk.by_content(memo)
+        self.stat_of = walk.stat_of
         record = walk.record.payload() if walk.record is not None and not walk.record.same(kept_walk) else None
         return Walked(folders, key, memo.added, walk.folders, scan, record)
 
@@ -428,7 +431,7 @@ class _Walker:
         project = self.project
         return publish_run_files_beside(project.runs_dir, self.target, project.cache_dir, folders=walked.folders,
                                         salt=package_digest(self.memo), memo=self.memo,
-                                        stat_folders=walked.by_stat, scan=self.scan)
+                                        stat_folders=walked.by_stat, scan=self.scan, stat_of=self.stat_of)
 
 
 def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
@@ -470,7 +473,8 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
                              folders: Mapping[str, str | None] | None = None, salt: str = "",
                              memo: HashMemo | None = None,
                              stat_folders: Mapping[str, str | None] | None = None,
-                             scan: StoreScan | None = None) -> RunFiles:
+                             scan: StoreScan | None = None,
+                             stat_of: Callable[[str], os.stat_result | None] | None = None) -> RunFiles:
     """Publish the runs' files (``listed``, else what the Runs pages will list, read from the
     run store: :meth:`~sparkreport.render.runs_index.RunsPage.store_files`, kept per campaign
     in ``cache_dir`` by the walk's ``folders`` digests — or, kept by a cold build, whose
@@ -480,7 +484,9 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
     if read (else read here). ``stat_folders`` are also kept with the record of published files:
     the next build takes a folder's entries from it while its digest is the same
     (:func:`~sparkreport.site.run_files.publish_files`). ``scan``: the store's scan the build's
-    walk made (:attr:`Walked.scan`), else the store is scanned here."""
+    walk made (:attr:`Walked.scan`), else the store is scanned here. ``stat_of``: the stats that
+    walk took of the store's files (:meth:`~sparkreport.cache.StoreWalk.stat_of`), when it ran in
+    this process just before."""
     from sparkreport.cache import RecordCache
     from sparkreport.render.runs_index import STORE_FILES_CACHE, RunsPage
     from sparkreport.site import publish
@@ -494,7 +500,7 @@ def publish_run_files_beside(runs_dir: Path, target: Path, cache_dir: Path | Non
             cache = RecordCache(cache_dir / STORE_FILES_CACHE, salt=f"store-files-1:{salt}")
         listed = RunsPage.store_files(runs_dir, folders, cache, stat_folders, scan)
     files = publish_listed(runs_dir, listed, side, previous=target if target.is_dir() else None,
-                           cache_dir=cache_dir, memo=memo, folders=stat_folders)
+                           cache_dir=cache_dir, memo=memo, folders=stat_folders, stat_of=stat_of)
     scanned = ScanMemo(cache_dir / ScanMemo.FILE if cache_dir is not None else None)
     findings = scan_site(side, memo=scanned, forked=False)
     if files.carry is None and cache_dir is not None:

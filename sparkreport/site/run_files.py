@@ -37,7 +37,7 @@ from sparkreport.cache import FolderStat, folder_signature, folder_times_trusted
 from sparkreport.published import COMPRESS_LEVEL, RUN_FILE, published_env, store_stat
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping
+    from collections.abc import Callable, Collection, Mapping
 
     from sparkreport.cache import HashMemo
 
@@ -190,7 +190,8 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
                   record: dict[str, list[Any]] | None = None, memo: HashMemo | None = None,
                   folders: Mapping[str, str | None] | None = None,
                   recorded_folders: Mapping[str, str] | None = None,
-                  recorded_dirs: Mapping[str, FolderStat | None] | None = None) -> Published:
+                  recorded_dirs: Mapping[str, FolderStat | None] | None = None,
+                  stat_of: Callable[[str], os.stat_result | None] | None = None) -> Published:
     """Publish the manifest's files into ``site``. A file whose source is unchanged since it
     was published into ``previous`` (the live site: the same size and sha256 as ``record``
     says — content, not mtime or inode, so a fresh checkout of the same store counts as
@@ -211,7 +212,10 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
     ~0.15 s of CPU beside the dataset and the analysis); an entry that names a file's stat
     rather than its sha256, or a path the walk's digest does not cover (:func:`~sparkreport.cache.walked_path`), is
     looked at as usual. ``recorded_dirs``: the live run-files folder's folders as the record
-    was kept with them (:func:`carry_plan` checks the live folder by them)."""
+    was kept with them (:func:`carry_plan` checks the live folder by them). ``stat_of``: a file's
+    stat as the build's walk of the store took it, in this process just before
+    (:meth:`~sparkreport.cache.StoreWalk.stat_of`; None where it cannot vouch): the files of a
+    folder whose digest changed — every folder of a fresh checkout — are not stat-ed again."""
     root = str(runs_dir)
     record = record or {}
     out = Published()
@@ -225,7 +229,7 @@ def publish_files(runs_dir: Path, site: Path, files: list[tuple[str, str]], *, p
             found.append((target, source, None))  # stat-ed only if it must be copied
             out.record[target] = kept
             continue
-        stat = store_stat(root, source, checked)
+        stat = (stat_of(source) if stat_of is not None else None) or store_stat(root, source, checked)
         if stat is not None:
             found.append((target, source, stat))
             key = _content_key(memo, os.path.join(root, source), stat, bool(record))
@@ -361,22 +365,23 @@ def _listing(path: str) -> dict[str, bool] | None:
     return out
 
 
-def _listed_as_stated(top: Path, folder: str, children: Mapping[str, bool],
-                      taken_ns: int) -> tuple[bool, FolderStat | None]:
+def _listed_as_stated(top: Path | str, folder: str, children: Mapping[str, bool], taken_ns: int,
+                      before: os.stat_result | None = None) -> tuple[bool, FolderStat | None]:
     """Whether ``folder`` (a site path under ``top``) holds exactly ``children`` (name → is a
-    folder), and its stat to record (None when it changed while it was listed, or lately)."""
+    folder), and its stat to record (None when it changed lately): ``before``, its lstat taken
+    before it is listed, else taken here. The stat from before the listing is what is recorded: an
+    entry added or removed after it changes the folder's mtime and ctime, which then differ from
+    the record (the next build lists the folder again), and one that changed within
+    :data:`~sparkreport.cache.RACY_NS` of ``taken_ns`` is not recorded at all."""
     path = os.path.join(top, folder)
     try:
-        before = os.lstat(path)
-        listed = _listing(path) if stat_module.S_ISDIR(before.st_mode) else None
-        after = os.lstat(path)
+        stat = before if before is not None else os.lstat(path)
+        listed = _listing(path) if stat_module.S_ISDIR(stat.st_mode) else None
     except OSError:
         return False, None
     if listed != children:
         return False, None
-    same = (before.st_ino, before.st_mtime_ns, before.st_ctime_ns) == (after.st_ino, after.st_mtime_ns,
-                                                                       after.st_ctime_ns)
-    return True, folder_signature(before, taken_ns) if same else None
+    return True, folder_signature(stat, taken_ns)
 
 
 def _expected(root: str, names: Collection[str]) -> dict[str, dict[str, bool]] | None:
@@ -435,9 +440,10 @@ def checked_folders(live: Path, root: str, record: Collection[str],
     if root not in dirs or any(folder != root and not folder.startswith(root + "/") for folder in dirs):
         return None
     out: dict[str, FolderStat | None] = {}
-    again: list[str] = []
+    again: list[tuple[str, os.stat_result]] = []  # (each with its stat, which its listing records)
     top = os.path.join(live, "")
     is_folder = stat_module.S_ISDIR
+    taken_ns = time.time_ns()
     for folder, recorded in dirs.items():
         try:
             stat = os.lstat(top + folder)
@@ -448,19 +454,18 @@ def checked_folders(live: Path, root: str, record: Collection[str],
         if recorded is not None and (stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns) == recorded:
             out[folder] = recorded
         else:
-            again.append(folder)
+            again.append((folder, stat))
     if not again:
         return out
     expected = _expected(root, record)  # one pass over the record's names (0.03 s at 10 000 runs)
     if expected is None:
         return None
-    taken_ns = time.time_ns()
-    for folder in again:
+    for folder, stat in again:
         children = expected.get(folder)
         if children is None or any(holds_folder and f"{folder}/{name}" not in dirs
                                    for name, holds_folder in children.items()):
             return None  # a folder the record needs that the last build did not record
-        held, now = _listed_as_stated(live, folder, children, taken_ns)
+        held, now = _listed_as_stated(top, folder, children, taken_ns, stat)
         if not held:
             return None
         out[folder] = now
@@ -493,11 +498,12 @@ def swapped_folders(carry: Carry, dirs: Mapping[str, FolderStat | None], site: P
 
 def publish_listed(runs_dir: Path, files: list[tuple[str, str]], site_dir: Path, *, previous: Path | None = None,
                    cache_dir: Path | None = None, memo: HashMemo | None = None,
-                   folders: Mapping[str, str | None] | None = None) -> Published:
+                   folders: Mapping[str, str | None] | None = None,
+                   stat_of: Callable[[str], os.stat_result | None] | None = None) -> Published:
     """:func:`publish_files` of ``files`` (site path, store path), with the live site's record
     from the build cache ``cache_dir`` and its file digests (``memo``, the build's when it has
     read them, else read here); ``folders``: the store folders' stat digests from the build's
-    walk, if it made one."""
+    walk, if it made one, and ``stat_of`` the stats it took (in this process)."""
     if cache_dir is None:
         return publish_files(runs_dir, site_dir, files)
     from sparkreport.cache import HASHES_FILE, HashMemo
@@ -506,4 +512,4 @@ def publish_listed(runs_dir: Path, files: list[tuple[str, str]], site_dir: Path,
         else ({}, {}, {})
     return publish_files(runs_dir, site_dir, files, previous=previous if record else None, record=record,
                          memo=memo if memo is not None else HashMemo(cache_dir / HASHES_FILE),
-                         folders=folders, recorded_folders=recorded, recorded_dirs=dirs)
+                         folders=folders, recorded_folders=recorded, recorded_dirs=dirs, stat_of=stat_of)
