@@ -410,11 +410,10 @@ def _restored_from_cache(folder: Path) -> None:
     archive.unlink()
 
 
-def test_a_ci_runner_with_the_caches_restored_rebuilds_only_what_changed(project: Path, tmp_path: Path) -> None:
-    """The workflow's case: a fresh checkout (runs/ and docs/ in new files, new mtimes), build/
-    and site/ restored from the Actions cache, one run.json changed. Only that file is copied,
-    the rest of the run files carried over, the pages that did not change reused —
-    and the site equals a full build."""
+def _on_a_ci_runner_after_one_changed_run(project: Path) -> BuildResult:
+    """Build ``project``, then leave it as a CI job finds it after a push that changed one
+    run.json: runs/ and docs/ freshly checked out, build/ and site/ restored from the Actions
+    cache. Returns the first build."""
     first = build(options(project), project / "site")
     path = min((project / "runs").glob("*/*/run.json"))
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -424,6 +423,15 @@ def test_a_ci_runner_with_the_caches_restored_rebuilds_only_what_changed(project
     for folder in ("build", "site"):
         _restored_from_cache(project / folder)
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return first
+
+
+def test_a_ci_runner_with_the_caches_restored_rebuilds_only_what_changed(project: Path, tmp_path: Path) -> None:
+    """The workflow's case: a fresh checkout (runs/ and docs/ in new files, new mtimes), build/
+    and site/ restored from the Actions cache, one run.json changed. Only that file is copied,
+    the rest of the run files carried over, the pages that did not change reused —
+    and the site equals a full build."""
+    first = _on_a_ci_runner_after_one_changed_run(project)
 
     second = build(options(project), project / "site")
 
@@ -444,15 +452,7 @@ def test_on_a_ci_runner_the_publisher_stats_no_store_file_the_walk_did(
     equals a full build."""
     from sparkreport.site import run_files
 
-    build(options(project), project / "site")
-    path = min((project / "runs").glob("*/*/run.json"))
-    data = json.loads(path.read_text(encoding="utf-8"))
-    data["labels"]["note"] = "rerun"
-    for folder in ("runs", "docs"):
-        _fresh_checkout(project / folder)
-    for folder in ("build", "site"):
-        _restored_from_cache(project / folder)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    _on_a_ci_runner_after_one_changed_run(project)
     # (logged to files: the walk's process publishes, forked from this one)
     store_stats, stated = tmp_path / "store-stats.txt", tmp_path / "checked-lstats.txt"
     store_stat, lstat, checked_folders = run_files.store_stat, os.lstat, run_files.checked_folders
