@@ -625,12 +625,14 @@ def byte_compile() -> None:
     """Compile the sparkreport package being measured, as ``pip install`` does: an editable
     install under ``PYTHONDONTWRITEBYTECODE=1`` (set on these machines) otherwise compiles its
     ~70 modules from source in every process timed (~0.2 s a command), which an installed
-    sparkreport never does. The package's digest leaves ``__pycache__`` out: no cache is dropped."""
+    sparkreport never does. The package's digest leaves ``__pycache__`` out: no cache is dropped.
+    The checkout's own package (``ROOT/sparkreport``, which every command measured runs), not the
+    installed one: an editable install of another clone compiled that clone and left this one's
+    modules to be compiled in every timed command (and an install of a folder since removed
+    stopped the bench with "No module named 'sparkreport'")."""
     import compileall
 
-    import sparkreport
-
-    compileall.compile_dir(Path(sparkreport.__file__).parent, quiet=1)
+    compileall.compile_dir(ROOT / "sparkreport", quiet=1)
 
 
 def file_creation_us(folder: Path, count: int = 200) -> tuple[float, float]:
