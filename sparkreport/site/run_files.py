@@ -372,7 +372,7 @@ def _listed_as_stated(top: Path | str, folder: str, children: Mapping[str, bool]
     before it is listed, else taken here. The stat from before the listing is what is recorded: an
     entry added or removed after it changes the folder's mtime and ctime, which then differ from
     the record (the next build lists the folder again), and one that changed within
-    :data:`~sparkreport.cache.RACY_NS` of ``taken_ns`` is not recorded at all."""
+    :data:`~sparkreport.cache.RACY_NS` of ``taken_ns`` is recorded as not verified (None)."""
     path = os.path.join(top, folder)
     try:
         stat = before if before is not None else os.lstat(path)
