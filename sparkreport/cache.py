@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast, overload
 
 if TYPE_CHECKING:
     from sparkreport.dataset import StackedTables
@@ -96,6 +96,8 @@ class HashMemo:
         self.git: list[tuple[str, dict[str, str]]] = []
         #: blob id → (size, sha256) of the entries that name one; made when first needed.
         self._by_blob: dict[str, tuple[int, str]] | None = None
+        #: :func:`start_git_clean_blobs` answers started ahead (:meth:`expect_git`), by folder.
+        self._ahead: dict[str, CleanBlobs] = {}
         if path is not None:
             self._load(path)
 
@@ -155,11 +157,25 @@ class HashMemo:
         found = [self.known(path, stat) for path, stat in files]
         unknown = [i for i, value in enumerate(found) if value is None]
         if len(unknown) >= GIT_AFTER:
-            self.use_git(folder, git_clean_blobs(folder))
+            ahead = self._ahead.pop(os.fspath(folder), None)
+            self.use_git(folder, ahead.answer() if ahead is not None else git_clean_blobs(folder))
         for i in unknown:
             path, stat = files[i]
             found[i] = self._learnt(path, stat)
         return cast("list[str]", found)
+
+    def expect_git(self, folder: Path | str) -> None:
+        """Start :func:`git_clean_blobs` of ``folder`` now, for a later :meth:`digests` of files
+        under it that finds too many unknown (a fresh checkout's): git compares the files' stats
+        with its index while the caller walks the folder. :meth:`forget_git` stops what no
+        :meth:`digests` took."""
+        self._ahead.setdefault(os.fspath(folder), start_git_clean_blobs(folder))
+
+    def forget_git(self) -> None:
+        """Stop the git commands :meth:`expect_git` started that no :meth:`digests` needed."""
+        for ahead in self._ahead.values():
+            ahead.stop()
+        self._ahead.clear()
 
     def use_git(self, folder: Path | str, blobs: dict[str, str]) -> None:
         """Take ``blobs`` (:func:`git_clean_blobs` of ``folder``: each clean tracked file's blob
@@ -671,6 +687,22 @@ def _stat_description(_path: str, stat: os.stat_result) -> str:
     return f"{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}"
 
 
+def fresh_checkout(root: Path, kept: WalkRecord | None) -> bool:
+    """Whether the store at ``root`` is another folder than the one the last walk recorded
+    (``kept``): another inode, as a fresh checkout — a CI job's clone, its caches restored —
+    gives it and every file in it, so that the hash memo, which knows files by their inode,
+    will know none and ask git for their blob ids (:meth:`HashMemo.expect_git` starts that
+    before the walk). False without a record, where no record can be kept (folder times not
+    trusted) or before a first walk: nothing says the files are new."""
+    listing = kept.folders.get("") if kept is not None else None
+    if listing is None:
+        return False
+    try:
+        return os.stat(root).st_ino != listing[0][0]
+    except OSError:
+        return False
+
+
 def walk_store(root: Path, kept: WalkRecord | None = None) -> StoreWalk:
     """Walk the run store once: what the build key hashes, and a key per campaign folder that a
     cache of what is read from the folder's files can be kept by, without reading a file. With
@@ -725,31 +757,92 @@ def tree_digest(root: Path, memo: HashMemo, files: Sequence[tuple[str, str, os.s
     return digest.hexdigest()
 
 
-def git_clean_blobs(folder: Path) -> dict[str, str]:
+def git_clean_blobs(folder: Path | str) -> dict[str, str]:
     """The git blob id of each file under ``folder`` that git tracks and reports unchanged in the
     working tree (``git ls-files --stage`` less ``git diff-files``, which compares each file's
     stat with the index's and reads the racily clean ones), by its path relative to ``folder``;
     {} outside a work tree, without git, or on any error from it (then files are read). Regular
     files only: no links, submodules or conflicted paths."""
-    import subprocess
+    return start_git_clean_blobs(folder).answer()
 
-    def git(*arguments: str) -> bytes:
-        return subprocess.run(["git", "-C", os.fspath(folder), *arguments, "-z", "--", "."],
-                              capture_output=True, check=True, timeout=60).stdout
 
-    try:
-        listed = git("ls-files", "--stage")
-        changed = set(git("diff-files", "--name-only", "--relative").split(b"\0"))
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    blobs: dict[str, str] = {}
-    for line in listed.split(b"\0"):
-        meta, _tab, name = line.partition(b"\t")
-        mode, _space, rest = meta.partition(b" ")
-        blob, _space, stage = rest.partition(b" ")
-        if mode in (b"100644", b"100755") and stage == b"0" and name not in changed:
-            blobs[os.fsdecode(name)] = blob.decode("ascii")
-    return blobs
+def start_git_clean_blobs(folder: Path | str) -> CleanBlobs:
+    """:func:`git_clean_blobs` of ``folder`` with its two git commands started now, side by side."""
+    arguments = ("-z", "--", ".")
+    return CleanBlobs(GitRun(folder, "ls-files", "--stage", *arguments, timeout=60),
+                      GitRun(folder, "diff-files", "--name-only", "--relative", *arguments, timeout=60))
+
+
+class CleanBlobs(NamedTuple):
+    """The two git commands of :func:`git_clean_blobs`, started; :meth:`answer` reads them."""
+
+    listed: GitRun
+    changed: GitRun
+
+    def answer(self) -> dict[str, str]:
+        import subprocess
+
+        try:
+            listed = self.listed.output()
+            changed = set(self.changed.output().split(b"\0"))
+        except (OSError, subprocess.SubprocessError):
+            self.stop()
+            return {}
+        blobs: dict[str, str] = {}
+        for line in listed.split(b"\0"):
+            meta, _tab, name = line.partition(b"\t")
+            mode, _space, rest = meta.partition(b" ")
+            blob, _space, stage = rest.partition(b" ")
+            if mode in (b"100644", b"100755") and stage == b"0" and name not in changed:
+                blobs[os.fsdecode(name)] = blob.decode("ascii")
+        return blobs
+
+    def stop(self) -> None:
+        self.listed.stop()
+        self.changed.stop()
+
+
+class GitRun:
+    """A git command started at once in ``folder`` (``git -C folder ARGUMENTS``), its standard
+    output read when asked for (:meth:`output`): what a build asks git about the project is
+    started before the walk of the store that needs it, so that git's work (a stat of every
+    tracked file, for ``status`` and ``diff-files``) runs beside the walk instead of after it."""
+
+    def __init__(self, folder: Path | str, *arguments: str, timeout: float):
+        import subprocess
+
+        self.timeout = timeout
+        self.command = ["git", "-C", os.fspath(folder), *arguments]
+        self._process: subprocess.Popen[bytes] | None = None
+        self._failed: OSError | None = None
+        try:
+            self._process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                             stderr=subprocess.DEVNULL)
+        except OSError as exc:  # no git
+            self._failed = exc
+
+    def output(self) -> bytes:
+        """What the command printed; OSError where it could not start, subprocess's
+        CalledProcessError where it failed, TimeoutExpired (the command killed) where it took
+        more than ``timeout`` seconds from now."""
+        import subprocess
+
+        if self._process is None:
+            raise self._failed or OSError(f"{self.command[0]}: not started")
+        try:
+            out, _err = self._process.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+        if self._process.returncode:
+            raise subprocess.CalledProcessError(self._process.returncode, self.command, out)
+        return out
+
+    def stop(self) -> None:
+        """The command killed if it still runs, and waited for (no process left behind)."""
+        if self._process is not None and self._process.returncode is None:
+            self._process.kill()
+            self._process.communicate()
 
 
 def code_signature(*modules: str | None, salt: str = "") -> str:

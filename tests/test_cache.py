@@ -1030,6 +1030,75 @@ def test_the_hash_memo_digests_files_in_order_reading_only_the_unknown_and_asks_
     assert memo.digests(folder, files) == expected and opened == [] and asked == [folder]
 
 
+def test_a_store_checked_out_afresh_is_told_from_the_folder_the_last_walk_recorded(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fresh_checkout: the store's folder another inode than the record's (a CI job's clone with
+    its caches restored); not a store changed in place, nor one no walk recorded yet."""
+    from sparkreport import cache
+    from sparkreport.cache import WalkRecord, fresh_checkout, walk_store
+
+    monkeypatch.setattr(cache, "RACY_NS", 0)  # (the folders were made just now)
+    project = _committed_store(tmp_path, phase1_store)
+    runs = project / "runs"
+    assert not fresh_checkout(runs, None) and not fresh_checkout(runs, WalkRecord())
+    record = walk_store(runs, WalkRecord()).record
+    assert record is not None and not fresh_checkout(runs, record)
+    (runs / "another-campaign").mkdir()  # changed in place: the same folder
+    assert not fresh_checkout(runs, record)
+    runs.rename(tmp_path / "old-runs")  # (kept: its inode is not free for the new folder)
+    _git(project, "checkout", "--", "runs")
+    assert fresh_checkout(runs, record)
+    assert not fresh_checkout(tmp_path / "missing", record)
+
+
+def test_a_memo_expecting_git_knows_a_fresh_checkout_by_the_blob_ids_it_asked_for_ahead(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HashMemo.expect_git starts git_clean_blobs before the walk; the digests that need blob ids
+    take that answer (git is not asked again) and read no file it vouches for; forget_git drops
+    an answer no digests took, so a later one asks git itself."""
+    import hashlib
+
+    from sparkreport import cache
+    from sparkreport.cache import walk_files
+
+    project = _committed_store(tmp_path, phase1_store)
+    runs = project / "runs"
+
+    def listed() -> list[tuple[str, os.stat_result]]:
+        return [(path, stat) for _relative, path, stat in walk_files(runs)]
+
+    files = listed()
+    assert len(files) >= cache.GIT_AFTER
+    expected = [hashlib.sha256(Path(path).read_bytes()).hexdigest() for path, _stat in files]
+    memo = HashMemo(tmp_path / "hashes.pickle")
+    assert memo.digests(runs, files) == expected  # (learns each file's blob id)
+    memo.save()
+    _checked_out_afresh(project)
+    fresh = HashMemo(tmp_path / "hashes.pickle")
+    fresh.expect_git(runs)
+    asked: list[Path] = []
+    monkeypatch.setattr(cache, "git_clean_blobs", lambda where: asked.append(where) or {})
+    opened = _reads(monkeypatch, cache)
+    assert fresh.digests(runs, listed()) == expected and asked == [] and opened == []
+
+    _checked_out_afresh(project)
+    again = HashMemo(tmp_path / "hashes.pickle")
+    again.expect_git(runs)
+    again.forget_git()
+    assert again.digests(runs, listed()) == expected and asked == [runs]
+
+
+def test_without_git_on_the_path_the_blob_ids_and_the_commit_are_not_known(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkreport.cache import git_clean_blobs
+    from sparkreport.render.context import git_commit
+
+    project = _committed_store(tmp_path, phase1_store)
+    assert git_clean_blobs(project / "runs") and git_commit(project)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs-here"))
+    assert git_clean_blobs(project / "runs") == {} and git_commit(project) is None
+
+
 def test_git_clean_blobs_name_the_tracked_files_git_reports_unchanged(tmp_path: Path) -> None:
     from sparkreport.cache import git_clean_blobs
 

@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from sparkreport import __version__
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from sparkreport.analysis import Finding
     from sparkreport.analysis.design import Fact
-    from sparkreport.cache import AnalysisCache, HashMemo, Held, WritesLater
+    from sparkreport.cache import AnalysisCache, GitRun, HashMemo, Held, WritesLater
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.schema import RunRecord
@@ -229,14 +229,33 @@ class SiteData:
 
 def git_commit(root: Path) -> str | None:
     """The project's current git commit (short, '+dirty' when modified), or None outside git."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}+dirty" if dirty else head or None
+    return start_git_commit(root).answer()
+
+
+def start_git_commit(root: Path) -> CommitAhead:
+    """:func:`git_commit` of ``root`` with its two git commands started now, side by side: a
+    build starts them before it walks the store (``git status`` stats every tracked file)."""
+    from sparkreport.cache import GitRun
+
+    return CommitAhead(GitRun(root, "rev-parse", "--short=12", "HEAD", timeout=10),
+                       GitRun(root, "status", "--porcelain", "--untracked-files=no", timeout=10))
+
+
+class CommitAhead(NamedTuple):
+    """The two git commands of :func:`git_commit`, started; :meth:`answer` reads them."""
+
+    head: GitRun
+    status: GitRun
+
+    def answer(self) -> str | None:
+        try:
+            head = self.head.output().decode("utf-8", "replace").strip()
+            dirty = self.status.output().strip()
+        except (OSError, subprocess.SubprocessError):
+            self.head.stop()
+            self.status.stop()
+            return None
+        return f"{head}+dirty" if dirty else head or None
 
 
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,

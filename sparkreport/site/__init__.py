@@ -120,10 +120,20 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     (then the configuration checks are made here, beside the store's walk)."""
     import time
 
-    from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, WritesLater, package_digest, walk_store
+    from sparkreport.cache import (
+        HASHES_FILE,
+        WALK_FILE,
+        HashMemo,
+        WalkRecord,
+        WritesLater,
+        fresh_checkout,
+        package_digest,
+        walk_store,
+    )
     from sparkreport.early import INDEX_FILE, refresh_index
     from sparkreport.parallel import behind, can_fork, jobs
     from sparkreport.render import render
+    from sparkreport.render.context import start_git_commit
     from sparkreport.render.core import result_from_state
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
@@ -160,11 +170,17 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # published files' and the Runs pages' rows), then the publisher starts before the
             # build key, which hashes every run file (seconds on one CPU in a cold build).
             memo = HashMemo(cache_dir / HASHES_FILE)
-            walk = walk_store(project.runs_path,
-                              WalkRecord.read(cache_dir / WALK_FILE, project.runs_path, package_digest(memo)))
-            folders = stat_folders = walk.folders
-            started_early = start()
-            key = incremental.build_key(project, target, strict, memo, name, walk)
+            commit = start_git_commit(project.root)  # (git works beside the walk, as in _Walker.walk)
+            kept_walk = WalkRecord.read(cache_dir / WALK_FILE, project.runs_path, package_digest(memo))
+            if fresh_checkout(project.runs_path, kept_walk):
+                memo.expect_git(project.runs_path)
+            try:
+                walk = walk_store(project.runs_path, kept_walk)
+                folders = stat_folders = walk.folders
+                started_early = start()
+                key = incremental.build_key(project, target, strict, memo, name, walk, commit)
+            finally:
+                memo.forget_git()
             memo.save()
             # The publisher went on the stat keys (a cold build's caches have nothing to match);
             # the render keys what it keeps by content, as every later build does.
@@ -399,15 +415,32 @@ class _Walker:
         dataset's own scan would come after it: what the key counts, the site shows, or a run
         ingested meanwhile is in the site and changes the next key. The digests and the scan
         stay here for :meth:`publish`."""
-        from sparkreport.cache import HASHES_FILE, WALK_FILE, HashMemo, WalkRecord, package_digest, walk_store
+        from sparkreport.cache import (
+            HASHES_FILE,
+            WALK_FILE,
+            HashMemo,
+            WalkRecord,
+            fresh_checkout,
+            package_digest,
+            walk_store,
+        )
+        from sparkreport.render.context import start_git_commit
         from sparkreport.site import incremental
         from sparkreport.store import PackedScan, RunStore
 
         project = self.project
+        # What git is asked started first, to work beside the walk: the project's commit, and in a
+        # fresh checkout the store's blob ids (every file's stat then new to the memo).
+        commit = start_git_commit(project.root)
         memo = self.memo = HashMemo(project.cache_dir / HASHES_FILE)
         kept_walk = WalkRecord.read(project.cache_dir / WALK_FILE, project.runs_path, package_digest(memo))
-        walk = walk_store(project.runs_path, kept_walk)
-        key = incremental.build_key(project, self.target, self.strict, memo, self.builder, walk)
+        if fresh_checkout(project.runs_path, kept_walk):
+            memo.expect_git(project.runs_path)
+        try:
+            walk = walk_store(project.runs_path, kept_walk)
+            key = incremental.build_key(project, self.target, self.strict, memo, self.builder, walk, commit)
+        finally:
+            memo.forget_git()
         scan = None
         if data_changed(self.kept, key):
             try:  # from the walk's listing where it can tell (no link, no __pycache__), else listed again

@@ -28,6 +28,7 @@ from sparkreport.cache import HashMemo, StoreWalk, inputs_digest, package_digest
 if TYPE_CHECKING:
     from sparkreport.project import Project
     from sparkreport.render import RenderResult
+    from sparkreport.render.context import CommitAhead
 
 STATE_FILE = "build.json"
 #: Folders of the project root a build reads.
@@ -36,25 +37,30 @@ PROJECT_FILES = ("sparkreport.yml", "mkdocs.yml")
 
 
 def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashMemo,
-              builder: str = "mkdocs", runs_walk: StoreWalk | None = None) -> BuildKeys:
+              builder: str = "mkdocs", runs_walk: StoreWalk | None = None,
+              commit_ahead: CommitAhead | None = None) -> BuildKeys:
     """The content key of a build (equal keys build identical sites) and its data key: the same
     without the hand-written ``docs/`` and the project's commit — equal data keys give the same
     generated pages but for the commit their footers print, and the same results for the same
     post bindings (:func:`~sparkreport.render.core.render`'s kept path). ``runs_walk``: the run
-    store's :func:`~sparkreport.cache.walk_store` at ``project.runs_path``, if already walked."""
+    store's :func:`~sparkreport.cache.walk_store` at ``project.runs_path``, if already walked;
+    ``commit_ahead``: :func:`~sparkreport.render.context.start_git_commit` of the project, if
+    started before that walk."""
     import mkdocs
 
     from sparkreport import __version__
-    from sparkreport.render.context import git_commit
+    from sparkreport.render.context import start_git_commit
     from sparkreport.site.mkdocs_site import SITE_URL_ENV
 
     root = project.root
     runs = project.runs_path
     options = project.options
-    commit = git_commit(root)
+    asked = commit_ahead or start_git_commit(root)  # (git works while the store is keyed)
+    runs_key = (runs_walk if runs_walk is not None else walk_store(runs)).content_key(memo)
+    commit = asked.answer()
     parts: list[tuple[str, str]] = [
         ("version", __version__), ("package", package_digest(memo)),
-        ("runs", (runs_walk if runs_walk is not None else walk_store(runs)).content_key(memo)),
+        ("runs", runs_key),
         ("mkdocs", mkdocs.__version__), ("material", _material_version("mkdocs-material")),
         ("builder", builder), ("zensical", _material_version("zensical") if builder == "zensical" else ""),
         ("commit", commit or ""), ("strict", str(strict)), ("site_dir", str(site_dir)),
