@@ -252,10 +252,14 @@ class CommitAhead(NamedTuple):
             head = self.head.output().decode("utf-8", "replace").strip()
             dirty = self.status.output().strip()
         except (OSError, subprocess.SubprocessError):
-            self.head.stop()
-            self.status.stop()
+            self.stop()
             return None
         return f"{head}+dirty" if dirty else head or None
+
+    def stop(self) -> None:
+        """Both commands stopped if they still run (the build failed before it asked)."""
+        self.head.stop()
+        self.status.stop()
 
 
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,

@@ -181,6 +181,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                 key = incremental.build_key(project, target, strict, memo, name, walk, commit)
             finally:
                 memo.forget_git()
+                commit.stop()  # (answered by the key, unless the walk failed first)
             memo.save()
             # The publisher went on the stat keys (a cold build's caches have nothing to match);
             # the render keys what it keeps by content, as every later build does.
@@ -441,6 +442,7 @@ class _Walker:
             key = incremental.build_key(project, self.target, self.strict, memo, self.builder, walk, commit)
         finally:
             memo.forget_git()
+            commit.stop()  # (answered by the key, unless the walk failed first)
         scan = None
         if data_changed(self.kept, key):
             try:  # from the walk's listing where it can tell (no link, no __pycache__), else listed again

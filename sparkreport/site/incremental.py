@@ -56,7 +56,11 @@ def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashM
     runs = project.runs_path
     options = project.options
     asked = commit_ahead or start_git_commit(root)  # (git works while the store is keyed)
-    runs_key = (runs_walk if runs_walk is not None else walk_store(runs)).content_key(memo)
+    try:
+        runs_key = (runs_walk if runs_walk is not None else walk_store(runs)).content_key(memo)
+    except BaseException:
+        asked.stop()
+        raise
     commit = asked.answer()
     parts: list[tuple[str, str]] = [
         ("version", __version__), ("package", package_digest(memo)),
