@@ -169,7 +169,8 @@ class HashMemo:
         under it that finds too many unknown (a fresh checkout's): git compares the files' stats
         with its index while the caller walks the folder. :meth:`forget_git` stops what no
         :meth:`digests` took."""
-        self._ahead.setdefault(os.fspath(folder), start_git_clean_blobs(folder))
+        if os.fspath(folder) not in self._ahead:
+            self._ahead[os.fspath(folder)] = start_git_clean_blobs(folder)
 
     def forget_git(self) -> None:
         """Stop the git commands :meth:`expect_git` started that no :meth:`digests` needed."""

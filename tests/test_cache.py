@@ -1075,7 +1075,12 @@ def test_a_memo_expecting_git_knows_a_fresh_checkout_by_the_blob_ids_it_asked_fo
     memo.save()
     _checked_out_afresh(project)
     fresh = HashMemo(tmp_path / "hashes.pickle")
+    started: list[Path] = []
+    start = cache.start_git_clean_blobs
+    monkeypatch.setattr(cache, "start_git_clean_blobs", lambda where: started.append(where) or start(where))
     fresh.expect_git(runs)
+    fresh.expect_git(runs)  # (asked twice before the walk: git is started once)
+    assert started == [runs]
     asked: list[Path] = []
     monkeypatch.setattr(cache, "git_clean_blobs", lambda where: asked.append(where) or {})
     opened = _reads(monkeypatch, cache)

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
-    from sparkreport.cache import HashMemo, WritesLater
+    from sparkreport.cache import HashMemo, WalkRecord, WritesLater
     from sparkreport.parallel import Background
     from sparkreport.project import Project
     from sparkreport.render import RenderOptions, RenderResult
+    from sparkreport.render.context import CommitAhead
     from sparkreport.site.incremental import BuildKeys
     from sparkreport.site.run_files import Published
     from sparkreport.site.scan import ScanMemo
@@ -126,14 +127,12 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         HashMemo,
         WalkRecord,
         WritesLater,
-        fresh_checkout,
         package_digest,
         walk_store,
     )
     from sparkreport.early import INDEX_FILE, refresh_index
     from sparkreport.parallel import behind, can_fork, jobs
     from sparkreport.render import render
-    from sparkreport.render.context import start_git_commit
     from sparkreport.render.core import result_from_state
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
@@ -170,18 +169,12 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
             # published files' and the Runs pages' rows), then the publisher starts before the
             # build key, which hashes every run file (seconds on one CPU in a cold build).
             memo = HashMemo(cache_dir / HASHES_FILE)
-            commit = start_git_commit(project.root)  # (git works beside the walk, as in _Walker.walk)
             kept_walk = WalkRecord.read(cache_dir / WALK_FILE, project.runs_path, package_digest(memo))
-            if fresh_checkout(project.runs_path, kept_walk):
-                memo.expect_git(project.runs_path)
-            try:
+            with git_beside_walk(project, memo, kept_walk) as commit:
                 walk = walk_store(project.runs_path, kept_walk)
                 folders = stat_folders = walk.folders
                 started_early = start()
                 key = incremental.build_key(project, target, strict, memo, name, walk, commit)
-            finally:
-                memo.forget_git()
-                commit.stop()  # (answered by the key, unless the walk failed first)
             memo.save()
             # The publisher went on the stat keys (a cold build's caches have nothing to match);
             # the render keys what it keeps by content, as every later build does.
@@ -421,28 +414,18 @@ class _Walker:
             WALK_FILE,
             HashMemo,
             WalkRecord,
-            fresh_checkout,
             package_digest,
             walk_store,
         )
-        from sparkreport.render.context import start_git_commit
         from sparkreport.site import incremental
         from sparkreport.store import PackedScan, RunStore
 
         project = self.project
-        # What git is asked started first, to work beside the walk: the project's commit, and in a
-        # fresh checkout the store's blob ids (every file's stat then new to the memo).
-        commit = start_git_commit(project.root)
         memo = self.memo = HashMemo(project.cache_dir / HASHES_FILE)
         kept_walk = WalkRecord.read(project.cache_dir / WALK_FILE, project.runs_path, package_digest(memo))
-        if fresh_checkout(project.runs_path, kept_walk):
-            memo.expect_git(project.runs_path)
-        try:
+        with git_beside_walk(project, memo, kept_walk) as commit:
             walk = walk_store(project.runs_path, kept_walk)
             key = incremental.build_key(project, self.target, self.strict, memo, self.builder, walk, commit)
-        finally:
-            memo.forget_git()
-            commit.stop()  # (answered by the key, unless the walk failed first)
         scan = None
         if data_changed(self.kept, key):
             try:  # from the walk's listing where it can tell (no link, no __pycache__), else listed again
@@ -467,6 +450,27 @@ class _Walker:
         return publish_run_files_beside(project.runs_dir, self.target, project.cache_dir, folders=walked.folders,
                                         salt=package_digest(self.memo), memo=self.memo,
                                         stat_folders=walked.by_stat, scan=self.scan, stat_of=self.stat_of)
+
+
+@contextlib.contextmanager
+def git_beside_walk(project: Project, memo: HashMemo, kept_walk: WalkRecord | None) -> Iterator[CommitAhead]:
+    """Git asked now what the build key will need once the store is walked, so that git works
+    beside the walk instead of after it: the project's commit (yielded, for
+    :func:`~sparkreport.site.incremental.build_key`), and, when the store looks freshly checked
+    out (:func:`~sparkreport.cache.fresh_checkout`: every file's stat then new to ``memo``), its
+    blob ids (:meth:`~sparkreport.cache.HashMemo.expect_git`). Whatever the block did not ask for
+    — the walk failed, or the memo knew the files — is stopped on the way out."""
+    from sparkreport.cache import fresh_checkout
+    from sparkreport.render.context import start_git_commit
+
+    commit = start_git_commit(project.root)
+    if fresh_checkout(project.runs_path, kept_walk):
+        memo.expect_git(project.runs_path)
+    try:
+        yield commit
+    finally:
+        memo.forget_git()
+        commit.stop()
 
 
 def _walk_and_key(project: Project, target: Path, strict: bool, builder: str,
