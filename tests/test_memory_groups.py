@@ -88,7 +88,9 @@ def test_a_block_gives_the_newest_answer_and_how_the_others_moved(site: RenderRe
             marks.add(cell[0])
             assert cell[0].split("\u00a0") == [table[model][label].split(" ")[0] for table in own]
     assert any(len(set(m.split("\u00a0"))) > 1 for m in marks)  # this store's answers do move
-    assert "Brackets in the answers span the 95% confidence intervals of the differences. ≈ the same" in answers
+    # the answers say their intervals in words, so the key under the moves starts with its marks
+    assert "(95% CIs between -1.38% and " in answers and "Brackets" not in answers
+    assert "\n≈ the same within ±2% (TOST" in answers
     # the campaign of another design: its answer as the page gave it
     other = answers.split("\n**w-context**\n\n", 1)[1]
     assert other.startswith("- **The same within ±2%** (1 model): KV cache, docker against native")
@@ -120,7 +122,7 @@ def test_releases_that_answer_alike_are_one_sentence(tmp_path: Path) -> None:
     low, high = float(found[1]), float(found[2])
     assert 4 < low <= high < 7  # docker holds about 1 GiB more of about 18
     assert "How the answers moved" not in page and "| Model (docker vs native) |" not in page
-    assert "\nIn these answers, brackets give the span of the 95% CIs of the differences.\n" in page
+    assert "In these answers, brackets" not in page and "(95% CI -" in answers  # the intervals said in words
 
 
 def test_the_charts_draw_the_newest_of_a_block_and_budget_csv_keeps_every_arm(site: RenderResult) -> None:

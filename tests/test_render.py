@@ -298,8 +298,8 @@ def test_a_cell_of_dash_is_explained_under_the_table(phase1_dataset: Dataset, tm
     assert not table_gaps(full) and table_gaps(gap) and table_gaps(full, empty)
     site = build_site_data(phase1_dataset, ProjectConfig(), tmp_path, "test", tmp_path)
     said = "— not compared (the metric was not reported in both arms)"
-    assert said in verdict_key(site, [], brackets=False, gaps=True)
-    assert said not in verdict_key(site, [], brackets=False)
+    assert said in verdict_key(site, [], gaps=True)
+    assert said not in verdict_key(site, [])
 
 
 def test_the_key_says_the_intervals_are_not_adjusted_where_one_would_seem_to_contradict_its_p(
@@ -316,12 +316,12 @@ def test_the_key_says_the_intervals_are_not_adjusted_where_one_would_seem_to_con
     def effect(mark: str, low: float, high: float) -> dict[str, object]:
         return {"mark": mark, "delta_low": low, "delta_high": high, "margin_pct": 2.0}
 
-    same_apart = verdict_key(site, [effect("≈", 0.004, 0.03)], brackets=False)
+    same_apart = verdict_key(site, [effect("≈", 0.004, 0.03)])
     assert "the intervals are not Holm-adjusted, so a ≈ interval may exclude zero" in same_apart
-    both = verdict_key(site, [effect("≈", 0.004, 0.03), effect("?", 0.1, 2.5), effect("▲", 3.0, 4.0)], brackets=False)
+    both = verdict_key(site, [effect("≈", 0.004, 0.03), effect("?", 0.1, 2.5), effect("▲", 3.0, 4.0)])
     assert ("(Holm-adjusted over the campaign's tests; the intervals are not adjusted, so a ≈ or ? interval may "
             "exclude zero)") in both
-    holding = verdict_key(site, [effect("≈", -0.01, 0.03), effect("?", -0.5, 2.5)], brackets=False)
+    holding = verdict_key(site, [effect("≈", -0.01, 0.03), effect("?", -0.5, 2.5)])
     assert "may exclude zero" not in holding
 
 
@@ -1120,13 +1120,6 @@ def test_a_campaign_files_cache_reads_the_same_as_text_or_list(tmp_path: Path, p
     result = render(RenderOptions(runs_dir=runs, project_root=tmp_path))
     assert method in page(result, "methodology/index.md")
     assert design in page(result, f"campaigns/{campaign}/index.md")
-
-
-def test_an_answer_is_bracketed_when_any_of_its_lines_has_an_interval() -> None:
-    from sparkreport.render.report import bracketed
-
-    assert bracketed(None, [], ["**Higher**: Output throughput (+3.10% [+1.20, +5.00])."])
-    assert not bracketed() and not bracketed(None, ["**Published without a spread, so not tested**: +28.54%."])
 
 
 def test_a_verdict_is_said_in_one_set_of_words() -> None:

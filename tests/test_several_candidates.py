@@ -48,7 +48,7 @@ def test_the_answer_and_the_table_name_each_comparison(site: RenderResult, page:
     markdown = text(site, page)
     answer = [line for line in markdown.splitlines() if line.startswith("- **")]
     assert any(re.fullmatch(r"- \*\*Better in cgroup than in native\*\*: Output throughput higher for 1 model "
-                            r"\(\+\d\.\d\d% \[\+\d\.\d\d, \+\d\.\d\d\]\)\.", line) for line in answer), answer
+                            r"\(\+\d\.\d\d%; 95% CI \+\d\.\d\d% to \+\d\.\d\d%\)\.", line) for line in answer), answer
     same = [line for line in answer if line.startswith("- **The same within ±2%**")]
     assert len(same) == 1 and ", chroot against native " in same[0] and "cgroup" not in same[0], same
     head = "| Model · environment (vs native) | Output throughput |"
@@ -115,8 +115,8 @@ def test_an_inconclusive_interval_that_excludes_zero_is_explained() -> None:
            "delta_low": -4.61, "delta_high": -0.37, "family": "c · primary (12 tests)"}
     spans = row | {"model": "m2", "model_name": "m2", "delta_pct": 1.0, "delta_low": -3.0, "delta_high": 5.0}
     two = answer(site, [row, spans])  # type: ignore[arg-type]
-    assert two == ["**No difference detected, none ruled out** (2 models): Output throughput (-2.50% to +1.00% "
-                   "[-4.61, +5.00]); the intervals are wider than the ±2% margin. One of these 95% intervals "
+    assert two == ["**No difference detected, none ruled out** (2 models): Output throughput (-2.50% to +1.00%; "
+                   "95% CIs between -4.61% and +5.00%); the intervals are wider than the ±2% margin. One of these 95% intervals "
                    "excludes zero, but with Holm's adjustment over the campaign's 12 tests that difference is not "
                    "significant."]
     alone = answer(site, [row], count_models=False)  # type: ignore[arg-type]

@@ -74,7 +74,6 @@ class HomePage(Page):
     def context(self, site: SiteData, doc: PageDoc, out: Path) -> dict[str, Any]:
         from sparkreport.render.home import answers_moved, campaign_blocks, findings_sections
         from sparkreport.render.report import (
-            bracketed,
             campaigns,
             effect_rows,
             grouped_findings,
@@ -116,7 +115,7 @@ class HomePage(Page):
         history = site_history(site)
         return {"questions": list(questions.values()), "blocks": blocks, "groups": groups,
                 "sections": findings_sections(groups, blocks), "severities": severities,
-                "key": verdict_key(site, shown_cells, brackets=bracketed(*(q["answer"] for q in answered)),
+                "key": verdict_key(site, shown_cells,
                                    gaps=table_gaps(*(q["table"] for q in answered)) or any(m["gaps"] for m in moves)),
                 "earlier": [c for c in every if c.name in earlier],
                 # the checks the errors and warnings come from, as Data quality counts them
@@ -872,7 +871,6 @@ class CampaignPage(Page):
         """One campaign's context and charts; ``method_here``: with its Methodology section and arms
         (an older campaign, which Methodology names with a link here)."""
         from sparkreport.render.report import (
-            bracketed,
             cgroup_observation,
             effect_rows,
             forest_chart,
@@ -887,7 +885,7 @@ class CampaignPage(Page):
         doc.context = {
             "campaign": campaign, "answer": said, "table": table,
             "why_not": why_not_compared(site, campaign) if not said else "",
-            "key": verdict_key(site, table_effects(table), brackets=bracketed(said), gaps=table_gaps(table)),
+            "key": verdict_key(site, table_effects(table), gaps=table_gaps(table)),
             "groups": [g for g in grouped_findings(site) if g["campaign"] == campaign.name],
             "observation": cgroup_observation(site, campaign.name),
             "method": described_campaigns(site, [campaign])[0] if method_here else None,

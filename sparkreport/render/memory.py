@@ -215,7 +215,6 @@ class MemoryPage(Page):
                          "peak": by_metric.get("peak_memory_gib"), "kv": by_metric.get("kv_cache_gib")})
         from sparkreport.render.report import (
             answer,
-            bracketed,
             campaigns,
             cgroup_observation,
             effect_rows,
@@ -266,8 +265,8 @@ class MemoryPage(Page):
         shown_lines = [a["lines"] for a in answers]
         shown_lines += [o["lines"] for a in answers if a["block"] for o in a["block"]["older_answers"]]
         moves = [a["block"]["moves"] for a in answers if a["block"] and a["block"]["moves"]]
-        return {"answers": answers, "bracketed": bracketed(*shown_lines),
-                "key": verdict_key(site, [e for m in moves for e in m["effects"]], brackets=bracketed(*shown_lines),
+        return {"answers": answers,
+                "key": verdict_key(site, [e for m in moves for e in m["effects"]],
                                    gaps=any(m["gaps"] for m in moves),
                                    intervals=all(m["by"] == "campaign" for m in moves)) if moves else "",
                 "block_of": {block["newest"].name: block for block in several},

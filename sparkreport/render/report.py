@@ -929,12 +929,6 @@ def with_margins(effects: list[dict[str, Any]]) -> str:
     return join_and([f"{label} ({margin_text(margin / 100)})" for label, margin in seen])
 
 
-def bracketed(*answers: Iterable[str] | None) -> bool:
-    """Whether a line of any of ``answers`` (each :func:`answer`'s lines, or None) has brackets:
-    the intervals that :func:`verdict_key` then explains (``brackets=``)."""
-    return any("[" in line for lines in answers for line in lines or ())
-
-
 def table_gaps(*tables: dict[str, Any]) -> bool:
     """Whether any row of these :func:`summary_table` s lacks a cell (drawn "—")."""
     return any(len(row["cells"]) < len(table["metrics"]) or any(cell.get("delta_pct") is None
@@ -942,11 +936,12 @@ def table_gaps(*tables: dict[str, Any]) -> bool:
                for table in tables for row in table["rows"])
 
 
-def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool, what: str = "Cells",
+def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, what: str = "Cells",
                 gaps: bool = False, intervals: bool = True) -> Markup:
     """The key under a table of verdict marks, saying only what the table shows: the marks
     present, how they were tested, the margin when a mark depends on it, that the intervals are
-    not Holm-adjusted when a ? interval excludes zero, brackets when the answer above has them.
+    not Holm-adjusted when a ? interval excludes zero (the answers above say their intervals in
+    words, :func:`answer`).
     ``what``: the name of the column or cells that hold the differences; ``gaps``: a table above
     has cells of "—", which the key then explains; ``intervals=False``: its cells hold marks
     without intervals (Home's table of how the answers of several campaigns moved, whose heading
@@ -956,12 +951,8 @@ def verdict_key(site: SiteData, effects: list[dict[str, Any]], *, brackets: bool
     marks = {str(e["mark"]) for e in effects}
     ci_label = site.confidence_label
     margin = margin_of(site, [e for e in effects if e["mark"] == "≈"]) or "each metric's margin"
-    if intervals:
-        out = [f"{what}: difference from the baseline in percent, with its {ci_label} confidence interval"
-               + ("; brackets in the answers span those intervals." if brackets else ".")]
-    else:
-        out = [f"Brackets in the answers span the {ci_label} confidence intervals of the differences."
-               if brackets else ""]
+    out = [f"{what}: difference from the baseline in percent, with its {ci_label} confidence interval."
+           if intervals else ""]
     said = []
     if "≈" in marks:
         said.append(f"≈ {verdict_words('equivalent', margin)} (TOST: the {site.tost_label} interval lies inside "
@@ -1323,7 +1314,11 @@ def answer(site: SiteData, effects: list[dict[str, Any]], *, count_models: bool 
     def metrics_of(rows: list[dict[str, Any]]) -> str:
         return join_and(list(dict.fromkeys(str(r["label"]) for r in rows)))
 
-    def span(rows: list[dict[str, Any]], intervals: bool = True) -> str:
+    def span(rows: list[dict[str, Any]], intervals: bool = True, *, in_parentheses: bool = False) -> str:
+        """The differences of ``rows`` ("-0.03% to +0.03%"), and, with ``intervals``, the span of
+        their confidence intervals said in words where the sentence stands ("(95% CIs between
+        -0.12% and +0.16%)"; after "; " when the span is itself in parentheses): a reader of the
+        answer needs no key to read it."""
         deltas = [r["delta_pct"] for r in rows if r["delta_pct"] is not None]
         lows = [r["delta_low"] for r in rows if r["delta_low"] is not None]
         highs = [r["delta_high"] for r in rows if r["delta_high"] is not None]
@@ -1331,12 +1326,15 @@ def answer(site: SiteData, effects: list[dict[str, Any]], *, count_models: bool 
             return ""
         from sparkreport.render.precision import deltas as printed
 
-        # the span and its brackets printed with one number of decimals (the precision rule)
-        bracket = intervals and bool(lows) and bool(highs)  # explained once, under the summary table
-        low, high, *ends = printed(min(deltas), max(deltas), *((min(lows), max(highs)) if bracket else ()))
+        # the span and its intervals printed with one number of decimals (the precision rule)
+        with_ci = intervals and bool(lows) and bool(highs)
+        low, high, *ends = printed(min(deltas), max(deltas), *((min(lows), max(highs)) if with_ci else ()))
         text = f"{low}%" if len(deltas) == 1 else f"{low}% to {high}%"
         if ends:
-            text += f" [{ends[0]}, {ends[1]}]"
+            ci = site.confidence_label
+            said = (f"{ci} CI {ends[0]}% to {ends[1]}%" if len(deltas) == len(lows) == 1 else
+                    f"{ci} CIs between {ends[0]}% and {ends[1]}%")
+            text += f"; {said}" if in_parentheses else f" ({said})"
         return text
 
     def count(rows: list[dict[str, Any]]) -> str:
@@ -1361,12 +1359,13 @@ def answer(site: SiteData, effects: list[dict[str, Any]], *, count_models: bool 
             out.append(f"**{words[:1].upper()}{words[1:]}**{counted(rows)}: {said}.")
         elif kind in ("worse", "better"):  # each metric with its direction: "Output throughput lower"
             for (cand, base), rs in pairs:
-                parts = [f"{label} {verdict}{f' for {count(items)}' if count_models else ''} ({span(items)})"
+                parts = [f"{label} {verdict}{f' for {count(items)}' if count_models else ''} "
+                         f"({span(items, in_parentheses=True)})"
                          for (label, verdict), items in grouped_by(rs, "label", "verdict")]
                 out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind in ("higher", "lower"):
             for (cand, base), rs in pairs:
-                parts = [f"{label}{f' for {count(items)}' if count_models else ''} ({span(items)})"
+                parts = [f"{label}{f' for {count(items)}' if count_models else ''} ({span(items, in_parentheses=True)})"
                          for label, items in grouped_by(rs, "label")]
                 out.append(f"**{kind.capitalize()} in {cand} than in {base}**: {'; '.join(parts)}.")
         elif kind == "inconclusive":
@@ -1374,8 +1373,9 @@ def answer(site: SiteData, effects: list[dict[str, Any]], *, count_models: bool 
             detect = (f" With these runs, differences smaller than {smallest} could not have been "
                       "detected.") if smallest is not None else ""
             named = metrics_of if margin else with_margins
-            said = (f"{named(rows)} ({span(rows)})" if len(pairs) == 1 else
-                    "; ".join(f"{cand} against {base}, {named(rs)} ({span(rs)})" for (cand, base), rs in pairs))
+            said = (f"{named(rows)} ({span(rows, in_parentheses=True)})" if len(pairs) == 1 else
+                    "; ".join(f"{cand} against {base}, {named(rs)} ({span(rs, in_parentheses=True)})"
+                              for (cand, base), rs in pairs))
             out.append(f"**No difference detected, none ruled out**{counted(rows)}: {said}; the intervals are "
                        f"wider than {f'the {margin} margin' if margin else 'their margins'}."
                        f"{detect}{not_after_holm(rows, site.confidence_label)}")

@@ -187,7 +187,6 @@ class ResultsPage(Page):
         if not runs.empty:  # a row per arm, in its environment's colour
             runs["arm"] = arm_labels(runs)
         from sparkreport.render.report import (
-            bracketed,
             campaign_answer,
             effect_rows,
             stated_lines,
@@ -260,8 +259,7 @@ class ResultsPage(Page):
             "model": model, "model_name": model_name, "sections": sections, "answers": answers,
             "level_name": level_name,
             "glance": glance,
-            "key": verdict_key(site, effects, brackets=glance is None and bracketed(*(a["lines"] for a in answers)),
-                               what="Δ %" if glance is None else "Cells and Δ %",
+            "key": verdict_key(site, effects, what="Δ %" if glance is None else "Cells and Δ %",
                                gaps=glance is not None and table_gaps(glance))
             if effects else "",
             "campaigns": sorted(set(stats["campaign"].astype(str)), key=campaign_order) if not stats.empty else [],
