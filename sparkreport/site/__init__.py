@@ -4,7 +4,8 @@
 (:mod:`sparkreport.site.builders`: ``builder:`` in sparkreport.yml or ``--builder``) → the blog
 feed → the publish-time scan → swap; from the start, in a forked process beside all of it, the
 runs' files are published and scanned.
-``serve`` renders and hands the generated config to the builder's live server.
+:mod:`sparkreport.site.serve` renders and hands the generated config to the builder's live server
+(imported by `sparkreport serve` only: a build does not load it).
 """
 
 from __future__ import annotations
@@ -681,5 +682,3 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, gathered: G
         save_record(cache_dir, manifest[0], target, gathered.record, files.folders, dirs)
     return {"copied": files.copied, "linked": files.linked, "kept": files.kept, "scanned": memo.scanned}
 
-
-from sparkreport.site.serve import serve as serve  # noqa: E402  (``sparkreport serve``: lives in site/serve.py)
