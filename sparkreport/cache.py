@@ -129,24 +129,44 @@ class HashMemo:
 
     def _learnt(self, path: Path | str, stat: os.stat_result) -> str:
         """:meth:`digest` of a file the memo does not know by its stat."""
-        text = str(path)
-        blob = self._blob(text)
-        found = self._blobs().get(blob) if blob is not None else None
-        if found is not None and found[0] == stat.st_size:
-            value = found[1]
-        else:
-            digest = hashlib.sha256()
-            with open(path, "rb") as handle:
-                for chunk in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(chunk)
-            value = digest.hexdigest()
+        return self._learnt_all([(path, stat)])[0]
+
+    def _learnt_all(self, files: Sequence[tuple[Path | str, os.stat_result]]) -> list[str]:
+        """:meth:`_learnt` of each of ``files`` (path, stat), in order: the file's blob id from git
+        (:meth:`use_git`) names bytes already hashed when an entry of the same size has it, else
+        the file is read. One loop for them all (a fresh checkout learns every store file here:
+        20 000 at 10 000 runs, on the way to the build key)."""
+        git = self.git
+        by_blob = self._blobs() if git else None
+        entries, added, unsaved = self.entries, self.added, self.unsaved
+        posix = os.sep == "/"
+        out = []
+        for path, stat in files:
+            text = str(path)
+            blob = None
+            for prefix, blobs in git:
+                if text.startswith(prefix):
+                    relative = text[len(prefix):]
+                    blob = blobs.get(relative if posix else relative.replace(os.sep, "/"))
+                    break
+            size = stat.st_size
+            found = by_blob.get(blob) if by_blob is not None and blob is not None else None
+            if found is not None and found[0] == size:
+                value = found[1]
+            else:
+                digest = hashlib.sha256()
+                with open(path, "rb") as handle:
+                    for chunk in iter(lambda: handle.read(1 << 20), b""):
+                        digest.update(chunk)
+                value = digest.hexdigest()
+                if by_blob is not None and blob is not None:
+                    by_blob[blob] = (size, value)
+            entry: list[Any] = [size, stat.st_mtime_ns, stat.st_ino, value]
             if blob is not None:
-                self._blobs()[blob] = (stat.st_size, value)
-        entry: list[Any] = [stat.st_size, stat.st_mtime_ns, stat.st_ino, value]
-        if blob is not None:
-            entry.append(blob)
-        self.entries[text] = self.added[text] = self.unsaved[text] = entry
-        return value
+                entry.append(blob)
+            entries[text] = added[text] = unsaved[text] = entry
+            out.append(value)
+        return out
 
     def digests(self, folder: Path, files: Sequence[tuple[str, os.stat_result]]) -> list[str]:
         """Each of ``files``' sha256 (path, stat: files under ``folder``), in order: those the memo
@@ -159,9 +179,8 @@ class HashMemo:
         if len(unknown) >= GIT_AFTER:
             ahead = self._ahead.pop(os.fspath(folder), None)
             self.use_git(folder, ahead.answer() if ahead is not None else git_clean_blobs(folder))
-        for i in unknown:
-            path, stat = files[i]
-            found[i] = self._learnt(path, stat)
+        for i, value in zip(unknown, self._learnt_all([files[i] for i in unknown]), strict=True):
+            found[i] = value
         return cast("list[str]", found)
 
     def expect_git(self, folder: Path | str) -> None:
@@ -184,12 +203,6 @@ class HashMemo:
         files whose size, mtime or inode the memo no longer knows."""
         if blobs:
             self.git.append((os.fspath(folder).rstrip(os.sep) + os.sep, blobs))
-
-    def _blob(self, path: str) -> str | None:
-        for prefix, blobs in self.git:
-            if path.startswith(prefix):
-                return blobs.get(path[len(prefix):].replace(os.sep, "/"))
-        return None
 
     def _blobs(self) -> dict[str, tuple[int, str]]:
         if self._by_blob is None:
