@@ -1104,6 +1104,35 @@ def test_without_git_on_the_path_the_blob_ids_and_the_commit_are_not_known(
     assert git_clean_blobs(project / "runs") == {} and git_commit(project) is None
 
 
+def test_a_git_that_hangs_is_stopped_and_answers_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A started git command that outlives its timeout is killed and reaped, and its question
+    answered as without git; one the build no longer needs is stopped at once (no process left)."""
+    import subprocess
+    import time
+
+    from sparkreport.cache import GitRun, start_git_clean_blobs
+    from sparkreport.render.context import start_git_commit
+
+    programs = tmp_path / "bin"
+    programs.mkdir()
+    (programs / "git").write_text("#!/bin/sh\nexec sleep 30\n", encoding="utf-8")
+    (programs / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{programs}{os.pathsep}{os.environ['PATH']}")
+
+    hanging = GitRun(tmp_path, "status", timeout=0.2)
+    began = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        hanging.output()
+    assert time.monotonic() - began < 5 and hanging._process is not None and hanging._process.returncode is not None
+
+    commit, blobs = start_git_commit(tmp_path), start_git_clean_blobs(tmp_path)
+    runs = [commit.head, commit.status, blobs.listed, blobs.changed]
+    commit.stop()
+    blobs.stop()
+    assert time.monotonic() - began < 5
+    assert all(run._process is not None and run._process.returncode is not None for run in runs)
+
+
 def test_git_clean_blobs_name_the_tracked_files_git_reports_unchanged(tmp_path: Path) -> None:
     from sparkreport.cache import git_clean_blobs
 

@@ -55,7 +55,7 @@ def build_key(project: Project, site_dir: Path | None, strict: bool, memo: HashM
     root = project.root
     runs = project.runs_path
     options = project.options
-    asked = commit_ahead or start_git_commit(root)  # (git works while the store is keyed)
+    asked = commit_ahead if commit_ahead is not None else start_git_commit(root)  # (git works while the store is keyed)
     try:
         runs_key = (runs_walk if runs_walk is not None else walk_store(runs)).content_key(memo)
     except BaseException:
