@@ -1256,7 +1256,15 @@ class AnalysisCache:
     value kept pickled on its own, the rewrite copies their bytes). Every entry is keyed by what it
     was computed from, so a frame lost to a kill only costs the next build the time to compute it
     again. Reading leaves each value pickled until :meth:`get` asks for it (:class:`Pickled`).
+
+    Beside the entries, one *whole* table a kind (:meth:`whole`, :meth:`put_whole`): the last
+    build's statistics and comparisons as the pages read them, which the next build splices
+    (:mod:`sparkreport.analysis.splice`). They are written whole on every save of a build
+    (``analysis-whole.pickle``, ~6 MB at 10 000 runs), never into the journal.
     """
+
+    #: The whole tables' file, beside the cache's pickle.
+    WHOLE_FILE = "analysis-whole.pickle"
 
     #: The share of the campaigns whose entries of a per-campaign kind are missing above which
     #: :meth:`campaign_parts` computes the whole store at once instead of campaign by campaign.
@@ -1283,6 +1291,10 @@ class AnalysisCache:
         #: Where :meth:`save` puts its write off to (a build's: while it waits for its builder);
         #: None: it writes at once.
         self.later: WritesLater | None = None
+        #: The whole tables by kind (None until :meth:`whole` first reads them), and whether one
+        #: was put since they were read or saved.
+        self._wholes: dict[str, Any] | None = None
+        self._wholes_changed = False
         self.renew()
 
     def renew(self) -> None:
@@ -1293,6 +1305,9 @@ class AnalysisCache:
         self.used: dict[str, set[str]] = {}
         self.computed: Counter[str] = Counter()
         self.reused: Counter[str] = Counter()
+        #: How each kind's whole table was made this round: "spliced" from the last one
+        #: (:mod:`sparkreport.analysis.splice`) or "whole".
+        self.how: dict[str, str] = {}
 
     @staticmethod
     def key(*parts: tuple[str, object]) -> str:
@@ -1316,6 +1331,39 @@ class AnalysisCache:
                     found = self._values[kind, key] = value.value()
                 return found
         return value
+
+    def keep(self, kind: str, keys: Iterable[str]) -> None:
+        """Count the entries of ``keys`` (those stored) as asked for and reused, without
+        unpickling them: a whole table spliced from the last build (:meth:`whole`) stands for
+        them, and they stay for a build that cannot splice."""
+        stored = self.entries.get(kind, {})
+        found = [key for key in keys if key in stored]
+        self.used.setdefault(kind, set()).update(found)
+        self.reused[kind] += len(found)
+        marker = f"{kind}:primed"  # (what campaign_parts marks a kind kept campaign by campaign with)
+        if marker in stored:
+            self.used[kind].add(marker)
+
+    @property
+    def whole_path(self) -> Path | None:
+        return self.path.with_name(self.WHOLE_FILE) if self.path is not None else None
+
+    def whole(self, kind: str) -> Any:
+        """The whole table of ``kind`` a build kept (:meth:`put_whole`), or None."""
+        if self._wholes is None:
+            self._wholes = read_cache_pickle(self.whole_path, self.salt, "wholes")
+        return self._wholes.get(kind)
+
+    def put_whole(self, kind: str, value: Any, how: str) -> None:
+        """Keep ``value`` as the whole table of ``kind`` (made ``how``: "spliced" or "whole"),
+        written by the next :meth:`save` of a build; it must not change until then (the caller
+        hands out a copy)."""
+        if self._wholes is None:
+            self.whole(kind)
+        assert self._wholes is not None
+        self._wholes[kind] = value
+        self._wholes_changed = True
+        self.how[kind] = how
 
     def put(self, kind: str, key: str, value: Any) -> None:
         self.used.setdefault(kind, set()).add(key)
@@ -1384,6 +1432,10 @@ class AnalysisCache:
         write_later(self.later, self.path, functools.partial(self._save, forget))
 
     def _save(self, forget: bool) -> None:
+        whole_path = self.whole_path
+        if forget and self._wholes_changed and whole_path is not None:  # (a build's: not another command's)
+            write_cache_pickle(whole_path, self.salt, "wholes", self._wholes or {})
+            self._wholes_changed = False
         for kind, keys in self.used.items() if forget else ():
             stored = self.entries.get(kind, {})
             stale = [key for key in stored if key not in keys]

@@ -391,6 +391,37 @@ def test_a_page_changed_in_the_live_site_is_built_again(project: Path, tmp_path:
     assert_equals_a_full_build(project, second, tmp_path)
 
 
+def test_the_404_page_is_linked_while_the_shell_is_the_same_and_built_again_when_it_is_not(
+        project: Path, tmp_path: Path) -> None:
+    """The theme's 404 page is the shell's alone (the nav, the frame): a build on the same shell
+    links the last one as it was written, a changed one in the live site is built again, and a
+    build on another shell renders it anew — each time what a full build writes."""
+    build(options(project), project / "site")
+    missing = project / "site" / "404.html"
+    first = missing.stat().st_ino
+    relabel_a_run(project)
+
+    second = build(options(project), project / "site")
+
+    assert second.reused > 0
+    assert missing.stat().st_ino == first  # linked, not rendered again
+    assert_equals_a_full_build(project, second, tmp_path / "one")
+
+    missing.write_text(missing.read_text(encoding="utf-8") + "<!-- edited in the site -->", encoding="utf-8")
+    relabel_a_run(project)
+    third = build(options(project), project / "site")
+    assert "edited in the site" not in missing.read_text(encoding="utf-8")
+    assert_equals_a_full_build(project, third, tmp_path / "two")
+
+    config = project / "mkdocs.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace("site_name: ", "site_name: Renamed "),
+                      encoding="utf-8")
+    fourth = build(options(project), project / "site")
+    assert fourth.reused == 0
+    assert "Renamed" in missing.read_text(encoding="utf-8")
+    assert_equals_a_full_build(project, fourth, tmp_path / "three")
+
+
 def _fresh_checkout(folder: Path) -> None:
     """As `git checkout` on a new runner leaves a folder: the same bytes in new files."""
     shutil.copytree(folder, folder.with_name(folder.name + ".new"), copy_function=shutil.copyfile)

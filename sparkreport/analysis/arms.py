@@ -7,12 +7,13 @@ site and ``check`` can say what was left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from sparkreport import metrics as metric_catalog
+from sparkreport.analysis import splice
 from sparkreport.analysis.statistics import describe_many, describe_summary
 from sparkreport.config import AnalysisOptions
 from sparkreport.dataset import Dataset, one_chunk
@@ -326,7 +327,10 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
     others), the arm keys, the metrics and the confidence: a new run recomputes its campaign's
     arms only, and the rest are spliced as they were kept (the figures are the same:
     ``describe_many`` describes each sample as ``describe`` would alone; the rows, once in page
-    order, too). The campaigns that miss are described together, in one pass.
+    order, too). The campaigns that miss are described together, in one pass. The whole table is
+    kept too, and the next call splices the campaigns that changed into it instead of putting
+    every campaign's rows together and sorting them again (:mod:`sparkreport.analysis.splice`:
+    the same table).
     """
     import pandas as pd
 
@@ -337,28 +341,6 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
     for column in keys:
         if column not in runs.columns:
             runs[column] = None
-    blocks: list[pd.DataFrame] = []
-    if not runs.empty and cache is None:
-        blocks.append(_arm_frame(runs, keys, wanted, opts))
-    elif not runs.empty:
-        assert cache is not None
-        digests = campaign_digests(ds, opts)
-        of = runs.groupby("campaign", sort=False, observed=True).indices
-        names = sorted(of, key=str)  # the order arm_rows gives over the whole table
-        keyed = {name: cache.key(("kind", "arm_stats-2"), ("runs", digests[str(name)]), ("keys", keys),
-                                 ("metrics", list(wanted)), ("confidence", opts.confidence),
-                                 *((("level", level),) if level != "environment" else ()))
-                 for name in names}
-        found: dict[Any, pd.DataFrame | None] = {name: cache.get("arm_stats", keyed[name]) for name in names}
-        missing = [name for name in names if found[name] is None]
-        if missing:
-            made = _arm_frame(runs.iloc[np.sort(np.concatenate([of[name] for name in missing]))], keys, wanted, opts)
-            rows_of = made.groupby("campaign", sort=False, observed=True).indices if not made.empty else {}
-            for name in missing:
-                block = made.iloc[rows_of[name]].reset_index(drop=True) if name in rows_of else made.iloc[0:0]
-                cache.put("arm_stats", keyed[name], block)
-                found[name] = block
-        blocks.extend(block for block in found.values() if block is not None and not block.empty)
     published = []
     for _, row in with_level(ds.summaries, level).iterrows():
         if metrics and row["metric"] not in metrics:
@@ -370,12 +352,83 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
             "model_name": row["model_name"], "metric": row["metric"], "unit": row["unit"],
             **d.__dict__, "source": "published",
         })
+    by = [*keys, "metric"]
+    blocks: list[pd.DataFrame] = []
+    whole: tuple[str, dict[str, str]] | None = None  # the table's context and each campaign's signature
+    if not runs.empty and cache is None:
+        blocks.append(_arm_frame(runs, keys, wanted, opts))
+    elif not runs.empty:
+        assert cache is not None
+        digests = campaign_digests(ds, opts)
+        of = runs.groupby("campaign", sort=False, observed=True).indices
+        names = sorted(of, key=str)  # the order arm_rows gives over the whole table
+        keyed = {name: cache.key(("kind", "arm_stats-2"), ("runs", digests[str(name)]), ("keys", keys),
+                                 ("metrics", list(wanted)), ("confidence", opts.confidence),
+                                 *((("level", level),) if level != "environment" else ()))
+                 for name in names}
+        found: dict[Any, pd.DataFrame | None] = {}
+
+        def kept_block(name: Any) -> pd.DataFrame | None:  # a campaign's rows as kept (None: not kept), read once
+            if name not in found:
+                found[name] = cache.get("arm_stats", keyed[name])
+            return found[name]
+
+        def campaign_block(name: Any) -> pd.DataFrame | None:  # its rows, kept or made now (and kept)
+            if kept_block(name) is None:
+                found[name] = _arm_frame(runs.iloc[of[name]], keys, wanted, opts)
+                cache.put("arm_stats", keyed[name], found[name])
+            return found[name]
+
+        own: dict[str, list[dict[str, Any]]] = {}  # each campaign's published arms
+        for arm in published:
+            own.setdefault(str(arm["campaign"]), []).append(arm)
+        by_name: dict[str, Any] = {str(name): name for name in names}
+        signatures = {text: keyed[name] for text, name in by_name.items()}
+        for text, arms in own.items():
+            signatures[text] = cache.key(("runs", signatures.get(text, "")), ("published", arms))
+        whole = (cache.key(("kind", "arm_stats-whole-1"), ("by", by), ("metrics", list(wanted)),
+                           ("confidence", opts.confidence), ("level", level), ("baseline", baseline)), signatures)
+
+        def rows_of(text: str) -> pd.DataFrame | None:  # a campaign's rows before the sort, as the whole has them
+            made = [campaign_block(by_name[text])] if text in by_name else []
+            if text in own:
+                made.append(_stats_frame(own[text], keys))
+            parts = [part for part in made if part is not None and not part.empty]
+            if not parts:
+                return None
+            rows = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].copy()
+            clip_to_range(rows)
+            return rows
+
+        made_whole = splice.spliced(cache.whole("arm_stats"), *whole, rows_of,
+                                    lambda rows, ranked: in_page_order(rows, by, "environment", baseline, ranked))
+        if made_whole is not None:
+            cache.keep("arm_stats", [keyed[name] for name in names if name not in found])
+            cache.put_whole("arm_stats", made_whole, "spliced")
+            return made_whole.frame.copy()
+        missing = [name for name in names if kept_block(name) is None]
+        if missing:
+            made = _arm_frame(runs.iloc[np.sort(np.concatenate([of[name] for name in missing]))], keys, wanted, opts)
+            made_of = made.groupby("campaign", sort=False, observed=True).indices if not made.empty else {}
+            for name in missing:
+                block = made.iloc[made_of[name]].reset_index(drop=True) if name in made_of else made.iloc[0:0]
+                cache.put("arm_stats", keyed[name], block)
+                found[name] = block
+        blocks.extend(rows for name in names if (rows := found[name]) is not None and not rows.empty)
     if published or not blocks:
         blocks.append(_stats_frame(published, keys))
     # one block a campaign: its text columns joined into one chunk before the sort takes rows of them
     frame = one_chunk(pd.concat(blocks, ignore_index=True)) if len(blocks) > 1 else blocks[0].copy()
     clip_to_range(frame)
-    return in_page_order(frame, [*keys, "metric"], "environment", baseline)
+    ranked = splice.ranked_names(frame)
+    frame = in_page_order(frame, by, "environment", baseline, ranked)
+    if whole is not None and cache is not None:
+        kept = splice.kept(frame, *whole, ranked)
+        if kept is not None:
+            cache.put_whole("arm_stats", kept, "whole")
+        else:
+            cache.how["arm_stats"] = "whole"
+    return frame
 
 
 def _arm_frame(runs: pd.DataFrame, keys: list[str], wanted: list[str], opts: AnalysisOptions) -> pd.DataFrame:
@@ -411,21 +464,25 @@ def _stats_frame(rows: list[dict[str, object]], keys: list[str]) -> pd.DataFrame
     return frame
 
 
-def in_page_order(frame: pd.DataFrame, by: list[str], level: str, baseline: str | None) -> pd.DataFrame:
+def in_page_order(frame: pd.DataFrame, by: list[str], level: str, baseline: str | None,
+                  names: Mapping[str, str] | None = None) -> pd.DataFrame:
     """``frame`` sorted by the columns ``by`` (stable, a fresh index) as the pages list its rows
     rather than by code point: its column ``campaign`` by :func:`~sparkreport.names.campaign_order`
     (the numbers in a name by value), its column ``model`` by
     :func:`~sparkreport.names.model_order` (the name the pages show, its ``model_name``, then the
     key), its column ``level`` by :func:`~sparkreport.names.level_order` (``baseline`` first, then
-    by name) — the statistics and the comparisons list models and levels as every page does."""
+    by name) — the statistics and the comparisons list models and levels as every page does.
+    ``names``: model → the name it is ranked by (default: its first row's, as SiteData.models
+    names it; :func:`~sparkreport.analysis.splice.ranked_names`) — a part of a table sorted as
+    the whole table sorts it."""
+    from sparkreport.analysis.splice import ranked_names
+
     ranks = {level: _ranks(frame[level], lambda name: level_order(name, baseline))}
     if "campaign" in by:
         ranks["campaign"] = _ranks(frame["campaign"], campaign_order)
     if "model" in by:
-        first = ~frame["model"].duplicated().to_numpy()  # a model's first name, as SiteData.models names it
-        named = frame["model_name"] if "model_name" in frame.columns else frame["model"]
-        names = dict(zip(frame["model"][first].astype(str), named[first].astype(str), strict=True))
-        ranks["model"] = _ranks(frame["model"], lambda model: model_order(names[model], model))
+        ranked = names if names is not None else ranked_names(frame)
+        ranks["model"] = _ranks(frame["model"], lambda model: model_order(ranked[model], model))
     return frame.sort_values(by, key=lambda column: ranks.get(str(column.name), column),
                              kind="stable").reset_index(drop=True)
 

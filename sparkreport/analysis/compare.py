@@ -10,6 +10,7 @@ summaries get the tests summary statistics allow, and ``skipped`` names the othe
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sparkreport import metrics as metric_catalog
+from sparkreport.analysis import splice
 from sparkreport.analysis import statistics as st
 from sparkreport.analysis.arms import arm_rows, campaign_digests, float_matrix, in_page_order, included_runs, reported
 from sparkreport.config import AnalysisOptions
@@ -99,7 +101,9 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
 
     With ``cache``, each campaign's comparisons (its arms, tests and intervals) are kept by the
     digest of the campaign's runs, so a new run recomputes its campaign's only; the blocked
-    tests and Holm's adjustment (per campaign family) run again over the whole table, cheaply.
+    tests and Holm's adjustment (per campaign family) are made for that campaign, and its rows
+    are spliced into the table the last call kept (:mod:`sparkreport.analysis.splice`: the same
+    table; where it cannot splice, they run again over the whole table).
     """
     import pandas as pd
 
@@ -124,21 +128,56 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
                          ("baseline", baseline), ("opts", opts), ("wanted", sorted(wanted)),
                          ("names", shown_names), ("metrics", ds.metric_columns))
 
+    shares: dict[str, Pairs] = {}
+
     def whole() -> tuple[Pairs, Mapping[str, Pairs] | None]:
         # Each campaign's share of the whole table is what its view computes (the pairs are per
         # campaign, each p-value is its pair's own).
         rows, levels, by_campaign = _pair_rows(ds, factor, baseline, opts, wanted, names)
+        shares.update(by_campaign)
         return (rows, levels), (by_campaign if baseline in levels else None)
 
+    def part(campaign: str) -> Pairs:
+        return _pair_rows(ds.campaign_view(campaign), factor, baseline, opts, wanted, names)[:2]
+
+    by = ["campaign", "model", "metric", "candidate"]
+    context: tuple[str, dict[str, str]] | None = None  # the whole table's context and each campaign's key
     if cache is None:
         rows, levels = whole()[0]
     else:
-        found, parts = cache.campaign_parts(
-            "compare", ds.campaigns(), key, whole,
-            lambda campaign: _pair_rows(ds.campaign_view(campaign), factor, baseline, opts, wanted, names)[:2],
-            lambda: ([], []))
+        campaigns = ds.campaigns()
+        keys = {campaign: key(campaign) for campaign in campaigns}
+        context = (cache.key(("kind", "compare-whole-1"), ("factor", factor), ("baseline", baseline),
+                             ("opts", opts), ("wanted", sorted(wanted)), ("metrics", ds.metric_columns)), keys)
+        asked: dict[str, Pairs] = {}
+
+        def pairs_of(campaign: str) -> Pairs:  # a campaign's pairs, kept or made now (and kept)
+            if campaign not in asked:
+                asked[campaign] = cache.get_or("compare", keys[campaign], functools.partial(part, campaign))
+            return asked[campaign]
+
+        def rows_of(campaign: str) -> pd.DataFrame | None:  # its rows before the sort, as the whole has them
+            part_rows = pairs_of(campaign)[0]
+            if not part_rows:
+                return None
+            frame = design.apply_design(pd.DataFrame(part_rows, columns=[*COMPARE_KEYS, *EXTRA_KEYS]),
+                                        ds.campaign_view(campaign), opts, factor, baseline)
+            return judged(frame, opts)
+
+        made = splice.spliced(cache.whole("compare"), *context, rows_of,
+                              lambda rows, ranked: in_page_order(rows, by, "candidate", baseline, ranked),
+                              extra=lambda campaign: pairs_of(campaign)[1])
+        if made is not None:
+            levels = sorted({level for seen in made.extra.values() for level in seen})
+            if levels and baseline not in levels:
+                raise DataError(f"no {factor} called {baseline!r} — the data has: {', '.join(levels)}")
+            cache.keep("compare", [keys[campaign] for campaign in campaigns if campaign not in asked])
+            cache.put_whole("compare", made, "spliced")
+            return made.frame.copy()
+        found, parts = cache.campaign_parts("compare", campaigns, key, whole, part, lambda: ([], []))
         if found is not None:
             rows, levels = found
+            parts = [shares.get(campaign, ([], [])) for campaign in campaigns]
         else:
             rows = [row for part_rows, _levels in parts for row in part_rows]
             levels = sorted({level for _rows, part_levels in parts for level in part_levels})
@@ -149,7 +188,16 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
         return frame
     frame = design.apply_design(frame, ds, opts, factor, baseline)  # blocks; Holm per campaign family
     frame = judged(frame, opts)  # verdicts, and why each untested one is
-    return in_page_order(frame, ["campaign", "model", "metric", "candidate"], "candidate", baseline)
+    ranked = splice.ranked_names(frame)
+    frame = in_page_order(frame, by, "candidate", baseline, ranked)
+    if cache is not None and context is not None:
+        levels_of = {campaign: list(seen) for campaign, (_rows, seen) in zip(campaigns, parts, strict=True)}
+        kept = splice.kept(frame, *context, ranked, extra=levels_of)
+        if kept is not None:
+            cache.put_whole("compare", kept, "whole")
+        else:
+            cache.how["compare"] = "whole"
+    return frame
 
 
 def _pair_rows(ds: Dataset, factor: str, baseline: str, opts: AnalysisOptions, wanted: set[str],

@@ -11,10 +11,11 @@ that folder, before MkDocs writes anything, the previous output of every file Mk
 find unmodified (its Markdown or asset not newer than that output; ``render`` keeps an
 unchanged page's mtime). MkDocs then runs with ``dirty`` and converts only the rest;
 afterwards the search index is merged: the previous entries of the reused pages plus the new
-ones, in the order a full build writes them. The result equals a full build of the same
-sources (``tests/test_reuse.py``). This module is what a build reads and keeps between builds
-(:class:`Reuse`), without MkDocs; the plugin, which MkDocs runs, is in
-:mod:`sparkreport.site.reuse_plugin`.
+ones, in the order a full build writes them. The theme's 404 page, which MkDocs renders on
+every build from the shell alone (the nav and the site's frame), is linked too, and not
+rendered. The result equals a full build of the same sources (``tests/test_reuse.py``). This
+module is what a build reads and keeps between builds (:class:`Reuse`), without MkDocs; the
+plugin, which MkDocs runs, is in :mod:`sparkreport.site.reuse_plugin`.
 
 A linked file is never written through: MkDocs writes a page only when it is modified, and
 copies an asset only when it is modified, which is exactly what was not linked. What is not

@@ -1,0 +1,148 @@
+"""The statistics and comparisons of a build spliced into the last build's tables
+(:mod:`sparkreport.analysis.splice`): what a splice gives is the table made whole — compared
+exactly, after each of a series of changes to a store — and a change it cannot splice (a model
+shown under another name, a new campaign, most campaigns changed) makes the table whole."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from store_helpers import put_campaign
+
+from sparkreport.analysis import splice
+from sparkreport.config import ProjectConfig, load_config
+from sparkreport.dataset import load_dataset
+from sparkreport.render.context import SiteData, build_site_data
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = "gpu-torch-native-vs-cgroup"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """The shipped store and four copies of its measured campaign (six campaigns of runs, one of
+    published arms): one changed campaign is well under half of them."""
+    runs = tmp_path / "runs"
+    shutil.copytree(REPO / "runs", runs)
+    sources = sorted(runs.glob(f"{SOURCE}/*/run.json"))
+    for copy in range(4):
+        put_campaign(runs, f"copy-{copy}", sources, list(range(copy, len(sources), 3)))
+    return runs
+
+
+def _site(runs: Path, config: ProjectConfig, cache: Path | None) -> SiteData:
+    ds = load_dataset(runs, cache_dir=cache) if cache is not None else load_dataset(runs)
+    return build_site_data(ds, config, runs, "test", runs.parent, cache_dir=cache)
+
+
+def _how(site: SiteData) -> dict[str, str]:
+    assert site.analysis_cache is not None
+    return {kind: site.analysis_cache.how.get(kind, "") for kind in ("arm_stats", "compare")}
+
+
+def _assert_as_made_whole(site: SiteData, runs: Path, config: ProjectConfig) -> None:
+    plain = _site(runs, config, None)
+    pd.testing.assert_frame_equal(site.stats, plain.stats, check_exact=True)
+    pd.testing.assert_frame_equal(site.comparisons, plain.comparisons, check_exact=True)
+
+
+def _edit(path: Path, change: object) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)  # type: ignore[operator]
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def test_a_changed_run_is_spliced_into_the_last_tables(store: Path, tmp_path: Path) -> None:
+    config = load_config(REPO / "sparkreport.yml")
+    cache = tmp_path / "cache"
+    assert _how(_site(store, config, cache)) == {"arm_stats": "whole", "compare": "whole"}
+    assert _how(_site(store, config, cache)) == {"arm_stats": "spliced", "compare": "spliced"}  # nothing changed
+
+    run = sorted(store.glob("copy-2/*/run.json"))[1]
+    _edit(run, lambda data: data["metrics"].update(output_throughput_tok_s=data["metrics"]["output_throughput_tok_s"] * 1.2))
+    site = _site(store, config, cache)
+
+    assert _how(site) == {"arm_stats": "spliced", "compare": "spliced"}
+    assert site.analysis_cache is not None and site.analysis_cache.computed["arm_stats"] == 1
+    _assert_as_made_whole(site, store, config)
+
+
+def test_a_series_of_changes_gives_the_tables_made_whole_each_time(store: Path, tmp_path: Path) -> None:
+    """Runs changed, failed, excluded as repeats, removed and added, one campaign at a time, and
+    a published arm's mean: after each, the tables equal those made whole, and most were spliced."""
+    config = load_config(REPO / "sparkreport.yml")
+    cache = tmp_path / "cache"
+    _site(store, config, cache)
+    rng = random.Random(16)
+    hows = []
+    for step in range(10):
+        campaign = rng.choice(["copy-0", "copy-1", "copy-2", "copy-3", SOURCE])
+        runs = sorted(store.glob(f"{campaign}/*/run.json"))
+        run = rng.choice(runs)
+        kind = step % 5
+        if kind == 0:
+            _edit(run, lambda data: data["metrics"].update(
+                output_throughput_tok_s=data["metrics"]["output_throughput_tok_s"] * rng.uniform(0.9, 1.1)))
+        elif kind == 1:
+            _edit(run, lambda data: data["status"].update(ok=False, exit_code=1))
+        elif kind == 2:
+            shutil.rmtree(run.parent)
+        elif kind == 3:  # a repeat of another run's iteration (analysis.duplicates decides which counts)
+            copy = run.parent.with_name(run.parent.name + f"-again{step}")
+            copy.mkdir()
+            data = json.loads(run.read_text(encoding="utf-8"))
+            data["run_id"] = copy.name
+            data["metrics"]["output_throughput_tok_s"] *= 1.05
+            (copy / "run.json").write_text(json.dumps(data), encoding="utf-8")
+        else:
+            published = sorted(store.glob("phase1-published/*/run.json"))[0]
+            _edit(published, lambda data: data["summary"]["output_throughput_tok_s"].update(
+                mean=data["summary"]["output_throughput_tok_s"]["mean"] + 1.0))
+        site = _site(store, config, cache)
+        hows.append(_how(site))
+        _assert_as_made_whole(site, store, config)
+    assert sum(how == {"arm_stats": "spliced", "compare": "spliced"} for how in hows) >= 8, hows
+
+
+def test_a_model_shown_under_another_name_makes_the_statistics_whole(store: Path, tmp_path: Path) -> None:
+    """The statistics name a model as its campaign's runs do: renamed in one campaign, the sort
+    may rank it by another name, so the table is made whole. (The comparisons name a model
+    as the whole store does, which a campaign's key holds: they splice while that is unchanged.)"""
+    config = load_config(REPO / "sparkreport.yml")
+    cache = tmp_path / "cache"
+    _site(store, config, cache)
+    for run in sorted(store.glob("copy-1/*/run.json")):
+        _edit(run, lambda data: data["model"].update(display_name="Another name"))
+    site = _site(store, config, cache)
+    assert _how(site)["arm_stats"] == "whole"
+    _assert_as_made_whole(site, store, config)
+
+
+def test_a_new_campaign_and_most_campaigns_changed_make_the_tables_whole(store: Path, tmp_path: Path) -> None:
+    config = load_config(REPO / "sparkreport.yml")
+    cache = tmp_path / "cache"
+    _site(store, config, cache)
+    put_campaign(store, "copy-new", sorted(store.glob(f"{SOURCE}/*/run.json")), [0, 1, 2, 3, 40, 41, 42, 43])
+    site = _site(store, config, cache)
+    assert _how(site) == {"arm_stats": "whole", "compare": "whole"}
+    _assert_as_made_whole(site, store, config)
+
+    for campaign in ("copy-0", "copy-1", "copy-2", "copy-3", "copy-new"):
+        _edit(sorted(store.glob(f"{campaign}/*/run.json"))[0],
+              lambda data: data["metrics"].update(output_throughput_tok_s=1.0))
+    site = _site(store, config, cache)
+    assert _how(site) == {"arm_stats": "whole", "compare": "whole"}
+    _assert_as_made_whole(site, store, config)
+
+
+def test_a_whole_table_whose_campaign_is_not_one_block_is_not_kept() -> None:
+    frame = pd.DataFrame({"campaign": ["a", "b", "a"], "model": ["m", "m", "m"], "model_name": ["M", "M", "M"]})
+    assert splice.kept(frame, "context", {"a": "1", "b": "2"}, {"m": "M"}) is None
+    ordered = frame.iloc[[0, 2, 1]].reset_index(drop=True)
+    whole = splice.kept(ordered, "context", {"a": "1", "b": "2"}, {"m": "M"})
+    assert whole is not None and whole.spans == {"a": (0, 2), "b": (2, 3)}
