@@ -1306,8 +1306,9 @@ class AnalysisCache:
         self.computed: Counter[str] = Counter()
         self.reused: Counter[str] = Counter()
         #: How each kind's whole table was made this round: "spliced" from the last one
-        #: (:mod:`sparkreport.analysis.splice`) or "whole".
+        #: (:mod:`sparkreport.analysis.splice`) or "whole"; the whole tables asked for.
         self.how: dict[str, str] = {}
+        self._wholes_used: set[str] = set()
 
     @staticmethod
     def key(*parts: tuple[str, object]) -> str:
@@ -1348,20 +1349,24 @@ class AnalysisCache:
     def whole_path(self) -> Path | None:
         return self.path.with_name(self.WHOLE_FILE) if self.path is not None else None
 
-    def whole(self, kind: str) -> Any:
-        """The whole table of ``kind`` a build kept (:meth:`put_whole`), or None."""
+    def whole(self, kind: str, context: str) -> Any:
+        """The whole table of ``kind`` made in ``context`` (what it depends on besides the
+        campaigns' rows: options, keys) that a build kept (:meth:`put_whole`), or None. A build
+        may make one kind in several contexts (the statistics per environment and per the
+        factor's level): each is kept."""
         if self._wholes is None:
             self._wholes = read_cache_pickle(self.whole_path, self.salt, "wholes")
-        return self._wholes.get(kind)
+        self._wholes_used.add(f"{kind}\0{context}")
+        return self._wholes.get(f"{kind}\0{context}")
 
-    def put_whole(self, kind: str, value: Any, how: str) -> None:
-        """Keep ``value`` as the whole table of ``kind`` (made ``how``: "spliced" or "whole"),
-        written by the next :meth:`save` of a build; it must not change until then (the caller
-        hands out a copy)."""
-        if self._wholes is None:
-            self.whole(kind)
+    def put_whole(self, kind: str, context: str, value: Any, how: str) -> None:
+        """Keep ``value`` as the whole table of ``kind`` in ``context`` (made ``how``:
+        "spliced" or "whole"), written by the next :meth:`save` of a build, which keeps only the
+        tables asked for since the last; it must not change until then (the caller hands out a
+        copy)."""
+        self.whole(kind, context)
         assert self._wholes is not None
-        self._wholes[kind] = value
+        self._wholes[f"{kind}\0{context}"] = value
         self._wholes_changed = True
         self.how[kind] = how
 
@@ -1433,9 +1438,13 @@ class AnalysisCache:
 
     def _save(self, forget: bool) -> None:
         whole_path = self.whole_path
-        if forget and self._wholes_changed and whole_path is not None:  # (a build's: not another command's)
-            write_cache_pickle(whole_path, self.salt, "wholes", self._wholes or {})
-            self._wholes_changed = False
+        if forget and self._wholes is not None and whole_path is not None:  # (a build's: not another command's)
+            unused = self._wholes.keys() - self._wholes_used
+            for key in unused:
+                del self._wholes[key]
+            if self._wholes_changed or unused:
+                write_cache_pickle(whole_path, self.salt, "wholes", self._wholes)
+                self._wholes_changed = False
         for kind, keys in self.used.items() if forget else ():
             stored = self.entries.get(kind, {})
             stale = [key for key in stored if key not in keys]

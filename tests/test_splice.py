@@ -15,6 +15,7 @@ import pytest
 from store_helpers import put_campaign
 
 from sparkreport.analysis import splice
+from sparkreport.cache import AnalysisCache
 from sparkreport.config import ProjectConfig, load_config
 from sparkreport.dataset import load_dataset
 from sparkreport.render.context import SiteData, build_site_data
@@ -146,3 +147,36 @@ def test_a_whole_table_whose_campaign_is_not_one_block_is_not_kept() -> None:
     ordered = frame.iloc[[0, 2, 1]].reset_index(drop=True)
     whole = splice.kept(ordered, "context", {"a": "1", "b": "2"}, {"m": "M"})
     assert whole is not None and whole.spans == {"a": (0, 2), "b": (2, 3)}
+
+
+def test_the_statistics_by_the_factors_levels_are_kept_beside_those_by_environment(
+        store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A factor other than the environment: a build makes the statistics twice (per environment,
+    and per the factor's level, before planning), and keeps and splices each table."""
+    config = load_config(REPO / "sparkreport.yml")
+    config.factor, config.baseline = "label.cache", "cold"
+    cache = tmp_path / "cache"
+
+    def rendered() -> SiteData:  # as a render makes and saves them
+        site = build_site_data(load_dataset(store, cache_dir=cache), config, store, "test", store.parent,
+                               cache_dir=cache, save=False)
+        assert site.analysis_cache is not None and not site.level_stats.empty
+        site.analysis_cache.save()
+        return site
+
+    rendered()
+    run = sorted(store.glob("copy-0/*/run.json"))[2]
+    _edit(run, lambda data: data["metrics"].update(output_throughput_tok_s=data["metrics"]["output_throughput_tok_s"] * 0.9))
+    calls: list[tuple[str, str]] = []
+    put = AnalysisCache.put_whole
+
+    def recorded(self: AnalysisCache, kind: str, context: str, value: object, how: str) -> None:
+        calls.append((kind, how))
+        put(self, kind, context, value, how)
+
+    monkeypatch.setattr(AnalysisCache, "put_whole", recorded)
+    site = rendered()
+    assert calls == [("arm_stats", "spliced"), ("compare", "spliced"), ("arm_stats", "spliced")]
+    plain = _site(store, config, None)
+    pd.testing.assert_frame_equal(site.level_stats, plain.level_stats, check_exact=True)
+    _assert_as_made_whole(site, store, config)

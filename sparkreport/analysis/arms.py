@@ -400,11 +400,11 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
             clip_to_range(rows)
             return rows
 
-        made_whole = splice.spliced(cache.whole("arm_stats"), *whole, rows_of,
+        made_whole = splice.spliced(cache.whole("arm_stats", whole[0]), *whole, rows_of,
                                     lambda rows, ranked: in_page_order(rows, by, "environment", baseline, ranked))
         if made_whole is not None:
             cache.keep("arm_stats", [keyed[name] for name in names if name not in found])
-            cache.put_whole("arm_stats", made_whole, "spliced")
+            cache.put_whole("arm_stats", whole[0], made_whole, "spliced")
             return made_whole.frame.copy()
         missing = [name for name in names if kept_block(name) is None]
         if missing:
@@ -425,7 +425,7 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
     if whole is not None and cache is not None:
         kept = splice.kept(frame, *whole, ranked)
         if kept is not None:
-            cache.put_whole("arm_stats", kept, "whole")
+            cache.put_whole("arm_stats", whole[0], kept, "whole")
         else:
             cache.how["arm_stats"] = "whole"
     return frame

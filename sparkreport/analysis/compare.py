@@ -164,7 +164,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
                                         ds.campaign_view(campaign), opts, factor, baseline)
             return judged(frame, opts)
 
-        made = splice.spliced(cache.whole("compare"), *context, rows_of,
+        made = splice.spliced(cache.whole("compare", context[0]), *context, rows_of,
                               lambda rows, ranked: in_page_order(rows, by, "candidate", baseline, ranked),
                               extra=lambda campaign: pairs_of(campaign)[1])
         if made is not None:
@@ -172,7 +172,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
             if levels and baseline not in levels:
                 raise DataError(f"no {factor} called {baseline!r} — the data has: {', '.join(levels)}")
             cache.keep("compare", [keys[campaign] for campaign in campaigns if campaign not in asked])
-            cache.put_whole("compare", made, "spliced")
+            cache.put_whole("compare", context[0], made, "spliced")
             return made.frame.copy()
         found, parts = cache.campaign_parts("compare", campaigns, key, whole, part, lambda: ([], []))
         if found is not None:
@@ -194,7 +194,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
         levels_of = {campaign: list(seen) for campaign, (_rows, seen) in zip(campaigns, parts, strict=True)}
         kept = splice.kept(frame, *context, ranked, extra=levels_of)
         if kept is not None:
-            cache.put_whole("compare", kept, "whole")
+            cache.put_whole("compare", context[0], kept, "whole")
         else:
             cache.how["compare"] = "whole"
     return frame

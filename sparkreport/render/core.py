@@ -321,6 +321,9 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     env = make_environment(root / "templates", compiled)
     read_records_per_campaign(site)
     prime_effect_rows(site)  # (before planning, whose history saves the analysis cache: one write a render)
+    # The statistics by the factor's levels (a factor other than the environment), made here once
+    # and kept by the analysis cache (spliced after a new run), not in each worker that fills a page.
+    site.level_stats  # noqa: B018
     planned = []
     for page in registered_pages():
         docs = page.docs(site, docs_dir)
