@@ -1257,9 +1257,9 @@ class AnalysisCache:
     was computed from, so a frame lost to a kill only costs the next build the time to compute it
     again. Reading leaves each value pickled until :meth:`get` asks for it (:class:`Pickled`).
 
-    Beside the entries, one *whole* table a kind (:meth:`whole`, :meth:`put_whole`): the last
-    build's statistics and comparisons as the pages read them, which the next build splices
-    (:mod:`sparkreport.analysis.splice`). They are written whole on every save of a build
+    Beside the entries, *whole* tables by kind and context (:meth:`whole`, :meth:`put_whole`):
+    the last build's statistics and comparisons as the pages read them, which the next build
+    splices (:mod:`sparkreport.analysis.splice`). They are written whole on every save of a build
     (``analysis-whole.pickle``, ~6 MB at 10 000 runs), never into the journal.
     """
 
@@ -1291,8 +1291,8 @@ class AnalysisCache:
         #: Where :meth:`save` puts its write off to (a build's: while it waits for its builder);
         #: None: it writes at once.
         self.later: WritesLater | None = None
-        #: The whole tables by kind (None until :meth:`whole` first reads them), and whether one
-        #: was put since they were read or saved.
+        #: The whole tables by kind and context (None until :meth:`whole` first reads them), and
+        #: whether one was put since they were read or saved.
         self._wholes: dict[str, Any] | None = None
         self._wholes_changed = False
         self.renew()

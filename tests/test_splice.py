@@ -143,9 +143,9 @@ def test_a_new_campaign_and_most_campaigns_changed_make_the_tables_whole(store: 
 
 def test_a_whole_table_whose_campaign_is_not_one_block_is_not_kept() -> None:
     frame = pd.DataFrame({"campaign": ["a", "b", "a"], "model": ["m", "m", "m"], "model_name": ["M", "M", "M"]})
-    assert splice.kept(frame, "context", {"a": "1", "b": "2"}, {"m": "M"}) is None
+    assert splice.kept(frame, {"a": "1", "b": "2"}, {"m": "M"}) is None
     ordered = frame.iloc[[0, 2, 1]].reset_index(drop=True)
-    whole = splice.kept(ordered, "context", {"a": "1", "b": "2"}, {"m": "M"})
+    whole = splice.kept(ordered, {"a": "1", "b": "2"}, {"m": "M"})
     assert whole is not None and whole.spans == {"a": (0, 2), "b": (2, 3)}
 
 

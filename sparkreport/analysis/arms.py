@@ -400,7 +400,7 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
             clip_to_range(rows)
             return rows
 
-        made_whole = splice.spliced(cache.whole("arm_stats", whole[0]), *whole, rows_of,
+        made_whole = splice.spliced(cache.whole("arm_stats", whole[0]), whole[1], rows_of,
                                     lambda rows, ranked: in_page_order(rows, by, "environment", baseline, ranked))
         if made_whole is not None:
             cache.keep("arm_stats", [keyed[name] for name in names if name not in found])
@@ -423,7 +423,7 @@ def arm_stats(ds: Dataset, opts: AnalysisOptions, by: list[str] | None = None,
     ranked = splice.ranked_names(frame)
     frame = in_page_order(frame, by, "environment", baseline, ranked)
     if whole is not None and cache is not None:
-        kept = splice.kept(frame, *whole, ranked)
+        kept = splice.kept(frame, whole[1], ranked)
         if kept is not None:
             cache.put_whole("arm_stats", whole[0], kept, "whole")
         else:

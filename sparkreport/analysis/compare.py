@@ -164,7 +164,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
                                         ds.campaign_view(campaign), opts, factor, baseline)
             return judged(frame, opts)
 
-        made = splice.spliced(cache.whole("compare", context[0]), *context, rows_of,
+        made = splice.spliced(cache.whole("compare", context[0]), context[1], rows_of,
                               lambda rows, ranked: in_page_order(rows, by, "candidate", baseline, ranked),
                               extra=lambda campaign: pairs_of(campaign)[1])
         if made is not None:
@@ -192,7 +192,7 @@ def compare(ds: Dataset, factor: str = "environment", baseline: str = "native",
     frame = in_page_order(frame, by, "candidate", baseline, ranked)
     if cache is not None and context is not None:
         levels_of = {campaign: list(seen) for campaign, (_rows, seen) in zip(campaigns, parts, strict=True)}
-        kept = splice.kept(frame, *context, ranked, extra=levels_of)
+        kept = splice.kept(frame, context[1], ranked, extra=levels_of)
         if kept is not None:
             cache.put_whole("compare", context[0], kept, "whole")
         else:

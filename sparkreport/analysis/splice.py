@@ -40,10 +40,9 @@ SPLICED_AT_MOST = 0.5
 
 @dataclass
 class Whole:
-    """A whole table as a build made it, and what the next build splices it by."""
+    """A whole table as a build made it, and what the next build splices it by (kept by the
+    analysis cache under its context: everything it depends on besides the campaigns' own rows)."""
 
-    #: Everything the table depends on besides the campaigns' own rows (options, keys, metrics).
-    context: str
     #: campaign → its signature (what its rows are made from).
     signatures: dict[str, str]
     #: campaign → its rows' range in :attr:`frame` (a campaign without rows has none).
@@ -71,7 +70,7 @@ def model_pairs(frame: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(set(zip(frame["model"].astype(str), named.astype(str), strict=True)))
 
 
-def kept(frame: pd.DataFrame, context: str, signatures: Mapping[str, str], names: dict[str, str],
+def kept(frame: pd.DataFrame, signatures: Mapping[str, str], names: dict[str, str],
          extra: dict[str, Any] | None = None) -> Whole | None:
     """``frame`` (sorted campaign first) kept as a :class:`Whole`; None when a campaign's rows are
     not one block (then the next build makes its table whole)."""
@@ -91,7 +90,7 @@ def kept(frame: pd.DataFrame, context: str, signatures: Mapping[str, str], names
             pairs[name] = model_pairs(frame.iloc[start:stop])
     if not set(spans) <= set(signatures):
         return None
-    return Whole(context, dict(signatures), spans, pairs, dict(names), frame.copy(), dict(extra or {}))
+    return Whole(dict(signatures), spans, pairs, dict(names), frame.copy(), dict(extra or {}))
 
 
 def typed_as(rows: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
@@ -105,7 +104,7 @@ def typed_as(rows: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def spliced(whole: Whole | None, context: str, signatures: Mapping[str, str],
+def spliced(whole: Whole | None, signatures: Mapping[str, str],
             block: Callable[[str], pd.DataFrame | None],
             order: Callable[[pd.DataFrame, dict[str, str]], pd.DataFrame],
             extra: Callable[[str], Any] | None = None) -> Whole | None:
@@ -117,14 +116,13 @@ def spliced(whole: Whole | None, context: str, signatures: Mapping[str, str],
 
     from sparkreport.dataset import one_chunk
 
-    if whole is None or whole.context != context or whole.signatures.keys() != signatures.keys():
+    if whole is None or whole.signatures.keys() != signatures.keys():
         return None
     changed = [name for name, signature in signatures.items() if whole.signatures[name] != signature]
     if len(changed) > SPLICED_AT_MOST * len(signatures):
         return None
     if not changed:
-        return Whole(context, dict(signatures), dict(whole.spans), dict(whole.pairs), dict(whole.names),
-                     whole.frame, dict(whole.extra))
+        return whole
     blocks: list[tuple[int, int, pd.DataFrame]] = []
     pairs = dict(whole.pairs)
     kept_extra = dict(whole.extra)
@@ -154,4 +152,4 @@ def spliced(whole: Whole | None, context: str, signatures: Mapping[str, str],
         length = moved[start][1] if start in moved else stop - start
         spans[name] = (start + shift, start + shift + length)
         shift += length - (stop - start)
-    return Whole(context, dict(signatures), spans, pairs, dict(whole.names), frame, kept_extra)
+    return Whole(dict(signatures), spans, pairs, dict(whole.names), frame, kept_extra)

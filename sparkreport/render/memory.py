@@ -262,8 +262,6 @@ class MemoryPage(Page):
             answers.append({"campaign": newest, "lines": lines, "intro": intro,
                             "block": intro and block_answers(site, block, effects, constant)})
         fits = [f for f in identity_fits(site) if f["campaign"] in shown]
-        shown_lines = [a["lines"] for a in answers]
-        shown_lines += [o["lines"] for a in answers if a["block"] for o in a["block"]["older_answers"]]
         moves = [a["block"]["moves"] for a in answers if a["block"] and a["block"]["moves"]]
         return {"answers": answers,
                 "key": verdict_key(site, [e for m in moves for e in m["effects"]],
