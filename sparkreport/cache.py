@@ -1309,6 +1309,9 @@ class AnalysisCache:
         #: (:mod:`sparkreport.analysis.splice`) or "whole"; the whole tables asked for.
         self.how: dict[str, str] = {}
         self._wholes_used: set[str] = set()
+        #: The whole table each kind's last call made or spliced and kept (:meth:`put_whole`),
+        #: which the caller takes (:meth:`take_made`) with the table it handed out.
+        self.made: dict[str, Any] = {}
 
     @staticmethod
     def key(*parts: tuple[str, object]) -> str:
@@ -1369,6 +1372,18 @@ class AnalysisCache:
         self._wholes[f"{kind}\0{context}"] = value
         self._wholes_changed = True
         self.how[kind] = how
+        self.made[kind] = value
+
+    def take_made(self, kind: str, make: Callable[[], T]) -> tuple[T, Any]:
+        """``make()`` (a call that may keep a whole table of ``kind``) and the whole table it
+        kept (a :class:`~sparkreport.analysis.splice.Whole`), or None when it kept none."""
+        self.made.pop(kind, None)
+        return make(), self.made.pop(kind, None)
+
+    def whole_annotated(self) -> None:
+        """A whole table handed out this round got what the render keeps with it
+        (:attr:`~sparkreport.analysis.splice.Whole.row_hashes`): the next save writes them again."""
+        self._wholes_changed = True
 
     def put(self, kind: str, key: str, value: Any) -> None:
         self.used.setdefault(kind, set()).add(key)

@@ -165,6 +165,16 @@ class Dataset:
         found: dict[str, list[str]] = self.memo["campaign-run-ids"]
         return {campaign: list(run_ids) for campaign, run_ids in found.items()}
 
+    def campaign_digests(self) -> dict[str, str]:
+        """Each campaign's :meth:`digest_of` its runs (:meth:`campaign_run_ids`), made once: the
+        part of every per-campaign key that follows the data (a build asks for each campaign's
+        a dozen times; each time a set of its run ids, ~0.01 s a build at 10 000 runs). A copy."""
+        if "campaign-digests" not in self.memo:
+            self.memo["campaign-digests"] = {campaign: self.digest_of(run_ids)
+                                             for campaign, run_ids in self.campaign_run_ids().items()}
+        found: dict[str, str] = self.memo["campaign-digests"]
+        return dict(found)
+
     def campaign_records(self, campaign: str) -> list[RunRecord]:
         """The records of one campaign, in record order (only theirs are read)."""
         return [self.records[i] for i in self.record_positions().get(campaign, [])]

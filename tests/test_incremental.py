@@ -804,7 +804,7 @@ def test_a_slice_digest_covers_the_columns_that_hold_a_value_in_it() -> None:
     from sparkreport.render.report import slice_digest
 
     def digests(frame: pd.DataFrame) -> tuple[str, str]:
-        site = SimpleNamespace(extra={}, stats=frame)
+        site = SimpleNamespace(extra={}, wholes={}, stats=frame)
         return slice_digest(site, "stats", "campaign", "a"), slice_digest(site, "stats", "campaign", "b")  # type: ignore[arg-type]
 
     base = pd.DataFrame({"campaign": ["a", "a", "b"], "files": [["x"], ["y"], ["z"]], "value": [1.0, 2.0, 3.0]})
@@ -816,7 +816,7 @@ def test_a_slice_digest_covers_the_columns_that_hold_a_value_in_it() -> None:
     assert digests(base.assign(value=["1.0", "2.0", "3.0"]))[0] != a  # a dtype
     assert digests(base.assign(files=[["x"], ["w"], ["z"]]))[0] != a  # a list cell
     assert digests(base.assign(**{"label.note": ["x", None, None]}))[0] != a  # a column with a value in a
-    assert slice_digest(SimpleNamespace(extra={}, stats=base), "stats", "campaign", "c") == "none"  # type: ignore[arg-type]
+    assert slice_digest(SimpleNamespace(extra={}, wholes={}, stats=base), "stats", "campaign", "c") == "none"  # type: ignore[arg-type]
 
 
 @settings(max_examples=60, deadline=None)
@@ -836,7 +836,7 @@ def test_slice_digests_follow_exactly_the_rows_of_their_group(values: list[tuple
     from sparkreport.render.report import slice_digest
 
     def digests(frame: pd.DataFrame) -> dict[str, str]:
-        site = SimpleNamespace(extra={}, stats=frame)
+        site = SimpleNamespace(extra={}, wholes={}, stats=frame)
         return {name: slice_digest(site, "stats", "campaign", name) for name in ("a", "b", "c")}  # type: ignore[arg-type]
 
     base = pd.DataFrame(values, columns=["campaign", "value", "note"]).astype(
@@ -895,7 +895,7 @@ def test_a_negative_zero_changes_its_slices_digest(dtype: str) -> None:
 
     def digests(values: list[float]) -> dict[str, str]:
         frame = pd.DataFrame({"campaign": ["a", "b"], "value": values}).astype({"value": dtype})
-        site = SimpleNamespace(extra={}, stats=frame)
+        site = SimpleNamespace(extra={}, wholes={}, stats=frame)
         return {name: slice_digest(site, "stats", "campaign", name) for name in ("a", "b")}  # type: ignore[arg-type]
 
     before, after = digests([0.0, 1.5]), digests([-0.0, 1.5])

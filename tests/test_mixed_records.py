@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sparkreport.render import RenderOptions, RenderResult, render
 from sparkreport.render.describe import describe_campaign, design_groups
@@ -371,3 +373,16 @@ def test_what_the_data_cannot_show_blames_no_missing_sd_on_a_single_measured_run
     assert published.endswith("(Welch's test, the intervals and TOST use n, mean and SD).")
     (published,) = [line for line in data_limits(site, [without_sd]) if line.startswith("Published figures")]
     assert published.endswith("; figures published without an SD cannot be tested at all.")
+
+
+@given(st.lists(st.one_of(st.sampled_from([1, 1.0, True, False, 0, -0.0, 0.0, "a", "", "1"]),
+                          st.floats(allow_nan=True), st.integers(), st.text(max_size=3),
+                          st.lists(st.integers(), max_size=2)), max_size=12),
+       st.sampled_from(["", " GiB"]))
+def test_a_settings_values_are_written_once_each_in_the_order_they_first_come(values: list[object],
+                                                                              unit: str) -> None:
+    """describe_campaign writes each distinct recorded value of a setting once (a campaign's
+    runs mostly record one): what writing every run's value and keeping each text once gives."""
+    from sparkreport.render.describe import _text, _texts
+
+    assert _texts(values, unit) == list(dict.fromkeys(_text(value, unit) for value in values))

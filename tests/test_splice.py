@@ -180,3 +180,68 @@ def test_the_statistics_by_the_factors_levels_are_kept_beside_those_by_environme
     plain = _site(store, config, None)
     pd.testing.assert_frame_equal(site.level_stats, plain.level_stats, check_exact=True)
     _assert_as_made_whole(site, store, config)
+
+
+def test_the_row_hashes_are_kept_with_the_whole_tables(store: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pages' keys read the statistics, comparisons and runs by their rows' hashes
+    (``row_hashes``): kept with the whole tables (the runs', in the analysis cache by campaign), a
+    new run's build hashes its campaign's rows only, one that changed nothing none, and the hashes
+    are those of the tables hashed whole, after each of a series of changes (and a factor other
+    than the environment: its statistics' too)."""
+    import numpy as np
+
+    from sparkreport.render import report
+
+    config = load_config(REPO / "sparkreport.yml")
+    config.factor, config.baseline = "label.cache", "cold"
+    cache = tmp_path / "cache"
+    tables = ("stats", "comparisons", "level_stats", "runs")
+    hashed: list[tuple[str, list[str]]] = []
+    real = report.frame_row_hashes
+
+    def counted(site: SiteData, table: str, frame: pd.DataFrame, heads: list[str]) -> object:
+        hashed.append((table, sorted(set(frame["campaign"].astype(str)))))
+        return real(site, table, frame, heads)
+
+    def rendered() -> SiteData:  # as a render makes them, hashes them (planning) and saves them
+        site = build_site_data(load_dataset(store, cache_dir=cache), config, store, "test", store.parent,
+                               cache_dir=cache, save=False)
+        assert site.analysis_cache is not None and not site.level_stats.empty
+        for table in tables:
+            report.row_hashes(site, table)
+        site.analysis_cache.save()
+        return site
+
+    def assert_as_hashed_whole(site: SiteData) -> None:
+        for table in tables:
+            frame = getattr(site, table)
+            np.testing.assert_array_equal(report.row_hashes(site, table),
+                                          real(site, table, frame, report.column_heads(frame)))
+
+    first = rendered()
+    assert set(first.wholes) == {"stats", "comparisons", "level_stats"}
+    assert_as_hashed_whole(first)
+    monkeypatch.setattr(report, "frame_row_hashes", counted)
+    rendered()
+    assert hashed == []  # nothing changed: every campaign's hashes kept
+
+    run = sorted(store.glob("copy-2/*/run.json"))[1]
+    _edit(run, lambda data: data["metrics"].update(output_throughput_tok_s=data["metrics"]["output_throughput_tok_s"] * 1.2))
+    site = rendered()
+    assert hashed == [(table, ["copy-2"]) for table in tables]
+    assert_as_hashed_whole(site)
+
+    rng = random.Random(7)
+    for step in range(4):
+        runs = sorted(store.glob(f"{rng.choice(['copy-0', 'copy-1', 'copy-3', SOURCE])}/*/run.json"))
+        if step % 2:
+            _edit(rng.choice(runs), lambda data: data["status"].update(ok=False, exit_code=1))
+        else:
+            _edit(rng.choice(runs), lambda data, value=1.0 + step: data["metrics"].update(output_throughput_tok_s=value))
+        assert_as_hashed_whole(rendered())
+    folder = sorted(store.glob("copy-1/*/run.json"))[0].parent
+    folder.rename(folder.with_name(folder.name + "-moved"))  # the same run.json in another folder
+    hashed.clear()
+    assert_as_hashed_whole(rendered())
+    assert ("runs", ["copy-1"]) in hashed

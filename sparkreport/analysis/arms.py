@@ -211,8 +211,7 @@ def campaign_digests(ds: Dataset, opts: AnalysisOptions) -> dict[str, str]:
 
     key = ("campaign-digests", repr(opts))
     if key not in ds.memo:
-        hashes = {campaign: hashlib.sha256(ds.digest_of(run_ids).encode())
-                  for campaign, run_ids in ds.campaign_run_ids().items()}
+        hashes = {campaign: hashlib.sha256(digest.encode()) for campaign, digest in ds.campaign_digests().items()}
         runs = included_frame(ds, opts)
         # The runs the digest of run ids names are included, without a reason, but those listed
         # here, in table order (every run's line was 10 000 lines a build at 10 000 runs).

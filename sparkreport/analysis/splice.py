@@ -28,7 +28,7 @@ A test compares spliced tables with tables made whole (``tests/test_splice.py``)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -54,6 +54,11 @@ class Whole:
     frame: pd.DataFrame
     #: What the kind keeps per campaign besides (the comparisons' factor levels).
     extra: dict[str, Any]
+    #: What the pages' keys read of :attr:`frame` (:func:`~sparkreport.render.report.row_hashes`,
+    #: set by the render): its columns' names and types, and each campaign's row hashes (an
+    #: array, its span's length). A splice keeps those of the campaigns it keeps, so a new run's
+    #: build hashes its campaign's rows only.
+    row_hashes: tuple[list[str], dict[str, Any]] | None = field(default=None, compare=False)
 
 
 def ranked_names(frame: pd.DataFrame) -> dict[str, str]:
@@ -145,6 +150,10 @@ def spliced(whole: Whole | None, signatures: Mapping[str, str],
     if list(frame.columns) != list(whole.frame.columns) or list(frame.dtypes) != list(whole.frame.dtypes):
         return None
     one_chunk(frame)
+    hashes = None
+    if whole.row_hashes is not None:
+        heads, by_campaign = whole.row_hashes
+        hashes = (heads, {name: rows for name, rows in by_campaign.items() if name not in changed})
     spans = {}
     shift = 0
     moved = {start: (stop, len(rows)) for start, stop, rows in blocks}
@@ -152,4 +161,4 @@ def spliced(whole: Whole | None, signatures: Mapping[str, str],
         length = moved[start][1] if start in moved else stop - start
         spans[name] = (start + shift, start + shift + length)
         shift += length - (stop - start)
-    return Whole(dict(signatures), spans, pairs, dict(whole.names), frame, kept_extra)
+    return Whole(dict(signatures), spans, pairs, dict(whole.names), frame, kept_extra, hashes)

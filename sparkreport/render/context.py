@@ -7,6 +7,7 @@ from here, so every page, post and CLI command shows the same numbers.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,6 +82,10 @@ class SiteData:
     _arm_runs: dict[tuple[str, str, str], list[str]] | None = field(default=None, init=False, repr=False)
     #: Every comparison as an effect (:func:`sparkreport.render.report.effect_rows`), once computed.
     effects: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
+    #: The whole tables the analysis cache kept of :attr:`stats`, :attr:`comparisons` and
+    #: :attr:`level_stats` (:class:`~sparkreport.analysis.splice.Whole`, by attribute name),
+    #: with which the render keeps their row hashes (:func:`~sparkreport.render.report.row_hashes`).
+    wholes: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def confidence_label(self) -> str:
@@ -118,9 +123,9 @@ class SiteData:
             return memo[(kind, parts)]
         cache = self.analysis_cache
         out: dict[str, T] = {}
-        for campaign, run_ids in self.dataset.campaign_run_ids().items():
+        for campaign, digest in self.dataset.campaign_digests().items():
             key = cache.key(("kind", f"{kind}-{PER_CAMPAIGN_LAYOUT}"), ("campaign", campaign),
-                            ("runs", self.dataset.digest_of(run_ids)), *parts) if cache is not None else ""
+                            ("runs", digest), *parts) if cache is not None else ""
             kept = cache.get(kind, key) if cache is not None else None
             if isinstance(kept, tuple) and len(kept) == 1:
                 out[campaign] = kept[0]
@@ -152,13 +157,19 @@ class SiteData:
         The other pages describe the environments the runs were made in (memory, settings)."""
         if self.config.factor == "environment":
             return self.stats
-        found = self.extra.get("_level_stats")
-        if found is None:
-            from sparkreport.analysis import arm_stats
+        kept: pd.DataFrame | None = self.extra.get("_level_stats")
+        if kept is not None:
+            return kept
+        from sparkreport.analysis import arm_stats
 
-            found = self.extra["_level_stats"] = arm_stats(self.dataset, self.config.analysis,
-                                                           cache=self.analysis_cache, level=self.config.factor,
-                                                           baseline=self.config.baseline)
+        def made() -> pd.DataFrame:
+            return arm_stats(self.dataset, self.config.analysis, cache=self.analysis_cache,
+                             level=self.config.factor, baseline=self.config.baseline)
+
+        found, whole = kept_whole(self.analysis_cache, "arm_stats", made)
+        if whole is not None:
+            self.wholes["level_stats"] = whole
+        self.extra["_level_stats"] = found
         return found
 
     @property
@@ -262,6 +273,13 @@ class CommitAhead(NamedTuple):
         self.status.stop()
 
 
+def kept_whole(cache: AnalysisCache | None, kind: str, make: Callable[[], T]) -> tuple[T, Any]:
+    """``make()`` and the whole table of ``kind`` it kept in ``cache`` (None: none, or no cache)."""
+    if cache is None:
+        return make(), None
+    return cache.take_made(kind, make)
+
+
 def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, command: str,
                     project_root: Path, cache_dir: Path | None = None, *, save: bool = True,
                     held: Held | None = None, commit: str | None = None, commit_known: bool = False,
@@ -291,10 +309,13 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
 
     opts = config.analysis
     cache = analysis_cache(cache_dir, held, hashes)
-    stats = arm_stats(dataset, opts, cache=cache, baseline=config.baseline_of("environment"))
+    stats, whole_stats = kept_whole(cache, "arm_stats", functools.partial(
+        arm_stats, dataset, opts, cache=cache, baseline=config.baseline_of("environment")))
+    wholes = {"stats": whole_stats}
     extra: dict[str, Any] = {}
     try:
-        comparisons = compare(dataset, config.factor, config.baseline, opts, cache=cache)
+        comparisons, wholes["comparisons"] = kept_whole(cache, "compare", functools.partial(
+            compare, dataset, config.factor, config.baseline, opts, cache=cache))
     except DataError as exc:  # e.g. no arm at the baseline level: say so on the pages
         comparisons = pd.DataFrame()
         extra["compare_note"] = exc.format_message()
@@ -317,6 +338,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
         facts=constant_facts(dataset, opts, config.factor, cache=cache, every=True, baseline=config.baseline),
         family_rule=Markup(family_rule_text(opts, code=lambda text: f"`{text}`")),  # noqa: S704 (our own sentence)
         analysis_cache=cache, project_root=project_root,
+        wholes={name: whole for name, whole in wholes.items() if whole is not None},
     )
     if cache is not None and save:
         cache.save()

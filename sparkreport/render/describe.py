@@ -161,6 +161,19 @@ def _text(value: Any, unit: str = "") -> str:
     return (text if len(text) <= 120 else text[:117] + "…") + unit
 
 
+def _texts(values: list[Any], unit: str) -> list[str]:
+    """Each distinct :func:`_text` of ``values``, in the order they first come (each distinct
+    value written once: a campaign's two hundred runs mostly record one)."""
+    seen: dict[Any, Any] = {}
+    try:  # (by type and value: 1, 1.0 and True are written apart; a float by its repr: -0.0 and 0.0)
+        for value in values:
+            seen.setdefault((type(value), repr(value) if isinstance(value, float) else value), value)
+        distinct = list(seen.values())
+    except TypeError:  # (a list or mapping: each written)
+        distinct = values
+    return list(dict.fromkeys(_text(value, unit) for value in distinct))
+
+
 #: What names the runs that record a setting, in the order tried (:func:`which_runs`): the
 #: engine, the input format, the environment, the model.
 RUN_KINDS: tuple[tuple[str, str], ...] = (("software", "engine"), ("provenance", "format"),
@@ -206,9 +219,9 @@ def describe_campaign(records: list[Any], baseline: str) -> dict[str, Any]:
     varying: list[str] = []
     for section, settings in SETTINGS.items():
         for attribute, label, unit in settings:
-            recording = [getattr(getattr(r, section), attribute) not in (None, "") for r in records]
-            values = list(dict.fromkeys(_text(getattr(getattr(r, section), attribute), unit)
-                                        for r, found in zip(records, recording, strict=True) if found))
+            recorded = [getattr(getattr(r, section), attribute) for r in records]
+            recording = [value not in (None, "") for value in recorded]
+            values = _texts([value for value, found in zip(recorded, recording, strict=True) if found], unit)
             scope, scope_key = which_runs(records, recording) if values and not all(recording) else ("", "")
             if len(values) == 1 and not scope:
                 held.append([label, values[0]])

@@ -137,6 +137,7 @@ class PageKeys:
         self.summary_ids = {r.run_id for r in keys if r.record_type == "arm_summary"}
         self.all_ids = [r.run_id for r in keys]
         self.all_digest = dataset.digest_of(self.all_ids)
+        self._inputs_digests: dict[str, str] = {}
         # each finding once, as a digest; indexed by the runs it names
         self.finding_digests = [f.digest for f in site.findings]
         self.by_run: dict[str, list[int]] = {}
@@ -201,8 +202,16 @@ class PageKeys:
         ids = self.all_ids if doc.inputs is None else doc.inputs
         # (most pages read no published arm: a set's C test says so without a loop over 10 000 runs)
         summaries = 0 if self.summary_ids.isdisjoint(ids) else sum(run in self.summary_ids for run in ids)
-        digest = self.all_digest if doc.inputs is None else self.site.dataset.digest_of(ids)
-        return {"runs": len(ids) - summaries, "summaries": summaries, "sha256": digest}
+        return {"runs": len(ids) - summaries, "summaries": summaries, "sha256": self.inputs_digest(doc)}
+
+    def inputs_digest(self, doc: PageDoc) -> str:
+        """The digest of the runs the document reads (its footer's and its key's: made once)."""
+        if doc.inputs is None:
+            return self.all_digest
+        found = self._inputs_digests.get(doc.path)
+        if found is None:
+            found = self._inputs_digests[doc.path] = self.site.dataset.digest_of(doc.inputs)
+        return found
 
     def findings_digest(self, doc: PageDoc) -> str:
         if doc.inputs is None:
@@ -231,7 +240,7 @@ class PageKeys:
         parts = {
             "base": self.base, "page": page_name, "path": doc.path, "title": doc.title,
             "template": self.template_digest(doc.template), "scope": doc.scope, "banner": doc.banner,
-            "inputs": self.all_digest if doc.inputs is None else self.site.dataset.digest_of(doc.inputs),
+            "inputs": self.inputs_digest(doc),
             "also_reads": doc.also_reads, "findings": self.findings_digest(doc), "footer": footer,
             "site": ([provenance.dataset_sha256, provenance.run_count, provenance.summary_count,
                       provenance.git_commit] if doc.site_footer else None),

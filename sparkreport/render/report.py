@@ -447,26 +447,122 @@ def row_hashes(site: SiteData, table: str) -> Any:
     pandas hashes 0.0 so — still counts). A missing cell adds nothing, so a column empty in a row
     is as if the table had no such column; a value moved to another column, or another dtype,
     changes the row's hash. A row of :data:`RUN_ROW_TABLES` is its run's hash
-    (:func:`column_hashes`) and which columns hold a value in it (the sum of their offsets)."""
+    (:func:`column_hashes`) and which columns hold a value in it (the sum of their offsets).
+
+    A row's hash is of that row alone, so a table the analysis cache kept whole
+    (:attr:`~sparkreport.render.context.SiteData.wholes`) keeps its rows' hashes with it, by
+    campaign (:func:`kept_row_hashes`): a new run's build hashes its campaign's rows only."""
+    key = f"_row_hashes:{table}"
+    cached = site.extra.get(key)
+    if cached is None:
+        frame = getattr(site, table)
+        heads = column_heads(frame)
+        whole = site.wholes.get(table)
+        if whole is not None:
+            cached = kept_row_hashes(site, table, frame, heads, whole)
+        elif table == "runs" and site.analysis_cache is not None:
+            cached = cached_run_row_hashes(site, frame, heads)
+        if cached is None:
+            cached = frame_row_hashes(site, table, frame, heads)
+        site.extra[key] = cached
+    return cached
+
+
+def column_heads(frame: Any) -> list[str]:
+    """Each column's name and dtype, as :func:`row_hashes` weighs its cells by."""
+    return [f"{name}:{dtype}" for name, dtype in zip(frame.columns, frame.dtypes, strict=True)]
+
+
+def frame_row_hashes(site: SiteData, table: str, frame: Any, heads: list[str]) -> Any:
+    """:func:`row_hashes` of ``frame`` (``site.<table>`` or some of its rows; ``heads``: its
+    :func:`column_heads`)."""
     import hashlib
 
     import numpy as np
 
-    key = f"_row_hashes:{table}"
-    cached = site.extra.get(key)
-    if cached is None:
-        hashes, present, heads = column_hashes(site, table)
-        digests = [hashlib.sha256(head.encode()).digest() for head in heads]
-        multipliers = np.array([int.from_bytes(d[:8], "big") | 1 for d in digests], dtype=np.uint64)
-        offsets = np.array([int.from_bytes(d[8:16], "big") for d in digests], dtype=np.uint64)
-        if table in RUN_ROW_TABLES:
-            shown = np.where(present, offsets, np.uint64(0)).sum(axis=1, dtype=np.uint64)
-            cached = hashes[:, 0] * np.uint64(RUN_ROW_MIX) + shown
-        else:
-            cells = hashes * multipliers + offsets
-            cached = np.where(present, cells, np.uint64(0)).sum(axis=1, dtype=np.uint64)
-        site.extra[key] = cached
-    return cached
+    hashes, present = column_hashes(site, table, frame)
+    digests = [hashlib.sha256(head.encode()).digest() for head in heads]
+    multipliers = np.array([int.from_bytes(d[:8], "big") | 1 for d in digests], dtype=np.uint64)
+    offsets = np.array([int.from_bytes(d[8:16], "big") for d in digests], dtype=np.uint64)
+    if table in RUN_ROW_TABLES:
+        shown = np.where(present, offsets, np.uint64(0)).sum(axis=1, dtype=np.uint64)
+        return hashes[:, 0] * np.uint64(RUN_ROW_MIX) + shown
+    cells = hashes * multipliers + offsets
+    return np.where(present, cells, np.uint64(0)).sum(axis=1, dtype=np.uint64)
+
+
+def kept_row_hashes(site: SiteData, table: str, frame: Any, heads: list[str], whole: Any) -> Any:
+    """:func:`row_hashes` of ``frame``, the table ``whole`` (a
+    :class:`~sparkreport.analysis.splice.Whole`) holds: each campaign's from those kept with it
+    when its columns' heads are the same (a splice keeps the unchanged campaigns'), the others'
+    computed on their rows, and all of them kept with it for the next build. None when its
+    campaigns' spans are not the frame's rows, one after another."""
+    import numpy as np
+
+    spans = sorted(whole.spans.items(), key=lambda item: item[1])
+    if len(frame) != len(whole.frame) or [start for _name, (start, _stop) in spans] != \
+            [0, *(stop for _name, (_start, stop) in spans[:-1])] or (spans[-1][1][1] if spans else 0) != len(frame):
+        return None
+    kept: dict[str, Any] = {}
+    if whole.row_hashes is not None and whole.row_hashes[0] == heads:
+        kept = whole.row_hashes[1]
+    made: dict[str, Any] = {}
+    for name, (start, stop) in spans:
+        rows = kept.get(name)
+        made[name] = rows if rows is not None and len(rows) == stop - start else \
+            frame_row_hashes(site, table, frame.iloc[start:stop], heads)
+    if whole.row_hashes is None or made.keys() != kept.keys():
+        whole.row_hashes = (heads, made)  # (one assignment: a save may be pickling it meanwhile)
+        if site.analysis_cache is not None:
+            site.analysis_cache.whole_annotated()
+    return np.concatenate(list(made.values())) if made else np.zeros(0, dtype=np.uint64)
+
+
+def cached_run_row_hashes(site: SiteData, frame: Any, heads: list[str]) -> Any:
+    """:func:`row_hashes` of the runs table ``frame`` (``site.runs``), each campaign's rows' kept
+    in the analysis cache by what they are made from: the campaign's runs and which of them are
+    included, why not the others (:func:`~sparkreport.analysis.arms.campaign_digests`), their
+    folders, and the table's columns (``heads``). None when a campaign's rows are not one block."""
+    import hashlib
+
+    import numpy as np
+    import pandas as pd
+
+    from sparkreport.analysis.arms import campaign_digests
+
+    cache = site.analysis_cache
+    assert cache is not None
+    if frame.empty:
+        return None
+    codes, names = pd.factorize(frame["campaign"].astype(str))
+    edges = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), len(frame)]
+    if len(edges) - 1 != len(names):  # (a campaign in two blocks)
+        return None
+    digests = campaign_digests(site.dataset, site.config.analysis)
+    columns = hashlib.sha256("\0".join(heads).encode()).hexdigest()
+    folders = frame["run_path"].astype(str).tolist()
+    spans: list[tuple[int, int, str, Any]] = []
+    for start, stop in zip(edges, edges[1:], strict=False):
+        name = str(names[codes[start]])
+        if name not in digests:
+            return None
+        key = cache.key(("kind", "run-row-hashes-1"), ("columns", columns), ("runs", digests[name]),
+                        ("folders", "\0".join(folders[start:stop])))
+        rows = cache.get("run-row-hashes", key)
+        spans.append((start, stop, key, rows if rows is not None and len(rows) == stop - start else None))
+    missing = [span for span in spans if span[3] is None]
+    if len(missing) > cache.WHOLE_WHEN_MISSING * len(spans):  # (a first build: hashed at once, kept by campaign)
+        every = frame_row_hashes(site, "runs", frame, heads)
+        for start, stop, key, _rows in missing:
+            cache.put("run-row-hashes", key, every[start:stop].copy())
+        return every
+    parts = []
+    for start, stop, key, rows in spans:
+        if rows is None:
+            rows = frame_row_hashes(site, "runs", frame.iloc[start:stop], heads)
+            cache.put("run-row-hashes", key, rows)
+        parts.append(rows)
+    return np.concatenate(parts)
 
 
 #: An odd 64-bit constant (2⁶⁴ over the golden ratio) that a run's hash is multiplied by before
@@ -497,8 +593,8 @@ def _run_times(site: SiteData) -> tuple[dict[str, Any], bool, bool]:
             named = list(dict.fromkeys(dataset.runs["campaign"].astype(str).tolist()))  # (in the runs' order)
             keys, kept = {}, {}
             if cache is not None:
-                keys = {campaign: cache.key(("kind", "campaign-times-1"), ("runs", dataset.digest_of(run_ids)))
-                        for campaign, run_ids in dataset.campaign_run_ids().items()}
+                keys = {campaign: cache.key(("kind", "campaign-times-1"), ("runs", digest))
+                        for campaign, digest in dataset.campaign_digests().items()}
                 kept = {campaign: cache.get("campaign-times", key) for campaign, key in keys.items()}
             missing = [campaign for campaign in named if kept.get(campaign) is None]
             found = _campaign_run_times(dataset.runs, missing) if missing else {}
@@ -606,46 +702,51 @@ def campaign_split(site: SiteData) -> tuple[set[str], set[str]]:
 RUN_ROW_TABLES = ("runs", "level_runs_frame")
 
 
-def column_hashes(site: SiteData, table: str) -> tuple[Any, Any, list[str]]:
-    """Of ``site.<table>``, computed once per render whichever columns the pages group it by: one
-    64-bit hash per cell (rows × columns; values and dtypes), whether each cell holds a value, and
-    each column's name and dtype. For a table of :data:`RUN_ROW_TABLES`, one hash per row, of its
-    run (hashing the 84 columns of 10 000 runs' rows took 0.09 s of every build)."""
-    key = f"_column_hashes:{table}"
-    cached = site.extra.get(key)
-    if cached is None:
-        import numpy as np
-        import pandas as pd
+def column_hashes(site: SiteData, table: str, frame: Any) -> tuple[Any, Any]:
+    """Of ``frame`` (``site.<table>`` or some of its rows): one 64-bit hash per cell (rows ×
+    columns; values and dtypes) and whether each cell holds a value. For a table of
+    :data:`RUN_ROW_TABLES`, one hash per row, of its run (hashing the 84 columns of 10 000 runs'
+    rows took 0.09 s of every build). A cell's hash is of that cell alone, whatever rows are
+    hashed with it."""
+    import numpy as np
+    import pandas as pd
 
-        frame = getattr(site, table)
-        heads = [f"{name}:{dtype}" for name, dtype in zip(frame.columns, frame.dtypes, strict=True)]
-        if table in RUN_ROW_TABLES:  # (column by column, combined per row: no Python loop over the runs)
-            runs = pd.DataFrame({"digest": frame["run_id"].map(site.dataset.run_digests), "folder": frame["run_path"],
-                                 "included": frame["included"], "reason": frame["exclusion_reason"]})
-            hashes = pd.util.hash_pandas_object(runs, index=False).to_numpy()[:, None]
-        else:
-            hashes = np.empty((len(frame), len(frame.columns)), dtype=np.uint64)
-            by_dtype: dict[Any, list[int]] = {}  # numpy's numbers and booleans, a pass per dtype
-            for position, dtype in enumerate(frame.dtypes):
-                if numpy_hashable(dtype):
-                    by_dtype.setdefault(dtype, []).append(position)
-            for dtype, numbers in by_dtype.items():
-                stacked = np.column_stack([frame.iloc[:, p].to_numpy(dtype=dtype) for p in numbers])
-                hashes[:, numbers] = hash_numbers(stacked)
-            done = {position for numbers in by_dtype.values() for position in numbers}
-            for position in (p for p in range(len(frame.columns)) if p not in done):
-                cells = frame.iloc[:, position]
-                try:
-                    hashes[:, position] = pd.util.hash_pandas_object(cells, index=False).to_numpy()
-                except TypeError:  # a cell pandas cannot hash (a list): hash the cells' text
-                    hashes[:, position] = [hash_text([str(cell)]) for cell in cells]
-            # pandas hashes -0.0 as 0.0, which a page shows otherwise ("-0.0"): a cell's sign counts
-            for position, dtype in enumerate(frame.dtypes):
-                if pd.api.types.is_float_dtype(dtype):
-                    values = frame.iloc[:, position].to_numpy(dtype=float, na_value=np.nan)
-                    hashes[(values == 0) & np.signbit(values), position] ^= np.uint64(NEGATIVE_ZERO)
-        cached = site.extra[key] = (hashes, frame.notna().to_numpy(), heads)
-    return cached
+    if table in RUN_ROW_TABLES:  # (column by column, combined per row: no Python loop over the runs)
+        runs = pd.DataFrame({"digest": frame["run_id"].map(site.dataset.run_digests), "folder": frame["run_path"],
+                             "included": frame["included"], "reason": frame["exclusion_reason"]})
+        return pd.util.hash_pandas_object(runs, index=False).to_numpy()[:, None], frame.notna().to_numpy()
+    hashes = np.empty((len(frame), len(frame.columns)), dtype=np.uint64)
+    by_dtype: dict[Any, list[int]] = {}  # numpy's numbers and booleans, a pass per dtype
+    for position, dtype in enumerate(frame.dtypes):
+        if numpy_hashable(dtype):
+            by_dtype.setdefault(dtype, []).append(position)
+    for dtype, numbers in by_dtype.items():
+        stacked = np.column_stack([frame.iloc[:, p].to_numpy(dtype=dtype) for p in numbers])
+        hashes[:, numbers] = hash_numbers(stacked)
+    done = {position for numbers in by_dtype.values() for position in numbers}
+    for position in (p for p in range(len(frame.columns)) if p not in done):
+        cells = frame.iloc[:, position]
+        try:
+            hashes[:, position] = pd.util.hash_pandas_object(cells, index=False).to_numpy()
+        except TypeError:  # a cell pandas cannot hash (a list): each cell of such a column by its text
+            hashes[:, position] = [cell_text_hash(cell) for cell in cells]
+    # pandas hashes -0.0 as 0.0, which a page shows otherwise ("-0.0"): a cell's sign counts
+    for position, dtype in enumerate(frame.dtypes):
+        if pd.api.types.is_float_dtype(dtype):
+            values = frame.iloc[:, position].to_numpy(dtype=float, na_value=np.nan)
+            hashes[(values == 0) & np.signbit(values), position] ^= np.uint64(NEGATIVE_ZERO)
+    return hashes, frame.notna().to_numpy()
+
+
+def cell_text_hash(cell: object) -> int:
+    """A cell pandas cannot hash (a list) by its text; a cell it can as pandas hashes it alone —
+    so a cell's hash does not depend on whether a list is among the rows hashed with it."""
+    import pandas as pd
+
+    try:
+        return int(pd.util.hash_array(pd.array([cell], dtype=object).to_numpy())[0])
+    except TypeError:
+        return hash_text([str(cell)])
 
 
 #: Mixed into the hash of a cell holding -0.0 (:func:`column_hashes`), which pandas hashes as 0.0.
