@@ -172,8 +172,8 @@ def test_the_campaigns_run_times_are_kept_per_campaign(tmp_path: Path, monkeypat
         def digest_of(run_ids: list[str]) -> str:
             return ",".join(sorted(digests[run_id] for run_id in run_ids))
 
-        dataset = SimpleNamespace(runs=runs, digest_of=digest_of, campaign_run_ids=lambda: {
-            str(c): list(group["run_id"]) for c, group in runs.groupby("campaign", sort=False)})
+        dataset = SimpleNamespace(runs=runs, digest_of=digest_of, campaign_digests=lambda: {
+            str(c): digest_of(list(group["run_id"])) for c, group in runs.groupby("campaign", sort=False)})
         return report._run_times(SimpleNamespace(dataset=dataset, extra={}, analysis_cache=cache))  # type: ignore[arg-type]
 
     cache = AnalysisCache(tmp_path / "analysis.pickle")
