@@ -83,9 +83,10 @@ class SiteData:
     #: Every comparison as an effect (:func:`sparkreport.render.report.effect_rows`), once computed.
     effects: list[dict[str, Any]] | None = field(default=None, init=False, repr=False)
     #: The whole tables the analysis cache kept of :attr:`stats`, :attr:`comparisons` and
-    #: :attr:`level_stats` (:class:`~sparkreport.analysis.splice.Whole`, by attribute name),
-    #: with which the render keeps their row hashes (:func:`~sparkreport.render.report.row_hashes`).
-    wholes: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: :attr:`level_stats` (:class:`~sparkreport.analysis.splice.Whole`, by attribute name,
+    #: each with the frame it was handed out as), with which the render keeps their row hashes
+    #: (:func:`~sparkreport.render.report.row_hashes`).
+    wholes: dict[str, tuple[pd.DataFrame, Any]] = field(default_factory=dict, repr=False)
 
     @property
     def confidence_label(self) -> str:
@@ -168,7 +169,7 @@ class SiteData:
 
         found, whole = kept_whole(self.analysis_cache, "arm_stats", made)
         if whole is not None:
-            self.wholes["level_stats"] = whole
+            self.wholes["level_stats"] = (found, whole)
         self.extra["_level_stats"] = found
         return found
 
@@ -311,11 +312,12 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
     cache = analysis_cache(cache_dir, held, hashes)
     stats, whole_stats = kept_whole(cache, "arm_stats", functools.partial(
         arm_stats, dataset, opts, cache=cache, baseline=config.baseline_of("environment")))
-    wholes = {"stats": whole_stats}
+    wholes = {"stats": (stats, whole_stats)}
     extra: dict[str, Any] = {}
     try:
-        comparisons, wholes["comparisons"] = kept_whole(cache, "compare", functools.partial(
+        comparisons, whole_comparisons = kept_whole(cache, "compare", functools.partial(
             compare, dataset, config.factor, config.baseline, opts, cache=cache))
+        wholes["comparisons"] = (comparisons, whole_comparisons)
     except DataError as exc:  # e.g. no arm at the baseline level: say so on the pages
         comparisons = pd.DataFrame()
         extra["compare_note"] = exc.format_message()
@@ -338,7 +340,7 @@ def build_site_data(dataset: Dataset, config: ProjectConfig, runs_dir: Path, com
         facts=constant_facts(dataset, opts, config.factor, cache=cache, every=True, baseline=config.baseline),
         family_rule=Markup(family_rule_text(opts, code=lambda text: f"`{text}`")),  # noqa: S704 (our own sentence)
         analysis_cache=cache, project_root=project_root,
-        wholes={name: whole for name, whole in wholes.items() if whole is not None},
+        wholes={name: kept for name, kept in wholes.items() if kept[1] is not None},
     )
     if cache is not None and save:
         cache.save()

@@ -457,8 +457,8 @@ def row_hashes(site: SiteData, table: str) -> Any:
     if cached is None:
         frame = getattr(site, table)
         heads = column_heads(frame)
-        whole = site.wholes.get(table)
-        if whole is not None:
+        handed, whole = site.wholes.get(table, (None, None))
+        if whole is not None and handed is frame:  # (the table as the analysis handed it out)
             cached = kept_row_hashes(site, table, frame, heads, whole)
         elif table == "runs" and site.analysis_cache is not None:
             cached = cached_run_row_hashes(site, frame, heads)
@@ -511,7 +511,7 @@ def kept_row_hashes(site: SiteData, table: str, frame: Any, heads: list[str], wh
         rows = kept.get(name)
         made[name] = rows if rows is not None and len(rows) == stop - start else \
             frame_row_hashes(site, table, frame.iloc[start:stop], heads)
-    if whole.row_hashes is None or made.keys() != kept.keys():
+    if whole.row_hashes is None or made.keys() != kept.keys() or any(made[name] is not kept[name] for name in made):
         whole.row_hashes = (heads, made)  # (one assignment: a save may be pickling it meanwhile)
         if site.analysis_cache is not None:
             site.analysis_cache.whole_annotated()
