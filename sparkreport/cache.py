@@ -1224,13 +1224,16 @@ def read_cache_pickle(path: Path | None, salt: str, field: str, *fields: str) ->
 def read_cache_pickle(path: Path | None, salt: str, field: str, *fields: str) -> Any:
     """``field`` of a cache pickle written with this CACHE_VERSION and ``salt``; {} when the file is
     missing, unreadable, damaged or from other code. With more ``fields``, one dict each, in
-    order (a field the file lacks: {})."""
+    order (a field the file lacks: {}). A file :func:`read_ahead` read is taken from there while
+    it is unchanged."""
     names = (field, *fields)
     found: list[dict[str, Any]] = [{} for _name in names]
     if path is not None and path.is_file():
         try:
-            with path.open("rb") as handle, gc_paused():
-                data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
+            data = _taken_ahead(path)
+            if data is None:
+                with path.open("rb") as handle, gc_paused():
+                    data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
             if isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("salt") == salt:
                 entries = data[field]
                 found = [entries if isinstance(entries, dict) else {},
@@ -1238,6 +1241,40 @@ def read_cache_pickle(path: Path | None, salt: str, field: str, *fields: str) ->
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, KeyError, ValueError, TypeError):
             pass
     return found[0] if not fields else tuple(found)
+
+
+#: Cache pickles :func:`read_ahead` unpickled, by path: the file's (inode, size, mtime) then,
+#: and what it held.
+_READ_AHEAD: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+
+def read_ahead(path: Path) -> None:
+    """Unpickle the cache file ``path`` now for the :func:`read_cache_pickle` that will read it:
+    what a build's process does while it waits for the store's walk (a CI job's fresh clone is
+    walked for longer than the process imports; in place it rarely waits). The next read of the
+    file takes it, if the file is unchanged since; :func:`forget_read_ahead` drops what no read
+    took."""
+    try:
+        stat = os.stat(path)
+        with open(path, "rb") as handle, gc_paused():
+            data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
+    except Exception:  # noqa: BLE001 — the read itself meets it and says so its own way
+        return
+    _READ_AHEAD[os.fspath(path)] = ((stat.st_ino, stat.st_size, stat.st_mtime_ns), data)
+
+
+def _taken_ahead(path: Path) -> Any:
+    """What :func:`read_ahead` read of ``path`` (once), if the file is still what it read; else None."""
+    kept = _READ_AHEAD.pop(os.fspath(path), None)
+    if kept is None:
+        return None
+    stat = os.stat(path)
+    return kept[1] if kept[0] == (stat.st_ino, stat.st_size, stat.st_mtime_ns) else None
+
+
+def forget_read_ahead() -> None:
+    """Drop what :func:`read_ahead` read and no read took (a build that kept its site)."""
+    _READ_AHEAD.clear()
 
 
 class AnalysisCache:

@@ -1638,3 +1638,106 @@ def test_walk_files_stats_from_open_folders_what_a_plain_walk_stats(
         pass
     walk.close()  # left half-way
     assert _open_descriptors() == before
+
+
+def test_a_cache_file_read_ahead_is_taken_once_while_it_is_unchanged(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``read_ahead`` unpickles a cache file for the read that follows (a build's process while it
+    waits for the store's walk): that read takes it without unpickling again, once; a file
+    replaced or rewritten since, or forgotten, is read from disk; a missing or damaged one is not
+    kept, and its read says {} as ever."""
+    import pickle
+
+    from sparkreport import cache
+
+    loads: list[str] = []
+    real = pickle.load
+
+    def counted(handle: Any) -> Any:
+        loads.append(handle.name)
+        return real(handle)
+
+    monkeypatch.setattr(cache.pickle, "load", counted)
+    path = tmp_path / "kept.pickle"
+    cache.write_cache_pickle(path, "salt", "entries", {"a": 1})
+
+    cache.read_ahead(path)
+    assert len(loads) == 1
+    assert cache.read_cache_pickle(path, "salt", "entries") == {"a": 1} and len(loads) == 1  # taken
+    assert cache.read_cache_pickle(path, "salt", "entries") == {"a": 1} and len(loads) == 2  # once
+
+    cache.read_ahead(path)
+    cache.write_cache_pickle(path, "salt", "entries", {"a": 2})  # replaced (a new file)
+    assert cache.read_cache_pickle(path, "salt", "entries") == {"a": 2}
+
+    cache.read_ahead(path)
+    data = path.read_bytes()
+    time.sleep(0.01)
+    path.write_bytes(data)  # rewritten in place: the same bytes, another mtime
+    loads.clear()
+    assert cache.read_cache_pickle(path, "salt", "entries") == {"a": 2} and len(loads) == 1
+    assert cache.read_cache_pickle(path, "other salt", "entries") == {}
+
+    cache.read_ahead(path)
+    cache.forget_read_ahead()
+    loads.clear()
+    assert cache.read_cache_pickle(path, "salt", "entries") == {"a": 2} and len(loads) == 1
+
+    damaged = tmp_path / "damaged.pickle"
+    damaged.write_bytes(b"not a pickle")
+    for name in (damaged, tmp_path / "missing.pickle"):
+        cache.read_ahead(name)
+        assert cache.read_cache_pickle(name, "salt", "entries") == {}
+    assert not cache._READ_AHEAD
+
+
+def test_a_build_that_waits_for_the_walk_reads_its_cache_files_meanwhile(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the store's walk has not answered (a fresh clone's walk outlasts the imports), the
+    build's process unpickles the cache files it reads once the data changed; the reads that
+    follow take them, the site is the one a build without the wait makes, and nothing read
+    ahead outlives the build."""
+    from sparkreport import cache
+    from sparkreport import site as site_module
+
+    monkeypatch.setenv("SPARKREPORT_JOBS", "2")
+    project = _project(tmp_path, phase1_store)
+    put_campaign(project / "runs", "again", sorted((project / "runs").glob("*/*/run.json")), [0, 1, 2, 3])
+    build(_options(project))
+    kept = [path.name for path in site_module.read_ahead_files(project / "build" / "cache") if path.is_file()]
+    assert {"hashes.pickle", "tables.pickle", "analysis.pickle", "analysis-whole.pickle"} <= set(kept)
+    run_json = sorted((project / "runs").glob("*/*/run.json"))[0]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] = 4343.4343
+    run_json.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+    walk = site_module._Walker.walk
+    ahead: list[str] = []
+    taken: list[str] = []
+    read, take = cache.read_ahead, cache._taken_ahead
+
+    def slow_walk(self: Any) -> Any:  # (in the walk's forked process)
+        time.sleep(1.5)
+        return walk(self)
+
+    def recorded_read(path: Path) -> None:
+        ahead.append(path.name)
+        read(path)
+
+    def recorded_take(path: Path) -> Any:
+        found = take(path)
+        if found is not None:
+            taken.append(path.name)
+        return found
+
+    monkeypatch.setattr(site_module._Walker, "walk", slow_walk)
+    monkeypatch.setattr(cache, "read_ahead", recorded_read)
+    monkeypatch.setattr(cache, "_taken_ahead", recorded_take)
+    result = build(_options(project))
+    assert not result.cached
+    assert ahead == [path.name for path in site_module.read_ahead_files(project / "build" / "cache")]
+    assert sorted(taken) == sorted(kept)  # each file there was read ahead, and taken
+    assert not cache._READ_AHEAD
+    published = project / "site" / "runs" / "files" / run_json.parent.relative_to(project / "runs") / "run.json"
+    assert json.loads(published.read_text(encoding="utf-8"))["metrics"]["output_throughput_tok_s"] == 4343.4343
+    assert "4343.4343" in (project / "build" / "docs" / "downloads" / "dataset.csv").read_text(encoding="utf-8")

@@ -128,6 +128,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         HashMemo,
         WalkRecord,
         WritesLater,
+        forget_read_ahead,
         package_digest,
         walk_store,
     )
@@ -152,6 +153,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     # dataset and the publisher each scan the store themselves.
     store_scan: StoreScan | None = None
     with contextlib.ExitStack() as stack:
+        stack.callback(forget_read_ahead)  # (what the wait for the walk read and nothing took)
+
         def publisher() -> Callable[[], RunFiles]:
             # The runs' files are published (and scanned) from the run store alone, in a forked
             # process that starts now, while this one renders and builds: see run_files_beside.
@@ -345,7 +348,7 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
     (:meth:`_Walker.publish`): ``going_on`` is then handed the answer and that publisher's
     result (when the answer comes, between two imports or after them), and the process lives
     on in ``publishing`` until the build takes the result or leaves."""
-    from sparkreport.cache import import_tuned
+    from sparkreport.cache import import_tuned, read_ahead
     from sparkreport.parallel import Background
     from sparkreport.render.preflight import refuse_early
     from sparkreport.site import incremental
@@ -374,11 +377,30 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
                 hand_on(answer)
             with contextlib.suppress(Exception):  # raised again where it is imported for use
                 import_tuned(module)  # numpy's and scipy's BLAS on one thread, pyarrow's allocator without huge pages
+        if answer is None and walker.forked:
+            # Still walking (a fresh clone's store is listed anew): the cache files the build reads
+            # once the data changed are unpickled meanwhile, one at a time between looks.
+            for path in read_ahead_files(project.cache_dir):
+                if walker.ready():
+                    break
+                read_ahead(path)
         if answer is None:
             answer = walker.result()
             if publishing is not None:  # (it publishes already: the build must take that result)
                 hand_on(answer)
         return answer
+
+
+def read_ahead_files(cache_dir: Path) -> list[Path]:
+    """The cache files a build's process reads first once the walk answers that the data changed,
+    in that order: the file digests, the stacked tables, the analysis cache and its whole tables,
+    the record of files scanned for credentials (:func:`~sparkreport.cache.read_ahead`)."""
+    from sparkreport.cache import HASHES_FILE, AnalysisCache
+    from sparkreport.dataset import StackedTables
+    from sparkreport.site.scan import ScanMemo
+
+    return [cache_dir / HASHES_FILE, cache_dir / StackedTables.FILE, cache_dir / "analysis.pickle",
+            cache_dir / AnalysisCache.WHOLE_FILE, cache_dir / ScanMemo.FILE]
 
 
 def data_changed(kept: BuildKeys | None, key: BuildKeys) -> bool:
