@@ -1300,6 +1300,8 @@ class AnalysisCache:
     (``analysis-whole.pickle``, ~6 MB at 10 000 runs), never into the journal.
     """
 
+    #: The cache's pickle, in a build's cache folder.
+    FILE = "analysis.pickle"
     #: The whole tables' file, beside the cache's pickle.
     WHOLE_FILE = "analysis-whole.pickle"
 
@@ -1665,6 +1667,6 @@ def analysis_cache(cache_dir: Path | None, held: Held | None = None,
     :class:`Held`), each render a new round of its use."""
     if cache_dir is None:
         return None
-    cache = cache_of(held, AnalysisCache, cache_dir / "analysis.pickle", package_digest(HashMemo(None)))
+    cache = cache_of(held, AnalysisCache, cache_dir / AnalysisCache.FILE, package_digest(HashMemo(None)))
     cache.renew()  # a held cache starts a new round of use (a new one has just started its first)
     return cache

@@ -493,25 +493,18 @@ def frame_row_hashes(site: SiteData, table: str, frame: Any, heads: list[str]) -
 
 def kept_row_hashes(site: SiteData, table: str, frame: Any, heads: list[str], whole: Any) -> Any:
     """:func:`row_hashes` of ``frame``, the table ``whole`` (a
-    :class:`~sparkreport.analysis.splice.Whole`) holds: each campaign's from those kept with it
-    when its columns' heads are the same (a splice keeps the unchanged campaigns'), the others'
-    computed on their rows, and all of them kept with it for the next build. None when its
-    campaigns' spans are not the frame's rows, one after another."""
+    :class:`~sparkreport.analysis.splice.Whole`) holds, one block a campaign (its spans): each
+    campaign's kept with it while the columns' heads are the same (a splice keeps the unchanged
+    campaigns'), the others' made (:func:`blocks_hashed`), and all of them kept with it for the
+    next build."""
     import numpy as np
 
-    spans = sorted(whole.spans.items(), key=lambda item: item[1])
-    if len(frame) != len(whole.frame) or [start for _name, (start, _stop) in spans] != \
-            [0, *(stop for _name, (_start, stop) in spans[:-1])] or (spans[-1][1][1] if spans else 0) != len(frame):
-        return None
-    kept: dict[str, Any] = {}
-    if whole.row_hashes is not None and whole.row_hashes[0] == heads:
-        kept = whole.row_hashes[1]
-    made: dict[str, Any] = {}
-    for name, (start, stop) in spans:
-        rows = kept.get(name)
-        made[name] = rows if rows is not None and len(rows) == stop - start else \
-            frame_row_hashes(site, table, frame.iloc[start:stop], heads)
-    if whole.row_hashes is None or made.keys() != kept.keys() or any(made[name] is not kept[name] for name in made):
+    kept: dict[str, Any] = whole.row_hashes[1] if whole.row_hashes is not None and whole.row_hashes[0] == heads else {}
+    spans = sorted(((name, start, stop) for name, (start, stop) in whole.spans.items()), key=lambda span: span[1])
+    made = dict(zip((name for name, _start, _stop in spans),
+                    blocks_hashed(site, table, frame, heads, spans, lambda name, _start, _stop: kept.get(name)),
+                    strict=True))
+    if made.keys() != kept.keys() or any(made[name] is not kept[name] for name in made):
         whole.row_hashes = (heads, made)  # (one assignment: a save may be pickling it meanwhile)
         if site.analysis_cache is not None:
             site.analysis_cache.whole_annotated()
@@ -538,31 +531,39 @@ def cached_run_row_hashes(site: SiteData, frame: Any, heads: list[str]) -> Any:
     edges = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), len(frame)]
     if len(edges) - 1 != len(names):  # (a campaign in two blocks)
         return None
+    spans = [(str(names[codes[start]]), start, stop) for start, stop in zip(edges, edges[1:], strict=False)]
     digests = campaign_digests(site.dataset, site.config.analysis)
+    if any(name not in digests for name, _start, _stop in spans):
+        return None
     columns = hashlib.sha256("\0".join(heads).encode()).hexdigest()
     folders = frame["run_path"].astype(str).tolist()
-    spans: list[tuple[int, int, str, Any]] = []
-    for start, stop in zip(edges, edges[1:], strict=False):
-        name = str(names[codes[start]])
-        if name not in digests:
-            return None
-        key = cache.key(("kind", "run-row-hashes-1"), ("columns", columns), ("runs", digests[name]),
-                        ("folders", "\0".join(folders[start:stop])))
-        rows = cache.get("run-row-hashes", key)
-        spans.append((start, stop, key, rows if rows is not None and len(rows) == stop - start else None))
-    missing = [span for span in spans if span[3] is None]
-    if len(missing) > cache.WHOLE_WHEN_MISSING * len(spans):  # (a first build: hashed at once, kept by campaign)
-        every = frame_row_hashes(site, "runs", frame, heads)
-        for start, stop, key, _rows in missing:
-            cache.put("run-row-hashes", key, every[start:stop].copy())
-        return every
-    parts = []
-    for start, stop, key, rows in spans:
-        if rows is None:
-            rows = frame_row_hashes(site, "runs", frame.iloc[start:stop], heads)
-            cache.put("run-row-hashes", key, rows)
-        parts.append(rows)
+    keys = {name: cache.key(("kind", "run-row-hashes-1"), ("columns", columns), ("runs", digests[name]),
+                            ("folders", "\0".join(folders[start:stop]))) for name, start, stop in spans}
+    kept = {name: cache.get("run-row-hashes", keys[name]) for name, _start, _stop in spans}
+    parts = blocks_hashed(site, "runs", frame, heads, spans, lambda name, _start, _stop: kept[name])
+    for (name, _start, _stop), rows in zip(spans, parts, strict=True):
+        if rows is not kept[name]:
+            cache.put("run-row-hashes", keys[name], rows)
     return np.concatenate(parts)
+
+
+def blocks_hashed(site: SiteData, table: str, frame: Any, heads: list[str], spans: list[tuple[str, int, int]],
+                  kept: Callable[[str, int, int], Any]) -> list[Any]:
+    """The row hashes (:func:`frame_row_hashes`) of each block of ``frame`` (``spans``: each
+    campaign's name, first row and end, in order): ``kept(name, start, stop)`` where it gives
+    them for that many rows, else made — block by block, or the whole table at once when most
+    blocks miss (a first build: a block's hashing costs about as much as a small table's)."""
+    from sparkreport.cache import AnalysisCache
+
+    found = [kept(*span) for span in spans]
+    found = [rows if rows is not None and len(rows) == stop - start else None
+             for rows, (_name, start, stop) in zip(found, spans, strict=True)]
+    missing = sum(rows is None for rows in found)
+    every = frame_row_hashes(site, table, frame, heads) if missing > AnalysisCache.WHOLE_WHEN_MISSING * len(spans) \
+        else None
+    return [rows if rows is not None else every[start:stop].copy() if every is not None
+            else frame_row_hashes(site, table, frame.iloc[start:stop], heads)
+            for rows, (_name, start, stop) in zip(found, spans, strict=True)]
 
 
 #: An odd 64-bit constant (2⁶⁴ over the golden ratio) that a run's hash is multiplied by before

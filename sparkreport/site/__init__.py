@@ -399,7 +399,7 @@ def read_ahead_files(cache_dir: Path) -> list[Path]:
     from sparkreport.dataset import StackedTables
     from sparkreport.site.scan import ScanMemo
 
-    return [cache_dir / HASHES_FILE, cache_dir / StackedTables.FILE, cache_dir / "analysis.pickle",
+    return [cache_dir / HASHES_FILE, cache_dir / StackedTables.FILE, cache_dir / AnalysisCache.FILE,
             cache_dir / AnalysisCache.WHOLE_FILE, cache_dir / ScanMemo.FILE]
 
 
