@@ -13,6 +13,7 @@ import markdown
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown.extensions.tables import TableProcessor
 from markdown.util import AtomicString
 from mkdocs.structure.pages import _RawHTMLPreprocessor
 
@@ -90,6 +91,18 @@ def test_pipe_tables_convert_the_same(rows: list[list[str]], align: list[str], i
     lines = ["| A | B | C |", "|" + "|".join(align) + "|", *("| " + " | ".join(r) + " |" for r in rows)]
     head = '??? note "Other"\n\n' if indent else ""
     same_both_ways(head + "\n".join(indent + line for line in lines) + "\n\nAfter.\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(row=st.text(alphabet="ab |`\\*-:", min_size=0, max_size=30))
+def test_a_row_is_split_where_the_stock_split_splits_it(row: str) -> None:
+    """A row without a backtick or a backslash is split at every pipe; the stock split gives the
+    same cells for any row."""
+    md = markdown.Markdown(extensions=["tables", FAST_EXTENSION])
+    fast = md.parser.blockprocessors["table"]
+    assert isinstance(fast, fast_markdown.PlainCellTables)
+    stock = TableProcessor(md.parser, fast.config)
+    assert fast._split(row) == stock._split(row)
 
 
 LINK_TEXT = st.text(alphabet="aZ09 .:+,/-_*`&<[]()#\\", min_size=0, max_size=10)
