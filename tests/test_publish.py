@@ -1192,6 +1192,25 @@ def test_a_build_after_a_new_run_lists_the_store_once(
     assert _bytes(root / "site") == built
 
 
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(st.lists(st.sampled_from(["a", "b", "c", "run.json", ""]), min_size=1, max_size=3),
+                      min_size=1, max_size=12),
+       pick=st.lists(st.integers(min_value=0, max_value=20), max_size=4))
+def test_what_a_folder_listed_again_must_hold_is_what_every_folders_listing_says(names: list[list[str]],
+                                                                                 pick: list[int]) -> None:
+    """The children of the few folders a build lists again (a pass over the record per folder)
+    are those of the one pass over every folder; a folder no name passes through holds nothing."""
+    from sparkreport.site.run_files import _children, _expected
+
+    record = ["runs/files/" + "/".join(parts) for parts in names]
+    every = _expected("runs/files", record)
+    if every is None:
+        return  # (a name both a file and a folder, or an empty part, somewhere: listed whole)
+    folders = sorted(every)
+    wanted = sorted({folders[i % len(folders)] for i in pick} | {"runs/files/none"})
+    assert _children(record, wanted) == {folder: every.get(folder, {}) for folder in wanted}
+
+
 def test_checked_folders_refuses_a_record_that_does_not_describe_the_folder(tmp_path: Path) -> None:
     """Folders recorded for another root, a folder missing from the record's folders, a recorded
     folder now a file: not checked (the build lists every folder instead, or links file by file)."""
@@ -1211,6 +1230,9 @@ def test_checked_folders_refuses_a_record_that_does_not_describe_the_folder(tmp_
     (live / "runs" / "files" / "c" / "empty").mkdir()
     assert folder_stats(live, "runs/files", record) is None  # an empty folder the record does not need
     (live / "runs" / "files" / "c" / "empty").rmdir()
+    (live / "runs" / "files" / "c" / "gone").mkdir()  # a folder recorded that the record no longer needs
+    assert checked_folders(live, "runs/files", record, {**dirs, "runs/files/c/gone": None}) is None
+    (live / "runs" / "files" / "c" / "gone").rmdir()
     (live / "runs" / "files" / "c" / "r" / "run.json").unlink()  # emptied by hand: listed, refused
     assert checked_folders(live, "runs/files", record, {**dirs, "runs/files/c/r": None}) is None
     assert checked_folders(live, "runs/files", [], {**dirs, "runs/files/c/r": None}) is None

@@ -403,6 +403,29 @@ def _expected(root: str, names: Collection[str]) -> dict[str, dict[str, bool]] |
     return expected
 
 
+#: Folders to list again up to which :func:`checked_folders` reads what each must hold in a pass
+#: of its own over the record's names (:func:`_children`), not all folders' in one (:func:`_expected`).
+CHILDREN_ONE_BY_ONE = 8
+
+
+def _children(names: Collection[str], folders: list[str]) -> dict[str, dict[str, bool]] | None:
+    """What each of ``folders`` (site paths) holds by ``names`` (site paths of files): name → is
+    a folder, as :func:`_expected` says it of every folder, in a pass over ``names`` per folder:
+    ~3 ms each for 20 000 names, where :func:`_expected` makes every folder's in 0.04 s. None when
+    a name is a file and a folder both in one of them, or has an empty part."""
+    out: dict[str, dict[str, bool]] = {}
+    for folder in folders:
+        prefix = folder + "/"
+        cut = len(prefix)
+        children = out[folder] = {}
+        for name in names:
+            if name.startswith(prefix):
+                part, slash, _rest = name[cut:].partition("/")
+                if children.setdefault(part, bool(slash)) != bool(slash) or not part:
+                    return None
+    return out
+
+
 def folder_stats(top: Path, root: str, names: Collection[str]) -> dict[str, FolderStat | None] | None:
     """Every folder under ``top / root`` with its stat (site paths; :data:`FolderStat`, or None
     when it changed lately or while it was listed), when ``top / root`` holds exactly the files
@@ -457,12 +480,15 @@ def checked_folders(live: Path, root: str, record: Collection[str],
             again.append((folder, stat))
     if not again:
         return out
-    expected = _expected(root, record)  # one pass over the record's names (0.03 s at 10 000 runs)
+    folders = [folder for folder, _stat in again]
+    # a pass over the record's names for each folder listed again (after one new run: the root,
+    # its campaign and its own folder), else one pass for every folder (0.04 s at 10 000 runs)
+    expected = _children(record, folders) if len(folders) <= CHILDREN_ONE_BY_ONE else _expected(root, record)
     if expected is None:
         return None
     for folder, stat in again:
         children = expected.get(folder)
-        if children is None or any(holds_folder and f"{folder}/{name}" not in dirs
+        if not children or any(holds_folder and f"{folder}/{name}" not in dirs
                                    for name, holds_folder in children.items()):
             return None  # a folder the record needs that the last build did not record
         held, now = _listed_as_stated(top, folder, children, taken_ns, stat)
