@@ -1040,6 +1040,13 @@ class RecordCache:
         self.checks[shard] = check
         self.changed.add(shard)
 
+    def put_head(self, shard: str, head: Any) -> None:
+        """Replace the head kept with ``shard``'s records (:meth:`extra`) by one made from the same
+        records: its body stays as it was put (the same check)."""
+        self._ask(shard)
+        self.extras[shard] = head
+        self.changed.add(shard)
+
     def keep_only(self, digests: Mapping[str, set[str]]) -> None:
         """Forget records no longer in the store, and shards no longer in it (the cache does not
         grow without bound). A lazy cache's shard never read keeps its file when it is wanted

@@ -143,3 +143,59 @@ def test_a_cached_load_gives_the_frames_of_an_uncached_one(tmp_path: Path, phase
     folder.rename(folder.with_name("renamed"))  # same bytes in another folder: run_path follows
     _assert_same(load_dataset(runs, cache_dir=cache), load_dataset(runs))
     assert load_dataset(runs, cache_dir=cache).runs["run_path"].str.endswith("/renamed").any()
+
+
+def test_a_campaign_whose_folder_is_as_walked_is_taken_without_looking_up_its_runs(
+        tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the build's walk's folder digests, a campaign whose folder's digest is the one its
+    shard was kept with is taken as kept: none of its run.json digests is looked up (its runs'
+    digests and records come from the shard), and the dataset is the one a read without the
+    cache gives — after a run changed, after a file beside the runs changed (another digest,
+    the same runs), after a run moved to another folder."""
+    from sparkreport.cache import HashMemo, walk_store
+
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    shutil.copytree(published_store, runs, dirs_exist_ok=True)
+    cache = tmp_path / "cache"
+    asked: list[str] = []
+    digests = HashMemo.digests
+
+    def counted(self: HashMemo, folder: Path, files: list[tuple[str, object]]) -> list[str]:
+        asked.extend(str(path) for path, _stat in files)
+        return digests(self, folder, files)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(HashMemo, "digests", counted)
+
+    def load() -> Dataset:
+        asked.clear()
+        folders = walk_store(runs).folders
+        found = load_dataset(runs, cache_dir=cache, folders=folders)
+        _assert_same(found, load_dataset(runs))
+        return found
+
+    def asked_in() -> set[str]:
+        return {Path(path).relative_to(runs).parts[0] for path in asked}
+
+    campaigns = sorted(path.name for path in runs.iterdir() if path.is_dir())
+    load()
+    assert asked_in() == set(campaigns)  # nothing kept yet
+    load()
+    assert asked == []  # every campaign as walked
+    run_json = sorted((runs / campaigns[0]).glob("*/run.json"))[0]
+    data = json.loads(run_json.read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] = 4321.5
+    run_json.write_text(json.dumps(data), encoding="utf-8")
+    load()
+    assert asked_in() == {campaigns[0]}
+    load()
+    assert asked == []
+    (run_json.parent / "notes.txt").write_text("beside the run", encoding="utf-8")  # the same runs
+    load()
+    assert asked_in() == {campaigns[0]}
+    load()
+    assert asked == []  # the shard's head took the new folder digest
+    folder = sorted((runs / campaigns[-1]).iterdir())[0]
+    folder.rename(folder.with_name(folder.name + "-moved"))
+    assert any(path.endswith("-moved") for path in load().paths)
+    assert asked_in() == {campaigns[-1]}

@@ -287,7 +287,8 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     # build, finding the key unchanged, would keep the site without it. (``store_scan``: the
     # build key's walk's own listing, made in its process: the key and the site count the same runs.)
     dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo,
-                                                                     held=held, later=later, scan=store_scan)
+                                                                     held=held, later=later, scan=store_scan,
+                                                                     folders=store_folders)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # what the name index could not decide, before any heavy work
