@@ -340,6 +340,7 @@ class Background(Generic[T]):
         self._file: Any = None
         self._then_file: Any = None
         self._process: Any = None
+        self._answered = False  # (its value read: the process is ending)
         self._in_process = True  # (False once forked: then_result never runs ``then`` here)
         if jobs() < 2 or not can_fork():
             return
@@ -388,7 +389,11 @@ class Background(Generic[T]):
             self.cancel()
             raise
         if self._then is None:
-            self.cancel(wait=5)  # it answered: it is ending
+            # It answered: it is ending. Its pipe and file are closed now; the process is reaped
+            # when the task is done with (cancel, leaving the block) instead of waited for here:
+            # a process of 150 MB takes 5–10 ms to end (the builder's, on the build's path).
+            self._answered = True
+            self._close()
         return value
 
     def then_result(self) -> Any:
@@ -408,8 +413,15 @@ class Background(Generic[T]):
         return value
 
     def cancel(self, wait: float = 0) -> None:
-        """Stop the task (given ``wait`` seconds to end by itself first)."""
+        """Stop the task (given ``wait`` seconds to end by itself first; a task that answered is
+        ending, and is waited for)."""
         self._task = None
+        self._close()
+        if self._process is not None:
+            _reap([self._process], 5 if self._answered else wait)
+            self._process = None
+
+    def _close(self) -> None:
         if self._pipe is not None:
             self._pipe.close()
             self._pipe = None
@@ -419,9 +431,6 @@ class Background(Generic[T]):
         if self._then_file is not None:
             self._then_file.close()
             self._then_file = None
-        if self._process is not None:
-            _reap([self._process], wait)
-            self._process = None
 
     def __enter__(self) -> Background[T]:
         return self

@@ -389,8 +389,12 @@ def test_behind_runs_its_work_at_the_lowest_priority_in_a_thread_and_raises_its_
 def test_background_returns_raises_and_runs_in_process_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     parent = os.getpid()
     with parallel.Background(lambda: (os.getpid(), 42)) as pending:
+        process = pending._process
         pid, value = pending.result()
+        # answered: its pipe and file closed, its process reaped when the block ends, not waited for here
+        assert pending._pipe is None and pending._file is None and pending._process is process
     assert value == 42 and (pid != parent) == parallel.can_fork()
+    assert pending._process is None and (process is None or not process.is_alive())
 
     def fails() -> int:
         raise BuildError("runs/x/run.json: cannot publish")
