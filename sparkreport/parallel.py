@@ -290,9 +290,30 @@ def two_phase(count: int, first: Callable[[int], T], decide: Callable[[list[T]],
     finally:
         for pipe in pipes:
             pipe.close()
-        # Every worker answered: each is ending. Else (a worker's error, Ctrl-C, SIGTERM here) their
-        # work is not wanted, and a worker ignores SIGINT: it is stopped now, not waited for.
-        _reap(processes, wait=5 if answered else 0)
+        # Every worker answered: each is ending, and is reaped later (set_aside). Else (a worker's
+        # error, Ctrl-C, SIGTERM here) their work is not wanted, and a worker ignores SIGINT: it is
+        # stopped now, not waited for.
+        if answered:
+            set_aside(processes)
+        else:
+            _reap(processes, wait=0)
+
+
+#: Workers that answered and are ending (:func:`set_aside`), each with the process that forked
+#: it (a forked process inherits the list, not the children), reaped as they are found ended.
+_ENDING: list[tuple[int, Any]] = []
+
+
+def set_aside(processes: Iterable[Any]) -> None:
+    """Workers that answered their last, left to end on their own instead of waited for: a
+    worker forked from a build's process of 300 MB takes 5–10 ms to end, which the fill's two
+    spent on the build's path, one after the other. Each is reaped once it has ended (by the next
+    call here; and by multiprocessing, which reaps its ended children when it starts another
+    and waits for any left when the process exits)."""
+    here = os.getpid()
+    _ENDING.extend((here, process) for process in processes)
+    # (is_alive reaps one that ended)
+    _ENDING[:] = [(owner, process) for owner, process in _ENDING if owner == here and process.is_alive()]
 
 
 def _reap(processes: Iterable[Any], wait: float) -> None:

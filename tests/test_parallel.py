@@ -113,6 +113,26 @@ def test_workers_for(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @needs_fork
+def test_workers_that_answered_are_reaped_after_they_end_not_waited_for() -> None:
+    """two_phase returns once every worker answered, without waiting for them to end; each is
+    reaped once it has (by the next set_aside): no zombie is left."""
+    import time
+
+    parallel._ENDING.clear()
+    parallel.two_phase(2, lambda index: index, lambda firsts: None, lambda index, _decided: index)
+    pids = [process.pid for _owner, process in parallel._ENDING]
+    assert len(pids) <= 2
+    deadline = time.monotonic() + 10
+    while parallel._ENDING and time.monotonic() < deadline:
+        time.sleep(0.01)
+        parallel.set_aside([])
+    assert parallel._ENDING == []
+    for pid in pids:
+        with pytest.raises(ChildProcessError):  # reaped: not a child left to wait for
+            os.waitpid(pid, os.WNOHANG)
+
+
+@needs_fork
 def test_two_phase_keeps_each_workers_state_and_reports_a_dead_worker() -> None:
     state: dict[int, int] = {}
 
