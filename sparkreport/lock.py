@@ -10,6 +10,7 @@ the owner's pid for the error message. Re-entrant within a process (``build`` re
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -61,10 +62,24 @@ def _locked(folder: Path, acquire: Callable[[int, Path], None], name: str = LOCK
         finally:
             if remove:
                 path.unlink(missing_ok=True)
-            os.close(fd)  # releases the flock
+            _unlock(fd)
+            os.close(fd)
     finally:
         with _guard:
             _held.discard(path)
+
+
+def _unlock(fd: int) -> None:
+    """Release the flock held through ``fd`` for every process that shares it: a worker forked
+    while it was held has the same open file, and one that has answered and is still ending
+    (:func:`~sparkreport.parallel.set_aside`) would otherwise keep the folder locked until it
+    has (closing our descriptor releases a flock only once no process has it open)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock was taken
+        return
+    with contextlib.suppress(OSError):  # (closing the descriptor next releases what it can)
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _same_file(fd: int, path: Path) -> bool:

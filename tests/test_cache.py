@@ -793,6 +793,28 @@ def test_a_second_render_into_the_same_folder_stops_with_one_line(tmp_path: Path
     assert result.pages and (tmp_path / "build" / LOCK_FILE).is_file()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a forked child shares the lock's open file")
+def test_a_lock_released_is_free_while_a_child_forked_under_it_still_runs(tmp_path: Path) -> None:
+    """A worker forked while the lock was held shares its open file; once the holder releases
+    the lock, the folder is free at once, even while that worker is still ending."""
+    import signal
+
+    from sparkreport.lock import output_lock
+
+    folder = tmp_path / "build"
+    with output_lock(folder):
+        child = os.fork()
+        if child == 0:  # the worker: it keeps the lock's open file until it is stopped
+            signal.pause()
+            os._exit(0)
+    try:
+        with output_lock(folder):  # a new open file, a new flock: not refused
+            pass
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+
+
 def test_exports_from_campaign_chunks_are_byte_identical_and_a_new_run_reencodes_its_campaign(
         tmp_path: Path) -> None:
     """Downloads' CSV and JSON are assembled from one kept chunk per campaign: the bytes equal an
