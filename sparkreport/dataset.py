@@ -1071,7 +1071,8 @@ def load_dataset(runs_dir: Path, *, cache_dir: Path | None = None, hashes: HashM
     (a build's :class:`~sparkreport.cache.WritesLater`). ``scan``: the store's scan
     (:meth:`~sparkreport.store.RunStore.scan`) if made already — by the build's walk, after it
     walked the store for the build key — else the store is scanned here. ``folders``: each
-    campaign folder's digest from that walk (None for one with a link): a campaign whose folder's
+    campaign folder's digest by content from that walk (:meth:`~sparkreport.cache.StoreWalk.by_content`;
+    None for one with a link; always of one kind, which the shards keep): a campaign whose folder's
     digest is the one its shard was kept with holds the same run.json files, so its runs' digests
     and records are taken from the shard as a whole, without a lookup per run.
     """

@@ -1149,3 +1149,35 @@ def test_the_first_build_after_a_cold_one_finds_the_lists_its_publisher_kept(two
     change_one_run(two_campaigns / "runs")
     build(options)  # kept by content now
     assert set(read) == {"phase1"}
+
+
+def test_a_serve_session_leaves_the_campaigns_kept_as_a_build_walked_them(two_campaigns: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build keeps each campaign's shard with its folder's digest by content; a ``serve``
+    session's own walk digests folders by stat, so its renders neither take a campaign by it nor
+    write the shards' heads again: the next build still takes every unchanged campaign as its
+    shard was kept (none of its run.json digests looked up)."""
+    from sparkreport.cache import HashMemo, RecordCache
+    from sparkreport.render import RenderSession
+    from sparkreport.site import build
+
+    options = RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns)
+    build(options)
+    heads: list[str] = []
+    put_head = RecordCache.put_head
+    monkeypatch.setattr(RecordCache, "put_head", lambda self, shard, head: heads.append(shard) or put_head(
+        self, shard, head))
+    change_one_run(two_campaigns / "runs")
+    RenderSession(options).render()
+    assert heads == []
+    asked: list[str] = []
+    digests = HashMemo.digests
+
+    def counted(self: HashMemo, folder: Path, files: list[tuple[str, object]]) -> list[str]:
+        asked.extend(Path(path).parent.parent.name for path, _stat in files)
+        return digests(self, folder, files)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(HashMemo, "digests", counted)
+    change_one_run(two_campaigns / "runs", "qwen72b-native-iter01")
+    build(options)
+    assert heads == [] and "phase1-published" not in asked and "phase1" in asked

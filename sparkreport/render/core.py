@@ -286,9 +286,12 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     # next key; the other way round the key would count a run this site lacks, and the next
     # build, finding the key unchanged, would keep the site without it. (``store_scan``: the
     # build key's walk's own listing, made in its process: the key and the site count the same runs.)
+    # The campaign folders' digests by content (a build's walk) let the dataset take a campaign as
+    # its shard was kept; a session's own walk digests them by stat, which a build's shard heads,
+    # kept by content, would never match (each would be rewritten at every render and build).
     dataset = loaded.dataset if loaded is not None else load_dataset(runs_dir, cache_dir=cache_dir, hashes=memo,
                                                                      held=held, later=later, scan=store_scan,
-                                                                     folders=store_folders)
+                                                                     folders=store_folders if session is None else None)
     if dataset.is_empty():
         raise BuildError(f"{runs_dir}: no runs to render — ingest results first (`sparkreport ingest FILE`)")
     preflight(dataset, config, root / "docs")  # what the name index could not decide, before any heavy work
