@@ -508,3 +508,34 @@ def test_grouped_gives_each_groups_rows_as_groupby_does_whatever_is_asked_first(
             assert groups.get(key) is None and groups.cells(key, "value") is None
             assert groups.among(key, "value", {"0"}) is None
     assert sorted(groups) == sorted(expected) and len(groups) == len(expected)
+
+
+def test_the_arms_of_some_campaigns_are_those_of_the_whole_table(tmp_path: Path, phase1_store: Path,
+                                                                 published_store: Path) -> None:
+    """The arm table made for the campaigns a page shows (one at a time, then the rest at once)
+    lists, for each, what the table of every campaign lists of it, in the same order."""
+    from store_helpers import put_campaign
+
+    from sparkreport.config import ProjectConfig
+    from sparkreport.dataset import load_dataset
+    from sparkreport.render import builtin
+    from sparkreport.render.context import SiteData, build_site_data
+
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    shutil.copytree(published_store, runs, dirs_exist_ok=True)
+    sources = sorted(phase1_store.glob("*/*/run.json"))
+    for i in range(builtin.ARMS_ONE_BY_ONE + 2):
+        put_campaign(runs, f"c{i}", sources, list(range(i, 40, 3)))
+
+    def site() -> SiteData:
+        return build_site_data(load_dataset(runs), ProjectConfig(), runs, "test", tmp_path)
+
+    whole = site()
+    campaigns = sorted(map(str, whole.dataset.campaigns()))
+    every = builtin.arm_table(whole, campaigns)
+    assert {a["campaign"] for a in every} == set(campaigns) and any(a["published"] for a in every)
+    one_by_one = site()
+    for campaign in campaigns:  # the first ARMS_ONE_BY_ONE made alone, the rest in one pass
+        assert builtin.arm_table(one_by_one, [campaign]) == [a for a in every if a["campaign"] == campaign]
+    assert builtin.arm_table(one_by_one, campaigns[:3]) == [a for a in every if a["campaign"] in campaigns[:3]]

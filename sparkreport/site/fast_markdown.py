@@ -95,7 +95,7 @@ class PlainCellTables(TableProcessor):
 
     def _split(self, row: str) -> list[str]:
         # Without a backtick or a backslash, the stock split's pattern finds only pipes, none of
-        # them inside a code span: every pipe splits (a fifth of a big table's conversion).
+        # them inside a code span: every pipe splits (about half of a big table's conversion).
         if "`" not in row and "\\" not in row:
             return row.split("|")
         return super()._split(row)

@@ -489,7 +489,7 @@ def checked_folders(live: Path, root: str, record: Collection[str],
     for folder, stat in again:
         children = expected.get(folder)
         if not children or any(holds_folder and f"{folder}/{name}" not in dirs
-                                   for name, holds_folder in children.items()):
+                               for name, holds_folder in children.items()):
             return None  # a folder the record needs that the last build did not record
         held, now = _listed_as_stated(top, folder, children, taken_ns, stat)
         if not held:
