@@ -231,8 +231,11 @@ def test_methodology_is_read_from_the_records(rendered: RenderResult) -> None:
                  "container image nvcr.io/nvidia/tensorrt-llm/release:spark-single-gpu-dev"):
         assert fact in held, fact
     assert "**Inclusion rule:** Runs with a non-zero exit code are excluded" in text
-    arm = table_rows(text, ("phase1", "gpt-oss-120b", "native"))
-    assert arm and arm[0][3:5] == ["13 / 13", "none"]
+    arms = text.split("## What each arm contains", 1)[1].split("\n## ", 1)[0]
+    assert "**[phase1](../campaigns/phase1/index.md)**\n\n| Model | native |" in arms
+    environments = table_rows(arms, ("Model",))[0][1:]
+    arm = table_rows(arms, ("gpt-oss-120b",))
+    assert arm and arm[0][1 + environments.index("native")] == "13 / 13" and "Left out" not in arms
     # how the environments differ: only the details that differ, baseline first, no dumps
     levels = table_rows(text, ("native", "chroot"))
     assert levels and table_rows(text, ("container", "container"))
@@ -1273,3 +1276,9 @@ def test_the_quality_page_lists_the_runs_the_statistics_leave_out(tmp_path: Path
     left_out = text.split("## Runs the statistics leave out", 1)[1].split("\n## ", 1)[0]
     assert table_rows(left_out, ("`m.docker.i4`",)) == [["`m.docker.i4`", "m", "docker", "failed run (exit code 1)"]]
     assert len([line for line in left_out.splitlines() if line.startswith("| `")]) == 1
+    # Methodology counts it in its arm's cell and names it under the campaign's table
+    method = (tmp_path / "build" / "docs" / "methodology" / "index.md").read_text(encoding="utf-8")
+    arms = method.split("## What each arm contains", 1)[1].split("\n## ", 1)[0]
+    assert ("**[smoke](../campaigns/smoke/index.md)**\n\n| Model | native | docker |\n|---|---|---|\n"
+            "| m | 4 / 4 | 3 / 4 |\n\nLeft out of the statistics (each with why; every one is on "
+            "[Data quality](../quality/index.md)):\n\n- m, docker — `m.docker.i4`: failed run (exit code 1)\n") in arms

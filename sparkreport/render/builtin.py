@@ -244,7 +244,7 @@ class MethodologyPage(Page):
             "described": described, "groups": design_groups(described),
             "earlier": [c for c in campaigns(site) if c.name in earlier],
             "sources": sources,
-            "arms": arm_table(site, shown),
+            "arms": arm_matrices(site, arm_table(site, shown)),
             "options": site.config.analysis,
             "ratio_interval": RATIO_INTERVAL_METHOD.format(level=site.confidence_label),
             "history_method": history_method(site),
@@ -371,6 +371,58 @@ def arm_table(site: SiteData, campaigns: Collection[str]) -> list[dict[str, Any]
 
 #: Campaigns whose arms :func:`arm_table` makes as they are asked for before it makes all the rest.
 ARMS_ONE_BY_ONE = 4
+
+#: At most this many runs left out of an arm are named under its campaign's table ("… and 4 more").
+LEFT_OUT_NAMED = 3
+
+
+def arm_matrices(site: SiteData, arms: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`arm_table`'s arms as a reader takes them in: one table per campaign (its title and
+    page), a row per model and a column per environment (the baseline first, then as the arms
+    list them), each cell the runs used of those recorded ("20 / 20"; "published, n = 10" for a
+    published arm; "—" where the model has no arm), and the runs left out named under the table,
+    arm by arm; neighbouring campaigns whose tables are the same (releases of one design) share
+    one, under all their titles. A table with the campaign in every row said its title four to
+    six times over."""
+    from sparkreport.render.report import campaigns as campaign_list
+
+    baseline = site.config.baseline_of("environment")
+    pages = {c.name: c for c in campaign_list(site)}
+    tables: dict[str, dict[str, Any]] = {}
+    for arm in arms:
+        name = str(arm["campaign"])
+        table = tables.get(name)
+        if table is None:
+            page = pages.get(name)
+            table = tables[name] = {"campaigns": [{"name": name, "title": page.title if page is not None else name,
+                                                   "path": page.path if page is not None else None}],
+                                    "environments": [], "models": {}, "left_out": []}
+        env, model = str(arm["environment"]), str(arm["model_name"])
+        if env not in table["environments"]:
+            table["environments"].append(env)
+        text = f"published, n = {arm['n']}" if arm["published"] else f"{arm['included']} / {arm['recorded']}"
+        cells = table["models"].setdefault(model, {})
+        cells[env] = f"{cells[env]}; {text}" if env in cells else text
+        excluded = arm.get("excluded") or []
+        if excluded:
+            table["left_out"].append({"model_name": model, "environment": env,
+                                      "runs": excluded[:LEFT_OUT_NAMED],
+                                      "more": max(0, len(excluded) - LEFT_OUT_NAMED)})
+    out = []
+    for table in tables.values():
+        envs = table["environments"]
+        if baseline in envs:
+            envs.remove(baseline)
+            envs.insert(0, baseline)
+        models = table.pop("models")
+        table["rows"] = [{"model_name": model, "cells": [cells.get(env, "—") for env in envs]}
+                         for model, cells in models.items()]
+        same = out and all(out[-1][key] == table[key] for key in ("environments", "rows", "left_out"))
+        if same:  # neighbouring campaigns of one design, the same arms: one table says it for them all
+            out[-1]["campaigns"] += table["campaigns"]
+        else:
+            out.append(table)
+    return out
 
 
 def _arm_table(site: SiteData, campaigns: Collection[str]) -> list[dict[str, Any]]:
@@ -919,7 +971,7 @@ class CampaignPage(Page):
             "groups": [g for g in grouped_findings(site) if g["campaign"] == campaign.name],
             "observation": cgroup_observation(site, campaign.name),
             "method": described_campaigns(site, [campaign])[0] if method_here else None,
-            "arms": arm_table(site, [campaign.name]) if method_here else [],
+            "arms": arm_matrices(site, arm_table(site, [campaign.name])) if method_here else [],
         }
         doc.charts = self.campaign_charts(site, campaign.name, rows)
         chart = forest_chart([e for e in rows if e["primary"]] or rows, name="effects",
