@@ -408,7 +408,7 @@ def arm_matrices(site: SiteData, arms: list[dict[str, Any]]) -> list[dict[str, A
             table["left_out"].append({"model_name": model, "environment": env,
                                       "runs": excluded[:LEFT_OUT_NAMED],
                                       "more": max(0, len(excluded) - LEFT_OUT_NAMED)})
-    out = []
+    out: list[dict[str, Any]] = []
     for table in tables.values():
         envs = table["environments"]
         if baseline in envs:
