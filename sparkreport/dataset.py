@@ -7,6 +7,7 @@ published without per-run data. A metric a source did not report is NaN, never 0
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -1358,10 +1359,11 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
     try:
         frame = dataset.runs
         if suffix == ".csv":
-            header = csv_safe(frame.iloc[:0]).to_csv(index=False)
+            header = csv_safe(frame.iloc[:0]).to_csv(index=False).encode("utf-8")
             rows = export_chunks(dataset, "csv", lambda part: csv_safe(part).to_csv(index=False, header=False),
                                  chunks, split=_csv_by_campaign)
-            _write_parts(tmp, [header.encode("utf-8"), *rows])
+            _write_parts(tmp, [header, *(chunk.data for chunk in rows)])
+            _vouch_pieces(chunks, out.name, [(header, b""), *((chunk, b"") for chunk in rows)])
         elif suffix == ".parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -1389,12 +1391,16 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
             empty = '\n "runs": [],\n'
             if items:  # the items written where the empty list is, without joining 25 MB into one text
                 head, _empty, tail = text.partition(empty)
-                parts = [f'{head}\n "runs": [\n'.encode(), *(piece for i, item in enumerate(items)
-                                                            for piece in ((b",\n", item) if i else (item,))),
-                         f"\n ],\n{tail}".encode()]
+                opening, closing = f'{head}\n "runs": [\n'.encode(), f"\n ],\n{tail}".encode()
+                parts = [opening, *(piece for i, item in enumerate(items)
+                                    for piece in ((b",\n", item.data) if i else (item.data,))), closing]
                 _write_parts(tmp, parts)
+                # each item's last line is followed by the comma that joins it to the next (the last
+                # item's is not: what is clean with a comma after it is clean without)
+                _vouch_pieces(chunks, out.name, [(opening, b""), *((item, b",") for item in items), (closing, b"")])
             else:
                 _write_parts(tmp, [text.encode("utf-8")])
+                _vouch_pieces(chunks, out.name, [(text.encode("utf-8"), b"")])
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -1407,12 +1413,91 @@ class ExportChunks:
     """Where :func:`export` keeps its per-campaign chunks: one file per chunk under
     ``folder/<kind>/`` (``build/cache/exports/``), named by the digest of what it encodes and
     ``salt`` (the package's digest: other code, other chunks). ``computed`` and ``reused``
-    count chunks per kind (what a test reads)."""
+    count chunks per kind (what a test reads).
+
+    ``vouch_pieces``: the publish-time scan of pieces of text, each whole lines (the indices of
+    those it finds no possible credential in; None when it cannot say — see
+    :func:`~sparkreport.site.scan.clean_pieces`). With it, :func:`export` has the CSV and JSON it
+    writes scanned piece by piece: a chunk found clean is listed, with the size, mtime and inode
+    of its file, in its folder's ``vouched`` file and is not scanned again while its file keeps
+    them (a chunk edited by hand is scanned again, as publishing's own memo does), so after a new
+    run only its campaign's chunk and the file's head and tail are read — not the 31 MB written.
+    ``vouched`` names the files all of whose pieces were found clean: files the whole-file scan
+    would pass, since its prefilter reads line by line."""
 
     folder: Path
     salt: str = ""
     computed: dict[str, int] = field(default_factory=dict)
     reused: dict[str, int] = field(default_factory=dict)
+    vouch_pieces: Callable[[list[bytes]], set[int] | None] | None = None
+    vouched: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class Chunk:
+    """One campaign's rows of an export, encoded (:func:`export_chunks`): its bytes, the file it is
+    kept in and that file's (size, mtime_ns, inode), and whether a scan found it clean as it is."""
+
+    data: bytes
+    path: Path | None = None
+    stamp: tuple[int, int, int] | None = None
+    clean: bool = False
+
+
+#: In a kind's folder of chunks: a line per chunk the scan found clean, "<file> <size> <mtime_ns> <inode>".
+VOUCHED_FILE = "vouched"
+
+
+def _stamp(stat: os.stat_result) -> tuple[int, int, int]:
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
+def _read_vouched(folder: Path) -> dict[str, tuple[int, int, int]]:
+    """A kind's chunks found clean (:data:`VOUCHED_FILE`), by file name; {} when unreadable."""
+    try:
+        lines = (folder / VOUCHED_FILE).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    out: dict[str, tuple[int, int, int]] = {}
+    for line in lines:
+        name, *numbers = line.split(" ")
+        if len(numbers) == 3 and all(n.isdigit() for n in numbers):
+            out[name] = (int(numbers[0]), int(numbers[1]), int(numbers[2]))
+    return out
+
+
+def _write_vouched(folder: Path, vouched: Mapping[str, tuple[int, int, int]]) -> None:
+    from sparkreport.cache import _atomic_bytes
+
+    text = "".join(f"{name} {size} {mtime} {inode}\n" for name, (size, mtime, inode) in sorted(vouched.items()))
+    with contextlib.suppress(OSError):  # (the list spares a later scan; without it the chunks are scanned again)
+        _atomic_bytes(folder / VOUCHED_FILE, text.encode("utf-8"))
+
+
+def _vouch_pieces(chunks: ExportChunks | None, name: str,
+                  pieces: list[tuple[bytes | Chunk, bytes]]) -> None:
+    """The file ``name``, written as ``pieces`` (each whole lines: a text of the file's own, or a
+    chunk and what follows it on its last line in the file), vouched for when every piece is
+    clean — the chunks an earlier build found clean are not scanned again (nor copied to add what
+    follows them: 25 MB of JSON); those found clean now are listed (:class:`ExportChunks`)."""
+    if chunks is None or chunks.vouch_pieces is None:
+        return
+    unknown = [(piece, after) for piece, after in pieces if not isinstance(piece, Chunk) or not piece.clean]
+    texts = [piece.data + after if isinstance(piece, Chunk) else piece + after for piece, after in unknown]
+    clean = chunks.vouch_pieces(texts) if texts else set()
+    if clean is None:
+        return
+    found = [piece for index, (piece, _after) in enumerate(unknown) if index in clean and isinstance(piece, Chunk)
+             and piece.path is not None and piece.stamp is not None]
+    if found:
+        folder = cast(Path, found[0].path).parent
+        vouched = _read_vouched(folder)
+        for chunk in found:
+            chunk.clean = True
+            vouched[cast(Path, chunk.path).name] = cast(tuple[int, int, int], chunk.stamp)
+        _write_vouched(folder, vouched)
+    if len(clean) == len(unknown):
+        chunks.vouched.add(name)
 
 
 #: Part of an export chunk's key: another layout of the chunks drops them.
@@ -1427,7 +1512,7 @@ def _write_parts(path: str, parts: list[bytes]) -> None:
 
 def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], str],
                   chunks: ExportChunks | None,
-                  split: Callable[[pd.DataFrame, list[np.ndarray]], list[str] | None] | None = None) -> list[bytes]:
+                  split: Callable[[pd.DataFrame, list[np.ndarray]], list[str] | None] | None = None) -> list[Chunk]:
     """``encode`` of each campaign's rows of the runs table, as UTF-8, in table order (the table is sorted
     by campaign first), read back from ``chunks`` when the campaign's runs (their run.json
     digests and folders) and the table's columns are as they were. Without ``chunks`` or for an
@@ -1436,8 +1521,8 @@ def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], 
     encoded in one pass and cut at the campaigns (``split(frame, rows per campaign)``; None when
     it cannot be cut, e.g. a CSV cell holding a line break): one pass over 10 000 runs costs
     about half of fifty (0.76 against 1.75 s for the CSV), and the next build, which adds a run,
-    finds every other campaign's chunk. Chunks no longer used are removed. Empty chunks are left
-    out."""
+    finds every other campaign's chunk. Chunks no longer used are removed (and dropped from the
+    list of those found clean: :class:`ExportChunks`). Empty chunks are left out."""
     import numpy as np
 
     from sparkreport.cache import _atomic_bytes, inputs_digest
@@ -1446,9 +1531,11 @@ def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], 
     if frame.empty:
         return []
     if chunks is None:
-        return [encode(frame).encode("utf-8")]
+        return [Chunk(encode(frame).encode("utf-8"))]
     folder = chunks.folder / kind
     folder.mkdir(parents=True, exist_ok=True)
+    present = set(os.listdir(folder))
+    vouched = _read_vouched(folder) if VOUCHED_FILE in present else {}
     layout = repr([(str(column), str(dtype)) for column, dtype in frame.dtypes.items()])
     groups = [np.asarray(rows) for rows in sorted(frame.groupby("campaign", sort=False).indices.values(),
                                                   key=lambda rows: rows[0])]
@@ -1458,25 +1545,31 @@ def export_chunks(dataset: Dataset, kind: str, encode: Callable[[pd.DataFrame], 
         key = inputs_digest([("kind", f"export-{kind}-{EXPORT_CHUNKS}"), ("salt", chunks.salt), ("layout", layout),
                              ("runs", dataset.digest_of(run_ids[rows])), ("paths", "\0".join(run_paths[rows]))])
         paths.append(folder / f"{key}.txt")
-    out: list[bytes | None] = []
+    out: list[Chunk | None] = []
     for path in paths:
-        try:
-            out.append(path.read_bytes())  # bytes: a CSV cell may hold a lone \r
-        except OSError:
-            out.append(None)
+        chunk = None
+        if path.name in present:
+            try:
+                with open(path, "rb") as handle:  # bytes: a CSV cell may hold a lone \r
+                    stamp = _stamp(os.fstat(handle.fileno()))
+                    chunk = Chunk(handle.read(), path, stamp, vouched.get(path.name) == stamp)
+            except OSError:
+                pass
+        out.append(chunk)
     missing = [i for i, chunk in enumerate(out) if chunk is None]
     chunks.reused[kind] = chunks.reused.get(kind, 0) + len(groups) - len(missing)
     whole = split(frame, groups) if split is not None and missing and 3 * len(missing) >= len(groups) else None
     for i in missing:
-        chunk = (whole[i] if whole is not None else encode(frame.iloc[groups[i]])).encode("utf-8")
-        _atomic_bytes(paths[i], chunk)
+        data = (whole[i] if whole is not None else encode(frame.iloc[groups[i]])).encode("utf-8")
+        _atomic_bytes(paths[i], data)
         chunks.computed[kind] = chunks.computed.get(kind, 0) + 1
-        out[i] = chunk
+        out[i] = Chunk(data, paths[i], _stamp(os.stat(paths[i])))
     used = {path.name for path in paths}
-    for stale in folder.iterdir():
-        if stale.name not in used:
-            stale.unlink(missing_ok=True)
-    return [chunk for chunk in out if chunk]
+    for stale in present - used - {VOUCHED_FILE}:
+        (folder / stale).unlink(missing_ok=True)
+    if vouched.keys() - used:
+        _write_vouched(folder, {name: stamp for name, stamp in vouched.items() if name in used})
+    return [chunk for chunk in out if chunk is not None and chunk.data]
 
 
 def _contiguous(groups: list[np.ndarray]) -> bool:

@@ -856,6 +856,76 @@ def test_exports_from_campaign_chunks_are_byte_identical_and_a_new_run_reencodes
     assert other.computed == {"csv": campaigns, "json": campaigns}
 
 
+def test_the_downloads_are_vouched_for_chunk_by_chunk(tmp_path: Path) -> None:
+    """With the scan's piecewise vouching, an exported CSV or JSON is vouched for when every piece
+    of it is clean — what the whole-file scan says of it. The first export scans each campaign's
+    chunk and the file's head (and the JSON's tail); the next only what is new: a new run's
+    campaign's chunk, a chunk whose file changed since it was found clean. A run with a credential
+    shape leaves the file unvouched, for the whole-file scan to read and report."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from history_store import write_history_store
+
+    from sparkreport.dataset import VOUCHED_FILE, ExportChunks, export
+    from sparkreport.schema import RunRecord
+    from sparkreport.site.scan import clean_pieces, vouch
+    from sparkreport.store import RunStore
+
+    runs = write_history_store(tmp_path / "runs", runs=2, campaign_per_version=True)
+    scanned: list[bytes] = []
+
+    def pieces(texts: list[bytes]) -> set[int] | None:
+        scanned.extend(texts)
+        return clean_pieces(texts)
+
+    def exported(folder: str) -> ExportChunks:
+        scanned.clear()
+        chunks = ExportChunks(tmp_path / "exports", salt="code", vouch_pieces=pieces)
+        for name in ("dataset.csv", "dataset.json"):
+            export(load_dataset(runs), tmp_path / folder / name, chunks=chunks)
+        return chunks
+
+    files = [(name, str(tmp_path / "first" / name)) for name in ("dataset.csv", "dataset.json")]
+    campaigns = len(load_dataset(runs).campaigns())
+    assert exported("first").vouched == {"dataset.csv", "dataset.json"} == vouch(files)
+    assert len(scanned) == (1 + campaigns) + (2 + campaigns)  # each chunk; the heads, the JSON's tail
+    assert exported("again").vouched == {"dataset.csv", "dataset.json"} and len(scanned) == 3
+    assert b"v0.21.0" not in b"".join(scanned)
+
+    base = next(r for r in load_dataset(runs).records if r.campaign == "v0.21.0")
+    RunStore(runs).write(RunRecord.from_dict({**base.to_dict(), "run_id": "native-0.21.0-extra", "iteration": 3}), [])
+    assert exported("grown").vouched == {"dataset.csv", "dataset.json"}
+    assert len(scanned) == 3 + 2 and sum(b"native-0.21.0-extra" in text for text in scanned) == 2
+    chunk = next(p for p in (tmp_path / "exports" / "csv").iterdir() if p.name != VOUCHED_FILE)
+    os.utime(chunk, ns=(time.time_ns(), time.time_ns() + 10**9))  # changed by hand since it was found clean
+    assert exported("touched").vouched == {"dataset.csv", "dataset.json"} and len(scanned) == 3 + 1
+
+    # a credential shape written into a record by hand (the store scrubs what it writes itself)
+    record = next(runs.glob("v0.21.0/*/run.json"))
+    data = json.loads(record.read_text(encoding="utf-8"))
+    data["model"]["name"] = "hf_" + "Q7x" * 8
+    record.write_text(json.dumps(data), encoding="utf-8")
+    leaked = exported("leaked")
+    assert b"hf_Q7x" in (tmp_path / "leaked" / "dataset.csv").read_bytes()
+    assert leaked.vouched == set()
+    assert vouch([(name, str(tmp_path / "leaked" / name)) for name in ("dataset.csv", "dataset.json")]) == set()
+    # without grep the scan says nothing piece by piece: the files are left to the whole-file scan
+    blind = ExportChunks(tmp_path / "exports-blind", salt="code", vouch_pieces=lambda _texts: None)
+    export(load_dataset(runs), tmp_path / "blind.csv", chunks=blind)
+    assert blind.vouched == set() and not (tmp_path / "exports-blind" / "csv" / VOUCHED_FILE).exists()
+
+
+def test_the_prefilter_matches_the_same_whatever_follows_a_line() -> None:
+    """A JSON chunk is scanned with the comma that follows its last line in the file, and vouched
+    for wherever it lands — also last, with no comma: sound only while no part of the prefilter
+    looks past its match (an end anchor, a word boundary)."""
+    from sparkreport.site.scan import PREFILTER_ERE
+
+    for anchor in ("$", "\\b", "\\B", "\\>", "\\W"):
+        assert anchor not in PREFILTER_ERE, anchor
+
+
 def test_export_cut_in_one_pass_is_each_campaign_encoded_alone(tmp_path: Path) -> None:
     """The chunks a cold build cuts from one pass over the table are, byte for byte, what encoding
     each campaign's rows alone gives — also with cells a spreadsheet would run (neutralised) and

@@ -1321,10 +1321,11 @@ def test_the_downloads_scan_vouches_only_for_the_text_files_it_found_clean(tmp_p
             (folder / name).write_text(text, encoding="utf-8")
         return [{"name": name, "sha256": sha256_file(folder / name)} for name in texts]
 
-    from sparkreport.site.scan import vouch
+    from sparkreport.render.core import Vouch
+    from sparkreport.site.scan import clean_pieces, vouch
 
     monkeypatch.setattr(builtin, "write_downloads", written)
-    files, clean = builtin.scanned_downloads(cast(Any, None), tmp_path / "downloads", None, vouch)
+    files, clean = builtin.scanned_downloads(cast(Any, None), tmp_path / "downloads", None, Vouch(vouch, clean_pieces))
     assert [f["name"] for f in files] == ["dataset.csv", "dataset.json", "dataset.parquet"]
     written = os.stat(tmp_path / "downloads" / "dataset.csv")  # (its stamp: publishing knows it by that)
     assert clean == {"dataset.csv": [written.st_ino, written.st_size, written.st_mtime_ns, files[0]["sha256"]]}

@@ -788,13 +788,19 @@ def scanned_downloads(dataset: Dataset, folder: Path, chunks: ExportChunks | Non
     """:func:`write_downloads`, then the publish-time scan of what it wrote (``vouch``, which
     the site hands the render: the CSV and JSON, tens of MB at 10 000 runs, new bytes after
     every new run): the files, and of each the scan read and found clean, its name → its
-    (inode, size, mtime_ns, sha256) as written. Run where they are written, beside the render,
+    (inode, size, mtime_ns, sha256) as written. The CSV and JSON are scanned as they are
+    assembled from their campaigns' chunks, each chunk once (:class:`~sparkreport.dataset.ExportChunks`):
+    after a new run, its campaign's rows, not the tens of MB. Run where they are written, beside the render,
     it leaves the build's publishing nothing to read: the file is moved into the docs folder
     and linked into the site (:mod:`sparkreport.site.reuse_plugin`) as it is, so publishing
     knows it by that stamp (:class:`~sparkreport.site.scan.ScanMemo`), and by its sha256 where
     it was copied."""
+    if chunks is not None and vouch is not None:
+        chunks.vouch_pieces = vouch.pieces  # the CSV and JSON scanned as they are assembled, chunk by chunk
     files = write_downloads(dataset, folder, chunks)
-    clean = vouch([(f["name"], str(folder / f["name"])) for f in files]) if vouch is not None else set()
+    vouched = chunks.vouched if chunks is not None else set()
+    clean = (vouched | vouch.files([(f["name"], str(folder / f["name"])) for f in files if f["name"] not in vouched])
+             if vouch is not None else set())
     stamps: dict[str, list[Any]] = {}
     for file in files:
         if file["name"] in clean:

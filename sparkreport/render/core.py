@@ -55,10 +55,19 @@ class RenderOptions:
     command: str | None = None
 
 
-#: The publish-time scan as the site hands it to the render (which sits below the site and
-#: imports none of it): of some files ((site path, path) each), the site paths of those it read
-#: and found no credential shape in.
-Vouch = Callable[[list[tuple[str, str]]], set[str]]
+@dataclass(frozen=True)
+class Vouch:
+    """The publish-time scan as the site hands it to the render (which sits below the site and
+    imports none of it)."""
+
+    #: Of some files ((site path, path) each), the site paths of those it read and found no
+    #: credential shape in (:func:`~sparkreport.site.scan.vouch`).
+    files: Callable[[list[tuple[str, str]]], set[str]]
+    #: Of pieces of a file's text, each whole lines, the indices of those a file may be made of
+    #: and still be vouched for (:func:`~sparkreport.site.scan.clean_pieces`); None when the scan
+    #: cannot vouch piece by piece (no grep). The Downloads files are vouched for so, from their
+    #: campaigns' chunks (:class:`~sparkreport.dataset.ExportChunks`).
+    pieces: Callable[[list[bytes]], set[int] | None] | None = None
 
 
 @dataclass

@@ -135,12 +135,12 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     from sparkreport.early import INDEX_FILE, refresh_index
     from sparkreport.parallel import behind, can_fork, jobs
     from sparkreport.render import render
-    from sparkreport.render.core import result_from_state
+    from sparkreport.render.core import Vouch, result_from_state
     from sparkreport.site import incremental, publish
     from sparkreport.site.builders import get_builder
     from sparkreport.site.mkdocs_site import PROJECT_CONFIG, write_config
     from sparkreport.site.reuse import Reuse, ReusePlan
-    from sparkreport.site.scan import vouch
+    from sparkreport.site.scan import clean_pieces, vouch
     from sparkreport.site.titles import make_titles_inert
 
     name = project_builder(project, builder_name)
@@ -245,7 +245,8 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         result = render(project, checked=True, store_folders=folders, store_scan=store_scan, hashes=memo,
                         # (the checks ran above)
                         build_data_key=key.data, same_data=same_data, commit=key.commit, commit_known=True,
-                        analysed=standby.wake if standby is not None else None, later=later, vouch=vouch)
+                        analysed=standby.wake if standby is not None else None, later=later,
+                        vouch=Vouch(vouch, clean_pieces))
         if run_files is None:
             carried = kept_run_files(target, cache_dir, result) if result.data_kept else None
             run_files = publisher() if carried is None else _given(carried)

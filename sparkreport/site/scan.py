@@ -253,10 +253,10 @@ def _prefiltered(paths: list[str], grep: str) -> set[str] | None:
     return found
 
 
-def _gzip_candidates(datas: list[bytes], grep: str) -> set[int] | None:
-    """Indices of the decompressed files that ``grep -E`` finds a possible credential in: one
-    grep per 64 MiB batch of files, joined by newlines (a match never spans a line), its
-    ``-b`` byte offsets mapped back to files; None when grep failed."""
+def _candidates(datas: list[bytes], grep: str) -> set[int] | None:
+    """Indices of the texts (decompressed files, pieces of a file) that ``grep -E`` finds a
+    possible credential in: one grep per 64 MiB batch of texts, joined by newlines (a match never
+    spans a line), its ``-b`` byte offsets mapped back to texts; None when grep failed."""
     import bisect
     import subprocess
 
@@ -282,6 +282,17 @@ def _gzip_candidates(datas: list[bytes], grep: str) -> set[int] | None:
             if offset.isdigit():
                 found.add(first + bisect.bisect_right(starts, int(offset)) - 1)
     return found
+
+
+def clean_pieces(pieces: list[bytes]) -> set[int] | None:
+    """Of ``pieces`` of a file's text, each whole lines, the indices of those in which the
+    prefilter (``grep -E`` with :data:`PREFILTER_ERE`) finds nothing: a file all of whose pieces
+    are clean is one :func:`scan_files` reads no further, and :func:`vouch` vouches for (the
+    prefilter reads line by line, and a line lies in one piece). None without grep — the full
+    scan, which then reads every file, may match across lines — or when grep failed."""
+    grep = _grep()
+    found = _candidates(pieces, grep) if grep is not None else None
+    return None if found is None else set(range(len(pieces))) - found
 
 
 def is_binary(name: str) -> bool:
@@ -493,7 +504,7 @@ def _packed_findings(files: list[tuple[str, str]], grep: str | None) -> dict[str
             batch.append((relative, path, data))
             size += len(data)
             index += 1
-        hits = _gzip_candidates([data for _r, _p, data in batch], grep) if grep is not None else None
+        hits = _candidates([data for _r, _p, data in batch], grep) if grep is not None else None
         for k, (relative, path, data) in enumerate(batch):
             if hits is None or k in hits:
                 found = _file_findings(relative, data)
