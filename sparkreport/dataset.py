@@ -11,6 +11,7 @@ import contextlib
 import functools
 import hashlib
 import io
+import itertools
 import json
 import math
 import os
@@ -1346,16 +1347,16 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
     from one chunk per campaign, kept by the digest of the campaign's runs
     (:func:`export_chunks`), so a new run re-encodes its campaign only; the bytes are those of
     an export without them.
-    """
-    import os
-    import tempfile
 
+    The file has the permissions any new file gets here (0644 under the usual umask), not a
+    temporary file's 0600: it is published (the Downloads page), and a web server running as
+    another user must be able to read it.
+    """
     suffix = out.suffix.lower()
     if suffix not in EXPORT_SUFFIXES:
         raise DataError(f"{out}: unknown output type {suffix or '(none)'} — use .csv, .parquet or .json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    os.close(fd)
+    tmp = _new_file_beside(out)
     try:
         frame = dataset.runs
         if suffix == ".csv":
@@ -1406,6 +1407,20 @@ def export(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = None) -
         Path(tmp).unlink(missing_ok=True)
         raise
     return out
+
+
+def _new_file_beside(out: Path) -> str:
+    """A new, empty file beside ``out`` to write it in, named as this package names its
+    temporary entries (``.<name>.<pid>.<n>``) and made with the permissions a plain new file gets
+    (``tempfile.mkstemp``'s are private, and the writers keep the mode of the file they open)."""
+    for number in itertools.count():
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.{number}")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:  # left by a killed process that had this pid
+            continue
+        return str(tmp)
+    raise AssertionError("unreachable")
 
 
 @dataclass

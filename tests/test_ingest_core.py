@@ -79,10 +79,20 @@ def test_dataset_columns_and_nulls(phase1_dataset) -> None:  # type: ignore[no-u
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet", ".json"])
 def test_dataset_export(phase1_store: Path, tmp_path: Path, suffix: str) -> None:
+    import os
+    import stat
+
     out = tmp_path / f"d{suffix}"
-    code, text, _ = run("dataset", "--runs-dir", str(phase1_store), "--out", str(out))
+    umask = os.umask(0o022)
+    try:
+        code, text, _ = run("dataset", "--runs-dir", str(phase1_store), "--out", str(out))
+    finally:
+        os.umask(umask)
     assert code == 0 and out.exists()
     assert text.startswith("63 runs, ")
+    # a file to hand on (the Downloads page publishes these): readable by all, as any new file here
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]  # nothing left beside it
     import pandas as pd
 
     if suffix == ".parquet":

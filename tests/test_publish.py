@@ -1353,9 +1353,15 @@ def test_publishing_reads_no_downloads_file_the_render_scanned(tiny: Path, tmp_p
         return digest(handle, name)
 
     monkeypatch.setattr(scan.hashlib, "file_digest", spy)
-    build(_options(root), root / "site")
+    umask = os.umask(0o022)
+    try:
+        build(_options(root), root / "site")
+    finally:
+        os.umask(umask)
     assert "llama, again" in (root / "site" / "downloads" / "dataset.csv").read_text(encoding="utf-8")
     assert hashed and not [path for path in hashed if "/downloads/dataset." in path]
+    # every published file readable by all (a web server runs as another user): the downloads too
+    assert not [path for path in (root / "site").rglob("*") if path.is_file() and not path.stat().st_mode & 0o004]
 
 
 def test_a_credential_in_the_downloads_still_fails_the_build(tiny: Path, tmp_path: Path) -> None:
