@@ -221,6 +221,14 @@ class HashMemo:
         reading) otherwise."""
         return self.known_as(path, stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
+    def blob_of(self, path: Path | str, stat: os.stat_result) -> str | None:
+        """The git blob id the memo learnt for the file (:meth:`use_git`: git said the file held
+        that blob's bytes) when it is remembered for this size, mtime and inode; else None."""
+        entry = self.entries.get(str(path))
+        if entry is not None and len(entry) > 4 and entry[:3] == [stat.st_size, stat.st_mtime_ns, stat.st_ino]:
+            return str(entry[4])
+        return None
+
     def known_as(self, path: Path | str, size: int, mtime_ns: int, inode: int) -> str | None:
         """:meth:`known` for a file as it was when those three were read."""
         entry = self.entries.get(str(path))

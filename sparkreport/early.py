@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from sparkreport.cache import GIT_AFTER, WritesLater, _atomic_bytes, git_clean_blobs, write_later
+from sparkreport.cache import GIT_AFTER, HashMemo, WritesLater, _atomic_bytes, git_clean_blobs, write_later
 from sparkreport.errors import DataError, SparkreportError
 from sparkreport.names import shown, shown_values
 
@@ -309,16 +309,26 @@ def _read_entries(cache_dir: Path, runs_dir: Path) -> list[IndexEntry] | None:
         return None
 
 
-def refresh_index(runs_dir: Path, cache_dir: Path, scan: StoreScan) -> None:
+def refresh_index(runs_dir: Path, cache_dir: Path, scan: StoreScan, memo: HashMemo | None = None) -> None:
     """Bring the name index file up to date with the store as ``scan`` found it (a build's store
     scan: no run.json is stat-ed again) — run by a build while its builder builds, so that the
     next build's early checks find it current (:func:`kept_index`). Best effort: a run.json it
-    cannot read is left out (the dataset's load says what is wrong with it)."""
+    cannot read is left out (the dataset's load says what is wrong with it). ``memo``: the
+    build's file digests, which after a fresh checkout hold each run.json's git blob id as the
+    walk learnt it (:meth:`~sparkreport.cache.HashMemo.blob_of`): git is then not asked again
+    (a CI job's build asked it twice, in two processes); a run.json without one is read."""
     path = cache_dir / INDEX_FILE
     listed = sorted((f"{campaign}/{run}", stat) for (campaign, run), (_path, stat) in zip(
         scan.folders, scan.files, strict=True))
-    try:
-        _index, payload = _indexed(runs_dir, listed, _read_index(path, runs_dir), entries=False)
+    blobs: dict[str, str] = {}
+    if memo is not None:
+        for (campaign, run), (run_json, stat) in zip(scan.folders, scan.files, strict=True):
+            blob = memo.blob_of(run_json, stat)
+            if blob is not None:
+                blobs[f"{campaign}/{run}/run.json"] = blob
+    try:  # (a memo that knows no blob id: git was not asked for this store; _indexed asks it if need be)
+        _index, payload = _indexed(runs_dir, listed, _read_index(path, runs_dir), entries=False,
+                                   blobs=blobs or None)
     except (SparkreportError, OSError, ValueError):  # (a run removed or changed since the scan, say)
         return
     if payload is not None:
@@ -346,10 +356,12 @@ def _read_index(path: Path | None, runs_dir: Path) -> dict[str, _Cached]:
 
 
 def _indexed(runs_dir: Path, listed: list[tuple[str, os.stat_result]], known: dict[str, _Cached],
-             entries: bool = True) -> tuple[StoreIndex, dict[str, Any] | None]:
+             entries: bool = True, blobs: dict[str, str] | None = None) -> tuple[StoreIndex, dict[str, Any] | None]:
     """The index of the run.json files ``listed`` (sorted ``campaign/run``, stat), each from
     ``known`` where unchanged, else read; and the index file's new payload, or None when it
-    would hold what ``known`` holds. Without ``entries``, the index holds only the entries read."""
+    would hold what ``known`` holds. Without ``entries``, the index holds only the entries read.
+    ``blobs``: git's blob ids of the clean run.json files (``campaign/run/run.json``) as the caller
+    knows them; None: git is asked when many files are unknown (a fresh checkout)."""
     index = StoreIndex()
     files: dict[str, _Cached] = {}
     strings: dict[str, str] = {}
@@ -357,9 +369,10 @@ def _indexed(runs_dir: Path, listed: list[tuple[str, os.stat_result]], known: di
     root = os.fspath(runs_dir)
     missing = [relative for relative, stat in listed if (cached := known.get(relative)) is None
                or cached[0] != _signature(stat)]
-    blobs: dict[str, str] = {}
-    if len(missing) >= GIT_AFTER:  # a fresh checkout: git knows which files are the same bytes
+    if len(missing) >= GIT_AFTER and blobs is None:  # a fresh checkout: git knows which files are the same bytes
         blobs = git_clean_blobs(runs_dir)
+    blobs = blobs or {}
+    if len(missing) >= GIT_AFTER:
         sizes = {relative: stat.st_size for relative, stat in listed}
         missing = [relative for relative in missing
                    if not _same_blob(known.get(relative), blobs, relative, sizes[relative])]

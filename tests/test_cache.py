@@ -1330,6 +1330,47 @@ def test_after_a_fresh_checkout_the_name_index_reads_only_what_git_does_not_vouc
     assert third.read == 1 and "after the checkout" in {e.values.get("label.note") for e in third.entries}
 
 
+def test_after_a_fresh_checkout_the_index_refresh_takes_the_blob_ids_the_walk_learnt(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CI job's build refreshes the name index behind MkDocs: the walk's hash memo has just
+    learnt each run.json's git blob id, so the refresh takes them from it instead of asking git
+    for the store's a second time — and reads no run.json, as with git's answer; a run.json
+    edited after the checkout (its blob unknown to the memo) is read."""
+    from sparkreport import early
+    from sparkreport.cache import HASHES_FILE, tree_digest, walk_store
+    from sparkreport.early import INDEX_FILE, refresh_index, store_index
+    from sparkreport.store import RunStore
+
+    monkeypatch.setattr(early, "GIT_AFTER", 8)  # the store has 63 runs: fewer than git is asked for
+    project = _committed_store(tmp_path, phase1_store)
+    runs, cache_dir = project / "runs", tmp_path / "cache"
+    first = store_index(runs, cache_dir)
+    HashMemo(cache_dir / HASHES_FILE).save()
+
+    def fresh_memo() -> HashMemo:  # what a build's walk leaves: every file's digest, with its blob id
+        memo = HashMemo(cache_dir / HASHES_FILE)
+        tree_digest(runs, memo, walk_store(runs).files)
+        return memo
+
+    _checked_out_afresh(project)
+    edited = min(runs.glob("*/*/run.json"))
+    data = json.loads(edited.read_text(encoding="utf-8"))
+    data["labels"]["note"] = "after the checkout"
+    edited.write_text(json.dumps(data), encoding="utf-8")
+    memo = fresh_memo()
+    asked: list[object] = []
+    monkeypatch.setattr(early, "git_clean_blobs", lambda folder: asked.append(folder) or {})
+    read: list[str] = []
+    reading = early._read_all
+    monkeypatch.setattr(early, "_read_all", lambda files: read.extend(files) or reading(files))
+    refresh_index(runs, cache_dir, RunStore(runs).scan(), memo)
+    assert asked == [] and read == [f"{edited.parent.parent.name}/{edited.parent.name}"]
+    index = early.kept_index(runs, cache_dir)
+    assert index is not None and len(index.entries) == len(first.entries)
+    assert "after the checkout" in {e.values.get("label.note") for e in index.entries}
+    assert (cache_dir / INDEX_FILE).is_file()
+
+
 def test_after_a_fresh_checkout_a_cached_load_of_the_dataset_reads_no_run_file(
         tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What `sparkreport check` (or stats, diff, history) does in a CI job before any build: the

@@ -215,7 +215,7 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
                 store_scan = walked.store_scan()
             if store_scan is not None:  # the early checks' name index, for the next build's (kept_index)
                 later.put(cache_dir / INDEX_FILE, functools.partial(refresh_index, project.runs_dir, cache_dir,
-                                                                    store_scan))
+                                                                    store_scan, memo))
             memo.save()
         if walk_record is not None:  # the walk's record, for the next build's walk (written meanwhile)
             later.put(cache_dir / WALK_FILE, functools.partial(WalkRecord.write, cache_dir / WALK_FILE, walk_record))
