@@ -242,6 +242,32 @@ def test_methodology_is_read_from_the_records(rendered: RenderResult) -> None:
     assert "{'" not in text and "': " not in text
 
 
+def test_methodology_names_the_runs_left_out_of_a_few_arms_and_counts_the_rest(tmp_path: Path) -> None:
+    """Under a campaign's table of arms, the runs left out are named for the first
+    LEFT_OUT_ARMS arms (each with its reason) and the other arms are counted — a list of every
+    arm's failures is Data quality's, not Methodology's."""
+    from sparkreport.render.builtin import LEFT_OUT_ARMS
+    from sparkreport.schema import Environment, Model, RunRecord, Status
+
+    store = RunStore(tmp_path / "runs")
+    models = [f"m{k}" for k in range(LEFT_OUT_ARMS // 2 + 1)]  # two arms each: LEFT_OUT_ARMS + 2 arms
+    for model in models:
+        for env in ("native", "docker"):
+            for i in range(1, 4):
+                store.write(RunRecord(run_id=f"{model}.{env}.i{i}", campaign="smoke", iteration=i,
+                                      model=Model(name=model), environment=Environment(name=env),
+                                      metrics={"output_throughput_tok_s": 100.0 + i},
+                                      status=Status(exit_code=1 if i == 3 else 0, ok=i != 3)), [])
+    (tmp_path / "sparkreport.yml").write_text("factor: environment\nbaseline: native\n", encoding="utf-8")
+    result = render(RenderOptions(runs_dir=tmp_path / "runs", project_root=tmp_path, docs_dir=tmp_path / "build" / "docs"))
+    arms = page(result, "methodology/index.md").split("## What each arm contains", 1)[1].split("\n## ", 1)[0]
+    assert table_rows(arms, ("m0",)) == [["m0", "2 / 3", "2 / 3"]]
+    named = [line for line in arms.splitlines() if line.startswith("- m")]
+    assert len(named) == LEFT_OUT_ARMS and named[0] == "- m0, native — `m0.native.i3`: failed run (exit code 1)"
+    extra = 2 * len(models) - LEFT_OUT_ARMS
+    assert f"- and runs of {extra} more arms\n" in arms
+
+
 def quality_sections(text: str) -> dict[str, tuple[str, list[list[str]]]]:
     """The Data quality page's sections: title → (the line under it, its table's rows as cells)."""
     sections: dict[str, tuple[str, list[list[str]]]] = {}

@@ -374,6 +374,9 @@ ARMS_ONE_BY_ONE = 4
 
 #: At most this many runs left out of an arm are named under its campaign's table ("… and 4 more").
 LEFT_OUT_NAMED = 3
+#: At most this many arms' runs left out are listed under a campaign's table; the others are counted
+#: (Data quality lists every run left out).
+LEFT_OUT_ARMS = 8
 
 
 def arm_matrices(site: SiteData, arms: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -381,7 +384,8 @@ def arm_matrices(site: SiteData, arms: list[dict[str, Any]]) -> list[dict[str, A
     page), a row per model and a column per environment (the baseline first, then as the arms
     list them), each cell the runs used of those recorded ("20 / 20"; "published, n = 10" for a
     published arm; "—" where the model has no arm), and the runs left out named under the table,
-    arm by arm; neighbouring campaigns whose tables are the same (releases of one design) share
+    arm by arm (the first :data:`LEFT_OUT_ARMS` arms, the others counted); neighbouring campaigns
+    whose tables are the same (releases of one design) share
     one, under all their titles. A table with the campaign in every row said its title four to
     six times over."""
     from sparkreport.render.report import campaigns as campaign_list
@@ -417,7 +421,9 @@ def arm_matrices(site: SiteData, arms: list[dict[str, Any]]) -> list[dict[str, A
         models = table.pop("models")
         table["rows"] = [{"model_name": model, "cells": [cells.get(env, "—") for env in envs]}
                          for model, cells in models.items()]
-        same = out and all(out[-1][key] == table[key] for key in ("environments", "rows", "left_out"))
+        table["left_out_more"] = max(0, len(table["left_out"]) - LEFT_OUT_ARMS)
+        table["left_out"] = table["left_out"][:LEFT_OUT_ARMS]
+        same = out and all(out[-1][key] == table[key] for key in ("environments", "rows", "left_out", "left_out_more"))
         if same:  # neighbouring campaigns of one design, the same arms: one table says it for them all
             out[-1]["campaigns"] += table["campaigns"]
         else:
