@@ -915,7 +915,13 @@ def test_the_downloads_are_vouched_for_chunk_by_chunk(tmp_path: Path) -> None:
     assert b"hf_Q7x" in (tmp_path / "leaked" / "dataset.csv").read_bytes()
     assert leaked.vouched == set()
     assert vouch([(name, str(tmp_path / "leaked" / name)) for name in ("dataset.csv", "dataset.json")]) == set()
-    # without grep the scan says nothing piece by piece: the files are left to the whole-file scan
+    # without the prefilter (no grep; or a shape added without its part of the prefilter) the
+    # scan says nothing piece by piece: the files are left to the whole-file scan
+    from sparkreport.site import scan
+
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(scan, "_PROBE_ARGS", {k: v for k, v in scan._PROBE_ARGS.items() if k != "jwt"})
+        assert clean_pieces([b"nothing here\n"]) is None
     blind = ExportChunks(tmp_path / "exports-blind", salt="code", vouch_pieces=lambda _texts: None)
     export(load_dataset(runs), tmp_path / "blind.csv", chunks=blind)
     assert blind.vouched == set() and not (tmp_path / "exports-blind" / "csv" / VOUCHED_FILE).exists()

@@ -236,6 +236,13 @@ def _grep() -> str | None:
     return shutil.which("grep")
 
 
+def _prefilter() -> str | None:
+    """The ``grep`` that runs :data:`PREFILTER_ERE`, or None: no grep, or a shape added to
+    :mod:`sparkreport.secrets` without its probe (and so, likely, without its part of the ERE),
+    which turns the prefilter off — never a hit missed."""
+    return _grep() if all(shape.name in _PROBE_ARGS for shape in SHAPES) else None
+
+
 def _prefiltered(paths: list[str], grep: str) -> set[str] | None:
     """The files among ``paths`` (plain text) that ``grep -E`` finds a possible credential in;
     None when grep failed (then every file gets the full scan)."""
@@ -288,9 +295,10 @@ def clean_pieces(pieces: list[bytes]) -> set[int] | None:
     """Of ``pieces`` of a file's text, each whole lines, the indices of those in which the
     prefilter (``grep -E`` with :data:`PREFILTER_ERE`) finds nothing: a file all of whose pieces
     are clean is one :func:`scan_files` reads no further, and :func:`vouch` vouches for (the
-    prefilter reads line by line, and a line lies in one piece). None without grep — the full
-    scan, which then reads every file, may match across lines — or when grep failed."""
-    grep = _grep()
+    prefilter reads line by line, and a line lies in one piece). None without the prefilter
+    (:func:`_prefilter`) — the full scan, which then reads every file, may match across lines —
+    or when grep failed."""
+    grep = _prefilter()
     found = _candidates(pieces, grep) if grep is not None else None
     return None if found is None else set(range(len(pieces))) - found
 
@@ -439,9 +447,7 @@ def scan_files(files: list[tuple[str, str]], *, prefilter: bool = True, forked: 
     """Every credential shape in ``files`` ((site-relative path, path) of text files, as
     :func:`site_files` lists them), in their order: what :func:`scan_site` does once it has
     its list."""
-    # PREFILTER_ERE is written per shape: a shape added to sparkreport.secrets without its
-    # probe (and so, likely, without its part of the ERE) turns the prefilter off, never a hit.
-    grep = _grep() if prefilter and all(shape.name in _PROBE_ARGS for shape in SHAPES) else None
+    grep = _prefilter() if prefilter else None
     plain = [path for _relative, path in files if not path.endswith(".gz")]
     candidates = _prefiltered(plain, grep) if grep is not None else None
     todo = [(relative, path) for relative, path in files
