@@ -318,14 +318,13 @@ def refresh_index(runs_dir: Path, cache_dir: Path, scan: StoreScan, memo: HashMe
     walk learnt it (:meth:`~sparkreport.cache.HashMemo.blob_of`): git is then not asked again
     (a CI job's build asked it twice, in two processes); a run.json without one is read."""
     path = cache_dir / INDEX_FILE
-    listed = sorted((f"{campaign}/{run}", stat) for (campaign, run), (_path, stat) in zip(
-        scan.folders, scan.files, strict=True))
-    blobs: dict[str, str] = {}
-    if memo is not None:
-        for (campaign, run), (run_json, stat) in zip(scan.folders, scan.files, strict=True):
-            blob = memo.blob_of(run_json, stat)
-            if blob is not None:
-                blobs[f"{campaign}/{run}/run.json"] = blob
+    listed, blobs = [], {}
+    for (campaign, run), (run_json, stat) in zip(scan.folders, scan.files, strict=True):
+        listed.append((f"{campaign}/{run}", stat))
+        blob = memo.blob_of(run_json, stat) if memo is not None else None
+        if blob is not None:
+            blobs[f"{campaign}/{run}/run.json"] = blob
+    listed.sort()
     try:  # (a memo that knows no blob id: git was not asked for this store; _indexed asks it if need be)
         _index, payload = _indexed(runs_dir, listed, _read_index(path, runs_dir), entries=False,
                                    blobs=blobs or None)
@@ -369,10 +368,10 @@ def _indexed(runs_dir: Path, listed: list[tuple[str, os.stat_result]], known: di
     root = os.fspath(runs_dir)
     missing = [relative for relative, stat in listed if (cached := known.get(relative)) is None
                or cached[0] != _signature(stat)]
-    if len(missing) >= GIT_AFTER and blobs is None:  # a fresh checkout: git knows which files are the same bytes
-        blobs = git_clean_blobs(runs_dir)
-    blobs = blobs or {}
-    if len(missing) >= GIT_AFTER:
+    fresh = len(missing) >= GIT_AFTER  # a fresh checkout: git knows which files are the same bytes
+    if blobs is None:
+        blobs = git_clean_blobs(runs_dir) if fresh else {}
+    if fresh:
         sizes = {relative: stat.st_size for relative, stat in listed}
         missing = [relative for relative in missing
                    if not _same_blob(known.get(relative), blobs, relative, sizes[relative])]

@@ -64,10 +64,10 @@ class Vouch:
     #: credential shape in (:func:`~sparkreport.site.scan.vouch`).
     files: Callable[[list[tuple[str, str]]], set[str]]
     #: Of pieces of a file's text, each whole lines, the indices of those a file may be made of
-    #: and still be vouched for (:func:`~sparkreport.site.scan.clean_pieces`); None when the scan
-    #: cannot vouch piece by piece (no grep). The Downloads files are vouched for so, from their
-    #: campaigns' chunks (:class:`~sparkreport.dataset.ExportChunks`).
-    pieces: Callable[[list[bytes]], set[int] | None] | None = None
+    #: and still be vouched for, or None where it cannot say piece by piece (no grep:
+    #: :func:`~sparkreport.site.scan.clean_pieces`). The Downloads files are vouched for so,
+    #: from their campaigns' chunks (:class:`~sparkreport.dataset.ExportChunks`).
+    pieces: Callable[[list[bytes]], set[int] | None]
 
 
 @dataclass
