@@ -154,7 +154,7 @@ def test_a_render_writes_the_analysis_cache_once(tmp_path: Path, monkeypatch: py
     assert written.count("analysis.pickle") + len(frames) == 1  # written whole, or one frame appended
     entries = cache_module.AnalysisCache(tmp_path / "build" / "cache" / "analysis.pickle",
                                          salt=cache_module.package_digest(cache_module.HashMemo(None))).entries
-    assert {"arm_stats", "compare", "check", "facts", "history"} <= set(entries)  # all in the one save
+    assert {"arm_stats", "compare", "check", "facts", "history-campaign"} <= set(entries)  # all in the one save
 
 
 def test_each_value_stays_pickled_until_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

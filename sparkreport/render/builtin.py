@@ -764,7 +764,7 @@ def write_downloads(dataset: Dataset, folder: Path, chunks: ExportChunks | None)
     """The dataset's downloads written into ``folder`` (the runs table as CSV, Parquet and JSON;
     the published summaries as CSV, when there are any), each described for the Downloads page:
     name, format, what it holds, rows, size and sha256."""
-    from sparkreport.dataset import csv_safe, export
+    from sparkreport.dataset import csv_safe, export_hashed
     from sparkreport.store import sha256_file
 
     files = []
@@ -776,9 +776,9 @@ def write_downloads(dataset: Dataset, folder: Path, chunks: ExportChunks | None)
                          len(dataset.runs) + len(dataset.summaries)),
     }
     for name, (kind, what, count) in described.items():
-        path = export(dataset, folder / name, chunks=chunks)
+        path, sha256 = export_hashed(dataset, folder / name, chunks=chunks)
         files.append({"name": name, "format": kind, "what": what, "rows": count,
-                      "size": path.stat().st_size, "sha256": sha256_file(path)})
+                      "size": path.stat().st_size, "sha256": sha256})
     if not dataset.summaries.empty:
         path = folder / "published-summaries.csv"
         csv_safe(dataset.summaries).to_csv(path, index=False)

@@ -154,6 +154,12 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
     store_scan: StoreScan | None = None
     with contextlib.ExitStack() as stack:
         stack.callback(forget_read_ahead)  # (what the wait for the walk read and nothing took)
+        # The builder, forked now while this process is small; woken once the analysis is done
+        # (the run files' publisher has then mostly finished), it imports MkDocs and loads the
+        # last build's config on the CPU the planning leaves idle, then waits for this config.
+        standby = builder.standby(project.docs_dir.parent / PROJECT_CONFIG)
+        if standby is not None:
+            stack.enter_context(standby)
 
         def publisher() -> Callable[[], RunFiles]:
             # The runs' files are published (and scanned) from the run store alone, in a forked
@@ -236,12 +242,6 @@ def _build(project: Project, target: Path, strict: bool, builder_name: str | Non
         else:  # the publisher waits for the render: a render that keeps the data needs none
             staging, run_files = stack.enter_context(publish.staged(target)), None
         started = time.perf_counter()
-        # The builder, forked now while this process is small; woken once the analysis is done
-        # (the run files' publisher has then mostly finished), it imports MkDocs and loads the
-        # last build's config on the CPU the planning leaves idle, then waits for this config.
-        standby = builder.standby(project.docs_dir.parent / PROJECT_CONFIG)
-        if standby is not None:
-            stack.enter_context(standby)
         result = render(project, checked=True, store_folders=folders, store_scan=store_scan, hashes=memo,
                         # (the checks ran above)
                         build_data_key=key.data, same_data=same_data, commit=key.commit, commit_known=True,
