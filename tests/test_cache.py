@@ -937,6 +937,25 @@ def test_the_prefilter_matches_the_same_whatever_follows_a_line() -> None:
         assert anchor not in PREFILTER_ERE, anchor
 
 
+def test_an_export_s_sha256_is_of_the_bytes_written(tmp_path: Path) -> None:
+    """The Downloads page's sha256 of each file comes from its writing (the CSV and JSON hashed
+    part by part as their chunks are written, not read back): it is the sha256 of the file, with
+    chunks or without, in each format."""
+    import hashlib
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from history_store import write_history_store
+
+    from sparkreport.dataset import ExportChunks, export_hashed
+
+    ds = load_dataset(write_history_store(tmp_path / "runs", runs=2, campaign_per_version=True))
+    for kept in (None, ExportChunks(tmp_path / "exports", salt="code"), ExportChunks(tmp_path / "exports", salt="code")):
+        for name in ("dataset.csv", "dataset.json", "dataset.parquet"):
+            path, digest = export_hashed(ds, tmp_path / "out" / name, chunks=kept)
+            assert digest == hashlib.sha256(path.read_bytes()).hexdigest(), name
+
+
 def test_export_cut_in_one_pass_is_each_campaign_encoded_alone(tmp_path: Path) -> None:
     """The chunks a cold build cuts from one pass over the table are, byte for byte, what encoding
     each campaign's rows alone gives — also with cells a spreadsheet would run (neutralised) and
