@@ -224,17 +224,18 @@ class HashMemo:
     def blob_of(self, path: Path | str, stat: os.stat_result) -> str | None:
         """The git blob id the memo learnt for the file (:meth:`use_git`: git said the file held
         that blob's bytes) when it is remembered for this size, mtime and inode; else None."""
-        entry = self.entries.get(str(path))
-        if entry is not None and len(entry) > 4 and entry[:3] == [stat.st_size, stat.st_mtime_ns, stat.st_ino]:
-            return str(entry[4])
-        return None
+        entry = self._as_stated(path, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        return str(entry[4]) if entry is not None and len(entry) > 4 else None
 
     def known_as(self, path: Path | str, size: int, mtime_ns: int, inode: int) -> str | None:
         """:meth:`known` for a file as it was when those three were read."""
+        entry = self._as_stated(path, size, mtime_ns, inode)
+        return str(entry[3]) if entry is not None else None
+
+    def _as_stated(self, path: Path | str, size: int, mtime_ns: int, inode: int) -> list[Any] | None:
+        """The file's entry when it was remembered with this size, mtime and inode; else None."""
         entry = self.entries.get(str(path))
-        if entry is not None and entry[:3] == [size, mtime_ns, inode]:
-            return str(entry[3])
-        return None
+        return entry if entry is not None and entry[:3] == [size, mtime_ns, inode] else None
 
     def save(self) -> None:
         """Write what was learnt since the last save: appended to the journal when a whole memo

@@ -28,7 +28,7 @@ from sparkreport.errors import DataError
 from sparkreport.execute.guard import guard_event_of
 from sparkreport.names import shown
 from sparkreport.schema import SCHEMA_VERSION, RunRecord
-from sparkreport.store import RunStore, StoreScan, check_identities
+from sparkreport.store import RunStore, StoreScan, check_identities, sha256_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -1381,8 +1381,7 @@ def export_hashed(dataset: Dataset, out: Path, *, chunks: ExportChunks | None = 
             meta[b"sparkreport.run_schema_version"] = str(SCHEMA_VERSION).encode()
             meta[b"sparkreport.dataset_sha256"] = dataset.digest.encode()
             pq.write_table(table.replace_schema_metadata(meta), tmp)
-            with open(tmp, "rb") as handle:
-                digest = hashlib.file_digest(handle, "sha256").hexdigest()
+            digest = sha256_file(Path(tmp))
         else:
             from sparkreport.jsontext import spec_json  # json.dumps(indent=1), byte for byte, fast
 

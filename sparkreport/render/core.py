@@ -333,7 +333,7 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
     compiled = template_cache(cache_dir, package_digest(memo))
     env = make_environment(root / "templates", compiled)
     read_records_per_campaign(site)
-    prime_effect_rows(site)  # (before planning, whose history saves the analysis cache: one write a render)
+    prime_effect_rows(site)  # (before planning: its rows go into the one save that follows it)
     # The statistics by the factor's levels (a factor other than the environment), made here once
     # and kept by the analysis cache (spliced after a new run), not in each worker that fills a page.
     site.level_stats  # noqa: B018
