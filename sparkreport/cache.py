@@ -27,7 +27,7 @@ import stat as stat_module
 import struct
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -322,14 +322,28 @@ class JournaledDict:
         assert self.path is not None
         return self.path.with_name(self.path.name + ".log")
 
-    def save(self, entries: dict[str, Any]) -> None:
-        """Make the file hold ``entries`` (which this object keeps as its own from now on)."""
+    def save(self, entries: dict[str, Any], also: Collection[str] = ()) -> None:
+        """Make the file hold ``entries`` and, for each key of ``also`` that is not one of them,
+        the entry the file holds now, if any (a key it lacks stays out): the 20 000 files a
+        rebuild's site carries over are kept as they are, not compared one by one (a set is
+        taken as it is). ``entries`` is this object's own from now on, or, with ``also``, the
+        file's whole as it held it, changed in place."""
         if self.path is None:
             return
         old = self.entries
-        rows: list[list[Any]] = [[key, value] for key, value in entries.items() if old.get(key, _ABSENT) != value]
-        rows += [[key] for key in old if key not in entries]
-        if self.journaled is not None and journal_has_room(self.journaled, len(rows), len(entries)):
+        kept = also if isinstance(also, (set, frozenset)) else set(also)
+        changed = [(key, value) for key, value in entries.items() if old.get(key, _ABSENT) != value]
+        gone = old.keys() - entries.keys() - kept if kept else old.keys() - entries.keys()
+        removed = [key for key in old if key in gone] if gone else []  # (in the file's order)
+        if kept:  # the file's whole: what it held, changed as the journal says
+            total = len(old) - len(removed) + sum(1 for key, _value in changed if key not in old)
+            old.update(changed)
+            for key in removed:
+                del old[key]
+            entries = old
+        rows: list[list[Any]] = [[key, value] for key, value in changed] + [[key] for key in removed]
+        if self.journaled is not None and journal_has_room(self.journaled, len(rows), len(entries) if not kept
+                                                           else total):
             if rows:
                 append_journal(self.journal, rows)
                 self.journaled += len(rows)

@@ -679,6 +679,30 @@ def test_a_journaled_dict_reads_back_what_was_saved_last_whatever_the_journal_ho
             assert lines <= limit
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(saves=st.lists(st.tuples(_ENTRIES, st.sets(st.sampled_from("abcdef"), max_size=4)), min_size=1, max_size=8),
+       limit=st.integers(1, 6))
+def test_a_journaled_dict_keeps_the_entries_it_is_told_to_as_they_were(
+        tmp_path_factory: pytest.TempPathFactory, saves: list[tuple[dict[str, list[int]], set[str]]],
+        limit: int) -> None:
+    """``save(entries, also=keys)`` leaves the file holding ``entries`` and, of ``keys``, the
+    entries it held (what a rebuild's scan memo does with the run files carried over unscanned):
+    a fresh load gives exactly that, whether the save appended to the journal or wrote the whole."""
+    import sparkreport.cache as cache_module
+    from sparkreport.cache import JournaledDict
+
+    path = tmp_path_factory.mktemp("journaled-also") / "kept.pickle"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cache_module, "JOURNAL_LINES", limit)
+        for entries, also in saves:
+            held = JournaledDict(path, "salt", "files")
+            expected = {key: value for key, value in held.entries.items() if key in also}
+            expected.update(entries)
+            held.save(dict(entries), also=also)
+            assert held.entries == expected
+            assert JournaledDict(path, "salt", "files").entries == expected
+
+
 def test_a_journaled_dict_appends_changes_passes_over_a_cut_line_and_starts_empty_for_other_code(
         tmp_path: Path) -> None:
     import json

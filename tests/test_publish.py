@@ -892,6 +892,44 @@ def test_the_record_keeps_the_store_folders_it_was_published_from(tmp_path: Path
     assert load_record_and_folders(tmp_path, tmp_path / "runs", tmp_path / "other") == ({}, {})
 
 
+def test_the_record_pickled_ahead_reads_back_with_the_folders_written_after_it(tmp_path: Path) -> None:
+    """A build pickles the record's head (files, store folders) while the builder builds and the
+    run-files folder's folders after the swap: the file reads back as one record; a file cut
+    short, or written for another site, is no record."""
+    from sparkreport.site.run_files import RECORD_FILE, load_published_record, record_head, save_record
+
+    runs, site = tmp_path / "runs", tmp_path / "site"
+    files = {"runs/files/c/r/run.json": [2, "ab"]}
+    dirs = {"runs/files": None, "runs/files/c": (1, 2, 3)}
+    save_record(tmp_path, runs, site, files, {"c": "d"}, dirs, head=record_head(runs, site, files, {"c": "d"}))
+    assert load_published_record(tmp_path, runs, site) == (files, {"c": "d"}, dirs)
+    whole = (tmp_path / RECORD_FILE).read_bytes()
+    save_record(tmp_path, runs, site, files, {"c": "d"}, dirs)  # the head made here: the same bytes
+    assert (tmp_path / RECORD_FILE).read_bytes() == whole
+    assert load_published_record(tmp_path, runs, tmp_path / "other") == ({}, {}, {})
+    (tmp_path / RECORD_FILE).write_bytes(whole[:-5])
+    assert load_published_record(tmp_path, runs, site) == ({}, {}, {})
+
+
+def test_the_scan_memo_keeps_carried_files_as_the_record_held_them(tmp_path: Path) -> None:
+    """Run files carried over unscanned keep their entries (the file's, or the one another scan
+    gave this build); files neither scanned nor carried are dropped."""
+    from sparkreport.site.scan import ScanMemo
+
+    path = tmp_path / "scanned.pickle"
+    first = ScanMemo(path)
+    first.fresh = {"index.html": [1, 1, 1, "x"], "runs/files/a": [2, 2, 2, "y"], "runs/files/b": [3, 3, 3, "z"],
+                   "runs/files/gone": [4, 4, 4, "w"]}
+    first.save()
+    second = ScanMemo(path)
+    second.fresh = {"index.html": [5, 1, 1, "x"]}
+    second.adopt({"runs/files/b": [6, 3, 3, "z"], "runs/files/new": [7, 1, 1, "v"]})
+    second.keep(["runs/files/a", "runs/files/b", "runs/files/unknown"])
+    second.save()
+    assert ScanMemo(path).files == {"index.html": [5, 1, 1, "x"], "runs/files/a": [2, 2, 2, "y"],
+                                    "runs/files/b": [6, 3, 3, "z"]}
+
+
 def test_the_store_folders_stay_recorded_through_builds(tiny: Path, tmp_path: Path) -> None:
     """A build records each store folder's stat digest with its published files; a build that
     keeps the data (only a hand-written page changed) keeps them too, and a changed run file

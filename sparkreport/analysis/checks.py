@@ -23,6 +23,7 @@ from sparkreport.analysis.arms import (
     arm_rows,
     factor_arms,
     float_matrix,
+    included_frame,
     included_runs,
     repeat_key,
     reported,
@@ -490,7 +491,7 @@ def _design_factors(ds: Dataset, opts: AnalysisOptions) -> list[str]:
     whole = ds.whole or ds
     key = ("design-factors", repr(opts))
     if key not in whole.memo:
-        runs = included_runs(whole, opts)
+        runs = included_frame(whole, opts)  # (read only: the kept table, not a copy of 10 000 rows)
         whole.memo[key] = design_labels(runs[runs["iteration"].notna()])
     return list(whole.memo[key])
 

@@ -631,6 +631,9 @@ class Gathered:
     manifest: tuple[Path, list[tuple[str, str]]] | None
     memo: ScanMemo
     record: dict[str, list[Any]]
+    #: ``record`` and the store folders' digests pickled for the record's file
+    #: (:func:`~sparkreport.site.run_files.record_head`), where a build keeps one.
+    head: bytes | None = None
 
 
 def read_for_gather(result: RenderResult, cache_dir: Path | None) -> tuple[Any, ScanMemo]:
@@ -653,7 +656,7 @@ def gather(result: RenderResult, target: Path, run_files: Callable[[], RunFiles]
     :func:`~sparkreport.site.run_files.complete_record`). ``read``: what :func:`read_for_gather`
     read already."""
     from sparkreport.site import publish
-    from sparkreport.site.run_files import complete_record
+    from sparkreport.site.run_files import complete_record, record_head
 
     done = run_files()
     manifest, memo = read if read is not None else read_for_gather(result, cache_dir)
@@ -667,7 +670,10 @@ def gather(result: RenderResult, target: Path, run_files: Callable[[], RunFiles]
     record = done.files.record
     if manifest is not None and hashes is not None and done.files.unhashed:
         record = complete_record(record, done.listed, manifest[0], hashes)
-    return Gathered(done, manifest, memo, record)
+    # pickled here, while the builder builds: after the swap only the folders' stats are left
+    head = record_head(manifest[0], target, record, done.files.folders) \
+        if cache_dir is not None and manifest is not None else None
+    return Gathered(done, manifest, memo, record, head)
 
 
 def publish_steps(result: RenderResult, staging: Path, target: Path, gathered: Gathered,
@@ -704,6 +710,6 @@ def publish_steps(result: RenderResult, staging: Path, target: Path, gathered: G
     if cache_dir is not None and manifest is not None:
         dirs = swapped_folders(files.carry, files.dirs, target) if files.carry is not None and files.dirs is not None \
             else files.dirs
-        save_record(cache_dir, manifest[0], target, gathered.record, files.folders, dirs)
+        save_record(cache_dir, manifest[0], target, gathered.record, files.folders, dirs, head=gathered.head)
     return {"copied": files.copied, "linked": files.linked, "kept": files.kept, "scanned": memo.scanned}
 

@@ -368,6 +368,9 @@ class ScanMemo:
         self.path = path
         self.files: dict[str, list[Any]] = {}
         self.fresh: dict[str, list[Any]] = {}
+        #: The files carried over unscanned (:meth:`keep`), and those whose entries :meth:`adopt` took.
+        self.carried: list[str] = []
+        self.adopted: set[str] = set()
         self.scanned = 0
         from sparkreport.cache import JournaledDict
 
@@ -394,6 +397,7 @@ class ScanMemo:
         written): a file with the same inode, size and mtime is then not read again, and one
         with the same content (a copy) is hashed, not scanned."""
         self.files.update(clean)
+        self.adopted.update(clean)
         self.digests.update(entry[3] for entry in clean.values())
 
     def clean_entries(self, findings: list[Finding]) -> dict[str, list[Any]]:
@@ -403,17 +407,23 @@ class ScanMemo:
 
     def keep(self, paths: list[str]) -> None:
         """Keep what is known of files that were not scanned because the site kept them as they
-        were (the run files carried over from the live site)."""
-        for relative in paths:
-            known = self.files.get(relative)
-            if known is not None:
-                self.fresh[relative] = known
+        were (the run files carried over from the live site): :meth:`save` keeps their entries as
+        the file holds them (20 000 at 10 000 runs, not copied one by one after the swap)."""
+        self.carried.extend(paths)
 
     def save(self) -> None:
         """Record the files of a site that was scanned clean (call only then)."""
         if self.path is None:
             return
-        self.kept.save(self.fresh)  # what changed, appended to its journal (a new run: a few lines)
+        fresh = self.fresh
+        carried = set(self.carried)
+        # a carried file whose entry this build learnt anew (from another scan: adopt) keeps that
+        # one, as taking it from ``files`` would; the others keep the file's own
+        for relative in self.adopted:
+            if relative in carried and relative not in fresh:
+                fresh[relative] = self.files[relative]
+        # what changed, appended to its journal (a new run: a few lines)
+        self.kept.save(fresh, also=carried)
         self.path.with_name("scanned.json").unlink(missing_ok=True)  # the layout before the pickle
 
 
