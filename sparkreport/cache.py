@@ -336,14 +336,12 @@ class JournaledDict:
         gone = old.keys() - entries.keys() - kept if kept else old.keys() - entries.keys()
         removed = [key for key in old if key in gone] if gone else []  # (in the file's order)
         if kept:  # the file's whole: what it held, changed as the journal says
-            total = len(old) - len(removed) + sum(1 for key, _value in changed if key not in old)
             old.update(changed)
             for key in removed:
                 del old[key]
             entries = old
         rows: list[list[Any]] = [[key, value] for key, value in changed] + [[key] for key in removed]
-        if self.journaled is not None and journal_has_room(self.journaled, len(rows), len(entries) if not kept
-                                                           else total):
+        if self.journaled is not None and journal_has_room(self.journaled, len(rows), len(entries)):
             if rows:
                 append_journal(self.journal, rows)
                 self.journaled += len(rows)
@@ -1244,26 +1242,34 @@ def cache_pickle_bytes(salt: str, field: str, value: dict[str, Any], **more: dic
 
 
 @overload
-def read_cache_pickle(path: Path | None, salt: str, field: str, /) -> dict[str, Any]: ...
+def read_cache_pickle(path: Path | None, salt: str, field: str, /, *, parts: int = 1) -> dict[str, Any]: ...
 
 
 @overload
-def read_cache_pickle(path: Path | None, salt: str, field: str, *fields: str) -> tuple[dict[str, Any], ...]: ...
+def read_cache_pickle(path: Path | None, salt: str, field: str, *fields: str,
+                      parts: int = 1) -> tuple[dict[str, Any], ...]: ...
 
 
-def read_cache_pickle(path: Path | None, salt: str, field: str, *fields: str) -> Any:
+def read_cache_pickle(path: Path | None, salt: str, field: str, *fields: str, parts: int = 1) -> Any:
     """``field`` of a cache pickle written with this CACHE_VERSION and ``salt``; {} when the file is
     missing, unreadable, damaged or from other code. With more ``fields``, one dict each, in
     order (a field the file lacks: {}). A file :func:`read_ahead` read is taken from there while
-    it is unchanged."""
+    it is unchanged. ``parts``: the file holds that many pickles one after the other — the cache
+    pickle, then dicts of more fields, written later than it (:func:`cache_pickle_bytes` of what
+    is known early, then the rest) —, read as one; a file cut short is none."""
     names = (field, *fields)
     found: list[dict[str, Any]] = [{} for _name in names]
     if path is not None and path.is_file():
         try:
-            data = _taken_ahead(path)
+            data = _taken_ahead(path) if parts == 1 else None
             if data is None:
                 with path.open("rb") as handle, gc_paused():
                     data = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
+                    for _part in range(parts - 1):
+                        more = pickle.load(handle)  # noqa: S301
+                        if not isinstance(data, dict) or not isinstance(more, dict):
+                            raise ValueError(path)
+                        data.update(more)
             if isinstance(data, dict) and data.get("version") == CACHE_VERSION and data.get("salt") == salt:
                 entries = data[field]
                 found = [entries if isinstance(entries, dict) else {},

@@ -161,28 +161,13 @@ def load_record_and_folders(cache_dir: Path, runs_dir: Path,
 def load_published_record(cache_dir: Path, runs_dir: Path, site_dir: Path
                           ) -> tuple[dict[str, list[Any]], dict[str, str], dict[str, FolderStat | None]]:
     """:func:`load_record_and_folders`, and the live run-files folder's folders as it was
-    published (:attr:`Published.dirs`; {} with no record). The file holds two pickles, the head
-    (:func:`record_head`) and the folders (:func:`save_record`); a record missing, damaged, cut
-    short or of other code is none."""
-    import pickle
+    published (:attr:`Published.dirs`; {} with no record). The file is two pickles: the head
+    (:func:`record_head`), then the folders (:func:`save_record`)."""
+    from sparkreport.cache import read_cache_pickle
 
-    from sparkreport.cache import CACHE_VERSION, gc_paused
-
-    path = cache_dir / RECORD_FILE
-    try:
-        with path.open("rb") as handle, gc_paused():
-            head = pickle.load(handle)  # noqa: S301 (our own cache file under build/)
-            if not isinstance(head, dict) or head.get("version") != CACHE_VERSION \
-                    or head.get("salt") != _record_salt(runs_dir, site_dir):
-                return {}, {}, {}
-            tail = pickle.load(handle)  # noqa: S301
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError):
-        return {}, {}, {}
-    files, folders = head.get("files"), head.get("folders")
-    dirs = tail.get("dirs") if isinstance(tail, dict) else None
-    if not isinstance(files, dict) or not files:
-        return {}, {}, {}
-    return files, folders if isinstance(folders, dict) else {}, dirs if isinstance(dirs, dict) else {}
+    files, folders, dirs = read_cache_pickle(cache_dir / RECORD_FILE, _record_salt(runs_dir, site_dir), "files",
+                                             "folders", "dirs", parts=2)
+    return (files, folders, dirs) if files else ({}, {}, {})
 
 
 def record_head(runs_dir: Path, site_dir: Path, record: dict[str, list[Any]],
@@ -192,12 +177,9 @@ def record_head(runs_dir: Path, site_dir: Path, record: dict[str, list[Any]],
     with the files published beside the new site, before the builder has built. A build pickles
     it while the builder builds (~0.015 s at 10 000 runs), not after the swap, where only the
     folders' stats are left to pickle."""
-    import pickle
+    from sparkreport.cache import cache_pickle_bytes
 
-    from sparkreport.cache import CACHE_VERSION
-
-    return pickle.dumps({"version": CACHE_VERSION, "salt": _record_salt(runs_dir, site_dir), "files": record,
-                         "folders": dict(folders or {})}, protocol=pickle.HIGHEST_PROTOCOL)
+    return cache_pickle_bytes(_record_salt(runs_dir, site_dir), "files", record, folders=dict(folders or {}))
 
 
 def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[str, list[Any]],
