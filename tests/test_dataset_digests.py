@@ -145,6 +145,49 @@ def test_a_cached_load_gives_the_frames_of_an_uncached_one(tmp_path: Path, phase
     assert load_dataset(runs, cache_dir=cache).runs["run_path"].str.endswith("/renamed").any()
 
 
+def test_an_uncached_load_read_in_pieces_by_workers_gives_what_one_process_reads(
+        tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a record cache, a store of two pieces or more is read by forked workers, a piece of
+    consecutive runs each: the tables, digests, paths and records are those of one process's read,
+    and a record is made again from its canonical JSON only when asked for."""
+    from sparkreport import dataset
+
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    shutil.copytree(published_store, runs, dirs_exist_ok=True)
+    monkeypatch.setattr(dataset, "PIECE_RUNS", 7)  # ~10 pieces of a 70-run store
+    monkeypatch.setenv("SPARKREPORT_JOBS", "1")
+    alone = load_dataset(runs)
+    monkeypatch.setenv("SPARKREPORT_JOBS", "2")
+    pieces = load_dataset(runs)
+    assert [flat._record for flat in pieces.records.flats] == [None] * len(pieces.records)  # none made yet
+    _assert_same(pieces, alone)
+    assert all(flat._record is not None for flat in pieces.records.flats)
+
+
+def test_a_bad_run_json_read_by_workers_is_the_first_in_store_order_as_in_one_process(
+        tmp_path: Path, phase1_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sparkreport import dataset
+    from sparkreport.errors import SchemaError
+
+    runs = tmp_path / "runs"
+    shutil.copytree(phase1_store, runs)
+    files = sorted(runs.glob("*/*/run.json"))
+    files[60].write_text("{ not json", encoding="utf-8")  # in the last piece
+    data = json.loads(files[23].read_text(encoding="utf-8"))
+    data["metrics"]["output_throughput_tok_s"] = -1.0  # in the fourth piece: the first in store order
+    files[23].write_text(json.dumps(data), encoding="utf-8")
+    monkeypatch.setattr(dataset, "PIECE_RUNS", 6)
+    messages = []
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("SPARKREPORT_JOBS", jobs)
+        with pytest.raises(SchemaError) as raised:
+            load_dataset(runs)
+        messages.append(raised.value.format_message())
+    assert messages[0] == messages[1]
+    assert messages[0].startswith(str(files[23])) and "is negative" in messages[0] and "\n" not in messages[0]
+
+
 def test_a_campaign_whose_folder_is_as_walked_is_taken_without_looking_up_its_runs(
         tmp_path: Path, phase1_store: Path, published_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the build's walk's folder digests, a campaign whose folder's digest is the one its
