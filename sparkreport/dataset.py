@@ -652,7 +652,9 @@ class FlatRecord:
     :class:`RecordKey` and the validated record — the latter, once kept, in its shard's
     :class:`RecordGraphs` until read (its table rows are made when its campaign's frames are,
     :func:`_frames`), the former, once kept, in its shard's texts file (:class:`ShardTexts`),
-    which the dataset's digest reads; asked for (:attr:`json`), it is made from the record."""
+    which the dataset's digest reads; asked for (:attr:`json`), it is made from the record. Read
+    by a worker without a record cache (:func:`_read_in_parts`), it holds its JSON and key, and
+    the record is made from the JSON when first asked for."""
 
     __slots__ = ("_json", "key", "_record", "_graphs", "_digest")
 
@@ -1123,8 +1125,9 @@ def _read_records(store: RunStore, files: list[str], paths: list[str]) -> list[t
     return loaded
 
 
-#: Without a record cache, a store of at least this many runs is read in forked workers, this
-#: many runs to a piece (below it, forking and sending the pieces back cost more than they save).
+#: Without a record cache, a store of at least two pieces of this many runs is read in forked
+#: workers, a piece at a time (in smaller stores, forking and sending the pieces back cost about
+#: what they save).
 PIECE_RUNS = 500
 
 
@@ -1133,15 +1136,15 @@ def _read_in_parts(store: RunStore, files: list[str], paths: list[str]
     """The records read without a record cache (:func:`_read_records`: a command in a project
     never built, a fresh checkout's ``sparkreport dataset``), and the frames to stack: read,
     validated and flattened in forked workers, a piece of :data:`PIECE_RUNS` consecutive runs at
-    a time, when there are two CPUs and two pieces (10 000 runs: ~1.3 s of the load's ~2.1 s on
-    one CPU). A worker sends back each record's canonical JSON, key and digest, and its piece's
-    frames; the validated record is made again from its JSON only when asked for
+    a time, when there are two CPUs and two whole pieces (10 000 runs: 1.7–1.8 s against 2.3–2.4 s
+    in one process). A worker sends back each record's canonical JSON, key and digest, and its
+    piece's frames; the validated record is made again from its JSON only when asked for
     (:attr:`FlatRecord.record`: the JSON round-trips; the tables and the digest need none). The
     first bad run.json in store order is the error raised, as in one process."""
     from sparkreport.parallel import fork_map, workers_for
 
     pieces = [(start, min(start + PIECE_RUNS, len(files))) for start in range(0, len(files), PIECE_RUNS)]
-    workers = workers_for(len(pieces))
+    workers = workers_for(len(pieces)) if len(files) >= 2 * PIECE_RUNS else 0
     if not workers:
         loaded = _read_records(store, files, paths)
         return loaded, [_frames([flat for flat, _digest in loaded], paths)]
