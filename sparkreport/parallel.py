@@ -40,7 +40,7 @@ def jobs() -> int:
     if value:
         if not value.isdigit() or int(value) < 1:
             raise BuildError(f"{JOBS_ENV}={value!r}: must be a whole number of at least 1 — "
-                             f"unset it to use every CPU, or set 1 to build in one process")
+                             f"unset it to use every CPU, or set 1 to work in one process")
         return int(value)
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -330,8 +330,8 @@ def _answer(pipe: Any, file: Any = None) -> Any:
     try:
         kind, value = pipe.recv()
     except (EOFError, OSError):
-        raise WorkerError("a build worker stopped without an answer (killed, or out of memory?) — "
-                          f"build again, or set {JOBS_ENV}=1 to build in one process") from None
+        raise WorkerError("a worker stopped without an answer (killed, or out of memory?) — "
+                          f"run the command again, or set {JOBS_ENV}=1 to work in one process") from None
     if kind == "error":
         raise value
     if kind == "file":  # a background task's value, pickled by it into ``file`` (ours, just written)

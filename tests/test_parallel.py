@@ -41,7 +41,7 @@ def test_fork_map_keeps_order_and_raises_a_workers_error() -> None:
             os._exit(9)  # as the kernel's OOM killer would end it: no answer, no exception
         return index
 
-    with pytest.raises(parallel.WorkerError, match="a build worker stopped without an answer"):
+    with pytest.raises(parallel.WorkerError, match="a worker stopped without an answer"):
         parallel.fork_map(killed, 6, 2)
 
 
@@ -95,7 +95,7 @@ def test_a_bad_jobs_setting_is_one_line(monkeypatch: pytest.MonkeyPatch, value: 
     with pytest.raises(BuildError) as caught:
         parallel.jobs()
     assert str(caught.value) == (f"SPARKREPORT_JOBS={value!r}: must be a whole number of at least 1 — "
-                                 "unset it to use every CPU, or set 1 to build in one process")
+                                 "unset it to use every CPU, or set 1 to work in one process")
 
 
 def test_workers_for(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,7 +152,7 @@ def test_two_phase_keeps_each_workers_state_and_reports_a_dead_worker() -> None:
             os._exit(3)
         return index
 
-    with pytest.raises(parallel.WorkerError, match="a build worker stopped without an answer"):
+    with pytest.raises(parallel.WorkerError, match="a worker stopped without an answer"):
         parallel.two_phase(2, dies, sum, second)
 
 
