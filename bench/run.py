@@ -497,8 +497,9 @@ def ci_jobs(n: int, project: Path, source: Path, work: Path, row: dict[str, obje
         "newrun": lambda: add_one_run(source, origin, work),
         "post": lambda: origin_post.write_text(origin_post.read_text() + f"\nEdited at {time.time_ns()}.\n"),
     }
+    order = ["cold", *(kind for kind in CI_JOBS for _ in range(newruns if kind == "newrun" else 1))]
     newrun_walls: list[float] = []
-    for name in ("cold", *[job_name for job_name in CI_JOBS for _ in range(newruns if job_name == "newrun" else 1)]):
+    for name in order:
         changes[name]()
         if name in ("newrun", "post"):
             commit(name)
@@ -514,10 +515,10 @@ def ci_jobs(n: int, project: Path, source: Path, work: Path, row: dict[str, obje
         if name == "newrun":
             newrun_walls.append(wall)
     if len(newrun_walls) > 1:
-        row["ci_newrun_s"] = round(statistics.median(newrun_walls), 2)
-        print(f"  n={n:>6} ci newrun median {statistics.median(newrun_walls):.2f} s "
-              f"({min(newrun_walls):.2f}–{max(newrun_walls):.2f}, {len(newrun_walls)} jobs): "
-              f"{100 * statistics.median(newrun_walls) / float(row['ci_cold_s']):.1f}% of the cold job",  # type: ignore[arg-type]
+        median = statistics.median(newrun_walls)
+        row["ci_newrun_s"] = round(median, 2)
+        print(f"  n={n:>6} ci newrun median {median:.2f} s ({min(newrun_walls):.2f}–{max(newrun_walls):.2f}, "
+              f"{len(newrun_walls)} jobs): {100 * median / float(row['ci_cold_s']):.1f}% of the cold job",  # type: ignore[arg-type]
               file=sys.stderr)
 
 
@@ -688,6 +689,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ci-newruns", type=int, default=1, metavar="JOBS",
                         help="the ci stage's new-run jobs, one after another; their median is kept (default 1)")
     args = parser.parse_args(argv)
+    if args.ci_newruns < 1:
+        parser.error("--ci-newruns must be at least 1")
     only = None if args.only is None else {s for s in args.only.split(",") if s}
     unknown = sorted((only or set()) - set(STAGES)) + sorted({s for s in args.skip.split(",") if s} - set(STAGES))
     if unknown:
