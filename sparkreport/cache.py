@@ -333,7 +333,7 @@ class JournaledDict:
         old = self.entries
         kept = also if isinstance(also, (set, frozenset)) else set(also)
         changed = [(key, value) for key, value in entries.items() if old.get(key, _ABSENT) != value]
-        gone = old.keys() - entries.keys() - kept if kept else old.keys() - entries.keys()
+        gone = old.keys() - entries.keys() - kept
         removed = [key for key in old if key in gone] if gone else []  # (in the file's order)
         if kept:  # the file's whole: what it held, changed as the journal says
             old.update(changed)
@@ -1236,9 +1236,17 @@ def write_cache_pickle(path: Path, salt: str, field: str, value: dict[str, Any],
 
 
 def cache_pickle_bytes(salt: str, field: str, value: dict[str, Any], **more: dict[str, Any]) -> bytes:
-    """What :func:`write_cache_pickle` writes, as bytes (for a process that writes no file)."""
+    """What :func:`write_cache_pickle` writes, as bytes (for a process that writes no file, or
+    a head pickled ahead: :func:`write_cache_parts`)."""
     return pickle.dumps({"version": CACHE_VERSION, "salt": salt, field: value, **more},
                         protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def write_cache_parts(path: Path, head: bytes, **later: dict[str, Any]) -> None:
+    """A cache pickle made ahead (``head``: :func:`cache_pickle_bytes`), then ``later`` 's fields
+    as a second pickle, written atomically: what :func:`read_cache_pickle` reads back as one
+    with ``parts=2`` (the fields known early are pickled while there is time, the rest at the end)."""
+    _atomic_bytes(path, head + pickle.dumps(later, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 @overload

@@ -189,13 +189,10 @@ def save_record(cache_dir: Path, runs_dir: Path, site_dir: Path, record: dict[st
     folders' stat digests when they were published (``folders``) and the run-files folder's
     folders (``dirs``, :func:`checked_folders`). ``head``: :func:`record_head` of ``record`` and
     ``folders``, pickled already."""
-    import pickle
-
-    from sparkreport.cache import _atomic_bytes
+    from sparkreport.cache import write_cache_parts
 
     head = head if head is not None else record_head(runs_dir, site_dir, record, folders)
-    _atomic_bytes(cache_dir / RECORD_FILE, head + pickle.dumps({"dirs": dict(dirs or {})},
-                                                               protocol=pickle.HIGHEST_PROTOCOL))
+    write_cache_parts(cache_dir / RECORD_FILE, head, dirs=dict(dirs or {}))
     (cache_dir / "published-files.json").unlink(missing_ok=True)  # the layout before the pickle
 
 

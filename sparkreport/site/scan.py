@@ -369,7 +369,7 @@ class ScanMemo:
         self.files: dict[str, list[Any]] = {}
         self.fresh: dict[str, list[Any]] = {}
         #: The files carried over unscanned (:meth:`keep`), and those whose entries :meth:`adopt` took.
-        self.carried: list[str] = []
+        self.carried: set[str] = set()
         self.adopted: set[str] = set()
         self.scanned = 0
         from sparkreport.cache import JournaledDict
@@ -409,14 +409,13 @@ class ScanMemo:
         """Keep what is known of files that were not scanned because the site kept them as they
         were (the run files carried over from the live site): :meth:`save` keeps their entries as
         the file holds them (20 000 at 10 000 runs, not copied one by one after the swap)."""
-        self.carried.extend(paths)
+        self.carried.update(paths)
 
     def save(self) -> None:
         """Record the files of a site that was scanned clean (call only then)."""
         if self.path is None:
             return
-        fresh = self.fresh
-        carried = set(self.carried)
+        fresh, carried = self.fresh, self.carried
         # a carried file whose entry this build learnt anew (from another scan: adopt) keeps that
         # one, as taking it from ``files`` would; the others keep the file's own
         for relative in self.adopted:
