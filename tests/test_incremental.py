@@ -543,6 +543,56 @@ def test_a_serve_session_lists_the_runs_rows_of_a_changed_campaign_only(
     assert set(listed) == {"phase1"}
 
 
+def test_a_serve_session_lists_again_only_the_folders_that_changed_and_checks_names_by_the_kept_index(
+        two_campaigns: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's render after a run is added or removed walks the store from its last walk
+    (the folders whose stat did not change are not listed again) and checks its posts' bindings
+    against the name index the last render left (no run.json stat-ed for it), as a build does;
+    a binding the kept index cannot vouch for is checked against the store itself, and refused
+    with the store's own message."""
+    import shutil
+
+    import sparkreport.cache
+    import sparkreport.early
+    from sparkreport.render import RenderSession
+
+    monkeypatch.setattr(sparkreport.cache, "RACY_NS", 0)  # (the folders were made just now)
+    posts = two_campaigns / "docs" / "blog" / "posts"
+    posts.mkdir(parents=True)
+    post = posts / "p.md"
+    post.write_text('# P\n\n{{ value("output_throughput_tok_s", campaign="phase1", model="deepseek", '
+                    'environment="native") }}\n', encoding="utf-8")
+    listed: list[str] = []
+    indexed: list[Path] = []
+    list_folder, run_json_files = sparkreport.cache._listed, sparkreport.early._run_json_files
+
+    def listing(folder: str) -> tuple[tuple[str, ...], str]:
+        if Path(folder).is_relative_to(two_campaigns / "runs"):  # (not the package's own walk)
+            listed.append(Path(folder).relative_to(two_campaigns / "runs").as_posix())
+        return list_folder(folder)
+
+    def indexing(runs_dir: Path) -> Any:
+        indexed.append(runs_dir)
+        return run_json_files(runs_dir)
+
+    monkeypatch.setattr(sparkreport.cache, "_listed", listing)
+    monkeypatch.setattr(sparkreport.early, "_run_json_files", indexing)
+    session = RenderSession(RenderOptions(runs_dir=Path("runs"), project_root=two_campaigns))
+    session.render()
+    assert len(listed) > 10 and len(indexed) == 1  # every folder; the store's names, then kept
+    listed.clear(), indexed.clear()
+    gone = next((two_campaigns / "runs" / "phase1").glob("deepseek-container-iter01*"))
+    shutil.rmtree(gone)
+    second = session.render()
+    assert listed == ["phase1"] and indexed == []
+    assert "results/deepseek/index.md" in second.rendered_pages
+    post.write_text('# P\n\n{{ value("output_throughput_tok_s", model="nosuchmodel") }}\n', encoding="utf-8")
+    with pytest.raises(BuildError, match=r"docs/blog/posts/p\.md:3: .* has model='nosuchmodel' — model values "
+                                         r"here: deepseek, gpt120b, qwen72b, unnamed$"):
+        session.render()
+    assert len(indexed) == 1  # failed against the kept index: checked against the store before refused
+
+
 def test_the_published_files_are_read_again_only_for_a_campaign_whose_files_changed(
         two_campaigns: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a build starts publishing (every run.json's listed files, read from the store) is kept

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import sparkreport
+from sparkreport.early import check_writable
 from sparkreport.site.serve import Debouncer, ErrorPages, Sources, Watcher, error_markdown, error_source, front_matter
 
 POST = Path("docs/blog/posts/first-results.md")
@@ -199,8 +200,27 @@ def test_sources_cover_the_inputs_and_nothing_render_or_editors_leave(tmp_path: 
                     "mkdocs.yml", "runs/c/r2"):
         assert sources.covers(tmp_path / covered), covered
     for ignored in ("build/docs/index.md", "runs/.sparkreport.lock", "runs/c/.r3.123.tmp", "docs/.a.md.swp",
-                    "docs/a.md~", "site/index.html", "README.md", "docs/.git/x"):
+                    "docs/a.md~", "site/index.html", "README.md", "docs/.git/x", "runs/#2285602"):
         assert not sources.covers(tmp_path / ignored), ignored
+
+
+def test_a_writability_probe_of_the_store_is_not_a_change(tmp_path: Path) -> None:
+    # ingest checks that the store can be written with an unnamed temporary file before it reads
+    # its input: inotify reports it closed, as "#<inode>". Seen as a change, it started a
+    # re-render before the run was written, and another once it was (two renders a run).
+    (tmp_path / "runs").mkdir()
+    seen: list[Path] = []
+    watcher = Watcher(Sources(folders=(tmp_path / "runs",), files=()), seen.append)
+    watcher.start()
+    try:
+        check_writable(tmp_path / "runs", "--runs-dir")
+        (tmp_path / "runs/marker").write_text("x", encoding="utf-8")  # a real change, seen after the probe's
+        deadline = time.monotonic() + 10
+        while tmp_path / "runs/marker" not in seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        watcher.stop()
+    assert set(seen) == {tmp_path / "runs/marker"}, seen
 
 
 def test_reads_are_not_changes(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     import jinja2
 
-    from sparkreport.cache import HashMemo, WritesLater
+    from sparkreport.cache import HashMemo, WalkRecord, WritesLater
     from sparkreport.config import ProjectConfig
     from sparkreport.dataset import Dataset
     from sparkreport.project import Project
@@ -146,6 +146,11 @@ class RenderSession:
         #: The record and analysis caches, kept in memory from one render to the next (a run
         #: added reads its own run.json, not every campaign's cached records again).
         self.held = Held()
+        #: What the session's last walk of the run store listed (:class:`~sparkreport.cache.WalkRecord`):
+        #: the next walk lists again only the folders whose stat changed (a run added: its own
+        #: folder and its campaign's, not 10 000). None until the first walk, and where folder
+        #: times cannot be trusted (every folder is then listed each time).
+        self.walked: WalkRecord | None = None
 
     def render(self, changed: Iterable[Path] | None = None) -> RenderResult:
         """Render the project's pages (see :func:`render`), reusing what has not changed.
@@ -218,7 +223,16 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     check_writable(project.docs_dir, "--docs-dir")  # before the lock, which creates its parent
     check_store(project.runs_dir)
     if not checked:
-        refuse_early(project)  # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet
+        # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet. A
+        # session's renders check against the name index the last build or check left first, as
+        # a build does (what passes there is checked against the dataset once it is loaded, what
+        # fails there against the store itself, which writes the index again).
+        from sparkreport.cache import WritesLater
+
+        index_writes = WritesLater() if session is not None else None
+        refuse_early(project, index_writes)
+        if index_writes is not None:
+            index_writes.run()
     try:
         with output_lock(project.docs_dir.parent), contextlib.ExitStack() as held_until_done:
             if same_data is not None and build_data_key is not None:
@@ -279,10 +293,13 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
         return _render_docs(root, config, docs_dir, cache_dir, session.loaded.site, session.generated)
     key = ""
     if session is not None:
-        from sparkreport.cache import walk_store
+        from sparkreport.cache import WalkRecord, walk_store
 
-        # One walk: the session's key of what it loaded, and the Runs rows kept per campaign.
-        walk = walk_store(project.runs_path)
+        # One walk: the session's key of what it loaded, and the Runs rows kept per campaign —
+        # from the session's last walk, whose folders unchanged since are not listed again.
+        kept_walk = session.walked if session.walked is not None else WalkRecord.read(None, project.runs_path, "session")
+        walk = walk_store(project.runs_path, kept_walk)
+        session.walked = walk.record
         key = data_key(root, runs_dir, config_path, command, walk.files)
         store_folders = walk.folders if store_folders is None else store_folders
     loaded = session.loaded if session is not None and session.loaded and session.loaded.key == key else None

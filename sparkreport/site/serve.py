@@ -45,8 +45,11 @@ QUIET_S = 0.3
 DEFAULT_ADDR = "127.0.0.1:8000"
 #: The project's MkDocs settings (watched with ``sparkreport.yml`` and any ``--config`` file).
 PROJECT_MKDOCS = "mkdocs.yml"
-#: Editors' and tools' scratch files: never a reason to re-render.
-_SCRATCH = re.compile(r"(~|\.swp|\.swx|\.tmp|\.part)$|^(4913|#.*#)$")
+#: Editors' and tools' scratch files: never a reason to re-render. ``#`` and digits is how an
+#: unnamed temporary file (``O_TMPFILE``: Python's ``tempfile.TemporaryFile``) shows in a watched
+#: folder — the probe with which ``ingest`` checks that the store is writable, before it has
+#: read its input: a re-render started by it would run before the run is there, then again.
+_SCRATCH = re.compile(r"(~|\.swp|\.swx|\.tmp|\.part)$|^(4913|#.*#|#\d+)$")
 #: Events that do not change a file (watchdog reports opens and read-only closes on Linux).
 _READ_ONLY_EVENTS = frozenset({"opened", "closed_no_write"})
 
