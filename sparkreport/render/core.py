@@ -297,7 +297,9 @@ def _render(project: Project, held_until_done: contextlib.ExitStack, session: Re
 
         # One walk: the session's key of what it loaded, and the Runs rows kept per campaign —
         # from the session's last walk, whose folders unchanged since are not listed again.
-        kept_walk = session.walked if session.walked is not None else WalkRecord.read(None, project.runs_path, "session")
+        kept_walk = session.walked
+        if kept_walk is None:  # the session's first walk: an empty record (or none, where folder times lie)
+            kept_walk = WalkRecord.read(None, project.runs_path, "session")
         walk = walk_store(project.runs_path, kept_walk)
         session.walked = walk.record
         key = data_key(root, runs_dir, config_path, command, walk.files)
