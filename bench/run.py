@@ -290,12 +290,13 @@ def put_back_touched(runs: Path, work: Path) -> int:
     return int(put)
 
 
-def add_one_run(source: Path, project: Path, work: Path) -> None:
-    """``sparkreport ingest`` ONE new run: a copy of the newest group's first log with one more
-    line at its end (so a new source hash and run id), into that group's campaign with its labels.
-    Fails unless the store then holds one run more."""
+def add_one_run(source: Path, project: Path, work: Path, group_index: int = -1) -> None:
+    """``sparkreport ingest`` ONE new run: a copy of the newest group's first log (or the group
+    at ``group_index``: 0 is the oldest campaign's first) with one more line at its end (so a new
+    source hash and run id), into that group's campaign with its labels. Fails unless the store
+    then holds one run more."""
     manifest = json.loads((source / "manifest.json").read_text())
-    group = manifest["groups"][-1]
+    group = manifest["groups"][group_index]
     log = min((source / group["path"]).rglob("*.log"))
     folder = work / "newrun"
     shutil.rmtree(folder, ignore_errors=True)
@@ -430,9 +431,15 @@ def series(n: int, project: Path, source: Path, work: Path, row: dict[str, objec
     each ingested and built in turn: the median cold build, the median new run's build and the
     one as a share of the other. On a machine whose speed drifts between minutes, one cold build
     and the new run after it (the ``build`` and ``newrun`` stages) can land anywhere within the
-    drift; the medians of a series say where the share is."""
+    drift; the medians of a series say where the share is.
+
+    The new runs go into the newest campaign (where a study adds them); after each of them, one
+    more goes into the oldest campaign and is built apart (``old``): such a run changes the
+    pages that show the older campaigns too — a model's page of earlier campaigns, the longest
+    page of a build — and its median is reported beside the newest campaign's."""
     colds: list[float] = []
     news: list[float] = []
+    olds: list[float] = []
     command = [sys.executable, "-m", "sparkreport", "build"]
     for _round in range(rounds):
         clean_build()
@@ -444,12 +451,19 @@ def series(n: int, project: Path, source: Path, work: Path, row: dict[str, objec
             wall, _rss, cpu = run_child(command, project)
             news.append(wall)
             print(f"  n={n:>6} series    one new run {wall:7.2f} s ({cpu:7.2f} s CPU)", file=sys.stderr)
-    cold, new = statistics.median(colds), statistics.median(news)
+            add_one_run(source, project, work, group_index=0)
+            wall, _rss, cpu = run_child(command, project)
+            olds.append(wall)
+            print(f"  n={n:>6} series    one new run, oldest campaign {wall:7.2f} s ({cpu:7.2f} s CPU)",
+                  file=sys.stderr)
+    cold, new, old = statistics.median(colds), statistics.median(news), statistics.median(olds)
     row["series_cold_s"], row["series_newrun_s"] = round(cold, 2), round(new, 2)
     row["series_newrun_pct"] = round(100 * new / cold, 1)
+    row["series_oldrun_s"], row["series_oldrun_pct"] = round(old, 2), round(100 * old / cold, 1)
     print(f"  n={n:>6} series    median cold build {cold:.2f} s ({min(colds):.2f}–{max(colds):.2f}, {len(colds)}), "
           f"median new run {new:.2f} s ({min(news):.2f}–{max(news):.2f}, {len(news)}): "
-          f"{100 * new / cold:.1f}% of the cold build", file=sys.stderr)
+          f"{100 * new / cold:.1f}% of the cold build; in the oldest campaign {old:.2f} s "
+          f"({min(olds):.2f}–{max(olds):.2f}, {len(olds)}): {100 * old / cold:.1f}%", file=sys.stderr)
 
 
 #: What a CI job commits before its build (``ci`` stage), after the cold job.
