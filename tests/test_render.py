@@ -1046,7 +1046,7 @@ def _section(metric: str, arms: list[tuple[str, float, str]], comparisons: list[
              campaign: str = "c") -> dict[str, object]:
     return {"metric": metric, "label": _label(metric), "unit": "ms", "primary": False, "constant": None,
             "arms": [{"campaign": campaign, "environment": env, "mean": mean, "source": source}
-                     for env, mean, source in arms],
+                     for env, mean, source in arms], "places": 1,
             "comparisons": [{"campaign": campaign, "baseline": "native", **c} for c in comparisons]}
 
 
@@ -1069,6 +1069,7 @@ def test_other_metrics_summary_shapes() -> None:
     assert [(c["mean"], c["published"]) for c in latency["cells"]] == [(1.0, True), (2.0, False)]
     assert latency["comparison"]["verdict"] == "higher"
     assert [c["mean"] for c in single["cells"]] == [3.0, None] and single["comparison"] is None
+    assert latency["places"] == single["places"] == 1  # each row's decimals: its section's
     assert (two["tested"], two["untested"]) == (1, 0)
 
     three = other_metrics_summary([

@@ -411,9 +411,6 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
     tables: list[dict[str, Any]] = []
     counts = {"compared": 0, "tested": 0, "untested": 0, "rows": 0}
     tested_as_of: dict[str, list[str]] = {}  # a tested metric's label → the labels it stands for
-    # a metric's decimals are its section's (every arm of it), the same in each campaign's table:
-    # found once a metric, not once a campaign (a model of 50 campaigns: 700 passes over its arms)
-    places_of = {s["metric"]: table_places(s["arms"], s["metric"]) for s in others}
     for campaign, metrics in arms_of.items():
         compared = compared_of.get(campaign, {})
         bases = {str(c["baseline"]) for by in compared.values() for c in by.values()}
@@ -435,7 +432,9 @@ def other_metrics_summary(sections: list[dict[str, Any]], baseline: str,
                       "published": level in arms and arms[level]["source"] == "published" and not headed[level]}
                      for level in levels if wide or level in arms]
             rows.append({"metric": s["metric"], "label": with_unit(s["label"], s["unit"]), "cells": cells,
-                         "places": places_of[s["metric"]],
+                         # the section's decimals (every arm of the metric), the same in each
+                         # campaign's table — found once a section, not again here once a campaign
+                         "places": s["places"],
                          "comparison": next(iter(by_level.values()), None)})
             counts["rows"] += 1
             if by_level:
