@@ -182,8 +182,8 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     configuration), unless a resolved project is given (``build`` resolves it at the start).
 
     The configuration, the diffs and the posts' bindings are checked against the store's names
-    first (:func:`~sparkreport.render.preflight.refuse_early`), unless ``checked`` says the caller
-    (``build``) already did.
+    first (:func:`~sparkreport.render.preflight.refuse_early`; in a ``session``, against the kept
+    name index first, as a build does), unless ``checked`` says the caller (``build``) already did.
 
     A file-system failure (disk full, a folder removed under us) is a one-line BuildError naming
     the path, never a traceback. One render or build at a time writes into a docs folder's
