@@ -223,16 +223,9 @@ def render(options: RenderOptions | Project, *, session: RenderSession | None = 
     check_writable(project.docs_dir, "--docs-dir")  # before the lock, which creates its parent
     check_store(project.runs_dir)
     if not checked:
-        # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet. A
-        # session's renders check against the name index the last build or check left first, as
-        # a build does (what passes there is checked against the dataset once it is loaded, what
-        # fails there against the store itself, which writes the index again).
-        from sparkreport.cache import WritesLater
-
-        index_writes = WritesLater() if session is not None else None
-        refuse_early(project, index_writes)
-        if index_writes is not None:
-            index_writes.run()
+        # sparkreport.yml, diffs and post bindings against the store's names: no dataset yet (a
+        # session's renders against the name index the last one left first, as a build's)
+        refuse_early(project, kept_first=session is not None)
     try:
         with output_lock(project.docs_dir.parent), contextlib.ExitStack() as held_until_done:
             if same_data is not None and build_data_key is not None:

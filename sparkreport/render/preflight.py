@@ -140,16 +140,18 @@ def preflight(dataset: Dataset, config: ProjectConfig, source_docs: Path) -> Non
     check_posts(names, config, source_docs)
 
 
-def refuse_early(options: RenderOptions | Project, later: WritesLater | None = None) -> None:
+def refuse_early(options: RenderOptions | Project, later: WritesLater | None = None, *,
+                 kept_first: bool = False) -> None:
     """The checks :func:`preflight` makes, before the dataset is loaded: ``sparkreport.yml``
     itself, the diffs' campaigns (folder names) and the diffs and post bindings against the
     store's name index. Raises the same one-line errors; an empty store is left to the render
-    (which says "no runs to render"). ``later``: where the name index's write is put off to
-    (:func:`~sparkreport.early.store_index`) — given by a build that walks the store beside these
-    checks, which then check against the index the last build left first, without a stat of
-    every run.json (:func:`~sparkreport.early.kept_index`; the walk brings it up to date): only
-    what fails there is checked against the store itself before it is refused, and what passes
-    is checked again against the dataset once it is loaded (:func:`preflight`)."""
+    (which says "no runs to render"). ``kept_first``: check against the index the last build or
+    check left first, without a stat of every run.json (:func:`~sparkreport.early.kept_index`) —
+    a build, whose walk brings the index up to date, and a serve session do: only what fails
+    there is checked against the store itself before it is refused, and what passes is checked
+    again against the dataset once it is loaded (:func:`preflight`). ``later``: where the name
+    index's write is put off to (:func:`~sparkreport.early.store_index`; a build's, while its
+    builder builds), else it is written at once."""
     from sparkreport.early import check_selector_campaigns, kept_index, store_campaigns, store_index
     from sparkreport.errors import SparkreportError
     from sparkreport.project import resolve_project
@@ -167,7 +169,7 @@ def refuse_early(options: RenderOptions | Project, later: WritesLater | None = N
     check_selector_campaigns(runs_dir, [(f"{config_path}: diffs[{i}].{side}", text)
                                         for i, named in enumerate(config.diffs)
                                         for side, text in (("a", named.a), ("b", named.b))])
-    kept = kept_index(runs_dir, project.cache_dir) if later is not None else None
+    kept = kept_index(runs_dir, project.cache_dir) if kept_first else None
     if kept is not None:
         try:
             _check_names(IndexNames(kept), config, root)

@@ -361,7 +361,8 @@ def _walked_and_keyed(project: Project, target: Path, strict: bool, builder: str
     with contextlib.ExitStack() as own:
         walker = Background(walking.walk, then=walking.publish if publishing is not None else None)
         (publishing or own).enter_context(walker)
-        refuse_early(project, later)  # raises: the walker is stopped on the way out (it writes nothing yet)
+        # raises: the walker is stopped on the way out (it writes nothing yet)
+        refuse_early(project, later, kept_first=True)
 
         def hand_on(answer: Walked) -> None:
             if going_on is None or not data_changed(kept_key, answer.key):
